@@ -1,0 +1,105 @@
+/**
+ * The composition root: the only module that wires every layer together.
+ * `createService` builds a complete, listening-ready service from a config
+ * and the chain setups; tests and `main.ts` both use it.
+ */
+import { join } from "node:path";
+import type { FastifyInstance } from "fastify";
+import type { Hex } from "viem";
+import type { Config } from "./config/index.js";
+import { createLogger, type Logger } from "./lib/logger.js";
+import { createMetrics, type Metrics } from "./lib/metrics.js";
+import { openMigratedDb, type Db, type OpenedDb } from "./storage/db.js";
+import { EvmChainAdapter, type EvmNetworkSetup } from "./chains/evm/index.js";
+import { PaymentFacilitator, createEngine } from "./facilitator/paymentFacilitator.js";
+import { ApiKeyAuthenticator } from "./features/keys/authenticator.js";
+import { SettlementRecorder } from "./features/settlements/settlementRecorder.js";
+import { PaymentService } from "./features/payments/paymentService.js";
+import { buildHttpServer } from "./http/server.js";
+
+export interface ChainSetup {
+  evm: { networks: readonly EvmNetworkSetup[]; privateKeys: readonly Hex[] };
+}
+
+export interface ServiceOptions {
+  config: Config;
+  chains: ChainSetup;
+  log?: Logger;
+  /** Use an already-open database instead of opening one from config. */
+  database?: OpenedDb;
+  /** Receipt polling interval override (devnets mine faster than mainnets). */
+  pollingIntervalMs?: number;
+  collectProcessMetrics?: boolean;
+}
+
+export interface Service {
+  http: FastifyInstance;
+  db: Db;
+  dbKind: "pglite" | "postgres";
+  facilitator: PaymentFacilitator;
+  auth: ApiKeyAuthenticator;
+  metrics: Metrics;
+  log: Logger;
+  listen(): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function createService(opts: ServiceOptions): Promise<Service> {
+  const { config } = opts;
+  const log = opts.log ?? createLogger(config.logLevel);
+  const database =
+    opts.database ??
+    (await openMigratedDb({
+      databaseUrl: config.databaseUrl,
+      dataDir: join(config.dataDir, "pglite"),
+    }));
+  const metrics = createMetrics(opts.collectProcessMetrics ?? true);
+
+  const engine = createEngine();
+  const evm = new EvmChainAdapter(engine, {
+    networks: opts.chains.evm.networks,
+    privateKeys: opts.chains.evm.privateKeys,
+    confirmationTimeoutMs: config.settleTimeoutMs,
+    ...(opts.pollingIntervalMs !== undefined ? { pollingIntervalMs: opts.pollingIntervalMs } : {}),
+  });
+  const facilitator = new PaymentFacilitator(
+    engine,
+    [evm],
+    log.child({ component: "facilitator" }),
+  );
+  const auth = new ApiKeyAuthenticator(database.db, {
+    onError: (e) => log.warn({ err: String(e) }, "could not update api key last_used_at"),
+  });
+  const recorder = new SettlementRecorder(database.db, log.child({ component: "settlements" }));
+  const payments = new PaymentService(facilitator, recorder);
+  const http = await buildHttpServer({
+    log,
+    metrics,
+    facilitator,
+    payments,
+    auth,
+    bodyLimitBytes: config.bodyLimitBytes,
+    mode: config.mode,
+  });
+
+  let closed = false;
+  return {
+    http,
+    db: database.db,
+    dbKind: database.kind,
+    facilitator,
+    auth,
+    metrics,
+    log,
+    async listen() {
+      return http.listen({ host: config.host, port: config.port });
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await http.close();
+      await facilitator.close();
+      if (!opts.database) await database.close();
+    },
+  };
+}

@@ -1,0 +1,49 @@
+/**
+ * Shape checks for EVM `exact` payloads, so a malformed one gets a 400 that
+ * names the field instead of an exception deep inside the mechanism.
+ */
+import { z } from "zod";
+
+const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address");
+const uint = z.string().regex(/^\d{1,78}$/, "must be a string of digits");
+const hex = z.string().regex(/^0x([0-9a-fA-F]{2})*$/, "must be 0x-prefixed hex bytes");
+
+const eip3009 = z.object({
+  signature: hex.min(4, "must not be empty"),
+  authorization: z.object({
+    from: address,
+    to: address,
+    value: uint,
+    validAfter: uint,
+    validBefore: uint,
+    nonce: z.string().regex(/^0x[0-9a-fA-F]{64}$/, "must be a 0x-prefixed 32-byte hex nonce"),
+  }),
+});
+
+const permit2 = z.object({
+  signature: hex.min(4, "must not be empty"),
+  permit2Authorization: z.object({
+    from: address,
+    permitted: z.object({ token: address, amount: uint }),
+    spender: address,
+    nonce: uint,
+    deadline: uint,
+    witness: z.object({ to: address, validAfter: uint }).passthrough(),
+  }),
+});
+
+/** Returns a message naming the first bad field, or undefined when the shape is fine. */
+export function evmExactPayloadShapeError(payload: Record<string, unknown>): string | undefined {
+  const schema =
+    "permit2Authorization" in payload ? permit2 : "authorization" in payload ? eip3009 : undefined;
+  if (!schema) {
+    return "paymentPayload.payload must hold an `authorization` (EIP-3009) or a `permit2Authorization` (Permit2) with its `signature`";
+  }
+  const r = schema.safeParse(payload);
+  if (r.success) return undefined;
+  const issue = r.error.issues[0]!;
+  const path = ["paymentPayload", "payload", ...issue.path].join(".");
+  return issue.code === "invalid_type" && issue.input === undefined
+    ? `${path} is required`
+    : `${path} ${issue.message}`;
+}

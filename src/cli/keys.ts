@@ -1,0 +1,176 @@
+/**
+ * `npm run keys -- <command>`: API keys and accounts from the command line,
+ * until the dashboard exists.
+ *
+ *   create --name <name> [--account <account id or name>]
+ *   list [--account <account id or name>]
+ *   delete <key id>
+ *   accounts                       list accounts
+ *   accounts create --name <name>
+ */
+import { parseArgs } from "node:util";
+import { join } from "node:path";
+import { ConfigError, loadConfig } from "../config/index.js";
+import { openMigratedDb, type Db } from "../storage/db.js";
+import {
+  createAccount,
+  findAccount,
+  findAccountByName,
+  listAccounts,
+} from "../features/accounts/accounts.js";
+import { createApiKey, deleteApiKey, listApiKeys } from "../features/keys/apiKeys.js";
+
+const USAGE = `usage: npm run keys -- <command>
+
+  create --name <name> [--account <id|name>]   create a key; the full key is printed once
+  list [--account <id|name>]                   list live keys (masked)
+  delete <key id>                              delete (revoke) a key
+  accounts                                     list accounts
+  accounts create --name <name>                create an account
+
+The database is the service's: DATABASE_URL, or the embedded one in DATA_DIR (default .data).`;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+class UsageError extends Error {}
+
+async function resolveAccount(db: Db, ref: string | undefined, createIfMissing: boolean) {
+  if (ref) {
+    const acc = UUID.test(ref) ? await findAccount(db, ref) : await findAccountByName(db, ref);
+    if (!acc) throw new UsageError(`no account "${ref}"; see \`npm run keys -- accounts\``);
+    return acc;
+  }
+  const existing = await listAccounts(db);
+  if (existing.length === 1) return existing[0]!;
+  if (existing.length > 1)
+    throw new UsageError("several accounts exist: name one with --account <id|name>");
+  if (!createIfMissing) throw new UsageError("no accounts yet: create a key first");
+  return createAccount(db, "default");
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows
+    .map((r) =>
+      r
+        .map((c, i) => c.padEnd(widths[i]!))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
+}
+
+async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      name: { type: "string" },
+      account: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  const [command, sub] = positionals;
+  if (values.help || !command) {
+    console.log(USAGE);
+    return command ? 0 : 2;
+  }
+  const config = loadConfig();
+  const opened = await openMigratedDb({
+    databaseUrl: config.databaseUrl,
+    dataDir: join(config.dataDir, "pglite"),
+  });
+  const db = opened.db;
+  try {
+    switch (command) {
+      case "create": {
+        const name = values.name?.trim();
+        if (!name) throw new UsageError("create needs --name <name>, e.g. --name staging");
+        if (name.length > 100) throw new UsageError("--name must be at most 100 characters");
+        const account = await resolveAccount(db, values.account, true);
+        const key = await createApiKey(db, account.id, name);
+        console.log(`Created API key "${key.name}" (id ${key.id}) for account "${account.name}".`);
+        console.log("");
+        console.log(`  ${key.key}`);
+        console.log("");
+        console.log(
+          "This is the only time the full key is shown. Store it in your secret manager now.",
+        );
+        return 0;
+      }
+      case "list": {
+        const account = values.account
+          ? await resolveAccount(db, values.account, false)
+          : undefined;
+        const keys = await listApiKeys(db, account?.id);
+        if (keys.length === 0) {
+          console.log("no API keys; create one with `npm run keys -- create --name <name>`");
+          return 0;
+        }
+        const fmt = (d: Date | null) => (d ? d.toISOString().replace(/\.\d+Z$/, "Z") : "never");
+        console.log(
+          table([
+            ["ID", "NAME", "KEY", "ACCOUNT", "CREATED", "LAST USED"],
+            ...keys.map((k) => [
+              k.id,
+              k.name,
+              k.prefix,
+              k.accountId,
+              fmt(k.createdAt),
+              fmt(k.lastUsedAt),
+            ]),
+          ]),
+        );
+        return 0;
+      }
+      case "delete": {
+        if (!sub || !UUID.test(sub))
+          throw new UsageError("delete needs a key id (see `npm run keys -- list`)");
+        const ok = await deleteApiKey(db, sub);
+        if (!ok) throw new UsageError(`no live key with id ${sub}`);
+        console.log(
+          `Deleted key ${sub}. It stops working within seconds on every running replica.`,
+        );
+        return 0;
+      }
+      case "accounts": {
+        if (sub === "create") {
+          const name = values.name?.trim();
+          if (!name) throw new UsageError("accounts create needs --name <name>");
+          const acc = await createAccount(db, name);
+          console.log(`Created account "${acc.name}" (id ${acc.id}).`);
+          return 0;
+        }
+        if (sub) throw new UsageError(`unknown accounts command "${sub}"`);
+        const accounts = await listAccounts(db);
+        if (accounts.length === 0) {
+          console.log("no accounts yet");
+          return 0;
+        }
+        console.log(
+          table([
+            ["ID", "NAME", "PLAN", "CREATED"],
+            ...accounts.map((a) => [a.id, a.name, a.plan, a.created_at.toISOString()]),
+          ]),
+        );
+        return 0;
+      }
+      default:
+        throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);
+    }
+  } finally {
+    await opened.close();
+  }
+}
+
+run(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    if (e instanceof UsageError || e instanceof ConfigError) {
+      console.error(`error: ${e.message}`);
+      process.exit(2);
+    }
+    console.error(`error: ${(e as Error).message}`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,219 @@
+/**
+ * Configuration: the only module that reads `process.env`.
+ *
+ * Everything is validated once at boot. A bad value stops the process with a
+ * message that names the variable. Secrets (private keys) may be given inline
+ * in an env var or, better, as a file path in the matching `*_FILE` variable.
+ *
+ * Mode: with no chain configuration at all the service runs in **devnet**
+ * mode (local anvil chains, embedded database). As soon as any RPC URL or
+ * signer key is present it runs in **production** mode, and a missing piece is
+ * an error, never a silent fall-back to devnet.
+ */
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+import { EVM_NETWORKS, findEvmNetwork } from "../networks/registry.js";
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ConfigError";
+  }
+}
+
+export interface EvmNetworkConfig {
+  /** CAIP-2 id. */
+  readonly id: string;
+  readonly rpcUrls: readonly string[];
+}
+
+export interface Config {
+  readonly mode: "devnet" | "production";
+  readonly host: string;
+  readonly port: number;
+  readonly logLevel: string;
+  /** PostgreSQL server URL; when absent, PGlite in `dataDir`. */
+  readonly databaseUrl: string | undefined;
+  readonly dataDir: string;
+  readonly bodyLimitBytes: number;
+  /** How long /settle waits for a receipt before answering `settlement_pending`. */
+  readonly settleTimeoutMs: number;
+  /** Facilitator signer keys for EVM networks (hex). Never logged. */
+  readonly evmPrivateKeys: readonly `0x${string}`[];
+  readonly evmNetworks: readonly EvmNetworkConfig[];
+  readonly devnet: {
+    readonly networks: readonly string[];
+    readonly blockTimeSeconds: number;
+    readonly file: string;
+  };
+}
+
+const PRIVATE_KEY = /^0x[0-9a-fA-F]{64}$/;
+
+function intVar(name: string, min: number, max: number, fallback: number) {
+  return z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v.trim() === "") return fallback;
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < min || n > max) {
+        ctx.addIssue({
+          code: "custom",
+          message: `${name} must be a whole number from ${min} to ${max}, got "${v}"`,
+        });
+        return z.NEVER;
+      }
+      return n;
+    });
+}
+
+const EnvSchema = z.object({
+  FACILITATOR_MODE: z.enum(["devnet", "production"]).optional(),
+  HOST: z.string().min(1).optional(),
+  PORT: intVar("PORT", 0, 65535, 4020),
+  LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, "DATABASE_URL must start with postgres:// or postgresql://")
+    .optional(),
+  DATA_DIR: z.string().min(1).default(".data"),
+  BODY_LIMIT_BYTES: intVar("BODY_LIMIT_BYTES", 1024, 10 * 1024 * 1024, 64 * 1024),
+  // Official clients give up after 90 s; answering well before that lets a
+  // pending settlement be reported with its hash instead of a client timeout.
+  SETTLE_TIMEOUT_MS: intVar("SETTLE_TIMEOUT_MS", 1000, 85_000, 60_000),
+  DEVNET_NETWORKS: z.string().default("eip155:8453"),
+  DEVNET_BLOCK_TIME: z
+    .string()
+    .default("1")
+    .refine((v) => Number.isFinite(Number(v)) && Number(v) >= 0 && Number(v) <= 60, {
+      message: "DEVNET_BLOCK_TIME must be seconds from 0 to 60 (0 = one block per transaction)",
+    })
+    .transform(Number),
+  DEVNET_FILE: z.string().default(".devnet/devnet.json"),
+});
+
+function formatIssues(error: z.ZodError): string {
+  return error.issues.map((i) => `${i.path.join(".") || "env"}: ${i.message}`).join("; ");
+}
+
+/** Reads a secret from VAR, or from the file named by VAR_FILE. */
+function readSecret(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const inline = env[name];
+  const file = env[`${name}_FILE`];
+  if (inline && file) throw new ConfigError(`set either ${name} or ${name}_FILE, not both`);
+  if (file) {
+    try {
+      return readFileSync(file, "utf8");
+    } catch (e) {
+      throw new ConfigError(`${name}_FILE: cannot read ${file} (${(e as Error).message})`);
+    }
+  }
+  return inline;
+}
+
+function parseKeys(raw: string | undefined, name: string): `0x${string}`[] {
+  if (!raw) return [];
+  const keys = raw
+    .split(/[\s,]+/)
+    .map((k) => k.trim())
+    .filter((k) => k.length > 0 && !k.startsWith("#"));
+  keys.forEach((k, i) => {
+    // Never echo the key itself: only its position.
+    if (!PRIVATE_KEY.test(k)) {
+      throw new ConfigError(
+        `${name}: entry #${i + 1} is not a 32-byte hex private key (0x + 64 hex)`,
+      );
+    }
+  });
+  return keys as `0x${string}`[];
+}
+
+function parseEvmNetworks(env: NodeJS.ProcessEnv): EvmNetworkConfig[] {
+  const out: EvmNetworkConfig[] = [];
+  for (const [name, value] of Object.entries(env)) {
+    const m = /^EVM_RPC_URLS_(\d+)$/.exec(name);
+    if (!m || !value) continue;
+    const id = `eip155:${m[1]}`;
+    if (!findEvmNetwork(id)) {
+      const known = EVM_NETWORKS.map((n) => n.chainId).join(", ");
+      throw new ConfigError(
+        `${name}: chain ${m[1]} is not a supported network (supported: ${known})`,
+      );
+    }
+    const urls = value
+      .split(",")
+      .map((u) => u.trim())
+      .filter(Boolean);
+    for (const u of urls) {
+      if (!/^(https?|wss?):\/\//.test(u)) {
+        throw new ConfigError(`${name}: "${u}" is not an http(s) or ws(s) URL`);
+      }
+    }
+    out.push({ id, rpcUrls: urls });
+  }
+  return out.sort((a, b) => a.id.localeCompare(b.id));
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) throw new ConfigError(formatIssues(parsed.error));
+  const e = parsed.data;
+
+  const evmPrivateKeys = parseKeys(readSecret(env, "EVM_PRIVATE_KEYS"), "EVM_PRIVATE_KEYS");
+  const evmNetworks = parseEvmNetworks(env);
+  const hasChainConfig = evmPrivateKeys.length > 0 || evmNetworks.length > 0;
+  const mode = e.FACILITATOR_MODE ?? (hasChainConfig ? "production" : "devnet");
+
+  if (mode === "devnet" && hasChainConfig) {
+    throw new ConfigError(
+      "FACILITATOR_MODE=devnet but EVM_RPC_URLS_* or EVM_PRIVATE_KEYS is set: remove one of them",
+    );
+  }
+  if (mode === "production") {
+    if (evmNetworks.length === 0) {
+      throw new ConfigError(
+        "production mode needs at least one network: set EVM_RPC_URLS_<chainId>, e.g. EVM_RPC_URLS_8453=https://…",
+      );
+    }
+    if (evmPrivateKeys.length === 0) {
+      throw new ConfigError(
+        "production mode needs signer keys: set EVM_PRIVATE_KEYS_FILE (or EVM_PRIVATE_KEYS)",
+      );
+    }
+  }
+
+  const devnetNetworks =
+    e.DEVNET_NETWORKS.trim() === "all"
+      ? EVM_NETWORKS.filter((n) => n.assets.some((a) => a.transferMethod === "eip3009")).map(
+          (n) => n.id,
+        )
+      : e.DEVNET_NETWORKS.split(",")
+          .map((s) => s.trim())
+          .filter(Boolean);
+  for (const id of devnetNetworks) {
+    if (!findEvmNetwork(id)) {
+      throw new ConfigError(
+        `DEVNET_NETWORKS: "${id}" is not a supported network (supported: ${EVM_NETWORKS.map((n) => n.id).join(", ")}, or "all")`,
+      );
+    }
+  }
+
+  return {
+    mode,
+    host: e.HOST ?? (mode === "devnet" ? "127.0.0.1" : "0.0.0.0"),
+    port: e.PORT,
+    logLevel: e.LOG_LEVEL,
+    databaseUrl: e.DATABASE_URL,
+    dataDir: e.DATA_DIR,
+    bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    settleTimeoutMs: e.SETTLE_TIMEOUT_MS,
+    evmPrivateKeys,
+    evmNetworks,
+    devnet: {
+      networks: devnetNetworks,
+      blockTimeSeconds: e.DEVNET_BLOCK_TIME,
+      file: e.DEVNET_FILE,
+    },
+  };
+}

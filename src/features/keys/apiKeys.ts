@@ -1,0 +1,86 @@
+/**
+ * API key lifecycle: create (the full key is returned exactly once), list
+ * (masked prefixes only), delete (revoke), and authenticate.
+ */
+import { randomUUID } from "node:crypto";
+import type { Db } from "../../storage/db.js";
+import { generateApiKey, hashApiKey, maskedPrefix } from "./apiKeyFormat.js";
+
+export interface CreatedApiKey {
+  id: string;
+  accountId: string;
+  name: string;
+  prefix: string;
+  /** The full key. Shown once; only its hash is stored. */
+  key: string;
+  createdAt: Date;
+}
+
+export interface ApiKeyListing {
+  id: string;
+  accountId: string;
+  name: string;
+  prefix: string;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+}
+
+export async function createApiKey(
+  db: Db,
+  accountId: string,
+  name: string,
+): Promise<CreatedApiKey> {
+  const key = generateApiKey();
+  const row = await db
+    .insertInto("api_keys")
+    .values({
+      id: randomUUID(),
+      account_id: accountId,
+      name,
+      key_hash: hashApiKey(key),
+      prefix: maskedPrefix(key),
+      last_used_at: null,
+      revoked_at: null,
+    })
+    .returning(["id", "account_id", "name", "prefix", "created_at"])
+    .executeTakeFirstOrThrow();
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    name: row.name,
+    prefix: row.prefix,
+    key,
+    createdAt: row.created_at,
+  };
+}
+
+export async function listApiKeys(db: Db, accountId?: string): Promise<ApiKeyListing[]> {
+  let q = db
+    .selectFrom("api_keys")
+    .select(["id", "account_id", "name", "prefix", "created_at", "last_used_at"])
+    .where("revoked_at", "is", null);
+  if (accountId) q = q.where("account_id", "=", accountId);
+  const rows = await q.orderBy("created_at").execute();
+  return rows.map((r) => ({
+    id: r.id,
+    accountId: r.account_id,
+    name: r.name,
+    prefix: r.prefix,
+    createdAt: r.created_at,
+    lastUsedAt: r.last_used_at,
+  }));
+}
+
+/**
+ * Revokes a key by id. The row stays (settlements keep their attribution) but
+ * the key never authenticates again. Returns false when no live key matched.
+ */
+export async function deleteApiKey(db: Db, id: string): Promise<boolean> {
+  const res = await db
+    .updateTable("api_keys")
+    .set({ revoked_at: new Date() })
+    .where("id", "=", id)
+    .where("revoked_at", "is", null)
+    .executeTakeFirst();
+  return res.numUpdatedRows > 0n;
+}

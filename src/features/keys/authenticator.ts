@@ -1,0 +1,92 @@
+/**
+ * Resolves an `X-API-Key` header to its account, on the hot path of every
+ * /verify and /settle.
+ *
+ * The lookup is by SHA-256 hash (a unique index), and the stored hash is then
+ * compared in constant time. Results, hits and misses alike, are cached for a
+ * few seconds so a flood of requests costs one query per key, and so revoking
+ * a key takes effect within that window on every replica. `last_used_at` is
+ * written at most once a minute per key, off the request path.
+ */
+import type { Db } from "../../storage/db.js";
+import { hashApiKey, looksLikeApiKey, sameHash } from "./apiKeyFormat.js";
+
+export interface ApiKeyPrincipal {
+  keyId: string;
+  keyName: string;
+  accountId: string;
+}
+
+interface CacheEntry {
+  principal: ApiKeyPrincipal | null;
+  expiresAt: number;
+}
+
+export interface AuthenticatorOptions {
+  cacheTtlMs?: number;
+  maxEntries?: number;
+  onError?: (e: unknown) => void;
+}
+
+const LAST_USED_INTERVAL_MS = 60_000;
+
+export class ApiKeyAuthenticator {
+  private readonly cache = new Map<string, CacheEntry>();
+  private readonly lastUsedWritten = new Map<string, number>();
+  private readonly ttl: number;
+  private readonly maxEntries: number;
+
+  constructor(
+    private readonly db: Db,
+    private readonly opts: AuthenticatorOptions = {},
+  ) {
+    this.ttl = opts.cacheTtlMs ?? 5_000;
+    this.maxEntries = opts.maxEntries ?? 10_000;
+  }
+
+  async authenticate(rawKey: string | undefined): Promise<ApiKeyPrincipal | null> {
+    if (!rawKey || !looksLikeApiKey(rawKey)) return null;
+    const hash = hashApiKey(rawKey);
+    const cacheKey = hash.toString("base64");
+    const now = Date.now();
+    const cached = this.cache.get(cacheKey);
+    let principal: ApiKeyPrincipal | null;
+    if (cached && cached.expiresAt > now) {
+      principal = cached.principal;
+    } else {
+      principal = await this.lookup(hash);
+      if (this.cache.size >= this.maxEntries) this.cache.clear();
+      this.cache.set(cacheKey, { principal, expiresAt: now + this.ttl });
+    }
+    if (principal) this.touch(principal.keyId, now);
+    return principal;
+  }
+
+  /** Forgets cached results, e.g. right after a key is deleted in-process. */
+  invalidate(): void {
+    this.cache.clear();
+  }
+
+  private async lookup(hash: Buffer): Promise<ApiKeyPrincipal | null> {
+    const row = await this.db
+      .selectFrom("api_keys")
+      .select(["id", "name", "account_id", "key_hash"])
+      .where("key_hash", "=", hash)
+      .where("revoked_at", "is", null)
+      .executeTakeFirst();
+    if (!row || !sameHash(row.key_hash, hash)) return null;
+    return { keyId: row.id, keyName: row.name, accountId: row.account_id };
+  }
+
+  private touch(keyId: string, now: number): void {
+    const last = this.lastUsedWritten.get(keyId) ?? 0;
+    if (now - last < LAST_USED_INTERVAL_MS) return;
+    this.lastUsedWritten.set(keyId, now);
+    this.db
+      .updateTable("api_keys")
+      .set({ last_used_at: new Date(now) })
+      .where("id", "=", keyId)
+      .execute()
+      .catch((e: unknown) => this.opts.onError?.(e));
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * POST /verify and POST /settle. A processed payment is always HTTP 200,
+ * valid or not; only auth and request-shape problems are HTTP errors.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { PaymentService } from "../../features/payments/paymentService.js";
+import type { ApiKeyAuthenticator } from "../../features/keys/authenticator.js";
+import { Reason } from "../../lib/reasons.js";
+import type { Metrics } from "../../lib/metrics.js";
+import { requireApiKey } from "../auth.js";
+import { sendError } from "../errorEnvelope.js";
+import { parsePaymentRequestBody } from "../requestSchema.js";
+
+const VERSION_MESSAGE =
+  "this facilitator speaks x402 version 2: set x402Version to 2 in the body and in paymentPayload";
+
+function networkOf(raw: unknown): string {
+  const req = (raw as Record<string, unknown>)?.["paymentRequirements"] as
+    Record<string, unknown> | undefined;
+  return typeof req?.["network"] === "string" ? req["network"] : "";
+}
+
+export function registerPaymentRoutes(
+  app: FastifyInstance,
+  deps: { payments: PaymentService; auth: ApiKeyAuthenticator; metrics: Metrics },
+): void {
+  const preHandler = requireApiKey(deps.auth);
+
+  app.post("/verify", { preHandler }, async (request: FastifyRequest, reply: FastifyReply) => {
+    const parsed = parsePaymentRequestBody(request.body);
+    if (parsed.kind === "invalid") return sendError(reply, "invalid_request", parsed.message);
+    if (parsed.kind === "wrong_version") {
+      deps.metrics.verifications.inc({
+        network: networkOf(request.body),
+        result: Reason.invalidX402Version,
+      });
+      return reply.send({
+        isValid: false,
+        invalidReason: Reason.invalidX402Version,
+        invalidMessage: VERSION_MESSAGE,
+      });
+    }
+    const result = await deps.payments.verify(request.principal!, parsed.request);
+    deps.metrics.verifications.inc({
+      network: parsed.request.paymentRequirements.network,
+      result: result.isValid ? "valid" : (result.invalidReason ?? "invalid"),
+    });
+    return reply.send(result);
+  });
+
+  app.post("/settle", { preHandler }, async (request: FastifyRequest, reply: FastifyReply) => {
+    const parsed = parsePaymentRequestBody(request.body);
+    if (parsed.kind === "invalid") return sendError(reply, "invalid_request", parsed.message);
+    if (parsed.kind === "wrong_version") {
+      return reply.send({
+        success: false,
+        errorReason: Reason.invalidX402Version,
+        errorMessage: VERSION_MESSAGE,
+        transaction: "",
+        network: networkOf(request.body),
+      });
+    }
+    const result = await deps.payments.settle(request.principal!, parsed.request);
+    deps.metrics.settlements.inc({
+      network: parsed.request.paymentRequirements.network,
+      outcome: result.success ? "succeeded" : (result.errorReason ?? "failed"),
+    });
+    return reply.send(result);
+  });
+}

@@ -1,0 +1,87 @@
+/**
+ * The HTTP transport: Fastify with the service's error envelope, request
+ * ids, body limits and routes. No business logic lives here.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import type { Logger } from "../lib/logger.js";
+import { isServiceError, describeError } from "../lib/errors.js";
+import { newRequestId } from "../lib/ids.js";
+import type { Metrics } from "../lib/metrics.js";
+import type { PaymentFacilitator } from "../facilitator/paymentFacilitator.js";
+import type { PaymentService } from "../features/payments/paymentService.js";
+import type { ApiKeyAuthenticator } from "../features/keys/authenticator.js";
+import { codeForFastifyError, sendError, sendServiceError } from "./errorEnvelope.js";
+import { registerPaymentRoutes } from "./routes/payment.js";
+import { registerSupportedRoute } from "./routes/supported.js";
+
+export interface HttpDeps {
+  log: Logger;
+  metrics: Metrics;
+  facilitator: PaymentFacilitator;
+  payments: PaymentService;
+  auth: ApiKeyAuthenticator;
+  bodyLimitBytes: number;
+  mode: "devnet" | "production";
+}
+
+export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.log.child({ component: "http" }) as unknown as FastifyBaseLogger,
+    disableRequestLogging: true,
+    bodyLimit: deps.bodyLimitBytes,
+    genReqId: () => newRequestId(),
+    requestIdHeader: false,
+    // Resource servers keep connections open across many calls.
+    keepAliveTimeout: 72_000,
+    return503OnClosing: true,
+  });
+
+  // JSON only: text/plain and friends get a clear 415 instead of a guess.
+  app.removeContentTypeParser("text/plain");
+
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header("X-Request-Id", request.id);
+  });
+
+  app.addHook("onResponse", async (request, reply) => {
+    const route = request.routeOptions.url ?? "unmatched";
+    deps.metrics.httpDuration.observe(
+      { route, method: request.method, status: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
+    if (reply.statusCode >= 500) {
+      request.log.warn(
+        { route, status: reply.statusCode, requestId: request.id },
+        "request failed",
+      );
+    }
+  });
+
+  app.setErrorHandler(async (error, request, reply) => {
+    if (isServiceError(error)) return sendServiceError(reply, error);
+    const err = error as { code?: string; statusCode?: number };
+    const mapped = codeForFastifyError(err);
+    if (mapped.code === "internal_error") {
+      request.log.error({ err: describeError(error), requestId: request.id }, "unhandled error");
+    }
+    return sendError(reply, mapped.code, mapped.message);
+  });
+
+  app.setNotFoundHandler(async (request, reply) =>
+    sendError(
+      reply,
+      "not_found",
+      `no route ${request.method} ${request.url.split("?")[0]}; see GET /supported, POST /verify, POST /settle`,
+    ),
+  );
+
+  app.get("/health", async () => ({ status: "ok", mode: deps.mode }));
+  app.get("/metrics", async (_request, reply) =>
+    reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()),
+  );
+  registerSupportedRoute(app, deps.facilitator);
+  registerPaymentRoutes(app, { payments: deps.payments, auth: deps.auth, metrics: deps.metrics });
+
+  await app.ready();
+  return app;
+}

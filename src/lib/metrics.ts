@@ -1,0 +1,38 @@
+/**
+ * Prometheus metrics. One registry per service instance (tests build many).
+ */
+import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+export interface Metrics {
+  registry: Registry;
+  verifications: Counter<"network" | "result">;
+  settlements: Counter<"network" | "outcome">;
+  httpDuration: Histogram<"route" | "method" | "status">;
+}
+
+export function createMetrics(collectProcess = true): Metrics {
+  const registry = new Registry();
+  if (collectProcess) collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    verifications: new Counter({
+      name: "x402_verifications_total",
+      help: "Processed /verify calls by network and result (valid or the invalid reason)",
+      labelNames: ["network", "result"],
+      registers: [registry],
+    }),
+    settlements: new Counter({
+      name: "x402_settlements_total",
+      help: "Processed /settle calls by network and outcome (succeeded or the error reason)",
+      labelNames: ["network", "outcome"],
+      registers: [registry],
+    }),
+    httpDuration: new Histogram({
+      name: "x402_http_request_duration_seconds",
+      help: "HTTP request duration by route",
+      labelNames: ["route", "method", "status"],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers: [registry],
+    }),
+  };
+}

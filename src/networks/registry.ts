@@ -1,0 +1,132 @@
+/**
+ * The network registry: every network this service can settle on, as data.
+ *
+ * This is the single place that names a chain, its default asset and the
+ * schemes we offer there. Chain adapters, the devnet and `/supported` all read
+ * it; nothing else hard-codes a chain id or a token address.
+ *
+ * Token addresses are the canonical mainnet deployments. The EIP-712 domain
+ * (`name`, `version`) listed here is only what the devnet token is created
+ * with: the service itself reads each token's domain from the chain at start
+ * and caches it, so a wrong guess here can never make a real payment fail.
+ */
+
+export type ChainFamily = "eip155" | "solana" | "near" | "xrpl" | "starknet";
+export type SchemeName = "exact" | "upto" | "batch-settlement";
+
+/** How a token is moved for the `exact` scheme. */
+export type TransferMethod = "eip3009" | "permit2";
+
+export interface AssetInfo {
+  readonly symbol: string;
+  readonly address: `0x${string}`;
+  readonly decimals: number;
+  readonly transferMethod: TransferMethod;
+  /** EIP-712 domain the devnet copy of the token is created with. */
+  readonly devnetDomain: { readonly name: string; readonly version: string };
+  /** Whether the token implements EIP-2612 `permit`. */
+  readonly supportsEip2612: boolean;
+}
+
+export interface EvmNetwork {
+  readonly family: "eip155";
+  /** CAIP-2 id, e.g. `eip155:8453`. */
+  readonly id: `eip155:${number}`;
+  readonly chainId: number;
+  readonly name: string;
+  /** The default asset first. */
+  readonly assets: readonly AssetInfo[];
+  readonly schemes: readonly SchemeName[];
+  /** Typical block time, used to size receipt polling. */
+  readonly blockTimeMs: number;
+}
+
+const EVM_SCHEMES: readonly SchemeName[] = ["exact", "upto", "batch-settlement"];
+
+function usdc(address: `0x${string}`, name: "USD Coin" | "USDC"): AssetInfo {
+  return {
+    symbol: "USDC",
+    address,
+    decimals: 6,
+    transferMethod: "eip3009",
+    devnetDomain: { name, version: "2" },
+    supportsEip2612: true,
+  };
+}
+
+function evm(
+  chainId: number,
+  name: string,
+  assets: readonly AssetInfo[],
+  blockTimeMs: number,
+): EvmNetwork {
+  return {
+    family: "eip155",
+    id: `eip155:${chainId}`,
+    chainId,
+    name,
+    assets,
+    schemes: EVM_SCHEMES,
+    blockTimeMs,
+  };
+}
+
+export const EVM_NETWORKS: readonly EvmNetwork[] = [
+  evm(8453, "Base", [usdc("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "USD Coin")], 2000),
+  evm(42161, "Arbitrum One", [usdc("0xaf88d065e77c8cC2239327C5EDb3A432268e5831", "USD Coin")], 250),
+  evm(10, "OP Mainnet", [usdc("0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85", "USD Coin")], 2000),
+  evm(137, "Polygon PoS", [usdc("0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359", "USD Coin")], 2000),
+  evm(
+    43114,
+    "Avalanche C-Chain",
+    [usdc("0xB97EF9Ef8734C71904D8002F8b6Bc66Dd9c48a6E", "USD Coin")],
+    2000,
+  ),
+  evm(42220, "Celo", [usdc("0xcebA9300f2b948710d2653dD7B07f33A8B32118C", "USDC")], 1000),
+  evm(59144, "Linea", [usdc("0x176211869cA2b568f2A7D4EE941E073a821EE1ff", "USD Coin")], 2000),
+  evm(130, "Unichain", [usdc("0x078D782b760474a361dDA0AF3839290b0EF57AD6", "USDC")], 1000),
+  evm(480, "World Chain", [usdc("0x79A02482A880bCE3F13e09Da970dC34db4CD24d1", "USDC")], 2000),
+  evm(143, "Monad", [usdc("0x754704Bc059F8C67012fEd69BC8A327a5aafb603", "USDC")], 500),
+  evm(
+    4663,
+    "USDG chain",
+    [
+      {
+        // Paxos deploys USDG at one address across its EVM chains. USDG has
+        // neither EIP-3009 nor EIP-2612, so `exact` goes through Permit2.
+        symbol: "USDG",
+        address: "0xe343167631d89B6Ffc58B88d6b7fB0228795491D",
+        decimals: 6,
+        transferMethod: "permit2",
+        devnetDomain: { name: "Global Dollar", version: "1" },
+        supportsEip2612: false,
+      },
+    ],
+    1000,
+  ),
+];
+
+const BY_ID = new Map<string, EvmNetwork>(EVM_NETWORKS.map((n) => [n.id, n]));
+
+/** Looks a network up by CAIP-2 id; undefined when we do not serve it. */
+export function findEvmNetwork(id: string): EvmNetwork | undefined {
+  return BY_ID.get(id);
+}
+
+export function evmNetworkByChainId(chainId: number): EvmNetwork | undefined {
+  return EVM_NETWORKS.find((n) => n.chainId === chainId);
+}
+
+export function defaultAsset(network: EvmNetwork): AssetInfo {
+  const first = network.assets[0];
+  if (!first) throw new Error(`network ${network.id} has no assets`);
+  return first;
+}
+
+export function findAsset(network: EvmNetwork, address: string): AssetInfo | undefined {
+  const wanted = address.toLowerCase();
+  return network.assets.find((a) => a.address.toLowerCase() === wanted);
+}
+
+/** CAIP-2 syntax: namespace ":" reference. */
+export const CAIP2_PATTERN = /^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$/;

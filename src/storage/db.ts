@@ -1,0 +1,73 @@
+/**
+ * Opens the database: PGlite in a data directory by default, or a PostgreSQL
+ * server when a URL is given. Both speak the same SQL, so every query and
+ * migration is written once.
+ */
+import { mkdir } from "node:fs/promises";
+import { PGlite } from "@electric-sql/pglite";
+import { Kysely, PostgresDialect } from "kysely";
+import pg from "pg";
+import { PGliteDialect } from "./pgliteDialect.js";
+import { migrateToLatest } from "./migrate.js";
+import { lockDataDir } from "./dataDirLock.js";
+import type { Database } from "./schema.js";
+
+export type Db = Kysely<Database>;
+
+export interface OpenDbOptions {
+  /** postgres:// URL; when absent, PGlite is used. */
+  databaseUrl?: string | undefined;
+  /** PGlite directory; `memory://` keeps it in memory (tests). */
+  dataDir?: string;
+  poolSize?: number;
+}
+
+export interface OpenedDb {
+  db: Db;
+  kind: "pglite" | "postgres";
+  close(): Promise<void>;
+}
+
+// numeric and int8 come back as strings by default, which is what we want for
+// token amounts; timestamps become Date objects.
+export async function openDb(opts: OpenDbOptions): Promise<OpenedDb> {
+  if (opts.databaseUrl) {
+    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.poolSize ?? 20 });
+    // A dropped idle connection must not crash the process.
+    pool.on("error", () => undefined);
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return { db, kind: "postgres", close: () => db.destroy() };
+  }
+  const dir = opts.dataDir ?? "memory://";
+  let unlock = () => undefined as void;
+  if (!dir.startsWith("memory://")) {
+    await mkdir(dir, { recursive: true });
+    unlock = lockDataDir(dir);
+  }
+  try {
+    const client = await PGlite.create(dir);
+    const db = new Kysely<Database>({ dialect: new PGliteDialect(client) });
+    return {
+      db,
+      kind: "pglite",
+      close: async () => {
+        await db.destroy();
+        unlock();
+      },
+    };
+  } catch (e) {
+    unlock();
+    throw e;
+  }
+}
+
+export async function openMigratedDb(opts: OpenDbOptions): Promise<OpenedDb> {
+  const opened = await openDb(opts);
+  try {
+    await migrateToLatest(opened.db as never);
+  } catch (e) {
+    await opened.close();
+    throw e;
+  }
+  return opened;
+}
