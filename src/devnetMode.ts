@@ -1,0 +1,72 @@
+/**
+ * Devnet mode: what `npm start` does with no configuration. It starts local
+ * chains in-process, makes sure an account and an API key exist, and writes
+ * `facilitatorUrl` and `apiKey` into the devnet file so a script can drive the
+ * whole flow from that file alone.
+ */
+import type { Hex } from "viem";
+import { startDevnet, readDevnetFile, updateDevnetFile, type Devnet } from "../devnet/index.js";
+import type { Config } from "./config/index.js";
+import type { ChainSetup } from "./app.js";
+import type { Db } from "./storage/db.js";
+import type { ApiKeyAuthenticator } from "./features/keys/authenticator.js";
+import { createAccount, findAccountByName } from "./features/accounts/accounts.js";
+import { createApiKey } from "./features/keys/apiKeys.js";
+
+export interface RunningDevnet {
+  devnet: Devnet;
+  chains: ChainSetup;
+  /** The API key from the previous run, if the file had one. */
+  previousApiKey: string | undefined;
+}
+
+export async function bootDevnet(
+  config: Config,
+  progress: (line: string) => void,
+): Promise<RunningDevnet> {
+  let previousApiKey: string | undefined;
+  try {
+    previousApiKey = (await readDevnetFile(config.devnet.file)).apiKey;
+  } catch {
+    previousApiKey = undefined;
+  }
+  progress(
+    `starting devnet: ${config.devnet.networks.join(", ")} (block time ${config.devnet.blockTimeSeconds === 0 ? "one block per transaction" : `${config.devnet.blockTimeSeconds}s`})…`,
+  );
+  const devnet = await startDevnet({
+    networks: [...config.devnet.networks],
+    blockTimeSeconds: config.devnet.blockTimeSeconds,
+    outFile: config.devnet.file,
+  });
+  const infos = Object.entries(devnet.networks);
+  const keys = infos[0]?.[1].facilitatorPrivateKeys ?? [];
+  return {
+    devnet,
+    previousApiKey,
+    chains: {
+      evm: {
+        networks: infos.map(([id, info]) => ({ id, rpcUrls: [info.rpcUrl] })),
+        privateKeys: keys as Hex[],
+      },
+    },
+  };
+}
+
+/** Reuses the devnet API key while it still authenticates; otherwise makes a new one. */
+export async function ensureDevnetApiKey(
+  db: Db,
+  auth: ApiKeyAuthenticator,
+  previous: string | undefined,
+): Promise<string> {
+  if (previous && (await auth.authenticate(previous))) return previous;
+  const account = (await findAccountByName(db, "devnet")) ?? (await createAccount(db, "devnet"));
+  return (await createApiKey(db, account.id, "devnet")).key;
+}
+
+export async function publishDevnetAccess(
+  file: string,
+  facilitatorUrl: string,
+  apiKey: string,
+): Promise<void> {
+  await updateDevnetFile(file, { facilitatorUrl, apiKey });
+}

@@ -1,0 +1,90 @@
+/**
+ * Process entry: config → (devnet) → service → listen, and a graceful
+ * shutdown that lets in-flight settlements finish before the database closes.
+ */
+import { ConfigError, loadConfig, type Config } from "./config/index.js";
+import { createService, type ChainSetup, type Service } from "./app.js";
+import { createLogger } from "./lib/logger.js";
+import {
+  bootDevnet,
+  ensureDevnetApiKey,
+  publishDevnetAccess,
+  type RunningDevnet,
+} from "./devnetMode.js";
+import { printDevnetBanner, printProductionBanner } from "./banner.js";
+
+function progress(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      progress(`configuration error: ${e.message}`);
+      progress("see the Configuration section of README.md");
+      process.exit(2);
+    }
+    throw e;
+  }
+  const log = createLogger(config.logLevel);
+
+  let devnet: RunningDevnet | undefined;
+  let chains: ChainSetup;
+  if (config.mode === "devnet") {
+    devnet = await bootDevnet(config, progress);
+    chains = devnet.chains;
+  } else {
+    chains = { evm: { networks: config.evmNetworks, privateKeys: config.evmPrivateKeys } };
+  }
+
+  let service: Service | undefined;
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    progress(`${signal}: shutting down (finishing in-flight requests)…`);
+    const force = setTimeout(() => {
+      progress("shutdown took too long; exiting");
+      process.exit(1);
+    }, 30_000);
+    force.unref();
+    try {
+      await service?.close();
+      await devnet?.devnet.stop();
+    } finally {
+      process.exit(0);
+    }
+  };
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+
+  try {
+    service = await createService({ config, chains, log });
+    const address = await service.listen();
+    const url = address.replace("0.0.0.0", "127.0.0.1").replace("[::]", "127.0.0.1");
+    if (devnet) {
+      const apiKey = await ensureDevnetApiKey(service.db, service.auth, devnet.previousApiKey);
+      await publishDevnetAccess(config.devnet.file, url, apiKey);
+      printDevnetBanner({
+        url,
+        apiKey,
+        devnet: devnet.devnet,
+        file: config.devnet.file,
+        dbKind: service.dbKind,
+      });
+    } else {
+      printProductionBanner({ url, service, networks: config.evmNetworks.map((n) => n.id) });
+    }
+  } catch (e) {
+    log.fatal({ err: (e as Error).message }, "could not start");
+    progress(`could not start: ${(e as Error).message}`);
+    await service?.close().catch(() => undefined);
+    await devnet?.devnet.stop().catch(() => undefined);
+    process.exit(1);
+  }
+}
+
+void main();

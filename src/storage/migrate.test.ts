@@ -1,0 +1,8 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { splitStatements } from "./migrate.js";
+
+test("statements split at line-ending semicolons; comments are dropped", () => {
+  const sql = "-- header\nCREATE TABLE a (x int);\n\n-- note\nCREATE INDEX i ON a (x);\n";
+  assert.deepEqual(splitStatements(sql), ["CREATE TABLE a (x int)", "CREATE INDEX i ON a (x)"]);
+});

@@ -1,0 +1,40 @@
+/**
+ * Test databases: PGlite in memory always, and a fresh database on a real
+ * PostgreSQL server when TEST_DATABASE_URL is set (CI sets it). Suites that
+ * touch storage run once per available backend.
+ */
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { openMigratedDb, type OpenedDb } from "../../src/storage/db.js";
+
+export type Backend = "pglite" | "postgres";
+
+export function availableBackends(): Backend[] {
+  return process.env["TEST_DATABASE_URL"] ? ["pglite", "postgres"] : ["pglite"];
+}
+
+/** Opens a migrated, empty database; `close()` also drops a server database. */
+export async function openTestDb(backend: Backend): Promise<OpenedDb & { url?: string }> {
+  if (backend === "pglite") return openMigratedDb({ dataDir: "memory://" });
+  const adminUrl = process.env["TEST_DATABASE_URL"];
+  if (!adminUrl) throw new Error("TEST_DATABASE_URL is not set");
+  const name = `x402_test_${randomBytes(6).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const opened = await openMigratedDb({ databaseUrl: url.toString(), poolSize: 10 });
+  return {
+    ...opened,
+    url: url.toString(),
+    async close() {
+      await opened.close();
+      const a = new pg.Client({ connectionString: adminUrl });
+      await a.connect();
+      await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await a.end();
+    },
+  };
+}

@@ -1,0 +1,83 @@
+/**
+ * A whole service for tests: real anvil chains with the devnet contracts, a
+ * real database, and the service listening on a loopback port with an
+ * account and an API key ready.
+ */
+import type { Hex } from "viem";
+import { startDevnet, type Devnet } from "../../devnet/index.js";
+import { createService, type Service } from "../../src/app.js";
+import { loadConfig } from "../../src/config/index.js";
+import { createAccount } from "../../src/features/accounts/accounts.js";
+import { createApiKey } from "../../src/features/keys/apiKeys.js";
+import { openTestDb, type Backend } from "./database.js";
+
+export interface TestStack {
+  url: string;
+  apiKey: string;
+  accountId: string;
+  devnet: Devnet;
+  service: Service;
+  network: string;
+  rpcUrl: string;
+  usdc: Hex;
+  payerKeys: Hex[];
+  stop(): Promise<void>;
+}
+
+export interface StackOptions {
+  backend?: Backend;
+  blockTimeSeconds?: number;
+  networks?: string[];
+  env?: Record<string, string>;
+}
+
+export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
+  const networks = opts.networks ?? ["eip155:8453"];
+  const devnet = await startDevnet({
+    networks,
+    blockTimeSeconds: opts.blockTimeSeconds ?? 0,
+    outFile: null,
+  });
+  const database = await openTestDb(opts.backend ?? "pglite");
+  const config = loadConfig({
+    FACILITATOR_MODE: "devnet",
+    PORT: "0",
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "silent",
+    SETTLE_TIMEOUT_MS: "20000",
+    ...opts.env,
+  });
+  const infos = Object.entries(devnet.networks);
+  const first = infos[0]!;
+  const service = await createService({
+    config,
+    database,
+    collectProcessMetrics: false,
+    pollingIntervalMs: 50,
+    chains: {
+      evm: {
+        networks: infos.map(([id, info]) => ({ id, rpcUrls: [info.rpcUrl] })),
+        privateKeys: first[1].facilitatorPrivateKeys as Hex[],
+      },
+    },
+  });
+  const url = await service.listen();
+  const account = await createAccount(service.db, "test");
+  const key = await createApiKey(service.db, account.id, "test");
+  return {
+    url,
+    apiKey: key.key,
+    accountId: account.id,
+    devnet,
+    service,
+    network: first[0],
+    rpcUrl: first[1].rpcUrl,
+    usdc: first[1].assets["USDC"] as Hex,
+    payerKeys: first[1].payerPrivateKeys as Hex[],
+    async stop() {
+      await service.close();
+      await database.close();
+      await devnet.stop();
+    },
+  };
+}
