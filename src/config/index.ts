@@ -115,9 +115,11 @@ function readSecret(env: NodeJS.ProcessEnv, name: string): string | undefined {
 function parseKeys(raw: string | undefined, name: string): `0x${string}`[] {
   if (!raw) return [];
   const keys = raw
-    .split(/[\s,]+/)
+    .split("\n")
+    .map((line) => line.replace(/#.*$/, ""))
+    .flatMap((line) => line.split(/[\s,]+/))
     .map((k) => k.trim())
-    .filter((k) => k.length > 0 && !k.startsWith("#"));
+    .filter((k) => k.length > 0);
   keys.forEach((k, i) => {
     // Never echo the key itself: only its position.
     if (!PRIVATE_KEY.test(k)) {

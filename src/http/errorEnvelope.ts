@@ -48,7 +48,9 @@ export function codeForFastifyError(err: { code?: string; statusCode?: number })
     default:
       break;
   }
-  if (err.statusCode === 400 || err.statusCode === undefined) {
+  // Only Fastify's own body parser sets 400 on what it throws; an error
+  // without a status is a bug here and must surface as one.
+  if (err.statusCode === 400) {
     return { code: "invalid_json", message: "the request body is not valid JSON" };
   }
   if (err.statusCode === 413)
@@ -57,7 +59,7 @@ export function codeForFastifyError(err: { code?: string; statusCode?: number })
     return { code: "unsupported_media_type", message: "send the body as application/json" };
   if (err.statusCode === 429)
     return { code: "rate_limited", message: "too many requests; slow down" };
-  if (err.statusCode >= 400 && err.statusCode < 500) {
+  if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
     return { code: "invalid_request", message: "the request could not be read" };
   }
   return { code: "internal_error", message: "an internal error occurred; it has been logged" };

@@ -4,6 +4,7 @@
  * payment service); this covers the protocol envelope of x402 v2.
  */
 import { z } from "zod";
+import { valueAt } from "../lib/valueAt.js";
 import type { PaymentRequest } from "../facilitator/paymentFacilitator.js";
 
 const UINT256_MAX = (1n << 256n) - 1n;
@@ -15,7 +16,8 @@ const caip2 = z
 const atomicAmount = z
   .string()
   .regex(/^\d{1,78}$/, "must be a string of digits: the amount in the token's smallest unit")
-  .refine((v) => BigInt(v) <= UINT256_MAX, "is larger than a uint256");
+  // zod runs every check even after the regex fails, so guard the BigInt.
+  .refine((v) => !/^\d{1,78}$/.test(v) || BigInt(v) <= UINT256_MAX, "is larger than a uint256");
 
 const requirements = z.object({
   scheme: z.string().min(1, "must not be empty").max(64),
@@ -73,7 +75,7 @@ export function parsePaymentRequestBody(raw: unknown): ParsedBody {
   const issue = parsed.error.issues[0]!;
   const path = issue.path.join(".") || "body";
   const message =
-    issue.code === "invalid_type" && issue.input === undefined
+    issue.code === "invalid_type" && valueAt(raw, issue.path) === undefined
       ? `${path} is required`
       : issue.code === "invalid_type"
         ? `${path} must be ${issue.expected === "record" ? "an object" : `a ${issue.expected}`}`

@@ -2,7 +2,7 @@
  * The HTTP transport: Fastify with the service's error envelope, request
  * ids, body limits and routes. No business logic lives here.
  */
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "../lib/logger.js";
 import { isServiceError, describeError } from "../lib/errors.js";
 import { newRequestId } from "../lib/ids.js";
@@ -27,7 +27,9 @@ export interface HttpDeps {
 export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.log.child({ component: "http" }) as unknown as FastifyBaseLogger,
-    disableRequestLogging: true,
+    // Per-request lines would drown the log at thousands of requests per
+    // second; failures are logged by the hooks below, metrics count the rest.
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: deps.bodyLimitBytes,
     genReqId: () => newRequestId(),
     requestIdHeader: false,

@@ -3,6 +3,7 @@
  * names the field instead of an exception deep inside the mechanism.
  */
 import { z } from "zod";
+import { valueAt } from "../../lib/valueAt.js";
 
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address");
 const uint = z.string().regex(/^\d{1,78}$/, "must be a string of digits");
@@ -43,7 +44,7 @@ export function evmExactPayloadShapeError(payload: Record<string, unknown>): str
   if (r.success) return undefined;
   const issue = r.error.issues[0]!;
   const path = ["paymentPayload", "payload", ...issue.path].join(".");
-  return issue.code === "invalid_type" && issue.input === undefined
+  return issue.code === "invalid_type" && valueAt(payload, issue.path) === undefined
     ? `${path} is required`
     : `${path} ${issue.message}`;
 }

@@ -17,6 +17,7 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { EvmNetwork } from "../../networks/registry.js";
+import { recoverTypedDataSigner } from "./nativeSignature.js";
 import { chainFor, transportFor } from "./rpc.js";
 
 export interface EvmSignerOptions {
@@ -61,15 +62,21 @@ export function createEvmSigner(opts: EvmSignerOptions): EvmSignerHandle {
         functionName: args.functionName as never,
         args: (args.args ?? []) as never,
       }) as Promise<unknown>,
-    verifyTypedData: (args) =>
-      pc.verifyTypedData({
+    verifyTypedData: async (args) => {
+      // Fast path: a plain EOA signature, recovered natively. A mismatch is
+      // not a verdict: the signer may be a contract wallet (ERC-1271/6492),
+      // which only the chain can judge.
+      const recovered = recoverTypedDataSigner(args);
+      if (recovered && recovered.toLowerCase() === args.address.toLowerCase()) return true;
+      return pc.verifyTypedData({
         address: args.address,
         domain: args.domain as never,
         types: args.types as never,
         primaryType: args.primaryType as never,
         message: args.message as never,
         signature: args.signature,
-      }),
+      });
+    },
     writeContract: async (args) => {
       const w = pick();
       return w.client.writeContract({
