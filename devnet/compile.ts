@@ -1,0 +1,194 @@
+/**
+ * Compiles the devnet contracts: every `.sol` file in `devnet/contracts/`, in
+ * one solc standard-JSON run, with the `solc` npm package (no native solc or
+ * Foundry needed).
+ *
+ * Tests start a devnet many times, and loading plus running solc costs
+ * seconds, so the output is cached in `.devnet/artifacts/<sha256>.json`. The
+ * key covers everything that can change the bytecode: the source files, the
+ * compiler version, the compiler settings and the OpenZeppelin version that
+ * imports resolve to. A cache file is written to a temp name and renamed, so
+ * parallel test processes never read half of one.
+ *
+ * Adding a contract is adding a file: it is compiled by the same step and
+ * shows up in `loadArtifacts()` under its contract name.
+ */
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { mkdir, readFile, readdir, rename, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { dirname, join, normalize, resolve, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Abi, Hex } from "viem";
+
+export interface Artifact {
+  abi: Abi;
+  /** Creation code (constructor included). */
+  bytecode: Hex;
+  /** Runtime code: what `anvil_setCode` places at an address. */
+  deployedBytecode: Hex;
+}
+
+export type Artifacts = Record<string, Artifact>;
+
+const require = createRequire(import.meta.url);
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const CONTRACTS_DIR = join(ROOT, "devnet", "contracts");
+const CACHE_DIR = join(ROOT, ".devnet", "artifacts");
+
+/** Part of the cache key: changing a setting must not serve stale bytecode. */
+const SETTINGS = {
+  optimizer: { enabled: true, runs: 200 },
+  // Anvil's default hardfork is newer; cancun is what every served chain runs.
+  evmVersion: "cancun",
+  outputSelection: {
+    "*": { "*": ["abi", "evm.bytecode.object", "evm.deployedBytecode.object"] },
+  },
+} as const;
+
+/** The slice of the untyped `solc` module this file uses. */
+interface Solc {
+  compile(input: string, callbacks: { import(path: string): ImportResult }): string;
+}
+type ImportResult = { contents: string } | { error: string };
+
+interface SolcOutput {
+  errors?: { severity: "error" | "warning" | "info"; formattedMessage: string }[];
+  contracts?: Record<
+    string,
+    Record<
+      string,
+      { abi: Abi; evm: { bytecode: { object: string }; deployedBytecode: { object: string } } }
+    >
+  >;
+}
+
+let loading: Promise<Artifacts> | undefined;
+
+/**
+ * Every deployable contract in `devnet/contracts/`, by contract name.
+ * Compiles only when the cache has no entry for the current sources; within
+ * one process the result is shared by every caller.
+ */
+export function loadArtifacts(): Promise<Artifacts> {
+  loading ??= compileOrLoad().catch((e: unknown) => {
+    // A failed compile (say, a syntax error being fixed) must not stick.
+    loading = undefined;
+    throw e;
+  });
+  return loading;
+}
+
+async function compileOrLoad(): Promise<Artifacts> {
+  const sources = await readSources();
+  const key = cacheKey(sources);
+  const cacheFile = join(CACHE_DIR, `${key}.json`);
+  const cached = await readCache(cacheFile);
+  if (cached) return cached;
+
+  process.stderr.write("compiling devnet contracts…\n");
+  const artifacts = compile(sources);
+  await mkdir(CACHE_DIR, { recursive: true });
+  const tmp = `${cacheFile}.${process.pid}.${Date.now()}.tmp`;
+  await writeFile(tmp, JSON.stringify(artifacts));
+  await rename(tmp, cacheFile);
+  return artifacts;
+}
+
+async function readSources(): Promise<Record<string, { content: string }>> {
+  const files = (await readdir(CONTRACTS_DIR)).filter((f) => f.endsWith(".sol")).sort();
+  if (files.length === 0) throw new Error(`no .sol files in ${CONTRACTS_DIR}`);
+  const sources: Record<string, { content: string }> = {};
+  for (const f of files) sources[f] = { content: await readFile(join(CONTRACTS_DIR, f), "utf8") };
+  return sources;
+}
+
+function packageVersion(pkg: string): string {
+  const path = require.resolve(`${pkg}/package.json`);
+  return (JSON.parse(readFileSync(path, "utf8")) as { version: string }).version;
+}
+
+function cacheKey(sources: Record<string, { content: string }>): string {
+  // The solc npm package version is the compiler version, and reading it here
+  // avoids loading the 8 MB compiler just to learn that nothing needs compiling.
+  return createHash("sha256")
+    .update(
+      JSON.stringify({
+        solc: packageVersion("solc"),
+        openzeppelin: packageVersion("@openzeppelin/contracts"),
+        settings: SETTINGS,
+        sources,
+      }),
+    )
+    .digest("hex");
+}
+
+async function readCache(file: string): Promise<Artifacts | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch {
+    return undefined;
+  }
+  try {
+    const parsed = JSON.parse(text) as Artifacts;
+    const complete = Object.values(parsed).every(
+      (a) => Array.isArray(a.abi) && a.deployedBytecode.startsWith("0x"),
+    );
+    return complete ? parsed : undefined;
+  } catch {
+    return undefined; // a corrupt cache entry is simply rebuilt
+  }
+}
+
+/**
+ * solc asks for every import by its source unit name, e.g.
+ * `@openzeppelin/contracts/utils/cryptography/ECDSA.sol` (relative imports
+ * inside a package are already made absolute by solc). Those are looked up in
+ * the node_modules folders Node itself would search, never outside them.
+ */
+function findImport(path: string): ImportResult {
+  if (!path.startsWith("@openzeppelin/")) {
+    return { error: `devnet contracts may import only @openzeppelin/*, not ${path}` };
+  }
+  for (const dir of require.resolve.paths(path) ?? []) {
+    const full = normalize(join(dir, path));
+    if (!full.startsWith(dir + sep)) return { error: `import escapes node_modules: ${path}` };
+    if (existsSync(full)) return { contents: readFileSync(full, "utf8") };
+  }
+  return { error: `not found in node_modules: ${path}` };
+}
+
+function compile(sources: Record<string, { content: string }>): Artifacts {
+  const solc = require("solc") as Solc;
+  const input = { language: "Solidity", sources, settings: SETTINGS };
+  const output = JSON.parse(
+    solc.compile(JSON.stringify(input), { import: findImport }),
+  ) as SolcOutput;
+
+  const problems = output.errors ?? [];
+  const errors = problems.filter((e) => e.severity === "error");
+  if (errors.length > 0) {
+    throw new Error(
+      `devnet contracts do not compile:\n${errors.map((e) => e.formattedMessage).join("\n")}`,
+    );
+  }
+  for (const w of problems.filter((e) => e.severity === "warning")) {
+    process.stderr.write(w.formattedMessage + "\n");
+  }
+
+  const artifacts: Artifacts = {};
+  for (const file of Object.keys(sources)) {
+    for (const [name, c] of Object.entries(output.contracts?.[file] ?? {})) {
+      // Interfaces and abstract contracts have no code to place anywhere.
+      if (c.evm.deployedBytecode.object === "") continue;
+      if (artifacts[name]) throw new Error(`two devnet contracts are named ${name}`);
+      artifacts[name] = {
+        abi: c.abi,
+        bytecode: `0x${c.evm.bytecode.object}`,
+        deployedBytecode: `0x${c.evm.deployedBytecode.object}`,
+      };
+    }
+  }
+  return artifacts;
+}

@@ -1,0 +1,198 @@
+/**
+ * Prepares one fresh anvil chain: places the devnet token contracts at the
+ * canonical mainnet token addresses, initializes them, mints to every payer
+ * and gives every payer and facilitator signer ETH for gas. Multicall3 goes
+ * to its canonical address too: the x402 EVM mechanisms batch diagnostic
+ * reads (and ERC-6492 simulations) through it, as on every real chain.
+ *
+ * Why canonical addresses: the service, the official x402 clients and any
+ * resource server see the same token address on the devnet as on mainnet, so
+ * nothing needs a devnet special case. `anvil_setCode` puts runtime code there
+ * without running a constructor, which is why the token has `initialize`.
+ *
+ * Works with automine and with interval mining: setup transactions are signed
+ * locally with explicit nonces and gas (so nothing is estimated against a
+ * state that a pending transaction is about to change), and on an
+ * interval-mined chain one block is mined on demand rather than waiting for
+ * the next tick. Every receipt is checked; a revert fails the deploy.
+ */
+import {
+  createPublicClient,
+  createTestClient,
+  defineChain,
+  encodeFunctionData,
+  http,
+  parseEther,
+  type Abi,
+  type Address,
+  type Hex,
+} from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import type { AssetInfo, EvmNetwork, TransferMethod } from "../src/networks/registry.js";
+import type { Artifacts } from "./compile.js";
+import { devnetDeployerKey } from "./keys.js";
+
+export interface DeployOptions {
+  network: EvmNetwork;
+  rpcUrl: string;
+  artifacts: Artifacts;
+  payerKeys: readonly Hex[];
+  facilitatorKeys: readonly Hex[];
+  /** Atomic units minted to each payer, per token. Default 1,000,000 whole tokens. */
+  payerTokenBalance?: bigint;
+  /** Owns (initializes, mints) the tokens. Default: the devnet deployer key. */
+  ownerKey?: Hex;
+}
+
+export interface DeployedNetwork {
+  /** symbol → address, for every token placed on the chain. */
+  assets: Record<string, Address>;
+  /** Assets of the network left out: no devnet contract for their transfer method yet. */
+  notDeployed: AssetInfo[];
+  /** The token owner (minter). */
+  owner: Address;
+}
+
+/** Where Multicall3 lives on every major chain. */
+export const MULTICALL3_ADDRESS: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
+
+/** Stateless helpers at fixed addresses: code only, nothing to initialize. */
+const FIXED_CONTRACTS: readonly { contract: string; address: Address }[] = [
+  { contract: "DevnetMulticall3", address: MULTICALL3_ADDRESS },
+];
+
+/** Which devnet contract stands in for a token, by how x402 moves it. */
+const CONTRACT_FOR: Record<TransferMethod, string | undefined> = {
+  eip3009: "DevnetUSDC",
+  permit2: undefined, // added with the Permit2 devnet contracts
+};
+
+const ETH_PER_ACCOUNT = parseEther("1000");
+const DEFAULT_WHOLE_TOKENS = 1_000_000n;
+// Fixed gas limits, comfortably above measured use (~140k, ~75k), so no
+// estimate runs against state an earlier pending setup transaction changes.
+const GAS_INITIALIZE = 500_000n;
+const GAS_MINT = 200_000n;
+const RECEIPT_TIMEOUT_MS = 60_000;
+
+export async function deployNetwork(opts: DeployOptions): Promise<DeployedNetwork> {
+  const { network, rpcUrl } = opts;
+  const chain = defineChain({
+    id: network.chainId,
+    name: `${network.name} (devnet)`,
+    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+    rpcUrls: { default: { http: [rpcUrl] } },
+  });
+  const transport = http(rpcUrl, { retryCount: 0 });
+  const publicClient = createPublicClient({ chain, transport, pollingInterval: 50 });
+  const testClient = createTestClient({ chain, transport, mode: "anvil" });
+  const owner = privateKeyToAccount(opts.ownerKey ?? devnetDeployerKey());
+
+  const artifact = (name: string): Artifacts[string] => {
+    const found = opts.artifacts[name];
+    if (!found) throw new Error(`devnet contract ${name} is missing from the compiled artifacts`);
+    return found;
+  };
+  const fixed = FIXED_CONTRACTS.map(({ contract, address }) => ({
+    address,
+    code: artifact(contract).deployedBytecode,
+  }));
+  const deployable: { asset: AssetInfo; abi: Abi; code: Hex }[] = [];
+  const notDeployed: AssetInfo[] = [];
+  for (const asset of network.assets) {
+    const name = CONTRACT_FOR[asset.transferMethod];
+    if (!name) {
+      notDeployed.push(asset);
+      continue;
+    }
+    const { abi, deployedBytecode } = artifact(name);
+    deployable.push({ asset, abi, code: deployedBytecode });
+  }
+
+  const payers = opts.payerKeys.map((k) => privateKeyToAccount(k).address);
+  const facilitators = opts.facilitatorKeys.map((k) => privateKeyToAccount(k).address);
+  // Funding and code placement are instant state edits, not transactions.
+  await Promise.all([
+    ...[owner.address, ...payers, ...facilitators].map((address) =>
+      testClient.setBalance({ address, value: ETH_PER_ACCOUNT }),
+    ),
+    ...[...fixed, ...deployable.map(({ asset, code }) => ({ address: asset.address, code }))].map(
+      ({ address, code }) => testClient.setCode({ address, bytecode: code }),
+    ),
+  ]);
+
+  // Everything below is owner transactions, signed here in nonce order.
+  const [automine, startNonce, fees] = await Promise.all([
+    testClient.getAutomine(),
+    publicClient.getTransactionCount({ address: owner.address, blockTag: "pending" }),
+    publicClient.estimateFeesPerGas(),
+  ]);
+  let nonce = startNonce;
+  const sent: { hash: Hex; what: string }[] = [];
+  const send = async (to: Address, data: Hex, gas: bigint, what: string): Promise<void> => {
+    const raw = await owner.signTransaction({
+      type: "eip1559",
+      chainId: network.chainId,
+      to,
+      data,
+      gas,
+      nonce: nonce++,
+      // Headroom: on an interval-mined chain the base fee can move before
+      // the transaction is included.
+      maxFeePerGas: fees.maxFeePerGas * 2n,
+      maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+    });
+    sent.push({
+      hash: await publicClient.sendRawTransaction({ serializedTransaction: raw }),
+      what,
+    });
+  };
+
+  const assets: Record<string, Address> = {};
+  for (const { asset, abi } of deployable) {
+    await send(
+      asset.address,
+      encodeFunctionData({
+        abi,
+        functionName: "initialize",
+        args: [
+          asset.devnetDomain.name,
+          asset.symbol,
+          asset.decimals,
+          asset.devnetDomain.version,
+          owner.address,
+        ],
+      }),
+      GAS_INITIALIZE,
+      `initialize ${asset.symbol}`,
+    );
+    const amount = opts.payerTokenBalance ?? DEFAULT_WHOLE_TOKENS * 10n ** BigInt(asset.decimals);
+    if (amount > 0n) {
+      for (const payer of payers) {
+        await send(
+          asset.address,
+          encodeFunctionData({ abi, functionName: "mint", args: [payer, amount] }),
+          GAS_MINT,
+          `mint ${asset.symbol} to ${payer}`,
+        );
+      }
+    }
+    assets[asset.symbol] = asset.address;
+  }
+
+  if (sent.length > 0) {
+    if (!automine) await testClient.mine({ blocks: 1 });
+    await Promise.all(
+      sent.map(async ({ hash, what }) => {
+        const receipt = await publicClient.waitForTransactionReceipt({
+          hash,
+          timeout: RECEIPT_TIMEOUT_MS,
+        });
+        if (receipt.status !== "success") {
+          throw new Error(`devnet setup on ${network.id} failed: ${what} reverted (${hash})`);
+        }
+      }),
+    );
+  }
+  return { assets, notDeployed, owner: owner.address };
+}

@@ -1,0 +1,83 @@
+/**
+ * The devnet file (`.devnet/devnet.json` by default): everything a script
+ * needs to use a running devnet: RPC URLs, token addresses, funded payer
+ * keys, and (added by `npm start`) the facilitator URL and an API key.
+ *
+ * Invariants:
+ *   - Writes are atomic (temp file in the same folder + rename), so a reader
+ *     polling for the file never sees half of it.
+ *   - `updateDevnetFile` merges into what is on disk and keeps fields it does
+ *     not know, so the devnet and the service can each add their own.
+ *   - The file holds private keys (public test keys, but still): it is
+ *     created readable by its owner only.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { dirname } from "node:path";
+import type { Address, Hex } from "viem";
+
+export interface DevnetNetworkInfo {
+  rpcUrl: string;
+  chainId: number;
+  /** symbol → token address (canonical mainnet address). */
+  assets: Record<string, Address>;
+  payerPrivateKeys: Hex[];
+  facilitatorPrivateKeys: Hex[];
+}
+
+export interface DevnetFile {
+  version: 1;
+  /** ISO 8601. */
+  startedAt: string;
+  /** 0 = one block per transaction. */
+  blockTimeSeconds: number;
+  /** Added by the service once it listens. */
+  facilitatorUrl?: string;
+  /** Added by the service: an API key for the facilitator. Devnet only. */
+  apiKey?: string;
+  /** By CAIP-2 id. */
+  networks: Record<string, DevnetNetworkInfo>;
+}
+
+export const DEFAULT_DEVNET_FILE = ".devnet/devnet.json";
+
+export async function readDevnetFile(path: string): Promise<DevnetFile> {
+  const parsed = JSON.parse(await readFile(path, "utf8")) as unknown;
+  if (!isDevnetFile(parsed)) {
+    throw new Error(`${path} is not a devnet file (version 1 with networks)`);
+  }
+  return parsed;
+}
+
+export async function writeDevnetFile(path: string, file: DevnetFile): Promise<void> {
+  await writeJsonAtomically(path, file);
+}
+
+/**
+ * Merges `patch` into the file on disk (top level), keeping every other
+ * field, known or not. The file must exist: the devnet writes it first.
+ */
+export async function updateDevnetFile(path: string, patch: Partial<DevnetFile>): Promise<void> {
+  const current = JSON.parse(await readFile(path, "utf8")) as unknown;
+  if (!isDevnetFile(current)) throw new Error(`${path} is not a devnet file`);
+  await writeJsonAtomically(path, { ...current, ...patch });
+}
+
+function isDevnetFile(value: unknown): value is DevnetFile {
+  if (typeof value !== "object" || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return v["version"] === 1 && typeof v["networks"] === "object" && v["networks"] !== null;
+}
+
+async function writeJsonAtomically(path: string, value: unknown): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  // Unique per write: two updates in one process must not share a temp file.
+  const tmp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+  try {
+    await writeFile(tmp, JSON.stringify(value, null, 2) + "\n", { mode: 0o600 });
+    await rename(tmp, path);
+  } catch (e) {
+    await rm(tmp, { force: true });
+    throw e;
+  }
+}

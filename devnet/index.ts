@@ -1,0 +1,170 @@
+/**
+ * Local chains for development and tests: one anvil node per network, with
+ * the network's real chain id, the devnet token contracts at the canonical
+ * token addresses, and funded payer and facilitator accounts.
+ *
+ * Invariants:
+ *   - Keys are deterministic (see keys.ts) and identical on every network, so
+ *     one payer address is funded everywhere.
+ *   - `startDevnet` either returns a fully deployed devnet or stops every node
+ *     it started and throws: a failed start leaves no anvil behind.
+ *   - The devnet file is written only after every network is ready, so its
+ *     existence means "usable".
+ */
+import { EVM_NETWORKS, findEvmNetwork, type EvmNetwork } from "../src/networks/registry.js";
+import { startAnvil, type AnvilNode } from "./anvil.js";
+import { loadArtifacts } from "./compile.js";
+import { deployNetwork } from "./deploy.js";
+import {
+  DEFAULT_DEVNET_FILE,
+  writeDevnetFile,
+  type DevnetFile,
+  type DevnetNetworkInfo,
+} from "./devnetFile.js";
+import { devnetFacilitatorKeys, devnetPayerKeys } from "./keys.js";
+
+export {
+  DEFAULT_DEVNET_FILE,
+  readDevnetFile,
+  updateDevnetFile,
+  writeDevnetFile,
+} from "./devnetFile.js";
+export type { DevnetFile, DevnetNetworkInfo } from "./devnetFile.js";
+export { devnetDeployerKey, devnetFacilitatorKeys, devnetPayerKeys } from "./keys.js";
+
+export interface DevnetOptions {
+  /** CAIP-2 ids; default `["eip155:8453"]`. The caller expands "all" (see allDevnetNetworkIds). */
+  networks?: string[];
+  /** Seconds per block; 0 = one block per transaction. Default 1. */
+  blockTimeSeconds?: number;
+  /** Funded payer keys. Default 5. */
+  payers?: number;
+  /** Facilitator signer keys. Default 4. */
+  facilitators?: number;
+  /** Where to write the devnet file; null writes none. Default `.devnet/devnet.json`. */
+  outFile?: string | null;
+  /** Atomic token units minted to each payer. Default 1,000,000 whole tokens. */
+  payerTokenBalance?: bigint;
+  /** Receives one line per step ("starting anvil for …"). Default: silent. */
+  progress?: (line: string) => void;
+}
+
+export interface Devnet {
+  /** By CAIP-2 id; the same objects as `file.networks`. */
+  networks: Record<string, DevnetNetworkInfo>;
+  file: DevnetFile;
+  /** Where the file was written, or null. */
+  outFile: string | null;
+  /** Stops every anvil node. Safe to call more than once. */
+  stop(): Promise<void>;
+}
+
+/**
+ * What "all" means: every network whose default token the devnet can deploy
+ * today (EIP-3009 tokens). The service's DEVNET_NETWORKS=all uses the same
+ * rule (src/config); both widen once the Permit2 devnet contracts exist.
+ */
+export function allDevnetNetworkIds(): string[] {
+  return EVM_NETWORKS.filter((n) => n.assets.some((a) => a.transferMethod === "eip3009")).map(
+    (n) => n.id,
+  );
+}
+
+/** Resolves CAIP-2 ids, failing with the list of valid ones. */
+export function resolveDevnetNetworks(ids: readonly string[]): EvmNetwork[] {
+  if (ids.length === 0) throw new Error("no devnet networks given");
+  const unknown = ids.filter((id) => !findEvmNetwork(id));
+  if (unknown.length > 0) {
+    throw new Error(
+      `unknown network ${unknown.map((id) => `"${id}"`).join(", ")}; valid: ${EVM_NETWORKS.map((n) => n.id).join(", ")} (or "all")`,
+    );
+  }
+  if (new Set(ids).size !== ids.length) throw new Error(`duplicate network in ${ids.join(",")}`);
+  return ids.map((id) => findEvmNetwork(id)!);
+}
+
+export async function startDevnet(opts: DevnetOptions = {}): Promise<Devnet> {
+  const networks = resolveDevnetNetworks(opts.networks ?? ["eip155:8453"]);
+  const blockTimeSeconds = opts.blockTimeSeconds ?? 1;
+  const payerKeys = devnetPayerKeys(opts.payers ?? 5);
+  const facilitatorKeys = devnetFacilitatorKeys(opts.facilitators ?? 4);
+  const outFile = opts.outFile === undefined ? DEFAULT_DEVNET_FILE : opts.outFile;
+  const say = opts.progress ?? (() => undefined);
+
+  // Compiling (cold: seconds) overlaps with the nodes starting.
+  const artifacts = loadArtifacts();
+  artifacts.catch(() => undefined); // awaited below; never an unhandled rejection
+  const nodes: AnvilNode[] = [];
+  const stop = async (): Promise<void> => {
+    await Promise.all(nodes.map((n) => n.stop()));
+  };
+
+  const started = await Promise.allSettled(
+    networks.map(async (network): Promise<[string, DevnetNetworkInfo]> => {
+      say(`starting anvil for ${network.id} (${network.name})…`);
+      const node = await startAnvil({ chainId: network.chainId, blockTimeSeconds });
+      nodes.push(node);
+      try {
+        const deployed = await deployNetwork({
+          network,
+          rpcUrl: node.rpcUrl,
+          artifacts: await artifacts,
+          payerKeys,
+          facilitatorKeys,
+          ...(opts.payerTokenBalance === undefined
+            ? {}
+            : { payerTokenBalance: opts.payerTokenBalance }),
+        });
+        for (const [symbol, address] of Object.entries(deployed.assets)) {
+          say(`${network.id}: deployed ${symbol} at ${address}`);
+        }
+        return [
+          network.id,
+          {
+            rpcUrl: node.rpcUrl,
+            chainId: network.chainId,
+            assets: deployed.assets,
+            payerPrivateKeys: [...payerKeys],
+            facilitatorPrivateKeys: [...facilitatorKeys],
+          },
+        ];
+      } catch (e) {
+        throw new Error(`devnet ${network.id}: ${e instanceof Error ? e.message : String(e)}`, {
+          cause: e,
+        });
+      }
+    }),
+  );
+  // allSettled, not all: every start has finished (or failed) here, so a node
+  // still starting cannot be missed by the cleanup and leak.
+  const failure = started.find((r) => r.status === "rejected");
+  if (failure) {
+    await stop();
+    throw failure.reason;
+  }
+
+  const file: DevnetFile = {
+    version: 1,
+    startedAt: new Date().toISOString(),
+    blockTimeSeconds,
+    networks: Object.fromEntries(
+      started.flatMap((r) => (r.status === "fulfilled" ? [r.value] : [])),
+    ),
+  };
+  if (outFile) {
+    try {
+      await writeDevnetFile(outFile, file);
+    } catch (e) {
+      await stop();
+      throw e;
+    }
+    say(`wrote ${outFile}`);
+  }
+  let stopping: Promise<void> | undefined;
+  return {
+    networks: file.networks,
+    file,
+    outFile,
+    stop: () => (stopping ??= stop()),
+  };
+}
