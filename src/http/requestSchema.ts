@@ -19,12 +19,19 @@ const atomicAmount = z
   // zod runs every check even after the regex fails, so guard the BigInt.
   .refine((v) => !/^\d{1,78}$/.test(v) || BigInt(v) <= UINT256_MAX, "is larger than a uint256");
 
+// Addresses and asset ids on every supported chain family (hex, base58,
+// NEAR account ids, XRPL r-addresses) are printable ASCII; anything else,
+// control characters and NUL above all, is refused before it reaches storage.
+const addressLike = z
+  .string()
+  .regex(/^[\x21-\x7e]{1,256}$/, "must be an address or token id of 1 to 256 printable characters");
+
 const requirements = z.object({
-  scheme: z.string().min(1, "must not be empty").max(64),
+  scheme: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be a scheme name such as exact"),
   network: caip2,
-  asset: z.string().min(1, "must not be empty").max(256),
+  asset: addressLike,
   amount: atomicAmount,
-  payTo: z.string().min(1, "must not be empty").max(256),
+  payTo: addressLike,
   maxTimeoutSeconds: z.number().int().min(0).max(31_536_000),
   extra: z.record(z.string(), z.unknown()).optional(),
 });

@@ -76,7 +76,8 @@ function randomBytesString(r: () => number): string {
 describe("fuzzing /verify and /settle", () => {
   let stack: TestStack;
   let good: Record<string, unknown>;
-  const seed = Number(process.env["FUZZ_SEED"] ?? Date.now() % 1_000_000);
+  // A fixed seed keeps CI deterministic; set FUZZ_SEED to explore others.
+  const seed = Number(process.env["FUZZ_SEED"] ?? 20261122);
 
   before(async () => {
     stack = await startStack();

@@ -8,14 +8,15 @@
  */
 import type { FacilitatorEvmSigner } from "@x402/evm";
 import {
+  createNonceManager,
   createWalletClient,
-  nonceManager,
   type Account,
   type Hex,
   type PublicClient,
   type WalletClient,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { jsonRpc } from "viem/nonce";
 import type { EvmNetwork } from "../../networks/registry.js";
 import { recoverTypedDataSigner } from "./nativeSignature.js";
 import { chainFor, transportFor } from "./rpc.js";
@@ -37,6 +38,10 @@ export interface EvmSignerHandle {
 export function createEvmSigner(opts: EvmSignerOptions): EvmSignerHandle {
   if (opts.privateKeys.length === 0) throw new Error(`no signer keys for ${opts.network.id}`);
   const chain = chainFor(opts.network, opts.rpcUrls);
+  // One nonce manager per signer set, not viem's process-wide default: two
+  // services in one process (tests) or a restarted chain must not share a
+  // cached nonce.
+  const nonceManager = createNonceManager({ source: jsonRpc() });
   const wallets: { account: Account; client: WalletClient }[] = opts.privateKeys.map((key) => {
     const account = privateKeyToAccount(key, { nonceManager });
     return {

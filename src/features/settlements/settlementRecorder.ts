@@ -21,6 +21,11 @@ export function paymentFingerprint(req: PaymentRequest): string {
   return createHash("sha256").update(canonical).digest("hex");
 }
 
+/** A payer as claimed by an unverified payload: kept only if it looks like an address. */
+function storablePayer(payer: string | undefined): string | null {
+  return payer && /^[\x21-\x7e]{1,256}$/.test(payer) ? payer.toLowerCase() : null;
+}
+
 export interface SettleAttempt {
   principal: ApiKeyPrincipal;
   request: PaymentRequest;
@@ -45,7 +50,7 @@ export class SettlementRecorder {
           api_key_id: principal.keyId,
           network: req.network,
           scheme: req.scheme,
-          payer: payerOf(request.paymentPayload)?.toLowerCase() ?? null,
+          payer: storablePayer(payerOf(request.paymentPayload)),
           pay_to: req.payTo.toLowerCase(),
           asset: req.asset.toLowerCase(),
           amount: req.amount,
@@ -87,7 +92,7 @@ export class SettlementRecorder {
       error_message: result.success ? null : (result.errorMessage ?? null),
       finished_at: new Date(),
       duration_ms: Date.now() - startedAt,
-      ...(result.payer ? { payer: result.payer.toLowerCase() } : {}),
+      ...(storablePayer(result.payer) ? { payer: storablePayer(result.payer) } : {}),
     };
     for (let attempt = 1; ; attempt++) {
       try {
