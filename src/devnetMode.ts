@@ -37,6 +37,7 @@ export async function bootDevnet(
     networks: [...config.devnet.networks],
     blockTimeSeconds: config.devnet.blockTimeSeconds,
     outFile: config.devnet.file,
+    progress,
   });
   const infos = Object.entries(devnet.networks);
   const keys = infos[0]?.[1].facilitatorPrivateKeys ?? [];
