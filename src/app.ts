@@ -14,6 +14,9 @@ import { EvmChainAdapter, type EvmNetworkSetup } from "./chains/evm/index.js";
 import { PaymentFacilitator, createEngine } from "./facilitator/paymentFacilitator.js";
 import { ApiKeyAuthenticator } from "./features/keys/authenticator.js";
 import { SettlementRecorder } from "./features/settlements/settlementRecorder.js";
+import { DbTransactionJournal } from "./features/settlements/transactionJournal.js";
+import { DbPendingSettlementStore } from "./features/settlements/pendingSettlementStore.js";
+import { SettlementReconciler } from "./workers/settlementReconciler.js";
 import { PaymentService } from "./features/payments/paymentService.js";
 import { buildHttpServer } from "./http/server.js";
 
@@ -29,6 +32,8 @@ export interface ServiceOptions {
   database?: OpenedDb;
   /** Receipt polling interval override (devnets mine faster than mainnets). */
   pollingIntervalMs?: number;
+  /** Run the background reconciler of interrupted settlements (default true). */
+  reconcile?: boolean;
   collectProcessMetrics?: boolean;
 }
 
@@ -37,6 +42,7 @@ export interface Service {
   db: Db;
   dbKind: "pglite" | "postgres";
   facilitator: PaymentFacilitator;
+  reconciler: SettlementReconciler;
   auth: ApiKeyAuthenticator;
   metrics: Metrics;
   log: Logger;
@@ -60,8 +66,25 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     networks: opts.chains.evm.networks,
     privateKeys: opts.chains.evm.privateKeys,
     confirmationTimeoutMs: config.settleTimeoutMs,
+    log: log.child({ component: "evm" }),
+    journal: new DbTransactionJournal(database.db),
+    pendingSettlementStore: new DbPendingSettlementStore(database.db),
+    minSignerBalanceWei: config.minSignerBalanceWei,
+    onSignerHealth: (network, address, healthy, balance) => {
+      metrics.signerHealthy.set({ network, signer: address }, healthy ? 1 : 0);
+      metrics.signerBalance.set({ network, signer: address }, Number(balance) / 1e18);
+    },
+    ...(config.stuckTxMs !== undefined ? { stuckAfterMs: config.stuckTxMs } : {}),
     ...(opts.pollingIntervalMs !== undefined ? { pollingIntervalMs: opts.pollingIntervalMs } : {}),
   });
+  await evm.start();
+  const reconciler = new SettlementReconciler({
+    db: database.db,
+    evm,
+    log: log.child({ component: "reconciler" }),
+    olderThanMs: config.reconcileAfterMs,
+  });
+  if (opts.reconcile !== false) reconciler.start();
   const facilitator = new PaymentFacilitator(
     engine,
     [evm],
@@ -88,6 +111,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     db: database.db,
     dbKind: database.kind,
     facilitator,
+    reconciler,
     auth,
     metrics,
     log,
@@ -98,6 +122,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       if (closed) return;
       closed = true;
       await http.close();
+      await reconciler.stop();
       await facilitator.close();
       if (!opts.database) await database.close();
     },

@@ -72,3 +72,21 @@ test("DEVNET_NETWORKS=all lists every network with an EIP-3009 token", () => {
   assert.equal(c.devnet.networks.length, 10);
   assert.ok(!c.devnet.networks.includes("eip155:4663"));
 });
+
+test("a per-network gas price ceiling is read in gwei", () => {
+  const c = loadConfig({
+    EVM_RPC_URLS_8453: "https://a.example",
+    EVM_PRIVATE_KEYS: KEY,
+    EVM_MAX_GAS_PRICE_GWEI_8453: "0.5",
+  });
+  assert.equal(c.evmNetworks[0]!.maxGasPriceWei, 500_000_000n);
+  assert.throws(
+    () =>
+      loadConfig({
+        EVM_RPC_URLS_8453: "https://a.example",
+        EVM_PRIVATE_KEYS: KEY,
+        EVM_MAX_GAS_PRICE_GWEI_8453: "cheap",
+      }),
+    /EVM_MAX_GAS_PRICE_GWEI_8453/,
+  );
+});

@@ -25,6 +25,8 @@ export interface EvmNetworkConfig {
   /** CAIP-2 id. */
   readonly id: string;
   readonly rpcUrls: readonly string[];
+  /** Refuse to settle when maxFeePerGas would exceed this (wei). */
+  readonly maxGasPriceWei?: bigint | undefined;
 }
 
 export interface Config {
@@ -41,6 +43,12 @@ export interface Config {
   /** Facilitator signer keys for EVM networks (hex). Never logged. */
   readonly evmPrivateKeys: readonly `0x${string}`[];
   readonly evmNetworks: readonly EvmNetworkConfig[];
+  /** Signers with less native balance than this (wei) leave the rotation. */
+  readonly minSignerBalanceWei: bigint;
+  /** Replace a transaction not mined after this long (ms); undefined = 3 block times. */
+  readonly stuckTxMs: number | undefined;
+  /** A `pending` settlement older than this is reconciled against the chain. */
+  readonly reconcileAfterMs: number;
   readonly devnet: {
     readonly networks: readonly string[];
     readonly blockTimeSeconds: number;
@@ -82,6 +90,12 @@ const EnvSchema = z.object({
   // Official clients give up after 90 s; answering well before that lets a
   // pending settlement be reported with its hash instead of a client timeout.
   SETTLE_TIMEOUT_MS: intVar("SETTLE_TIMEOUT_MS", 1000, 85_000, 60_000),
+  EVM_MIN_SIGNER_BALANCE_WEI: z
+    .string()
+    .regex(/^\d{1,40}$/, "EVM_MIN_SIGNER_BALANCE_WEI must be a whole number of wei")
+    .default("2000000000000000"),
+  EVM_STUCK_TX_MS: z.string().optional(),
+  RECONCILE_AFTER_MS: z.string().optional(),
   DEVNET_NETWORKS: z.string().default("eip155:8453"),
   DEVNET_BLOCK_TIME: z
     .string()
@@ -152,7 +166,18 @@ function parseEvmNetworks(env: NodeJS.ProcessEnv): EvmNetworkConfig[] {
         throw new ConfigError(`${name}: "${u}" is not an http(s) or ws(s) URL`);
       }
     }
-    out.push({ id, rpcUrls: urls });
+    const ceiling = env[`EVM_MAX_GAS_PRICE_GWEI_${m[1]}`];
+    let maxGasPriceWei: bigint | undefined;
+    if (ceiling !== undefined && ceiling !== "") {
+      const gwei = Number(ceiling);
+      if (!Number.isFinite(gwei) || gwei <= 0) {
+        throw new ConfigError(
+          `EVM_MAX_GAS_PRICE_GWEI_${m[1]} must be a positive number of gwei, got "${ceiling}"`,
+        );
+      }
+      maxGasPriceWei = BigInt(Math.round(gwei * 1e9));
+    }
+    out.push({ id, rpcUrls: urls, maxGasPriceWei });
   }
   return out.sort((a, b) => a.id.localeCompare(b.id));
 }
@@ -201,8 +226,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
   }
 
+  const optionalMs = (name: string, raw: string | undefined, min: number): number | undefined => {
+    if (raw === undefined || raw === "") return undefined;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min)
+      throw new ConfigError(`${name} must be a whole number of milliseconds, at least ${min}`);
+    return n;
+  };
+  const stuckTxMs = optionalMs("EVM_STUCK_TX_MS", e.EVM_STUCK_TX_MS, 500);
+  const reconcileAfterMs =
+    optionalMs("RECONCILE_AFTER_MS", e.RECONCILE_AFTER_MS, 0) ?? e.SETTLE_TIMEOUT_MS + 30_000;
+
   return {
     mode,
+    minSignerBalanceWei: BigInt(e.EVM_MIN_SIGNER_BALANCE_WEI),
+    stuckTxMs,
+    reconcileAfterMs,
     host: e.HOST ?? (mode === "devnet" ? "127.0.0.1" : "0.0.0.0"),
     port: e.PORT,
     logLevel: e.LOG_LEVEL,

@@ -17,6 +17,7 @@ import { ServiceError, describeError } from "../lib/errors.js";
 import { Reason, publicReason } from "../lib/reasons.js";
 import type { Logger } from "../lib/logger.js";
 import type { ChainAdapter } from "../chains/types.js";
+import { runInSettlement, type SettlementScope } from "../chains/evm/settlementContext.js";
 import { sanitizeMessage } from "./sanitize.js";
 
 export const X402_VERSION = 2;
@@ -110,7 +111,11 @@ export class PaymentFacilitator {
     };
   }
 
-  async settle(req: PaymentRequest): Promise<SettleResponse> {
+  /**
+   * Settles a payment. `settlementId` ties the transactions sent on its
+   * behalf to the settlement record (see the transaction journal).
+   */
+  async settle(req: PaymentRequest, settlementId?: string): Promise<SettleResponse> {
     const network = req.paymentRequirements.network;
     const payer = payerOf(req.paymentPayload);
     const pre = await this.precheck(req);
@@ -125,8 +130,11 @@ export class PaymentFacilitator {
       } as SettleResponse;
     }
     let result: SettleResponse;
+    const scope: SettlementScope = { settlementId: settlementId ?? "" };
     try {
-      result = await this.engine.settle(req.paymentPayload, pre.requirements);
+      result = await runInSettlement(scope, () =>
+        this.engine.settle(req.paymentPayload, pre.requirements),
+      );
     } catch (e) {
       // The mechanisms turn chain failures into results; reaching here means
       // something unexpected, and nothing is known to have been broadcast.
@@ -140,11 +148,15 @@ export class PaymentFacilitator {
         ...(payer ? { payer } : {}),
       } as SettleResponse;
     }
+    // A fee bump may have replaced the transaction the mechanism sent: report
+    // the one that was actually mined.
+    if (scope.minedHash && result.transaction) result = { ...result, transaction: scope.minedHash };
     if (result.success) return result;
-    const message = sanitizeMessage(result.errorMessage);
+    const message = sanitizeMessage(scope.refusal?.message ?? result.errorMessage);
     return {
       ...result,
-      errorReason: publicReason(result.errorReason ?? Reason.unexpectedSettleError),
+      errorReason:
+        scope.refusal?.reason ?? publicReason(result.errorReason ?? Reason.unexpectedSettleError),
       errorMessage: message,
       transaction: result.errorReason === Reason.settlementPending ? result.transaction : "",
       network: result.network || network,

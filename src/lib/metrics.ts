@@ -1,13 +1,15 @@
 /**
  * Prometheus metrics. One registry per service instance (tests build many).
  */
-import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 export interface Metrics {
   registry: Registry;
   verifications: Counter<"network" | "result">;
   settlements: Counter<"network" | "outcome">;
   httpDuration: Histogram<"route" | "method" | "status">;
+  signerHealthy: Gauge<"network" | "signer">;
+  signerBalance: Gauge<"network" | "signer">;
 }
 
 export function createMetrics(collectProcess = true): Metrics {
@@ -32,6 +34,18 @@ export function createMetrics(collectProcess = true): Metrics {
       help: "HTTP request duration by route",
       labelNames: ["route", "method", "status"],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers: [registry],
+    }),
+    signerHealthy: new Gauge({
+      name: "x402_signer_in_rotation",
+      help: "1 when a facilitator account has enough gas to be used, 0 when it was taken out of rotation",
+      labelNames: ["network", "signer"],
+      registers: [registry],
+    }),
+    signerBalance: new Gauge({
+      name: "x402_signer_balance_native",
+      help: "Native gas-token balance of each facilitator account, in whole units",
+      labelNames: ["network", "signer"],
       registers: [registry],
     }),
   };

@@ -17,6 +17,9 @@ export const Reason = {
   unexpectedVerifyError: "unexpected_verify_error",
   unexpectedSettleError: "unexpected_settle_error",
   settlementPending: "settlement_pending",
+  gasPriceTooHigh: "gas_price_too_high",
+  noSignerAvailable: "no_signer_available",
+  settlementInterrupted: "settlement_interrupted",
 } as const;
 
 /**

@@ -46,12 +46,66 @@ export interface SettlementsTable {
   started_at: Timestamp;
   finished_at: Timestamp | null;
   duration_ms: number | null;
+  /** The verify/settle request, kept so an interrupted settlement can be reconciled. */
+  request: ColumnType<unknown, string | null, string | null> | null;
+}
+
+export interface SettlementTransactionsTable {
+  hash: string;
+  settlement_id: string | null;
+  network: string;
+  signer: string;
+  nonce: ColumnType<string, number | bigint | string, number | bigint | string>;
+  raw: string;
+  replaces: string | null;
+  status: ColumnType<
+    "sent" | "success" | "reverted",
+    "sent" | "success" | "reverted" | undefined,
+    "sent" | "success" | "reverted"
+  >;
+  block_number: ColumnType<string | null, never, string | number | bigint | null>;
+  created_at: CreatedAt;
+}
+
+export interface PendingSettlementsTable {
+  key: string;
+  tx_hash: string;
+  expires_at: Timestamp;
+}
+
+/** The discovery catalog (0003_catalog.sql); written only by features/catalog. */
+export interface CatalogResourcesTable {
+  id: ColumnType<string, never, never>;
+  resource: string;
+  /** MCP tool name; '' for HTTP resources. */
+  tool_name: string;
+  type: "http" | "mcp";
+  x402_version: number;
+  method: string | null;
+  description: string | null;
+  mime_type: string | null;
+  service_name: string | null;
+  tags: string[];
+  icon_url: string | null;
+  /** jsonb: PaymentRequirements[]; written as JSON text. */
+  accepts: ColumnType<unknown, string, string>;
+  accept_keys: ColumnType<unknown, never, never>;
+  extension_keys: string[];
+  /** jsonb: the validated declaration echoed as `extensions.bazaar`. */
+  bazaar: ColumnType<unknown, string, string>;
+  search_vector: ColumnType<string, never, never>;
+  account_id: string | null;
+  cataloged_at: CreatedAt;
+  last_updated: Timestamp;
 }
 
 export interface Database {
+  catalog_resources: CatalogResourcesTable;
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   settlements: SettlementsTable;
+  settlement_transactions: SettlementTransactionsTable;
+  pending_settlements: PendingSettlementsTable;
 }
 
 export type Account = Selectable<AccountsTable>;

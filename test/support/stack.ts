@@ -29,6 +29,9 @@ export interface StackOptions {
   blockTimeSeconds?: number;
   networks?: string[];
   env?: Record<string, string>;
+  maxGasPriceWei?: bigint;
+  facilitators?: number;
+  payers?: number;
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
@@ -37,6 +40,8 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     networks,
     blockTimeSeconds: opts.blockTimeSeconds ?? 0,
     outFile: null,
+    ...(opts.facilitators ? { facilitators: opts.facilitators } : {}),
+    ...(opts.payers ? { payers: opts.payers } : {}),
   });
   const database = await openTestDb(opts.backend ?? "pglite");
   const config = loadConfig({
@@ -56,7 +61,11 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     pollingIntervalMs: 50,
     chains: {
       evm: {
-        networks: infos.map(([id, info]) => ({ id, rpcUrls: [info.rpcUrl] })),
+        networks: infos.map(([id, info]) => ({
+          id,
+          rpcUrls: [info.rpcUrl],
+          maxGasPriceWei: opts.maxGasPriceWei,
+        })),
         privateKeys: first[1].facilitatorPrivateKeys as Hex[],
       },
     },

@@ -3,7 +3,7 @@
  * configured network, with this service's signer, and adds the per-chain
  * checks the mechanism leaves to the operator.
  */
-import type { x402Facilitator } from "@x402/core/facilitator";
+import type { PendingSettlementStore, x402Facilitator } from "@x402/core/facilitator";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
 import { isAddress, type Hex, type PublicClient } from "viem";
@@ -11,28 +11,48 @@ import { findEvmNetwork, type EvmNetwork } from "../../networks/registry.js";
 import { Reason } from "../../lib/reasons.js";
 import type { ChainAdapter, PreparedPayment } from "../types.js";
 import { evmExactPayloadShapeError } from "./payloadShape.js";
-import { createEvmPublicClient } from "./rpc.js";
+import type { Logger } from "../../lib/logger.js";
+import { FeeOracle } from "./feeOracle.js";
+import { noopJournal, type TransactionJournal } from "./journal.js";
+import {
+  reconcileEvmSettlement,
+  type JournaledTransaction,
+  type ReconcileOutcome,
+} from "./reconcile.js";
+import { chainFor, createEvmPublicClient } from "./rpc.js";
 import { createEvmSigner } from "./signer.js";
+import { EvmSignerPool } from "./signerPool.js";
 import { TokenDomainCache } from "./tokenDomain.js";
 
 export interface EvmNetworkSetup {
   id: string;
   rpcUrls: readonly string[];
+  /** Highest maxFeePerGas (wei) this network may cost; undefined = no ceiling. */
+  maxGasPriceWei?: bigint | undefined;
 }
 
 export interface RegisterEvmOptions {
   networks: readonly EvmNetworkSetup[];
   privateKeys: readonly Hex[];
   confirmationTimeoutMs: number;
-  /** Receipt polling interval; defaults to a quarter of the block time. */
+  log: Logger;
+  journal?: TransactionJournal;
+  /** Shared store so a settle retry on another replica reconciles (see @x402/core). */
+  pendingSettlementStore?: PendingSettlementStore;
+  /** Receipt polling tick; defaults to an eighth of the block time. */
   pollingIntervalMs?: number;
+  /** Replace a transaction not mined after this long; defaults to 3 block times, at least 5 s. */
+  stuckAfterMs?: number;
+  /** Signers below this balance leave the rotation. Default 0.002 ETH; 0 disables. */
+  minSignerBalanceWei?: bigint;
+  onSignerHealth?: (network: string, address: string, healthy: boolean, balanceWei: bigint) => void;
 }
 
 interface EvmNetworkRuntime {
   network: EvmNetwork;
   client: PublicClient;
   domains: TokenDomainCache;
-  signerAddresses: readonly string[];
+  pool: EvmSignerPool;
 }
 
 export class EvmChainAdapter implements ChainAdapter {
@@ -44,23 +64,42 @@ export class EvmChainAdapter implements ChainAdapter {
     for (const setup of opts.networks) {
       const network = findEvmNetwork(setup.id);
       if (!network) throw new Error(`unknown EVM network ${setup.id}`);
-      const polling = opts.pollingIntervalMs ?? Math.max(50, Math.floor(network.blockTimeMs / 4));
-      const client = createEvmPublicClient(network, setup.rpcUrls, polling);
-      const { signer, addresses } = createEvmSigner({
-        network,
-        rpcUrls: setup.rpcUrls,
-        publicClient: client,
+      const tick = opts.pollingIntervalMs ?? Math.max(25, Math.floor(network.blockTimeMs / 8));
+      const client = createEvmPublicClient(network, setup.rpcUrls, tick);
+      const pool = new EvmSignerPool({
+        network: network.id,
+        chain: chainFor(network, setup.rpcUrls),
+        client,
         privateKeys: opts.privateKeys,
+        journal: opts.journal ?? noopJournal,
+        fees: new FeeOracle(client, Math.max(250, network.blockTimeMs / 2), setup.maxGasPriceWei),
+        log: opts.log,
+        receiptTickMs: tick,
+        stuckAfterMs: opts.stuckAfterMs ?? Math.max(5_000, network.blockTimeMs * 3),
+        minBalanceWei: opts.minSignerBalanceWei ?? 2_000_000_000_000_000n,
+        onSignerHealth: (address, healthy, balance) =>
+          opts.onSignerHealth?.(network.id, address, healthy, balance),
+      });
+      const signer = createEvmSigner({
+        publicClient: client,
+        pool,
         confirmationTimeoutMs: opts.confirmationTimeoutMs,
       });
       // One mechanism instance per network: a signer is bound to one chain.
-      facilitator.register(network.id, new ExactEvmScheme(signer));
+      facilitator.register(
+        network.id,
+        new ExactEvmScheme(signer, {
+          ...(opts.pendingSettlementStore
+            ? { pendingSettlementStore: opts.pendingSettlementStore }
+            : {}),
+        }),
+      );
       this.schemes.set(network.id, ["exact"]);
       this.runtimes.set(network.id, {
         network,
         client,
         domains: new TokenDomainCache(client, network.chainId),
-        signerAddresses: addresses,
+        pool,
       });
     }
   }
@@ -69,10 +108,32 @@ export class EvmChainAdapter implements ChainAdapter {
     return this.schemes;
   }
 
+  /** Starts each network's signer pool (gas-balance checks). */
+  async start(): Promise<void> {
+    await Promise.all([...this.runtimes.values()].map((r) => r.pool.start()));
+  }
+
   signerAddresses(): string[] {
     const all = new Set<string>();
-    for (const r of this.runtimes.values()) r.signerAddresses.forEach((a) => all.add(a));
+    for (const r of this.runtimes.values()) r.pool.addresses.forEach((a) => all.add(a));
     return [...all];
+  }
+
+  /** What became of an interrupted settlement on `network` (see reconcile.ts). */
+  reconcile(
+    network: string,
+    request: unknown,
+    txs: readonly JournaledTransaction[],
+  ): Promise<ReconcileOutcome> {
+    const runtime = this.runtimes.get(network);
+    if (!runtime) {
+      return Promise.resolve({
+        status: "failed",
+        reason: Reason.invalidNetwork,
+        message: `network ${network} is no longer configured`,
+      });
+    }
+    return reconcileEvmSettlement(runtime.client, request, txs);
   }
 
   publicClient(networkId: string): PublicClient | undefined {
@@ -150,6 +211,6 @@ export class EvmChainAdapter implements ChainAdapter {
   }
 
   async close(): Promise<void> {
-    // viem HTTP clients hold no sockets open between requests.
+    for (const r of this.runtimes.values()) r.pool.stop();
   }
 }

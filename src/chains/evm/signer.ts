@@ -1,65 +1,43 @@
 /**
  * The facilitator's EVM signer for one network: the port that `@x402/evm`
  * mechanisms call to read the chain, check signatures and send transactions.
- *
- * Several accounts are used in turn. viem's nonce manager hands out nonces
- * locally per account, so concurrent settles on one account pipeline instead
- * of colliding on `eth_getTransactionCount`.
+ * Reads go to the public client; writes go through the signer pool.
  */
 import type { FacilitatorEvmSigner } from "@x402/evm";
-import {
-  createNonceManager,
-  createWalletClient,
-  type Account,
-  type Hex,
-  type PublicClient,
-  type WalletClient,
-} from "viem";
-import { privateKeyToAccount } from "viem/accounts";
-import { jsonRpc } from "viem/nonce";
-import type { EvmNetwork } from "../../networks/registry.js";
+import { concatHex, encodeFunctionData, type Hex, type PublicClient } from "viem";
+import { Reason } from "../../lib/reasons.js";
+import { GasPriceTooHighError } from "./feeOracle.js";
 import { recoverTypedDataSigner } from "./nativeSignature.js";
-import { chainFor, transportFor } from "./rpc.js";
+import { currentSettlement } from "./settlementContext.js";
+import { NoHealthySignerError, type EvmSignerPool } from "./signerPool.js";
 
 export interface EvmSignerOptions {
-  network: EvmNetwork;
-  rpcUrls: readonly string[];
   publicClient: PublicClient;
-  privateKeys: readonly Hex[];
+  pool: EvmSignerPool;
   /** Bound on every receipt wait; past it the mechanism reports `settlement_pending`. */
   confirmationTimeoutMs: number;
 }
 
-export interface EvmSignerHandle {
-  signer: FacilitatorEvmSigner;
-  addresses: readonly `0x${string}`[];
+/** Records why the pool refused, so the settle answer names it. */
+async function refusingClearly<T>(send: () => Promise<T>): Promise<T> {
+  try {
+    return await send();
+  } catch (e) {
+    const scope = currentSettlement();
+    if (scope && e instanceof GasPriceTooHighError) {
+      scope.refusal = { reason: Reason.gasPriceTooHigh, message: e.message };
+    } else if (scope && e instanceof NoHealthySignerError) {
+      scope.refusal = { reason: Reason.noSignerAvailable, message: e.message };
+    }
+    throw e;
+  }
 }
 
-export function createEvmSigner(opts: EvmSignerOptions): EvmSignerHandle {
-  if (opts.privateKeys.length === 0) throw new Error(`no signer keys for ${opts.network.id}`);
-  const chain = chainFor(opts.network, opts.rpcUrls);
-  // One nonce manager per signer set, not viem's process-wide default: two
-  // services in one process (tests) or a restarted chain must not share a
-  // cached nonce.
-  const nonceManager = createNonceManager({ source: jsonRpc() });
-  const wallets: { account: Account; client: WalletClient }[] = opts.privateKeys.map((key) => {
-    const account = privateKeyToAccount(key, { nonceManager });
-    return {
-      account,
-      client: createWalletClient({ account, chain, transport: transportFor(opts.rpcUrls) }),
-    };
-  });
-  const addresses = wallets.map((w) => w.account.address);
-  let next = 0;
-  const pick = () => {
-    const w = wallets[next % wallets.length]!;
-    next = (next + 1) % wallets.length;
-    return w;
-  };
+export function createEvmSigner(opts: EvmSignerOptions): FacilitatorEvmSigner {
   const pc = opts.publicClient;
-
-  const signer: FacilitatorEvmSigner = {
-    getAddresses: () => addresses,
+  const pool = opts.pool;
+  return {
+    getAddresses: () => pool.addresses,
     readContract: (args) =>
       pc.readContract({
         address: args.address,
@@ -82,29 +60,28 @@ export function createEvmSigner(opts: EvmSignerOptions): EvmSignerHandle {
         signature: args.signature,
       });
     },
-    writeContract: async (args) => {
-      const w = pick();
-      return w.client.writeContract({
-        account: w.account,
-        chain,
-        address: args.address,
-        abi: args.abi as never,
-        functionName: args.functionName as never,
-        args: args.args as never,
-        ...(args.gas !== undefined ? { gas: args.gas } : {}),
-        ...(args.dataSuffix ? { dataSuffix: args.dataSuffix } : {}),
-      } as never);
+    writeContract: (args) => {
+      const data = encodeFunctionData({
+        abi: args.abi,
+        functionName: args.functionName,
+        args: args.args,
+      } as Parameters<typeof encodeFunctionData>[0]);
+      return refusingClearly(() =>
+        pool.send({
+          to: args.address,
+          data: args.dataSuffix ? concatHex([data, args.dataSuffix]) : data,
+          ...(args.gas !== undefined ? { gas: args.gas } : {}),
+        }),
+      );
     },
-    sendTransaction: async (args) => {
-      const w = pick();
-      return w.client.sendTransaction({ account: w.account, chain, to: args.to, data: args.data });
+    sendTransaction: (args) => refusingClearly(() => pool.send({ to: args.to, data: args.data })),
+    waitForTransactionReceipt: async (args) => {
+      const r = await pool.waitForReceipt(
+        args.hash as Hex,
+        args.timeout ?? opts.confirmationTimeoutMs,
+      );
+      return { status: r.status, logs: r.logs };
     },
-    waitForTransactionReceipt: (args) =>
-      pc.waitForTransactionReceipt({
-        hash: args.hash,
-        timeout: args.timeout ?? opts.confirmationTimeoutMs,
-      }),
     getCode: (args) => pc.getCode({ address: args.address }),
   };
-  return { signer, addresses };
 }

@@ -23,7 +23,7 @@ export class PaymentService {
     this.facilitator.assertWellFormed(request);
     const startedAt = Date.now();
     const id = await this.recorder.begin({ principal, request });
-    const result = await this.facilitator.settle(request);
+    const result = await this.facilitator.settle(request, id);
     await this.recorder.finish(id, result, startedAt);
     return result;
   }

@@ -62,6 +62,7 @@ export class SettlementRecorder {
           started_at: new Date(),
           finished_at: null,
           duration_ms: null,
+          request: JSON.stringify(request),
         })
         .execute();
     } catch (e) {
@@ -87,7 +88,7 @@ export class SettlementRecorder {
         : pending
           ? ("pending" as const)
           : ("failed" as const),
-      transaction: result.transaction || null,
+      ...(result.transaction ? { transaction: result.transaction } : {}),
       error_reason: result.success ? null : (result.errorReason ?? null),
       error_message: result.success ? null : (result.errorMessage ?? null),
       finished_at: new Date(),

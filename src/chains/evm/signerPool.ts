@@ -1,0 +1,422 @@
+/**
+ * The facilitator's accounts on one network, and the transactions they send.
+ *
+ * - Nonces are handed out locally per account (a lane), so any number of
+ *   concurrent settlements pipeline into the mempool instead of colliding.
+ * - Every call is simulated (`eth_estimateGas`) before a nonce is taken, so a
+ *   payment that would revert costs neither gas nor a nonce.
+ * - Each transaction is signed locally and journaled (hash and raw bytes)
+ *   before it is broadcast: after a crash it can be found or re-sent as is.
+ * - A transaction not mined within `stuckAfterMs` is replaced with the same
+ *   nonce and higher fees; whichever version is mined answers the waiter.
+ * - An account whose gas balance falls below `minBalanceWei` leaves the
+ *   rotation until it is topped up.
+ */
+import {
+  type Chain,
+  type Hex,
+  type PublicClient,
+  type TransactionReceipt,
+  BaseError,
+  keccak256,
+} from "viem";
+import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import type { Logger } from "../../lib/logger.js";
+import type { FeeOracle} from "./feeOracle.js";
+import { type Fees } from "./feeOracle.js";
+import type { TransactionJournal } from "./journal.js";
+import { ReceiptWatcher } from "./receiptWatcher.js";
+import { currentSettlement } from "./settlementContext.js";
+
+export class NoHealthySignerError extends Error {
+  constructor(network: string) {
+    super(`every facilitator account on ${network} is below its minimum gas balance; top them up`);
+    this.name = "NoHealthySignerError";
+  }
+}
+
+export interface SignerPoolOptions {
+  network: string;
+  chain: Chain;
+  client: PublicClient;
+  privateKeys: readonly Hex[];
+  journal: TransactionJournal;
+  fees: FeeOracle;
+  log: Logger;
+  /** Block-following tick for receipts. */
+  receiptTickMs: number;
+  /** Replace a transaction not mined after this long. */
+  stuckAfterMs: number;
+  /** Accounts below this balance (wei) leave the rotation. 0 disables the check. */
+  minBalanceWei: bigint;
+  balanceCheckMs?: number;
+  onSignerHealth?: (address: string, healthy: boolean, balanceWei: bigint) => void;
+}
+
+interface Lane {
+  account: PrivateKeyAccount;
+  next: number | undefined;
+  init: Promise<void> | undefined;
+  healthy: boolean;
+}
+
+interface InFlight {
+  lane: Lane;
+  nonce: number;
+  to: Hex;
+  data: Hex;
+  gas: bigint;
+  fees: Fees;
+  hashes: Hex[];
+  settlementId: string | undefined;
+  receipt: Promise<TransactionReceipt>;
+  resolve(r: TransactionReceipt): void;
+  timer: NodeJS.Timeout | undefined;
+  bumps: number;
+}
+
+const MAX_BUMPS = 5;
+
+function isNonceError(e: unknown): boolean {
+  const text = e instanceof BaseError ? e.details + " " + e.shortMessage : String(e);
+  return /nonce too low|nonce.*already|already known|replacement transaction underpriced|NonceTooLow/i.test(
+    text,
+  );
+}
+
+export class EvmSignerPool {
+  readonly addresses: readonly `0x${string}`[];
+  private readonly lanes: Lane[];
+  private readonly watcher: ReceiptWatcher;
+  /** Keyed by every hash of a transaction (original and replacements). */
+  private readonly inflight = new Map<string, InFlight>();
+  private cursor = 0;
+  private balanceTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly opts: SignerPoolOptions) {
+    this.lanes = opts.privateKeys.map((k) => ({
+      account: privateKeyToAccount(k),
+      next: undefined,
+      init: undefined,
+      healthy: true,
+    }));
+    this.addresses = this.lanes.map((l) => l.account.address);
+    this.watcher = new ReceiptWatcher(opts.client, opts.receiptTickMs, (e) =>
+      opts.log.warn({ err: String(e), network: opts.network }, "receipt watcher: RPC error"),
+    );
+  }
+
+  /** Starts the periodic gas-balance check. */
+  async start(): Promise<void> {
+    if (this.opts.minBalanceWei <= 0n) return;
+    await this.checkBalances();
+    const every = this.opts.balanceCheckMs ?? 30_000;
+    this.balanceTimer = setInterval(() => void this.checkBalances(), every);
+    this.balanceTimer.unref();
+  }
+
+  stop(): void {
+    if (this.balanceTimer) clearInterval(this.balanceTimer);
+    this.watcher.stop();
+    for (const f of new Set(this.inflight.values())) if (f.timer) clearTimeout(f.timer);
+  }
+
+  async checkBalances(): Promise<void> {
+    await Promise.all(
+      this.lanes.map(async (lane) => {
+        try {
+          const balance = await this.opts.client.getBalance({ address: lane.account.address });
+          const healthy = balance >= this.opts.minBalanceWei;
+          if (healthy !== lane.healthy) {
+            this.opts.log[healthy ? "info" : "warn"](
+              {
+                network: this.opts.network,
+                signer: lane.account.address,
+                balanceWei: balance.toString(),
+              },
+              healthy ? "signer back in rotation" : "signer low on gas: taken out of rotation",
+            );
+          }
+          lane.healthy = healthy;
+          this.opts.onSignerHealth?.(lane.account.address, healthy, balance);
+        } catch (e) {
+          this.opts.log.warn(
+            { err: String(e), network: this.opts.network },
+            "could not read signer balance",
+          );
+        }
+      }),
+    );
+  }
+
+  private pickLane(): Lane {
+    for (let i = 0; i < this.lanes.length; i++) {
+      const lane = this.lanes[(this.cursor + i) % this.lanes.length]!;
+      if (lane.healthy) {
+        this.cursor = (this.cursor + i + 1) % this.lanes.length;
+        return lane;
+      }
+    }
+    throw new NoHealthySignerError(this.opts.network);
+  }
+
+  private async syncLane(lane: Lane): Promise<void> {
+    lane.init ??= this.opts.client
+      .getTransactionCount({ address: lane.account.address, blockTag: "pending" })
+      .then((n) => {
+        lane.next = n;
+      })
+      .finally(() => (lane.init = undefined));
+    await lane.init;
+  }
+
+  private async takeNonce(lane: Lane): Promise<number> {
+    if (lane.next === undefined) await this.syncLane(lane);
+    return lane.next!++;
+  }
+
+  /**
+   * Simulates, signs, journals and broadcasts a call. Resolves with the
+   * transaction hash once the node accepted it.
+   */
+  async send(call: { to: Hex; data: Hex; gas?: bigint }): Promise<Hex> {
+    const lane = this.pickLane();
+    // Simulation first: a call that would revert throws here, before a nonce
+    // or any gas is spent. The 20% margin covers state drift until mining.
+    const estimated =
+      call.gas ??
+      ((await this.opts.client.estimateGas({
+        account: lane.account.address,
+        to: call.to,
+        data: call.data,
+      })) *
+        120n) /
+        100n;
+    const fees = await this.opts.fees.forNewTransaction();
+    const settlementId = currentSettlement()?.settlementId || undefined;
+    for (let attempt = 0; ; attempt++) {
+      const nonce = await this.takeNonce(lane);
+      try {
+        const hash = await this.signAndBroadcast(
+          lane,
+          nonce,
+          call.to,
+          call.data,
+          estimated,
+          fees,
+          settlementId,
+          undefined,
+        );
+        this.track({
+          lane,
+          nonce,
+          to: call.to,
+          data: call.data,
+          gas: estimated,
+          fees,
+          hash,
+          settlementId,
+        });
+        return hash;
+      } catch (e) {
+        if (isNonceError(e) && attempt < 2) {
+          // Someone else used this account's nonce (another process, a
+          // restart): resynchronise from the chain and try again.
+          lane.next = undefined;
+          continue;
+        }
+        // The nonce was taken but nothing was accepted: fill the gap so later
+        // transactions from this account are not stuck behind it.
+        void this.fillGap(lane, nonce, fees);
+        throw e;
+      }
+    }
+  }
+
+  private async signAndBroadcast(
+    lane: Lane,
+    nonce: number,
+    to: Hex,
+    data: Hex,
+    gas: bigint,
+    fees: Fees,
+    settlementId: string | undefined,
+    replaces: Hex | undefined,
+  ): Promise<Hex> {
+    const raw = await lane.account.signTransaction({
+      chainId: this.opts.chain.id,
+      type: "eip1559",
+      to,
+      data,
+      gas,
+      nonce,
+      maxFeePerGas: fees.maxFeePerGas,
+      maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+    });
+    const hash = keccak256(raw);
+    await this.opts.journal.signed({
+      settlementId,
+      network: this.opts.network,
+      signer: lane.account.address,
+      nonce,
+      hash,
+      raw,
+      ...(replaces ? { replaces } : {}),
+    });
+    await this.opts.client.sendRawTransaction({ serializedTransaction: raw });
+    return hash;
+  }
+
+  private async fillGap(lane: Lane, nonce: number, fees: Fees): Promise<void> {
+    try {
+      await this.signAndBroadcast(
+        lane,
+        nonce,
+        lane.account.address,
+        "0x",
+        21_000n,
+        fees,
+        undefined,
+        undefined,
+      );
+    } catch (e) {
+      // The nonce may have been accepted after all, or the node is down;
+      // a resync on the next nonce error repairs the lane either way.
+      lane.next = undefined;
+      this.opts.log.warn(
+        { err: String(e), signer: lane.account.address, nonce },
+        "could not fill nonce gap",
+      );
+    }
+  }
+
+  private track(args: {
+    lane: Lane;
+    nonce: number;
+    to: Hex;
+    data: Hex;
+    gas: bigint;
+    fees: Fees;
+    hash: Hex;
+    settlementId: string | undefined;
+  }): void {
+    let resolve!: (r: TransactionReceipt) => void;
+    const receipt = new Promise<TransactionReceipt>((r) => (resolve = r));
+    const f: InFlight = {
+      ...args,
+      hashes: [args.hash],
+      receipt,
+      resolve,
+      timer: undefined,
+      bumps: 0,
+    };
+    this.inflight.set(args.hash.toLowerCase(), f);
+    this.watchHash(f, args.hash);
+    this.scheduleBump(f);
+  }
+
+  private watchHash(f: InFlight, hash: Hex): void {
+    void this.watcher.wait(hash).then((r) => this.settleInFlight(f, r));
+  }
+
+  private settleInFlight(f: InFlight, r: TransactionReceipt): void {
+    if (f.timer) clearTimeout(f.timer);
+    f.timer = undefined;
+    for (const h of f.hashes) {
+      this.inflight.delete(h.toLowerCase());
+      if (h.toLowerCase() !== r.transactionHash.toLowerCase()) this.watcher.forget(h);
+    }
+    void this.opts.journal
+      .mined(r.transactionHash, r.status, r.blockNumber)
+      .catch((e: unknown) =>
+        this.opts.log.error({ err: String(e), tx: r.transactionHash }, "could not journal receipt"),
+      );
+    f.resolve(r);
+  }
+
+  private scheduleBump(f: InFlight): void {
+    f.timer = setTimeout(() => void this.bump(f), this.opts.stuckAfterMs);
+    f.timer.unref();
+  }
+
+  private async bump(f: InFlight): Promise<void> {
+    f.timer = undefined;
+    if (f.bumps >= MAX_BUMPS) return;
+    const previous = f.hashes[f.hashes.length - 1]!;
+    try {
+      // It may have been mined in a block the watcher has not read yet.
+      const existing = await this.opts.client
+        .getTransactionReceipt({ hash: previous })
+        .catch(() => undefined);
+      if (existing) return this.settleInFlight(f, existing);
+      const fees = this.opts.fees.bump(f.fees, await this.opts.fees.current());
+      this.opts.fees.assertUnderCeiling(fees.maxFeePerGas);
+      const hash = await this.signAndBroadcast(
+        f.lane,
+        f.nonce,
+        f.to,
+        f.data,
+        f.gas,
+        fees,
+        f.settlementId,
+        previous,
+      );
+      f.fees = fees;
+      f.bumps++;
+      f.hashes.push(hash);
+      this.inflight.set(hash.toLowerCase(), f);
+      this.watchHash(f, hash);
+      this.opts.log.warn(
+        { network: this.opts.network, replaced: previous, by: hash, nonce: f.nonce },
+        "replaced a stuck transaction with higher fees",
+      );
+    } catch (e) {
+      if (isNonceError(e)) {
+        // The nonce is used: one of our versions was mined. The watcher will
+        // report it; check directly in case it was mined before we watched.
+        for (const h of f.hashes) {
+          const r = await this.opts.client
+            .getTransactionReceipt({ hash: h })
+            .catch(() => undefined);
+          if (r) return this.settleInFlight(f, r);
+        }
+      } else {
+        this.opts.log.warn(
+          { err: String(e), tx: previous },
+          "could not replace a stuck transaction",
+        );
+      }
+    }
+    if (
+      this.inflight.has(previous.toLowerCase()) ||
+      f.hashes.some((h) => this.inflight.has(h.toLowerCase()))
+    ) {
+      this.scheduleBump(f);
+    }
+  }
+
+  /**
+   * The receipt of `hash` or of whichever transaction replaced it. Rejects
+   * after `timeoutMs` (the transaction stays tracked and may still be mined).
+   */
+  async waitForReceipt(hash: Hex, timeoutMs: number): Promise<TransactionReceipt> {
+    const f = this.inflight.get(hash.toLowerCase());
+    const receipt = f ? f.receipt : this.watcher.wait(hash);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`transaction ${hash} not mined within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
+    try {
+      const r = await Promise.race([receipt, timeout]);
+      const scope = currentSettlement();
+      if (scope && r.transactionHash.toLowerCase() !== hash.toLowerCase())
+        scope.minedHash = r.transactionHash;
+      return r;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,153 @@
+/**
+ * Settlement under load and under pressure, on a chain that mines a block
+ * every second like a real one:
+ * - 120 distinct payments settled concurrently all succeed, with no nonce
+ *   failures, each in its own transaction, and the money adds up;
+ * - a transaction priced below the base fee is replaced with higher fees and
+ *   the answer names the replacement that was mined;
+ * - a gas price over the configured ceiling is refused before anything is sent.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createTestClient, http, type Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { startStack, type TestStack } from "../support/stack.js";
+import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
+
+const PAY_TO = "0x6666666666666666666666666666666666666666" as Hex;
+
+interface Settle {
+  success: boolean;
+  transaction: string;
+  errorReason?: string;
+  errorMessage?: string;
+}
+
+describe("settlement pipeline (1 s blocks)", () => {
+  let stack: TestStack;
+  before(async () => {
+    stack = await startStack({ blockTimeSeconds: 1, payers: 8, env: { EVM_STUCK_TX_MS: "1500" } });
+  });
+  after(() => stack.stop());
+
+  test("120 concurrent settles: all succeed, one transaction each, no nonce failures", async () => {
+    const requirements = requirementsFor({
+      network: stack.network,
+      usdc: stack.usdc,
+      payTo: PAY_TO,
+      amount: "1000",
+    });
+    const bodies = await Promise.all(
+      Array.from({ length: 120 }, async (_, i) => ({
+        x402Version: 2,
+        paymentPayload: await signPayment(
+          stack.payerKeys[i % stack.payerKeys.length]!,
+          requirements,
+        ),
+        paymentRequirements: requirements,
+      })),
+    );
+    const before = await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO);
+    const results = await Promise.all(
+      bodies.map(
+        async (b) => (await (await post(stack.url, "/settle", b, stack.apiKey)).json()) as Settle,
+      ),
+    );
+    const failures = results.filter((r) => !r.success);
+    assert.deepEqual(failures, [], "every settle succeeds");
+    assert.equal(
+      new Set(results.map((r) => r.transaction)).size,
+      120,
+      "one transaction per payment",
+    );
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO), before + 120n * 1000n);
+    const rows = await stack.service.db
+      .selectFrom("settlements")
+      .select(["status", "transaction"])
+      .where("pay_to", "=", PAY_TO.toLowerCase())
+      .execute();
+    assert.equal(rows.filter((r) => r.status === "succeeded").length, 120);
+    const journaled = await stack.service.db
+      .selectFrom("settlement_transactions")
+      .select(["hash", "status", "signer"])
+      .execute();
+    assert.ok(journaled.length >= 120);
+    assert.ok(new Set(journaled.map((j) => j.signer)).size > 1, "the signer pool spreads the load");
+  });
+
+  test("a transaction not mined in time is replaced with higher fees; the answer names the mined one", async () => {
+    const requirements = requirementsFor({
+      network: stack.network,
+      usdc: stack.usdc,
+      payTo: PAY_TO,
+      amount: "2000",
+    });
+    const payerKey = stack.payerKeys[0]!;
+    const payer = privateKeyToAccount(payerKey).address;
+    const body = {
+      x402Version: 2,
+      paymentPayload: await signPayment(payerKey, requirements),
+      paymentRequirements: requirements,
+    };
+    const payerBefore = await usdcBalance(stack.rpcUrl, stack.usdc, payer);
+    // Stop the chain from mining, as a congested chain would not include the
+    // transaction, until the service has had time to replace it.
+    const anvil = createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) });
+    await anvil.setIntervalMining({ interval: 0 });
+    const pending = post(stack.url, "/settle", body, stack.apiKey);
+    await new Promise((r) => setTimeout(r, 4000));
+    await anvil.setIntervalMining({ interval: 1 });
+    const res = (await (await pending).json()) as Settle;
+    assert.equal(res.success, true, JSON.stringify(res));
+    const txs = await stack.service.db
+      .selectFrom("settlement_transactions as t")
+      .innerJoin("settlements as s", "s.id", "t.settlement_id")
+      .select(["t.hash", "t.replaces", "t.status", "s.transaction"])
+      .where("s.payer", "=", payer.toLowerCase())
+      .where("s.amount", "=", "2000")
+      .orderBy("t.created_at")
+      .execute();
+    assert.ok(txs.length >= 2, `a replacement was sent (${txs.length} transactions)`);
+    const mined = txs.find((t) => t.status === "success");
+    assert.ok(mined, "one version was mined");
+    assert.equal(res.transaction, mined.hash, "the answer names the mined transaction");
+    assert.ok(mined.replaces, "the mined one is the replacement");
+    assert.equal(
+      await usdcBalance(stack.rpcUrl, stack.usdc, payer),
+      payerBefore - 2000n,
+      "moved exactly once",
+    );
+  });
+});
+
+describe("gas price ceiling", () => {
+  let stack: TestStack;
+  before(async () => {
+    stack = await startStack({ maxGasPriceWei: 1n });
+  });
+  after(() => stack.stop());
+
+  test("a settlement that would cost more than the ceiling is refused with a clear reason and not sent", async () => {
+    const requirements = requirementsFor({
+      network: stack.network,
+      usdc: stack.usdc,
+      payTo: PAY_TO,
+    });
+    const payerKey = stack.payerKeys[0]!;
+    const payer = privateKeyToAccount(payerKey).address;
+    const before = await usdcBalance(stack.rpcUrl, stack.usdc, payer);
+    const body = {
+      x402Version: 2,
+      paymentPayload: await signPayment(payerKey, requirements),
+      paymentRequirements: requirements,
+    };
+    const res = (await (await post(stack.url, "/settle", body, stack.apiKey)).json()) as Settle;
+    assert.equal(res.success, false);
+    assert.equal(res.errorReason, "gas_price_too_high");
+    assert.match(res.errorMessage ?? "", /ceiling/);
+    assert.equal(res.transaction, "");
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payer), before);
+    const sent = await stack.service.db.selectFrom("settlement_transactions").selectAll().execute();
+    assert.equal(sent.length, 0, "nothing was signed or sent");
+  });
+});
