@@ -21,5 +21,7 @@ export interface ChainAdapter {
   prepare(payload: PaymentPayload, requirements: PaymentRequirements): Promise<PreparedPayment>;
   /** A message naming the first malformed field of a scheme payload, or undefined. */
   shapeError(payload: PaymentPayload, requirements: PaymentRequirements): string | undefined;
+  /** The latest block (or ledger) number, cached for a fraction of a block. */
+  currentBlock(network: string): Promise<bigint | undefined>;
   close(): Promise<void>;
 }

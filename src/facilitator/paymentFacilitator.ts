@@ -19,6 +19,7 @@ import type { Logger } from "../lib/logger.js";
 import type { ChainAdapter } from "../chains/types.js";
 import { runInSettlement, type SettlementScope } from "../chains/evm/settlementContext.js";
 import { sanitizeMessage } from "./sanitize.js";
+import { PerBlockVerifyCache } from "./verifyCache.js";
 
 export const X402_VERSION = 2;
 
@@ -54,6 +55,7 @@ export function payerOf(payload: PaymentPayload): string | undefined {
 
 export class PaymentFacilitator {
   private supportedCache: SupportedResponse | undefined;
+  private readonly verifyCache = new PerBlockVerifyCache();
 
   constructor(
     readonly engine: x402Facilitator,
@@ -100,7 +102,17 @@ export class PaymentFacilitator {
         invalidMessage: pre.message,
         ...(payer ? { payer } : {}),
       };
-    const result = await this.engine.verify(req.paymentPayload, pre.requirements);
+    const adapter = this.adapters.find((a) => a.networks().has(req.paymentRequirements.network));
+    const block = await adapter?.currentBlock(req.paymentRequirements.network);
+    const run = () => this.engine.verify(req.paymentPayload, pre.requirements);
+    const result =
+      block === undefined
+        ? await run()
+        : await this.verifyCache.get(
+            block,
+            PerBlockVerifyCache.keyOf(req.paymentPayload, pre.requirements),
+            run,
+          );
     if (result.isValid) return result;
     const message = sanitizeMessage(result.invalidMessage);
     return {

@@ -136,6 +136,12 @@ export class EvmChainAdapter implements ChainAdapter {
     return reconcileEvmSettlement(runtime.client, request, txs);
   }
 
+  async currentBlock(network: string): Promise<bigint | undefined> {
+    const runtime = this.runtimes.get(network);
+    // viem caches the answer for one polling interval (an eighth of a block).
+    return runtime ? runtime.client.getBlockNumber() : undefined;
+  }
+
   publicClient(networkId: string): PublicClient | undefined {
     return this.runtimes.get(networkId)?.client;
   }

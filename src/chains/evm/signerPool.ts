@@ -22,7 +22,7 @@ import {
 } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import type { Logger } from "../../lib/logger.js";
-import type { FeeOracle} from "./feeOracle.js";
+import type { FeeOracle } from "./feeOracle.js";
 import { type Fees } from "./feeOracle.js";
 import type { TransactionJournal } from "./journal.js";
 import { ReceiptWatcher } from "./receiptWatcher.js";

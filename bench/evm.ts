@@ -1,0 +1,313 @@
+/**
+ * The EVM settlement benchmark: this service against the reference
+ * facilitator, on one devnet (anvil, 1 s blocks), in one run.
+ *
+ *   (a) /verify throughput and p50/p99 at concurrency 64 for 30 s
+ *   (b) /settle of 2,000 distinct payments at concurrency 200
+ *   (c) peak RSS of each server process
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ExactEvmScheme } from "@x402/evm/exact/client";
+import type { PaymentRequirements } from "@x402/core/types";
+import { privateKeyToAccount } from "viem/accounts";
+import type { Hex } from "viem";
+import { startDevnet } from "../devnet/index.js";
+import { openMigratedDb } from "../src/storage/db.js";
+import { createAccount } from "../src/features/accounts/accounts.js";
+import { createApiKey } from "../src/features/keys/apiKeys.js";
+import { percentile, runLoad, type LoadResult } from "./load.js";
+
+export interface EvmBenchOptions {
+  verifySeconds: number;
+  settleCount: number;
+  settleConcurrency: number;
+  verifyConcurrency: number;
+  /** Give up on a settle run after this long (the reference can be very slow). */
+  settleCapSeconds: number;
+  progress: (line: string) => void;
+}
+
+export interface Side {
+  verify: LoadResult;
+  settle: LoadResult;
+  peakRssMb: number;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitFor(url: string, ms = 60_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+/** Peak resident set size (VmHWM) of a running process, in MB. */
+function peakRssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? NaN);
+  return kb / 1024;
+}
+
+function spawnServer(script: string, env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, ["--import", "tsx", script], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+}
+
+async function signAll(
+  keys: Hex[],
+  requirements: PaymentRequirements,
+  n: number,
+): Promise<string[]> {
+  const schemes = keys.map((k) => new ExactEvmScheme(privateKeyToAccount(k)));
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const partial = await schemes[i % schemes.length]!.createPaymentPayload(2, requirements);
+    out.push(
+      JSON.stringify({
+        x402Version: 2,
+        paymentPayload: { x402Version: 2, accepted: requirements, payload: partial.payload },
+        paymentRequirements: requirements,
+      }),
+    );
+  }
+  return out;
+}
+
+const classifyVerify = (status: number, json: unknown) => {
+  if (status !== 200) return `http_${status}`;
+  const j = json as { isValid?: boolean; invalidReason?: string };
+  return j.isValid ? "valid" : (j.invalidReason ?? "invalid");
+};
+const classifySettle = (status: number, json: unknown) => {
+  if (status !== 200) return `http_${status}`;
+  const j = json as { success?: boolean; errorReason?: string; errorMessage?: string };
+  if (j.success) return "settled";
+  const nonce = /nonce/i.test(j.errorMessage ?? "") ? " (nonce)" : "";
+  return `${j.errorReason ?? "failed"}${nonce}`;
+};
+
+export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; reference: Side }> {
+  const say = opts.progress;
+  say("starting devnet (anvil, 1 s blocks)…");
+  const payers = 40;
+  const devnet = await startDevnet({ blockTimeSeconds: 1, payers, facilitators: 8, outFile: null });
+  const info = devnet.networks["eip155:8453"]!;
+  const usdc = info.assets["USDC"]!;
+  const children: ChildProcess[] = [];
+  try {
+    const base = (payTo: Hex): PaymentRequirements => ({
+      scheme: "exact",
+      network: "eip155:8453",
+      asset: usdc,
+      amount: "1000",
+      payTo,
+      maxTimeoutSeconds: 3600,
+      extra: { name: "USD Coin", version: "2" },
+    });
+    say(`signing ${opts.settleCount * 2 + 500} payments with the official client…`);
+    const payerKeys = info.payerPrivateKeys as Hex[];
+    const verifyBodies = await signAll(
+      payerKeys,
+      base("0x000000000000000000000000000000000000aaaa"),
+      500,
+    );
+    const oursSettle = await signAll(
+      payerKeys,
+      base("0x000000000000000000000000000000000000bbbb"),
+      opts.settleCount,
+    );
+    const refSettle = await signAll(
+      payerKeys,
+      base("0x000000000000000000000000000000000000cccc"),
+      opts.settleCount,
+    );
+
+    // This service: production mode against the devnet chain, embedded DB.
+    const dataDir = mkdtempSync(join(tmpdir(), "bench-"));
+    const seeded = await openMigratedDb({ dataDir: join(dataDir, "pglite") });
+    const key = await createApiKey(
+      seeded.db,
+      (await createAccount(seeded.db, "bench")).id,
+      "bench",
+    );
+    await seeded.close();
+    const ourPort = await freePort();
+    const ours = spawnServer("src/main.ts", {
+      EVM_RPC_URLS_8453: info.rpcUrl,
+      // Keys 1–7; key 0 is the reference's.
+      EVM_PRIVATE_KEYS: (info.facilitatorPrivateKeys as Hex[]).slice(1).join(","),
+      DATA_DIR: dataDir,
+      HOST: "127.0.0.1",
+      PORT: String(ourPort),
+      LOG_LEVEL: "error",
+    });
+    children.push(ours);
+    const refPort = await freePort();
+    const reference = spawnServer("bench/reference/server.ts", {
+      RPC_URL: info.rpcUrl,
+      PRIVATE_KEY: info.facilitatorPrivateKeys[0]!,
+      PORT: String(refPort),
+      CHAIN_ID: "8453",
+    });
+    children.push(reference);
+    await waitFor(`http://127.0.0.1:${ourPort}/supported`);
+    await waitFor(`http://127.0.0.1:${refPort}/supported`);
+
+    const sides: {
+      name: string;
+      url: string;
+      pid: number;
+      headers: Record<string, string>;
+      settle: string[];
+    }[] = [
+      {
+        name: "this service",
+        url: `http://127.0.0.1:${ourPort}`,
+        pid: ours.pid!,
+        headers: { "x-api-key": key.key },
+        settle: oursSettle,
+      },
+      {
+        name: "reference",
+        url: `http://127.0.0.1:${refPort}`,
+        pid: reference.pid!,
+        headers: {},
+        settle: refSettle,
+      },
+    ];
+    const results: Side[] = [];
+    for (const side of sides) {
+      say(
+        `(a) ${side.name}: /verify, concurrency ${opts.verifyConcurrency}, ${opts.verifySeconds} s…`,
+      );
+      const verify = await runLoad({
+        url: `${side.url}/verify`,
+        headers: side.headers,
+        concurrency: opts.verifyConcurrency,
+        body: (i) => verifyBodies[i % verifyBodies.length]!,
+        durationMs: opts.verifySeconds * 1000,
+        classify: classifyVerify,
+      });
+      say(`    ${(verify.count / verify.seconds).toFixed(0)} verifications/s`);
+      say(
+        `(b) ${side.name}: /settle ${opts.settleCount} payments, concurrency ${opts.settleConcurrency}…`,
+      );
+      const settle = await runLoad({
+        url: `${side.url}/settle`,
+        headers: side.headers,
+        concurrency: opts.settleConcurrency,
+        bodies: side.settle,
+        capMs: opts.settleCapSeconds * 1000,
+        classify: classifySettle,
+      });
+      say(
+        `    ${[...settle.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${settle.seconds.toFixed(1)} s`,
+      );
+      results.push({ verify, settle, peakRssMb: peakRssMb(side.pid) });
+    }
+    return { ours: results[0]!, reference: results[1]! };
+  } finally {
+    for (const c of children) c.kill("SIGTERM");
+    await devnet.stop();
+  }
+}
+
+export function evmTable(ours: Side, ref: Side): string {
+  const p = (r: LoadResult, q: number) => percentile(r.latenciesMs, q);
+  const settled = (r: LoadResult) => r.outcomes.get("settled") ?? 0;
+  const rate = (r: LoadResult) => settled(r) / r.seconds;
+  const nonceFailures = (r: LoadResult) =>
+    [...r.outcomes].filter(([k]) => /nonce/i.test(k)).reduce((a, [, v]) => a + v, 0);
+  const fmt = (n: number, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : "–");
+  const ratio = (a: number, b: number, lowerIsBetter = false) =>
+    b === 0 || !Number.isFinite(a) || !Number.isFinite(b)
+      ? "–"
+      : `${(lowerIsBetter ? b / a : a / b).toFixed(1)}×`;
+  const failures = (r: LoadResult) =>
+    [...r.outcomes]
+      .filter(([k]) => k !== "settled")
+      .map(([k, v]) => `${k}: ${v}`)
+      .join("; ") || "none";
+  const rows = [
+    [
+      "(a) verify throughput (req/s)",
+      fmt(ours.verify.count / ours.verify.seconds),
+      fmt(ref.verify.count / ref.verify.seconds),
+      ratio(ours.verify.count / ours.verify.seconds, ref.verify.count / ref.verify.seconds),
+    ],
+    [
+      "(a) verify p50 (ms)",
+      fmt(p(ours.verify, 50), 1),
+      fmt(p(ref.verify, 50), 1),
+      ratio(p(ours.verify, 50), p(ref.verify, 50), true),
+    ],
+    [
+      "(a) verify p99 (ms)",
+      fmt(p(ours.verify, 99), 1),
+      fmt(p(ref.verify, 99), 1),
+      ratio(p(ours.verify, 99), p(ref.verify, 99), true),
+    ],
+    [
+      "(b) settled / sent",
+      `${settled(ours.settle)} / ${ours.settle.count}`,
+      `${settled(ref.settle)} / ${ref.settle.count}`,
+      ratio(settled(ours.settle), settled(ref.settle)),
+    ],
+    [
+      "(b) settle throughput (settled/s)",
+      fmt(rate(ours.settle), 1),
+      fmt(rate(ref.settle), 1),
+      ratio(rate(ours.settle), rate(ref.settle)),
+    ],
+    [
+      "(b) settle p50 (ms)",
+      fmt(p(ours.settle, 50)),
+      fmt(p(ref.settle, 50)),
+      ratio(p(ours.settle, 50), p(ref.settle, 50), true),
+    ],
+    [
+      "(b) settle p99 (ms)",
+      fmt(p(ours.settle, 99)),
+      fmt(p(ref.settle, 99)),
+      ratio(p(ours.settle, 99), p(ref.settle, 99), true),
+    ],
+    [
+      "(b) nonce failures",
+      String(nonceFailures(ours.settle)),
+      String(nonceFailures(ref.settle)),
+      "",
+    ],
+    ["(b) failures by reason", failures(ours.settle), failures(ref.settle), ""],
+    [
+      "(c) peak RSS (MB)",
+      fmt(ours.peakRssMb),
+      fmt(ref.peakRssMb),
+      ratio(ours.peakRssMb, ref.peakRssMb, true),
+    ],
+  ];
+  return [
+    "| scenario | this service | reference | ratio (higher = we are better) |",
+    "|---|---|---|---|",
+    ...rows.map((r) => `| ${r.join(" | ")} |`),
+  ].join("\n");
+}
