@@ -208,7 +208,9 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
         durationMs: opts.verifySeconds * 1000,
         classify: classifyVerify,
       });
-      say(`    ${(verify.count / verify.seconds).toFixed(0)} verifications/s (${[...verify.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")})`);
+      say(
+        `    ${(verify.count / verify.seconds).toFixed(0)} verifications/s (${[...verify.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")})`,
+      );
       say(
         `(b) ${side.name}: /settle ${opts.settleCount} payments, concurrency ${opts.settleConcurrency}…`,
       );
