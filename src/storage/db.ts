@@ -3,7 +3,11 @@
  * server when a URL is given. Both speak the same SQL, so every query and
  * migration is written once.
  */
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
@@ -28,6 +32,32 @@ export interface OpenedDb {
   close(): Promise<void>;
 }
 
+/**
+ * PGlite's PostgreSQL settings. The defaults are sized for a database
+ * server; an embedded service database needs far less, and this halves its
+ * resident memory.
+ */
+const PGLITE_CONF = [
+  "shared_buffers=16MB",
+  "wal_buffers=1MB",
+  "work_mem=4MB",
+  "maintenance_work_mem=16MB",
+];
+
+/**
+ * Creating a PGlite data directory runs initdb in its own WASM instance,
+ * whose memory (about 500 MB) is never returned to the OS. Doing it once in a
+ * short-lived child process keeps the service's resident memory small.
+ */
+async function initDataDirInChild(dir: string): Promise<void> {
+  if (existsSync(join(dir, "PG_VERSION"))) return;
+  const moduleUrl = import.meta.resolve("@electric-sql/pglite");
+  const script = `const { PGlite } = await import(${JSON.stringify(moduleUrl)}); const db = await PGlite.create(process.argv[1]); await db.close();`;
+  await promisify(execFile)(process.execPath, ["--input-type=module", "-e", script, dir], {
+    timeout: 120_000,
+  });
+}
+
 // numeric and int8 come back as strings by default, which is what we want for
 // token amounts; timestamps become Date objects.
 export async function openDb(opts: OpenDbOptions): Promise<OpenedDb> {
@@ -45,7 +75,8 @@ export async function openDb(opts: OpenDbOptions): Promise<OpenedDb> {
     unlock = lockDataDir(dir);
   }
   try {
-    const client = await PGlite.create(dir);
+    if (!dir.startsWith("memory://")) await initDataDirInChild(dir);
+    const client = await PGlite.create(dir, { postgresqlconf: PGLITE_CONF });
     const db = new Kysely<Database>({ dialect: new PGliteDialect(client) });
     return {
       db,

@@ -22,8 +22,8 @@ import {
 } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import type { Logger } from "../../lib/logger.js";
-import type { FeeOracle } from "./feeOracle.js";
-import { type Fees } from "./feeOracle.js";
+import type { FeeOracle, Fees } from "./feeOracle.js";
+import { createNativeTransactionSigner } from "./nativeTransactionSigner.js";
 import type { TransactionJournal } from "./journal.js";
 import { ReceiptWatcher } from "./receiptWatcher.js";
 import { currentSettlement } from "./settlementContext.js";
@@ -55,6 +55,7 @@ export interface SignerPoolOptions {
 
 interface Lane {
   account: PrivateKeyAccount;
+  sign: ReturnType<typeof createNativeTransactionSigner>;
   next: number | undefined;
   init: Promise<void> | undefined;
   healthy: boolean;
@@ -96,6 +97,7 @@ export class EvmSignerPool {
   constructor(private readonly opts: SignerPoolOptions) {
     this.lanes = opts.privateKeys.map((k) => ({
       account: privateKeyToAccount(k),
+      sign: createNativeTransactionSigner(k),
       next: undefined,
       init: undefined,
       healthy: true,
@@ -243,7 +245,7 @@ export class EvmSignerPool {
     settlementId: string | undefined,
     replaces: Hex | undefined,
   ): Promise<Hex> {
-    const raw = await lane.account.signTransaction({
+    const raw = lane.sign({
       chainId: this.opts.chain.id,
       type: "eip1559",
       to,
