@@ -26,7 +26,11 @@ test("RPC URLs and keys switch to production mode", () => {
   assert.equal(c.mode, "production");
   assert.equal(c.host, "0.0.0.0");
   assert.deepEqual(c.evmNetworks, [
-    { id: "eip155:8453", rpcUrls: ["https://a.example", "https://b.example"] },
+    {
+      id: "eip155:8453",
+      rpcUrls: ["https://a.example", "https://b.example"],
+      maxGasPriceWei: undefined,
+    },
   ]);
   assert.equal(c.evmPrivateKeys.length, 2);
 });

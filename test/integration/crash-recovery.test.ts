@@ -108,6 +108,9 @@ test("SIGKILL between broadcast and receipt: restart reconciles, one transfer, r
     paymentRequirements: requirements,
   };
   const toBefore = await usdcBalance(info.rpcUrl, usdc, PAY_TO);
+  // Hold blocks back so the transaction is certainly unmined when the
+  // process dies, however slow the machine.
+  await rpc(info.rpcUrl, "evm_setIntervalMining", [0]);
   const inFlight = post(url, "/settle", body, key.key).catch((e: unknown) => e);
 
   // The moment the settlement transaction reaches the node's pool, kill.
@@ -122,6 +125,7 @@ test("SIGKILL between broadcast and receipt: restart reconciles, one transfer, r
     toBefore,
     "not mined yet when the process died",
   );
+  await rpc(info.rpcUrl, "evm_setIntervalMining", [4]);
 
   child = await startService();
   await until(
