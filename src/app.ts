@@ -18,6 +18,15 @@ import { DbTransactionJournal } from "./features/settlements/transactionJournal.
 import { DbPendingSettlementStore } from "./features/settlements/pendingSettlementStore.js";
 import { SettlementReconciler } from "./workers/settlementReconciler.js";
 import { PaymentService } from "./features/payments/paymentService.js";
+import { BAZAAR } from "@x402/extensions/bazaar";
+import { Cataloger } from "./features/catalog/cataloger.js";
+import { CatalogReader } from "./features/catalog/catalogReader.js";
+import { ReadCache } from "./features/catalog/readCache.js";
+import {
+  READ_CACHE_MAX_BYTES,
+  READ_CACHE_STALE_MS,
+  READ_CACHE_TTL_MS,
+} from "./features/catalog/limits.js";
 import { buildHttpServer } from "./http/server.js";
 
 export interface ChainSetup {
@@ -62,6 +71,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const metrics = createMetrics(opts.collectProcessMetrics ?? true);
 
   const engine = createEngine();
+  // Advertised in GET /supported; cataloging itself runs in PaymentService.
+  engine.registerExtension(BAZAAR);
   const evm = new EvmChainAdapter(engine, {
     networks: opts.chains.evm.networks,
     privateKeys: opts.chains.evm.privateKeys,
@@ -94,13 +105,28 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     onError: (e) => log.warn({ err: String(e) }, "could not update api key last_used_at"),
   });
   const recorder = new SettlementRecorder(database.db, log.child({ component: "settlements" }));
-  const payments = new PaymentService(facilitator, recorder);
+  const catalogLog = log.child({ component: "catalog" });
+  const catalogCache = new ReadCache<unknown>({
+    ttlMs: READ_CACHE_TTL_MS,
+    staleMs: READ_CACHE_STALE_MS,
+    jitter: 0.2,
+    maxBytes: READ_CACHE_MAX_BYTES,
+    onBackgroundError: (e) => catalogLog.warn({ err: String(e) }, "catalog read refresh failed"),
+  });
+  const cataloger = new Cataloger(database.db, catalogLog, {
+    allowPrivateHosts: config.mode === "devnet",
+    onChange: () => catalogCache.invalidate(),
+  });
+  const payments = new PaymentService(facilitator, recorder, cataloger);
   const http = await buildHttpServer({
     log,
     metrics,
     facilitator,
     payments,
     auth,
+    // One embedded connection: keep discovery to two queries at a time so
+    // payment queries are never stuck behind a burst of searches.
+    catalog: new CatalogReader(database.db, catalogCache, database.kind === "pglite" ? 2 : 8),
     bodyLimitBytes: config.bodyLimitBytes,
     mode: config.mode,
   });
@@ -122,6 +148,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       if (closed) return;
       closed = true;
       await http.close();
+      await cataloger.drain();
       await reconciler.stop();
       await facilitator.close();
       if (!opts.database) await database.close();

@@ -10,8 +10,10 @@ import type { Metrics } from "../lib/metrics.js";
 import type { PaymentFacilitator } from "../facilitator/paymentFacilitator.js";
 import type { PaymentService } from "../features/payments/paymentService.js";
 import type { ApiKeyAuthenticator } from "../features/keys/authenticator.js";
+import type { CatalogReader } from "../features/catalog/catalogReader.js";
 import { codeForFastifyError, sendError, sendServiceError } from "./errorEnvelope.js";
 import { registerPaymentRoutes } from "./routes/payment.js";
+import { registerDiscoveryRoutes } from "./routes/discovery.js";
 import { registerSupportedRoute } from "./routes/supported.js";
 
 export interface HttpDeps {
@@ -20,6 +22,7 @@ export interface HttpDeps {
   facilitator: PaymentFacilitator;
   payments: PaymentService;
   auth: ApiKeyAuthenticator;
+  catalog: CatalogReader;
   bodyLimitBytes: number;
   mode: "devnet" | "production";
 }
@@ -83,6 +86,7 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
   );
   registerSupportedRoute(app, deps.facilitator);
   registerPaymentRoutes(app, { payments: deps.payments, auth: deps.auth, metrics: deps.metrics });
+  registerDiscoveryRoutes(app, { catalog: deps.catalog });
 
   await app.ready();
   return app;

@@ -3,12 +3,13 @@
  * valid or not; only auth and request-shape problems are HTTP errors.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { PaymentService } from "../../features/payments/paymentService.js";
+import type { ExtensionResponses, PaymentService } from "../../features/payments/paymentService.js";
 import type { ApiKeyAuthenticator } from "../../features/keys/authenticator.js";
 import { Reason } from "../../lib/reasons.js";
 import type { Metrics } from "../../lib/metrics.js";
 import { requireApiKey } from "../auth.js";
 import { sendError } from "../errorEnvelope.js";
+import { setExtensionResponses } from "../extensionResponses.js";
 import { parsePaymentRequestBody } from "../requestSchema.js";
 
 const VERSION_MESSAGE =
@@ -40,7 +41,13 @@ export function registerPaymentRoutes(
         invalidMessage: VERSION_MESSAGE,
       });
     }
-    const result = await deps.payments.verify(request.principal!, parsed.request);
+    const extensionResponses: ExtensionResponses = {};
+    const result = await deps.payments.verify(
+      request.principal!,
+      parsed.request,
+      extensionResponses,
+    );
+    setExtensionResponses(reply, extensionResponses);
     deps.metrics.verifications.inc({
       network: parsed.request.paymentRequirements.network,
       result: result.isValid ? "valid" : (result.invalidReason ?? "invalid"),
@@ -60,7 +67,13 @@ export function registerPaymentRoutes(
         network: networkOf(request.body),
       });
     }
-    const result = await deps.payments.settle(request.principal!, parsed.request);
+    const extensionResponses: ExtensionResponses = {};
+    const result = await deps.payments.settle(
+      request.principal!,
+      parsed.request,
+      extensionResponses,
+    );
+    setExtensionResponses(reply, extensionResponses);
     deps.metrics.settlements.inc({
       network: parsed.request.paymentRequirements.network,
       outcome: result.success ? "succeeded" : (result.errorReason ?? "failed"),

@@ -1,0 +1,138 @@
+/**
+ * The public reads of the catalog, in the envelopes the official bazaar
+ * client (`withBazaar(...).extensions.bazaar`) reads with no adapter:
+ * listing is `{ x402Version, items, pagination: { limit, offset, total } }`,
+ * search is `{ x402Version, resources, partialResults, pagination: { limit,
+ * cursor } }`. Repeated pages come from a short-lived cache (readCache.ts).
+ */
+import type {
+  DiscoveryResource,
+  DiscoveryResourcesResponse,
+  SearchDiscoveryResourcesResponse,
+} from "@x402/extensions/bazaar";
+import { ServiceError } from "../../lib/errors.js";
+import type { Db } from "../../storage/db.js";
+import {
+  countCatalogEntries,
+  listCatalogEntries,
+  normalizePayTo,
+  searchCatalogEntries,
+  type CatalogEntryRow,
+  type CatalogFilters,
+} from "./catalogRepository.js";
+import { MAX_OFFSET } from "./limits.js";
+import { Gate } from "./gate.js";
+import type { ReadCache } from "./readCache.js";
+import { decodeCursor, encodeCursor, searchScope } from "./searchCursor.js";
+import { searchTerms } from "./searchText.js";
+
+export const X402_VERSION = 2;
+
+export interface ListRequest extends CatalogFilters {
+  limit: number;
+  offset: number;
+}
+
+export interface SearchRequest extends CatalogFilters {
+  query: string;
+  limit: number;
+  cursor?: string | undefined;
+}
+
+export function toDiscoveryResource(row: CatalogEntryRow): DiscoveryResource {
+  return {
+    resource: row.resource,
+    type: row.type,
+    x402Version: row.x402_version,
+    accepts: row.accepts,
+    lastUpdated: row.last_updated.toISOString(),
+    ...(row.description !== null ? { description: row.description } : {}),
+    ...(row.mime_type !== null ? { mimeType: row.mime_type } : {}),
+    ...(row.service_name !== null ? { serviceName: row.service_name } : {}),
+    ...(row.tags.length > 0 ? { tags: row.tags } : {}),
+    ...(row.icon_url !== null ? { iconUrl: row.icon_url } : {}),
+    extensions: { bazaar: row.bazaar },
+  };
+}
+
+/** Filters in a canonical form: the cache key and the cursor scope. */
+function canonicalFilters(f: CatalogFilters): (string | null)[] {
+  return [
+    f.type ?? null,
+    f.payTo ? normalizePayTo(f.payTo) : null,
+    f.scheme ?? null,
+    f.network ?? null,
+    f.extensions && f.extensions.length > 0 ? [...new Set(f.extensions)].sort().join(",") : null,
+  ];
+}
+
+export class CatalogReader {
+  private readonly gate: Gate;
+
+  /**
+   * @param maxConcurrentQueries database queries discovery may run at once
+   *   (see gate.ts); the rest wait their turn in memory.
+   */
+  constructor(
+    private readonly db: Db,
+    private readonly cache: ReadCache<unknown>,
+    maxConcurrentQueries = 4,
+  ) {
+    this.gate = new Gate(maxConcurrentQueries);
+  }
+
+  async list(req: ListRequest): Promise<DiscoveryResourcesResponse> {
+    const key = JSON.stringify(["list", ...canonicalFilters(req), req.limit, req.offset]);
+    return this.cache.get(key, async () => {
+      const page = { limit: req.limit, offset: req.offset };
+      // Sequential on purpose: the embedded database has one connection.
+      const rows = await this.gate.run(() => listCatalogEntries(this.db, req, page));
+      // Pages of one filter share their total, so it is cached on its own.
+      const total =
+        req.offset === 0 && rows.length < req.limit
+          ? rows.length
+          : ((await this.cache.get(JSON.stringify(["total", ...canonicalFilters(req)]), () =>
+              this.gate.run(() => countCatalogEntries(this.db, req)),
+            )) as number);
+      return {
+        x402Version: X402_VERSION,
+        items: rows.map(toDiscoveryResource),
+        pagination: { limit: req.limit, offset: req.offset, total },
+      } satisfies DiscoveryResourcesResponse;
+    }) as Promise<DiscoveryResourcesResponse>;
+  }
+
+  /**
+   * @throws ServiceError invalid_request for a cursor from elsewhere.
+   */
+  async search(req: SearchRequest): Promise<SearchDiscoveryResourcesResponse> {
+    const terms = searchTerms(req.query);
+    const scope = searchScope([terms, ...canonicalFilters(req)]);
+    let offset = 0;
+    if (req.cursor !== undefined) {
+      const decoded = decodeCursor(req.cursor, scope, MAX_OFFSET);
+      if (!decoded.ok) throw new ServiceError("invalid_request", decoded.reason);
+      offset = decoded.offset;
+    }
+    const key = JSON.stringify(["search", scope, req.limit, offset]);
+    return this.cache.get(key, async () => {
+      // One extra row tells whether another page exists.
+      const rows = await this.gate.run(() =>
+        searchCatalogEntries(this.db, terms, req, { limit: req.limit + 1, offset }),
+      );
+      const page = rows.slice(0, req.limit);
+      const next = offset + req.limit;
+      const more = rows.length > req.limit;
+      return {
+        x402Version: X402_VERSION,
+        resources: page.map(toDiscoveryResource),
+        // Only past the deepest page a cursor may reach are matches left out.
+        partialResults: more && next > MAX_OFFSET,
+        pagination: {
+          limit: page.length,
+          cursor: more && next <= MAX_OFFSET ? encodeCursor(next, scope) : null,
+        },
+      } satisfies SearchDiscoveryResourcesResponse;
+    }) as Promise<SearchDiscoveryResourcesResponse>;
+  }
+}

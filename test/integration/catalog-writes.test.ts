@@ -1,0 +1,265 @@
+/**
+ * Filling the catalog through /verify and /settle against a real chain and
+ * real databases: entries appear only behind a valid payment, one per
+ * resource URL, and every outcome (cataloged, refreshed, unchanged,
+ * rejected with its reason) comes back in the EXTENSION-RESPONSES header
+ * while the payment verdict itself is untouched.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { sql } from "kysely";
+import type { Hex } from "viem";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
+import { startStack, type TestStack } from "../support/stack.js";
+import { availableBackends } from "../support/database.js";
+import { post, requirementsFor, signPayment } from "../support/payments.js";
+
+const PAY_TO = "0x2222222222222222222222222222222222222222" as Hex;
+
+function declaration(): Record<string, unknown> {
+  const { bazaar } = declareDiscoveryExtension({
+    input: { harbour: "Porto" },
+    inputSchema: { properties: { harbour: { type: "string" } }, required: ["harbour"] },
+    output: { example: { highTide: "06:12" } },
+  });
+  const ext = structuredClone(bazaar) as unknown as { info: { input: Record<string, unknown> } };
+  ext.info.input["method"] = "GET";
+  return ext as unknown as Record<string, unknown>;
+}
+
+function decodeHeader(res: Response): Record<string, unknown> | undefined {
+  const header = res.headers.get("extension-responses");
+  if (header === null) return undefined;
+  return JSON.parse(Buffer.from(header, "base64").toString("utf8")) as Record<string, unknown>;
+}
+
+for (const backend of availableBackends()) {
+  describe(`catalog writes through /verify and /settle (${backend})`, () => {
+    let stack: TestStack;
+    let payerKey: Hex;
+
+    before(async () => {
+      stack = await startStack({ backend });
+      payerKey = stack.payerKeys[2]!;
+    });
+    after(() => stack.stop());
+
+    const requirements = (): PaymentRequirements =>
+      requirementsFor({ network: stack.network, usdc: stack.usdc, payTo: PAY_TO, amount: "1500" });
+
+    async function declared(
+      resource: Record<string, unknown>,
+      bazaar: unknown = declaration(),
+      reqs = requirements(),
+    ): Promise<{ payload: PaymentPayload; reqs: PaymentRequirements }> {
+      const signed = await signPayment(payerKey, reqs);
+      return {
+        payload: {
+          ...signed,
+          resource: { mimeType: "application/json", ...resource } as PaymentPayload["resource"],
+          extensions: { bazaar },
+        },
+        reqs,
+      };
+    }
+
+    async function call(
+      path: "/verify" | "/settle",
+      p: { payload: PaymentPayload; reqs: PaymentRequirements },
+    ) {
+      const res = await post(
+        stack.url,
+        path,
+        { x402Version: 2, paymentPayload: p.payload, paymentRequirements: p.reqs },
+        stack.apiKey,
+      );
+      assert.equal(res.status, 200);
+      const body = (await res.json()) as Record<string, unknown>;
+      return { body, ext: decodeHeader(res) };
+    }
+
+    const rowsFor = (resource: string) =>
+      stack.service.db
+        .selectFrom("catalog_resources")
+        .selectAll()
+        .where("resource", "=", resource)
+        .execute();
+
+    test("a valid /verify catalogs; a repeat is answered from memory; /settle refreshes", async () => {
+      const url = "https://tides.example.com/harbours";
+      const p = await declared({ url, description: "Tide tables for Atlantic harbours" });
+
+      const first = await call("/verify", p);
+      assert.equal(first.body["isValid"], true);
+      assert.deepEqual(first.ext, {
+        bazaar: { status: "success", action: "cataloged", resource: url },
+      });
+      const [row] = await rowsFor(url);
+      assert.ok(row);
+      assert.equal(row.type, "http");
+      assert.equal(row.method, "GET");
+      assert.equal(row.description, "Tide tables for Atlantic harbours");
+      assert.equal(row.account_id, stack.accountId);
+      assert.equal(row.last_updated.getTime(), row.cataloged_at.getTime());
+      assert.deepEqual(row.accepts, [p.reqs], "the payment kind as the server required it");
+
+      const again = await call("/verify", p);
+      assert.deepEqual(again.ext, {
+        bazaar: { status: "success", action: "unchanged", resource: url },
+      });
+      const [unchanged] = await rowsFor(url);
+      assert.equal(unchanged!.last_updated.getTime(), row.last_updated.getTime(), "no write");
+
+      const settled = await call("/settle", p);
+      assert.equal(settled.body["success"], true);
+      assert.deepEqual(settled.ext, {
+        bazaar: { status: "success", action: "refreshed", resource: url },
+      });
+      const [refreshed] = await rowsFor(url);
+      assert.ok(refreshed!.last_updated.getTime() > row.last_updated.getTime());
+      assert.equal(refreshed!.cataloged_at.getTime(), row.cataloged_at.getTime());
+    });
+
+    test("one entry per resource URL: a later payment updates it in place", async () => {
+      const url = "https://tides.example.com/moon";
+      await call(
+        "/verify",
+        await declared({ url: `${url}?phase=new`, description: "Moon phases" }),
+      );
+      const second = await call(
+        "/verify",
+        await declared({ url: `${url}?phase=full`, description: "Moon phases and tides" }),
+      );
+      assert.deepEqual(second.ext, {
+        bazaar: { status: "success", action: "refreshed", resource: url },
+      });
+      const rows = await rowsFor(url);
+      assert.equal(rows.length, 1);
+      assert.equal(rows[0]!.description, "Moon phases and tides");
+    });
+
+    test("a payment that fails to verify or settle is not cataloged", async () => {
+      const url = "https://tides.example.com/unpaid";
+      const p = await declared({ url, description: "Never paid for" });
+      // The server demands more than the payer signed for.
+      const tampered = { ...p, reqs: { ...p.reqs, amount: "999999" } };
+      const verified = await call("/verify", tampered);
+      assert.equal(verified.body["isValid"], false);
+      assert.deepEqual(verified.ext, {
+        bazaar: {
+          status: "rejected",
+          rejectedReason:
+            "the payment did not verify; resources are cataloged only behind a valid payment",
+        },
+      });
+      const settled = await call("/settle", tampered);
+      assert.equal(settled.body["success"], false);
+      assert.equal((settled.ext?.["bazaar"] as { status: string }).status, "rejected");
+      assert.equal((await rowsFor(url)).length, 0);
+    });
+
+    test("oversized or invalid declarations are refused with their reason; the payment stays valid", async () => {
+      const oversized = declaration();
+      (oversized["info"] as { input: Record<string, unknown> }).input["queryParams"] = {
+        harbour: "h".repeat(20_000),
+      };
+      const mismatched = declaration();
+      (mismatched["info"] as { input: Record<string, unknown> }).input["queryParams"] = {
+        harbour: 42,
+      };
+      const cases: [string, Record<string, unknown>, unknown, RegExp][] = [
+        [
+          "https://tides.example.com/oversized",
+          {},
+          oversized,
+          /^extensions\.bazaar is \d+ bytes; the catalog accepts declarations of at most 16384$/,
+        ],
+        [
+          "https://tides.example.com/mismatch",
+          {},
+          mismatched,
+          /^extensions\.bazaar\.info does not match its schema: .*must be string/,
+        ],
+        [
+          "https://tides.example.com/long",
+          { description: "d".repeat(1025) },
+          declaration(),
+          /^resource\.description is 1025 characters; the catalog accepts at most 1024$/,
+        ],
+        [
+          "ftp://tides.example.com/files",
+          {},
+          declaration(),
+          /^resource\.url must be an http or https URL, not ftp$/,
+        ],
+        ["https://tides.example.com/not-an-object", {}, ["info"], /must be an object/],
+      ];
+      for (const [url, resource, bazaar, reason] of cases) {
+        const result = await call("/verify", await declared({ url, ...resource }, bazaar));
+        assert.equal(result.body["isValid"], true, url);
+        const ext = result.ext?.["bazaar"] as { status: string; rejectedReason: string };
+        assert.equal(ext.status, "rejected", url);
+        assert.match(ext.rejectedReason, reason, url);
+        assert.equal((await rowsFor(url)).length, 0, url);
+      }
+      const total = await stack.service.db
+        .selectFrom("catalog_resources")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .where("resource", "like", "%tides.example.com/%")
+        .where("resource", "not in", [
+          "https://tides.example.com/harbours",
+          "https://tides.example.com/moon",
+        ])
+        .executeTakeFirstOrThrow();
+      assert.equal(Number(total.n), 0);
+    });
+
+    test("without a bazaar declaration there is no EXTENSION-RESPONSES header", async () => {
+      const reqs = requirements();
+      const res = await post(
+        stack.url,
+        "/verify",
+        {
+          x402Version: 2,
+          paymentPayload: await signPayment(payerKey, reqs),
+          paymentRequirements: reqs,
+        },
+        stack.apiKey,
+      );
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get("extension-responses"), null);
+    });
+
+    test("a catalog failure is reported as rejected and never fails the payment", async () => {
+      const url = "https://tides.example.com/outage";
+      await sql`ALTER TABLE catalog_resources RENAME TO catalog_resources_away`.execute(
+        stack.service.db,
+      );
+      try {
+        const result = await call(
+          "/verify",
+          await declared({ url, description: "During an outage" }),
+        );
+        assert.equal(result.body["isValid"], true);
+        assert.deepEqual(result.ext, {
+          bazaar: {
+            status: "rejected",
+            rejectedReason:
+              "the catalog could not be updated just now; the next payment for this resource will retry",
+          },
+        });
+      } finally {
+        await sql`ALTER TABLE catalog_resources_away RENAME TO catalog_resources`.execute(
+          stack.service.db,
+        );
+      }
+      const retried = await call(
+        "/verify",
+        await declared({ url, description: "During an outage" }),
+      );
+      assert.equal((retried.ext?.["bazaar"] as { action: string }).action, "cataloged");
+      assert.equal((await rowsFor(url)).length, 1);
+    });
+  });
+}
