@@ -34,7 +34,13 @@ class SqlFileMigrationProvider implements MigrationProvider {
 }
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: new SqlFileMigrationProvider() });
+  // Unordered: a migration numbered below one already applied (two features
+  // landing in different releases) is applied rather than refused.
+  const migrator = new Migrator({
+    db,
+    provider: new SqlFileMigrationProvider(),
+    allowUnorderedMigrations: true,
+  });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === "Error")?.migrationName ?? "unknown";
