@@ -4,6 +4,7 @@
  * and the chain setups; tests and `main.ts` both use it.
  */
 import { join } from "node:path";
+import { Redis } from "ioredis";
 import type { FastifyInstance } from "fastify";
 import type { Hex } from "viem";
 import type { Config } from "./config/index.js";
@@ -118,6 +119,17 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     onChange: () => catalogCache.invalidate(),
   });
   const payments = new PaymentService(facilitator, recorder, cataloger);
+  // Shared rate-limit counters across replicas; without Redis they are per process.
+  const redis = config.redisUrl
+    ? new Redis(config.redisUrl, {
+        maxRetriesPerRequest: 1,
+        enableOfflineQueue: false,
+        lazyConnect: false,
+      })
+    : undefined;
+  redis?.on("error", (e: Error) =>
+    log.warn({ err: e.message }, "redis error (rate limits fall back to serving)"),
+  );
   const http = await buildHttpServer({
     log,
     metrics,
@@ -129,6 +141,13 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     catalog: new CatalogReader(database.db, catalogCache, database.kind === "pglite" ? 2 : 8),
     bodyLimitBytes: config.bodyLimitBytes,
     mode: config.mode,
+    trustProxy: config.http.trustProxy,
+    browserAndLimits: {
+      corsOrigins: config.http.corsOrigins,
+      rateLimitMax: config.http.rateLimitMax,
+      rateLimitWindowMs: config.http.rateLimitWindowMs,
+      redis,
+    },
   });
 
   let closed = false;
@@ -148,6 +167,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       if (closed) return;
       closed = true;
       await http.close();
+      redis?.disconnect();
       await cataloger.drain();
       await reconciler.stop();
       await facilitator.close();

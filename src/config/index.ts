@@ -49,6 +49,17 @@ export interface Config {
   readonly stuckTxMs: number | undefined;
   /** A `pending` settlement older than this is reconciled against the chain. */
   readonly reconcileAfterMs: number;
+  readonly http: {
+    /** Fastify trustProxy: false, true, a hop count, or addresses/CIDRs. */
+    readonly trustProxy: boolean | number | string;
+    /** Requests per client IP per window; 0 disables rate limiting. */
+    readonly rateLimitMax: number;
+    readonly rateLimitWindowMs: number;
+    /** Allowed browser origins, or "*". */
+    readonly corsOrigins: "*" | readonly string[];
+  };
+  /** Shared Redis for cross-replica rate limits; absent = in-process limits. */
+  readonly redisUrl: string | undefined;
   readonly devnet: {
     readonly networks: readonly string[];
     readonly blockTimeSeconds: number;
@@ -96,6 +107,14 @@ const EnvSchema = z.object({
     .default("2000000000000000"),
   EVM_STUCK_TX_MS: z.string().optional(),
   RECONCILE_AFTER_MS: z.string().optional(),
+  TRUST_PROXY: z.string().default("false"),
+  RATE_LIMIT_MAX: intVar("RATE_LIMIT_MAX", 0, 10_000_000, 10_000),
+  RATE_LIMIT_WINDOW_MS: intVar("RATE_LIMIT_WINDOW_MS", 100, 3_600_000, 10_000),
+  CORS_ORIGINS: z.string().default("*"),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, "REDIS_URL must start with redis:// or rediss://")
+    .optional(),
   DEVNET_NETWORKS: z.string().default("eip155:8453"),
   DEVNET_BLOCK_TIME: z
     .string()
@@ -237,8 +256,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const reconcileAfterMs =
     optionalMs("RECONCILE_AFTER_MS", e.RECONCILE_AFTER_MS, 0) ?? e.SETTLE_TIMEOUT_MS + 30_000;
 
+  const trustProxy = (() => {
+    const v = e.TRUST_PROXY.trim();
+    if (v === "false" || v === "") return false;
+    if (v === "true") return true;
+    if (/^\d+$/.test(v)) return Number(v);
+    return v; // addresses or CIDRs, comma-separated, as Fastify accepts
+  })();
+  const corsOrigins =
+    e.CORS_ORIGINS.trim() === "*"
+      ? ("*" as const)
+      : e.CORS_ORIGINS.split(",")
+          .map((o) => o.trim())
+          .filter(Boolean);
+
   return {
     mode,
+    http: {
+      trustProxy,
+      rateLimitMax: e.RATE_LIMIT_MAX,
+      rateLimitWindowMs: e.RATE_LIMIT_WINDOW_MS,
+      corsOrigins,
+    },
+    redisUrl: e.REDIS_URL,
     minSignerBalanceWei: BigInt(e.EVM_MIN_SIGNER_BALANCE_WEI),
     stuckTxMs,
     reconcileAfterMs,

@@ -57,8 +57,10 @@ export function codeForFastifyError(err: { code?: string; statusCode?: number })
     return { code: "payload_too_large", message: "the request body is too large" };
   if (err.statusCode === 415)
     return { code: "unsupported_media_type", message: "send the body as application/json" };
-  if (err.statusCode === 429)
-    return { code: "rate_limited", message: "too many requests; slow down" };
+  if (err.statusCode === 429) {
+    const detail = (err as { message?: string }).message;
+    return { code: "rate_limited", message: detail || "too many requests; slow down" };
+  }
   if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
     return { code: "invalid_request", message: "the request could not be read" };
   }

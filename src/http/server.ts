@@ -12,6 +12,7 @@ import type { PaymentService } from "../features/payments/paymentService.js";
 import type { ApiKeyAuthenticator } from "../features/keys/authenticator.js";
 import type { CatalogReader } from "../features/catalog/catalogReader.js";
 import { codeForFastifyError, sendError, sendServiceError } from "./errorEnvelope.js";
+import { registerBrowserAndLimits, type BrowserAndLimitsOptions } from "./browserAndLimits.js";
 import { registerPaymentRoutes } from "./routes/payment.js";
 import { registerDiscoveryRoutes } from "./routes/discovery.js";
 import { registerSupportedRoute } from "./routes/supported.js";
@@ -25,6 +26,8 @@ export interface HttpDeps {
   catalog: CatalogReader;
   bodyLimitBytes: number;
   mode: "devnet" | "production";
+  trustProxy?: boolean | number | string;
+  browserAndLimits?: BrowserAndLimitsOptions;
 }
 
 export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> {
@@ -39,6 +42,12 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     // Resource servers keep connections open across many calls.
     keepAliveTimeout: 72_000,
     return503OnClosing: true,
+    // A hop count is passed as a function: Fastify's types take the number
+    // form only through proxy-addr's trust function.
+    trustProxy:
+      typeof deps.trustProxy === "number"
+        ? (_address: string, hop: number) => hop < (deps.trustProxy as number)
+        : (deps.trustProxy ?? false),
   });
 
   // JSON only: text/plain and friends get a clear 415 instead of a guess.
@@ -79,6 +88,8 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
       `no route ${request.method} ${request.url.split("?")[0]}; see GET /supported, POST /verify, POST /settle`,
     ),
   );
+
+  if (deps.browserAndLimits) await registerBrowserAndLimits(app, deps.browserAndLimits);
 
   app.get("/health", async () => ({ status: "ok", mode: deps.mode }));
   app.get("/metrics", async (_request, reply) =>
