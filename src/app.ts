@@ -3,6 +3,8 @@
  * `createService` builds a complete, listening-ready service from a config
  * and the chain setups; tests and `main.ts` both use it.
  */
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import type { FastifyInstance } from "fastify";
@@ -18,6 +20,7 @@ import { SettlementRecorder } from "./features/settlements/settlementRecorder.js
 import { DbTransactionJournal } from "./features/settlements/transactionJournal.js";
 import { DbPendingSettlementStore } from "./features/settlements/pendingSettlementStore.js";
 import { SettlementReconciler } from "./workers/settlementReconciler.js";
+import { DbSignerLeases } from "./features/signers/dbSignerLeases.js";
 import { PaymentService } from "./features/payments/paymentService.js";
 import { BAZAAR } from "@x402/extensions/bazaar";
 import { Cataloger } from "./features/catalog/cataloger.js";
@@ -42,6 +45,8 @@ export interface ServiceOptions {
   database?: OpenedDb;
   /** Receipt polling interval override (devnets mine faster than mainnets). */
   pollingIntervalMs?: number;
+  /** Signer lease lifetime (default 6 s; heartbeat a third of it). */
+  signerLeaseTtlMs?: number;
   /** Run the background reconciler of interrupted settlements (default true). */
   reconcile?: boolean;
   collectProcessMetrics?: boolean;
@@ -82,6 +87,15 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     journal: new DbTransactionJournal(database.db),
     pendingSettlementStore: new DbPendingSettlementStore(database.db),
     minSignerBalanceWei: config.minSignerBalanceWei,
+    // Every replica may hold the same keys; leases keep each account's nonces
+    // with one replica at a time.
+    leases: {
+      port: new DbSignerLeases(database.db),
+      holder: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+      ...(opts.signerLeaseTtlMs !== undefined
+        ? { ttlMs: opts.signerLeaseTtlMs, heartbeatMs: Math.max(200, opts.signerLeaseTtlMs / 3) }
+        : {}),
+    },
     onSignerHealth: (network, address, healthy, balance) => {
       metrics.signerHealthy.set({ network, signer: address }, healthy ? 1 : 0);
       metrics.signerBalance.set({ network, signer: address }, Number(balance) / 1e18);

@@ -99,6 +99,58 @@ export interface CatalogResourcesTable {
   last_updated: Timestamp;
 }
 
+export interface FacilitatorReplicasTable {
+  holder: string;
+  expires_at: Timestamp;
+}
+
+export interface SignerLeasesTable {
+  network: string;
+  address: string;
+  holder: string;
+  expires_at: Timestamp;
+}
+
+/** Signed webhooks (0005_webhooks.sql); written only by features/webhooks and the settlement writers. */
+export interface WebhookEndpointsTable {
+  account_id: string;
+  url: string;
+  secret: string;
+  created_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+export type WebhookEventStatus = "pending" | "delivered" | "failed";
+
+export interface WebhookEventsTable {
+  id: string;
+  seq: ColumnType<string, never, never>;
+  account_id: string;
+  type: string;
+  settlement_id: string;
+  /** The exact JSON body that is signed and sent. */
+  payload: string;
+  status: ColumnType<WebhookEventStatus, WebhookEventStatus | undefined, WebhookEventStatus>;
+  attempts: ColumnType<number, number | undefined, number>;
+  next_attempt_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  locked_until: Timestamp | null;
+  created_at: CreatedAt;
+  finished_at: Timestamp | null;
+}
+
+export interface WebhookDeliveriesTable {
+  id: ColumnType<string, never, never>;
+  event_id: string;
+  account_id: string;
+  attempt: number;
+  url: string;
+  status_code: number | null;
+  latency_ms: number;
+  error: string | null;
+  next_retry_at: Timestamp | null;
+  created_at: CreatedAt;
+}
+
 export interface Database {
   catalog_resources: CatalogResourcesTable;
   accounts: AccountsTable;
@@ -106,6 +158,11 @@ export interface Database {
   settlements: SettlementsTable;
   settlement_transactions: SettlementTransactionsTable;
   pending_settlements: PendingSettlementsTable;
+  facilitator_replicas: FacilitatorReplicasTable;
+  signer_leases: SignerLeasesTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_events: WebhookEventsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }
 
 export type Account = Selectable<AccountsTable>;

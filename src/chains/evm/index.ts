@@ -12,6 +12,7 @@ import { Reason } from "../../lib/reasons.js";
 import type { ChainAdapter, PreparedPayment } from "../types.js";
 import { evmExactPayloadShapeError } from "./payloadShape.js";
 import type { Logger } from "../../lib/logger.js";
+import type { SignerLeases } from "./signerLeases.js";
 import { FeeOracle } from "./feeOracle.js";
 import { noopJournal, type TransactionJournal } from "./journal.js";
 import {
@@ -46,6 +47,8 @@ export interface RegisterEvmOptions {
   /** Signers below this balance leave the rotation. Default 0.002 ETH; 0 disables. */
   minSignerBalanceWei?: bigint;
   onSignerHealth?: (network: string, address: string, healthy: boolean, balanceWei: bigint) => void;
+  /** Share the accounts with other replicas through leases. */
+  leases?: { port: SignerLeases; holder: string; ttlMs?: number; heartbeatMs?: number };
 }
 
 interface EvmNetworkRuntime {
@@ -77,6 +80,7 @@ export class EvmChainAdapter implements ChainAdapter {
         receiptTickMs: tick,
         stuckAfterMs: opts.stuckAfterMs ?? Math.max(5_000, network.blockTimeMs * 3),
         minBalanceWei: opts.minSignerBalanceWei ?? 2_000_000_000_000_000n,
+        ...(opts.leases ? { leases: opts.leases } : {}),
         onSignerHealth: (address, healthy, balance) =>
           opts.onSignerHealth?.(network.id, address, healthy, balance),
       });
@@ -217,6 +221,9 @@ export class EvmChainAdapter implements ChainAdapter {
   }
 
   async close(): Promise<void> {
-    for (const r of this.runtimes.values()) r.pool.stop();
+    for (const r of this.runtimes.values()) {
+      await r.pool.release();
+      r.pool.stop();
+    }
   }
 }

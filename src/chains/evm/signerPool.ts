@@ -25,12 +25,15 @@ import type { Logger } from "../../lib/logger.js";
 import type { FeeOracle, Fees } from "./feeOracle.js";
 import { createNativeTransactionSigner } from "./nativeTransactionSigner.js";
 import type { TransactionJournal } from "./journal.js";
+import type { SignerLeases } from "./signerLeases.js";
 import { ReceiptWatcher } from "./receiptWatcher.js";
 import { currentSettlement } from "./settlementContext.js";
 
 export class NoHealthySignerError extends Error {
   constructor(network: string) {
-    super(`every facilitator account on ${network} is below its minimum gas balance; top them up`);
+    super(
+      `no facilitator account on ${network} is usable by this replica: each is below its minimum gas balance or leased to another replica`,
+    );
     this.name = "NoHealthySignerError";
   }
 }
@@ -51,6 +54,11 @@ export interface SignerPoolOptions {
   minBalanceWei: bigint;
   balanceCheckMs?: number;
   onSignerHealth?: (address: string, healthy: boolean, balanceWei: bigint) => void;
+  /**
+   * Cross-replica leasing of the accounts (several replicas, one key set).
+   * Without it this process uses every account.
+   */
+  leases?: { port: SignerLeases; holder: string; ttlMs?: number; heartbeatMs?: number };
 }
 
 interface Lane {
@@ -59,6 +67,8 @@ interface Lane {
   next: number | undefined;
   init: Promise<void> | undefined;
   healthy: boolean;
+  /** Whether this replica holds the account's lease (always true without leasing). */
+  leased: boolean;
 }
 
 interface InFlight {
@@ -93,6 +103,8 @@ export class EvmSignerPool {
   private readonly inflight = new Map<string, InFlight>();
   private cursor = 0;
   private balanceTimer: NodeJS.Timeout | undefined;
+  private leaseTimer: NodeJS.Timeout | undefined;
+  private leasesValidUntil = 0;
 
   constructor(private readonly opts: SignerPoolOptions) {
     this.lanes = opts.privateKeys.map((k) => ({
@@ -101,6 +113,7 @@ export class EvmSignerPool {
       next: undefined,
       init: undefined,
       healthy: true,
+      leased: !opts.leases,
     }));
     this.addresses = this.lanes.map((l) => l.account.address);
     this.watcher = new ReceiptWatcher(opts.client, opts.receiptTickMs, (e) =>
@@ -108,8 +121,21 @@ export class EvmSignerPool {
     );
   }
 
-  /** Starts the periodic gas-balance check. */
+  /** Takes this replica's share of the accounts, then starts the gas-balance check. */
   async start(): Promise<void> {
+    const leases = this.opts.leases;
+    if (leases) {
+      // After a crash, the dead process's leases block its accounts until
+      // they expire: wait for a share rather than start with none.
+      const deadline = Date.now() + (leases.ttlMs ?? 6_000) + 1_000;
+      await this.syncLeases();
+      while (!this.lanes.some((l) => l.leased) && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 500));
+        await this.syncLeases();
+      }
+      this.leaseTimer = setInterval(() => void this.syncLeases(), leases.heartbeatMs ?? 2_000);
+      this.leaseTimer.unref();
+    }
     if (this.opts.minBalanceWei <= 0n) return;
     await this.checkBalances();
     const every = this.opts.balanceCheckMs ?? 30_000;
@@ -117,7 +143,51 @@ export class EvmSignerPool {
     this.balanceTimer.unref();
   }
 
+  /** Renews leases and adjusts to a fair share; newly taken accounts resync their nonce. */
+  async syncLeases(): Promise<void> {
+    const leases = this.opts.leases;
+    if (!leases) return;
+    const ttlMs = leases.ttlMs ?? 6_000;
+    const busy = new Set([...this.inflight.values()].map((f) => f.lane));
+    try {
+      const held = new Set(
+        await leases.port.sync({
+          network: this.opts.network,
+          addresses: this.addresses,
+          holder: leases.holder,
+          ttlMs,
+          releasable: this.lanes
+            .filter((l) => l.leased && !busy.has(l))
+            .map((l) => l.account.address),
+        }),
+      );
+      this.leasesValidUntil = Date.now() + ttlMs - 1_000;
+      for (const lane of this.lanes) {
+        const now = held.has(lane.account.address.toLowerCase());
+        // Another replica may have used this account since we last held it.
+        if (now && !lane.leased) lane.next = undefined;
+        lane.leased = now;
+      }
+    } catch (e) {
+      this.opts.log.warn(
+        { err: String(e), network: this.opts.network },
+        "could not renew signer leases",
+      );
+      if (Date.now() > this.leasesValidUntil) for (const lane of this.lanes) lane.leased = false;
+    }
+  }
+
+  /** Gives the leases back so other replicas take the accounts at once. */
+  async release(): Promise<void> {
+    if (this.leaseTimer) clearInterval(this.leaseTimer);
+    const leases = this.opts.leases;
+    if (!leases) return;
+    for (const lane of this.lanes) lane.leased = false;
+    await leases.port.releaseAll(leases.holder).catch(() => undefined);
+  }
+
   stop(): void {
+    if (this.leaseTimer) clearInterval(this.leaseTimer);
     if (this.balanceTimer) clearInterval(this.balanceTimer);
     this.watcher.stop();
     for (const f of new Set(this.inflight.values())) if (f.timer) clearTimeout(f.timer);
@@ -154,7 +224,7 @@ export class EvmSignerPool {
   private pickLane(): Lane {
     for (let i = 0; i < this.lanes.length; i++) {
       const lane = this.lanes[(this.cursor + i) % this.lanes.length]!;
-      if (lane.healthy) {
+      if (lane.healthy && lane.leased) {
         this.cursor = (this.cursor + i + 1) % this.lanes.length;
         return lane;
       }
