@@ -8,7 +8,6 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Hex } from "viem";
@@ -16,18 +15,10 @@ import { startDevnet, type Devnet } from "../../devnet/index.js";
 import { openMigratedDb } from "../../src/storage/db.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
+import { freePort, until } from "../support/processes.js";
 import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
 
 const PAY_TO = "0x7777777777777777777777777777777777777777" as Hex;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function rpc(url: string, method: string, params: unknown[] = []): Promise<unknown> {
   const res = await fetch(url, {
@@ -36,20 +27,6 @@ async function rpc(url: string, method: string, params: unknown[] = []): Promise
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
   });
   return ((await res.json()) as { result: unknown }).result;
-}
-
-async function until<T>(
-  what: string,
-  fn: () => Promise<T | undefined | false>,
-  ms = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 let devnet: Devnet;

@@ -6,7 +6,6 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
 import type { Hex } from "viem";
 import { startDevnet, type Devnet } from "../../devnet/index.js";
 import { createService, type Service } from "../../src/app.js";
@@ -14,33 +13,11 @@ import { loadConfig } from "../../src/config/index.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { openTestDb } from "../support/database.js";
+import { freePort, until } from "../support/processes.js";
 import { post, requirementsFor, signPayment } from "../support/payments.js";
 import type { OpenedDb } from "../../src/storage/db.js";
 
 const PAY_TO = "0x8888888888888888888888888888888888888888" as Hex;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function until<T>(
-  what: string,
-  fn: () => Promise<T | undefined | false>,
-  ms = 20_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe(
   "signer leases across replicas",
