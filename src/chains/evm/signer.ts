@@ -33,8 +33,32 @@ async function refusingClearly<T>(send: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Account code, read once per block: the mechanism asks for a payer's code
+ * twice per verification (ERC-6492 classification, then signature routing).
+ * Code that exists is kept (contracts are not removed); "no code" is only
+ * trusted for the block it was read in, since a wallet may be deployed.
+ */
+class CodeCache {
+  private readonly entries = new Map<string, { block: bigint; code: Hex | undefined }>();
+
+  constructor(private readonly client: PublicClient) {}
+
+  async get(address: Hex): Promise<Hex | undefined> {
+    const key = address.toLowerCase();
+    const block = await this.client.getBlockNumber();
+    const hit = this.entries.get(key);
+    if (hit && ((hit.code && hit.code !== "0x") || hit.block === block)) return hit.code;
+    const code = await this.client.getCode({ address });
+    if (this.entries.size > 100_000) this.entries.clear();
+    this.entries.set(key, { block, code });
+    return code;
+  }
+}
+
 export function createEvmSigner(opts: EvmSignerOptions): FacilitatorEvmSigner {
   const pc = opts.publicClient;
+  const codes = new CodeCache(pc);
   const pool = opts.pool;
   return {
     getAddresses: () => pool.addresses,
@@ -82,6 +106,6 @@ export function createEvmSigner(opts: EvmSignerOptions): FacilitatorEvmSigner {
       );
       return { status: r.status, logs: r.logs };
     },
-    getCode: (args) => pc.getCode({ address: args.address }),
+    getCode: (args) => codes.get(args.address),
   };
 }
