@@ -30,6 +30,8 @@ export interface StackOptions {
   networks?: string[];
   env?: Record<string, string>;
   maxGasPriceWei?: bigint;
+  /** Runs after the chains are up and before the service starts. */
+  beforeService?: (devnet: Devnet) => Promise<void>;
   facilitators?: number;
   payers?: number;
 }
@@ -43,6 +45,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     ...(opts.facilitators ? { facilitators: opts.facilitators } : {}),
     ...(opts.payers ? { payers: opts.payers } : {}),
   });
+  await opts.beforeService?.(devnet);
   const database = await openTestDb(opts.backend ?? "pglite");
   const config = loadConfig({
     FACILITATOR_MODE: "devnet",
