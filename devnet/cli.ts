@@ -5,6 +5,10 @@
  *                     [--block-time <seconds, 0 = one block per tx>]
  *                     [--payers N] [--out .devnet/devnet.json]
  *
+ * "all" includes eip155:4663, whose USDG moves through Permit2: a payer there
+ * must approve Permit2 (0x000000000022D473030F116dDEE9F6B43aC78BA3) on the
+ * token once before paying.
+ *
  * Environment: DEVNET_NETWORKS and DEVNET_BLOCK_TIME stand in for the flags
  * (flags win), DEVNET_FILE for --out. Progress and the summary go to stderr;
  * a bad argument exits with status 2 before anything starts.
@@ -19,6 +23,7 @@ import {
   startDevnet,
   type Devnet,
 } from "./index.js";
+import { PERMIT2_ADDRESS } from "./deploy.js";
 
 const say = (line: string): void => {
   process.stderr.write(`${line}\n`);
@@ -89,6 +94,14 @@ function printSummary(devnet: Devnet, out: string): void {
       .map(([symbol, address]) => `${symbol} ${address}`)
       .join(", ");
     say(`  ${id.padEnd(16)} ${info.rpcUrl.padEnd(24)} ${name}${tokens ? `: ${tokens}` : ""}`);
+  }
+  const permit2Networks = Object.keys(devnet.networks).filter((id) =>
+    findEvmNetwork(id)?.assets.some((a) => a.transferMethod === "permit2"),
+  );
+  if (permit2Networks.length > 0) {
+    say(
+      `  Permit2 tokens on ${permit2Networks.join(", ")}: payers approve Permit2 ${PERMIT2_ADDRESS} once`,
+    );
   }
   const first = Object.values(devnet.networks)[0];
   const payerKey = first?.payerPrivateKeys[0];

@@ -4,6 +4,9 @@
  * and gives every payer and facilitator signer ETH for gas. Multicall3 goes
  * to its canonical address too: the x402 EVM mechanisms batch diagnostic
  * reads (and ERC-6492 simulations) through it, as on every real chain.
+ * Permit2 and the x402 exact Permit2 proxy go to their canonical addresses on
+ * every network as well; a Permit2 token (USDG) is a plain ERC-20 that payers
+ * approve Permit2 on, as on mainnet.
  *
  * Why canonical addresses: the service, the official x402 clients and any
  * resource server see the same token address on the devnet as on mainnet, so
@@ -56,16 +59,35 @@ export interface DeployedNetwork {
 /** Where Multicall3 lives on every major chain. */
 export const MULTICALL3_ADDRESS: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
 
-/** Stateless helpers at fixed addresses: code only, nothing to initialize. */
+/** Where Uniswap's Permit2 lives on every major chain. */
+export const PERMIT2_ADDRESS: Address = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
+/** Where `@x402/evm` expects the x402 exact Permit2 proxy (`x402ExactPermit2ProxyAddress`). */
+export const X402_EXACT_PERMIT2_PROXY_ADDRESS: Address =
+  "0x402085c248EeA27D92E8b30b2C58ed07f9E20001";
+
+/**
+ * Stateless helpers at fixed addresses: code only, nothing to initialize.
+ * Permit2 keeps state (used nonces), but all of it starts empty.
+ */
 const FIXED_CONTRACTS: readonly { contract: string; address: Address }[] = [
   { contract: "DevnetMulticall3", address: MULTICALL3_ADDRESS },
+  { contract: "DevnetPermit2", address: PERMIT2_ADDRESS },
+  { contract: "DevnetX402ExactPermit2Proxy", address: X402_EXACT_PERMIT2_PROXY_ADDRESS },
 ];
 
 /** Which devnet contract stands in for a token, by how x402 moves it. */
 const CONTRACT_FOR: Record<TransferMethod, string | undefined> = {
   eip3009: "DevnetUSDC",
-  permit2: undefined, // added with the Permit2 devnet contracts
+  // A plain ERC-20 (no EIP-3009, no EIP-2612, like USDG): payers approve Permit2.
+  permit2: "DevnetPlainToken",
 };
+
+/** `initialize` arguments: the plain token has no EIP-712 domain, so no version. */
+function initializeArgs(asset: AssetInfo, owner: Address): readonly unknown[] {
+  return asset.transferMethod === "permit2"
+    ? [asset.devnetDomain.name, asset.symbol, asset.decimals, owner]
+    : [asset.devnetDomain.name, asset.symbol, asset.decimals, asset.devnetDomain.version, owner];
+}
 
 const ETH_PER_ACCOUNT = parseEther("1000");
 const DEFAULT_WHOLE_TOKENS = 1_000_000n;
@@ -155,13 +177,7 @@ export async function deployNetwork(opts: DeployOptions): Promise<DeployedNetwor
       encodeFunctionData({
         abi,
         functionName: "initialize",
-        args: [
-          asset.devnetDomain.name,
-          asset.symbol,
-          asset.decimals,
-          asset.devnetDomain.version,
-          owner.address,
-        ],
+        args: initializeArgs(asset, owner.address),
       }),
       GAS_INITIALIZE,
       `initialize ${asset.symbol}`,

@@ -60,14 +60,13 @@ export interface Devnet {
 }
 
 /**
- * What "all" means: every network whose default token the devnet can deploy
- * today (EIP-3009 tokens). The service's DEVNET_NETWORKS=all uses the same
- * rule (src/config); both widen once the Permit2 devnet contracts exist.
+ * What "all" means: every network in the registry. Each transfer method has a
+ * devnet contract (EIP-3009 tokens: DevnetUSDC; Permit2 tokens such as USDG:
+ * DevnetPlainToken beside Permit2 and the x402 exact proxy). The service's
+ * DEVNET_NETWORKS=all uses the same rule (src/config).
  */
 export function allDevnetNetworkIds(): string[] {
-  return EVM_NETWORKS.filter((n) => n.assets.some((a) => a.transferMethod === "eip3009")).map(
-    (n) => n.id,
-  );
+  return EVM_NETWORKS.map((n) => n.id);
 }
 
 /** Resolves CAIP-2 ids, failing with the list of valid ones. */

@@ -19,7 +19,10 @@ export interface TestStack {
   service: Service;
   network: string;
   rpcUrl: string;
+  /** The first network's USDC (undefined, despite the type, on a network without USDC). */
   usdc: Hex;
+  /** symbol → address of every token on the first network, e.g. `assets["USDG"]` on eip155:4663. */
+  assets: Record<string, Hex>;
   payerKeys: Hex[];
   stop(): Promise<void>;
 }
@@ -85,6 +88,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     network: first[0],
     rpcUrl: first[1].rpcUrl,
     usdc: first[1].assets["USDC"] as Hex,
+    assets: { ...first[1].assets } as Record<string, Hex>,
     payerKeys: first[1].payerPrivateKeys as Hex[],
     async stop() {
       await service.close();
