@@ -9,6 +9,7 @@ import type { Db } from "../storage/db.js";
 import type { Logger } from "../lib/logger.js";
 import type { EvmChainAdapter } from "../chains/evm/index.js";
 import { describeError } from "../lib/errors.js";
+import { recordSettlementEvent } from "../features/webhooks/events.js";
 
 export interface ReconcilerOptions {
   db: Db;
@@ -70,20 +71,26 @@ export class SettlementReconciler {
             txs.map((t) => ({ hash: t.hash as `0x${string}`, raw: t.raw as `0x${string}` })),
           );
           if (outcome.status === "pending") continue;
-          const res = await db
-            .updateTable("settlements")
-            .set({
-              status: outcome.status,
-              ...(outcome.transaction ? { transaction: outcome.transaction } : {}),
-              error_reason: outcome.status === "failed" ? outcome.reason : null,
-              error_message: outcome.status === "failed" ? outcome.message : null,
-              finished_at: new Date(),
-              duration_ms: sql<number>`(extract(epoch from now() - started_at) * 1000)::int`,
-            })
-            .where("id", "=", row.id)
-            .where("status", "=", "pending")
-            .executeTakeFirst();
-          if (res.numUpdatedRows > 0n) {
+          // Guarded update and webhook event (outbox) in one transaction.
+          const updated = await db.transaction().execute(async (trx) => {
+            const done = await trx
+              .updateTable("settlements")
+              .set({
+                status: outcome.status,
+                ...(outcome.transaction ? { transaction: outcome.transaction } : {}),
+                error_reason: outcome.status === "failed" ? outcome.reason : null,
+                error_message: outcome.status === "failed" ? outcome.message : null,
+                finished_at: new Date(),
+                duration_ms: sql<number>`(extract(epoch from now() - started_at) * 1000)::int`,
+              })
+              .where("id", "=", row.id)
+              .where("status", "=", "pending")
+              .returningAll()
+              .executeTakeFirst();
+            if (done) await recordSettlementEvent(trx, done);
+            return done;
+          });
+          if (updated) {
             finished++;
             log.warn({ settlementId: row.id, outcome }, "reconciled an interrupted settlement");
             this.opts.onFinished?.({ id: row.id, status: outcome.status });

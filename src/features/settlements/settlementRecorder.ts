@@ -14,6 +14,7 @@ import { ServiceError, describeError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import { payerOf, type PaymentRequest } from "../../facilitator/paymentFacilitator.js";
 import type { ApiKeyPrincipal } from "../keys/authenticator.js";
+import { recordSettlementEvent } from "../webhooks/events.js";
 
 /** Stable identity of a signed payment: the same payload always maps here. */
 export function paymentFingerprint(req: PaymentRequest): string {
@@ -97,7 +98,16 @@ export class SettlementRecorder {
     };
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.db.updateTable("settlements").set(values).where("id", "=", id).execute();
+        // The outcome and its webhook event (outbox) commit together.
+        await this.db.transaction().execute(async (trx) => {
+          const row = await trx
+            .updateTable("settlements")
+            .set(values)
+            .where("id", "=", id)
+            .returningAll()
+            .executeTakeFirst();
+          if (row) await recordSettlementEvent(trx, row);
+        });
         return;
       } catch (e) {
         if (attempt >= 3) {

@@ -1,0 +1,52 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { assertPublicTarget, isPrivateAddress, WebhookTargetError } from "./ssrfGuard.js";
+
+test("private, loopback, link-local, unique-local and unspecified addresses are private", () => {
+  for (const a of [
+    "10.0.0.1",
+    "10.255.255.255",
+    "127.0.0.1",
+    "127.1.2.3",
+    "169.254.169.254",
+    "172.16.0.1",
+    "192.168.1.1",
+    "100.64.0.1",
+    "0.0.0.0",
+    "::1",
+    "::",
+    "fe80::1",
+    "fc00::1",
+    "fd12:3456::1",
+    "::ffff:127.0.0.1",
+    "::ffff:7f00:1",
+    "::ffff:10.0.0.1",
+  ]) {
+    assert.equal(isPrivateAddress(a), true, a);
+  }
+  for (const a of ["8.8.8.8", "1.1.1.1", "172.32.0.1", "2606:4700:4700::1111", "::ffff:8.8.8.8"]) {
+    assert.equal(isPrivateAddress(a), false, a);
+  }
+  assert.equal(isPrivateAddress("not-an-ip"), true);
+});
+
+test("webhook URLs to private targets are refused unless allowed", async () => {
+  for (const url of [
+    "http://10.1.2.3/hook",
+    "http://127.0.0.1:8080/hook",
+    "http://169.254.169.254/latest/meta-data",
+    "http://[::1]:9000/hook",
+    "http://localhost:9000/hook",
+  ]) {
+    await assert.rejects(assertPublicTarget(url, false), WebhookTargetError, url);
+    assert.equal((await assertPublicTarget(url, true)).toString(), new URL(url).toString());
+  }
+  assert.equal(
+    (await assertPublicTarget("https://8.8.8.8/hook", false)).hostname,
+    "8.8.8.8",
+    "a public address literal passes",
+  );
+  await assert.rejects(assertPublicTarget("ftp://example.com/", true), /http/);
+  await assert.rejects(assertPublicTarget("http://user:pw@example.com/", true), /credentials/);
+  await assert.rejects(assertPublicTarget("nonsense", true), /not a URL/);
+});

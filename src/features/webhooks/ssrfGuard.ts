@@ -1,0 +1,138 @@
+/**
+ * SSRF guard for webhook targets. A URL is refused when its host is, or
+ * resolves to, a private, loopback, link-local, unique-local, unspecified or
+ * otherwise non-public address, unless private targets are allowed by
+ * configuration (WEBHOOK_ALLOW_PRIVATE_TARGETS=true).
+ *
+ * It is checked when an endpoint is set, and again at every delivery through
+ * `guardedLookup`, which the HTTP request uses to resolve the host: the
+ * address checked is the address connected to, so a DNS answer that changes
+ * between the two (rebinding) cannot slip through.
+ */
+import { BlockList, isIP } from "node:net";
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from "node:dns";
+import { promisify } from "node:util";
+
+const blocked = new BlockList();
+for (const [net, bits] of [
+  ["0.0.0.0", 8], // "this network", unspecified
+  ["10.0.0.0", 8],
+  ["100.64.0.0", 10], // carrier-grade NAT
+  ["127.0.0.0", 8],
+  ["169.254.0.0", 16], // link-local, cloud metadata
+  ["172.16.0.0", 12],
+  ["192.0.0.0", 24],
+  ["192.168.0.0", 16],
+  ["198.18.0.0", 15],
+  ["224.0.0.0", 4], // multicast
+  ["240.0.0.0", 4], // reserved, broadcast
+] as const) {
+  blocked.addSubnet(net, bits, "ipv4");
+}
+for (const [net, bits] of [
+  ["::", 128], // unspecified
+  ["::1", 128], // loopback
+  ["fc00::", 7], // unique-local
+  ["fe80::", 10], // link-local
+  ["ff00::", 8], // multicast
+  ["64:ff9b::", 96], // NAT64 of an IPv4 address
+] as const) {
+  blocked.addSubnet(net, bits, "ipv6");
+}
+
+export class WebhookTargetError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "WebhookTargetError";
+  }
+}
+
+/** True when the address is not a public unicast address. */
+export function isPrivateAddress(address: string): boolean {
+  const family = isIP(address);
+  if (family === 4) return blocked.check(address, "ipv4");
+  if (family === 6) {
+    const lower = address.toLowerCase();
+    // IPv4-mapped / compatible forms carry an IPv4 address: judge that.
+    const mapped = /^::(?:ffff:)?(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
+    if (mapped) return blocked.check(mapped[1]!, "ipv4");
+    const hexMapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
+    if (hexMapped) {
+      const hi = parseInt(hexMapped[1]!, 16);
+      const lo = parseInt(hexMapped[2]!, 16);
+      return blocked.check(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`, "ipv4");
+    }
+    return blocked.check(address, "ipv6");
+  }
+  return true; // not an address at all: refuse
+}
+
+/** Parses and checks the form of a webhook URL (no DNS). */
+export function parseWebhookUrl(raw: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new WebhookTargetError(`"${raw}" is not a URL`);
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:")
+    throw new WebhookTargetError("the webhook URL must be http:// or https://");
+  if (url.username || url.password)
+    throw new WebhookTargetError("the webhook URL must not contain credentials");
+  if (raw.length > 2048) throw new WebhookTargetError("the webhook URL is longer than 2048");
+  return url;
+}
+
+const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, "$1");
+
+const lookupAll = promisify(dnsLookup) as unknown as (
+  host: string,
+  opts: { all: true },
+) => Promise<LookupAddress[]>;
+
+/** Refuses a URL whose host is or resolves to a non-public address. */
+export async function assertPublicTarget(raw: string, allowPrivate: boolean): Promise<URL> {
+  const url = parseWebhookUrl(raw);
+  if (allowPrivate) return url;
+  const host = hostOf(url);
+  const addresses = isIP(host)
+    ? [host]
+    : (
+        await lookupAll(host, { all: true }).catch((e: Error) => {
+          throw new WebhookTargetError(`cannot resolve ${host}: ${e.message}`);
+        })
+      ).map((a) => a.address);
+  const bad = addresses.find(isPrivateAddress);
+  if (bad !== undefined || addresses.length === 0)
+    throw new WebhookTargetError(
+      `${host} resolves to ${bad ?? "no address"}, a private, loopback or link-local address; set WEBHOOK_ALLOW_PRIVATE_TARGETS=true to allow it`,
+    );
+  return url;
+}
+
+type LookupCallback = (
+  err: NodeJS.ErrnoException | null,
+  address: string | LookupAddress[],
+  family?: number,
+) => void;
+
+/** A `lookup` for http.request that refuses non-public answers. */
+export function guardedLookup(allowPrivate: boolean) {
+  return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
+    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, []);
+      const list = addresses;
+      const bad = allowPrivate ? undefined : list.find((a) => isPrivateAddress(a.address));
+      if (bad || list.length === 0) {
+        return callback(
+          new WebhookTargetError(
+            `${hostname} resolves to ${bad?.address ?? "no address"}, which webhooks may not reach`,
+          ),
+          [],
+        );
+      }
+      if (options.all) return callback(null, list);
+      callback(null, list[0]!.address, list[0]!.family);
+    });
+  };
+}

@@ -1,0 +1,302 @@
+/**
+ * The webhook outbox without a chain: events are written in the transaction
+ * that finishes a settlement (recorder and reconciler), only for finished
+ * rows of accounts with an endpoint; two workers sharing one database
+ * deliver every event exactly once per attempt and in order per account;
+ * an event given up lets the next one through.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { sql } from "kysely";
+import { Webhook } from "standardwebhooks";
+import { openTestDb, availableBackends } from "../support/database.js";
+import type { OpenedDb } from "../../src/storage/db.js";
+import { createAccount } from "../../src/features/accounts/accounts.js";
+import { createApiKey } from "../../src/features/keys/apiKeys.js";
+import { SettlementRecorder } from "../../src/features/settlements/settlementRecorder.js";
+import { SettlementReconciler } from "../../src/workers/settlementReconciler.js";
+import { WebhookDeliveryWorker } from "../../src/workers/webhookDelivery.js";
+import {
+  listWebhookDeliveries,
+  setWebhookEndpoint,
+} from "../../src/features/webhooks/webhookRepository.js";
+import { createLogger } from "../../src/lib/logger.js";
+import type { PaymentRequest } from "../../src/facilitator/paymentFacilitator.js";
+
+const log = createLogger("silent");
+
+const request = (n: number): PaymentRequest =>
+  ({
+    x402Version: 2,
+    paymentPayload: {
+      x402Version: 2,
+      payload: { authorization: { from: "0x1111111111111111111111111111111111111111", n } },
+    },
+    paymentRequirements: {
+      scheme: "exact",
+      network: "eip155:8453",
+      asset: "0x2222222222222222222222222222222222222222",
+      amount: "5000",
+      payTo: "0x3333333333333333333333333333333333333333",
+      maxTimeoutSeconds: 60,
+    },
+  }) as unknown as PaymentRequest;
+
+async function principal(db: OpenedDb["db"], name: string) {
+  const account = await createAccount(db, name);
+  const key = await createApiKey(db, account.id, `${name}-key`);
+  return { accountId: account.id, keyId: key.id, keyName: key.name };
+}
+
+for (const backend of availableBackends()) {
+  describe(`webhook outbox (${backend})`, () => {
+    let database: OpenedDb;
+    let receiver: http.Server;
+    let url = "";
+    const secrets = new Map<string, string>();
+    const received: { accountId: string; eventId: string; settlementId: string }[] = [];
+    let inFlight = new Set<string>();
+    let overlaps = 0;
+
+    before(async () => {
+      database = await openTestDb(backend);
+      receiver = http.createServer((req, res) => {
+        const chunks: Buffer[] = [];
+        req.on("data", (c: Buffer) => chunks.push(c));
+        req.on("end", () => {
+          const accountId = new URL(req.url ?? "/", "http://x").searchParams.get("a")!;
+          const body = Buffer.concat(chunks).toString("utf8");
+          const event = new Webhook(secrets.get(accountId)!).verify(body, {
+            "webhook-id": String(req.headers["webhook-id"]),
+            "webhook-timestamp": String(req.headers["webhook-timestamp"]),
+            "webhook-signature": String(req.headers["webhook-signature"]),
+          }) as { id: string; data: { id: string } };
+          if (inFlight.has(event.id)) overlaps++;
+          inFlight.add(event.id);
+          setTimeout(() => {
+            inFlight.delete(event.id);
+            received.push({ accountId, eventId: event.id, settlementId: event.data.id });
+            res.writeHead(200).end();
+          }, 5);
+        });
+      });
+      await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+      url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    });
+    after(async () => {
+      receiver.closeAllConnections();
+      await new Promise((r) => receiver.close(r));
+      await database.close();
+    });
+
+    test("the recorder writes the event with the outcome, and only when it is due", async () => {
+      const db = database.db;
+      const recorder = new SettlementRecorder(db, log);
+      const p = await principal(db, "outbox-a");
+      const events = (id: string) =>
+        db.selectFrom("webhook_events").selectAll().where("settlement_id", "=", id).execute();
+
+      // No endpoint: no event.
+      const s1 = await recorder.begin({ principal: p, request: request(1) });
+      await recorder.finish(
+        s1,
+        { success: true, transaction: "0xaa", network: "eip155:8453" },
+        Date.now(),
+      );
+      assert.equal((await events(s1)).length, 0);
+
+      const ep = await setWebhookEndpoint(db, p.accountId, `${url}?a=${p.accountId}`, {
+        allowPrivateTargets: true,
+      });
+      secrets.set(p.accountId, ep.secret);
+
+      // Still pending: no event yet.
+      const s2 = await recorder.begin({ principal: p, request: request(2) });
+      await recorder.finish(
+        s2,
+        {
+          success: false,
+          errorReason: "settlement_pending",
+          transaction: "0xbb",
+          network: "eip155:8453",
+        },
+        Date.now(),
+      );
+      assert.equal((await events(s2)).length, 0);
+
+      const s3 = await recorder.begin({ principal: p, request: request(3) });
+      await recorder.finish(
+        s3,
+        {
+          success: false,
+          errorReason: "insufficient_funds",
+          errorMessage: "not enough",
+          transaction: "",
+          network: "eip155:8453",
+        },
+        Date.now(),
+      );
+      const [e3] = await events(s3);
+      assert.equal(e3!.type, "settlement.failed");
+      assert.equal(e3!.status, "pending");
+      const payload = JSON.parse(e3!.payload) as { id: string; data: Record<string, unknown> };
+      assert.equal(payload.id, e3!.id);
+      assert.equal(payload.data["errorReason"], "insufficient_funds");
+      assert.equal(payload.data["errorMessage"], "not enough");
+      assert.equal(payload.data["apiKeyName"], "outbox-a-key");
+      assert.equal(payload.data["amount"], "5000");
+
+      // The reconciler finishes s2: its event is written by the same guarded update.
+      const reconciler = new SettlementReconciler({
+        db,
+        log,
+        olderThanMs: 0,
+        evm: {
+          reconcile: async () => ({ status: "succeeded", transaction: "0xbb" }),
+        } as never,
+      });
+      assert.equal(await reconciler.runOnce(), 1);
+      const [e2] = await events(s2);
+      assert.equal(e2!.type, "settlement.succeeded");
+      assert.equal(JSON.parse(e2!.payload).data.transaction, "0xbb");
+      assert.equal(await reconciler.runOnce(), 0, "a finished row is not finished twice");
+      assert.equal((await events(s2)).length, 1);
+
+      // Atomic: when the event cannot be written, the outcome is not written either.
+      await sql`ALTER TABLE webhook_events RENAME TO webhook_events_away`.execute(db);
+      try {
+        const s4 = await recorder.begin({ principal: p, request: request(4) });
+        await recorder.finish(
+          s4,
+          { success: true, transaction: "0xcc", network: "eip155:8453" },
+          Date.now(),
+        );
+        const row = await db
+          .selectFrom("settlements")
+          .select(["status", "transaction"])
+          .where("id", "=", s4)
+          .executeTakeFirstOrThrow();
+        assert.equal(row.status, "pending");
+        assert.equal(row.transaction, null);
+      } finally {
+        await sql`ALTER TABLE webhook_events_away RENAME TO webhook_events`.execute(db);
+      }
+      // Leave nothing for the next test to deliver.
+      await db.updateTable("webhook_events").set({ status: "failed" }).execute();
+    });
+
+    test("two workers share the outbox: each event once, in order per account", async () => {
+      const db = database.db;
+      const recorder = new SettlementRecorder(db, log);
+      const accounts = [];
+      for (let i = 0; i < 4; i++) {
+        const p = await principal(db, `replica-${i}`);
+        const ep = await setWebhookEndpoint(db, p.accountId, `${url}?a=${p.accountId}`, {
+          allowPrivateTargets: true,
+        });
+        secrets.set(p.accountId, ep.secret);
+        accounts.push(p);
+      }
+      const written = new Map<string, string[]>();
+      for (let n = 0; n < 5; n++) {
+        for (const p of accounts) {
+          const id = await recorder.begin({ principal: p, request: request(100 + n) });
+          await recorder.finish(
+            id,
+            { success: true, transaction: "0xdd", network: "eip155:8453" },
+            Date.now(),
+          );
+          written.set(p.accountId, [...(written.get(p.accountId) ?? []), id]);
+        }
+      }
+      received.length = 0;
+      inFlight = new Set();
+      const workers = [0, 1].map(
+        () =>
+          new WebhookDeliveryWorker({
+            db,
+            log,
+            allowPrivateTargets: true,
+            pollIntervalMs: 5,
+            timeoutMs: 2_000,
+          }),
+      );
+      workers.forEach((w) => w.start());
+      try {
+        const deadline = Date.now() + 30_000;
+        while (received.length < 20 && Date.now() < deadline)
+          await new Promise((r) => setTimeout(r, 20));
+      } finally {
+        await Promise.all(workers.map((w) => w.stop()));
+      }
+      assert.equal(received.length, 20, "every event delivered exactly once");
+      assert.equal(new Set(received.map((r) => r.eventId)).size, 20);
+      assert.equal(overlaps, 0);
+      for (const p of accounts) {
+        assert.deepEqual(
+          received.filter((r) => r.accountId === p.accountId).map((r) => r.settlementId),
+          written.get(p.accountId),
+          "in order per account",
+        );
+        const attempts = await listWebhookDeliveries(db, p.accountId);
+        assert.equal(attempts.length, 5);
+        assert.ok(attempts.every((a) => a.statusCode === 200 && a.attempt === 1));
+      }
+    });
+
+    test("an event given up after maxAttempts lets the next one through", async () => {
+      const db = database.db;
+      const recorder = new SettlementRecorder(db, log);
+      const p = await principal(db, "give-up");
+      // An endpoint nobody listens on: connection refused.
+      const dead = http.createServer();
+      await new Promise<void>((r) => dead.listen(0, "127.0.0.1", r));
+      const deadPort = (dead.address() as AddressInfo).port;
+      await new Promise((r) => dead.close(r));
+      await setWebhookEndpoint(db, p.accountId, `http://127.0.0.1:${deadPort}/`, {
+        allowPrivateTargets: true,
+      });
+      for (const n of [1, 2]) {
+        const id = await recorder.begin({ principal: p, request: request(200 + n) });
+        await recorder.finish(
+          id,
+          { success: true, transaction: "0xee", network: "eip155:8453" },
+          Date.now(),
+        );
+      }
+      const worker = new WebhookDeliveryWorker({
+        db,
+        log,
+        allowPrivateTargets: true,
+        backoffBaseMs: 1,
+        backoffMaxMs: 1,
+        maxAttempts: 3,
+        timeoutMs: 1_000,
+      });
+      for (let i = 0; i < 40; i++) {
+        await worker.runOnce();
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const events = await db
+        .selectFrom("webhook_events")
+        .select(["status", "attempts"])
+        .where("account_id", "=", p.accountId)
+        .orderBy("seq")
+        .execute();
+      assert.deepEqual(events, [
+        { status: "failed", attempts: 3 },
+        { status: "failed", attempts: 3 },
+      ]);
+      const attempts = (await listWebhookDeliveries(db, p.accountId)).reverse();
+      assert.equal(attempts.length, 6);
+      assert.deepEqual(
+        attempts.map((a) => a.attempt),
+        [1, 2, 3, 1, 2, 3],
+      );
+      assert.equal(attempts[2]!.nextRetryAt, null, "the last attempt has no next retry");
+      assert.ok(attempts[0]!.nextRetryAt);
+    });
+  });
+}
