@@ -20,9 +20,13 @@ import { SettlementRecorder } from "./features/settlements/settlementRecorder.js
 import { DbTransactionJournal } from "./features/settlements/transactionJournal.js";
 import { DbPendingSettlementStore } from "./features/settlements/pendingSettlementStore.js";
 import { SettlementReconciler } from "./workers/settlementReconciler.js";
+import { WebhookDeliveryWorker, type WebhookDeliveryOptions } from "./workers/webhookDelivery.js";
 import { DbSignerLeases } from "./features/signers/dbSignerLeases.js";
 import { PaymentService } from "./features/payments/paymentService.js";
 import { BAZAAR } from "@x402/extensions/bazaar";
+import { PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
+import { QuotaLedger } from "./features/plans/quotaLedger.js";
+import { PaymentIdentifierStore } from "./features/idempotency/paymentIdentifiers.js";
 import { Cataloger } from "./features/catalog/cataloger.js";
 import { CatalogReader } from "./features/catalog/catalogReader.js";
 import { ReadCache } from "./features/catalog/readCache.js";
@@ -49,6 +53,8 @@ export interface ServiceOptions {
   signerLeaseTtlMs?: number;
   /** Run the background reconciler of interrupted settlements (default true). */
   reconcile?: boolean;
+  /** Webhook delivery worker: false disables it; an object overrides timings (tests). */
+  webhooks?: false | Partial<Omit<WebhookDeliveryOptions, "db" | "log">>;
   collectProcessMetrics?: boolean;
 }
 
@@ -58,6 +64,7 @@ export interface Service {
   dbKind: "pglite" | "postgres";
   facilitator: PaymentFacilitator;
   reconciler: SettlementReconciler;
+  webhooks: WebhookDeliveryWorker;
   auth: ApiKeyAuthenticator;
   metrics: Metrics;
   log: Logger;
@@ -79,6 +86,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const engine = createEngine();
   // Advertised in GET /supported; cataloging itself runs in PaymentService.
   engine.registerExtension(BAZAAR);
+  // Advertised likewise; idempotent settle runs in PaymentService.
+  engine.registerExtension({ key: PAYMENT_IDENTIFIER });
   const evm = new EvmChainAdapter(engine, {
     networks: opts.chains.evm.networks,
     privateKeys: opts.chains.evm.privateKeys,
@@ -111,6 +120,13 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     olderThanMs: config.reconcileAfterMs,
   });
   if (opts.reconcile !== false) reconciler.start();
+  const webhooks = new WebhookDeliveryWorker({
+    db: database.db,
+    log: log.child({ component: "webhooks" }),
+    allowPrivateTargets: config.webhooks.allowPrivateTargets,
+    ...(opts.webhooks || {}),
+  });
+  if (opts.webhooks !== false) webhooks.start();
   const facilitator = new PaymentFacilitator(
     engine,
     [evm],
@@ -132,7 +148,21 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     allowPrivateHosts: config.mode === "devnet",
     onChange: () => catalogCache.invalidate(),
   });
-  const payments = new PaymentService(facilitator, recorder, cataloger);
+  const payments = new PaymentService(
+    facilitator,
+    recorder,
+    cataloger,
+    config.plans.metering
+      ? new QuotaLedger(database.db, config.plans, undefined, (e, what) =>
+          log.error({ err: String(e) }, `${what} failed`),
+        )
+      : undefined,
+    new PaymentIdentifierStore(database.db, {
+      maxWaitMs: config.settleTimeoutMs + 10_000,
+      staleAfterMs: 2 * config.settleTimeoutMs + 30_000,
+      onError: (e, what) => log.error({ err: String(e) }, `${what} failed`),
+    }),
+  );
   // Shared rate-limit counters across replicas; without Redis they are per process.
   const redis = config.redisUrl
     ? new Redis(config.redisUrl, {
@@ -171,6 +201,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     dbKind: database.kind,
     facilitator,
     reconciler,
+    webhooks,
     auth,
     metrics,
     log,
@@ -184,6 +215,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       redis?.disconnect();
       await cataloger.drain();
       await reconciler.stop();
+      await webhooks.stop();
       await facilitator.close();
       if (!opts.database) await database.close();
     },

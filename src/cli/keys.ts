@@ -7,6 +7,9 @@
  *   delete <key id>
  *   accounts                       list accounts
  *   accounts create --name <name>
+ *   accounts plan <account id or name> <plan>
+ *   accounts suspend|resume <account id or name>
+ *   webhooks set|show|remove|log <account id or name> [--url <url>]
  */
 import { parseArgs } from "node:util";
 import { join } from "node:path";
@@ -19,6 +22,15 @@ import {
   listAccounts,
 } from "../features/accounts/accounts.js";
 import { createApiKey, deleteApiKey, listApiKeys } from "../features/keys/apiKeys.js";
+import { PLAN_NAMES, isPlanName } from "../features/plans/plans.js";
+import { setAccountPlan, setAccountSuspended } from "../features/plans/quotaLedger.js";
+import {
+  getWebhookEndpoint,
+  listWebhookDeliveries,
+  removeWebhookEndpoint,
+  setWebhookEndpoint,
+} from "../features/webhooks/webhookRepository.js";
+import { WebhookTargetError } from "../features/webhooks/ssrfGuard.js";
 
 const USAGE = `usage: npm run keys -- <command>
 
@@ -27,6 +39,13 @@ const USAGE = `usage: npm run keys -- <command>
   delete <key id>                              delete (revoke) a key
   accounts                                     list accounts
   accounts create --name <name>                create an account
+  accounts plan <id|name> <plan>               change the plan (free, starter, pro, max, payg); immediate
+  accounts suspend <id|name>                   refuse /settle with 402 account_suspended (pay-as-you-go)
+  accounts resume <id|name>                    lift a suspension
+  webhooks set <account> --url <url>           set the webhook endpoint; prints a new signing secret once
+  webhooks show <account>                      show the endpoint (secret masked)
+  webhooks remove <account>                    remove the endpoint; undelivered events are dropped
+  webhooks log <account>                       recent delivery attempts
 
 The database is the service's: DATABASE_URL, or the embedded one in DATA_DIR (default .data).`;
 
@@ -67,10 +86,11 @@ async function run(argv: string[]): Promise<number> {
     options: {
       name: { type: "string" },
       account: { type: "string" },
+      url: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
-  const [command, sub] = positionals;
+  const [command, sub, target, extra] = positionals;
   if (values.help || !command) {
     console.log(USAGE);
     return command ? 0 : 2;
@@ -141,6 +161,28 @@ async function run(argv: string[]): Promise<number> {
           console.log(`Created account "${acc.name}" (id ${acc.id}).`);
           return 0;
         }
+        if (sub === "plan") {
+          const plan = extra?.trim() ?? "";
+          if (!target || !isPlanName(plan))
+            throw new UsageError(
+              `accounts plan needs <account id|name> <plan>, plan one of ${PLAN_NAMES.join(", ")}`,
+            );
+          const acc = await resolveAccount(db, target, false);
+          await setAccountPlan(db, acc.id, plan);
+          console.log(`Account "${acc.name}" is now on the ${plan} plan (from its next settle).`);
+          return 0;
+        }
+        if (sub === "suspend" || sub === "resume") {
+          if (!target) throw new UsageError(`accounts ${sub} needs <account id|name>`);
+          const acc = await resolveAccount(db, target, false);
+          await setAccountSuspended(db, acc.id, sub === "suspend");
+          console.log(
+            sub === "suspend"
+              ? `Account "${acc.name}" is suspended: /settle answers 402 account_suspended.`
+              : `Account "${acc.name}" is resumed.`,
+          );
+          return 0;
+        }
         if (sub) throw new UsageError(`unknown accounts command "${sub}"`);
         const accounts = await listAccounts(db);
         if (accounts.length === 0) {
@@ -150,7 +192,72 @@ async function run(argv: string[]): Promise<number> {
         console.log(
           table([
             ["ID", "NAME", "PLAN", "CREATED"],
-            ...accounts.map((a) => [a.id, a.name, a.plan, a.created_at.toISOString()]),
+            ...accounts.map((a) => [
+              a.id,
+              a.name,
+              a.suspended_at ? `${a.plan} (suspended)` : a.plan,
+              a.created_at.toISOString(),
+            ]),
+          ]),
+        );
+        return 0;
+      }
+      case "webhooks": {
+        if (!sub || !["set", "show", "remove", "log"].includes(sub))
+          throw new UsageError("webhooks needs set, show, remove or log");
+        if (!target) throw new UsageError(`webhooks ${sub} needs an account id or name`);
+        const account = await resolveAccount(db, target, false);
+        if (sub === "set") {
+          if (!values.url) throw new UsageError("webhooks set needs --url <url>");
+          const endpoint = await setWebhookEndpoint(db, account.id, values.url, {
+            allowPrivateTargets: config.webhooks.allowPrivateTargets,
+          }).catch((e: unknown) => {
+            throw e instanceof WebhookTargetError ? new UsageError(e.message) : e;
+          });
+          console.log(`Webhook endpoint for account "${account.name}": ${endpoint.url}`);
+          console.log("");
+          console.log(`  ${endpoint.secret}`);
+          console.log("");
+          console.log(
+            "This signing secret is shown only now. Verify deliveries with it (Standard Webhooks).",
+          );
+          return 0;
+        }
+        if (sub === "show") {
+          const endpoint = await getWebhookEndpoint(db, account.id);
+          if (!endpoint) {
+            console.log(`no webhook endpoint for account "${account.name}"`);
+            return 0;
+          }
+          console.log(`url      ${endpoint.url}`);
+          console.log(`secret   ${endpoint.secret.slice(0, 10)}…`);
+          console.log(`updated  ${endpoint.updatedAt.toISOString()}`);
+          return 0;
+        }
+        if (sub === "remove") {
+          const ok = await removeWebhookEndpoint(db, account.id);
+          if (!ok) throw new UsageError(`no webhook endpoint for account "${account.name}"`);
+          console.log(`Removed the webhook endpoint of account "${account.name}".`);
+          return 0;
+        }
+        const log = await listWebhookDeliveries(db, account.id);
+        if (log.length === 0) {
+          console.log("no delivery attempts yet");
+          return 0;
+        }
+        console.log(
+          table([
+            ["AT", "EVENT", "TYPE", "ATTEMPT", "STATUS", "LATENCY", "ERROR", "NEXT RETRY"],
+            ...log.map((d) => [
+              d.at.toISOString(),
+              d.eventId,
+              d.type,
+              String(d.attempt),
+              d.statusCode === null ? "-" : String(d.statusCode),
+              `${d.latencyMs} ms`,
+              d.error ?? "",
+              d.nextRetryAt ? d.nextRetryAt.toISOString() : "-",
+            ]),
           ]),
         );
         return 0;

@@ -71,10 +71,10 @@ test("invalid values name the variable", () => {
   assert.throws(() => loadConfig({ SETTLE_TIMEOUT_MS: "120000" }), /SETTLE_TIMEOUT_MS/);
 });
 
-test("DEVNET_NETWORKS=all lists every network with an EIP-3009 token", () => {
+test("DEVNET_NETWORKS=all lists every network, the Permit2 (USDG) one included", () => {
   const c = loadConfig({ DEVNET_NETWORKS: "all" });
-  assert.equal(c.devnet.networks.length, 10);
-  assert.ok(!c.devnet.networks.includes("eip155:4663"));
+  assert.equal(c.devnet.networks.length, 11);
+  assert.ok(c.devnet.networks.includes("eip155:4663"));
 });
 
 test("a per-network gas price ceiling is read in gwei", () => {

@@ -60,6 +60,18 @@ export interface Config {
   };
   /** Shared Redis for cross-replica rate limits; absent = in-process limits. */
   readonly redisUrl: string | undefined;
+  /** Plans and quotas (features/plans). */
+  readonly plans: {
+    /** Enforce and count monthly quotas. Default: on in production, off in devnet (local chains). */
+    readonly metering: boolean;
+    readonly starterLimit: number;
+    readonly proLimit: number;
+    readonly maxLimit: number;
+  };
+  readonly webhooks: {
+    /** Let webhook endpoints be private, loopback or link-local addresses (SSRF guard off). */
+    readonly allowPrivateTargets: boolean;
+  };
   readonly devnet: {
     readonly networks: readonly string[];
     readonly blockTimeSeconds: number;
@@ -115,6 +127,11 @@ const EnvSchema = z.object({
     .string()
     .regex(/^rediss?:\/\//, "REDIS_URL must start with redis:// or rediss://")
     .optional(),
+  METER_SETTLEMENTS: z.enum(["true", "false", ""]).optional(),
+  PLAN_STARTER_LIMIT: intVar("PLAN_STARTER_LIMIT", 0, 2_000_000_000, 10_000),
+  PLAN_PRO_LIMIT: intVar("PLAN_PRO_LIMIT", 0, 2_000_000_000, 100_000),
+  PLAN_MAX_LIMIT: intVar("PLAN_MAX_LIMIT", 0, 2_000_000_000, 1_000_000),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(["true", "false", ""]).default("false"),
   DEVNET_NETWORKS: z.string().default("eip155:8453"),
   DEVNET_BLOCK_TIME: z
     .string()
@@ -231,9 +248,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
   const devnetNetworks =
     e.DEVNET_NETWORKS.trim() === "all"
-      ? EVM_NETWORKS.filter((n) => n.assets.some((a) => a.transferMethod === "eip3009")).map(
-          (n) => n.id,
-        )
+      ? // Every network: the devnet has a contract for each transfer method
+        // (EIP-3009 tokens and Permit2 tokens alike), as devnet/index.ts.
+        EVM_NETWORKS.map((n) => n.id)
       : e.DEVNET_NETWORKS.split(",")
           .map((s) => s.trim())
           .filter(Boolean);
@@ -279,6 +296,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       corsOrigins,
     },
     redisUrl: e.REDIS_URL,
+    plans: {
+      metering:
+        e.METER_SETTLEMENTS === "true" ||
+        (e.METER_SETTLEMENTS !== "false" && mode === "production"),
+      starterLimit: e.PLAN_STARTER_LIMIT,
+      proLimit: e.PLAN_PRO_LIMIT,
+      maxLimit: e.PLAN_MAX_LIMIT,
+    },
+    webhooks: { allowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === "true" },
     minSignerBalanceWei: BigInt(e.EVM_MIN_SIGNER_BALANCE_WEI),
     stuckTxMs,
     reconcileAfterMs,

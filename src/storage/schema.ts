@@ -12,6 +12,8 @@ export interface AccountsTable {
   name: string;
   plan: Generated<string>;
   created_at: CreatedAt;
+  /** 0004: a suspended account cannot settle (402 account_suspended). */
+  suspended_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
 export interface ApiKeysTable {
@@ -151,6 +153,38 @@ export interface WebhookDeliveriesTable {
   created_at: CreatedAt;
 }
 
+/** Plans and idempotency (0004_plans_idempotency.sql); written only by features/plans and features/idempotency. */
+export interface QuotaUsageTable {
+  account_id: string;
+  /** Calendar month in UTC, 'YYYY-MM'. */
+  month: string;
+  used: ColumnType<number, number | undefined, number>;
+  reserved: ColumnType<number, number | undefined, number>;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+export interface UsageChargesTable {
+  id: string;
+  account_id: string;
+  month: string;
+  settlement_id: string | null;
+  units: number;
+  /** bigint: read back as a decimal string. */
+  amount_micro_usd: ColumnType<string, string | number | bigint, string | number | bigint>;
+  created_at: CreatedAt;
+}
+
+export interface PaymentIdentifiersTable {
+  api_key_id: string;
+  id: string;
+  fingerprint: string;
+  status: "executing" | "bound";
+  /** The settle response body, JSON, once bound. */
+  response: string | null;
+  claimed_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  bound_at: Timestamp | null;
+}
+
 export interface Database {
   catalog_resources: CatalogResourcesTable;
   accounts: AccountsTable;
@@ -163,6 +197,9 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  quota_usage: QuotaUsageTable;
+  usage_charges: UsageChargesTable;
+  payment_identifiers: PaymentIdentifiersTable;
 }
 
 export type Account = Selectable<AccountsTable>;

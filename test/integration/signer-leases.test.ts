@@ -11,6 +11,7 @@ import { startDevnet, type Devnet } from "../../devnet/index.js";
 import { createService, type Service } from "../../src/app.js";
 import { loadConfig } from "../../src/config/index.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
+import { setAccountPlan } from "../../src/features/plans/quotaLedger.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { openTestDb } from "../support/database.js";
 import { freePort, until } from "../support/processes.js";
@@ -43,6 +44,8 @@ describe(
       const info = devnet.networks["eip155:8453"]!;
       const keys = info.facilitatorPrivateKeys as Hex[];
       const account = await createAccount(db.db, "replicas");
+      // Replica A runs in production mode, where quotas apply: room for every settle.
+      await setAccountPlan(db.db, account.id, "max");
       const key = await createApiKey(db.db, account.id, "replicas");
       const portA = await freePort();
       const urlA = `http://127.0.0.1:${portA}`;

@@ -8,6 +8,14 @@ import type { PaymentFacilitator, PaymentRequest } from "../../facilitator/payme
 import type { ApiKeyPrincipal } from "../keys/authenticator.js";
 import type { SettlementRecorder } from "../settlements/settlementRecorder.js";
 import type { Cataloger, CatalogTrigger } from "../catalog/cataloger.js";
+import { paymentFingerprint } from "../settlements/settlementRecorder.js";
+import { settlementUnits } from "../plans/plans.js";
+import { Reason } from "../../lib/reasons.js";
+import type { QuotaLedger, QuotaReservation } from "../plans/quotaLedger.js";
+import {
+  readPaymentIdentifier,
+  type PaymentIdentifierStore,
+} from "../idempotency/paymentIdentifiers.js";
 
 /**
  * Extension outcomes for the EXTENSION-RESPONSES header, keyed by extension
@@ -20,6 +28,9 @@ export class PaymentService {
     private readonly facilitator: PaymentFacilitator,
     private readonly recorder: SettlementRecorder,
     private readonly catalog?: Cataloger,
+    /** Plans and quotas; absent = settlements are not metered. */
+    private readonly quota?: QuotaLedger,
+    private readonly paymentIds?: PaymentIdentifierStore,
   ) {}
 
   async verify(
@@ -28,6 +39,7 @@ export class PaymentService {
     extensionResponses: ExtensionResponses = {},
   ): Promise<VerifyResponse> {
     this.facilitator.assertWellFormed(request);
+    readPaymentIdentifier(request.paymentPayload); // 400 when malformed; verify never claims it
     const result = await this.facilitator.verify(request);
     await this.catalogOutcome("verify", result.isValid, principal, request, extensionResponses);
     return result;
@@ -39,10 +51,38 @@ export class PaymentService {
     extensionResponses: ExtensionResponses = {},
   ): Promise<SettleResponse> {
     this.facilitator.assertWellFormed(request);
-    const startedAt = Date.now();
-    const id = await this.recorder.begin({ principal, request });
-    const result = await this.facilitator.settle(request, id);
-    await this.recorder.finish(id, result, startedAt);
+    // DESIGN "A settle, step by step": idempotency claim, quota reserve,
+    // record and settle, quota commit/release, idempotency bind/release.
+    const paymentId = readPaymentIdentifier(request.paymentPayload);
+    const run = () => this.settleMetered(principal, request, extensionResponses);
+    if (paymentId === null || !this.paymentIds) return run();
+    return this.paymentIds.settleOnce(principal.keyId, paymentId, paymentFingerprint(request), run);
+  }
+
+  private async settleMetered(
+    principal: ApiKeyPrincipal,
+    request: PaymentRequest,
+    extensionResponses: ExtensionResponses,
+  ): Promise<SettleResponse> {
+    const units = this.quota ? settlementUnits(request) : 0;
+    const reservation: QuotaReservation | undefined =
+      units > 0 ? await this.quota!.reserve(principal.accountId, units) : undefined;
+    let result: SettleResponse;
+    let settlementId: string | null = null;
+    try {
+      const startedAt = Date.now();
+      settlementId = await this.recorder.begin({ principal, request });
+      result = await this.facilitator.settle(request, settlementId);
+      await this.recorder.finish(settlementId, result, startedAt);
+    } catch (e) {
+      if (reservation) await this.quota!.settle(reservation, false, settlementId);
+      throw e;
+    }
+    if (reservation) {
+      // A pending settlement was broadcast and most likely lands: it counts.
+      const counts = result.success || result.errorReason === Reason.settlementPending;
+      await this.quota!.settle(reservation, counts, settlementId);
+    }
     await this.catalogOutcome("settle", result.success, principal, request, extensionResponses);
     return result;
   }

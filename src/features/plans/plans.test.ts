@@ -1,0 +1,79 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import type { PaymentRequest } from "../../facilitator/paymentFacilitator.js";
+import {
+  FREE_PLAN_LIMIT,
+  PAYG_FREE_UNITS,
+  monthOf,
+  paygBillableUnits,
+  planRule,
+  settlementUnits,
+} from "./plans.js";
+
+function request(network: string, scheme: string, payload: Record<string, unknown>) {
+  return {
+    paymentPayload: { x402Version: 2, accepted: {}, payload },
+    paymentRequirements: { network, scheme },
+  } as unknown as PaymentRequest;
+}
+
+describe("settlementUnits (spec section 8)", () => {
+  test("an exact settlement on an EVM network is one unit", () => {
+    assert.equal(settlementUnits(request("eip155:8453", "exact", { signature: "0x" })), 1);
+  });
+
+  test("nothing on xrpl:0 ever counts, whatever the scheme", () => {
+    assert.equal(settlementUnits(request("xrpl:0", "exact", {})), 0);
+    assert.equal(
+      settlementUnits(request("xrpl:0", "batch-settlement", { type: "claim", claims: [1, 2] })),
+      0,
+    );
+  });
+
+  test("batch-settlement claim counts one unit per voucher", () => {
+    const claims = [{ v: 1 }, { v: 2 }, { v: 3 }];
+    assert.equal(
+      settlementUnits(request("eip155:8453", "batch-settlement", { type: "claim", claims })),
+      3,
+    );
+    assert.equal(
+      settlementUnits(request("eip155:8453", "batch-settlement", { type: "claim", claims: [] })),
+      0,
+    );
+  });
+
+  test("batch-settlement deposit, settle and refund count zero", () => {
+    for (const type of ["deposit", "settle", "refund"]) {
+      assert.equal(settlementUnits(request("eip155:8453", "batch-settlement", { type })), 0, type);
+    }
+  });
+});
+
+describe("plans", () => {
+  const limits = { starterLimit: 10_000, proLimit: 100_000, maxLimit: 1_000_000 };
+
+  test("free is 10 a month; starter, pro and max come from config; payg has no hard cap", () => {
+    assert.equal(planRule("free", limits).hardLimit, FREE_PLAN_LIMIT);
+    assert.equal(FREE_PLAN_LIMIT, 10);
+    assert.equal(planRule("starter", limits).hardLimit, 10_000);
+    assert.equal(planRule("pro", limits).hardLimit, 100_000);
+    assert.equal(planRule("max", { ...limits, maxLimit: 7 }).hardLimit, 7);
+    assert.equal(planRule("payg", limits).hardLimit, null);
+    assert.equal(planRule("payg", limits).reportedLimit, PAYG_FREE_UNITS);
+    assert.equal(planRule("unknown", limits).name, "free");
+  });
+
+  test("the month is the calendar month in UTC", () => {
+    assert.equal(monthOf(new Date("2026-01-31T23:59:59.999Z")), "2026-01");
+    assert.equal(monthOf(new Date("2026-02-01T00:00:00.000Z")), "2026-02");
+    // 23:30 on Jan 31 in UTC-5 is already February in UTC.
+    assert.equal(monthOf(new Date("2026-01-31T23:30:00-05:00")), "2026-02");
+  });
+
+  test("pay-as-you-go charges only units beyond the first 1,000 of the month", () => {
+    assert.equal(paygBillableUnits(0, 1), 0);
+    assert.equal(paygBillableUnits(999, 1000), 0);
+    assert.equal(paygBillableUnits(1000, 1001), 1);
+    assert.equal(paygBillableUnits(998, 1003), 3);
+  });
+});

@@ -1,0 +1,92 @@
+/**
+ * Plans and what a settle costs in quota units.
+ *
+ * Pure functions: the plan table is built from config, and `settlementUnits`
+ * decides how many units a settle request would consume if it succeeds
+ * (spec section 8). Nothing here touches the database.
+ */
+import type { PaymentRequest } from "../../facilitator/paymentFacilitator.js";
+
+export const PLAN_NAMES = ["free", "starter", "pro", "max", "payg"] as const;
+export type PlanName = (typeof PLAN_NAMES)[number];
+
+export function isPlanName(v: string): v is PlanName {
+  return (PLAN_NAMES as readonly string[]).includes(v);
+}
+
+/** The free plan's monthly settlements (spec: 10, no card). */
+export const FREE_PLAN_LIMIT = 10;
+/** Pay-as-you-go: settlements included each month before charges accrue. */
+export const PAYG_FREE_UNITS = 1000;
+/** Pay-as-you-go price per unit beyond the free allowance: 0.001 USD. */
+export const PAYG_UNIT_PRICE_MICRO_USD = 1000;
+/** Where a client is sent to raise its limit (body 2.8). */
+export const UPGRADE_PATH = "/api/billing/upgrade";
+
+export interface PlanLimits {
+  starterLimit: number;
+  proLimit: number;
+  maxLimit: number;
+}
+
+export interface PlanRule {
+  name: PlanName;
+  /** Hard monthly cap on units; null for pay-as-you-go (charges instead). */
+  hardLimit: number | null;
+  /** What the 402 body reports as `limit`. */
+  reportedLimit: number;
+}
+
+export function planRule(plan: string, limits: PlanLimits): PlanRule {
+  switch (plan) {
+    case "starter":
+      return {
+        name: "starter",
+        hardLimit: limits.starterLimit,
+        reportedLimit: limits.starterLimit,
+      };
+    case "pro":
+      return { name: "pro", hardLimit: limits.proLimit, reportedLimit: limits.proLimit };
+    case "max":
+      return { name: "max", hardLimit: limits.maxLimit, reportedLimit: limits.maxLimit };
+    case "payg":
+      return { name: "payg", hardLimit: null, reportedLimit: PAYG_FREE_UNITS };
+    default:
+      // An unknown plan value is treated as the most restrictive one.
+      return { name: "free", hardLimit: FREE_PLAN_LIMIT, reportedLimit: FREE_PLAN_LIMIT };
+  }
+}
+
+/** Calendar month in UTC, 'YYYY-MM'. */
+export function monthOf(at: Date): string {
+  return at.toISOString().slice(0, 7);
+}
+
+/** Networks whose settlements never count, on any plan. */
+const UNMETERED_NETWORKS = new Set(["xrpl:0"]);
+
+/**
+ * Quota units a successful settle of this request consumes:
+ * 0 on `xrpl:0`; for `batch-settlement`, one per voucher of a `claim` and 0
+ * for `deposit`, `settle` and `refund`; 1 for everything else.
+ */
+export function settlementUnits(request: PaymentRequest): number {
+  const network = request.paymentRequirements.network;
+  if (UNMETERED_NETWORKS.has(network)) return 0;
+  const scheme = request.paymentRequirements.scheme;
+  if (scheme === "batch-settlement") {
+    const inner = request.paymentPayload.payload as Record<string, unknown> | undefined;
+    const type = inner?.["type"];
+    if (type === "claim") {
+      const claims = inner?.["claims"];
+      return Array.isArray(claims) ? claims.length : 0;
+    }
+    if (type === "deposit" || type === "settle" || type === "refund") return 0;
+  }
+  return 1;
+}
+
+/** Pay-as-you-go units to charge when `used` goes from `before` to `after`. */
+export function paygBillableUnits(before: number, after: number): number {
+  return Math.max(0, after - PAYG_FREE_UNITS) - Math.max(0, before - PAYG_FREE_UNITS);
+}

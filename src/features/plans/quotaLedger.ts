@@ -1,0 +1,190 @@
+/**
+ * Monthly quota: reserve before a settle runs, commit or release after.
+ *
+ * Invariant: for an account and month, `used + reserved` never exceeds the
+ * plan's hard limit. A reservation is one conditional UPDATE
+ * (`used + reserved + n <= limit`), which PostgreSQL re-checks on the locked
+ * row, so N parallel settles with one unit left give exactly one
+ * reservation. The plan is read from the account row on every reservation,
+ * so an upgrade (or suspension) applies to the very next request.
+ */
+import { randomUUID } from "node:crypto";
+import { sql } from "kysely";
+import type { Db } from "../../storage/db.js";
+import { ServiceError } from "../../lib/errors.js";
+import {
+  PAYG_UNIT_PRICE_MICRO_USD,
+  UPGRADE_PATH,
+  monthOf,
+  paygBillableUnits,
+  planRule,
+  type PlanLimits,
+  type PlanName,
+} from "./plans.js";
+
+export interface QuotaReservation {
+  accountId: string;
+  month: string;
+  units: number;
+  plan: PlanName;
+}
+
+export class QuotaLedger {
+  constructor(
+    private readonly db: Db,
+    private readonly limits: PlanLimits,
+    private readonly now: () => Date = () => new Date(),
+    /** Told when a commit or release could not be written (the settle's answer stands). */
+    private readonly onError: (e: unknown, what: string) => void = () => {},
+  ) {}
+
+  /**
+   * Commit or release after the settle, never throwing: the payment's outcome
+   * is already decided and must reach the caller. A lost release leaves
+   * units reserved until the month ends; the error is reported.
+   */
+  async settle(r: QuotaReservation, counts: boolean, settlementId: string | null): Promise<void> {
+    try {
+      if (counts) await this.commit(r, settlementId);
+      else await this.release(r);
+    } catch (e) {
+      this.onError(e, counts ? "quota commit" : "quota release");
+    }
+  }
+
+  /**
+   * Reserves `units` for the account's current month, or throws 402
+   * (`quota_exceeded`, or `account_suspended`) with the body of spec 2.8.
+   */
+  async reserve(accountId: string, units: number): Promise<QuotaReservation> {
+    const month = monthOf(this.now());
+    const account = await this.db
+      .selectFrom("accounts")
+      .select(["plan", "suspended_at"])
+      .where("id", "=", accountId)
+      .executeTakeFirst();
+    const rule = planRule(account?.plan ?? "free", this.limits);
+    await this.db
+      .insertInto("quota_usage")
+      .values({ account_id: accountId, month })
+      .onConflict((oc) => oc.columns(["account_id", "month"]).doNothing())
+      .execute();
+    if (account?.suspended_at) {
+      throw await this.refusal(
+        "account_suspended",
+        accountId,
+        month,
+        rule.name,
+        rule.reportedLimit,
+      );
+    }
+    let update = this.db
+      .updateTable("quota_usage")
+      .set({
+        reserved: sql<number>`reserved + ${units}`,
+        updated_at: new Date(),
+      })
+      .where("account_id", "=", accountId)
+      .where("month", "=", month);
+    if (rule.hardLimit !== null) {
+      update = update.where(sql<boolean>`used + reserved + ${units} <= ${rule.hardLimit}`);
+    }
+    const row = await update.returning(["used"]).executeTakeFirst();
+    if (!row)
+      throw await this.refusal("quota_exceeded", accountId, month, rule.name, rule.reportedLimit);
+    return { accountId, month, units, plan: rule.name };
+  }
+
+  /** Turns the reservation into usage; for pay-as-you-go, accrues the charge in the same transaction. */
+  async commit(r: QuotaReservation, settlementId: string | null): Promise<void> {
+    await this.db.transaction().execute(async (tx) => {
+      const row = await tx
+        .updateTable("quota_usage")
+        .set({
+          used: sql<number>`used + ${r.units}`,
+          reserved: sql<number>`greatest(reserved - ${r.units}, 0)`,
+          updated_at: new Date(),
+        })
+        .where("account_id", "=", r.accountId)
+        .where("month", "=", r.month)
+        .returning(["used"])
+        .executeTakeFirstOrThrow();
+      if (r.plan !== "payg") return;
+      const billable = paygBillableUnits(row.used - r.units, row.used);
+      if (billable <= 0) return;
+      await tx
+        .insertInto("usage_charges")
+        .values({
+          id: randomUUID(),
+          account_id: r.accountId,
+          month: r.month,
+          settlement_id: settlementId,
+          units: billable,
+          amount_micro_usd: billable * PAYG_UNIT_PRICE_MICRO_USD,
+        })
+        .execute();
+    });
+  }
+
+  /** Gives the reserved units back (the settle failed or never ran). */
+  async release(r: QuotaReservation): Promise<void> {
+    await this.db
+      .updateTable("quota_usage")
+      .set({ reserved: sql<number>`greatest(reserved - ${r.units}, 0)`, updated_at: new Date() })
+      .where("account_id", "=", r.accountId)
+      .where("month", "=", r.month)
+      .execute();
+  }
+
+  /** Units used so far this month (committed only). */
+  async usedThisMonth(accountId: string): Promise<number> {
+    const row = await this.db
+      .selectFrom("quota_usage")
+      .select("used")
+      .where("account_id", "=", accountId)
+      .where("month", "=", monthOf(this.now()))
+      .executeTakeFirst();
+    return row?.used ?? 0;
+  }
+
+  private async refusal(
+    code: "quota_exceeded" | "account_suspended",
+    accountId: string,
+    month: string,
+    plan: PlanName,
+    limit: number,
+  ): Promise<ServiceError> {
+    const row = await this.db
+      .selectFrom("quota_usage")
+      .select("used")
+      .where("account_id", "=", accountId)
+      .where("month", "=", month)
+      .executeTakeFirst();
+    const message =
+      code === "account_suspended"
+        ? "this pay-as-you-go account is suspended, so /settle is refused; /verify still works. Settle billing, then ask for the account to be resumed"
+        : `the ${plan} plan allows ${limit} settlements a month and they are used up; upgrade the plan to settle again (/verify still works)`;
+    // Exactly the fields of spec body 2.8 (the envelope adds error, message, requestId).
+    return new ServiceError(code, message, {
+      details: { plan, limit, usedThisMonth: row?.used ?? 0, upgrade: UPGRADE_PATH },
+    });
+  }
+}
+
+/** Sets an account's plan; takes effect on its next settle. */
+export async function setAccountPlan(db: Db, accountId: string, plan: PlanName): Promise<void> {
+  await db.updateTable("accounts").set({ plan }).where("id", "=", accountId).execute();
+}
+
+/** Suspends (or resumes, with `suspended` false) an account's settlements. */
+export async function setAccountSuspended(
+  db: Db,
+  accountId: string,
+  suspended: boolean,
+): Promise<void> {
+  await db
+    .updateTable("accounts")
+    .set({ suspended_at: suspended ? new Date() : null })
+    .where("id", "=", accountId)
+    .execute();
+}
