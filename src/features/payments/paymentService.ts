@@ -10,7 +10,6 @@ import type { SettlementRecorder } from "../settlements/settlementRecorder.js";
 import type { Cataloger, CatalogTrigger } from "../catalog/cataloger.js";
 import { paymentFingerprint } from "../settlements/settlementRecorder.js";
 import { settlementUnits } from "../plans/plans.js";
-import { Reason } from "../../lib/reasons.js";
 import type { QuotaLedger, QuotaReservation } from "../plans/quotaLedger.js";
 import {
   readPaymentIdentifier,
@@ -80,7 +79,10 @@ export class PaymentService {
     }
     if (reservation) {
       // A pending settlement was broadcast and most likely lands: it counts.
-      const counts = result.success || result.errorReason === Reason.settlementPending;
+      // A `settlement_pending` answer is not counted: the client's retry of
+      // the same payment reconciles against the same transaction and is
+      // counted once when it succeeds. Counting both would bill one payment twice.
+      const counts = result.success;
       await this.quota!.settle(reservation, counts, settlementId);
     }
     await this.catalogOutcome("settle", result.success, principal, request, extensionResponses);
