@@ -164,6 +164,19 @@ export class PaymentFacilitator {
     // the one that was actually mined.
     if (scope.minedHash && result.transaction) result = { ...result, transaction: scope.minedHash };
     if (result.success) return result;
+    if (scope.ambiguousHash) {
+      // Never report a payment that may still land as failed: the row stays
+      // pending and the reconciler decides it from the chain.
+      return {
+        success: false,
+        errorReason: Reason.settlementPending,
+        errorMessage:
+          "the transaction was sent but the node's answer was lost; it is being followed",
+        transaction: scope.ambiguousHash,
+        network,
+        ...(payer ? { payer } : {}),
+      } as SettleResponse;
+    }
     const message = sanitizeMessage(scope.refusal?.message ?? result.errorMessage);
     return {
       ...result,

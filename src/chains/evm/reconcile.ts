@@ -103,7 +103,7 @@ export async function reconcileEvmSettlement(
     await client.sendRawTransaction({ serializedTransaction: latest.raw });
   } catch (e) {
     const text = e instanceof BaseError ? `${e.shortMessage} ${e.details}` : String(e);
-    if (/already known|known transaction/i.test(text))
+    if (/already known|already imported|known transaction/i.test(text))
       return { status: "pending", transaction: latest.hash };
     // Nonce used by something else: ours can no longer be mined, unless it
     // was mined just now.

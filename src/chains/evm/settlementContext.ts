@@ -12,6 +12,8 @@ export interface SettlementScope {
   minedHash?: `0x${string}`;
   /** Set when the transaction layer refused to send, with a reason for the caller. */
   refusal?: { reason: string; message: string };
+  /** A transaction whose broadcast answer was lost: the outcome is unknown. */
+  ambiguousHash?: `0x${string}`;
 }
 
 const storage = new AsyncLocalStorage<SettlementScope>();

@@ -18,6 +18,8 @@ import {
   type PublicClient,
   type TransactionReceipt,
   BaseError,
+  HttpRequestError,
+  TimeoutError,
   keccak256,
 } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
@@ -87,6 +89,31 @@ interface InFlight {
 }
 
 const MAX_BUMPS = 5;
+
+/**
+ * The node's answer to a broadcast was lost (timeout, dropped connection):
+ * the transaction may or may not be in its pool. The caller must treat the
+ * settlement as pending, never as failed.
+ */
+export class AmbiguousBroadcastError extends Error {
+  constructor(
+    readonly hash: Hex,
+    cause: unknown,
+  ) {
+    super(`transaction ${hash} was sent but the node's answer was lost`, { cause });
+    this.name = "AmbiguousBroadcastError";
+  }
+}
+
+function isTransportError(e: unknown): boolean {
+  if (!(e instanceof BaseError)) return false;
+  return !!e.walk((c) => c instanceof HttpRequestError || c instanceof TimeoutError);
+}
+
+function isAlreadyKnown(e: unknown): boolean {
+  const text = e instanceof BaseError ? `${e.details} ${e.shortMessage}` : String(e);
+  return /already known|already imported|known transaction/i.test(text);
+}
 
 function isNonceError(e: unknown): boolean {
   const text = e instanceof BaseError ? e.details + " " + e.shortMessage : String(e);
@@ -291,6 +318,23 @@ export class EvmSignerPool {
         });
         return hash;
       } catch (e) {
+        if (e instanceof AmbiguousBroadcastError) {
+          // It may be in the pool: keep its nonce, follow it like any other
+          // transaction, and let the caller report the settlement as pending.
+          this.track({
+            lane,
+            nonce,
+            to: call.to,
+            data: call.data,
+            gas: estimated,
+            fees,
+            hash: e.hash,
+            settlementId,
+          });
+          const scope = currentSettlement();
+          if (scope) scope.ambiguousHash = e.hash;
+          throw e;
+        }
         if (isNonceError(e) && attempt < 2) {
           // Someone else used this account's nonce (another process, a
           // restart): resynchronise from the chain and try again.
@@ -335,7 +379,19 @@ export class EvmSignerPool {
       raw,
       ...(replaces ? { replaces } : {}),
     });
-    await this.opts.client.sendRawTransaction({ serializedTransaction: raw });
+    // Re-sending the same signed bytes is harmless (same hash, same nonce), so
+    // a lost answer is retried; "already known" means the node has it.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.opts.client.sendRawTransaction({ serializedTransaction: raw });
+        break;
+      } catch (e) {
+        if (isAlreadyKnown(e)) break;
+        if (!isTransportError(e)) throw e;
+        if (attempt >= 3) throw new AmbiguousBroadcastError(hash, e);
+        await new Promise((r) => setTimeout(r, 200 * attempt));
+      }
+    }
     return hash;
   }
 

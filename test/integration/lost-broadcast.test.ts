@@ -1,0 +1,162 @@
+/**
+ * The node accepts a settlement transaction but its answer never reaches the
+ * service (the connection drops). The payment must never be reported as
+ * failed while it can still land, and must never be sent twice:
+ * - answer lost once: the same bytes are re-sent, the node says it already
+ *   has them, and the settlement succeeds;
+ * - answer lost every time: `settlement_pending` with the hash, the row stays
+ *   pending, and the reconciler records the success from the chain.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createServer, request, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Hex } from "viem";
+import { startDevnet, type Devnet } from "../../devnet/index.js";
+import { createService, type Service } from "../../src/app.js";
+import { loadConfig } from "../../src/config/index.js";
+import { createAccount } from "../../src/features/accounts/accounts.js";
+import { createApiKey } from "../../src/features/keys/apiKeys.js";
+import { openTestDb } from "../support/database.js";
+import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
+import { until } from "../support/processes.js";
+
+const PAY_TO = "0xabababababababababababababababababababab" as Hex;
+
+/** Forwards JSON-RPC to anvil; drops the answer to the next `drops` broadcasts. */
+function lossyProxy(target: string) {
+  const state = { drops: 0, dropped: 0 };
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks);
+      const isBroadcast = body.includes("eth_sendRawTransaction");
+      const upstream = request(
+        target,
+        { method: "POST", headers: { "content-type": "application/json" } },
+        (up) => {
+          const out: Buffer[] = [];
+          up.on("data", (c: Buffer) => out.push(c));
+          up.on("end", () => {
+            if (isBroadcast && state.drops > 0) {
+              state.drops--;
+              state.dropped++;
+              res.socket?.destroy();
+              return;
+            }
+            res.writeHead(up.statusCode ?? 200, { "content-type": "application/json" });
+            res.end(Buffer.concat(out));
+          });
+        },
+      );
+      upstream.end(body);
+    });
+  });
+  return { server, state };
+}
+
+describe("a broadcast whose answer is lost", () => {
+  let devnet: Devnet;
+  let proxy: ReturnType<typeof lossyProxy>;
+  let service: Service;
+  let url: string;
+  let apiKey: string;
+  let closeDb: () => Promise<void>;
+
+  before(async () => {
+    devnet = await startDevnet({ blockTimeSeconds: 1, outFile: null });
+    const info = devnet.networks["eip155:8453"]!;
+    proxy = lossyProxy(info.rpcUrl);
+    await new Promise<void>((r) => proxy.server.listen(0, "127.0.0.1", r));
+    const proxyUrl = `http://127.0.0.1:${(proxy.server.address() as AddressInfo).port}`;
+    const db = await openTestDb("pglite");
+    closeDb = db.close;
+    service = await createService({
+      config: loadConfig({
+        FACILITATOR_MODE: "devnet",
+        PORT: "0",
+        HOST: "127.0.0.1",
+        LOG_LEVEL: "silent",
+        RECONCILE_AFTER_MS: "0",
+      }),
+      database: db,
+      collectProcessMetrics: false,
+      pollingIntervalMs: 50,
+      chains: {
+        evm: {
+          networks: [{ id: "eip155:8453", rpcUrls: [proxyUrl] }],
+          privateKeys: info.facilitatorPrivateKeys as Hex[],
+        },
+      },
+    });
+    url = await service.listen();
+    const account = await createAccount(service.db, "lossy");
+    apiKey = (await createApiKey(service.db, account.id, "lossy")).key;
+  });
+  after(async () => {
+    await service.close();
+    await closeDb();
+    await new Promise<void>((r) => proxy.server.close(() => r()));
+    await devnet.stop();
+  });
+
+  const settle = async (payerIndex: number, amount: string) => {
+    const info = devnet.networks["eip155:8453"]!;
+    const requirements = requirementsFor({
+      network: "eip155:8453",
+      usdc: info.assets["USDC"]!,
+      payTo: PAY_TO,
+      amount,
+    });
+    const body = {
+      x402Version: 2,
+      paymentPayload: await signPayment(info.payerPrivateKeys[payerIndex] as Hex, requirements),
+      paymentRequirements: requirements,
+    };
+    return (await (await post(url, "/settle", body, apiKey)).json()) as {
+      success: boolean;
+      transaction: string;
+      errorReason?: string;
+    };
+  };
+
+  test("lost once: re-sent, recognised as already known, settled once", async () => {
+    const info = devnet.networks["eip155:8453"]!;
+    const before = await usdcBalance(info.rpcUrl, info.assets["USDC"]!, PAY_TO);
+    proxy.state.drops = 1;
+    const res = await settle(0, "111");
+    assert.equal(proxy.state.dropped, 1, "the answer was really lost");
+    assert.equal(res.success, true, JSON.stringify(res));
+    assert.equal(await usdcBalance(info.rpcUrl, info.assets["USDC"]!, PAY_TO), before + 111n);
+    const txs = await service.db.selectFrom("settlement_transactions").selectAll().execute();
+    assert.equal(txs.length, 1, "one signed transaction");
+  });
+
+  test("lost every time: pending with the hash, then reconciled to succeeded; one transfer", async () => {
+    const info = devnet.networks["eip155:8453"]!;
+    const before = await usdcBalance(info.rpcUrl, info.assets["USDC"]!, PAY_TO);
+    proxy.state.drops = 3;
+    proxy.state.dropped = 0;
+    const res = await settle(1, "222");
+    assert.equal(proxy.state.dropped, 3);
+    assert.equal(res.success, false);
+    assert.equal(res.errorReason, "settlement_pending");
+    assert.match(res.transaction, /^0x[0-9a-f]{64}$/);
+    const row = await until("the reconciler to finish the row", async () => {
+      const r = await service.db
+        .selectFrom("settlements")
+        .selectAll()
+        .where("amount", "=", "222")
+        .executeTakeFirst();
+      return r && r.status !== "pending" ? r : undefined;
+    });
+    assert.equal(row.status, "succeeded");
+    assert.equal(row.transaction, res.transaction);
+    assert.equal(
+      await usdcBalance(info.rpcUrl, info.assets["USDC"]!, PAY_TO),
+      before + 222n,
+      "exactly one transfer",
+    );
+  });
+});
