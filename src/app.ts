@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import type { FastifyInstance } from "fastify";
 import type { Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 import type { Config } from "./config/index.js";
 import { createLogger, type Logger } from "./lib/logger.js";
 import { createMetrics, type Metrics } from "./lib/metrics.js";
@@ -96,6 +97,10 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     journal: new DbTransactionJournal(database.db),
     pendingSettlementStore: new DbPendingSettlementStore(database.db),
     minSignerBalanceWei: config.minSignerBalanceWei,
+    eip6492AllowedFactories: config.erc6492AllowedFactories,
+    ...(config.batchAuthorizerKey
+      ? { batchAuthorizer: privateKeyToAccount(config.batchAuthorizerKey) }
+      : {}),
     // Every replica may hold the same keys; leases keep each account's nonces
     // with one replica at a time.
     leases: {

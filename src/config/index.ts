@@ -45,6 +45,17 @@ export interface Config {
   readonly evmNetworks: readonly EvmNetworkConfig[];
   /** Signers with less native balance than this (wei) leave the rotation. */
   readonly minSignerBalanceWei: bigint;
+  /**
+   * Factories the service may call to deploy a counterfactual (ERC-6492)
+   * payer wallet at settle. Empty: such wallets cannot pay until deployed.
+   */
+  readonly erc6492AllowedFactories: readonly `0x${string}`[];
+  /**
+   * Key that co-signs batch-settlement claims and refunds for resource
+   * servers that delegate to this service (`receiverAuthorizer`). Absent:
+   * not advertised, and servers sign their own.
+   */
+  readonly batchAuthorizerKey: `0x${string}` | undefined;
   /** Replace a transaction not mined after this long (ms); undefined = 3 block times. */
   readonly stuckTxMs: number | undefined;
   /** A `pending` settlement older than this is reconciled against the chain. */
@@ -118,6 +129,15 @@ const EnvSchema = z.object({
     .regex(/^\d{1,40}$/, "EVM_MIN_SIGNER_BALANCE_WEI must be a whole number of wei")
     .default("2000000000000000"),
   EVM_STUCK_TX_MS: z.string().optional(),
+  EVM_ERC6492_FACTORIES: z
+    .string()
+    .default("")
+    .refine(
+      (v) => v.split(",").every((a) => a.trim() === "" || /^0x[0-9a-fA-F]{40}$/.test(a.trim())),
+      {
+        message: "EVM_ERC6492_FACTORIES must be comma-separated 0x-prefixed 20-byte addresses",
+      },
+    ),
   RECONCILE_AFTER_MS: z.string().optional(),
   TRUST_PROXY: z.string().default("false"),
   RATE_LIMIT_MAX: intVar("RATE_LIMIT_MAX", 0, 10_000_000, 10_000),
@@ -225,6 +245,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
   const evmPrivateKeys = parseKeys(readSecret(env, "EVM_PRIVATE_KEYS"), "EVM_PRIVATE_KEYS");
   const evmNetworks = parseEvmNetworks(env);
+  const [batchAuthorizerKey, ...extraAuthorizers] = parseKeys(
+    readSecret(env, "EVM_BATCH_AUTHORIZER_KEY"),
+    "EVM_BATCH_AUTHORIZER_KEY",
+  );
+  if (extraAuthorizers.length > 0) {
+    throw new ConfigError("EVM_BATCH_AUTHORIZER_KEY takes exactly one key");
+  }
   const hasChainConfig = evmPrivateKeys.length > 0 || evmNetworks.length > 0;
   const mode = e.FACILITATOR_MODE ?? (hasChainConfig ? "production" : "devnet");
 
@@ -306,6 +333,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     webhooks: { allowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === "true" },
     minSignerBalanceWei: BigInt(e.EVM_MIN_SIGNER_BALANCE_WEI),
+    erc6492AllowedFactories: e.EVM_ERC6492_FACTORIES.split(",")
+      .map((a) => a.trim())
+      .filter(Boolean) as `0x${string}`[],
+    batchAuthorizerKey,
     stuckTxMs,
     reconcileAfterMs,
     host: e.HOST ?? (mode === "devnet" ? "127.0.0.1" : "0.0.0.0"),

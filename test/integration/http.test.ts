@@ -169,12 +169,15 @@ describe("HTTP API", () => {
     await expectError(await fetch(`${stack.url}/nope`), 404, "not_found");
   });
 
-  test("GET /supported needs no key and lists exact on the devnet network", async () => {
+  test("GET /supported needs no key and lists every EVM scheme on the devnet network", async () => {
     const res = await fetch(`${stack.url}/supported`);
     assert.equal(res.status, 200);
     const body = (await res.json()) as {
       kinds: { scheme: string; network: string; x402Version: number }[];
     };
-    assert.deepEqual(body.kinds, [{ x402Version: 2, scheme: "exact", network: stack.network }]);
+    assert.deepEqual(
+      body.kinds.map((k) => `${k.x402Version} ${k.scheme} ${k.network}`).sort(),
+      ["batch-settlement", "exact", "upto"].map((s) => `2 ${s} ${stack.network}`),
+    );
   });
 });

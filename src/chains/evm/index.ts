@@ -1,11 +1,14 @@
 /**
- * The EVM family: registers the official `@x402/evm` exact mechanism for each
- * configured network, with this service's signer, and adds the per-chain
- * checks the mechanism leaves to the operator.
+ * The EVM family: registers the official `@x402/evm` mechanisms (`exact`,
+ * `upto`, `batch-settlement`) for each configured network, with this
+ * service's signer, and adds the per-chain checks they leave to the operator.
  */
 import type { PendingSettlementStore, x402Facilitator } from "@x402/core/facilitator";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
+import { UptoEvmScheme } from "@x402/evm/upto/facilitator";
+import { BatchSettlementEvmScheme } from "@x402/evm/batch-settlement/facilitator";
+import type { LocalAccount } from "viem/accounts";
 import { isAddress, type Hex, type PublicClient } from "viem";
 import { findEvmNetwork, type EvmNetwork } from "../../networks/registry.js";
 import { Reason } from "../../lib/reasons.js";
@@ -47,6 +50,13 @@ export interface RegisterEvmOptions {
   /** Signers below this balance leave the rotation. Default 0.002 ETH; 0 disables. */
   minSignerBalanceWei?: bigint;
   onSignerHealth?: (network: string, address: string, healthy: boolean, balanceWei: bigint) => void;
+  /** Factories allowed to deploy a counterfactual (ERC-6492) payer wallet at settle. */
+  eip6492AllowedFactories?: readonly string[];
+  /**
+   * Co-signs batch-settlement claims and refunds for servers that delegate
+   * to this service; advertised as `receiverAuthorizer` in /supported.
+   */
+  batchAuthorizer?: LocalAccount;
   /** Share the accounts with other replicas through leases. */
   leases?: { port: SignerLeases; holder: string; ttlMs?: number; heartbeatMs?: number };
 }
@@ -89,16 +99,20 @@ export class EvmChainAdapter implements ChainAdapter {
         pool,
         confirmationTimeoutMs: opts.confirmationTimeoutMs,
       });
-      // One mechanism instance per network: a signer is bound to one chain.
+      // One mechanism instance per network and scheme: a signer is bound to
+      // one chain. The pending store lets a retry on another replica
+      // reconcile against the first broadcast instead of sending again.
+      const pending = opts.pendingSettlementStore
+        ? { pendingSettlementStore: opts.pendingSettlementStore }
+        : {};
+      const factories = { eip6492AllowedFactories: [...(opts.eip6492AllowedFactories ?? [])] };
+      facilitator.register(network.id, new ExactEvmScheme(signer, { ...pending, ...factories }));
+      facilitator.register(network.id, new UptoEvmScheme(signer, pending));
       facilitator.register(
         network.id,
-        new ExactEvmScheme(signer, {
-          ...(opts.pendingSettlementStore
-            ? { pendingSettlementStore: opts.pendingSettlementStore }
-            : {}),
-        }),
+        new BatchSettlementEvmScheme(signer, opts.batchAuthorizer, { ...pending, ...factories }),
       );
-      this.schemes.set(network.id, ["exact"]);
+      this.schemes.set(network.id, ["exact", "upto", "batch-settlement"]);
       this.runtimes.set(network.id, {
         network,
         client,
