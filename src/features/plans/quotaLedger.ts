@@ -156,17 +156,25 @@ export class QuotaLedger {
   ): Promise<ServiceError> {
     const row = await this.db
       .selectFrom("quota_usage")
-      .select("used")
+      .select(["used", "reserved"])
       .where("account_id", "=", accountId)
       .where("month", "=", month)
       .executeTakeFirst();
+    // Units held by settles still running count as used: they are why this
+    // request was refused, and "9 of 10 used" next to a 402 would read as a bug.
+    const inFlight = row?.reserved ?? 0;
+    const usedThisMonth = (row?.used ?? 0) + inFlight;
+    const settling =
+      inFlight > 0
+        ? ` (${inFlight} of them belong to settlements still running; a unit comes back if its settlement fails)`
+        : "";
     const message =
       code === "account_suspended"
         ? "this pay-as-you-go account is suspended, so /settle is refused; /verify still works. Settle billing, then ask for the account to be resumed"
-        : `the ${plan} plan allows ${limit} settlements a month and they are used up; upgrade the plan to settle again (/verify still works)`;
+        : `the ${plan} plan allows ${limit} settlements a month and they are used up${settling}; upgrade the plan to settle again (/verify still works)`;
     // Exactly the fields of spec body 2.8 (the envelope adds error, message, requestId).
     return new ServiceError(code, message, {
-      details: { plan, limit, usedThisMonth: row?.used ?? 0, upgrade: UPGRADE_PATH },
+      details: { plan, limit, usedThisMonth, upgrade: UPGRADE_PATH },
     });
   }
 }
