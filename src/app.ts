@@ -27,6 +27,7 @@ import { PaymentService } from "./features/payments/paymentService.js";
 import { BAZAAR } from "@x402/extensions/bazaar";
 import { PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
 import { QuotaLedger } from "./features/plans/quotaLedger.js";
+import { readPlanStatus } from "./features/plans/planStatus.js";
 import { PaymentIdentifierStore } from "./features/idempotency/paymentIdentifiers.js";
 import { Cataloger } from "./features/catalog/cataloger.js";
 import { CatalogReader } from "./features/catalog/catalogReader.js";
@@ -188,6 +189,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     // One embedded connection: keep discovery to two queries at a time so
     // payment queries are never stuck behind a burst of searches.
     catalog: new CatalogReader(database.db, catalogCache, database.kind === "pglite" ? 2 : 8),
+    planStatus: (accountId) =>
+      readPlanStatus(database.db, accountId, config.plans, config.plans.metering),
     bodyLimitBytes: config.bodyLimitBytes,
     mode: config.mode,
     trustProxy: config.http.trustProxy,

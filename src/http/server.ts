@@ -16,6 +16,8 @@ import { registerBrowserAndLimits, type BrowserAndLimitsOptions } from "./browse
 import { registerPaymentRoutes } from "./routes/payment.js";
 import { registerDiscoveryRoutes } from "./routes/discovery.js";
 import { registerSupportedRoute } from "./routes/supported.js";
+import { registerBillingRoutes } from "./routes/billing.js";
+import type { PlanStatus } from "../features/plans/planStatus.js";
 
 export interface HttpDeps {
   log: Logger;
@@ -24,6 +26,8 @@ export interface HttpDeps {
   payments: PaymentService;
   auth: ApiKeyAuthenticator;
   catalog: CatalogReader;
+  /** The account's plan and usage, for the upgrade link of a quota 402. */
+  planStatus: (accountId: string) => Promise<PlanStatus>;
   bodyLimitBytes: number;
   mode: "devnet" | "production";
   trustProxy?: boolean | number | string;
@@ -98,6 +102,7 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
   registerSupportedRoute(app, deps.facilitator);
   registerPaymentRoutes(app, { payments: deps.payments, auth: deps.auth, metrics: deps.metrics });
   registerDiscoveryRoutes(app, { catalog: deps.catalog });
+  registerBillingRoutes(app, { auth: deps.auth, planStatus: deps.planStatus });
 
   await app.ready();
   return app;

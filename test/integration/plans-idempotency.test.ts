@@ -220,6 +220,39 @@ for (const backend of availableBackends()) {
       assert.deepEqual(await usage(acc.accountId), { used: 11, reserved: 0 });
     });
 
+    test("the 402's upgrade link answers the key's plan, usage and how to upgrade; 401 without a key", async () => {
+      const acc = await freshAccount("upgrade-link", "free", 10);
+      const res = await fetch(`${stack.url}/api/billing/upgrade`, {
+        headers: { "x-api-key": acc.apiKey },
+      });
+      assert.equal(res.status, 200);
+      const out = (await res.json()) as Record<string, unknown> & {
+        plans: { plan: string; monthlySettlements: number }[];
+        upgrade: { operatorCommand: string };
+      };
+      assert.equal(out["accountId"], acc.accountId);
+      assert.equal(out["plan"], "free");
+      assert.equal(out["limit"], 10);
+      assert.equal(out["usedThisMonth"], 10);
+      assert.equal(out["metered"], true);
+      assert.deepEqual(
+        out.plans.map((p) => p.plan),
+        ["free", "starter", "pro", "max", "payg"],
+      );
+      assert.ok(out.upgrade.operatorCommand.includes(acc.accountId));
+
+      await setAccountPlan(stack.service.db, acc.accountId, "pro");
+      const after = (await (
+        await fetch(`${stack.url}/api/billing/upgrade`, { headers: { "x-api-key": acc.apiKey } })
+      ).json()) as Record<string, unknown>;
+      assert.equal(after["plan"], "pro", "a plan change shows at once");
+      assert.equal(after["limit"], 100_000);
+
+      const anonymous = await fetch(`${stack.url}/api/billing/upgrade`);
+      assert.equal(anonymous.status, 401);
+      assert.equal(((await anonymous.json()) as { error: string }).error, "unauthorized");
+    });
+
     test("one unit left: 50 parallel settles over two replicas give exactly one settlement and 49 answers of 402", async () => {
       const acc = await freshAccount("last-unit", "free", 9);
       const replica = await startReplica();
