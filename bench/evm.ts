@@ -18,6 +18,7 @@ import type { Hex } from "viem";
 import { startDevnet } from "../devnet/index.js";
 import { openMigratedDb } from "../src/storage/db.js";
 import { createAccount } from "../src/features/accounts/accounts.js";
+import { setAccountPlan } from "../src/features/plans/quotaLedger.js";
 import { createApiKey } from "../src/features/keys/apiKeys.js";
 import { percentile, runLoad, type LoadResult } from "./load.js";
 
@@ -29,6 +30,8 @@ export interface EvmBenchOptions {
   /** Give up on a settle run after this long (the reference can be very slow). */
   settleCapSeconds: number;
   progress: (line: string) => void;
+  /** Run this service on this PostgreSQL database instead of embedded PGlite. */
+  databaseUrl?: string | undefined;
 }
 
 export interface Side {
@@ -66,8 +69,13 @@ function peakRssMb(pid: number): number {
   return kb / 1024;
 }
 
+/**
+ * Both servers run as compiled JavaScript from dist/ (`npm run build`, done
+ * by bench/run.ts), as production runs: no TypeScript loader in either
+ * process's memory or start-up.
+ */
 function spawnServer(script: string, env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ["--import", "tsx", script], {
+  return spawn(process.execPath, [join("dist", script.replace(/\.ts$/, ".js"))], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "ignore", "inherit"],
   });
@@ -142,14 +150,16 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
       opts.settleCount,
     );
 
-    // This service: production mode against the devnet chain, embedded DB.
+    // This service: production mode against the devnet chain, on embedded
+    // PGlite unless a PostgreSQL database is given.
     const dataDir = mkdtempSync(join(tmpdir(), "bench-"));
-    const seeded = await openMigratedDb({ dataDir: join(dataDir, "pglite") });
-    const key = await createApiKey(
-      seeded.db,
-      (await createAccount(seeded.db, "bench")).id,
-      "bench",
+    const seeded = await openMigratedDb(
+      opts.databaseUrl ? { databaseUrl: opts.databaseUrl } : { dataDir: join(dataDir, "pglite") },
     );
+    const account = await createAccount(seeded.db, "bench");
+    // Metered, as production is, on a plan with room for every settle.
+    await setAccountPlan(seeded.db, account.id, "max");
+    const key = await createApiKey(seeded.db, account.id, "bench");
     await seeded.close();
     const ourPort = await freePort();
     const ours = spawnServer("src/main.ts", {
@@ -157,6 +167,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
       // Keys 1–7; key 0 is the reference's.
       EVM_PRIVATE_KEYS: (info.facilitatorPrivateKeys as Hex[]).slice(1).join(","),
       DATA_DIR: dataDir,
+      ...(opts.databaseUrl ? { DATABASE_URL: opts.databaseUrl } : {}),
       HOST: "127.0.0.1",
       PORT: String(ourPort),
       LOG_LEVEL: "error",

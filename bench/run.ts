@@ -4,7 +4,11 @@
  *
  *   npm run bench                 # full: 30 s verify, 2,000 settles
  *   BENCH_QUICK=1 npm run bench   # a short smoke run
+ *   BENCH_DATABASE_URL=postgres://… npm run bench   # this service on PostgreSQL
+ *
+ * Both servers run compiled (`npm run build` first), as in production.
  */
+import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { evmTable, runEvmBench } from "./evm.js";
@@ -12,7 +16,12 @@ import { evmTable, runEvmBench } from "./evm.js";
 const quick = process.env["BENCH_QUICK"] === "1";
 const say = (line: string) => process.stderr.write(`${line}\n`);
 
+const databaseUrl = process.env["BENCH_DATABASE_URL"] || undefined;
+say("building dist/ (npm run build)…");
+execFileSync("npm", ["run", "--silent", "build"], { stdio: ["ignore", "ignore", "inherit"] });
+
 const { ours, reference } = await runEvmBench({
+  databaseUrl,
   verifySeconds: quick ? 5 : 30,
   verifyConcurrency: 64,
   settleCount: quick ? 300 : 2000,
@@ -27,6 +36,7 @@ const header = [
   `${new Date().toISOString()} · ${cpus().length} cores (${cpus()[0]?.model ?? "?"}) · Node ${process.version}`,
   `One devnet (anvil, chain id 8453, 1 s blocks); both servers run on it at once, each with its own facilitator keys`,
   `(this service: 7 accounts; reference: 1, as the official example has). The load generator shares the machine.`,
+  `Both run compiled JavaScript. This service's database: ${databaseUrl ? "PostgreSQL (a separate server process, not in its RSS)" : "embedded PGlite (inside its RSS)"}; metering on.`,
   quick
     ? `Quick run: 5 s of verify, 300 settles.`
     : `Full run: 30 s of verify at concurrency 64; 2,000 distinct settles at concurrency 200.`,
@@ -35,5 +45,6 @@ const header = [
 const table = evmTable(ours, reference);
 const report = `${header}${table}\n`;
 mkdirSync("bench/results", { recursive: true });
-writeFileSync(quick ? "bench/results/evm-quick.md" : "bench/results/evm.md", report);
+const name = `evm${quick ? "-quick" : ""}${databaseUrl ? "-postgres" : ""}.md`;
+writeFileSync(`bench/results/${name}`, report);
 process.stdout.write(`\n${report}`);
