@@ -75,7 +75,11 @@ function peakRssMb(pid: number): number {
  * process's memory or start-up.
  */
 function spawnServer(script: string, env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [join("dist", script.replace(/\.ts$/, ".js"))], {
+  // BENCH_CPU_PROFILE_DIR=dir writes a .cpuprofile of each server on exit
+  // (open it in Chrome DevTools): the profile behind every "limited by" line.
+  const profileDir = process.env["BENCH_CPU_PROFILE_DIR"];
+  const profile = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
+  return spawn(process.execPath, [...profile, join("dist", script.replace(/\.ts$/, ".js"))], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "ignore", "inherit"],
   });
@@ -240,7 +244,21 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
     }
     return { ours: results[0]!, reference: results[1]! };
   } finally {
-    for (const c of children) c.kill("SIGTERM");
+    // Wait for the servers to exit: a CPU profile is written on exit.
+    await Promise.all(
+      children.map(
+        (c) =>
+          new Promise<void>((resolve) => {
+            if (c.exitCode !== null) return resolve();
+            const force = setTimeout(() => c.kill("SIGKILL"), 15_000);
+            c.once("exit", () => {
+              clearTimeout(force);
+              resolve();
+            });
+            c.kill("SIGTERM");
+          }),
+      ),
+    );
     await devnet.stop();
   }
 }
