@@ -21,6 +21,7 @@ import { createAccount } from "../src/features/accounts/accounts.js";
 import { setAccountPlan } from "../src/features/plans/quotaLedger.js";
 import { createApiKey } from "../src/features/keys/apiKeys.js";
 import { percentile, runLoad, type LoadResult } from "./load.js";
+import { measureCpu, type CpuShare } from "./cpuShare.js";
 
 export interface EvmBenchOptions {
   verifySeconds: number;
@@ -38,6 +39,8 @@ export interface Side {
   verify: LoadResult;
   settle: LoadResult;
   peakRssMb: number;
+  verifyCpu: CpuShare | undefined;
+  settleCpu: CpuShare | undefined;
 }
 
 async function freePort(): Promise<number> {
@@ -215,6 +218,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
       say(
         `(a) ${side.name}: /verify, concurrency ${opts.verifyConcurrency}, ${opts.verifySeconds} s…`,
       );
+      const verifyCpu = measureCpu(side.pid);
       const verify = await runLoad({
         url: `${side.url}/verify`,
         headers: side.headers,
@@ -223,12 +227,14 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
         durationMs: opts.verifySeconds * 1000,
         classify: classifyVerify,
       });
+      const verifyShare = verifyCpu();
       say(
         `    ${(verify.count / verify.seconds).toFixed(0)} verifications/s (${[...verify.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")})`,
       );
       say(
         `(b) ${side.name}: /settle ${opts.settleCount} payments, concurrency ${opts.settleConcurrency}…`,
       );
+      const settleCpu = measureCpu(side.pid);
       const settle = await runLoad({
         url: `${side.url}/settle`,
         headers: side.headers,
@@ -240,7 +246,14 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
       say(
         `    ${[...settle.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${settle.seconds.toFixed(1)} s`,
       );
-      results.push({ verify, settle, peakRssMb: peakRssMb(side.pid) });
+      const settleShare = settleCpu();
+      results.push({
+        verify,
+        settle,
+        peakRssMb: peakRssMb(side.pid),
+        verifyCpu: verifyShare,
+        settleCpu: settleShare,
+      });
     }
     return { ours: results[0]!, reference: results[1]! };
   } finally {
@@ -279,6 +292,8 @@ export function evmTable(ours: Side, ref: Side): string {
       .filter(([k]) => k !== "settled")
       .map(([k, v]) => `${k}: ${v}`)
       .join("; ") || "none";
+  const cpu = (c: CpuShare | undefined) =>
+    c ? `${c.node.toFixed(2)} / ${c.server.toFixed(2)} / ${c.loadGenerator.toFixed(2)}` : "–";
   const rows = [
     [
       "(a) verify throughput (req/s)",
@@ -329,6 +344,18 @@ export function evmTable(ours: Side, ref: Side): string {
       "",
     ],
     ["(b) failures by reason", failures(ours.settle), failures(ref.settle), ""],
+    [
+      "(a) CPU cores busy: node / server / load generator",
+      cpu(ours.verifyCpu),
+      cpu(ref.verifyCpu),
+      "",
+    ],
+    [
+      "(b) CPU cores busy: node / server / load generator",
+      cpu(ours.settleCpu),
+      cpu(ref.settleCpu),
+      "",
+    ],
     [
       "(c) peak RSS (MB)",
       fmt(ours.peakRssMb),

@@ -1,0 +1,74 @@
+/**
+ * Who used the machine's CPU during a benchmark phase: the chain node
+ * (anvil), the server under test and the load generator (this process).
+ * On a small machine the three compete for the same cores, so a throughput
+ * figure only means something next to where the CPU went; a server that sits
+ * idle while the node is saturated is waiting on the node, not on itself.
+ * Linux only (/proc); elsewhere the figures are absent.
+ */
+import { readFileSync, readdirSync } from "node:fs";
+
+/** Clock ticks per second for /proc/<pid>/stat times (USER_HZ, 100 on Linux). */
+const TICKS_PER_SECOND = 100;
+
+export interface CpuShare {
+  /** Average cores busy over the phase. */
+  node: number;
+  server: number;
+  loadGenerator: number;
+}
+
+function procStat(pid: number): { comm: string; ppid: number; cpuSeconds: number } | undefined {
+  try {
+    const raw = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // comm is parenthesised and may contain spaces: split after its closing paren.
+    const close = raw.lastIndexOf(")");
+    const comm = raw.slice(raw.indexOf("(") + 1, close);
+    const fields = raw.slice(close + 2).split(" ");
+    // After comm: state(0) ppid(1) … utime(11) stime(12).
+    return {
+      comm,
+      ppid: Number(fields[1]),
+      cpuSeconds: (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The anvil processes this process started. */
+function anvilPids(): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return [];
+  }
+  return entries
+    .filter((e) => /^\d+$/.test(e))
+    .map(Number)
+    .filter((pid) => {
+      const s = procStat(pid);
+      return s?.ppid === process.pid && s.comm === "anvil";
+    });
+}
+
+/** Starts measuring; the returned function ends the phase and reports the shares. */
+export function measureCpu(serverPid: number): () => CpuShare | undefined {
+  const nodes = anvilPids();
+  const total = (pids: number[]) => pids.reduce((a, p) => a + (procStat(p)?.cpuSeconds ?? 0), 0);
+  const startNode = total(nodes);
+  const startServer = total([serverPid]);
+  const startSelf = process.cpuUsage();
+  const started = process.hrtime.bigint();
+  return () => {
+    if (nodes.length === 0) return undefined;
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const self = process.cpuUsage(startSelf);
+    return {
+      node: (total(nodes) - startNode) / seconds,
+      server: (total([serverPid]) - startServer) / seconds,
+      loadGenerator: (self.user + self.system) / 1e6 / seconds,
+    };
+  };
+}
