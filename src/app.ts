@@ -15,6 +15,7 @@ import { createLogger, type Logger } from "./lib/logger.js";
 import { createMetrics, type Metrics } from "./lib/metrics.js";
 import { openMigratedDb, type Db, type OpenedDb } from "./storage/db.js";
 import { EvmChainAdapter, type EvmNetworkSetup } from "./chains/evm/index.js";
+import { routeViemRecoveryToNative } from "./chains/evm/viemNativeRecovery.js";
 import { PaymentFacilitator, createEngine } from "./facilitator/paymentFacilitator.js";
 import { ApiKeyAuthenticator } from "./features/keys/authenticator.js";
 import { SettlementRecorder } from "./features/settlements/settlementRecorder.js";
@@ -84,6 +85,17 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       dataDir: join(config.dataDir, "pglite"),
     }));
   const metrics = createMetrics(opts.collectProcessMetrics ?? true);
+
+  if (config.nativeRecovery) {
+    // Signature checks inside @x402/evm run on libsecp256k1 (see the module).
+    const recovery = await routeViemRecoveryToNative();
+    if (!recovery.active) {
+      log.warn(
+        { why: recovery.why },
+        "native signature recovery is off; verification uses pure JS",
+      );
+    }
+  }
 
   const engine = createEngine();
   // Advertised in GET /supported; cataloging itself runs in PaymentService.

@@ -56,6 +56,8 @@ export interface Config {
    * not advertised, and servers sign their own.
    */
   readonly batchAuthorizerKey: `0x${string}` | undefined;
+  /** Recover EOA signatures inside viem with libsecp256k1 (chains/evm/viemNativeRecovery.ts). */
+  readonly nativeRecovery: boolean;
   /** Replace a transaction not mined after this long (ms); undefined = 3 block times. */
   readonly stuckTxMs: number | undefined;
   /** A `pending` settlement older than this is reconciled against the chain. */
@@ -129,6 +131,7 @@ const EnvSchema = z.object({
     .regex(/^\d{1,40}$/, "EVM_MIN_SIGNER_BALANCE_WEI must be a whole number of wei")
     .default("2000000000000000"),
   EVM_STUCK_TX_MS: z.string().optional(),
+  EVM_NATIVE_RECOVERY: z.enum(["true", "false", ""]).default("true"),
   EVM_ERC6492_FACTORIES: z
     .string()
     .default("")
@@ -337,6 +340,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .map((a) => a.trim())
       .filter(Boolean) as `0x${string}`[],
     batchAuthorizerKey,
+    nativeRecovery: e.EVM_NATIVE_RECOVERY !== "false",
     stuckTxMs,
     reconcileAfterMs,
     host: e.HOST ?? (mode === "devnet" ? "127.0.0.1" : "0.0.0.0"),
