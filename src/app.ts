@@ -16,6 +16,7 @@ import { createMetrics, type Metrics } from "./lib/metrics.js";
 import { openMigratedDb, type Db, type OpenedDb } from "./storage/db.js";
 import { EvmChainAdapter, type EvmNetworkSetup } from "./chains/evm/index.js";
 import { routeViemRecoveryToNative } from "./chains/evm/viemNativeRecovery.js";
+import { batchingUrls } from "./chains/evm/rpcBatchProbe.js";
 import { PaymentFacilitator, createEngine } from "./facilitator/paymentFacilitator.js";
 import { ApiKeyAuthenticator } from "./features/keys/authenticator.js";
 import { SettlementRecorder } from "./features/settlements/settlementRecorder.js";
@@ -97,6 +98,15 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     }
   }
 
+  const rpcUrls = opts.chains.evm.networks.flatMap((n) => n.rpcUrls);
+  const rpcBatching =
+    config.rpcBatchSize > 0
+      ? {
+          batchSize: config.rpcBatchSize,
+          urls: await batchingUrls(rpcUrls, log.child({ component: "evm" })),
+        }
+      : undefined;
+
   const engine = createEngine();
   // Advertised in GET /supported; cataloging itself runs in PaymentService.
   engine.registerExtension(BAZAAR);
@@ -111,6 +121,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     pendingSettlementStore: new DbPendingSettlementStore(database.db),
     minSignerBalanceWei: config.minSignerBalanceWei,
     eip6492AllowedFactories: config.erc6492AllowedFactories,
+    ...(rpcBatching ? { rpcBatching } : {}),
     ...(config.batchAuthorizerKey
       ? { batchAuthorizer: privateKeyToAccount(config.batchAuthorizerKey) }
       : {}),

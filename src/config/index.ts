@@ -58,6 +58,8 @@ export interface Config {
   readonly batchAuthorizerKey: `0x${string}` | undefined;
   /** Recover EOA signatures inside viem with libsecp256k1 (chains/evm/viemNativeRecovery.ts). */
   readonly nativeRecovery: boolean;
+  /** Largest JSON-RPC batch sent to an EVM RPC URL that accepts batches; 0 = never batch. */
+  readonly rpcBatchSize: number;
   /** Replace a transaction not mined after this long (ms); undefined = 3 block times. */
   readonly stuckTxMs: number | undefined;
   /** A `pending` settlement older than this is reconciled against the chain. */
@@ -132,6 +134,7 @@ const EnvSchema = z.object({
     .default("2000000000000000"),
   EVM_STUCK_TX_MS: z.string().optional(),
   EVM_NATIVE_RECOVERY: z.enum(["true", "false", ""]).default("true"),
+  EVM_RPC_BATCH_SIZE: intVar("EVM_RPC_BATCH_SIZE", 0, 1000, 100),
   EVM_ERC6492_FACTORIES: z
     .string()
     .default("")
@@ -341,6 +344,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .filter(Boolean) as `0x${string}`[],
     batchAuthorizerKey,
     nativeRecovery: e.EVM_NATIVE_RECOVERY !== "false",
+    rpcBatchSize: e.EVM_RPC_BATCH_SIZE,
     stuckTxMs,
     reconcileAfterMs,
     host: e.HOST ?? (mode === "devnet" ? "127.0.0.1" : "0.0.0.0"),

@@ -23,7 +23,7 @@ import {
   type JournaledTransaction,
   type ReconcileOutcome,
 } from "./reconcile.js";
-import { chainFor, createEvmPublicClient } from "./rpc.js";
+import { chainFor, createEvmPublicClient, type RpcBatching } from "./rpc.js";
 import { createEvmSigner } from "./signer.js";
 import { EvmSignerPool } from "./signerPool.js";
 import { TokenDomainCache } from "./tokenDomain.js";
@@ -50,6 +50,8 @@ export interface RegisterEvmOptions {
   /** Signers below this balance leave the rotation. Default 0.002 ETH; 0 disables. */
   minSignerBalanceWei?: bigint;
   onSignerHealth?: (network: string, address: string, healthy: boolean, balanceWei: bigint) => void;
+  /** JSON-RPC batching per URL; absent = every call on its own request. */
+  rpcBatching?: RpcBatching;
   /** Factories allowed to deploy a counterfactual (ERC-6492) payer wallet at settle. */
   eip6492AllowedFactories?: readonly string[];
   /**
@@ -78,7 +80,7 @@ export class EvmChainAdapter implements ChainAdapter {
       const network = findEvmNetwork(setup.id);
       if (!network) throw new Error(`unknown EVM network ${setup.id}`);
       const tick = opts.pollingIntervalMs ?? Math.max(25, Math.floor(network.blockTimeMs / 8));
-      const client = createEvmPublicClient(network, setup.rpcUrls, tick);
+      const client = createEvmPublicClient(network, setup.rpcUrls, tick, opts.rpcBatching);
       const pool = new EvmSignerPool({
         network: network.id,
         chain: chainFor(network, setup.rpcUrls),

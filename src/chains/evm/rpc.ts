@@ -22,9 +22,25 @@ export function chainFor(network: EvmNetwork, rpcUrls: readonly string[]): Chain
   });
 }
 
-export function transportFor(rpcUrls: readonly string[]) {
+/**
+ * `batchSize` > 0 sends the calls made in one tick as JSON-RPC batches of up
+ * to that many, to the URLs in `batching` (see rpcBatchProbe.ts).
+ */
+export interface RpcBatching {
+  batchSize: number;
+  urls: ReadonlySet<string>;
+}
+
+export function transportFor(rpcUrls: readonly string[], batching?: RpcBatching) {
   const transports = rpcUrls.map((url) =>
-    http(url, { batch: false, retryCount: 1, timeout: 10_000 }),
+    http(url, {
+      batch:
+        batching && batching.batchSize > 0 && batching.urls.has(url)
+          ? { batchSize: batching.batchSize, wait: 0 }
+          : false,
+      retryCount: 1,
+      timeout: 10_000,
+    }),
   );
   return transports.length === 1
     ? transports[0]!
@@ -35,10 +51,11 @@ export function createEvmPublicClient(
   network: EvmNetwork,
   rpcUrls: readonly string[],
   pollingIntervalMs: number,
+  batching?: RpcBatching,
 ): PublicClient {
   return createPublicClient({
     chain: chainFor(network, rpcUrls),
-    transport: transportFor(rpcUrls),
+    transport: transportFor(rpcUrls, batching),
     pollingInterval: pollingIntervalMs,
     // One eth_call per read is what every RPC provider serves; multicall
     // batching needs Multicall3, which is not on every devnet.
