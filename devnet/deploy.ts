@@ -4,7 +4,7 @@
  * and gives every payer and facilitator signer ETH for gas. Multicall3 goes
  * to its canonical address too: the x402 EVM mechanisms batch diagnostic
  * reads (and ERC-6492 simulations) through it, as on every real chain.
- * Permit2 and the x402 exact Permit2 proxy go to their canonical addresses on
+ * Permit2 and the x402 exact and upto Permit2 proxies go to their canonical addresses on
  * every network as well; a Permit2 token (USDG) is a plain ERC-20 that payers
  * approve Permit2 on, as on mainnet.
  *
@@ -64,6 +64,9 @@ export const PERMIT2_ADDRESS: Address = "0x000000000022D473030F116dDEE9F6B43aC78
 /** Where `@x402/evm` expects the x402 exact Permit2 proxy (`x402ExactPermit2ProxyAddress`). */
 export const X402_EXACT_PERMIT2_PROXY_ADDRESS: Address =
   "0x402085c248EeA27D92E8b30b2C58ed07f9E20001";
+/** Where `@x402/evm` expects the x402 upto Permit2 proxy (`x402UptoPermit2ProxyAddress`). */
+export const X402_UPTO_PERMIT2_PROXY_ADDRESS: Address =
+  "0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002";
 
 /**
  * Stateless helpers at fixed addresses: code only, nothing to initialize.
@@ -73,6 +76,7 @@ const FIXED_CONTRACTS: readonly { contract: string; address: Address }[] = [
   { contract: "DevnetMulticall3", address: MULTICALL3_ADDRESS },
   { contract: "DevnetPermit2", address: PERMIT2_ADDRESS },
   { contract: "DevnetX402ExactPermit2Proxy", address: X402_EXACT_PERMIT2_PROXY_ADDRESS },
+  { contract: "DevnetX402UptoPermit2Proxy", address: X402_UPTO_PERMIT2_PROXY_ADDRESS },
 ];
 
 /** Which devnet contract stands in for a token, by how x402 moves it. */

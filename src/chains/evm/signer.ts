@@ -9,7 +9,8 @@ import { Reason } from "../../lib/reasons.js";
 import { GasPriceTooHighError } from "./feeOracle.js";
 import { recoverTypedDataSigner } from "./nativeSignature.js";
 import { currentSettlement } from "./settlementContext.js";
-import { NoHealthySignerError, type EvmSignerPool } from "./signerPool.js";
+import { NoHealthySignerError, SignerUnavailableError, type EvmSignerPool } from "./signerPool.js";
+import { pinnedSender } from "./pinnedSender.js";
 
 export interface EvmSignerOptions {
   publicClient: PublicClient;
@@ -26,7 +27,10 @@ async function refusingClearly<T>(send: () => Promise<T>): Promise<T> {
     const scope = currentSettlement();
     if (scope && e instanceof GasPriceTooHighError) {
       scope.refusal = { reason: Reason.gasPriceTooHigh, message: e.message };
-    } else if (scope && e instanceof NoHealthySignerError) {
+    } else if (
+      scope &&
+      (e instanceof NoHealthySignerError || e instanceof SignerUnavailableError)
+    ) {
       scope.refusal = { reason: Reason.noSignerAvailable, message: e.message };
     }
     throw e;
@@ -62,13 +66,17 @@ export function createEvmSigner(opts: EvmSignerOptions): FacilitatorEvmSigner {
   const pool = opts.pool;
   return {
     getAddresses: () => pool.addresses,
-    readContract: (args) =>
-      pc.readContract({
+    readContract: (args) => {
+      // A simulation of a call only one account may make runs as that account.
+      const from = pinnedSender(args.address, args.functionName, args.args);
+      return pc.readContract({
         address: args.address,
         abi: args.abi as never,
         functionName: args.functionName as never,
         args: (args.args ?? []) as never,
-      }) as Promise<unknown>,
+        ...(from ? { account: from } : {}),
+      }) as Promise<unknown>;
+    },
     verifyTypedData: async (args) => {
       // Fast path: a plain EOA signature, recovered natively. A mismatch is
       // not a verdict: the signer may be a contract wallet (ERC-1271/6492),
@@ -90,11 +98,13 @@ export function createEvmSigner(opts: EvmSignerOptions): FacilitatorEvmSigner {
         functionName: args.functionName,
         args: args.args,
       } as Parameters<typeof encodeFunctionData>[0]);
+      const from = pinnedSender(args.address, args.functionName, args.args);
       return refusingClearly(() =>
         pool.send({
           to: args.address,
           data: args.dataSuffix ? concatHex([data, args.dataSuffix]) : data,
           ...(args.gas !== undefined ? { gas: args.gas } : {}),
+          ...(from ? { from } : {}),
         }),
       );
     },

@@ -31,6 +31,14 @@ import type { SignerLeases } from "./signerLeases.js";
 import { ReceiptWatcher } from "./receiptWatcher.js";
 import { currentSettlement } from "./settlementContext.js";
 
+/** The one account a call must come from cannot send it on this replica now. */
+export class SignerUnavailableError extends Error {
+  constructor(network: string, address: string, why: string) {
+    super(`the facilitator account ${address} on ${network} ${why}`);
+    this.name = "SignerUnavailableError";
+  }
+}
+
 export class NoHealthySignerError extends Error {
   constructor(network: string) {
     super(
@@ -248,6 +256,36 @@ export class EvmSignerPool {
     );
   }
 
+  /**
+   * The lane of one named account. Some contracts accept a call only from the
+   * facilitator the payer signed for (the upto proxy), so that account, and
+   * no other, must send it.
+   */
+  private laneOf(address: Hex): Lane {
+    const lane = this.lanes.find((l) => l.account.address.toLowerCase() === address.toLowerCase());
+    if (!lane)
+      throw new SignerUnavailableError(
+        this.opts.network,
+        address,
+        "is not one of this service's accounts",
+      );
+    if (!lane.leased) {
+      throw new SignerUnavailableError(
+        this.opts.network,
+        address,
+        "is in use by another replica right now; retry",
+      );
+    }
+    if (!lane.healthy) {
+      throw new SignerUnavailableError(
+        this.opts.network,
+        address,
+        "is below its minimum gas balance",
+      );
+    }
+    return lane;
+  }
+
   private pickLane(): Lane {
     for (let i = 0; i < this.lanes.length; i++) {
       const lane = this.lanes[(this.cursor + i) % this.lanes.length]!;
@@ -278,8 +316,8 @@ export class EvmSignerPool {
    * Simulates, signs, journals and broadcasts a call. Resolves with the
    * transaction hash once the node accepted it.
    */
-  async send(call: { to: Hex; data: Hex; gas?: bigint }): Promise<Hex> {
-    const lane = this.pickLane();
+  async send(call: { to: Hex; data: Hex; gas?: bigint; from?: Hex }): Promise<Hex> {
+    const lane = call.from ? this.laneOf(call.from) : this.pickLane();
     // Simulation first: a call that would revert throws here, before a nonce
     // or any gas is spent. The 20% margin covers state drift until mining.
     const estimated =

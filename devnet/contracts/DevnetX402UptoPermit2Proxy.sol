@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {DevnetPermit2} from "./DevnetPermit2.sol";
+import {IDevnetERC20Permit} from "./DevnetX402ExactPermit2Proxy.sol";
+
+/// @title DevnetX402UptoPermit2Proxy
+/// @notice The x402 `upto` Permit2 proxy for local chains, with the same ABI
+///         (`settle`, `settleWithPermit`, `PERMIT2`, `WITNESS_TYPEHASH`,
+///         `WITNESS_TYPE_STRING`, events and errors) and behaviour as
+///         x402-foundation's x402UptoPermit2Proxy. The payer signs a maximum;
+///         the facilitator named in the signed witness, and only it, moves any
+///         amount up to that maximum to the witness's `to`. Binding the
+///         facilitator matters here (unlike `exact`): whoever submits chooses
+///         the amount, so nobody else may submit.
+/// @dev Placed at 0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002 with
+///      `anvil_setCode`: no constructor runs, so Permit2 is a constant and the
+///      reentrancy flag lives in transient storage.
+contract DevnetX402UptoPermit2Proxy {
+    struct Witness {
+        address to;
+        address facilitator;
+        uint256 validAfter;
+    }
+
+    struct EIP2612Permit {
+        uint256 value;
+        uint256 deadline;
+        bytes32 r;
+        bytes32 s;
+        uint8 v;
+    }
+
+    /// @notice The canonical Permit2.
+    DevnetPermit2 public constant PERMIT2 = DevnetPermit2(0x000000000022D473030F116dDEE9F6B43aC78BA3);
+
+    bytes32 public constant WITNESS_TYPEHASH =
+        keccak256("Witness(address to,address facilitator,uint256 validAfter)");
+    /// @notice Completes Permit2's PermitWitnessTransferFrom type: the witness
+    ///         field, then every referenced struct type in alphabetical order.
+    string public constant WITNESS_TYPE_STRING =
+        "Witness witness)TokenPermissions(address token,uint256 amount)Witness(address to,address facilitator,uint256 validAfter)";
+
+    bool private transient _entered;
+
+    event Settled();
+    event SettledWithPermit();
+    event EIP2612PermitFailedWithReason(address indexed token, address indexed owner, string reason);
+    event EIP2612PermitFailedWithPanic(address indexed token, address indexed owner, uint256 errorCode);
+    event EIP2612PermitFailedWithData(address indexed token, address indexed owner, bytes data);
+
+    error AmountExceedsPermitted();
+    error InvalidDestination();
+    error InvalidOwner();
+    error InvalidPermit2Address();
+    error PaymentTooEarly();
+    error Permit2612AmountMismatch();
+    error ReentrancyGuardReentrantCall();
+    error UnauthorizedFacilitator();
+
+    modifier nonReentrant() {
+        if (_entered) revert ReentrancyGuardReentrantCall();
+        _entered = true;
+        _;
+        _entered = false;
+    }
+
+    /// @notice Moves `amount` (at most the permitted maximum) from `owner` to `witness.to`.
+    function settle(
+        DevnetPermit2.PermitTransferFrom calldata permit,
+        uint256 amount,
+        address owner,
+        Witness calldata witness,
+        bytes calldata signature
+    ) external nonReentrant {
+        _settle(permit, amount, owner, witness, signature);
+        emit Settled();
+    }
+
+    /// @notice As `settle`, first trying the token's EIP-2612 `permit` to approve
+    ///         Permit2 (a failed permit is reported in an event: the approval
+    ///         may already exist).
+    function settleWithPermit(
+        EIP2612Permit calldata permit2612,
+        DevnetPermit2.PermitTransferFrom calldata permit,
+        uint256 amount,
+        address owner,
+        Witness calldata witness,
+        bytes calldata signature
+    ) external nonReentrant {
+        if (permit2612.value != permit.permitted.amount) revert Permit2612AmountMismatch();
+        _tryPermit(permit.permitted.token, owner, permit2612);
+        _settle(permit, amount, owner, witness, signature);
+        emit SettledWithPermit();
+    }
+
+    function _tryPermit(address token, address owner, EIP2612Permit calldata p) private {
+        try IDevnetERC20Permit(token).permit(owner, address(PERMIT2), p.value, p.deadline, p.v, p.r, p.s) {
+            // approved
+        } catch Error(string memory reason) {
+            emit EIP2612PermitFailedWithReason(token, owner, reason);
+        } catch Panic(uint256 errorCode) {
+            emit EIP2612PermitFailedWithPanic(token, owner, errorCode);
+        } catch (bytes memory data) {
+            emit EIP2612PermitFailedWithData(token, owner, data);
+        }
+    }
+
+    function _settle(
+        DevnetPermit2.PermitTransferFrom calldata permit,
+        uint256 amount,
+        address owner,
+        Witness calldata witness,
+        bytes calldata signature
+    ) private {
+        if (amount > permit.permitted.amount) revert AmountExceedsPermitted();
+        if (owner == address(0)) revert InvalidOwner();
+        if (witness.to == address(0)) revert InvalidDestination();
+        if (msg.sender != witness.facilitator) revert UnauthorizedFacilitator();
+        if (block.timestamp < witness.validAfter) revert PaymentTooEarly();
+        bytes32 witnessHash =
+            keccak256(abi.encode(WITNESS_TYPEHASH, witness.to, witness.facilitator, witness.validAfter));
+        PERMIT2.permitWitnessTransferFrom(
+            permit,
+            DevnetPermit2.SignatureTransferDetails({to: witness.to, requestedAmount: amount}),
+            owner,
+            witnessHash,
+            WITNESS_TYPE_STRING,
+            signature
+        );
+    }
+}
