@@ -28,6 +28,8 @@ import { DbSignerLeases } from "./features/signers/dbSignerLeases.js";
 import { PaymentService } from "./features/payments/paymentService.js";
 import { BAZAAR } from "@x402/extensions/bazaar";
 import { PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
+import { EIP2612_GAS_SPONSORING } from "@x402/extensions";
+import { BuilderCodeFacilitatorExtension } from "@x402/extensions/builder-code";
 import { QuotaLedger } from "./features/plans/quotaLedger.js";
 import { readPlanStatus } from "./features/plans/planStatus.js";
 import { PaymentIdentifierStore } from "./features/idempotency/paymentIdentifiers.js";
@@ -112,6 +114,17 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   engine.registerExtension(BAZAAR);
   // Advertised likewise; idempotent settle runs in PaymentService.
   engine.registerExtension({ key: PAYMENT_IDENTIFIER });
+  // A payer's EIP-2612 permit for Permit2 rides along and the Permit2 proxy's
+  // settleWithPermit spends it: gasless onboarding (the mechanisms do the work).
+  engine.registerExtension(EIP2612_GAS_SPONSORING);
+  // ERC-8021 attribution: the mechanisms append the suffix this builds to the
+  // settlement calldata, with the resource server's, the client's and our codes.
+  engine.registerExtension(
+    new BuilderCodeFacilitatorExtension({
+      ...(config.builderCode ? { builderCode: config.builderCode } : {}),
+      ...(config.builderServiceCode ? { serviceCode: config.builderServiceCode } : {}),
+    }),
+  );
   const evm = new EvmChainAdapter(engine, {
     networks: opts.chains.evm.networks,
     privateKeys: opts.chains.evm.privateKeys,

@@ -58,6 +58,13 @@ export interface Config {
   readonly batchAuthorizerKey: `0x${string}` | undefined;
   /** Recover EOA signatures inside viem with libsecp256k1 (chains/evm/viemNativeRecovery.ts). */
   readonly nativeRecovery: boolean;
+  /**
+   * ERC-8021 attribution this service adds to every settlement it sends: its
+   * own builder code (`w`) and service code (`s`). Absent: none of its own;
+   * codes from resource servers and clients are still stamped.
+   */
+  readonly builderCode: string | undefined;
+  readonly builderServiceCode: string | undefined;
   /** Largest JSON-RPC batch sent to an EVM RPC URL that accepts batches; 0 = never batch. */
   readonly rpcBatchSize: number;
   /** Replace a transaction not mined after this long (ms); undefined = 3 block times. */
@@ -95,6 +102,8 @@ export interface Config {
 }
 
 const PRIVATE_KEY = /^0x[0-9a-fA-F]{64}$/;
+/** ERC-8021 Schema 2 code, as `@x402/extensions/builder-code` accepts it. */
+const BUILDER_CODE_FORMAT = /^[a-z0-9_]{1,32}$/;
 
 function intVar(name: string, min: number, max: number, fallback: number) {
   return z
@@ -134,6 +143,14 @@ const EnvSchema = z.object({
     .default("2000000000000000"),
   EVM_STUCK_TX_MS: z.string().optional(),
   EVM_NATIVE_RECOVERY: z.enum(["true", "false", ""]).default("true"),
+  BUILDER_CODE: z
+    .string()
+    .regex(BUILDER_CODE_FORMAT, "BUILDER_CODE must be 1-32 characters of a-z, 0-9 and _")
+    .optional(),
+  BUILDER_SERVICE_CODE: z
+    .string()
+    .regex(BUILDER_CODE_FORMAT, "BUILDER_SERVICE_CODE must be 1-32 characters of a-z, 0-9 and _")
+    .optional(),
   EVM_RPC_BATCH_SIZE: intVar("EVM_RPC_BATCH_SIZE", 0, 1000, 100),
   EVM_ERC6492_FACTORIES: z
     .string()
@@ -345,6 +362,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     batchAuthorizerKey,
     nativeRecovery: e.EVM_NATIVE_RECOVERY !== "false",
     rpcBatchSize: e.EVM_RPC_BATCH_SIZE,
+    builderCode: e.BUILDER_CODE || undefined,
+    builderServiceCode: e.BUILDER_SERVICE_CODE || undefined,
     stuckTxMs,
     reconcileAfterMs,
     host: e.HOST ?? (mode === "devnet" ? "127.0.0.1" : "0.0.0.0"),
