@@ -1,0 +1,185 @@
+/**
+ * `eip2612GasSponsoring`, end to end: a payer who holds USDC but no ETH, and
+ * has never approved Permit2, pays for a resource priced in USDC through
+ * Permit2. The official exact client signs an EIP-2612 permit for Permit2
+ * next to its Permit2 authorization; this service's settle spends both in one
+ * transaction (the Permit2 proxy's `settleWithPermit`) and pays the gas. The
+ * payer never sends a transaction: its ETH and nonce stay zero, and its
+ * EIP-2612 permit nonce shows the permit was spent.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
+import express from "express";
+import { paymentMiddleware } from "@x402/express";
+import { HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server";
+import { x402Client, x402HTTPClient } from "@x402/core/client";
+import { ExactEvmScheme as ExactEvmServerScheme } from "@x402/evm/exact/server";
+import { ExactEvmScheme as ExactEvmClientScheme } from "@x402/evm/exact/client";
+import {
+  PERMIT2_ADDRESS,
+  toClientEvmSigner,
+  x402ExactPermit2ProxyABI,
+  x402ExactPermit2ProxyAddress,
+} from "@x402/evm";
+import { declareEip2612GasSponsoringExtension } from "@x402/extensions";
+import { wrapFetchWithPayment } from "@x402/fetch";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import {
+  createPublicClient,
+  createTestClient,
+  createWalletClient,
+  decodeFunctionData,
+  defineChain,
+  erc20Abi,
+  http,
+  parseAbi,
+  type Hex,
+  type PublicClient,
+} from "viem";
+import { startStack, type TestStack } from "../support/stack.js";
+import { usdcBalance } from "../support/payments.js";
+
+const NETWORK = "eip155:8453";
+const PAY_TO = "0x0000000000000000000000000000000000005a5a" as const;
+const PRICE = 3_000n;
+
+describe("eip2612GasSponsoring: a payer with no gas onboards to Permit2", () => {
+  let stack: TestStack;
+  let server: Server;
+  let resourceUrl: string;
+  let publicClient: PublicClient;
+
+  before(async () => {
+    stack = await startStack({ networks: [NETWORK] });
+    publicClient = createPublicClient({ transport: http(stack.rpcUrl) });
+    const facilitator = new HTTPFacilitatorClient({
+      url: stack.url,
+      createAuthHeaders: async () => ({
+        verify: { "X-API-Key": stack.apiKey },
+        settle: { "X-API-Key": stack.apiKey },
+        supported: {},
+      }),
+    });
+    const resourceServer = new x402ResourceServer(facilitator).register(
+      NETWORK,
+      new ExactEvmServerScheme(),
+    );
+    const app = express();
+    app.use(
+      paymentMiddleware(
+        {
+          "GET /data": {
+            accepts: {
+              scheme: "exact",
+              network: NETWORK,
+              payTo: PAY_TO,
+              price: {
+                amount: PRICE.toString(),
+                asset: stack.usdc,
+                extra: { assetTransferMethod: "permit2", name: "USD Coin", version: "2" },
+              },
+            },
+            description: "Data paid in USDC through Permit2, gas sponsored",
+            mimeType: "application/json",
+            extensions: { ...declareEip2612GasSponsoringExtension() },
+          },
+        },
+        resourceServer,
+      ),
+    );
+    app.get("/data", (_req, res) => res.json({ data: "ok" }));
+    server = await new Promise<Server>((resolve) => {
+      const s = app.listen(0, "127.0.0.1", () => resolve(s));
+    });
+    resourceUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/data`;
+  });
+
+  after(async () => {
+    if (server) await new Promise<void>((r) => server.close(() => r()));
+    await stack?.stop();
+  });
+
+  test("a fresh payer with USDC and 0 ETH pays: permit and transfer in one sponsored transaction", async () => {
+    // A brand-new payer: funded with USDC by a devnet payer, no ETH at all.
+    const payer = privateKeyToAccount(generatePrivateKey());
+    const funder = privateKeyToAccount(stack.payerKeys[0]!);
+    const funding = await createWalletClient({
+      account: funder,
+      chain: defineChain({
+        id: 8453,
+        name: "Base (devnet)",
+        nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+        rpcUrls: { default: { http: [stack.rpcUrl] } },
+      }),
+      transport: http(stack.rpcUrl),
+    }).writeContract({
+      address: stack.usdc,
+      abi: erc20Abi,
+      functionName: "transfer",
+      args: [payer.address, 100_000n],
+    });
+    assert.equal(
+      (await publicClient.waitForTransactionReceipt({ hash: funding })).status,
+      "success",
+    );
+    await createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) }).setBalance({
+      address: payer.address,
+      value: 0n,
+    });
+    const allowance = () =>
+      publicClient.readContract({
+        address: stack.usdc,
+        abi: erc20Abi,
+        functionName: "allowance",
+        args: [payer.address, PERMIT2_ADDRESS],
+      });
+    assert.equal(await allowance(), 0n, "no Permit2 approval yet");
+    const payToBefore = await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO);
+
+    const client = new x402Client().register(
+      "eip155:*",
+      new ExactEvmClientScheme(toClientEvmSigner(payer, publicClient)),
+    );
+    const res = await wrapFetchWithPayment(fetch, client)(resourceUrl);
+    assert.equal(res.status, 200, await res.clone().text());
+    const receipt = new x402HTTPClient(client).getPaymentSettleResponse((n) => res.headers.get(n));
+    assert.equal(receipt.success, true);
+
+    const tx = await publicClient.getTransaction({ hash: receipt.transaction as Hex });
+    assert.equal(tx.to?.toLowerCase(), x402ExactPermit2ProxyAddress.toLowerCase());
+    assert.equal(
+      decodeFunctionData({ abi: x402ExactPermit2ProxyABI, data: tx.input }).functionName,
+      "settleWithPermit",
+    );
+
+    // The permit was spent on-chain (its nonce moved) and approved exactly
+    // the payment, which Permit2 then used up.
+    const permitNonce = await publicClient.readContract({
+      address: stack.usdc,
+      abi: parseAbi(["function nonces(address) view returns (uint256)"]),
+      functionName: "nonces",
+      args: [payer.address],
+    });
+    assert.equal(permitNonce, 1n, "the payer's EIP-2612 permit was used");
+    assert.equal(await allowance(), 0n);
+    assert.equal(
+      await publicClient.getBalance({ address: payer.address }),
+      0n,
+      "payer paid no gas",
+    );
+    assert.equal(await publicClient.getTransactionCount({ address: payer.address }), 0);
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payer.address), 100_000n - PRICE);
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO), payToBefore + PRICE);
+
+    const row = await stack.service.db
+      .selectFrom("settlements")
+      .selectAll()
+      .where("transaction", "=", receipt.transaction)
+      .executeTakeFirstOrThrow();
+    assert.equal(row.status, "succeeded");
+    assert.equal(row.payer, payer.address.toLowerCase());
+    assert.equal(row.amount, PRICE.toString());
+  });
+});
