@@ -31,7 +31,12 @@ import {
   type Hex,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import type { AssetInfo, EvmNetwork, TransferMethod } from "../src/networks/registry.js";
+import {
+  DEVNET_WALLET_FACTORY_ADDRESS as DEVNET_WALLET_FACTORY,
+  type AssetInfo,
+  type EvmNetwork,
+  type TransferMethod,
+} from "../src/networks/registry.js";
 import type { Artifacts } from "./compile.js";
 import { devnetDeployerKey } from "./keys.js";
 
@@ -64,6 +69,8 @@ export const PERMIT2_ADDRESS: Address = "0x000000000022D473030F116dDEE9F6B43aC78
 /** Where `@x402/evm` expects the x402 exact Permit2 proxy (`x402ExactPermit2ProxyAddress`). */
 export const X402_EXACT_PERMIT2_PROXY_ADDRESS: Address =
   "0x402085c248EeA27D92E8b30b2C58ed07f9E20001";
+/** The devnet's smart-wallet factory (see the registry). */
+export const DEVNET_WALLET_FACTORY_ADDRESS: Address = DEVNET_WALLET_FACTORY;
 /** Where `@x402/evm` expects the x402 upto Permit2 proxy (`x402UptoPermit2ProxyAddress`). */
 export const X402_UPTO_PERMIT2_PROXY_ADDRESS: Address =
   "0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002";
@@ -77,6 +84,7 @@ const FIXED_CONTRACTS: readonly { contract: string; address: Address }[] = [
   { contract: "DevnetPermit2", address: PERMIT2_ADDRESS },
   { contract: "DevnetX402ExactPermit2Proxy", address: X402_EXACT_PERMIT2_PROXY_ADDRESS },
   { contract: "DevnetX402UptoPermit2Proxy", address: X402_UPTO_PERMIT2_PROXY_ADDRESS },
+  { contract: "DevnetSmartWalletFactory", address: DEVNET_WALLET_FACTORY_ADDRESS },
 ];
 
 /** Which devnet contract stands in for a token, by how x402 moves it. */

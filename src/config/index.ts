@@ -12,7 +12,11 @@
  */
 import { readFileSync } from "node:fs";
 import { z } from "zod";
-import { EVM_NETWORKS, findEvmNetwork } from "../networks/registry.js";
+import {
+  DEVNET_WALLET_FACTORY_ADDRESS,
+  EVM_NETWORKS,
+  findEvmNetwork,
+} from "../networks/registry.js";
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -154,9 +158,11 @@ const EnvSchema = z.object({
   EVM_RPC_BATCH_SIZE: intVar("EVM_RPC_BATCH_SIZE", 0, 1000, 100),
   EVM_ERC6492_FACTORIES: z
     .string()
-    .default("")
+    .optional()
     .refine(
-      (v) => v.split(",").every((a) => a.trim() === "" || /^0x[0-9a-fA-F]{40}$/.test(a.trim())),
+      (v) =>
+        v === undefined ||
+        v.split(",").every((a) => a.trim() === "" || /^0x[0-9a-fA-F]{40}$/.test(a.trim())),
       {
         message: "EVM_ERC6492_FACTORIES must be comma-separated 0x-prefixed 20-byte addresses",
       },
@@ -356,7 +362,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     webhooks: { allowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === "true" },
     minSignerBalanceWei: BigInt(e.EVM_MIN_SIGNER_BALANCE_WEI),
-    erc6492AllowedFactories: e.EVM_ERC6492_FACTORIES.split(",")
+    erc6492AllowedFactories: (e.EVM_ERC6492_FACTORIES === undefined
+      ? // The devnet's own factory, so counterfactual wallets work out of the box.
+        mode === "devnet"
+        ? DEVNET_WALLET_FACTORY_ADDRESS
+        : ""
+      : e.EVM_ERC6492_FACTORIES
+    )
+      .split(",")
       .map((a) => a.trim())
       .filter(Boolean) as `0x${string}`[],
     batchAuthorizerKey,

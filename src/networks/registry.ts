@@ -130,3 +130,10 @@ export function findAsset(network: EvmNetwork, address: string): AssetInfo | und
 
 /** CAIP-2 syntax: namespace ":" reference. */
 export const CAIP2_PATTERN = /^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$/;
+
+/**
+ * The devnet's smart-wallet factory (a devnet contract, not a mainnet one):
+ * counterfactual ERC-6492 payers on the devnet name it, so devnet mode allows
+ * it unless EVM_ERC6492_FACTORIES says otherwise.
+ */
+export const DEVNET_WALLET_FACTORY_ADDRESS = "0x6492000000000000000000000000000000006492";
