@@ -70,3 +70,12 @@ export function devnetPayerKeys(m: number): Hex[] {
 export function devnetDeployerKey(): Hex {
   return keyAt(1, 0);
 }
+
+/**
+ * The devnet's batch-settlement receiver authorizer: co-signs claims and
+ * refunds for resource servers that delegate to the service, so devnet mode
+ * advertises `receiverAuthorizer` with no configuration.
+ */
+export function devnetBatchAuthorizerKey(): Hex {
+  return keyAt(1, 1);
+}

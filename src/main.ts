@@ -12,6 +12,7 @@ import {
   type RunningDevnet,
 } from "./devnetMode.js";
 import { printDevnetBanner, printProductionBanner } from "./banner.js";
+import { devnetBatchAuthorizerKey } from "../devnet/keys.js";
 
 function progress(line: string): void {
   process.stderr.write(`${line}\n`);
@@ -62,7 +63,15 @@ async function main(): Promise<void> {
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
 
   try {
-    service = await createService({ config, chains, log });
+    service = await createService({
+      // Devnet mode co-signs batch-settlement claims with a devnet key unless told otherwise.
+      config:
+        devnet && !config.batchAuthorizerKey
+          ? { ...config, batchAuthorizerKey: devnetBatchAuthorizerKey() }
+          : config,
+      chains,
+      log,
+    });
     const address = await service.listen();
     const url = address.replace("0.0.0.0", "127.0.0.1").replace("[::]", "127.0.0.1");
     if (devnet) {

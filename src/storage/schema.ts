@@ -50,6 +50,8 @@ export interface SettlementsTable {
   duration_ms: number | null;
   /** The verify/settle request, kept so an interrupted settlement can be reconciled. */
   request: ColumnType<unknown, string | null, string | null> | null;
+  /** Quota units if it succeeds: vouchers for a batch-settlement claim (see plans.ts). */
+  units: ColumnType<number, number | undefined, number>;
 }
 
 export interface SettlementTransactionsTable {

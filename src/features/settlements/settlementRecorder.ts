@@ -8,6 +8,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import stringify from "safe-stable-stringify";
 import type { SettleResponse } from "@x402/core/types";
+import { settlementUnits } from "../plans/plans.js";
 import type { Db } from "../../storage/db.js";
 import type { SettlementRow } from "../../storage/schema.js";
 import { ServiceError, describeError } from "../../lib/errors.js";
@@ -64,6 +65,7 @@ export class SettlementRecorder {
           finished_at: null,
           duration_ms: null,
           request: JSON.stringify(request),
+          units: settlementUnits(request),
         })
         .execute();
     } catch (e) {

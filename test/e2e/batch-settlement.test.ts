@@ -1,0 +1,185 @@
+/**
+ * `batch-settlement` end to end with the official `@x402/evm` batch-settlement
+ * client and server and `@x402/express`, unmodified, against this service and
+ * the devnet escrow and ERC-3009 deposit collector: the payer's first request
+ * opens a channel with a deposit; the next ones pay with vouchers only; the
+ * resource server then claims the vouchers (this service co-signs as the
+ * receiver authorizer it advertises), settles the claimed total to itself and
+ * refunds the payer the rest. Money is checked on-chain at every step, the
+ * settlement rows (with a claim's voucher count) in the database.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
+import express from "express";
+import { paymentMiddleware } from "@x402/express";
+import { HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server";
+import { x402Client } from "@x402/core/client";
+import { toClientEvmSigner } from "@x402/evm";
+import { BatchSettlementEvmScheme as BatchServerScheme } from "@x402/evm/batch-settlement/server";
+import { BatchSettlementEvmScheme as BatchClientScheme } from "@x402/evm/batch-settlement/client";
+import { wrapFetchWithPayment } from "@x402/fetch";
+import { privateKeyToAccount } from "viem/accounts";
+import { createPublicClient, http, type Hex, type PublicClient } from "viem";
+import { devnetBatchAuthorizerKey } from "../../devnet/keys.js";
+import { X402_BATCH_SETTLEMENT_ADDRESS } from "../../devnet/deploy.js";
+import { startStack, type TestStack } from "../support/stack.js";
+import { usdcBalance } from "../support/payments.js";
+
+const NETWORK = "eip155:8453";
+const PAY_TO = "0x000000000000000000000000000000000000ba7c" as const;
+const PRICE = 1_000n; // $0.001
+const REQUESTS = 3;
+
+describe("batch-settlement: deposit, vouchers, claim, settle, refund", () => {
+  let stack: TestStack;
+  let server: Server;
+  let resourceUrl: string;
+  let publicClient: PublicClient;
+  let facilitator: HTTPFacilitatorClient;
+  let serverScheme: BatchServerScheme;
+  let clientScheme: BatchClientScheme;
+  let pay: typeof fetch;
+  const authorizer = privateKeyToAccount(devnetBatchAuthorizerKey());
+
+  before(async () => {
+    stack = await startStack({
+      networks: [NETWORK],
+      env: { EVM_BATCH_AUTHORIZER_KEY: devnetBatchAuthorizerKey() },
+    });
+    publicClient = createPublicClient({ transport: http(stack.rpcUrl) });
+    facilitator = new HTTPFacilitatorClient({
+      url: stack.url,
+      createAuthHeaders: async () => ({
+        verify: { "X-API-Key": stack.apiKey },
+        settle: { "X-API-Key": stack.apiKey },
+        supported: {},
+      }),
+    });
+    serverScheme = new BatchServerScheme(PAY_TO, { withdrawDelay: 900 });
+    const resourceServer = new x402ResourceServer(facilitator).register(NETWORK, serverScheme);
+    const app = express();
+    app.use(
+      paymentMiddleware(
+        {
+          "GET /tokens": {
+            accepts: {
+              scheme: "batch-settlement",
+              network: NETWORK,
+              payTo: PAY_TO,
+              price: "$0.001",
+            },
+            description: "Per-call API paid from a channel",
+            mimeType: "application/json",
+          },
+        },
+        resourceServer,
+      ),
+    );
+    app.get("/tokens", (_req, res) => res.json({ tokens: 7 }));
+    server = await new Promise<Server>((resolve) => {
+      const s = app.listen(0, "127.0.0.1", () => resolve(s));
+    });
+    resourceUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/tokens`;
+
+    const payer = privateKeyToAccount(stack.payerKeys[0]!);
+    clientScheme = new BatchClientScheme(toClientEvmSigner(payer, publicClient), {
+      depositPolicy: { depositMultiplier: 10 },
+      rpcUrl: stack.rpcUrl,
+    });
+    pay = wrapFetchWithPayment(fetch, new x402Client().register("eip155:*", clientScheme));
+  });
+
+  after(async () => {
+    if (server) await new Promise<void>((r) => server.close(() => r()));
+    await stack?.stop();
+  });
+
+  const rows = () =>
+    stack.service.db
+      .selectFrom("settlements")
+      .select(["status", "transaction", "units", "request", "error_reason"])
+      .where("scheme", "=", "batch-settlement")
+      .orderBy("started_at")
+      .execute();
+  const actionOf = (request: unknown): string =>
+    String(
+      (
+        (typeof request === "string" ? JSON.parse(request) : request) as {
+          paymentPayload: { payload: { type?: string; settleAction?: string } };
+        }
+      ).paymentPayload.payload.type ?? "",
+    );
+
+  test("/supported advertises receiverAuthorizer for batch-settlement", async () => {
+    const supported = await facilitator.getSupported();
+    const kind = supported.kinds.find(
+      (k) => k.network === NETWORK && k.scheme === "batch-settlement",
+    );
+    assert.equal(
+      String(kind?.extra?.["receiverAuthorizer"]).toLowerCase(),
+      authorizer.address.toLowerCase(),
+    );
+  });
+
+  test("the first request deposits into the escrow; later ones pay with vouchers only", async () => {
+    const payer = privateKeyToAccount(stack.payerKeys[0]!);
+    const payerBefore = await usdcBalance(stack.rpcUrl, stack.usdc, payer.address);
+    for (let i = 0; i < REQUESTS; i++) {
+      const res = await pay(resourceUrl);
+      assert.equal(res.status, 200, `request ${i}: ${await res.clone().text()}`);
+      assert.deepEqual(await res.json(), { tokens: 7 });
+    }
+    const escrowed = await usdcBalance(stack.rpcUrl, stack.usdc, X402_BATCH_SETTLEMENT_ADDRESS);
+    assert.ok(escrowed >= PRICE * BigInt(REQUESTS), `escrow holds ${escrowed}`);
+    assert.equal(
+      await usdcBalance(stack.rpcUrl, stack.usdc, payer.address),
+      payerBefore - escrowed,
+      "only the deposit left the payer",
+    );
+    const recorded = await rows();
+    assert.deepEqual(
+      recorded.map((r) => [actionOf(r.request), r.status, r.units]),
+      [["deposit", "succeeded", 0]],
+      "one on-chain deposit; vouchers need no settlement",
+    );
+  });
+
+  test("claim: the vouchers are claimed on-chain and the row counts them", async () => {
+    const manager = serverScheme.createChannelManager(facilitator, NETWORK, stack.usdc);
+    const claims = await manager.claim();
+    assert.equal(claims.length, 1, JSON.stringify(claims));
+    assert.ok(claims[0]!.vouchers >= 1);
+    const receipt = await publicClient.getTransactionReceipt({
+      hash: claims[0]!.transaction as Hex,
+    });
+    assert.equal(receipt.status, "success");
+    const claimRow = (await rows()).find((r) => actionOf(r.request) === "claim");
+    assert.ok(claimRow, "claim recorded");
+    assert.equal(claimRow.status, "succeeded");
+    assert.equal(claimRow.units, claims[0]!.vouchers, "the row records the claim's voucher count");
+
+    const settled = await manager.settle();
+    assert.match(settled.transaction, /^0x[0-9a-f]{64}$/);
+    assert.equal(
+      await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO),
+      PRICE * BigInt(REQUESTS),
+      "the receiver got exactly what was used",
+    );
+  });
+
+  test("refund: the payer gets the unclaimed rest of the deposit back", async () => {
+    const payer = privateKeyToAccount(stack.payerKeys[0]!);
+    const before = await usdcBalance(stack.rpcUrl, stack.usdc, payer.address);
+    const escrowBefore = await usdcBalance(stack.rpcUrl, stack.usdc, X402_BATCH_SETTLEMENT_ADDRESS);
+    const manager = serverScheme.createChannelManager(facilitator, NETWORK, stack.usdc);
+    const refunds = await manager.refund();
+    assert.equal(refunds.length, 1, JSON.stringify(refunds));
+    const after = await usdcBalance(stack.rpcUrl, stack.usdc, payer.address);
+    assert.equal(after - before, escrowBefore, "everything left in the escrow went back");
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, X402_BATCH_SETTLEMENT_ADDRESS), 0n);
+    const actions = (await rows()).map((r) => [actionOf(r.request), r.status, r.units]);
+    assert.deepEqual(actions.at(-1), ["refund", "succeeded", 0]);
+  });
+});
