@@ -69,10 +69,12 @@ export const PERMIT2_ADDRESS: Address = "0x000000000022D473030F116dDEE9F6B43aC78
 /** Where `@x402/evm` expects the x402 exact Permit2 proxy (`x402ExactPermit2ProxyAddress`). */
 export const X402_EXACT_PERMIT2_PROXY_ADDRESS: Address =
   "0x402085c248EeA27D92E8b30b2C58ed07f9E20001";
-/** Where `@x402/evm` expects the batch-settlement escrow and its ERC-3009 deposit collector. */
+/** Where `@x402/evm` expects the batch-settlement escrow and its deposit collectors. */
 export const X402_BATCH_SETTLEMENT_ADDRESS: Address = "0x4020074e9dF2ce1deE5A9C1b5c3f541D02a10003";
 export const X402_ERC3009_DEPOSIT_COLLECTOR_ADDRESS: Address =
   "0x4020806089470a89826cB9fB1f4059150b550004";
+export const X402_PERMIT2_DEPOSIT_COLLECTOR_ADDRESS: Address =
+  "0x4020425FAf3B746C082C2f942b4E5159887B0005";
 /** The devnet's smart-wallet factory (see the registry). */
 export const DEVNET_WALLET_FACTORY_ADDRESS: Address = DEVNET_WALLET_FACTORY;
 /** Where `@x402/evm` expects the x402 upto Permit2 proxy (`x402UptoPermit2ProxyAddress`). */
@@ -93,6 +95,10 @@ const FIXED_CONTRACTS: readonly { contract: string; address: Address }[] = [
   {
     contract: "DevnetERC3009DepositCollector",
     address: X402_ERC3009_DEPOSIT_COLLECTOR_ADDRESS,
+  },
+  {
+    contract: "DevnetPermit2DepositCollector",
+    address: X402_PERMIT2_DEPOSIT_COLLECTOR_ADDRESS,
   },
 ];
 

@@ -6,7 +6,9 @@
  * resource server then claims the vouchers (this service co-signs as the
  * receiver authorizer it advertises), settles the claimed total to itself and
  * refunds the payer the rest. Money is checked on-chain at every step, the
- * settlement rows (with a claim's voucher count) in the database.
+ * settlement rows (with a claim's voucher count) in the database. It runs
+ * once per deposit collector: ERC-3009 (USDC) and Permit2 (USDG, after the
+ * payer's one-time Permit2 approval).
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -16,170 +18,262 @@ import express from "express";
 import { paymentMiddleware } from "@x402/express";
 import { HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server";
 import { x402Client } from "@x402/core/client";
-import { toClientEvmSigner } from "@x402/evm";
+import { PERMIT2_ADDRESS, toClientEvmSigner } from "@x402/evm";
 import { BatchSettlementEvmScheme as BatchServerScheme } from "@x402/evm/batch-settlement/server";
 import { BatchSettlementEvmScheme as BatchClientScheme } from "@x402/evm/batch-settlement/client";
 import { wrapFetchWithPayment } from "@x402/fetch";
 import { privateKeyToAccount } from "viem/accounts";
-import { createPublicClient, http, type Hex, type PublicClient } from "viem";
+import {
+  createPublicClient,
+  createWalletClient,
+  decodeFunctionData,
+  defineChain,
+  parseAbi,
+  erc20Abi,
+  http,
+  maxUint256,
+  type Hex,
+  type PublicClient,
+} from "viem";
 import { devnetBatchAuthorizerKey } from "../../devnet/keys.js";
-import { X402_BATCH_SETTLEMENT_ADDRESS } from "../../devnet/deploy.js";
+import {
+  X402_BATCH_SETTLEMENT_ADDRESS,
+  X402_ERC3009_DEPOSIT_COLLECTOR_ADDRESS,
+  X402_PERMIT2_DEPOSIT_COLLECTOR_ADDRESS,
+} from "../../devnet/deploy.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { usdcBalance } from "../support/payments.js";
 
-const NETWORK = "eip155:8453";
 const PAY_TO = "0x000000000000000000000000000000000000ba7c" as const;
-const PRICE = 1_000n; // $0.001
+const PRICE = 1_000n; // 0.001 of a 6-decimal dollar token
 const REQUESTS = 3;
+const DEPOSIT_ABI = parseAbi([
+  "function deposit((address payer, address payerAuthorizer, address receiver, address receiverAuthorizer, address token, uint40 withdrawDelay, bytes32 salt) config, uint128 amount, address collector, bytes collectorData)",
+]);
 
-describe("batch-settlement: deposit, vouchers, claim, settle, refund", () => {
-  let stack: TestStack;
-  let server: Server;
-  let resourceUrl: string;
-  let publicClient: PublicClient;
-  let facilitator: HTTPFacilitatorClient;
-  let serverScheme: BatchServerScheme;
-  let clientScheme: BatchClientScheme;
-  let pay: typeof fetch;
-  const authorizer = privateKeyToAccount(devnetBatchAuthorizerKey());
+interface Variant {
+  title: string;
+  network: `${string}:${string}`;
+  /** Token symbol on the devnet; its deposit goes through this collector. */
+  symbol: "USDC" | "USDG";
+  transferMethod: "eip3009" | "permit2";
+  /** Price extra the server needs for a token outside the SDK's defaults. */
+  extra?: Record<string, string>;
+}
 
-  before(async () => {
-    stack = await startStack({
-      networks: [NETWORK],
-      env: { EVM_BATCH_AUTHORIZER_KEY: devnetBatchAuthorizerKey() },
-    });
-    publicClient = createPublicClient({ transport: http(stack.rpcUrl) });
-    facilitator = new HTTPFacilitatorClient({
-      url: stack.url,
-      createAuthHeaders: async () => ({
-        verify: { "X-API-Key": stack.apiKey },
-        settle: { "X-API-Key": stack.apiKey },
-        supported: {},
-      }),
-    });
-    serverScheme = new BatchServerScheme(PAY_TO, { withdrawDelay: 900 });
-    const resourceServer = new x402ResourceServer(facilitator).register(NETWORK, serverScheme);
-    const app = express();
-    app.use(
-      paymentMiddleware(
-        {
-          "GET /tokens": {
-            accepts: {
-              scheme: "batch-settlement",
-              network: NETWORK,
-              payTo: PAY_TO,
-              price: "$0.001",
+const VARIANTS: Variant[] = [
+  {
+    title: "USDC on eip155:8453, deposit through the ERC-3009 collector",
+    network: "eip155:8453",
+    symbol: "USDC",
+    transferMethod: "eip3009",
+  },
+  {
+    title: "USDG on eip155:4663, deposit through the Permit2 collector",
+    network: "eip155:4663",
+    symbol: "USDG",
+    transferMethod: "permit2",
+    extra: { assetTransferMethod: "permit2", name: "Global Dollar", version: "1" },
+  },
+];
+
+for (const variant of VARIANTS) {
+  const NETWORK = variant.network;
+  describe(`batch-settlement: deposit, vouchers, claim, settle, refund (${variant.title})`, () => {
+    let stack: TestStack;
+    let server: Server;
+    let resourceUrl: string;
+    let publicClient: PublicClient;
+    let facilitator: HTTPFacilitatorClient;
+    let serverScheme: BatchServerScheme;
+    let clientScheme: BatchClientScheme;
+    let pay: typeof fetch;
+    const authorizer = privateKeyToAccount(devnetBatchAuthorizerKey());
+    const token = () => stack.assets[variant.symbol]! as Hex;
+
+    before(async () => {
+      stack = await startStack({
+        networks: [NETWORK],
+        env: { EVM_BATCH_AUTHORIZER_KEY: devnetBatchAuthorizerKey() },
+      });
+      publicClient = createPublicClient({ transport: http(stack.rpcUrl) });
+      facilitator = new HTTPFacilitatorClient({
+        url: stack.url,
+        createAuthHeaders: async () => ({
+          verify: { "X-API-Key": stack.apiKey },
+          settle: { "X-API-Key": stack.apiKey },
+          supported: {},
+        }),
+      });
+      serverScheme = new BatchServerScheme(PAY_TO, { withdrawDelay: 900 });
+      const resourceServer = new x402ResourceServer(facilitator).register(NETWORK, serverScheme);
+      const app = express();
+      app.use(
+        paymentMiddleware(
+          {
+            "GET /tokens": {
+              accepts: {
+                scheme: "batch-settlement",
+                network: NETWORK,
+                payTo: PAY_TO,
+                price: variant.extra
+                  ? { amount: PRICE.toString(), asset: token(), extra: variant.extra }
+                  : "$0.001",
+              },
+              description: "Per-call API paid from a channel",
+              mimeType: "application/json",
             },
-            description: "Per-call API paid from a channel",
-            mimeType: "application/json",
           },
-        },
-        resourceServer,
-      ),
-    );
-    app.get("/tokens", (_req, res) => res.json({ tokens: 7 }));
-    server = await new Promise<Server>((resolve) => {
-      const s = app.listen(0, "127.0.0.1", () => resolve(s));
+          resourceServer,
+        ),
+      );
+      app.get("/tokens", (_req, res) => res.json({ tokens: 7 }));
+      server = await new Promise<Server>((resolve) => {
+        const s = app.listen(0, "127.0.0.1", () => resolve(s));
+      });
+      resourceUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/tokens`;
+
+      const payer = privateKeyToAccount(stack.payerKeys[0]!);
+      if (variant.transferMethod === "permit2") {
+        // The payer's one-time approval of Permit2 on a token without EIP-3009.
+        const wallet = createWalletClient({
+          account: payer,
+          chain: defineChain({
+            id: Number(NETWORK.split(":")[1]),
+            name: "devnet",
+            nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+            rpcUrls: { default: { http: [stack.rpcUrl] } },
+          }),
+          transport: http(stack.rpcUrl),
+        });
+        const hash = await wallet.writeContract({
+          address: token(),
+          abi: erc20Abi,
+          functionName: "approve",
+          args: [PERMIT2_ADDRESS, maxUint256],
+        });
+        assert.equal((await publicClient.waitForTransactionReceipt({ hash })).status, "success");
+      }
+      clientScheme = new BatchClientScheme(toClientEvmSigner(payer, publicClient), {
+        depositPolicy: { depositMultiplier: 10 },
+        rpcUrl: stack.rpcUrl,
+      });
+      const client = new x402Client().register("eip155:*", clientScheme);
+      // A token outside the SDK's defaults needs the payer's explicit opt-in.
+      if (variant.extra) {
+        client.setSpendControls({
+          allowedAssets: [{ network: NETWORK, asset: token(), maxAmountPerPayment: "1000000" }],
+        });
+      }
+      pay = wrapFetchWithPayment(fetch, client);
     });
-    resourceUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/tokens`;
 
-    const payer = privateKeyToAccount(stack.payerKeys[0]!);
-    clientScheme = new BatchClientScheme(toClientEvmSigner(payer, publicClient), {
-      depositPolicy: { depositMultiplier: 10 },
-      rpcUrl: stack.rpcUrl,
+    after(async () => {
+      if (server) await new Promise<void>((r) => server.close(() => r()));
+      await stack?.stop();
     });
-    pay = wrapFetchWithPayment(fetch, new x402Client().register("eip155:*", clientScheme));
-  });
 
-  after(async () => {
-    if (server) await new Promise<void>((r) => server.close(() => r()));
-    await stack?.stop();
-  });
+    const rows = () =>
+      stack.service.db
+        .selectFrom("settlements")
+        .select(["status", "transaction", "units", "request", "error_reason"])
+        .where("scheme", "=", "batch-settlement")
+        .orderBy("started_at")
+        .execute();
+    const actionOf = (request: unknown): string =>
+      String(
+        (
+          (typeof request === "string" ? JSON.parse(request) : request) as {
+            paymentPayload: { payload: { type?: string; settleAction?: string } };
+          }
+        ).paymentPayload.payload.type ?? "",
+      );
 
-  const rows = () =>
-    stack.service.db
-      .selectFrom("settlements")
-      .select(["status", "transaction", "units", "request", "error_reason"])
-      .where("scheme", "=", "batch-settlement")
-      .orderBy("started_at")
-      .execute();
-  const actionOf = (request: unknown): string =>
-    String(
-      (
-        (typeof request === "string" ? JSON.parse(request) : request) as {
-          paymentPayload: { payload: { type?: string; settleAction?: string } };
-        }
-      ).paymentPayload.payload.type ?? "",
-    );
-
-  test("/supported advertises receiverAuthorizer for batch-settlement", async () => {
-    const supported = await facilitator.getSupported();
-    const kind = supported.kinds.find(
-      (k) => k.network === NETWORK && k.scheme === "batch-settlement",
-    );
-    assert.equal(
-      String(kind?.extra?.["receiverAuthorizer"]).toLowerCase(),
-      authorizer.address.toLowerCase(),
-    );
-  });
-
-  test("the first request deposits into the escrow; later ones pay with vouchers only", async () => {
-    const payer = privateKeyToAccount(stack.payerKeys[0]!);
-    const payerBefore = await usdcBalance(stack.rpcUrl, stack.usdc, payer.address);
-    for (let i = 0; i < REQUESTS; i++) {
-      const res = await pay(resourceUrl);
-      assert.equal(res.status, 200, `request ${i}: ${await res.clone().text()}`);
-      assert.deepEqual(await res.json(), { tokens: 7 });
-    }
-    const escrowed = await usdcBalance(stack.rpcUrl, stack.usdc, X402_BATCH_SETTLEMENT_ADDRESS);
-    assert.ok(escrowed >= PRICE * BigInt(REQUESTS), `escrow holds ${escrowed}`);
-    assert.equal(
-      await usdcBalance(stack.rpcUrl, stack.usdc, payer.address),
-      payerBefore - escrowed,
-      "only the deposit left the payer",
-    );
-    const recorded = await rows();
-    assert.deepEqual(
-      recorded.map((r) => [actionOf(r.request), r.status, r.units]),
-      [["deposit", "succeeded", 0]],
-      "one on-chain deposit; vouchers need no settlement",
-    );
-  });
-
-  test("claim: the vouchers are claimed on-chain and the row counts them", async () => {
-    const manager = serverScheme.createChannelManager(facilitator, NETWORK, stack.usdc);
-    const claims = await manager.claim();
-    assert.equal(claims.length, 1, JSON.stringify(claims));
-    assert.ok(claims[0]!.vouchers >= 1);
-    const receipt = await publicClient.getTransactionReceipt({
-      hash: claims[0]!.transaction as Hex,
+    test("/supported advertises receiverAuthorizer for batch-settlement", async () => {
+      const supported = await facilitator.getSupported();
+      const kind = supported.kinds.find(
+        (k) => k.network === NETWORK && k.scheme === "batch-settlement",
+      );
+      assert.equal(
+        String(kind?.extra?.["receiverAuthorizer"]).toLowerCase(),
+        authorizer.address.toLowerCase(),
+      );
     });
-    assert.equal(receipt.status, "success");
-    const claimRow = (await rows()).find((r) => actionOf(r.request) === "claim");
-    assert.ok(claimRow, "claim recorded");
-    assert.equal(claimRow.status, "succeeded");
-    assert.equal(claimRow.units, claims[0]!.vouchers, "the row records the claim's voucher count");
 
-    const settled = await manager.settle();
-    assert.match(settled.transaction, /^0x[0-9a-f]{64}$/);
-    assert.equal(
-      await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO),
-      PRICE * BigInt(REQUESTS),
-      "the receiver got exactly what was used",
-    );
-  });
+    test("the first request deposits into the escrow; later ones pay with vouchers only", async () => {
+      const payer = privateKeyToAccount(stack.payerKeys[0]!);
+      const payerBefore = await usdcBalance(stack.rpcUrl, token(), payer.address);
+      for (let i = 0; i < REQUESTS; i++) {
+        const res = await pay(resourceUrl);
+        assert.equal(res.status, 200, `request ${i}: ${await res.clone().text()}`);
+        assert.deepEqual(await res.json(), { tokens: 7 });
+      }
+      const escrowed = await usdcBalance(stack.rpcUrl, token(), X402_BATCH_SETTLEMENT_ADDRESS);
+      assert.ok(escrowed >= PRICE * BigInt(REQUESTS), `escrow holds ${escrowed}`);
+      assert.equal(
+        await usdcBalance(stack.rpcUrl, token(), payer.address),
+        payerBefore - escrowed,
+        "only the deposit left the payer",
+      );
+      const recorded = await rows();
+      assert.deepEqual(
+        recorded.map((r) => [actionOf(r.request), r.status, r.units]),
+        [["deposit", "succeeded", 0]],
+        "one on-chain deposit; vouchers need no settlement",
+      );
+      // The deposit went through the collector for this token's transfer method.
+      const depositTx = await publicClient.getTransaction({
+        hash: recorded[0]!.transaction as Hex,
+      });
+      const call = decodeFunctionData({ abi: DEPOSIT_ABI, data: depositTx.input });
+      assert.equal(
+        (call.args[2] as string).toLowerCase(),
+        (variant.transferMethod === "permit2"
+          ? X402_PERMIT2_DEPOSIT_COLLECTOR_ADDRESS
+          : X402_ERC3009_DEPOSIT_COLLECTOR_ADDRESS
+        ).toLowerCase(),
+      );
+    });
 
-  test("refund: the payer gets the unclaimed rest of the deposit back", async () => {
-    const payer = privateKeyToAccount(stack.payerKeys[0]!);
-    const before = await usdcBalance(stack.rpcUrl, stack.usdc, payer.address);
-    const escrowBefore = await usdcBalance(stack.rpcUrl, stack.usdc, X402_BATCH_SETTLEMENT_ADDRESS);
-    const manager = serverScheme.createChannelManager(facilitator, NETWORK, stack.usdc);
-    const refunds = await manager.refund();
-    assert.equal(refunds.length, 1, JSON.stringify(refunds));
-    const after = await usdcBalance(stack.rpcUrl, stack.usdc, payer.address);
-    assert.equal(after - before, escrowBefore, "everything left in the escrow went back");
-    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, X402_BATCH_SETTLEMENT_ADDRESS), 0n);
-    const actions = (await rows()).map((r) => [actionOf(r.request), r.status, r.units]);
-    assert.deepEqual(actions.at(-1), ["refund", "succeeded", 0]);
+    test("claim: the vouchers are claimed on-chain and the row counts them", async () => {
+      const manager = serverScheme.createChannelManager(facilitator, NETWORK, token());
+      const claims = await manager.claim();
+      assert.equal(claims.length, 1, JSON.stringify(claims));
+      assert.ok(claims[0]!.vouchers >= 1);
+      const receipt = await publicClient.getTransactionReceipt({
+        hash: claims[0]!.transaction as Hex,
+      });
+      assert.equal(receipt.status, "success");
+      const claimRow = (await rows()).find((r) => actionOf(r.request) === "claim");
+      assert.ok(claimRow, "claim recorded");
+      assert.equal(claimRow.status, "succeeded");
+      assert.equal(
+        claimRow.units,
+        claims[0]!.vouchers,
+        "the row records the claim's voucher count",
+      );
+
+      const settled = await manager.settle();
+      assert.match(settled.transaction, /^0x[0-9a-f]{64}$/);
+      assert.equal(
+        await usdcBalance(stack.rpcUrl, token(), PAY_TO),
+        PRICE * BigInt(REQUESTS),
+        "the receiver got exactly what was used",
+      );
+    });
+
+    test("refund: the payer gets the unclaimed rest of the deposit back", async () => {
+      const payer = privateKeyToAccount(stack.payerKeys[0]!);
+      const before = await usdcBalance(stack.rpcUrl, token(), payer.address);
+      const escrowBefore = await usdcBalance(stack.rpcUrl, token(), X402_BATCH_SETTLEMENT_ADDRESS);
+      const manager = serverScheme.createChannelManager(facilitator, NETWORK, token());
+      const refunds = await manager.refund();
+      assert.equal(refunds.length, 1, JSON.stringify(refunds));
+      const after = await usdcBalance(stack.rpcUrl, token(), payer.address);
+      assert.equal(after - before, escrowBefore, "everything left in the escrow went back");
+      assert.equal(await usdcBalance(stack.rpcUrl, token(), X402_BATCH_SETTLEMENT_ADDRESS), 0n);
+      const actions = (await rows()).map((r) => [actionOf(r.request), r.status, r.units]);
+      assert.deepEqual(actions.at(-1), ["refund", "succeeded", 0]);
+    });
   });
-});
+}
