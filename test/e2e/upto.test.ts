@@ -64,7 +64,12 @@ describe("upto through Permit2, settled at the amount used", () => {
   }
 
   before(async () => {
-    stack = await startStack({ networks: [NETWORK], payers: 3 });
+    // Metered, as in production: a zero-amount settle must not be billed.
+    stack = await startStack({
+      networks: [NETWORK],
+      payers: 3,
+      env: { METER_SETTLEMENTS: "true" },
+    });
     publicClient = createPublicClient({ transport: http(stack.rpcUrl) });
     facilitator = new HTTPFacilitatorClient({
       url: stack.url,
@@ -252,6 +257,12 @@ describe("upto through Permit2, settled at the amount used", () => {
     assert.equal(row.status, "succeeded");
     assert.equal(row.amount, "0");
     assert.ok(!row.transaction, "no transaction recorded");
+    const usage = await stack.service.db
+      .selectFrom("quota_usage")
+      .select(["used", "reserved"])
+      .where("account_id", "=", stack.accountId)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(usage, { used: 1, reserved: 0 }, "only the earlier paid request counted");
   });
 
   test("a settle-time amount above the signed maximum fails clearly and moves nothing", async () => {

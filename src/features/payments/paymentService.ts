@@ -82,7 +82,9 @@ export class PaymentService {
       // A `settlement_pending` answer is not counted: the client's retry of
       // the same payment reconciles against the same transaction and is
       // counted once when it succeeds. Counting both would bill one payment twice.
-      const counts = result.success;
+      // A success that sent nothing (an `upto` settled at zero) moved no
+      // money and is not billed either.
+      const counts = result.success && result.transaction !== "";
       await this.quota!.settle(reservation, counts, settlementId);
     }
     await this.catalogOutcome("settle", result.success, principal, request, extensionResponses);
