@@ -290,4 +290,33 @@ describe("upto through Permit2, settled at the amount used", () => {
     assert.equal(settled.success, true, JSON.stringify(settled));
     assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payer.address), before - MAX_ATOMIC);
   });
+
+  test("a malformed upto payload gets a 400 naming the field, and nothing is recorded", async () => {
+    const payer = privateKeyToAccount(stack.payerKeys[0]!);
+    const { paymentPayload, paymentRequirements } = await signedUpto(payer, USED_ATOMIC);
+    const payload = paymentPayload.payload as {
+      permit2Authorization: { witness: Record<string, unknown> };
+    };
+    delete payload.permit2Authorization.witness.facilitator;
+    const rowsBefore = await stack.service.db
+      .selectFrom("settlements")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .executeTakeFirstOrThrow();
+    for (const path of ["/verify", "/settle"]) {
+      const res = await post(
+        stack.url,
+        path,
+        { x402Version: 2, paymentPayload, paymentRequirements },
+        stack.apiKey,
+      );
+      assert.equal(res.status, 400, path);
+      const text = await res.text();
+      assert.match(text, /permit2Authorization\.witness\.facilitator is required/, text);
+    }
+    const rowsAfter = await stack.service.db
+      .selectFrom("settlements")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .executeTakeFirstOrThrow();
+    assert.equal(Number(rowsAfter.n), Number(rowsBefore.n));
+  });
 });

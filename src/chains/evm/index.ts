@@ -13,7 +13,7 @@ import { isAddress, type Hex, type PublicClient } from "viem";
 import { findEvmNetwork, type EvmNetwork } from "../../networks/registry.js";
 import { Reason } from "../../lib/reasons.js";
 import type { ChainAdapter, PreparedPayment } from "../types.js";
-import { evmExactPayloadShapeError } from "./payloadShape.js";
+import { evmExactPayloadShapeError, evmUptoPayloadShapeError } from "./payloadShape.js";
 import type { Logger } from "../../lib/logger.js";
 import type { SignerLeases } from "./signerLeases.js";
 import { FeeOracle } from "./feeOracle.js";
@@ -167,8 +167,10 @@ export class EvmChainAdapter implements ChainAdapter {
   }
 
   shapeError(payload: PaymentPayload, requirements: PaymentRequirements): string | undefined {
-    if (requirements.scheme !== "exact") return undefined;
-    return evmExactPayloadShapeError(payload.payload as Record<string, unknown>);
+    const body = payload.payload as Record<string, unknown>;
+    if (requirements.scheme === "exact") return evmExactPayloadShapeError(body);
+    if (requirements.scheme === "upto") return evmUptoPayloadShapeError(body);
+    return undefined;
   }
 
   async prepare(

@@ -1,5 +1,5 @@
 /**
- * Shape checks for EVM `exact` payloads, so a malformed one gets a 400 that
+ * Shape checks for EVM `exact` and `upto` payloads, so a malformed one gets a 400 that
  * names the field instead of an exception deep inside the mechanism.
  */
 import { z } from "zod";
@@ -40,6 +40,29 @@ export function evmExactPayloadShapeError(payload: Record<string, unknown>): str
   if (!schema) {
     return "paymentPayload.payload must hold an `authorization` (EIP-3009) or a `permit2Authorization` (Permit2) with its `signature`";
   }
+  return firstIssue(schema, payload);
+}
+
+/**
+ * Upto payloads are always Permit2, and the witness names the facilitator
+ * allowed to settle, so a missing `facilitator` is caught here as a 400
+ * rather than surfacing as a failed signature check.
+ */
+const uptoPermit2 = permit2.extend({
+  permit2Authorization: permit2.shape.permit2Authorization.extend({
+    witness: z.object({ to: address, facilitator: address, validAfter: uint }).passthrough(),
+  }),
+});
+
+/** Returns a message naming the first bad field of an `upto` payload, or undefined. */
+export function evmUptoPayloadShapeError(payload: Record<string, unknown>): string | undefined {
+  if (!("permit2Authorization" in payload)) {
+    return "paymentPayload.payload must hold a `permit2Authorization` (Permit2) with its `signature` for the upto scheme";
+  }
+  return firstIssue(uptoPermit2, payload);
+}
+
+function firstIssue(schema: z.ZodTypeAny, payload: Record<string, unknown>): string | undefined {
   const r = schema.safeParse(payload);
   if (r.success) return undefined;
   const issue = r.error.issues[0]!;
