@@ -24,8 +24,8 @@ const { ours, reference } = await runEvmBench({
   databaseUrl,
   verifySeconds: quick ? 5 : 30,
   verifyConcurrency: 64,
-  // Enough distinct payments for about 1,500 verifications a second.
-  verifyPayloads: quick ? 7_500 : 45_000,
+  // Enough distinct payments for about 2,500 verifications a second.
+  verifyPayloads: quick ? 12_500 : 75_000,
   settleCount: quick ? 300 : 2000,
   settleConcurrency: 200,
   settleCapSeconds: quick ? 60 : 240,
