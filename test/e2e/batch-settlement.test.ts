@@ -12,11 +12,10 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { AddressInfo } from "node:net";
-import type { Server } from "node:http";
 import express from "express";
 import { paymentMiddleware } from "@x402/express";
-import { HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server";
+import type { HTTPFacilitatorClient } from "@x402/core/server";
+import { x402ResourceServer } from "@x402/core/server";
 import { x402Client } from "@x402/core/client";
 import { PERMIT2_ADDRESS, toClientEvmSigner } from "@x402/evm";
 import { BatchSettlementEvmScheme as BatchServerScheme } from "@x402/evm/batch-settlement/server";
@@ -41,6 +40,7 @@ import {
   X402_ERC3009_DEPOSIT_COLLECTOR_ADDRESS,
   X402_PERMIT2_DEPOSIT_COLLECTOR_ADDRESS,
 } from "../../devnet/deploy.js";
+import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { usdcBalance } from "../support/payments.js";
 
@@ -81,7 +81,7 @@ for (const variant of VARIANTS) {
   const NETWORK = variant.network;
   describe(`batch-settlement: deposit, vouchers, claim, settle, refund (${variant.title})`, () => {
     let stack: TestStack;
-    let server: Server;
+    let server: Listening | undefined;
     let resourceUrl: string;
     let publicClient: PublicClient;
     let facilitator: HTTPFacilitatorClient;
@@ -97,14 +97,7 @@ for (const variant of VARIANTS) {
         env: { EVM_BATCH_AUTHORIZER_KEY: devnetBatchAuthorizerKey() },
       });
       publicClient = createPublicClient({ transport: http(stack.rpcUrl) });
-      facilitator = new HTTPFacilitatorClient({
-        url: stack.url,
-        createAuthHeaders: async () => ({
-          verify: { "X-API-Key": stack.apiKey },
-          settle: { "X-API-Key": stack.apiKey },
-          supported: {},
-        }),
-      });
+      facilitator = facilitatorClient(stack);
       serverScheme = new BatchServerScheme(PAY_TO, { withdrawDelay: 900 });
       const resourceServer = new x402ResourceServer(facilitator).register(NETWORK, serverScheme);
       const app = express();
@@ -128,10 +121,8 @@ for (const variant of VARIANTS) {
         ),
       );
       app.get("/tokens", (_req, res) => res.json({ tokens: 7 }));
-      server = await new Promise<Server>((resolve) => {
-        const s = app.listen(0, "127.0.0.1", () => resolve(s));
-      });
-      resourceUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/tokens`;
+      server = await listenOnLoopback(app);
+      resourceUrl = `${server.origin}/tokens`;
 
       const payer = privateKeyToAccount(stack.payerKeys[0]!);
       if (variant.transferMethod === "permit2") {
@@ -169,7 +160,7 @@ for (const variant of VARIANTS) {
     });
 
     after(async () => {
-      if (server) await new Promise<void>((r) => server.close(() => r()));
+      await server?.close();
       await stack?.stop();
     });
 

@@ -9,11 +9,9 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { AddressInfo } from "node:net";
-import type { Server } from "node:http";
 import express from "express";
 import { paymentMiddleware } from "@x402/express";
-import { HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server";
+import { x402ResourceServer } from "@x402/core/server";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { ExactEvmScheme as ExactEvmServerScheme } from "@x402/evm/exact/server";
 import { ExactEvmScheme as ExactEvmClientScheme } from "@x402/evm/exact/client";
@@ -28,6 +26,7 @@ import {
 import { wrapFetchWithPayment } from "@x402/fetch";
 import { privateKeyToAccount } from "viem/accounts";
 import { createPublicClient, decodeFunctionData, http, type Hex, type PublicClient } from "viem";
+import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { usdcBalance } from "../support/payments.js";
 
@@ -37,7 +36,7 @@ const PRICE = 1_000n; // $0.001
 
 describe("ERC-8021 builder codes on the settlement calldata", () => {
   let stack: TestStack;
-  let server: Server;
+  let server: Listening | undefined;
   let base: string;
   let publicClient: PublicClient;
 
@@ -48,14 +47,7 @@ describe("ERC-8021 builder codes on the settlement calldata", () => {
       env: { BUILDER_CODE: "bc_facilitator" },
     });
     publicClient = createPublicClient({ transport: http(stack.rpcUrl) });
-    const facilitator = new HTTPFacilitatorClient({
-      url: stack.url,
-      createAuthHeaders: async () => ({
-        verify: { "X-API-Key": stack.apiKey },
-        settle: { "X-API-Key": stack.apiKey },
-        supported: {},
-      }),
-    });
+    const facilitator = facilitatorClient(stack);
     const resourceServer = new x402ResourceServer(facilitator)
       .register(NETWORK, new ExactEvmServerScheme())
       .registerExtension(builderCodeResourceServerExtension);
@@ -82,14 +74,12 @@ describe("ERC-8021 builder codes on the settlement calldata", () => {
     );
     app.get("/attributed", (_req, res) => res.json({ ok: true }));
     app.get("/plain", (_req, res) => res.json({ ok: true }));
-    server = await new Promise<Server>((resolve) => {
-      const s = app.listen(0, "127.0.0.1", () => resolve(s));
-    });
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    server = await listenOnLoopback(app);
+    base = `${server.origin}`;
   });
 
   after(async () => {
-    if (server) await new Promise<void>((r) => server.close(() => r()));
+    await server?.close();
     await stack?.stop();
   });
 

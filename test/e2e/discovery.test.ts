@@ -8,8 +8,6 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { AddressInfo } from "node:net";
-import type { Server } from "node:http";
 import express from "express";
 import { paymentMiddleware } from "@x402/express";
 import { HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server";
@@ -25,6 +23,7 @@ import { ExactEvmScheme as ExactEvmClientScheme } from "@x402/evm/exact/client";
 import { declareDiscoveryExtension, withBazaar } from "@x402/extensions/bazaar";
 import { wrapFetchWithPayment } from "@x402/fetch";
 import { privateKeyToAccount } from "viem/accounts";
+import { apiKeyAuth, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { availableBackends } from "../support/database.js";
 
@@ -49,7 +48,7 @@ class RecordingFacilitatorClient extends HTTPFacilitatorClient {
 for (const backend of availableBackends()) {
   describe(`discovery end to end (${backend})`, () => {
     let stack: TestStack;
-    let server: Server;
+    let server: Listening | undefined;
     let origin: string;
     let facilitator: RecordingFacilitatorClient;
 
@@ -57,11 +56,7 @@ for (const backend of availableBackends()) {
       stack = await startStack({ backend });
       facilitator = new RecordingFacilitatorClient({
         url: stack.url,
-        createAuthHeaders: async () => ({
-          verify: { "X-API-Key": stack.apiKey },
-          settle: { "X-API-Key": stack.apiKey },
-          supported: {},
-        }),
+        createAuthHeaders: apiKeyAuth(stack.apiKey),
       });
       const resourceServer = new x402ResourceServer(facilitator).register(
         "eip155:8453",
@@ -108,14 +103,12 @@ for (const backend of availableBackends()) {
       app.get("/private", (_req, res) => {
         res.json({ notes: "none" });
       });
-      server = await new Promise<Server>((resolve) => {
-        const s = app.listen(0, "127.0.0.1", () => resolve(s));
-      });
-      origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      server = await listenOnLoopback(app);
+      origin = `${server.origin}`;
     });
 
     after(async () => {
-      await new Promise<void>((r) => server.close(() => r()));
+      await server?.close();
       await stack.stop();
     });
 

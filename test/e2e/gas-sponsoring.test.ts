@@ -9,11 +9,9 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { AddressInfo } from "node:net";
-import type { Server } from "node:http";
 import express from "express";
 import { paymentMiddleware } from "@x402/express";
-import { HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server";
+import { x402ResourceServer } from "@x402/core/server";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { ExactEvmScheme as ExactEvmServerScheme } from "@x402/evm/exact/server";
 import { ExactEvmScheme as ExactEvmClientScheme } from "@x402/evm/exact/client";
@@ -38,6 +36,7 @@ import {
   type Hex,
   type PublicClient,
 } from "viem";
+import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { usdcBalance } from "../support/payments.js";
 
@@ -47,21 +46,14 @@ const PRICE = 3_000n;
 
 describe("eip2612GasSponsoring: a payer with no gas onboards to Permit2", () => {
   let stack: TestStack;
-  let server: Server;
+  let server: Listening | undefined;
   let resourceUrl: string;
   let publicClient: PublicClient;
 
   before(async () => {
     stack = await startStack({ networks: [NETWORK] });
     publicClient = createPublicClient({ transport: http(stack.rpcUrl) });
-    const facilitator = new HTTPFacilitatorClient({
-      url: stack.url,
-      createAuthHeaders: async () => ({
-        verify: { "X-API-Key": stack.apiKey },
-        settle: { "X-API-Key": stack.apiKey },
-        supported: {},
-      }),
-    });
+    const facilitator = facilitatorClient(stack);
     const resourceServer = new x402ResourceServer(facilitator).register(
       NETWORK,
       new ExactEvmServerScheme(),
@@ -90,14 +82,12 @@ describe("eip2612GasSponsoring: a payer with no gas onboards to Permit2", () => 
       ),
     );
     app.get("/data", (_req, res) => res.json({ data: "ok" }));
-    server = await new Promise<Server>((resolve) => {
-      const s = app.listen(0, "127.0.0.1", () => resolve(s));
-    });
-    resourceUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/data`;
+    server = await listenOnLoopback(app);
+    resourceUrl = `${server.origin}/data`;
   });
 
   after(async () => {
-    if (server) await new Promise<void>((r) => server.close(() => r()));
+    await server?.close();
     await stack?.stop();
   });
 

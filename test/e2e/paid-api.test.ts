@@ -8,8 +8,6 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { AddressInfo } from "node:net";
-import type { Server } from "node:http";
 import express from "express";
 import { paymentMiddleware } from "@x402/express";
 import { HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server";
@@ -19,6 +17,7 @@ import { ExactEvmScheme as ExactEvmClientScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment } from "@x402/fetch";
 import { privateKeyToAccount } from "viem/accounts";
 import type { Hex } from "viem";
+import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { availableBackends } from "../support/database.js";
 import { usdcBalance } from "../support/payments.js";
@@ -29,19 +28,12 @@ const PRICE_ATOMIC = 1000n; // $0.001 in USDC's 6 decimals
 for (const backend of availableBackends()) {
   describe(`paid API end to end (${backend})`, () => {
     let stack: TestStack;
-    let server: Server;
+    let server: Listening | undefined;
     let resourceUrl: string;
 
     before(async () => {
       stack = await startStack({ backend });
-      const facilitator = new HTTPFacilitatorClient({
-        url: stack.url,
-        createAuthHeaders: async () => ({
-          verify: { "X-API-Key": stack.apiKey },
-          settle: { "X-API-Key": stack.apiKey },
-          supported: {},
-        }),
-      });
+      const facilitator = facilitatorClient(stack);
       const resourceServer = new x402ResourceServer(facilitator).register(
         "eip155:8453",
         new ExactEvmServerScheme(),
@@ -62,14 +54,12 @@ for (const backend of availableBackends()) {
       app.get("/weather", (_req, res) => {
         res.json({ forecast: "sunny" });
       });
-      server = await new Promise<Server>((resolve) => {
-        const s = app.listen(0, "127.0.0.1", () => resolve(s));
-      });
-      resourceUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/weather`;
+      server = await listenOnLoopback(app);
+      resourceUrl = `${server.origin}/weather`;
     });
 
     after(async () => {
-      await new Promise<void>((r) => server.close(() => r()));
+      await server?.close();
       await stack.stop();
     });
 

@@ -9,8 +9,6 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { AddressInfo } from "node:net";
-import type { Server } from "node:http";
 import express from "express";
 import { paymentMiddleware } from "@x402/express";
 import { HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server";
@@ -29,6 +27,7 @@ import {
   maxUint256,
   type Hex,
 } from "viem";
+import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { availableBackends } from "../support/database.js";
 import { usdcBalance as tokenBalance } from "../support/payments.js";
@@ -41,19 +40,12 @@ const PRICE_ATOMIC = 2500n; // 0.0025 USDG (6 decimals)
 for (const backend of availableBackends()) {
   describe(`exact through Permit2, USDG on eip155:4663 (${backend})`, () => {
     let stack: TestStack;
-    let server: Server;
+    let server: Listening | undefined;
     let resourceUrl: string;
 
     before(async () => {
       stack = await startStack({ backend, networks: [NETWORK] });
-      const facilitator = new HTTPFacilitatorClient({
-        url: stack.url,
-        createAuthHeaders: async () => ({
-          verify: { "X-API-Key": stack.apiKey },
-          settle: { "X-API-Key": stack.apiKey },
-          supported: {},
-        }),
-      });
+      const facilitator = facilitatorClient(stack);
       const resourceServer = new x402ResourceServer(facilitator).register(
         NETWORK,
         new ExactEvmServerScheme(),
@@ -85,14 +77,12 @@ for (const backend of availableBackends()) {
       app.get("/report", (_req, res) => {
         res.json({ report: "ok" });
       });
-      server = await new Promise<Server>((resolve) => {
-        const s = app.listen(0, "127.0.0.1", () => resolve(s));
-      });
-      resourceUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/report`;
+      server = await listenOnLoopback(app);
+      resourceUrl = `${server.origin}/report`;
     });
 
     after(async () => {
-      if (server) await new Promise<void>((r) => server.close(() => r()));
+      await server?.close();
       await stack?.stop();
     });
 

@@ -7,8 +7,6 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { AddressInfo } from "node:net";
-import type { Server } from "node:http";
 import express from "express";
 import { paymentMiddleware } from "@x402/express";
 import { HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server";
@@ -34,6 +32,7 @@ import {
   type PublicClient,
 } from "viem";
 import { DEVNET_WALLET_FACTORY_ADDRESS } from "../../devnet/deploy.js";
+import { apiKeyAuth, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { requirementsFor, usdcBalance } from "../support/payments.js";
 
@@ -131,11 +130,7 @@ class WalletWorld {
   facilitator(): HTTPFacilitatorClient {
     return new HTTPFacilitatorClient({
       url: this.stack.url,
-      createAuthHeaders: async () => ({
-        verify: { "X-API-Key": this.stack.apiKey },
-        settle: { "X-API-Key": this.stack.apiKey },
-        supported: {},
-      }),
+      createAuthHeaders: apiKeyAuth(this.stack.apiKey),
     });
   }
 
@@ -164,7 +159,7 @@ class WalletWorld {
 
 describe("smart-contract wallets pay (factory allowed)", () => {
   let world: WalletWorld;
-  let server: Server;
+  let server: Listening | undefined;
   let resourceUrl: string;
 
   before(async () => {
@@ -188,14 +183,12 @@ describe("smart-contract wallets pay (factory allowed)", () => {
       ),
     );
     app.get("/paid", (_req, res) => res.json({ ok: true }));
-    server = await new Promise<Server>((resolve) => {
-      const s = app.listen(0, "127.0.0.1", () => resolve(s));
-    });
-    resourceUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/paid`;
+    server = await listenOnLoopback(app);
+    resourceUrl = `${server.origin}/paid`;
   });
 
   after(async () => {
-    if (server) await new Promise<void>((r) => server.close(() => r()));
+    await server?.close();
     await world?.stack.stop();
   });
 

@@ -8,11 +8,10 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { AddressInfo } from "node:net";
-import type { Server } from "node:http";
 import express from "express";
 import { paymentMiddleware, setSettlementOverrides } from "@x402/express";
-import { HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server";
+import type { HTTPFacilitatorClient } from "@x402/core/server";
+import { x402ResourceServer } from "@x402/core/server";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { UptoEvmScheme as UptoEvmServerScheme } from "@x402/evm/upto/server";
@@ -30,6 +29,7 @@ import {
   type Hex,
   type PublicClient,
 } from "viem";
+import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { post, usdcBalance } from "../support/payments.js";
 
@@ -40,7 +40,7 @@ const USED_ATOMIC = 2_500n; // what the request turned out to cost
 
 describe("upto through Permit2, settled at the amount used", () => {
   let stack: TestStack;
-  let server: Server;
+  let server: Listening | undefined;
   let resourceUrl: string;
   let publicClient: PublicClient;
   let facilitator: HTTPFacilitatorClient;
@@ -71,14 +71,7 @@ describe("upto through Permit2, settled at the amount used", () => {
       env: { METER_SETTLEMENTS: "true" },
     });
     publicClient = createPublicClient({ transport: http(stack.rpcUrl) });
-    facilitator = new HTTPFacilitatorClient({
-      url: stack.url,
-      createAuthHeaders: async () => ({
-        verify: { "X-API-Key": stack.apiKey },
-        settle: { "X-API-Key": stack.apiKey },
-        supported: {},
-      }),
-    });
+    facilitator = facilitatorClient(stack);
     const resourceServer = new x402ResourceServer(facilitator).register(
       NETWORK,
       new UptoEvmServerScheme(),
@@ -101,14 +94,12 @@ describe("upto through Permit2, settled at the amount used", () => {
       setSettlementOverrides(res, { amount: USED_ATOMIC.toString() });
       res.json({ result: 42 });
     });
-    server = await new Promise<Server>((resolve) => {
-      const s = app.listen(0, "127.0.0.1", () => resolve(s));
-    });
-    resourceUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/compute`;
+    server = await listenOnLoopback(app);
+    resourceUrl = `${server.origin}/compute`;
   });
 
   after(async () => {
-    if (server) await new Promise<void>((r) => server.close(() => r()));
+    await server?.close();
     await stack?.stop();
   });
 
