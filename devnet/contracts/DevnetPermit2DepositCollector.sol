@@ -2,7 +2,7 @@
 pragma solidity ^0.8.28;
 
 import {DevnetPermit2} from "./DevnetPermit2.sol";
-import {IDevnetERC20Permit} from "./DevnetX402ExactPermit2Proxy.sol";
+import {DevnetPermit2612Attempt} from "./DevnetPermit2612Attempt.sol";
 
 /// @title DevnetPermit2DepositCollector
 /// @notice The batch-settlement deposit collector for any ERC-20 through
@@ -14,7 +14,7 @@ import {IDevnetERC20Permit} from "./DevnetX402ExactPermit2Proxy.sol";
 ///         Permit2 first (gasless onboarding); if it fails, the failure is
 ///         logged and the transfer still runs (the approval may exist).
 /// @dev Placed with `anvil_setCode`: Permit2 and the escrow are constants.
-contract DevnetPermit2DepositCollector {
+contract DevnetPermit2DepositCollector is DevnetPermit2612Attempt {
     /// @notice The canonical Permit2.
     DevnetPermit2 public constant PERMIT2 = DevnetPermit2(0x000000000022D473030F116dDEE9F6B43aC78BA3);
     /// @notice The batch-settlement escrow this collector serves.
@@ -25,9 +25,6 @@ contract DevnetPermit2DepositCollector {
         "DepositWitness witness)DepositWitness(bytes32 channelId)TokenPermissions(address token,uint256 amount)";
     bytes32 public constant DEPOSIT_WITNESS_TYPEHASH = keccak256("DepositWitness(bytes32 channelId)");
 
-    event EIP2612PermitFailedWithReason(address indexed token, address indexed owner, string reason);
-    event EIP2612PermitFailedWithPanic(address indexed token, address indexed owner, uint256 errorCode);
-    event EIP2612PermitFailedWithData(address indexed token, address indexed owner, bytes data);
 
     error InvalidPermit2Address();
     error OnlyX402BatchSettlement();
@@ -58,14 +55,6 @@ contract DevnetPermit2DepositCollector {
         (uint256 value, uint256 deadline, uint8 v, bytes32 r, bytes32 s) =
             abi.decode(data, (uint256, uint256, uint8, bytes32, bytes32));
         if (value != amount) revert Permit2612AmountMismatch();
-        try IDevnetERC20Permit(token).permit(payer, address(PERMIT2), value, deadline, v, r, s) {
-            // approved
-        } catch Error(string memory reason) {
-            emit EIP2612PermitFailedWithReason(token, payer, reason);
-        } catch Panic(uint256 errorCode) {
-            emit EIP2612PermitFailedWithPanic(token, payer, errorCode);
-        } catch (bytes memory lowLevel) {
-            emit EIP2612PermitFailedWithData(token, payer, lowLevel);
-        }
+        _tryPermit2612(token, payer, value, deadline, v, r, s);
     }
 }

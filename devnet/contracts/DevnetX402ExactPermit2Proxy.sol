@@ -2,12 +2,7 @@
 pragma solidity ^0.8.28;
 
 import {DevnetPermit2} from "./DevnetPermit2.sol";
-
-/// @dev The one EIP-2612 function the proxy calls.
-interface IDevnetERC20Permit {
-    function permit(address owner, address spender, uint256 value, uint256 deadline, uint8 v, bytes32 r, bytes32 s)
-        external;
-}
+import {DevnetPermit2612Attempt} from "./DevnetPermit2612Attempt.sol";
 
 /// @title DevnetX402ExactPermit2Proxy
 /// @notice The x402 `exact` Permit2 proxy for local chains: the same ABI
@@ -21,7 +16,7 @@ interface IDevnetERC20Permit {
 ///      `anvil_setCode`: no constructor runs, so the Permit2 address is a
 ///      constant, not an immutable. The reentrancy guard uses transient
 ///      storage (EIP-1153, cancun), so it needs no initialization either.
-contract DevnetX402ExactPermit2Proxy {
+contract DevnetX402ExactPermit2Proxy is DevnetPermit2612Attempt {
     struct Witness {
         address to;
         uint256 validAfter;
@@ -50,9 +45,6 @@ contract DevnetX402ExactPermit2Proxy {
 
     event Settled();
     event SettledWithPermit();
-    event EIP2612PermitFailedWithReason(address indexed token, address indexed owner, string reason);
-    event EIP2612PermitFailedWithPanic(address indexed token, address indexed owner, uint256 errorCode);
-    event EIP2612PermitFailedWithData(address indexed token, address indexed owner, bytes data);
 
     error InvalidAmount();
     error InvalidDestination();
@@ -91,22 +83,11 @@ contract DevnetX402ExactPermit2Proxy {
         bytes calldata signature
     ) external nonReentrant {
         if (permit2612.value != permit.permitted.amount) revert Permit2612AmountMismatch();
-        _tryPermit(permit.permitted.token, owner, permit2612);
+        _tryPermit2612(
+            permit.permitted.token, owner, permit2612.value, permit2612.deadline, permit2612.v, permit2612.r, permit2612.s
+        );
         _settle(permit, owner, witness, signature);
         emit SettledWithPermit();
-    }
-
-    /// @dev Its own frame: the permit call's seven arguments would not fit beside settle's.
-    function _tryPermit(address token, address owner, EIP2612Permit calldata p) private {
-        try IDevnetERC20Permit(token).permit(owner, address(PERMIT2), p.value, p.deadline, p.v, p.r, p.s) {
-            // approved
-        } catch Error(string memory reason) {
-            emit EIP2612PermitFailedWithReason(token, owner, reason);
-        } catch Panic(uint256 errorCode) {
-            emit EIP2612PermitFailedWithPanic(token, owner, errorCode);
-        } catch (bytes memory data) {
-            emit EIP2612PermitFailedWithData(token, owner, data);
-        }
     }
 
     function _settle(

@@ -2,7 +2,7 @@
 pragma solidity ^0.8.28;
 
 import {DevnetPermit2} from "./DevnetPermit2.sol";
-import {IDevnetERC20Permit} from "./DevnetX402ExactPermit2Proxy.sol";
+import {DevnetPermit2612Attempt} from "./DevnetPermit2612Attempt.sol";
 
 /// @title DevnetX402UptoPermit2Proxy
 /// @notice The x402 `upto` Permit2 proxy for local chains, with the same ABI
@@ -16,7 +16,7 @@ import {IDevnetERC20Permit} from "./DevnetX402ExactPermit2Proxy.sol";
 /// @dev Placed at 0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002 with
 ///      `anvil_setCode`: no constructor runs, so Permit2 is a constant and the
 ///      reentrancy flag lives in transient storage.
-contract DevnetX402UptoPermit2Proxy {
+contract DevnetX402UptoPermit2Proxy is DevnetPermit2612Attempt {
     struct Witness {
         address to;
         address facilitator;
@@ -45,9 +45,6 @@ contract DevnetX402UptoPermit2Proxy {
 
     event Settled();
     event SettledWithPermit();
-    event EIP2612PermitFailedWithReason(address indexed token, address indexed owner, string reason);
-    event EIP2612PermitFailedWithPanic(address indexed token, address indexed owner, uint256 errorCode);
-    event EIP2612PermitFailedWithData(address indexed token, address indexed owner, bytes data);
 
     error AmountExceedsPermitted();
     error InvalidDestination();
@@ -89,21 +86,11 @@ contract DevnetX402UptoPermit2Proxy {
         bytes calldata signature
     ) external nonReentrant {
         if (permit2612.value != permit.permitted.amount) revert Permit2612AmountMismatch();
-        _tryPermit(permit.permitted.token, owner, permit2612);
+        _tryPermit2612(
+            permit.permitted.token, owner, permit2612.value, permit2612.deadline, permit2612.v, permit2612.r, permit2612.s
+        );
         _settle(permit, amount, owner, witness, signature);
         emit SettledWithPermit();
-    }
-
-    function _tryPermit(address token, address owner, EIP2612Permit calldata p) private {
-        try IDevnetERC20Permit(token).permit(owner, address(PERMIT2), p.value, p.deadline, p.v, p.r, p.s) {
-            // approved
-        } catch Error(string memory reason) {
-            emit EIP2612PermitFailedWithReason(token, owner, reason);
-        } catch Panic(uint256 errorCode) {
-            emit EIP2612PermitFailedWithPanic(token, owner, errorCode);
-        } catch (bytes memory data) {
-            emit EIP2612PermitFailedWithData(token, owner, data);
-        }
     }
 
     function _settle(
