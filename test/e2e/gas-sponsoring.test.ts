@@ -10,16 +10,20 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import express from "express";
-import { paymentMiddleware } from "@x402/express";
+import { paymentMiddleware, setSettlementOverrides } from "@x402/express";
 import { x402ResourceServer } from "@x402/core/server";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { ExactEvmScheme as ExactEvmServerScheme } from "@x402/evm/exact/server";
 import { ExactEvmScheme as ExactEvmClientScheme } from "@x402/evm/exact/client";
+import { UptoEvmScheme as UptoEvmServerScheme } from "@x402/evm/upto/server";
+import { UptoEvmScheme as UptoEvmClientScheme } from "@x402/evm/upto/client";
 import {
   PERMIT2_ADDRESS,
   toClientEvmSigner,
   x402ExactPermit2ProxyABI,
   x402ExactPermit2ProxyAddress,
+  x402UptoPermit2ProxyABI,
+  x402UptoPermit2ProxyAddress,
 } from "@x402/evm";
 import { declareEip2612GasSponsoringExtension } from "@x402/extensions";
 import { wrapFetchWithPayment } from "@x402/fetch";
@@ -33,6 +37,7 @@ import {
   erc20Abi,
   http,
   parseAbi,
+  type Address,
   type Hex,
   type PublicClient,
 } from "viem";
@@ -42,22 +47,22 @@ import { usdcBalance } from "../support/payments.js";
 
 const NETWORK = "eip155:8453";
 const PAY_TO = "0x0000000000000000000000000000000000005a5a" as const;
-const PRICE = 3_000n;
+const PRICE = 3_000n; // $0.003, the exact price and the upto maximum
+const USED = 1_200n; // what the metered request turned out to cost
 
 describe("eip2612GasSponsoring: a payer with no gas onboards to Permit2", () => {
   let stack: TestStack;
   let server: Listening | undefined;
-  let resourceUrl: string;
+  let origin: string;
   let publicClient: PublicClient;
 
   before(async () => {
     stack = await startStack({ networks: [NETWORK] });
     publicClient = createPublicClient({ transport: http(stack.rpcUrl) });
     const facilitator = facilitatorClient(stack);
-    const resourceServer = new x402ResourceServer(facilitator).register(
-      NETWORK,
-      new ExactEvmServerScheme(),
-    );
+    const resourceServer = new x402ResourceServer(facilitator)
+      .register(NETWORK, new ExactEvmServerScheme())
+      .register(NETWORK, new UptoEvmServerScheme());
     const app = express();
     app.use(
       paymentMiddleware(
@@ -77,13 +82,23 @@ describe("eip2612GasSponsoring: a payer with no gas onboards to Permit2", () => 
             mimeType: "application/json",
             extensions: { ...declareEip2612GasSponsoringExtension() },
           },
+          "GET /metered": {
+            accepts: { scheme: "upto", network: NETWORK, payTo: PAY_TO, price: "$0.003" },
+            description: "Metered, billed by use up to $0.003, gas sponsored",
+            mimeType: "application/json",
+            extensions: { ...declareEip2612GasSponsoringExtension() },
+          },
         },
         resourceServer,
       ),
     );
     app.get("/data", (_req, res) => res.json({ data: "ok" }));
+    app.get("/metered", (_req, res) => {
+      setSettlementOverrides(res, { amount: USED.toString() });
+      res.json({ data: "ok" });
+    });
     server = await listenOnLoopback(app);
-    resourceUrl = `${server.origin}/data`;
+    origin = server.origin;
   });
 
   after(async () => {
@@ -91,8 +106,8 @@ describe("eip2612GasSponsoring: a payer with no gas onboards to Permit2", () => 
     await stack?.stop();
   });
 
-  test("a fresh payer with USDC and 0 ETH pays: permit and transfer in one sponsored transaction", async () => {
-    // A brand-new payer: funded with USDC by a devnet payer, no ETH at all.
+  /** A brand-new payer: USDC from a devnet payer, no ETH at all, no Permit2 approval. */
+  async function freshPayer() {
     const payer = privateKeyToAccount(generatePrivateKey());
     const funder = privateKeyToAccount(stack.payerKeys[0]!);
     const funding = await createWalletClient({
@@ -126,13 +141,31 @@ describe("eip2612GasSponsoring: a payer with no gas onboards to Permit2", () => 
         args: [payer.address, PERMIT2_ADDRESS],
       });
     assert.equal(await allowance(), 0n, "no Permit2 approval yet");
+    const permitNonce = () =>
+      publicClient.readContract({
+        address: stack.usdc,
+        abi: parseAbi(["function nonces(address) view returns (uint256)"]),
+        functionName: "nonces",
+        args: [payer.address],
+      });
+    return { payer, allowance, permitNonce };
+  }
+
+  /** The payer sent nothing and holds no ETH: the service paid all the gas. */
+  async function assertPaidNoGas(payer: Address): Promise<void> {
+    assert.equal(await publicClient.getBalance({ address: payer }), 0n, "payer paid no gas");
+    assert.equal(await publicClient.getTransactionCount({ address: payer }), 0);
+  }
+
+  test("exact: a fresh payer with USDC and 0 ETH pays; permit and transfer in one sponsored transaction", async () => {
+    const { payer, allowance, permitNonce } = await freshPayer();
     const payToBefore = await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO);
 
     const client = new x402Client().register(
       "eip155:*",
       new ExactEvmClientScheme(toClientEvmSigner(payer, publicClient)),
     );
-    const res = await wrapFetchWithPayment(fetch, client)(resourceUrl);
+    const res = await wrapFetchWithPayment(fetch, client)(`${origin}/data`);
     assert.equal(res.status, 200, await res.clone().text());
     const receipt = new x402HTTPClient(client).getPaymentSettleResponse((n) => res.headers.get(n));
     assert.equal(receipt.success, true);
@@ -146,20 +179,9 @@ describe("eip2612GasSponsoring: a payer with no gas onboards to Permit2", () => 
 
     // The permit was spent on-chain (its nonce moved) and approved exactly
     // the payment, which Permit2 then used up.
-    const permitNonce = await publicClient.readContract({
-      address: stack.usdc,
-      abi: parseAbi(["function nonces(address) view returns (uint256)"]),
-      functionName: "nonces",
-      args: [payer.address],
-    });
-    assert.equal(permitNonce, 1n, "the payer's EIP-2612 permit was used");
+    assert.equal(await permitNonce(), 1n, "the payer's EIP-2612 permit was used");
     assert.equal(await allowance(), 0n);
-    assert.equal(
-      await publicClient.getBalance({ address: payer.address }),
-      0n,
-      "payer paid no gas",
-    );
-    assert.equal(await publicClient.getTransactionCount({ address: payer.address }), 0);
+    await assertPaidNoGas(payer.address);
     assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payer.address), 100_000n - PRICE);
     assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO), payToBefore + PRICE);
 
@@ -171,5 +193,33 @@ describe("eip2612GasSponsoring: a payer with no gas onboards to Permit2", () => 
     assert.equal(row.status, "succeeded");
     assert.equal(row.payer, payer.address.toLowerCase());
     assert.equal(row.amount, PRICE.toString());
+  });
+
+  test("upto: a fresh payer with 0 ETH signs a maximum; the sponsored permit approves it and only the amount used moves", async () => {
+    const { payer, allowance, permitNonce } = await freshPayer();
+    const payToBefore = await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO);
+
+    const client = new x402Client().register(
+      "eip155:*",
+      new UptoEvmClientScheme(toClientEvmSigner(payer, publicClient)),
+    );
+    const res = await wrapFetchWithPayment(fetch, client)(`${origin}/metered`);
+    assert.equal(res.status, 200, await res.clone().text());
+    const receipt = new x402HTTPClient(client).getPaymentSettleResponse((n) => res.headers.get(n));
+    assert.equal(receipt.success, true);
+    assert.equal(receipt.amount, USED.toString());
+
+    const tx = await publicClient.getTransaction({ hash: receipt.transaction as Hex });
+    assert.equal(tx.to?.toLowerCase(), x402UptoPermit2ProxyAddress.toLowerCase());
+    assert.equal(
+      decodeFunctionData({ abi: x402UptoPermit2ProxyABI, data: tx.input }).functionName,
+      "settleWithPermit",
+    );
+    assert.equal(await permitNonce(), 1n, "the payer's EIP-2612 permit was used");
+    // The permit approved the signed maximum; Permit2 took only what was used.
+    assert.equal(await allowance(), PRICE - USED);
+    await assertPaidNoGas(payer.address);
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payer.address), 100_000n - USED);
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO), payToBefore + USED);
   });
 });
