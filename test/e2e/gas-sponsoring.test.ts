@@ -1,11 +1,12 @@
 /**
  * `eip2612GasSponsoring`, end to end: a payer who holds USDC but no ETH, and
  * has never approved Permit2, pays for a resource priced in USDC through
- * Permit2. The official exact client signs an EIP-2612 permit for Permit2
- * next to its Permit2 authorization; this service's settle spends both in one
- * transaction (the Permit2 proxy's `settleWithPermit`) and pays the gas. The
- * payer never sends a transaction: its ETH and nonce stay zero, and its
- * EIP-2612 permit nonce shows the permit was spent.
+ * Permit2, with `exact` and with `upto`. The official client signs an
+ * EIP-2612 permit for Permit2 next to its Permit2 authorization; this
+ * service's settle spends both in one transaction (the proxy's
+ * `settleWithPermit`) and pays the gas. The payer never sends a transaction:
+ * its ETH and nonce stay zero, and its EIP-2612 permit nonce shows the permit
+ * was spent.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
