@@ -1,0 +1,151 @@
+/**
+ * The seam between the service and every chain family: what a family
+ * (`src/chains/<family>/`) supplies, and the family-neutral ports it may use.
+ * Nothing here names a chain. A family never imports a feature; the service
+ * never imports a family's folder except through this interface (only the
+ * composition root names the families).
+ */
+import type { x402Facilitator } from "@x402/core/facilitator";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+
+/** A payment after the family's last per-chain check, ready for the mechanism. */
+export type PreparedPayment =
+  { ok: true; requirements: PaymentRequirements } | { ok: false; reason: string; message: string };
+
+/** The request body of /verify and /settle, as families see it. */
+export interface PaymentRequest {
+  x402Version: number;
+  paymentPayload: PaymentPayload;
+  paymentRequirements: PaymentRequirements;
+}
+
+/**
+ * A transaction sent on behalf of a settlement, as the journal keeps it.
+ * `reference` is the chain's own id for it (a hash or a signature); `detail`
+ * is whatever the family needs to follow or re-send it after a crash (raw
+ * bytes, nonce, last valid block height), stored as data.
+ */
+export interface JournalEntry {
+  network: string;
+  reference: string;
+  /** Our account that sent it, when one of ours did (keyless families: absent). */
+  signer?: string;
+  /** The reference of the transaction this one replaces (a fee bump), if any. */
+  replaces?: string;
+  detail: Record<string, unknown>;
+}
+
+/**
+ * Makes a family's sends durable. The implementation binds each entry to the
+ * settlement running in the current async context, so mechanisms need not
+ * carry the settlement id through code they do not own.
+ *
+ * Order for one transaction: `sent` (before it leaves: a crash right after can
+ * be recovered by following or re-sending exactly it) → broadcast → `finished`.
+ */
+export interface TransactionJournal {
+  sent(entry: JournalEntry): Promise<void>;
+  finished(reference: string, status: "success" | "reverted", block?: bigint): Promise<void>;
+}
+
+export const noopJournal: TransactionJournal = {
+  async sent() {},
+  async finished() {},
+};
+
+/**
+ * Which of a family's accounts this replica may use now. With one replica it
+ * holds them all; replicas sharing a database each hold a fair share, and a
+ * dead replica's share passes on when its leases expire.
+ */
+export interface SignerLeases {
+  /**
+   * Renews this holder's leases and takes or gives up accounts to reach a
+   * fair share. `releasable` are held accounts with nothing in flight.
+   * Returns the addresses (lower-case) this holder may use until the next call.
+   */
+  sync(args: {
+    network: string;
+    addresses: readonly string[];
+    holder: string;
+    ttlMs: number;
+    releasable: readonly string[];
+  }): Promise<string[]>;
+  /** Gives up every lease of this holder (clean shutdown). */
+  releaseAll(holder: string): Promise<void>;
+}
+
+/** What the chain says became of a settlement whose outcome was not recorded. */
+export type ReconcileOutcome =
+  | { status: "succeeded"; transaction: string }
+  | { status: "failed"; reason: string; message: string; transaction?: string }
+  | { status: "pending"; transaction?: string };
+
+export interface PendingSettlement {
+  network: string;
+  request: PaymentRequest;
+  /** The transactions journaled for it, oldest first. */
+  transactions: readonly JournalEntry[];
+}
+
+/**
+ * Thrown (or used as a `cause`) when a chain could not be asked: RPC
+ * unreachable, timed out, or answering 5xx. Never the payer's fault: the
+ * service answers 503 and records nothing against the payer.
+ */
+export class ChainUnavailableError extends Error {
+  constructor(
+    readonly network: string,
+    message: string,
+    opts: { cause?: unknown } = {},
+  ) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = "ChainUnavailableError";
+  }
+}
+
+export interface NetworkProbe {
+  network: string;
+  /** Whether the network's RPC answered a cheap read just now. */
+  reachable: boolean;
+  /** The host that answered or failed (never a full URL: those carry provider keys). */
+  host?: string;
+  error?: string;
+}
+
+/**
+ * One chain family. Adding a family is a folder implementing this, one line
+ * in the composition root, its registry data and its devnet.
+ */
+export interface ChainFamily {
+  /** CAIP-2 namespace: `eip155`, `solana`, `near`, `xrpl`, `starknet`. */
+  readonly family: string;
+  /** CAIP-2 ids served, with the schemes registered on each. */
+  networks(): ReadonlyMap<string, readonly string[]>;
+  /** Registers the family's mechanisms on the shared engine (once, before start). */
+  register(engine: x402Facilitator): void;
+  start(): Promise<void>;
+  /** Stops timers and hands back leases; in-flight work has finished by then. */
+  close(): Promise<void>;
+
+  /** The payer a payload names (as claimed, before verification), if any. */
+  payerOf(payload: PaymentPayload, requirements: PaymentRequirements): string | undefined;
+  /**
+   * A key that is the same for every copy of one signed authorization and
+   * differs between authorizations (EVM: token, payer and nonce; Solana: the
+   * transaction message hash). Duplicates of one key settle once.
+   */
+  authorizationKey(payload: PaymentPayload, requirements: PaymentRequirements): string | undefined;
+  /** Quota units a settlement of this payload costs (0: never counted). */
+  quotaUnits(payload: PaymentPayload, requirements: PaymentRequirements): number;
+  /** A message naming the first malformed field of a scheme payload, or undefined. */
+  shapeError(payload: PaymentPayload, requirements: PaymentRequirements): string | undefined;
+  /** Checks and completes requirements with what only the chain knows. Sends nothing. */
+  prepare(payload: PaymentPayload, requirements: PaymentRequirements): Promise<PreparedPayment>;
+  /** The latest block/slot/ledger number, cached for a fraction of a block (verify cache key). */
+  currentBlock(network: string): Promise<bigint | undefined>;
+  /** What became of a settlement from the chain alone; may re-send exactly a journaled transaction. */
+  reconcile(pending: PendingSettlement): Promise<ReconcileOutcome>;
+  /** A cheap read against each network's RPC, for /ready and the reachability gauge. */
+  probe(): Promise<NetworkProbe[]>;
+}
