@@ -7,17 +7,13 @@
  */
 import type { x402Facilitator } from "@x402/core/facilitator";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import type { PaymentRequest } from "../protocol.js";
 
 /** A payment after the family's last per-chain check, ready for the mechanism. */
 export type PreparedPayment =
   { ok: true; requirements: PaymentRequirements } | { ok: false; reason: string; message: string };
 
-/** The request body of /verify and /settle, as families see it. */
-export interface PaymentRequest {
-  x402Version: number;
-  paymentPayload: PaymentPayload;
-  paymentRequirements: PaymentRequirements;
-}
+export type { PaymentRequest };
 
 /**
  * A transaction sent on behalf of a settlement, as the journal keeps it.
