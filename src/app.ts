@@ -42,6 +42,8 @@ import {
   READ_CACHE_TTL_MS,
 } from "./features/catalog/limits.js";
 import { buildHttpServer } from "./http/server.js";
+import { createReadiness } from "./features/health/readiness.js";
+import { sql } from "kysely";
 
 export interface ChainSetup {
   evm: { networks: readonly EvmNetworkSetup[]; privateKeys: readonly Hex[] };
@@ -75,7 +77,8 @@ export interface Service {
   metrics: Metrics;
   log: Logger;
   listen(): Promise<string>;
-  close(): Promise<void>;
+  /** Stops accepting, drains in-flight requests (at most `drainMs`), then closes everything. */
+  close(options?: { drainMs?: number }): Promise<void>;
 }
 
 export async function createService(opts: ServiceOptions): Promise<Service> {
@@ -92,6 +95,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   if (config.nativeRecovery) {
     // Signature checks inside @x402/evm run on libsecp256k1 (see the module).
     const recovery = await routeViemRecoveryToNative();
+    metrics.nativeRecovery.set(recovery.active ? 1 : 0);
     if (!recovery.active) {
       log.warn(
         { why: recovery.why },
@@ -125,7 +129,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       ...(config.builderServiceCode ? { serviceCode: config.builderServiceCode } : {}),
     }),
   );
-  const evm = new EvmChainAdapter(engine, {
+  const evm = new EvmChainAdapter({
     networks: opts.chains.evm.networks,
     privateKeys: opts.chains.evm.privateKeys,
     confirmationTimeoutMs: config.settleTimeoutMs,
@@ -154,10 +158,26 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     ...(config.stuckTxMs !== undefined ? { stuckAfterMs: config.stuckTxMs } : {}),
     ...(opts.pollingIntervalMs !== undefined ? { pollingIntervalMs: opts.pollingIntervalMs } : {}),
   });
+  evm.register(engine);
   await evm.start();
+  const facilitator = new PaymentFacilitator(
+    engine,
+    [evm],
+    log.child({ component: "facilitator" }),
+  );
+  const quota = config.plans.metering
+    ? new QuotaLedger(database.db, config.plans, undefined, (e, what) =>
+        log.error({ err: String(e) }, `${what} failed`),
+      )
+    : undefined;
+  const recorder = new SettlementRecorder(
+    database.db,
+    log.child({ component: "settlements" }),
+    quota,
+  );
   const reconciler = new SettlementReconciler({
-    db: database.db,
-    evm,
+    recorder,
+    reconcile: (pending) => facilitator.reconcile(pending),
     log: log.child({ component: "reconciler" }),
     olderThanMs: config.reconcileAfterMs,
   });
@@ -169,15 +189,9 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     ...(opts.webhooks || {}),
   });
   if (opts.webhooks !== false) webhooks.start();
-  const facilitator = new PaymentFacilitator(
-    engine,
-    [evm],
-    log.child({ component: "facilitator" }),
-  );
   const auth = new ApiKeyAuthenticator(database.db, {
     onError: (e) => log.warn({ err: String(e) }, "could not update api key last_used_at"),
   });
-  const recorder = new SettlementRecorder(database.db, log.child({ component: "settlements" }));
   const catalogLog = log.child({ component: "catalog" });
   const catalogCache = new ReadCache<unknown>({
     ttlMs: READ_CACHE_TTL_MS,
@@ -190,21 +204,20 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     allowPrivateHosts: config.mode === "devnet",
     onChange: () => catalogCache.invalidate(),
   });
-  const payments = new PaymentService(
-    facilitator,
+  const payments = new PaymentService({
+    engine: facilitator,
     recorder,
-    cataloger,
-    config.plans.metering
-      ? new QuotaLedger(database.db, config.plans, undefined, (e, what) =>
-          log.error({ err: String(e) }, `${what} failed`),
-        )
-      : undefined,
-    new PaymentIdentifierStore(database.db, {
+    log: log.child({ component: "payments" }),
+    settleTimeoutMs: config.settleTimeoutMs,
+    reconcileAfterMs: config.reconcileAfterMs,
+    catalog: cataloger,
+    ...(quota ? { quota } : {}),
+    paymentIds: new PaymentIdentifierStore(database.db, {
       maxWaitMs: config.settleTimeoutMs + 10_000,
       staleAfterMs: 2 * config.settleTimeoutMs + 30_000,
       onError: (e, what) => log.error({ err: String(e) }, `${what} failed`),
     }),
-  );
+  });
   // Shared rate-limit counters across replicas; without Redis they are per process.
   const redis = config.redisUrl
     ? new Redis(config.redisUrl, {
@@ -216,7 +229,19 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   redis?.on("error", (e: Error) =>
     log.warn({ err: e.message }, "redis error (rate limits fall back to serving)"),
   );
+  const readiness = createReadiness({
+    database: async () => {
+      await sql`select 1`.execute(database.db);
+    },
+    networks: () => evm.probe(),
+    ...(redis ? { redis: async () => void (await redis.ping()) } : {}),
+    onReport: (report) => {
+      for (const n of report.networks)
+        metrics.rpcReachable.set({ network: n.network }, n.reachable ? 1 : 0);
+    },
+  });
   const http = await buildHttpServer({
+    readiness,
     log,
     metrics,
     facilitator,
@@ -252,10 +277,20 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     async listen() {
       return http.listen({ host: config.host, port: config.port });
     },
-    async close() {
+    async close(options: { drainMs?: number } = {}) {
       if (closed) return;
       closed = true;
-      await http.close();
+      // In-flight requests finish (each answer closes its connection); past
+      // the drain time the rest are cut, and their settlements stay pending
+      // for the reconciler of whichever replica runs next.
+      const drain =
+        options.drainMs === undefined
+          ? undefined
+          : setTimeout(() => {
+              log.warn({ drainMs: options.drainMs }, "drain time passed; closing open connections");
+              http.server.closeAllConnections();
+            }, options.drainMs);
+      await http.close().finally(() => clearTimeout(drain));
       redis?.disconnect();
       await cataloger.drain();
       await reconciler.stop();

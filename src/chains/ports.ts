@@ -144,4 +144,13 @@ export interface ChainFamily {
   reconcile(pending: PendingSettlement): Promise<ReconcileOutcome>;
   /** A cheap read against each network's RPC, for /ready and the reachability gauge. */
   probe(): Promise<NetworkProbe[]>;
+  /**
+   * Whether a call to `network`'s RPC failed for a transport reason (down,
+   * timeout, 5xx) at or after `sinceMs`. A mechanism we do not own may turn
+   * such a failure into a payment reason (an unreadable signature check
+   * reads as a bad signature); the service asks this before it believes a
+   * refusal. Families whose mechanisms throw `ChainUnavailableError`
+   * themselves need not implement it.
+   */
+  rpcFailedSince?(network: string, sinceMs: number): boolean;
 }

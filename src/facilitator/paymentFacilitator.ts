@@ -3,63 +3,42 @@
  * family registered on it, fronted by the checks that turn a request the
  * mechanisms cannot handle into a precise reason instead of an exception.
  *
+ * Invariant: an infrastructure failure (the chain's RPC unreachable) is
+ * never answered as the payer's fault. It surfaces as `ChainUnavailableError`
+ * and the service answers 503.
+ *
  * Nothing here touches storage or HTTP; settlement recording lives in
  * features/settlements.
  */
+import { createHash } from "node:crypto";
+import stringify from "safe-stable-stringify";
 import { x402Facilitator } from "@x402/core/facilitator";
-import type {
-  PaymentPayload,
-  PaymentRequirements,
-  SettleResponse,
-  VerifyResponse,
-} from "@x402/core/types";
-import { ServiceError, describeError } from "../lib/errors.js";
+import type { SettleResponse, VerifyResponse } from "@x402/core/types";
+import { describeError } from "../lib/errors.js";
 import { Reason, publicReason } from "../lib/reasons.js";
 import type { Logger } from "../lib/logger.js";
-import type { ChainAdapter } from "../chains/types.js";
+import {
+  ChainUnavailableError,
+  type ChainFamily,
+  type PendingSettlement,
+  type PreparedPayment,
+  type ReconcileOutcome,
+} from "../chains/ports.js";
 import { runInSettlement, type SettlementScope } from "../chains/evm/settlementContext.js";
+import { X402_VERSION, type PaymentRequest, type SupportedResponse } from "../protocol.js";
 import { sanitizeMessage } from "./sanitize.js";
 import { PerBlockVerifyCache } from "./verifyCache.js";
 
-export const X402_VERSION = 2;
+export { X402_VERSION, type PaymentRequest, type SupportedResponse };
 
-export interface PaymentRequest {
-  x402Version: number;
-  paymentPayload: PaymentPayload;
-  paymentRequirements: PaymentRequirements;
-}
-
-export interface SupportedResponse {
-  kinds: {
-    x402Version: number;
-    scheme: string;
-    network: string;
-    extra?: Record<string, unknown>;
-  }[];
-  extensions: string[];
-  signers: Record<string, string[]>;
-}
-
-type Precheck =
-  { ok: true; requirements: PaymentRequirements } | { ok: false; reason: string; message: string };
-
-/** The payer named in a payload, when the payload shape names one. */
-export function payerOf(payload: PaymentPayload): string | undefined {
-  const inner = payload.payload as Record<string, unknown> | undefined;
-  const auth = inner?.["authorization"] as Record<string, unknown> | undefined;
-  if (auth && typeof auth["from"] === "string") return auth["from"];
-  const permit2 = inner?.["permit2Authorization"] as Record<string, unknown> | undefined;
-  if (permit2 && typeof permit2["from"] === "string") return permit2["from"];
-  return undefined;
-}
-
+/** The payment engine as the service sees it (features declare their own view of it). */
 export class PaymentFacilitator {
   private supportedCache: SupportedResponse | undefined;
   private readonly verifyCache = new PerBlockVerifyCache();
 
   constructor(
     readonly engine: x402Facilitator,
-    private readonly adapters: readonly ChainAdapter[],
+    private readonly families: readonly ChainFamily[],
     private readonly log: Logger,
   ) {}
 
@@ -82,18 +61,67 @@ export class PaymentFacilitator {
     return this.supportedCache;
   }
 
+  private familyOf(network: string): ChainFamily | undefined {
+    return this.families.find((f) => f.networks().has(network));
+  }
+
+  /** A message naming the first malformed field of the scheme payload, or undefined. */
+  shapeError(req: PaymentRequest): string | undefined {
+    return this.familyOf(req.paymentRequirements.network)?.shapeError(
+      req.paymentPayload,
+      req.paymentRequirements,
+    );
+  }
+
+  /** The payer the payload names (unverified), if its family can tell. */
+  payerOf(req: PaymentRequest): string | undefined {
+    return this.familyOf(req.paymentRequirements.network)?.payerOf(
+      req.paymentPayload,
+      req.paymentRequirements,
+    );
+  }
+
   /**
-   * Rejects a scheme payload whose shape is wrong (a 400, not a payment
-   * verdict). Unknown networks and schemes pass: they get a verdict instead.
+   * The key shared by every copy of this signed authorization. Falls back to
+   * the network and a hash of the payload, which still catches byte-identical
+   * duplicates on a network no family serves.
    */
-  assertWellFormed(req: PaymentRequest): void {
-    const adapter = this.adapters.find((a) => a.networks().has(req.paymentRequirements.network));
-    const problem = adapter?.shapeError(req.paymentPayload, req.paymentRequirements);
-    if (problem) throw new ServiceError("invalid_request", problem);
+  authorizationKey(req: PaymentRequest): string {
+    const { network } = req.paymentRequirements;
+    const own = this.familyOf(network)?.authorizationKey(
+      req.paymentPayload,
+      req.paymentRequirements,
+    );
+    if (own) return own;
+    const digest = createHash("sha256")
+      .update(stringify(req.paymentPayload.payload) ?? "")
+      .digest("hex");
+    return `${network}:payload:${digest}`;
+  }
+
+  /** Quota units a success costs; 1 where no family says otherwise. */
+  quotaUnits(req: PaymentRequest): number {
+    const family = this.familyOf(req.paymentRequirements.network);
+    return family ? family.quotaUnits(req.paymentPayload, req.paymentRequirements) : 1;
+  }
+
+  /** What the chain says became of a pending settlement. */
+  reconcile(pending: PendingSettlement): Promise<ReconcileOutcome> {
+    const family = this.familyOf(pending.network);
+    if (!family) {
+      return Promise.resolve({
+        status: "failed",
+        reason: Reason.invalidNetwork,
+        message: `network ${pending.network} is no longer configured`,
+      });
+    }
+    return family.reconcile(pending);
   }
 
   async verify(req: PaymentRequest): Promise<VerifyResponse> {
-    const payer = payerOf(req.paymentPayload);
+    const startedAt = Date.now();
+    const network = req.paymentRequirements.network;
+    const payer = this.payerOf(req);
     const pre = await this.precheck(req);
     if (!pre.ok)
       return {
@@ -102,8 +130,8 @@ export class PaymentFacilitator {
         invalidMessage: pre.message,
         ...(payer ? { payer } : {}),
       };
-    const adapter = this.adapters.find((a) => a.networks().has(req.paymentRequirements.network));
-    const block = await adapter?.currentBlock(req.paymentRequirements.network);
+    const family = this.familyOf(network);
+    const block = await this.ask(network, () => family?.currentBlock(network));
     const run = () => this.engine.verify(req.paymentPayload, pre.requirements);
     const result =
       block === undefined
@@ -114,6 +142,7 @@ export class PaymentFacilitator {
             run,
           );
     if (result.isValid) return result;
+    this.assertChainAnswered(network, startedAt);
     const message = sanitizeMessage(result.invalidMessage);
     return {
       ...result,
@@ -125,11 +154,16 @@ export class PaymentFacilitator {
 
   /**
    * Settles a payment. `settlementId` ties the transactions sent on its
-   * behalf to the settlement record (see the transaction journal).
+   * behalf to the settlement record (see the transaction journal). Throws
+   * `ChainUnavailableError` when the chain could not be asked and nothing
+   * was sent.
    */
   async settle(req: PaymentRequest, settlementId?: string): Promise<SettleResponse> {
+    const startedAt = Date.now();
+    // The requirements are what the resource server asked for: the answer
+    // names their network, never one a payload merely claims.
     const network = req.paymentRequirements.network;
-    const payer = payerOf(req.paymentPayload);
+    const payer = this.payerOf(req);
     const pre = await this.precheck(req);
     if (!pre.ok) {
       return {
@@ -148,9 +182,11 @@ export class PaymentFacilitator {
         this.engine.settle(req.paymentPayload, pre.requirements),
       );
     } catch (e) {
+      if (e instanceof ChainUnavailableError && !scope.sent) throw e;
       // The mechanisms turn chain failures into results; reaching here means
       // something unexpected, and nothing is known to have been broadcast.
       this.log.error({ err: describeError(e), network }, "settle threw");
+      if (scope.ambiguousHash) return this.pendingAnswer(scope.ambiguousHash, network, payer);
       return {
         success: false,
         errorReason: Reason.unexpectedSettleError,
@@ -163,20 +199,13 @@ export class PaymentFacilitator {
     // A fee bump may have replaced the transaction the mechanism sent: report
     // the one that was actually mined.
     if (scope.minedHash && result.transaction) result = { ...result, transaction: scope.minedHash };
-    if (result.success) return result;
-    if (scope.ambiguousHash) {
-      // Never report a payment that may still land as failed: the row stays
-      // pending and the reconciler decides it from the chain.
-      return {
-        success: false,
-        errorReason: Reason.settlementPending,
-        errorMessage:
-          "the transaction was sent but the node's answer was lost; it is being followed",
-        transaction: scope.ambiguousHash,
-        network,
-        ...(payer ? { payer } : {}),
-      } as SettleResponse;
-    }
+    if (result.success) return { ...result, network };
+    // Never report a payment that may still land as failed: the row stays
+    // pending and the reconciler (or a retry) decides it from the chain.
+    if (scope.ambiguousHash) return this.pendingAnswer(scope.ambiguousHash, network, payer);
+    // A refusal reached while the chain could not be read is not the payer's:
+    // if nothing was sent, nothing is lost by saying so and retrying.
+    if (!scope.sent && !scope.refusal) this.assertChainAnswered(network, startedAt);
     const message = sanitizeMessage(scope.refusal?.message ?? result.errorMessage);
     return {
       ...result,
@@ -184,13 +213,49 @@ export class PaymentFacilitator {
         scope.refusal?.reason ?? publicReason(result.errorReason ?? Reason.unexpectedSettleError),
       errorMessage: message,
       transaction: result.errorReason === Reason.settlementPending ? result.transaction : "",
-      network: result.network || network,
+      network,
       ...(result.payer || payer ? { payer: result.payer ?? payer } : {}),
     } as SettleResponse;
   }
 
+  private pendingAnswer(hash: string, network: string, payer: string | undefined): SettleResponse {
+    return {
+      success: false,
+      errorReason: Reason.settlementPending,
+      errorMessage: "the transaction was sent but the node's answer was lost; it is being followed",
+      transaction: hash,
+      network,
+      ...(payer ? { payer } : {}),
+    } as SettleResponse;
+  }
+
+  /** Runs a chain read; a failure to reach the chain becomes `ChainUnavailableError`. */
+  private async ask<T>(
+    network: string,
+    read: () => Promise<T> | undefined,
+  ): Promise<T | undefined> {
+    try {
+      return await read();
+    } catch (e) {
+      throw new ChainUnavailableError(
+        network,
+        `the ${network} RPC could not be reached; nothing was decided about this payment`,
+        { cause: e },
+      );
+    }
+  }
+
+  private assertChainAnswered(network: string, sinceMs: number): void {
+    if (this.familyOf(network)?.rpcFailedSince?.(network, sinceMs)) {
+      throw new ChainUnavailableError(
+        network,
+        `the ${network} RPC failed while this payment was checked; nothing was decided about it`,
+      );
+    }
+  }
+
   /** Version, network and scheme support, then the chain family's own checks. */
-  private async precheck(req: PaymentRequest): Promise<Precheck> {
+  private async precheck(req: PaymentRequest): Promise<PreparedPayment> {
     if (req.x402Version !== X402_VERSION || req.paymentPayload.x402Version !== X402_VERSION) {
       return {
         ok: false,
@@ -199,26 +264,28 @@ export class PaymentFacilitator {
       };
     }
     const { network, scheme } = req.paymentRequirements;
-    const adapter = this.adapters.find((a) => a.networks().has(network));
-    if (!adapter) {
+    const family = this.familyOf(network);
+    if (!family) {
       return {
         ok: false,
         reason: Reason.invalidNetwork,
         message: `network ${network} is not supported here; see GET /supported`,
       };
     }
-    if (!adapter.networks().get(network)?.includes(scheme)) {
+    if (!family.networks().get(network)?.includes(scheme)) {
       return {
         ok: false,
         reason: Reason.unsupportedScheme,
         message: `scheme ${scheme} is not supported on ${network}; see GET /supported`,
       };
     }
-    return adapter.prepare(req.paymentPayload, req.paymentRequirements);
+    return this.ask(network, () =>
+      family.prepare(req.paymentPayload, req.paymentRequirements),
+    ).then((p) => p!);
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.adapters.map((a) => a.close()));
+    await Promise.all(this.families.map((f) => f.close()));
   }
 }
 

@@ -12,11 +12,14 @@ import type { PaymentService } from "../features/payments/paymentService.js";
 import type { ApiKeyAuthenticator } from "../features/keys/authenticator.js";
 import type { CatalogReader } from "../features/catalog/catalogReader.js";
 import { codeForFastifyError, sendError, sendServiceError } from "./errorEnvelope.js";
+import { findBodyProblem } from "./bodyGuard.js";
 import { registerBrowserAndLimits, type BrowserAndLimitsOptions } from "./browserAndLimits.js";
 import { registerPaymentRoutes } from "./routes/payment.js";
 import { registerDiscoveryRoutes } from "./routes/discovery.js";
 import { registerSupportedRoute } from "./routes/supported.js";
 import { registerBillingRoutes } from "./routes/billing.js";
+import { registerHealthRoutes } from "./routes/health.js";
+import type { ReadinessReport } from "../features/health/readiness.js";
 import type { PlanStatus } from "../features/plans/planStatus.js";
 
 export interface HttpDeps {
@@ -30,6 +33,8 @@ export interface HttpDeps {
   planStatus: (accountId: string) => Promise<PlanStatus>;
   bodyLimitBytes: number;
   mode: "devnet" | "production";
+  /** The readiness report behind GET /ready. */
+  readiness: () => Promise<ReadinessReport>;
   trustProxy?: boolean | number | string;
   browserAndLimits?: BrowserAndLimitsOptions;
 }
@@ -45,7 +50,10 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     requestIdHeader: false,
     // Resource servers keep connections open across many calls.
     keepAliveTimeout: 72_000,
-    return503OnClosing: true,
+    // While shutting down, requests get this service's own 503 envelope
+    // (the hook below), and idle keep-alive connections are closed at once.
+    return503OnClosing: false,
+    forceCloseConnections: "idle",
     // A hop count is passed as a function: Fastify's types take the number
     // form only through proxy-addr's trust function.
     trustProxy:
@@ -57,8 +65,30 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
   // JSON only: text/plain and friends get a clear 415 instead of a guess.
   app.removeContentTypeParser("text/plain");
 
+  // Shutdown: once closing, every answer carries `Connection: close`, so a
+  // keep-alive connection that was busy when the server began to close ends
+  // with its response instead of holding the process open; a request that
+  // still arrives is told to go elsewhere.
+  let closing = false;
+  app.addHook("preClose", async () => {
+    closing = true;
+  });
   app.addHook("onRequest", async (request, reply) => {
     reply.header("X-Request-Id", request.id);
+    if (closing) {
+      reply.header("Connection", "close").header("Retry-After", "1");
+      return sendError(reply, "service_unavailable", "this replica is shutting down; retry");
+    }
+  });
+  app.addHook("onSend", async (_request, reply) => {
+    if (closing) reply.header("Connection", "close");
+  });
+
+  // Every JSON body: bounded nesting and storable text, before any route runs.
+  app.addHook("preValidation", async (request, reply) => {
+    if (request.body === undefined) return;
+    const problem = findBodyProblem(request.body);
+    if (problem) return sendError(reply, "invalid_request", `${problem.path} ${problem.message}`);
   });
 
   app.addHook("onResponse", async (request, reply) => {
@@ -95,7 +125,7 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
 
   if (deps.browserAndLimits) await registerBrowserAndLimits(app, deps.browserAndLimits);
 
-  app.get("/health", async () => ({ status: "ok", mode: deps.mode }));
+  registerHealthRoutes(app, { mode: deps.mode, readiness: deps.readiness });
   app.get("/metrics", async (_request, reply) =>
     reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()),
   );

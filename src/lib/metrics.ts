@@ -10,6 +10,8 @@ export interface Metrics {
   httpDuration: Histogram<"route" | "method" | "status">;
   signerHealthy: Gauge<"network" | "signer">;
   signerBalance: Gauge<"network" | "signer">;
+  rpcReachable: Gauge<"network">;
+  nativeRecovery: Gauge;
 }
 
 export function createMetrics(collectProcess = true): Metrics {
@@ -46,6 +48,17 @@ export function createMetrics(collectProcess = true): Metrics {
       name: "x402_signer_balance_native",
       help: "Native gas-token balance of each facilitator account, in whole units",
       labelNames: ["network", "signer"],
+      registers: [registry],
+    }),
+    rpcReachable: new Gauge({
+      name: "x402_rpc_reachable",
+      help: "1 when the network's RPC answered the last readiness probe, 0 when it did not",
+      labelNames: ["network"],
+      registers: [registry],
+    }),
+    nativeRecovery: new Gauge({
+      name: "x402_native_signature_recovery",
+      help: "1 when EVM signature recovery runs on libsecp256k1, 0 when it fell back to pure JavaScript",
       registers: [registry],
     }),
   };

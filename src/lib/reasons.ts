@@ -20,6 +20,8 @@ export const Reason = {
   gasPriceTooHigh: "gas_price_too_high",
   noSignerAvailable: "no_signer_available",
   settlementInterrupted: "settlement_interrupted",
+  /** The same signed payment was already submitted through another account. */
+  duplicateSettlement: "duplicate_settlement",
 } as const;
 
 /**

@@ -27,7 +27,7 @@ export interface ApiKeysTable {
   revoked_at: Timestamp | null;
 }
 
-export type SettlementStatus = "pending" | "succeeded" | "failed";
+export type SettlementStatus = "pending" | "succeeded" | "failed" | "not_attempted";
 
 export interface SettlementsTable {
   id: string;
@@ -52,6 +52,18 @@ export interface SettlementsTable {
   request: ColumnType<unknown, string | null, string | null> | null;
   /** Quota units if it succeeds: vouchers for a batch-settlement claim (see plans.ts). */
   units: ColumnType<number, number | undefined, number>;
+  /** 0008: the signed authorization this row settles; one live row per key. */
+  authorization_key: string | null;
+  /** 0008: settle requests answered by this row (the first and its duplicates). */
+  attempts: ColumnType<number, number | undefined, number>;
+  /** 0008: whether the row's units were added to the quota. */
+  billed: ColumnType<boolean, boolean | undefined, boolean>;
+}
+
+export interface ChainIdentitiesTable {
+  network: string;
+  genesis: string;
+  since: Timestamp;
 }
 
 export interface SettlementTransactionsTable {
@@ -194,6 +206,7 @@ export interface Database {
   settlements: SettlementsTable;
   settlement_transactions: SettlementTransactionsTable;
   pending_settlements: PendingSettlementsTable;
+  chain_identities: ChainIdentitiesTable;
   facilitator_replicas: FacilitatorReplicasTable;
   signer_leases: SignerLeasesTable;
   webhook_endpoints: WebhookEndpointsTable;

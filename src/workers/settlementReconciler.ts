@@ -1,29 +1,34 @@
 /**
  * Finishes settlements that a stopped process left `pending`: on start, and
- * then every few seconds. Each row is decided from the chain (see
- * chains/evm/reconcile.ts) and written with a guarded update, so replicas
- * reconciling the same row at once reach and write the same answer.
+ * then every few seconds. Each row is decided from the chain by its family
+ * and written through the settlements repository with a guarded transition,
+ * so replicas (and retries) deciding the same row at once write one answer,
+ * one webhook event and one quota charge.
+ *
+ * Rows started before a network's chain changed identity (a devnet that
+ * restarted with a fresh chain) are left alone: that chain never saw them.
  */
-import { sql } from "kysely";
-import type { Db } from "../storage/db.js";
 import type { Logger } from "../lib/logger.js";
-import type { EvmChainAdapter } from "../chains/evm/index.js";
 import { describeError } from "../lib/errors.js";
-import { recordSettlementEvent } from "../features/webhooks/events.js";
+import type { PendingSettlement, ReconcileOutcome } from "../chains/ports.js";
+import type { SettlementRecorder } from "../features/settlements/settlementRecorder.js";
 
 export interface ReconcilerOptions {
-  db: Db;
-  evm: EvmChainAdapter;
+  recorder: SettlementRecorder;
+  reconcile: (pending: PendingSettlement) => Promise<ReconcileOutcome>;
   log: Logger;
   /** Rows younger than this may still belong to a live request. */
   olderThanMs: number;
   intervalMs?: number;
+  /** Per network, rows started before this instant belong to another chain. */
+  chainSince?: (network: string) => Date | undefined;
   onFinished?: (row: { id: string; status: "succeeded" | "failed" }) => void;
 }
 
 export class SettlementReconciler {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<number> | undefined;
+  private readonly skipped = new Set<string>();
 
   constructor(private readonly opts: ReconcilerOptions) {}
 
@@ -45,51 +50,26 @@ export class SettlementReconciler {
   }
 
   private async pass(): Promise<number> {
-    const { db, log } = this.opts;
+    const { recorder, log } = this.opts;
     let finished = 0;
     try {
-      const cutoff = new Date(Date.now() - this.opts.olderThanMs);
-      const rows = await db
-        .selectFrom("settlements")
-        .select(["id", "network", "request", "started_at"])
-        .where("status", "=", "pending")
-        .where("started_at", "<", cutoff)
-        .orderBy("started_at")
-        .limit(50)
-        .execute();
+      const rows = await recorder.orphaned(new Date(Date.now() - this.opts.olderThanMs), 50);
       for (const row of rows) {
+        const since = this.opts.chainSince?.(row.network);
+        if (since && new Date(row.started_at) < since) {
+          if (!this.skipped.has(row.id)) {
+            this.skipped.add(row.id);
+            log.error(
+              { settlementId: row.id, network: row.network },
+              "not reconciling a settlement started on a previous chain of this network (its genesis changed); it stays pending",
+            );
+          }
+          continue;
+        }
         try {
-          const txs = await db
-            .selectFrom("settlement_transactions")
-            .select(["hash", "raw"])
-            .where("settlement_id", "=", row.id)
-            .orderBy("created_at")
-            .execute();
-          const outcome = await this.opts.evm.reconcile(
-            row.network,
-            row.request,
-            txs.map((t) => ({ hash: t.hash as `0x${string}`, raw: t.raw as `0x${string}` })),
-          );
+          const outcome = await this.opts.reconcile(await recorder.pendingSettlement(row));
           if (outcome.status === "pending") continue;
-          // Guarded update and webhook event (outbox) in one transaction.
-          const updated = await db.transaction().execute(async (trx) => {
-            const done = await trx
-              .updateTable("settlements")
-              .set({
-                status: outcome.status,
-                ...(outcome.transaction ? { transaction: outcome.transaction } : {}),
-                error_reason: outcome.status === "failed" ? outcome.reason : null,
-                error_message: outcome.status === "failed" ? outcome.message : null,
-                finished_at: new Date(),
-                duration_ms: sql<number>`(extract(epoch from now() - started_at) * 1000)::int`,
-              })
-              .where("id", "=", row.id)
-              .where("status", "=", "pending")
-              .returningAll()
-              .executeTakeFirst();
-            if (done) await recordSettlementEvent(trx, done);
-            return done;
-          });
+          const updated = await recorder.finishFromChain(row.id, outcome);
           if (updated) {
             finished++;
             log.warn({ settlementId: row.id, outcome }, "reconciled an interrupted settlement");

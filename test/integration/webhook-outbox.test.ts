@@ -44,6 +44,17 @@ const request = (n: number): PaymentRequest =>
     },
   }) as unknown as PaymentRequest;
 
+/** A settle intent for payment `n`: each its own authorization. */
+function intent(p: Awaited<ReturnType<typeof principal>>, n: number) {
+  return {
+    principal: p,
+    request: request(n),
+    authorizationKey: `test:${p.accountId}:${n}`,
+    payer: undefined,
+    units: 1,
+  };
+}
+
 async function principal(db: OpenedDb["db"], name: string) {
   const account = await createAccount(db, name);
   const key = await createApiKey(db, account.id, `${name}-key`);
@@ -99,7 +110,7 @@ for (const backend of availableBackends()) {
         db.selectFrom("webhook_events").selectAll().where("settlement_id", "=", id).execute();
 
       // No endpoint: no event.
-      const s1 = await recorder.begin({ principal: p, request: request(1) });
+      const s1 = (await recorder.begin(intent(p, 1)))!;
       await recorder.finish(
         s1,
         { success: true, transaction: "0xaa", network: "eip155:8453" },
@@ -113,7 +124,7 @@ for (const backend of availableBackends()) {
       secrets.set(p.accountId, ep.secret);
 
       // Still pending: no event yet.
-      const s2 = await recorder.begin({ principal: p, request: request(2) });
+      const s2 = (await recorder.begin(intent(p, 2)))!;
       await recorder.finish(
         s2,
         {
@@ -126,7 +137,7 @@ for (const backend of availableBackends()) {
       );
       assert.equal((await events(s2)).length, 0);
 
-      const s3 = await recorder.begin({ principal: p, request: request(3) });
+      const s3 = (await recorder.begin(intent(p, 3)))!;
       await recorder.finish(
         s3,
         {
@@ -150,12 +161,10 @@ for (const backend of availableBackends()) {
 
       // The reconciler finishes s2: its event is written by the same guarded update.
       const reconciler = new SettlementReconciler({
-        db,
+        recorder,
         log,
         olderThanMs: 0,
-        evm: {
-          reconcile: async () => ({ status: "succeeded", transaction: "0xbb" }),
-        } as never,
+        reconcile: async () => ({ status: "succeeded", transaction: "0xbb" }),
       });
       assert.equal(await reconciler.runOnce(), 1);
       const [e2] = await events(s2);
@@ -167,7 +176,7 @@ for (const backend of availableBackends()) {
       // Atomic: when the event cannot be written, the outcome is not written either.
       await sql`ALTER TABLE webhook_events RENAME TO webhook_events_away`.execute(db);
       try {
-        const s4 = await recorder.begin({ principal: p, request: request(4) });
+        const s4 = (await recorder.begin(intent(p, 4)))!;
         await recorder.finish(
           s4,
           { success: true, transaction: "0xcc", network: "eip155:8453" },
@@ -202,7 +211,7 @@ for (const backend of availableBackends()) {
       const written = new Map<string, string[]>();
       for (let n = 0; n < 5; n++) {
         for (const p of accounts) {
-          const id = await recorder.begin({ principal: p, request: request(100 + n) });
+          const id = (await recorder.begin(intent(p, 100 + n)))!;
           await recorder.finish(
             id,
             { success: true, transaction: "0xdd", network: "eip155:8453" },
@@ -259,7 +268,7 @@ for (const backend of availableBackends()) {
         allowPrivateTargets: true,
       });
       for (const n of [1, 2]) {
-        const id = await recorder.begin({ principal: p, request: request(200 + n) });
+        const id = (await recorder.begin(intent(p, 200 + n)))!;
         await recorder.finish(
           id,
           { success: true, transaction: "0xee", network: "eip155:8453" },

@@ -4,7 +4,11 @@
  * service's signer, and adds the per-chain checks they leave to the operator.
  */
 import type { PendingSettlementStore, x402Facilitator } from "@x402/core/facilitator";
-import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import type {
+  PaymentPayload,
+  PaymentRequirements,
+  SchemeNetworkFacilitator,
+} from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
 import { UptoEvmScheme } from "@x402/evm/upto/facilitator";
 import { BatchSettlementEvmScheme } from "@x402/evm/batch-settlement/facilitator";
@@ -12,17 +16,21 @@ import type { LocalAccount } from "viem/accounts";
 import { isAddress, type Hex, type PublicClient } from "viem";
 import { findEvmNetwork, type EvmNetwork } from "../../networks/registry.js";
 import { Reason } from "../../lib/reasons.js";
-import type { ChainAdapter, PreparedPayment } from "../types.js";
+import type {
+  ChainFamily,
+  NetworkProbe,
+  PendingSettlement,
+  PreparedPayment,
+  ReconcileOutcome,
+} from "../ports.js";
+import { evmAuthorizationKey, evmPayerOf, evmQuotaUnits } from "./paymentIdentity.js";
+import { RpcHealth } from "./rpcHealth.js";
 import { evmExactPayloadShapeError, evmUptoPayloadShapeError } from "./payloadShape.js";
 import type { Logger } from "../../lib/logger.js";
 import type { SignerLeases } from "./signerLeases.js";
 import { FeeOracle } from "./feeOracle.js";
 import { noopJournal, type TransactionJournal } from "./journal.js";
-import {
-  reconcileEvmSettlement,
-  type JournaledTransaction,
-  type ReconcileOutcome,
-} from "./reconcile.js";
+import { reconcileEvmSettlement } from "./reconcile.js";
 import { chainFor, createEvmPublicClient, type RpcBatching } from "./rpc.js";
 import { createEvmSigner } from "./signer.js";
 import { EvmSignerPool } from "./signerPool.js";
@@ -68,19 +76,23 @@ interface EvmNetworkRuntime {
   client: PublicClient;
   domains: TokenDomainCache;
   pool: EvmSignerPool;
+  health: RpcHealth;
+  hosts: string[];
+  mechanisms: SchemeNetworkFacilitator[];
 }
 
-export class EvmChainAdapter implements ChainAdapter {
+export class EvmChainAdapter implements ChainFamily {
   readonly family = "eip155";
   private readonly runtimes = new Map<string, EvmNetworkRuntime>();
   private readonly schemes = new Map<string, readonly string[]>();
 
-  constructor(facilitator: x402Facilitator, opts: RegisterEvmOptions) {
+  constructor(opts: RegisterEvmOptions) {
     for (const setup of opts.networks) {
       const network = findEvmNetwork(setup.id);
       if (!network) throw new Error(`unknown EVM network ${setup.id}`);
       const tick = opts.pollingIntervalMs ?? Math.max(25, Math.floor(network.blockTimeMs / 8));
-      const client = createEvmPublicClient(network, setup.rpcUrls, tick, opts.rpcBatching);
+      const health = new RpcHealth();
+      const client = createEvmPublicClient(network, setup.rpcUrls, tick, opts.rpcBatching, health);
       const pool = new EvmSignerPool({
         network: network.id,
         chain: chainFor(network, setup.rpcUrls),
@@ -108,20 +120,66 @@ export class EvmChainAdapter implements ChainAdapter {
         ? { pendingSettlementStore: opts.pendingSettlementStore }
         : {};
       const factories = { eip6492AllowedFactories: [...(opts.eip6492AllowedFactories ?? [])] };
-      facilitator.register(network.id, new ExactEvmScheme(signer, { ...pending, ...factories }));
-      facilitator.register(network.id, new UptoEvmScheme(signer, pending));
-      facilitator.register(
-        network.id,
+      const mechanisms: SchemeNetworkFacilitator[] = [
+        new ExactEvmScheme(signer, { ...pending, ...factories }),
+        new UptoEvmScheme(signer, pending),
         new BatchSettlementEvmScheme(signer, opts.batchAuthorizer, { ...pending, ...factories }),
+      ];
+      this.schemes.set(
+        network.id,
+        mechanisms.map((m) => m.scheme),
       );
-      this.schemes.set(network.id, ["exact", "upto", "batch-settlement"]);
       this.runtimes.set(network.id, {
         network,
         client,
         domains: new TokenDomainCache(client, network.chainId),
         pool,
+        health,
+        hosts: setup.rpcUrls.map((u) => new URL(u).host),
+        mechanisms,
       });
     }
+  }
+
+  register(engine: x402Facilitator): void {
+    for (const r of this.runtimes.values()) {
+      for (const m of r.mechanisms) engine.register(r.network.id, m);
+    }
+  }
+
+  payerOf(payload: PaymentPayload): string | undefined {
+    return evmPayerOf(payload);
+  }
+
+  authorizationKey(payload: PaymentPayload, requirements: PaymentRequirements): string | undefined {
+    return evmAuthorizationKey(payload, requirements);
+  }
+
+  quotaUnits(payload: PaymentPayload, requirements: PaymentRequirements): number {
+    return evmQuotaUnits(payload, requirements);
+  }
+
+  rpcFailedSince(network: string, sinceMs: number): boolean {
+    return this.runtimes.get(network)?.health.failedSince(sinceMs) ?? false;
+  }
+
+  async probe(): Promise<NetworkProbe[]> {
+    return Promise.all(
+      [...this.runtimes.values()].map(async (r) => {
+        const host = r.hosts.join(",");
+        try {
+          await r.client.getBlockNumber({ cacheTime: 0 });
+          return { network: r.network.id, reachable: true, host };
+        } catch (e) {
+          return {
+            network: r.network.id,
+            reachable: false,
+            host,
+            error: e instanceof Error ? e.name : "error",
+          };
+        }
+      }),
+    );
   }
 
   networks(): ReadonlyMap<string, readonly string[]> {
@@ -133,37 +191,30 @@ export class EvmChainAdapter implements ChainAdapter {
     await Promise.all([...this.runtimes.values()].map((r) => r.pool.start()));
   }
 
-  signerAddresses(): string[] {
-    const all = new Set<string>();
-    for (const r of this.runtimes.values()) r.pool.addresses.forEach((a) => all.add(a));
-    return [...all];
-  }
-
-  /** What became of an interrupted settlement on `network` (see reconcile.ts). */
-  reconcile(
-    network: string,
-    request: unknown,
-    txs: readonly JournaledTransaction[],
-  ): Promise<ReconcileOutcome> {
-    const runtime = this.runtimes.get(network);
+  /** What became of an interrupted settlement (see reconcile.ts). */
+  reconcile(pending: PendingSettlement): Promise<ReconcileOutcome> {
+    const runtime = this.runtimes.get(pending.network);
     if (!runtime) {
       return Promise.resolve({
         status: "failed",
         reason: Reason.invalidNetwork,
-        message: `network ${network} is no longer configured`,
+        message: `network ${pending.network} is no longer configured`,
       });
     }
-    return reconcileEvmSettlement(runtime.client, request, txs);
+    return reconcileEvmSettlement(
+      runtime.client,
+      pending.request,
+      pending.transactions.map((t) => ({
+        hash: t.reference as Hex,
+        raw: String(t.detail["raw"] ?? "0x") as Hex,
+      })),
+    );
   }
 
   async currentBlock(network: string): Promise<bigint | undefined> {
     const runtime = this.runtimes.get(network);
     // viem caches the answer for one polling interval (an eighth of a block).
     return runtime ? runtime.client.getBlockNumber() : undefined;
-  }
-
-  publicClient(networkId: string): PublicClient | undefined {
-    return this.runtimes.get(networkId)?.client;
   }
 
   shapeError(payload: PaymentPayload, requirements: PaymentRequirements): string | undefined {

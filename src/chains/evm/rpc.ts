@@ -12,6 +12,7 @@ import {
   type PublicClient,
 } from "viem";
 import type { EvmNetwork } from "../../networks/registry.js";
+import { trackedTransport, type RpcHealth } from "./rpcHealth.js";
 
 export function chainFor(network: EvmNetwork, rpcUrls: readonly string[]): Chain {
   return defineChain({
@@ -52,10 +53,12 @@ export function createEvmPublicClient(
   rpcUrls: readonly string[],
   pollingIntervalMs: number,
   batching?: RpcBatching,
+  health?: RpcHealth,
 ): PublicClient {
+  const transport = transportFor(rpcUrls, batching);
   return createPublicClient({
     chain: chainFor(network, rpcUrls),
-    transport: transportFor(rpcUrls, batching),
+    transport: health ? trackedTransport(transport, health) : transport,
     pollingInterval: pollingIntervalMs,
     // One eth_call per read is what every RPC provider serves; multicall
     // batching needs Multicall3, which is not on every devnet.

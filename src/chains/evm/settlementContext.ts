@@ -14,6 +14,8 @@ export interface SettlementScope {
   refusal?: { reason: string; message: string };
   /** A transaction whose broadcast answer was lost: the outcome is unknown. */
   ambiguousHash?: `0x${string}`;
+  /** Set once a transaction for this settlement was journaled and handed to the node. */
+  sent?: boolean;
 }
 
 const storage = new AsyncLocalStorage<SettlementScope>();

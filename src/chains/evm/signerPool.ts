@@ -417,6 +417,8 @@ export class EvmSignerPool {
       raw,
       ...(replaces ? { replaces } : {}),
     });
+    const scope = currentSettlement();
+    if (scope) scope.sent = true;
     // Re-sending the same signed bytes is harmless (same hash, same nonce), so
     // a lost answer is retried; "already known" means the node has it.
     for (let attempt = 1; ; attempt++) {
@@ -567,6 +569,13 @@ export class EvmSignerPool {
    */
   async waitForReceipt(hash: Hex, timeoutMs: number): Promise<TransactionReceipt> {
     const f = this.inflight.get(hash.toLowerCase());
+    // Not in flight here: it may have been mined already (a retry after
+    // `settlement_pending`, or sent by another replica), and the watcher only
+    // follows blocks from now on, so ask the chain first.
+    const mined = f
+      ? undefined
+      : await this.opts.client.getTransactionReceipt({ hash }).catch(() => undefined);
+    if (mined) return mined;
     const receipt = f ? f.receipt : this.watcher.wait(hash);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {

@@ -1,46 +1,78 @@
 /**
- * The service behaviour behind /verify and /settle, without HTTP: what a
- * call does beyond the protocol engine (recording, and later quotas,
- * idempotency and webhooks, which hook in here).
+ * The service behaviour behind /verify and /settle, without HTTP.
+ *
+ * A settle runs the stages of `stages/` in order: idempotency, catalog,
+ * deduplication, quota, intent, commit, mechanism (see `settleStages`). A
+ * verify asks the engine and catalogs a valid payment. Infrastructure
+ * failures become 503 `service_unavailable`, never a payment reason.
  */
 import type { SettleResponse, VerifyResponse } from "@x402/core/types";
-import type { PaymentFacilitator, PaymentRequest } from "../../facilitator/paymentFacilitator.js";
+import { ChainUnavailableError } from "../../chains/ports.js";
+import { ServiceError } from "../../lib/errors.js";
+import type { Logger } from "../../lib/logger.js";
+import type { PaymentRequest } from "../../protocol.js";
 import type { ApiKeyPrincipal } from "../keys/authenticator.js";
 import type { SettlementRecorder } from "../settlements/settlementRecorder.js";
-import type { Cataloger, CatalogTrigger } from "../catalog/cataloger.js";
-import { paymentFingerprint } from "../settlements/settlementRecorder.js";
-import { settlementUnits } from "../plans/plans.js";
-import type { QuotaLedger, QuotaReservation } from "../plans/quotaLedger.js";
+import type { Cataloger } from "../catalog/cataloger.js";
+import type { QuotaLedger } from "../plans/quotaLedger.js";
 import {
   readPaymentIdentifier,
   type PaymentIdentifierStore,
 } from "../idempotency/paymentIdentifiers.js";
+import type { PaymentEngine } from "./engine.js";
+import { SettlementJoiner } from "./settlementJoiner.js";
+import { runStages, type ExtensionResponses, type SettleStage } from "./stages/pipeline.js";
+import { idempotencyStage } from "./stages/idempotencyStage.js";
+import { catalogStage } from "./stages/catalogStage.js";
+import { deduplicationStage } from "./stages/deduplicationStage.js";
+import { quotaStage } from "./stages/quotaStage.js";
+import { intentStage } from "./stages/intentStage.js";
+import { commitStage } from "./stages/commitStage.js";
+import { mechanismStage } from "./stages/mechanismStage.js";
 
-/**
- * Extension outcomes for the EXTENSION-RESPONSES header, keyed by extension
- * (`bazaar`). The caller passes an object; the service fills it in.
- */
-export type ExtensionResponses = Record<string, unknown>;
+export type { ExtensionResponses };
+
+export interface PaymentServiceDeps {
+  engine: PaymentEngine;
+  recorder: SettlementRecorder;
+  log: Logger;
+  /** How long a duplicate waits for the first attempt's outcome. */
+  settleTimeoutMs: number;
+  /** A pending record older than this has lost its owner. */
+  reconcileAfterMs: number;
+  catalog?: Cataloger;
+  /** Plans and quotas; absent = settlements are not metered. */
+  quota?: QuotaLedger;
+  paymentIds?: PaymentIdentifierStore;
+}
 
 export class PaymentService {
-  constructor(
-    private readonly facilitator: PaymentFacilitator,
-    private readonly recorder: SettlementRecorder,
-    private readonly catalog?: Cataloger,
-    /** Plans and quotas; absent = settlements are not metered. */
-    private readonly quota?: QuotaLedger,
-    private readonly paymentIds?: PaymentIdentifierStore,
-  ) {}
+  private readonly stages: readonly SettleStage[];
+
+  constructor(private readonly deps: PaymentServiceDeps) {
+    const joiner = new SettlementJoiner(deps.engine, deps.recorder, deps.log, {
+      waitMs: deps.settleTimeoutMs,
+      ownerGoneAfterMs: deps.reconcileAfterMs,
+    });
+    this.stages = settleStages(deps, joiner);
+  }
 
   async verify(
     principal: ApiKeyPrincipal,
     request: PaymentRequest,
     extensionResponses: ExtensionResponses = {},
   ): Promise<VerifyResponse> {
-    this.facilitator.assertWellFormed(request);
+    this.assertWellFormed(request);
     readPaymentIdentifier(request.paymentPayload); // 400 when malformed; verify never claims it
-    const result = await this.facilitator.verify(request);
-    await this.catalogOutcome("verify", result.isValid, principal, request, extensionResponses);
+    const result = await unavailableAs503(() => this.deps.engine.verify(request));
+    const catalog = this.deps.catalog;
+    if (catalog) {
+      const { paymentPayload, paymentRequirements } = request;
+      const outcome = result.isValid
+        ? await catalog.record("verify", principal.accountId, paymentPayload, paymentRequirements)
+        : catalog.declined("verify", paymentPayload);
+      if (outcome) extensionResponses["bazaar"] = outcome;
+    }
     return result;
   }
 
@@ -49,61 +81,50 @@ export class PaymentService {
     request: PaymentRequest,
     extensionResponses: ExtensionResponses = {},
   ): Promise<SettleResponse> {
-    this.facilitator.assertWellFormed(request);
-    // DESIGN "A settle, step by step": idempotency claim, quota reserve,
-    // record and settle, quota commit/release, idempotency bind/release.
-    const paymentId = readPaymentIdentifier(request.paymentPayload);
-    const run = () => this.settleMetered(principal, request, extensionResponses);
-    if (paymentId === null || !this.paymentIds) return run();
-    return this.paymentIds.settleOnce(principal.keyId, paymentId, paymentFingerprint(request), run);
+    this.assertWellFormed(request);
+    const { engine } = this.deps;
+    return runStages(
+      this.stages,
+      {
+        principal,
+        request,
+        extensionResponses,
+        authorizationKey: engine.authorizationKey(request),
+        payer: engine.payerOf(request),
+        units: engine.quotaUnits(request),
+        startedAt: Date.now(),
+      },
+      () => Promise.reject(new Error("the settle stages ended without an answer")),
+    );
   }
 
-  private async settleMetered(
-    principal: ApiKeyPrincipal,
-    request: PaymentRequest,
-    extensionResponses: ExtensionResponses,
-  ): Promise<SettleResponse> {
-    const units = this.quota ? settlementUnits(request) : 0;
-    const reservation: QuotaReservation | undefined =
-      units > 0 ? await this.quota!.reserve(principal.accountId, units) : undefined;
-    let result: SettleResponse;
-    let settlementId: string | null = null;
-    try {
-      const startedAt = Date.now();
-      settlementId = await this.recorder.begin({ principal, request });
-      result = await this.facilitator.settle(request, settlementId);
-      await this.recorder.finish(settlementId, result, startedAt);
-    } catch (e) {
-      if (reservation) await this.quota!.settle(reservation, false, settlementId);
-      throw e;
-    }
-    if (reservation) {
-      // A pending settlement was broadcast and most likely lands: it counts.
-      // A `settlement_pending` answer is not counted: the client's retry of
-      // the same payment reconciles against the same transaction and is
-      // counted once when it succeeds. Counting both would bill one payment twice.
-      // A success that sent nothing (an `upto` settled at zero) moved no
-      // money and is not billed either.
-      const counts = result.success && result.transaction !== "";
-      await this.quota!.settle(reservation, counts, settlementId);
-    }
-    await this.catalogOutcome("settle", result.success, principal, request, extensionResponses);
-    return result;
+  private assertWellFormed(request: PaymentRequest): void {
+    const problem = this.deps.engine.shapeError(request);
+    if (problem) throw new ServiceError("invalid_request", problem);
   }
+}
 
-  /** Bazaar cataloging: only behind a valid payment; never throws. */
-  private async catalogOutcome(
-    trigger: CatalogTrigger,
-    paid: boolean,
-    principal: ApiKeyPrincipal,
-    request: PaymentRequest,
-    out: ExtensionResponses,
-  ): Promise<void> {
-    if (!this.catalog) return;
-    const { paymentPayload, paymentRequirements } = request;
-    const outcome = paid
-      ? await this.catalog.record(trigger, principal.accountId, paymentPayload, paymentRequirements)
-      : this.catalog.declined(trigger, paymentPayload);
-    if (outcome) out["bazaar"] = outcome;
+/** The settle stages in order; the mechanism is last. */
+function settleStages(deps: PaymentServiceDeps, joiner: SettlementJoiner): SettleStage[] {
+  return [
+    ...(deps.paymentIds ? [idempotencyStage(deps.paymentIds)] : []),
+    ...(deps.catalog ? [catalogStage(deps.catalog)] : []),
+    deduplicationStage(deps.recorder, joiner),
+    ...(deps.quota ? [quotaStage(deps.quota)] : []),
+    intentStage(deps.recorder, joiner, deps.quota),
+    commitStage(deps.recorder),
+    mechanismStage(deps.engine, deps.recorder),
+  ];
+}
+
+async function unavailableAs503<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (e) {
+    if (!(e instanceof ChainUnavailableError)) throw e;
+    throw new ServiceError("service_unavailable", `${e.message}; retry shortly`, {
+      retryable: true,
+      cause: e,
+    });
   }
 }

@@ -1,53 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { PaymentRequest } from "../../facilitator/paymentFacilitator.js";
-import {
-  FREE_PLAN_LIMIT,
-  PAYG_FREE_UNITS,
-  monthOf,
-  paygBillableUnits,
-  planRule,
-  settlementUnits,
-} from "./plans.js";
-
-function request(network: string, scheme: string, payload: Record<string, unknown>) {
-  return {
-    paymentPayload: { x402Version: 2, accepted: {}, payload },
-    paymentRequirements: { network, scheme },
-  } as unknown as PaymentRequest;
-}
-
-describe("settlementUnits (spec section 8)", () => {
-  test("an exact settlement on an EVM network is one unit", () => {
-    assert.equal(settlementUnits(request("eip155:8453", "exact", { signature: "0x" })), 1);
-  });
-
-  test("nothing on xrpl:0 ever counts, whatever the scheme", () => {
-    assert.equal(settlementUnits(request("xrpl:0", "exact", {})), 0);
-    assert.equal(
-      settlementUnits(request("xrpl:0", "batch-settlement", { type: "claim", claims: [1, 2] })),
-      0,
-    );
-  });
-
-  test("batch-settlement claim counts one unit per voucher", () => {
-    const claims = [{ v: 1 }, { v: 2 }, { v: 3 }];
-    assert.equal(
-      settlementUnits(request("eip155:8453", "batch-settlement", { type: "claim", claims })),
-      3,
-    );
-    assert.equal(
-      settlementUnits(request("eip155:8453", "batch-settlement", { type: "claim", claims: [] })),
-      0,
-    );
-  });
-
-  test("batch-settlement deposit, settle and refund count zero", () => {
-    for (const type of ["deposit", "settle", "refund"]) {
-      assert.equal(settlementUnits(request("eip155:8453", "batch-settlement", { type })), 0, type);
-    }
-  });
-});
+import { FREE_PLAN_LIMIT, PAYG_FREE_UNITS, monthOf, paygBillableUnits, planRule } from "./plans.js";
 
 describe("plans", () => {
   const limits = { starterLimit: 10_000, proLimit: 100_000, maxLimit: 1_000_000 };

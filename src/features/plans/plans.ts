@@ -1,11 +1,11 @@
 /**
  * Plans and what a settle costs in quota units.
  *
- * Pure functions: the plan table is built from config, and `settlementUnits`
- * decides how many units a settle request would consume if it succeeds
- * (spec section 8). Nothing here touches the database.
+ * Pure functions: the plan table is built from config. How many units a
+ * settlement costs is the chain family's to say (spec section 8: batch
+ * claims count their vouchers, `xrpl:0` never counts). Nothing here touches
+ * the database.
  */
-import type { PaymentRequest } from "../../facilitator/paymentFacilitator.js";
 
 export const PLAN_NAMES = ["free", "starter", "pro", "max", "payg"] as const;
 export type PlanName = (typeof PLAN_NAMES)[number];
@@ -60,30 +60,6 @@ export function planRule(plan: string, limits: PlanLimits): PlanRule {
 /** Calendar month in UTC, 'YYYY-MM'. */
 export function monthOf(at: Date): string {
   return at.toISOString().slice(0, 7);
-}
-
-/** Networks whose settlements never count, on any plan. */
-const UNMETERED_NETWORKS = new Set(["xrpl:0"]);
-
-/**
- * Quota units a successful settle of this request consumes:
- * 0 on `xrpl:0`; for `batch-settlement`, one per voucher of a `claim` and 0
- * for `deposit`, `settle` and `refund`; 1 for everything else.
- */
-export function settlementUnits(request: PaymentRequest): number {
-  const network = request.paymentRequirements.network;
-  if (UNMETERED_NETWORKS.has(network)) return 0;
-  const scheme = request.paymentRequirements.scheme;
-  if (scheme === "batch-settlement") {
-    const inner = request.paymentPayload.payload as Record<string, unknown> | undefined;
-    const type = inner?.["type"];
-    if (type === "claim") {
-      const claims = inner?.["claims"];
-      return Array.isArray(claims) ? claims.length : 0;
-    }
-    if (type === "deposit" || type === "settle" || type === "refund") return 0;
-  }
-  return 1;
 }
 
 /** Pay-as-you-go units to charge when `used` goes from `before` to `after`. */

@@ -9,8 +9,9 @@
  * so an upgrade (or suspension) applies to the very next request.
  */
 import { randomUUID } from "node:crypto";
-import { sql } from "kysely";
+import { sql, type Transaction } from "kysely";
 import type { Db } from "../../storage/db.js";
+import type { Database } from "../../storage/schema.js";
 import { ServiceError } from "../../lib/errors.js";
 import {
   PAYG_UNIT_PRICE_MICRO_USD,
@@ -98,32 +99,67 @@ export class QuotaLedger {
   /** Turns the reservation into usage; for pay-as-you-go, accrues the charge in the same transaction. */
   async commit(r: QuotaReservation, settlementId: string | null): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
-      const row = await tx
-        .updateTable("quota_usage")
-        .set({
-          used: sql<number>`used + ${r.units}`,
-          reserved: sql<number>`greatest(reserved - ${r.units}, 0)`,
-          updated_at: new Date(),
-        })
-        .where("account_id", "=", r.accountId)
-        .where("month", "=", r.month)
-        .returning(["used"])
-        .executeTakeFirstOrThrow();
-      if (r.plan !== "payg") return;
-      const billable = paygBillableUnits(row.used - r.units, row.used);
-      if (billable <= 0) return;
-      await tx
-        .insertInto("usage_charges")
-        .values({
-          id: randomUUID(),
-          account_id: r.accountId,
-          month: r.month,
-          settlement_id: settlementId,
-          units: billable,
-          amount_micro_usd: billable * PAYG_UNIT_PRICE_MICRO_USD,
-        })
-        .execute();
+      await this.releaseIn(tx, r);
+      await this.chargeIn(tx, r.accountId, r.units, settlementId);
     });
+  }
+
+  /**
+   * Adds `units` of usage for a settlement that just succeeded, in the
+   * caller's transaction (the one that records the success), so a payment is
+   * billed exactly when, and exactly once, its success is committed. The
+   * plan is read now: a late success (a retry or the reconciler learning it
+   * from the chain) bills the month and plan in force when it is learned.
+   */
+  async chargeIn(
+    tx: Transaction<Database>,
+    accountId: string,
+    units: number,
+    settlementId: string | null,
+  ): Promise<void> {
+    if (units <= 0) return;
+    const month = monthOf(this.now());
+    const account = await tx
+      .selectFrom("accounts")
+      .select("plan")
+      .where("id", "=", accountId)
+      .executeTakeFirst();
+    const plan = planRule(account?.plan ?? "free", this.limits).name;
+    const row = await tx
+      .insertInto("quota_usage")
+      .values({ account_id: accountId, month, used: units })
+      .onConflict((oc) =>
+        oc.columns(["account_id", "month"]).doUpdateSet({
+          used: sql<number>`quota_usage.used + ${units}`,
+          updated_at: new Date(),
+        }),
+      )
+      .returning(["used"])
+      .executeTakeFirstOrThrow();
+    if (plan !== "payg") return;
+    const billable = paygBillableUnits(row.used - units, row.used);
+    if (billable <= 0) return;
+    await tx
+      .insertInto("usage_charges")
+      .values({
+        id: randomUUID(),
+        account_id: accountId,
+        month,
+        settlement_id: settlementId,
+        units: billable,
+        amount_micro_usd: billable * PAYG_UNIT_PRICE_MICRO_USD,
+      })
+      .execute();
+  }
+
+  /** Gives a reservation's units back, in the caller's transaction. */
+  async releaseIn(tx: Transaction<Database>, r: QuotaReservation): Promise<void> {
+    await tx
+      .updateTable("quota_usage")
+      .set({ reserved: sql<number>`greatest(reserved - ${r.units}, 0)`, updated_at: new Date() })
+      .where("account_id", "=", r.accountId)
+      .where("month", "=", r.month)
+      .execute();
   }
 
   /** Gives the reserved units back (the settle failed or never ran). */
@@ -134,17 +170,6 @@ export class QuotaLedger {
       .where("account_id", "=", r.accountId)
       .where("month", "=", r.month)
       .execute();
-  }
-
-  /** Units used so far this month (committed only). */
-  async usedThisMonth(accountId: string): Promise<number> {
-    const row = await this.db
-      .selectFrom("quota_usage")
-      .select("used")
-      .where("account_id", "=", accountId)
-      .where("month", "=", monthOf(this.now()))
-      .executeTakeFirst();
-    return row?.used ?? 0;
   }
 
   private async refusal(

@@ -4,7 +4,7 @@
  * `recordSettlementEvent` runs inside the transaction that finishes a
  * settlement row, so an event exists exactly when the outcome is committed
  * (transactional outbox). It writes nothing for an account without an
- * endpoint, and nothing for a row that is still `pending`.
+ * endpoint, and nothing for a row that is `pending` or `not_attempted`.
  */
 import { randomUUID } from "node:crypto";
 import type { Transaction } from "kysely";
@@ -44,7 +44,9 @@ export function settlementEvent(
   apiKeyName: string | null,
   now = new Date(),
 ): SettlementEvent {
-  if (row.status === "pending") throw new Error("a pending settlement has no event");
+  if (row.status === "pending" || row.status === "not_attempted") {
+    throw new Error(`a ${row.status} settlement has no event`);
+  }
   return {
     type: row.status === "succeeded" ? "settlement.succeeded" : "settlement.failed",
     id: `evt_${randomUUID().replace(/-/g, "")}`,
@@ -76,7 +78,9 @@ export async function recordSettlementEvent(
   trx: Transaction<Database>,
   row: SettlementRow,
 ): Promise<string | undefined> {
-  if (row.status === "pending") return undefined;
+  // Only outcomes are events: a pending row has none yet, and a settlement
+  // that was never attempted (an outage) is nobody's news.
+  if (row.status === "pending" || row.status === "not_attempted") return undefined;
   const endpoint = await trx
     .selectFrom("webhook_endpoints")
     .select("account_id")

@@ -1,0 +1,30 @@
+/**
+ * Stage: the mechanism. The engine re-verifies and sends; its outcome comes
+ * back as the settle response. When the chain could not be asked and nothing
+ * was sent, the row says `not_attempted` and the caller gets 503: an outage
+ * is never recorded or answered as the payer's failure.
+ */
+import { ChainUnavailableError } from "../../../chains/ports.js";
+import { ServiceError } from "../../../lib/errors.js";
+import type { PaymentEngine } from "../engine.js";
+import type { SettlementRecorder } from "../../settlements/settlementRecorder.js";
+import type { SettleStage } from "./pipeline.js";
+
+export function mechanismStage(engine: PaymentEngine, recorder: SettlementRecorder): SettleStage {
+  return {
+    name: "mechanism",
+    async run(ctx) {
+      try {
+        return await engine.settle(ctx.request, ctx.settlementId!);
+      } catch (e) {
+        if (!(e instanceof ChainUnavailableError)) throw e;
+        await recorder.notAttempted(ctx.settlementId!, e.message, ctx.startedAt, ctx.reservation);
+        ctx.reservation = undefined;
+        throw new ServiceError("service_unavailable", `${e.message}; retry shortly`, {
+          retryable: true,
+          cause: e,
+        });
+      }
+    },
+  };
+}

@@ -1,0 +1,28 @@
+/**
+ * Stage: the monthly quota. Reserves the payment's units before anything is
+ * recorded or sent (402 when exhausted). The commit stage gives the
+ * reservation back in the transaction that records the outcome, where a
+ * success is charged; a settle that throws before that gives it back here.
+ */
+import type { QuotaLedger } from "../../plans/quotaLedger.js";
+import type { SettleStage } from "./pipeline.js";
+
+export function quotaStage(quota: QuotaLedger): SettleStage {
+  return {
+    name: "quota",
+    async run(ctx, next) {
+      if (ctx.units <= 0) return next();
+      ctx.reservation = await quota.reserve(ctx.principal.accountId, ctx.units);
+      try {
+        return await next();
+      } catch (e) {
+        // Only reached when the outcome was not recorded (the commit stage
+        // releases in its own transaction).
+        if (ctx.reservation) await quota.settle(ctx.reservation, false, null);
+        throw e;
+      } finally {
+        ctx.reservation = undefined;
+      }
+    },
+  };
+}

@@ -1,0 +1,254 @@
+/**
+ * One authorization, one transaction, one record, and answers that tell the
+ * truth about it:
+ * - a retry after `settlement_pending` learns the outcome from the chain:
+ *   pending again while unmined, success with the mined transaction once it
+ *   is, billed once, one record, no `settlement.failed` event;
+ * - a retry whose authorization was consumed by an unrelated transaction is
+ *   a failure;
+ * - concurrent duplicates send one transaction and all answer it;
+ * - the same payment through another account is not answered as paid.
+ *
+ * The chain is held still (anvil's automine off) so "not mined yet" is a
+ * fact the test controls, not a race.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createPublicClient, createWalletClient, http, parseAbi, type Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import type { PaymentPayload } from "@x402/core/types";
+import { startStack, type TestStack } from "../support/stack.js";
+import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
+import { createAccount } from "../../src/features/accounts/accounts.js";
+import { createApiKey } from "../../src/features/keys/apiKeys.js";
+import { setWebhookEndpoint } from "../../src/features/webhooks/webhookRepository.js";
+
+const PAY_TO = "0x7171717171717171717171717171717171717171" as Hex;
+
+interface Settle {
+  success: boolean;
+  transaction: string;
+  errorReason?: string;
+  network: string;
+}
+
+describe("duplicates and retries of one authorization", () => {
+  let stack: TestStack;
+  let rpc: ReturnType<typeof createPublicClient>;
+
+  before(async () => {
+    stack = await startStack({
+      payers: 8,
+      facilitators: 2,
+      env: { SETTLE_TIMEOUT_MS: "1000", METER_SETTLEMENTS: "true", RECONCILE_AFTER_MS: "600000" },
+    });
+    rpc = createPublicClient({ transport: http(stack.rpcUrl) });
+    // Webhook endpoint so events are written to the outbox (delivery may fail; rows are what count).
+    await setWebhookEndpoint(stack.service.db, stack.accountId, "http://127.0.0.1:9/hook", {
+      allowPrivateTargets: true,
+    });
+  });
+  after(async () => {
+    await rpc.request({ method: "evm_setAutomine" as never, params: [true] as never });
+    await stack.stop();
+  });
+
+  const automine = (on: boolean) =>
+    rpc.request({ method: "evm_setAutomine" as never, params: [on] as never });
+  const mine = () => rpc.request({ method: "evm_mine" as never, params: [] as never });
+  const body = async (payerIndex: number, amount = "1000") => {
+    const requirements = requirementsFor({
+      network: stack.network,
+      usdc: stack.usdc,
+      payTo: PAY_TO,
+      amount,
+    });
+    return {
+      x402Version: 2,
+      paymentPayload: await signPayment(stack.payerKeys[payerIndex]!, requirements),
+      paymentRequirements: requirements,
+    };
+  };
+  const settle = async (b: unknown, apiKey = stack.apiKey) =>
+    (await (await post(stack.url, "/settle", b, apiKey)).json()) as Settle;
+  const rowsOf = (payer: Hex) =>
+    stack.service.db
+      .selectFrom("settlements")
+      .selectAll()
+      .where("payer", "=", payer.toLowerCase())
+      .execute();
+  const eventsOf = (settlementId: string) =>
+    stack.service.db
+      .selectFrom("webhook_events")
+      .select("type")
+      .where("settlement_id", "=", settlementId)
+      .execute();
+  const used = async () =>
+    (
+      await stack.service.db
+        .selectFrom("quota_usage")
+        .select("used")
+        .where("account_id", "=", stack.accountId)
+        .executeTakeFirst()
+    )?.used ?? 0;
+  const signerNonces = async () => {
+    let total = 0;
+    for (const key of stack.devnet.networks[stack.network]!.facilitatorPrivateKeys) {
+      total += await rpc.getTransactionCount({
+        address: privateKeyToAccount(key as Hex).address,
+        blockTag: "pending",
+      });
+    }
+    return total;
+  };
+
+  test("a retry after settlement_pending answers pending while unmined, then the mined success at once, billed once", async () => {
+    const b = await body(0);
+    const payer = privateKeyToAccount(stack.payerKeys[0]!).address;
+    const usedBefore = await used();
+    const paidBefore = await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO);
+    await automine(false);
+    let first: Settle;
+    try {
+      first = await settle(b);
+      assert.equal(first.errorReason, "settlement_pending", JSON.stringify(first));
+      assert.match(first.transaction, /^0x[0-9a-f]{64}$/);
+
+      const stillOpen = await settle(b);
+      assert.equal(stillOpen.errorReason, "settlement_pending", "unmined: pending again");
+      assert.equal(stillOpen.transaction, first.transaction);
+      await mine();
+    } finally {
+      await automine(true);
+    }
+    const retry = await settle(b);
+    assert.equal(retry.success, true, JSON.stringify(retry));
+    assert.equal(retry.transaction, first.transaction);
+
+    const again = await settle(b);
+    assert.deepEqual([again.success, again.transaction], [true, first.transaction]);
+
+    const rows = await rowsOf(payer);
+    assert.equal(rows.length, 1, "retries fold into one record");
+    assert.deepEqual(
+      [rows[0]!.status, rows[0]!.transaction, rows[0]!.attempts, rows[0]!.billed],
+      ["succeeded", first.transaction, 4, true],
+    );
+    assert.deepEqual(
+      (await eventsOf(rows[0]!.id)).map((e) => e.type),
+      ["settlement.succeeded"],
+      "no settlement.failed for a payment that landed",
+    );
+    assert.equal(await used(), usedBefore + 1, "billed exactly once");
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO), paidBefore + 1000n);
+  });
+
+  test("a retry whose authorization was consumed by an unrelated transaction is a failure", async () => {
+    const b = await body(1);
+    const payer = privateKeyToAccount(stack.payerKeys[1]!).address;
+    await automine(false);
+    try {
+      const first = await settle(b);
+      assert.equal(first.errorReason, "settlement_pending");
+      // Our transaction leaves the pool; someone else spends the authorization.
+      const ours = await rpc.getTransaction({ hash: first.transaction as Hex });
+      await rpc.request({
+        method: "anvil_dropTransaction" as never,
+        params: [first.transaction] as never,
+      });
+      // Keep the signer's nonces gap-free, as a replacement would on a real chain.
+      const signerKey = stack.devnet.networks[stack.network]!.facilitatorPrivateKeys.find(
+        (k) => privateKeyToAccount(k as Hex).address.toLowerCase() === ours.from.toLowerCase(),
+      ) as Hex;
+      await createWalletClient({
+        account: privateKeyToAccount(signerKey),
+        transport: http(stack.rpcUrl),
+      }).sendTransaction({
+        chain: null,
+        to: ours.from,
+        value: 0n,
+        nonce: ours.nonce,
+        gas: 21_000n,
+      });
+      const auth = (b.paymentPayload as PaymentPayload).payload as {
+        authorization: Record<string, string>;
+        signature: Hex;
+      };
+      const other = createWalletClient({
+        account: privateKeyToAccount(stack.payerKeys[7]!),
+        transport: http(stack.rpcUrl),
+      });
+      await other.writeContract({
+        chain: null,
+        address: stack.usdc,
+        abi: parseAbi([
+          "function transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)",
+        ]),
+        functionName: "transferWithAuthorization",
+        args: [
+          auth.authorization["from"] as Hex,
+          auth.authorization["to"] as Hex,
+          BigInt(auth.authorization["value"]!),
+          BigInt(auth.authorization["validAfter"]!),
+          BigInt(auth.authorization["validBefore"]!),
+          auth.authorization["nonce"] as Hex,
+          auth.signature,
+        ],
+      });
+      await mine();
+    } finally {
+      await automine(true);
+    }
+    const retry = await settle(b);
+    assert.equal(retry.success, false);
+    assert.equal(retry.errorReason, "settlement_interrupted", JSON.stringify(retry));
+    const rows = await rowsOf(payer);
+    assert.deepEqual(
+      rows.map((r) => [r.status, r.error_reason, r.billed]),
+      [["failed", "settlement_interrupted", false]],
+    );
+  });
+
+  test("30 concurrent duplicates send one transaction and all answer it", async () => {
+    const b = await body(2);
+    const payer = privateKeyToAccount(stack.payerKeys[2]!).address;
+    const noncesBefore = await signerNonces();
+    const paidBefore = await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO);
+    const answers = await Promise.all(Array.from({ length: 30 }, () => settle(b)));
+    const hashes = new Set(answers.map((a) => a.transaction));
+    assert.ok(
+      answers.every((a) => a.success),
+      JSON.stringify(answers.find((a) => !a.success)),
+    );
+    assert.equal(hashes.size, 1);
+    assert.equal(
+      await signerNonces(),
+      noncesBefore + 1,
+      "the signers' nonces moved by exactly one",
+    );
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO), paidBefore + 1000n);
+    const rows = await rowsOf(payer);
+    assert.deepEqual(
+      rows.map((r) => [r.status, r.attempts]),
+      [["succeeded", 30]],
+    );
+  });
+
+  test("the same payment through another account is settled once, for the first account only", async () => {
+    const b = await body(3);
+    const account = await createAccount(stack.service.db, "second");
+    const otherKey = (await createApiKey(stack.service.db, account.id, "second")).key;
+    const mineFirst = await settle(b);
+    assert.equal(mineFirst.success, true, JSON.stringify(mineFirst));
+    const theirs = await settle(b, otherKey);
+    assert.equal(theirs.success, false);
+    assert.equal(theirs.errorReason, "duplicate_settlement");
+    assert.equal(theirs.transaction, "");
+    const theirRows = await stack.service.db
+      .selectFrom("settlements")
+      .select("id")
+      .where("account_id", "=", account.id)
+      .execute();
+    assert.equal(theirRows.length, 0, "nothing recorded or billed for the second account");
+  });
+});
