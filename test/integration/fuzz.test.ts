@@ -23,6 +23,8 @@ function rng(seed: number) {
 }
 
 const WEIRD: unknown[] = [
+  "\ud800",
+  "ok\udfff",
   null,
   true,
   0,
@@ -78,6 +80,7 @@ describe("fuzzing /verify and /settle", () => {
   let good: Record<string, unknown>;
   // A fixed seed keeps CI deterministic; set FUZZ_SEED to explore others.
   const seed = Number(process.env["FUZZ_SEED"] ?? 20261122);
+  console.log(`fuzz seed ${seed} (set FUZZ_SEED to replay another)`);
 
   before(async () => {
     stack = await startStack();
@@ -93,6 +96,57 @@ describe("fuzzing /verify and /settle", () => {
     };
   });
   after(() => stack.stop());
+
+  test("poison that would verify but could never be stored: a clear 400 on both routes, nothing recorded", async () => {
+    // Built as text: the point is a body too deep for recursive code.
+    const deep = (n: number) => '{"a":'.repeat(n) + '"leaf"' + "}".repeat(n);
+    const payload = good["paymentPayload"] as Record<string, unknown>;
+    const cases: { name: string; body: string; field: RegExp }[] = [
+      {
+        name: "NUL in extensions",
+        body: JSON.stringify({
+          ...good,
+          paymentPayload: { ...payload, extensions: { note: "a\u0000b" } },
+        }),
+        field: /paymentPayload\.extensions\.note .*NUL/,
+      },
+      {
+        name: "lone surrogate in resource.description",
+        body: JSON.stringify({
+          ...good,
+          paymentPayload: {
+            ...payload,
+            resource: { url: "http://127.0.0.1/r", description: "x\ud800" },
+          },
+        }),
+        field: /paymentPayload\.resource\.description .*surrogate/,
+      },
+      ...[5_000, 12_000].map((n) => ({
+        name: `extensions nested ${n} deep`,
+        body: JSON.stringify({
+          ...good,
+          paymentPayload: { ...payload, extensions: { deep: "@" } },
+        }).replace('"@"', deep(n)),
+        field: /deeper than/,
+      })),
+    ];
+    const before = await stack.service.db.selectFrom("settlements").select("id").execute();
+    for (const c of cases) {
+      for (const path of ["/verify", "/settle"]) {
+        const res = await post(stack.url, path, c.body, stack.apiKey);
+        const json = (await res.json()) as { error: string; message: string };
+        assert.equal(
+          res.status,
+          400,
+          `${c.name} on ${path}: ${JSON.stringify(json).slice(0, 300)}`,
+        );
+        assert.equal(json.error, "invalid_request");
+        assert.match(json.message, c.field, c.name);
+      }
+    }
+    const afterRows = await stack.service.db.selectFrom("settlements").select("id").execute();
+    assert.equal(afterRows.length, before.length, "nothing recorded");
+  });
 
   test(`1,200 random and mutated bodies: no 5xx, no crash (seed ${seed})`, async () => {
     const r = rng(seed);
