@@ -50,3 +50,29 @@ test("webhook URLs to private targets are refused unless allowed", async () => {
   await assert.rejects(assertPublicTarget("http://user:pw@example.com/", true), /credentials/);
   await assert.rejects(assertPublicTarget("nonsense", true), /not a URL/);
 });
+
+test("IPv6 forms that carry a blocked IPv4 address are private too", async () => {
+  for (const a of [
+    "::127.0.0.1", // IPv4-compatible
+    "::7f00:1",
+    "::ffff:0:7f00:1", // IPv4-translated
+    "::ffff:0:127.0.0.1",
+    "::ffff:0:a00:1",
+    "2002:7f00:1::", // 6to4 of 127.0.0.1
+    "2002:a9fe:a9fe::1", // 6to4 of 169.254.169.254
+    "2002:c0a8:101::", // 6to4 of 192.168.1.1
+    "2001:0:4136:e378:8000:63bf:80ff:fffe", // Teredo of 127.0.0.1
+  ]) {
+    assert.equal(isPrivateAddress(a), true, a);
+  }
+  for (const a of ["2002:808:808::", "::ffff:0:808:808", "2001:db9::1"]) {
+    assert.equal(isPrivateAddress(a), false, a);
+  }
+  for (const url of [
+    "http://[::127.0.0.1]/h",
+    "http://[::ffff:0:7f00:1]/h",
+    "http://[2002:7f00:1::]/h",
+  ]) {
+    await assert.rejects(assertPublicTarget(url, false), WebhookTargetError, url);
+  }
+});

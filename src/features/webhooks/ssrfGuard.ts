@@ -47,22 +47,53 @@ export class WebhookTargetError extends Error {
   }
 }
 
+/** The eight 16-bit groups of an IPv6 address (any textual form Node accepts). */
+function ipv6Groups(address: string): number[] | undefined {
+  let host: string;
+  try {
+    // The URL parser normalises every form (embedded dotted quads included).
+    host = new URL(`http://[${address}]/`).hostname.slice(1, -1);
+  } catch {
+    return undefined;
+  }
+  const [head, tail] = host.includes("::") ? host.split("::") : [host, undefined];
+  const parse = (part: string | undefined) =>
+    part ? part.split(":").map((g) => parseInt(g, 16)) : [];
+  const left = parse(head);
+  const right = parse(tail);
+  const zeros = tail === undefined ? [] : Array<number>(8 - left.length - right.length).fill(0);
+  const groups = [...left, ...zeros, ...right];
+  return groups.length === 8 && groups.every((g) => Number.isInteger(g)) ? groups : undefined;
+}
+
+const dotted = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+
+/**
+ * The IPv4 address an IPv6 address carries, in every form that reaches an
+ * IPv4 host: IPv4-compatible (`::a.b.c.d`), IPv4-mapped (`::ffff:a.b.c.d`),
+ * IPv4-translated (`::ffff:0:a.b.c.d`), 6to4 (`2002:AABB:CCDD::/48`) and
+ * Teredo (`2001:0::/32`, client address inverted).
+ */
+function embeddedIpv4(g: number[]): string | undefined {
+  const zero = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
+  if (zero(0, 6)) return dotted(g[6]!, g[7]!);
+  if (zero(0, 5) && g[5] === 0xffff) return dotted(g[6]!, g[7]!);
+  if (zero(0, 4) && g[4] === 0xffff && g[5] === 0) return dotted(g[6]!, g[7]!);
+  if (g[0] === 0x2002) return dotted(g[1]!, g[2]!);
+  if (g[0] === 0x2001 && g[1] === 0) return dotted(g[6]! ^ 0xffff, g[7]! ^ 0xffff);
+  return undefined;
+}
+
 /** True when the address is not a public unicast address. */
 export function isPrivateAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 4) return blocked.check(address, "ipv4");
   if (family === 6) {
-    const lower = address.toLowerCase();
-    // IPv4-mapped / compatible forms carry an IPv4 address: judge that.
-    const mapped = /^::(?:ffff:)?(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-    if (mapped) return blocked.check(mapped[1]!, "ipv4");
-    const hexMapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-    if (hexMapped) {
-      const hi = parseInt(hexMapped[1]!, 16);
-      const lo = parseInt(hexMapped[2]!, 16);
-      return blocked.check(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`, "ipv4");
-    }
-    return blocked.check(address, "ipv6");
+    if (blocked.check(address, "ipv6")) return true;
+    const groups = ipv6Groups(address);
+    if (!groups) return true;
+    const v4 = embeddedIpv4(groups);
+    return v4 !== undefined && blocked.check(v4, "ipv4");
   }
   return true; // not an address at all: refuse
 }
