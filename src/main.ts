@@ -46,17 +46,27 @@ async function main(): Promise<void> {
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    progress(`${signal}: shutting down (finishing in-flight requests)…`);
+    const started = Date.now();
+    progress(
+      `${signal}: shutting down: finishing in-flight requests (up to ${config.shutdownDrainMs} ms)…`,
+    );
+    // Past the drain time and ten more seconds for the database and leases,
+    // something is stuck: exit non-zero so the supervisor notices.
     const force = setTimeout(() => {
       progress("shutdown took too long; exiting");
       process.exit(1);
-    }, 30_000);
+    }, config.shutdownDrainMs + 10_000);
     force.unref();
+    let code = 0;
     try {
-      await service?.close();
+      await service?.close({ drainMs: config.shutdownDrainMs });
       await devnet?.devnet.stop();
+      progress(`stopped cleanly in ${Date.now() - started} ms`);
+    } catch (e) {
+      code = 1;
+      progress(`shutdown failed: ${(e as Error).message}`);
     } finally {
-      process.exit(0);
+      process.exit(code);
     }
   };
   process.on("SIGINT", () => void shutdown("SIGINT"));

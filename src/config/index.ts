@@ -75,6 +75,8 @@ export interface Config {
   readonly stuckTxMs: number | undefined;
   /** A `pending` settlement older than this is reconciled against the chain. */
   readonly reconcileAfterMs: number;
+  /** How long SIGTERM waits for in-flight requests before closing anyway. */
+  readonly shutdownDrainMs: number;
   readonly http: {
     /** Fastify trustProxy: false, true, a hop count, or addresses/CIDRs. */
     readonly trustProxy: boolean | number | string;
@@ -168,6 +170,7 @@ const EnvSchema = z.object({
       },
     ),
   RECONCILE_AFTER_MS: z.string().optional(),
+  SHUTDOWN_DRAIN_MS: z.string().optional(),
   TRUST_PROXY: z.string().default("false"),
   RATE_LIMIT_MAX: intVar("RATE_LIMIT_MAX", 0, 10_000_000, 10_000),
   RATE_LIMIT_WINDOW_MS: intVar("RATE_LIMIT_WINDOW_MS", 100, 3_600_000, 10_000),
@@ -329,6 +332,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const reconcileAfterMs =
     optionalMs("RECONCILE_AFTER_MS", e.RECONCILE_AFTER_MS, 0) ?? e.SETTLE_TIMEOUT_MS + 30_000;
 
+  // Long enough for a settle that just started to reach its own time budget.
+  const shutdownDrainMs =
+    optionalMs("SHUTDOWN_DRAIN_MS", e.SHUTDOWN_DRAIN_MS, 1000) ?? e.SETTLE_TIMEOUT_MS + 5_000;
+
   const trustProxy = (() => {
     const v = e.TRUST_PROXY.trim();
     if (v === "false" || v === "") return false;
@@ -379,6 +386,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     builderServiceCode: e.BUILDER_SERVICE_CODE || undefined,
     stuckTxMs,
     reconcileAfterMs,
+    shutdownDrainMs,
     host: e.HOST ?? (mode === "devnet" ? "127.0.0.1" : "0.0.0.0"),
     port: e.PORT,
     logLevel: e.LOG_LEVEL,
