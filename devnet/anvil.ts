@@ -30,6 +30,12 @@ export interface AnvilOptions {
   port?: number;
   /** Loopback only: a devnet holds publicly known keys. */
   host?: "127.0.0.1";
+  /**
+   * Keep the chain in this file: loaded at start when it exists, written
+   * every few seconds and when the node stops, so a restart continues the
+   * same chain (same genesis, same balances) instead of a fresh one.
+   */
+  stateFile?: string;
 }
 
 export interface AnvilNode {
@@ -123,6 +129,8 @@ async function launch(binary: string, port: number, opts: AnvilOptions): Promise
     "--silent",
   ];
   if (opts.blockTimeSeconds > 0) args.push("--block-time", String(opts.blockTimeSeconds));
+  // Written on a clean stop too; the interval bounds what a crash can lose.
+  if (opts.stateFile) args.push("--state", opts.stateFile, "--state-interval", "5");
 
   // stdout is ignored, not piped: an unread pipe fills up and stalls anvil.
   const child = spawn(binary, args, { stdio: ["ignore", "ignore", "pipe"] });

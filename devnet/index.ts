@@ -22,6 +22,50 @@ import {
   type DevnetNetworkInfo,
 } from "./devnetFile.js";
 import { devnetFacilitatorKeys, devnetPayerKeys } from "./keys.js";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+/** Where a network's kept chain lives, and what was deployed on it, if anything. */
+function keptChain(stateDir: string, chainId: number) {
+  mkdirSync(stateDir, { recursive: true });
+  const stateFile = join(stateDir, `${chainId}.anvil.json`);
+  const infoFile = join(stateDir, `${chainId}.network.json`);
+  const info =
+    existsSync(stateFile) && existsSync(infoFile)
+      ? (JSON.parse(readFileSync(infoFile, "utf8")) as DevnetNetworkInfo)
+      : undefined;
+  return { stateFile, infoFile, info };
+}
+
+/**
+ * The network as deployed on a kept chain, when the chain really holds it
+ * (the token has code) and it was made for the same keys; otherwise
+ * undefined, and the caller deploys again.
+ */
+async function resumedNetwork(
+  rpcUrl: string,
+  info: DevnetNetworkInfo,
+  payerKeys: readonly string[],
+  facilitatorKeys: readonly string[],
+): Promise<DevnetNetworkInfo | undefined> {
+  const sameKeys =
+    JSON.stringify(info.payerPrivateKeys) === JSON.stringify(payerKeys) &&
+    JSON.stringify(info.facilitatorPrivateKeys) === JSON.stringify(facilitatorKeys);
+  const token = Object.values(info.assets)[0];
+  if (!sameKeys || !token) return undefined;
+  const res = await fetch(rpcUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "eth_getCode",
+      params: [token, "latest"],
+    }),
+  });
+  const code = ((await res.json()) as { result?: string }).result;
+  return code && code !== "0x" ? { ...info, rpcUrl } : undefined;
+}
 
 export {
   DEFAULT_DEVNET_FILE,
@@ -47,6 +91,13 @@ export interface DevnetOptions {
   payerTokenBalance?: bigint;
   /** Receives one line per step ("starting anvil for …"). Default: silent. */
   progress?: (line: string) => void;
+  /**
+   * Keep each chain here across restarts (anvil state files), as a real
+   * chain outlives the service: a restart resumes the same chains, so
+   * settlements recorded before it can be reconciled against them. Default:
+   * none (a fresh chain every start, as tests want).
+   */
+  stateDir?: string;
 }
 
 export interface Devnet {
@@ -100,10 +151,22 @@ export async function startDevnet(opts: DevnetOptions = {}): Promise<Devnet> {
 
   const started = await Promise.allSettled(
     networks.map(async (network): Promise<[string, DevnetNetworkInfo]> => {
-      say(`starting anvil for ${network.id} (${network.name})…`);
-      const node = await startAnvil({ chainId: network.chainId, blockTimeSeconds });
+      const kept = opts.stateDir ? keptChain(opts.stateDir, network.chainId) : undefined;
+      say(`${kept?.info ? "resuming" : "starting"} anvil for ${network.id} (${network.name})…`);
+      const node = await startAnvil({
+        chainId: network.chainId,
+        blockTimeSeconds,
+        ...(kept ? { stateFile: kept.stateFile } : {}),
+      });
       nodes.push(node);
       try {
+        const resumed = kept?.info
+          ? await resumedNetwork(node.rpcUrl, kept.info, payerKeys, facilitatorKeys)
+          : undefined;
+        if (resumed) {
+          say(`${network.id}: resumed the kept chain (${kept!.stateFile})`);
+          return [network.id, resumed];
+        }
         const deployed = await deployNetwork({
           network,
           rpcUrl: node.rpcUrl,
@@ -117,16 +180,15 @@ export async function startDevnet(opts: DevnetOptions = {}): Promise<Devnet> {
         for (const [symbol, address] of Object.entries(deployed.assets)) {
           say(`${network.id}: deployed ${symbol} at ${address}`);
         }
-        return [
-          network.id,
-          {
-            rpcUrl: node.rpcUrl,
-            chainId: network.chainId,
-            assets: deployed.assets,
-            payerPrivateKeys: [...payerKeys],
-            facilitatorPrivateKeys: [...facilitatorKeys],
-          },
-        ];
+        const info: DevnetNetworkInfo = {
+          rpcUrl: node.rpcUrl,
+          chainId: network.chainId,
+          assets: deployed.assets,
+          payerPrivateKeys: [...payerKeys],
+          facilitatorPrivateKeys: [...facilitatorKeys],
+        };
+        if (kept) writeFileSync(kept.infoFile, JSON.stringify(info, null, 2));
+        return [network.id, info];
       } catch (e) {
         throw new Error(`devnet ${network.id}: ${e instanceof Error ? e.message : String(e)}`, {
           cause: e,

@@ -20,6 +20,7 @@ import { batchingUrls } from "./chains/evm/rpcBatchProbe.js";
 import { PaymentFacilitator, createEngine } from "./facilitator/paymentFacilitator.js";
 import { ApiKeyAuthenticator } from "./features/keys/authenticator.js";
 import { SettlementRecorder } from "./features/settlements/settlementRecorder.js";
+import { checkChainIdentity } from "./features/settlements/chainIdentities.js";
 import { DbTransactionJournal } from "./features/settlements/transactionJournal.js";
 import { DbPendingSettlementStore } from "./features/settlements/pendingSettlementStore.js";
 import { SettlementReconciler } from "./workers/settlementReconciler.js";
@@ -175,8 +176,22 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     log.child({ component: "settlements" }),
     quota,
   );
+  const chainSince = new Map<string, Date>();
+  for (const network of evm.networks().keys()) {
+    const genesis = await evm.identity(network).catch(() => undefined);
+    if (!genesis) continue;
+    const check = await checkChainIdentity(database.db, network, genesis);
+    chainSince.set(network, check.since);
+    if (check.replaced) {
+      log.error(
+        { network, previousGenesis: check.previous, genesis },
+        "this network's chain is not the one the database knew (a fresh devnet, or an RPC on another chain); settlements recorded before now will not be reconciled against it",
+      );
+    }
+  }
   const reconciler = new SettlementReconciler({
     recorder,
+    chainSince: (network) => chainSince.get(network),
     reconcile: (pending) => facilitator.reconcile(pending),
     log: log.child({ component: "reconciler" }),
     olderThanMs: config.reconcileAfterMs,

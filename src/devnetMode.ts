@@ -4,6 +4,7 @@
  * `facilitatorUrl` and `apiKey` into the devnet file so a script can drive the
  * whole flow from that file alone.
  */
+import { join } from "node:path";
 import type { Hex } from "viem";
 import { startDevnet, readDevnetFile, updateDevnetFile, type Devnet } from "../devnet/index.js";
 import type { Config } from "./config/index.js";
@@ -38,6 +39,8 @@ export async function bootDevnet(
     blockTimeSeconds: config.devnet.blockTimeSeconds,
     outFile: config.devnet.file,
     progress,
+    // Beside the database, which outlives restarts the same way.
+    stateDir: join(config.dataDir, "devnet-chains"),
   });
   const infos = Object.entries(devnet.networks);
   const keys = infos[0]?.[1].facilitatorPrivateKeys ?? [];

@@ -153,4 +153,11 @@ export interface ChainFamily {
    * themselves need not implement it.
    */
   rpcFailedSince?(network: string, sinceMs: number): boolean;
+  /**
+   * A value that names the chain itself (EVM: the hash of block 0). When it
+   * differs from the one the database knew, the chain was replaced (a devnet
+   * restarted fresh, an RPC pointed elsewhere) and older records must not be
+   * reconciled against it.
+   */
+  identity?(network: string): Promise<string | undefined>;
 }

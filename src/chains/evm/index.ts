@@ -159,6 +159,11 @@ export class EvmChainAdapter implements ChainFamily {
     return evmQuotaUnits(payload, requirements);
   }
 
+  async identity(network: string): Promise<string | undefined> {
+    const block = await this.runtimes.get(network)?.client.getBlock({ blockNumber: 0n });
+    return block?.hash ?? undefined;
+  }
+
   rpcFailedSince(network: string, sinceMs: number): boolean {
     return this.runtimes.get(network)?.health.failedSince(sinceMs) ?? false;
   }
