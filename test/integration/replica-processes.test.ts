@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import type { Hex } from "viem";
+import { createPublicClient, http, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { startDevnet, type Devnet } from "../../devnet/index.js";
@@ -38,7 +38,13 @@ function clientAddress(): Record<string, string> {
 
 describe(
   "hosted-service rules across two service processes (PostgreSQL + Redis)",
-  { skip: !(databaseUrl && redisUrl) && "needs TEST_DATABASE_URL and TEST_REDIS_URL" },
+  // Skipped on a laptop without the servers; in CI a missing server fails the run.
+  {
+    skip:
+      !(databaseUrl && redisUrl) &&
+      !process.env["CI"] &&
+      "needs TEST_DATABASE_URL and TEST_REDIS_URL",
+  },
   () => {
     let devnet: Devnet;
     let db: OpenedDb & { url?: string };
@@ -47,6 +53,7 @@ describe(
     let rpcUrl: string;
     let usdc: Hex;
     let payerKeys: Hex[];
+    let facilitatorKeys: Hex[];
 
     const startReplica = async (keys: readonly Hex[]): Promise<string> => {
       const port = await freePort();
@@ -87,6 +94,7 @@ describe(
       usdc = info.assets["USDC"]! as Hex;
       payerKeys = info.payerPrivateKeys as Hex[];
       const keys = info.facilitatorPrivateKeys as Hex[];
+      facilitatorKeys = keys;
       urls = (await Promise.all([startReplica(keys), startReplica(keys)])) as [string, string];
     });
     after(async () => {
@@ -219,6 +227,49 @@ describe(
         .where("settlements.account_id", "=", acc.accountId)
         .execute();
       assert.equal(sent.length, 1, "one transaction was ever broadcast");
+    });
+
+    test("30 concurrent duplicates of one payment, no payment-identifier, over two processes: one transaction", async () => {
+      const acc = await freeAccount("duplicates", 0);
+      const headers = clientAddress();
+      const r = requirements();
+      const body = {
+        x402Version: 2,
+        paymentPayload: await signPayment(payerKeys[4]!, r),
+        paymentRequirements: r,
+      };
+      const client = createPublicClient({ transport: http(rpcUrl) });
+      const signers = facilitatorKeys.map((k) => privateKeyToAccount(k).address);
+      const nonces = async () =>
+        (
+          await Promise.all(
+            signers.map((address) => client.getTransactionCount({ address, blockTag: "pending" })),
+          )
+        ).reduce((a, b) => a + b, 0);
+      const [noncesBefore, paidBefore] = await Promise.all([nonces(), paidTo()]);
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, async (_, i) => {
+          const res = await post(urls[i % 2]!, "/settle", body, acc.apiKey, headers);
+          return (await res.json()) as { success: boolean; transaction: string };
+        }),
+      );
+      assert.ok(
+        answers.every((a) => a.success),
+        JSON.stringify(answers.find((a) => !a.success)),
+      );
+      assert.equal(new Set(answers.map((a) => a.transaction)).size, 1, "one transaction answered");
+      assert.equal(await nonces(), noncesBefore + 1, "the signers' nonces moved by exactly one");
+      assert.equal(await paidTo(), paidBefore + AMOUNT, "one transfer");
+      const rows = await db.db
+        .selectFrom("settlements")
+        .select(["status", "attempts"])
+        .where("account_id", "=", acc.accountId)
+        .execute();
+      assert.deepEqual(
+        rows.map((x) => [x.status, x.attempts]),
+        [["succeeded", 30]],
+      );
+      assert.deepEqual(await usage(acc.accountId), { used: 1, reserved: 0 }, "billed once");
     });
 
     test("rate limits are one budget per client address across both processes (Redis)", async () => {

@@ -2,7 +2,7 @@
  * The service behaviour behind /verify and /settle, without HTTP.
  *
  * A settle runs the stages of `stages/` in order: idempotency, catalog,
- * deduplication, quota, intent, commit, mechanism (see `settleStages`). A
+ * deduplication, intent, quota, commit, mechanism (see `settleStages`). A
  * verify asks the engine and catalogs a valid payment. Infrastructure
  * failures become 503 `service_unavailable`, never a payment reason.
  */
@@ -110,8 +110,8 @@ function settleStages(deps: PaymentServiceDeps, joiner: SettlementJoiner): Settl
     ...(deps.paymentIds ? [idempotencyStage(deps.paymentIds)] : []),
     ...(deps.catalog ? [catalogStage(deps.catalog)] : []),
     deduplicationStage(deps.recorder, joiner),
-    ...(deps.quota ? [quotaStage(deps.quota)] : []),
-    intentStage(deps.recorder, joiner, deps.quota),
+    intentStage(deps.recorder, joiner),
+    ...(deps.quota ? [quotaStage(deps.quota, deps.recorder)] : []),
     commitStage(deps.recorder),
     mechanismStage(deps.engine, deps.recorder),
   ];

@@ -49,9 +49,15 @@ export class SettlementJoiner {
     return answer;
   }
 
-  async join(ctx: SettleContext, row: SettlementRow): Promise<SettleResponse> {
+  /**
+   * The record's answer for this request, or undefined when the record was
+   * withdrawn before anything was sent (its owner was refused its quota):
+   * the caller then settles the payment itself.
+   */
+  async join(ctx: SettleContext, row: SettlementRow): Promise<SettleResponse | undefined> {
     await this.recorder.countAttempt(row.id);
     const answer = await this.outcomeOf(row, ctx);
+    if (!answer) return undefined;
     if (answer.success && row.account_id !== ctx.principal.accountId) {
       return {
         success: false,
@@ -66,7 +72,10 @@ export class SettlementJoiner {
     return answer;
   }
 
-  private async outcomeOf(row: SettlementRow, ctx: SettleContext): Promise<SettleResponse> {
+  private async outcomeOf(
+    row: SettlementRow,
+    ctx: SettleContext,
+  ): Promise<SettleResponse | undefined> {
     const deadline = Date.now() + this.opts.waitMs;
     const owner = this.owners.get(row.id);
     if (owner) {
@@ -83,7 +92,8 @@ export class SettlementJoiner {
       }
     }
     for (;;) {
-      const current = (await this.recorder.get(row.id)) ?? row;
+      const current = await this.recorder.get(row.id);
+      if (!current) return undefined;
       if (current.status !== "pending") return this.answerOf(current, ctx);
       if (this.ownerIsDone(current)) {
         const decided = await this.askChain(current);

@@ -186,6 +186,19 @@ export class SettlementRecorder {
       .execute();
   }
 
+  /**
+   * Removes an intent row whose settlement was refused before anything was
+   * sent (quota): like any request refused with 402, it leaves no record.
+   */
+  async withdraw(id: string): Promise<void> {
+    await this.db
+      .deleteFrom("settlements")
+      .where("id", "=", id)
+      .where("status", "=", "pending")
+      .where("transaction", "is", null)
+      .execute();
+  }
+
   /** A duplicate request was answered by this row. Best effort: the answer stands. */
   async countAttempt(id: string): Promise<void> {
     await this.db

@@ -15,7 +15,9 @@ export function deduplicationStage(
     name: "deduplication",
     async run(ctx, next) {
       const live = await recorder.findLive(ctx.authorizationKey);
-      return live ? joiner.join(ctx, live) : next();
+      // undefined: the record was withdrawn before anything was sent.
+      const answer = live ? await joiner.join(ctx, live) : undefined;
+      return answer ?? next();
     },
   };
 }

@@ -6,36 +6,38 @@
  */
 import type { SettlementJoiner } from "../settlementJoiner.js";
 import type { SettlementRecorder } from "../../settlements/settlementRecorder.js";
-import type { QuotaLedger } from "../../plans/quotaLedger.js";
+import { ServiceError } from "../../../lib/errors.js";
 import type { SettleStage } from "./pipeline.js";
 
-export function intentStage(
-  recorder: SettlementRecorder,
-  joiner: SettlementJoiner,
-  quota: QuotaLedger | undefined,
-): SettleStage {
+export function intentStage(recorder: SettlementRecorder, joiner: SettlementJoiner): SettleStage {
   return {
     name: "intent",
     async run(ctx, next) {
-      ctx.startedAt = Date.now();
-      const id = await recorder.begin({
-        principal: ctx.principal,
-        request: ctx.request,
-        authorizationKey: ctx.authorizationKey,
-        payer: ctx.payer,
-        units: ctx.units,
-      });
-      if (id === undefined) {
+      // Each round needs another request to win the row and then give it up
+      // (fail, or be refused its quota), so a few rounds always suffice.
+      for (let attempt = 0; attempt < 5; attempt++) {
+        ctx.startedAt = Date.now();
+        const id = await recorder.begin({
+          principal: ctx.principal,
+          request: ctx.request,
+          authorizationKey: ctx.authorizationKey,
+          payer: ctx.payer,
+          units: ctx.units,
+        });
+        if (id !== undefined) {
+          ctx.settlementId = id;
+          return joiner.own(id, next());
+        }
         // Lost the race to a duplicate: nothing of ours is recorded or sent.
-        if (ctx.reservation && quota) await quota.settle(ctx.reservation, false, null);
-        ctx.reservation = undefined;
         const live = await recorder.findLive(ctx.authorizationKey);
-        if (live) return joiner.join(ctx, live);
-        // The owner finished with a failure in between: try once more as owner.
-        return this.run(ctx, next);
+        const answer = live ? await joiner.join(ctx, live) : undefined;
+        if (answer) return answer;
       }
-      ctx.settlementId = id;
-      return joiner.own(id, next());
+      throw new ServiceError(
+        "service_unavailable",
+        "this payment is being settled by concurrent requests; retry shortly",
+        { retryable: true },
+      );
     },
   };
 }
