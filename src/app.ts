@@ -1,53 +1,42 @@
 /**
  * The composition root: the only module that wires every layer together.
- * `createService` builds a complete, listening-ready service from a config
- * and the chain setups; tests and `main.ts` both use it.
+ * It holds no policy: each layer's factory decides its own settings, and
+ * this file only connects them. Adding a chain family is one line in
+ * `createFamilies`.
  */
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { Redis } from "ioredis";
+import { sql } from "kysely";
 import type { FastifyInstance } from "fastify";
-import type { Hex } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import type { Config } from "./config/index.js";
 import { createLogger, type Logger } from "./lib/logger.js";
 import { createMetrics, type Metrics } from "./lib/metrics.js";
 import { openMigratedDb, type Db, type OpenedDb } from "./storage/db.js";
-import { EvmChainAdapter, type EvmNetworkSetup } from "./chains/evm/index.js";
-import { routeViemRecoveryToNative } from "./chains/evm/viemNativeRecovery.js";
-import { batchingUrls } from "./chains/evm/rpcBatchProbe.js";
-import { PaymentFacilitator, createEngine } from "./facilitator/paymentFacilitator.js";
+import { createRedis } from "./storage/redis.js";
+import type { ChainFamily, FamilyContext } from "./chains/ports.js";
+import { createEvm, type EvmSetup } from "./chains/evm/createEvm.js";
+import { createFacilitator } from "./facilitator/createFacilitator.js";
+import type { PaymentFacilitator } from "./facilitator/paymentFacilitator.js";
 import { ApiKeyAuthenticator } from "./features/keys/authenticator.js";
 import { SettlementRecorder } from "./features/settlements/settlementRecorder.js";
-import { checkChainIdentity } from "./features/settlements/chainIdentities.js";
 import { DbTransactionJournal } from "./features/settlements/transactionJournal.js";
 import { DbPendingSettlementStore } from "./features/settlements/pendingSettlementStore.js";
-import { SettlementReconciler } from "./workers/settlementReconciler.js";
-import { WebhookDeliveryWorker, type WebhookDeliveryOptions } from "./workers/webhookDelivery.js";
+import { checkChains } from "./features/settlements/checkChains.js";
 import { DbSignerLeases } from "./features/signers/dbSignerLeases.js";
 import { PaymentService } from "./features/payments/paymentService.js";
-import { BAZAAR } from "@x402/extensions/bazaar";
-import { PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
-import { EIP2612_GAS_SPONSORING } from "@x402/extensions";
-import { BuilderCodeFacilitatorExtension } from "@x402/extensions/builder-code";
-import { QuotaLedger } from "./features/plans/quotaLedger.js";
+import { createQuotaLedger } from "./features/plans/quotaLedger.js";
 import { readPlanStatus } from "./features/plans/planStatus.js";
 import { PaymentIdentifierStore } from "./features/idempotency/paymentIdentifiers.js";
-import { Cataloger } from "./features/catalog/cataloger.js";
-import { CatalogReader } from "./features/catalog/catalogReader.js";
-import { ReadCache } from "./features/catalog/readCache.js";
-import {
-  READ_CACHE_MAX_BYTES,
-  READ_CACHE_STALE_MS,
-  READ_CACHE_TTL_MS,
-} from "./features/catalog/limits.js";
-import { buildHttpServer } from "./http/server.js";
+import { createCatalog } from "./features/catalog/createCatalog.js";
 import { createReadiness } from "./features/health/readiness.js";
-import { sql } from "kysely";
+import { SettlementReconciler } from "./workers/settlementReconciler.js";
+import { WebhookDeliveryWorker, type WebhookDeliveryOptions } from "./workers/webhookDelivery.js";
+import { buildHttpServer } from "./http/server.js";
 
+/** The chains to serve, keyed by family (production: from config; devnet: from the devnet). */
 export interface ChainSetup {
-  evm: { networks: readonly EvmNetworkSetup[]; privateKeys: readonly Hex[] };
+  evm?: EvmSetup;
 }
 
 export interface ServiceOptions {
@@ -82,113 +71,77 @@ export interface Service {
   close(options?: { drainMs?: number }): Promise<void>;
 }
 
+/** One line per chain family. */
+async function createFamilies(
+  chains: ChainSetup,
+  config: Config,
+  db: Db,
+  ctx: FamilyContext,
+  metrics: Metrics,
+): Promise<ChainFamily[]> {
+  const families: ChainFamily[] = [];
+  if (chains.evm?.networks.length) {
+    families.push(
+      await createEvm(
+        chains.evm,
+        {
+          ...config.evm,
+          pendingSettlementStore: new DbPendingSettlementStore(db),
+          onNativeRecovery: (on) => metrics.nativeRecovery.set(on ? 1 : 0),
+        },
+        ctx,
+      ),
+    );
+  }
+  return families;
+}
+
 export async function createService(opts: ServiceOptions): Promise<Service> {
   const { config } = opts;
   const log = opts.log ?? createLogger(config.logLevel);
+  const metrics = createMetrics(opts.collectProcessMetrics ?? true);
   const database =
     opts.database ??
     (await openMigratedDb({
       databaseUrl: config.databaseUrl,
       dataDir: join(config.dataDir, "pglite"),
     }));
-  const metrics = createMetrics(opts.collectProcessMetrics ?? true);
+  const db = database.db;
+  const reportError = (e: unknown, what: string) => log.error({ err: String(e) }, `${what} failed`);
 
-  if (config.nativeRecovery) {
-    // Signature checks inside @x402/evm run on libsecp256k1 (see the module).
-    const recovery = await routeViemRecoveryToNative();
-    metrics.nativeRecovery.set(recovery.active ? 1 : 0);
-    if (!recovery.active) {
-      log.warn(
-        { why: recovery.why },
-        "native signature recovery is off; verification uses pure JS",
-      );
-    }
-  }
-
-  const rpcUrls = opts.chains.evm.networks.flatMap((n) => n.rpcUrls);
-  const rpcBatching =
-    config.rpcBatchSize > 0
-      ? {
-          batchSize: config.rpcBatchSize,
-          urls: await batchingUrls(rpcUrls, log.child({ component: "evm" })),
-        }
-      : undefined;
-
-  const engine = createEngine();
-  // Advertised in GET /supported; cataloging itself runs in PaymentService.
-  engine.registerExtension(BAZAAR);
-  // Advertised likewise; idempotent settle runs in PaymentService.
-  engine.registerExtension({ key: PAYMENT_IDENTIFIER });
-  // A payer's EIP-2612 permit for Permit2 rides along and the Permit2 proxy's
-  // settleWithPermit spends it: gasless onboarding (the mechanisms do the work).
-  engine.registerExtension(EIP2612_GAS_SPONSORING);
-  // ERC-8021 attribution: the mechanisms append the suffix this builds to the
-  // settlement calldata, with the resource server's, the client's and our codes.
-  engine.registerExtension(
-    new BuilderCodeFacilitatorExtension({
-      ...(config.builderCode ? { builderCode: config.builderCode } : {}),
-      ...(config.builderServiceCode ? { serviceCode: config.builderServiceCode } : {}),
-    }),
-  );
-  const evm = new EvmChainAdapter({
-    networks: opts.chains.evm.networks,
-    privateKeys: opts.chains.evm.privateKeys,
-    confirmationTimeoutMs: config.settleTimeoutMs,
-    log: log.child({ component: "evm" }),
-    journal: new DbTransactionJournal(database.db),
-    pendingSettlementStore: new DbPendingSettlementStore(database.db),
-    minSignerBalanceWei: config.minSignerBalanceWei,
-    eip6492AllowedFactories: config.erc6492AllowedFactories,
-    ...(rpcBatching ? { rpcBatching } : {}),
-    ...(config.batchAuthorizerKey
-      ? { batchAuthorizer: privateKeyToAccount(config.batchAuthorizerKey) }
-      : {}),
-    // Every replica may hold the same keys; leases keep each account's nonces
-    // with one replica at a time.
-    leases: {
-      port: new DbSignerLeases(database.db),
-      holder: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
-      ...(opts.signerLeaseTtlMs !== undefined
-        ? { ttlMs: opts.signerLeaseTtlMs, heartbeatMs: Math.max(200, opts.signerLeaseTtlMs / 3) }
+  const quota = createQuotaLedger(db, config.plans, reportError);
+  const recorder = new SettlementRecorder(db, log.child({ component: "settlements" }), quota);
+  const families = await createFamilies(
+    opts.chains,
+    config,
+    db,
+    {
+      log,
+      journal: new DbTransactionJournal(recorder),
+      // Every replica may hold the same keys; leases keep each account's nonces
+      // with one replica at a time.
+      leases: {
+        port: new DbSignerLeases(db),
+        holder: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+        ...(opts.signerLeaseTtlMs !== undefined
+          ? { ttlMs: opts.signerLeaseTtlMs, heartbeatMs: Math.max(200, opts.signerLeaseTtlMs / 3) }
+          : {}),
+      },
+      settleTimeoutMs: config.settleTimeoutMs,
+      onSignerHealth: (network, signer, healthy, balance) => {
+        metrics.signerHealthy.set({ network, signer }, healthy ? 1 : 0);
+        metrics.signerBalance.set({ network, signer }, balance);
+      },
+      ...(opts.pollingIntervalMs !== undefined
+        ? { pollingIntervalMs: opts.pollingIntervalMs }
         : {}),
     },
-    onSignerHealth: (network, address, healthy, balance) => {
-      metrics.signerHealthy.set({ network, signer: address }, healthy ? 1 : 0);
-      metrics.signerBalance.set({ network, signer: address }, Number(balance) / 1e18);
-    },
-    ...(config.stuckTxMs !== undefined ? { stuckAfterMs: config.stuckTxMs } : {}),
-    ...(opts.pollingIntervalMs !== undefined ? { pollingIntervalMs: opts.pollingIntervalMs } : {}),
-  });
-  evm.register(engine);
-  await evm.start();
-  const facilitator = new PaymentFacilitator(
-    engine,
-    [evm],
-    log.child({ component: "facilitator" }),
+    metrics,
   );
-  const quota = config.plans.metering
-    ? new QuotaLedger(database.db, config.plans, undefined, (e, what) =>
-        log.error({ err: String(e) }, `${what} failed`),
-      )
-    : undefined;
-  const recorder = new SettlementRecorder(
-    database.db,
-    log.child({ component: "settlements" }),
-    quota,
-  );
-  const chainSince = new Map<string, Date>();
-  for (const network of evm.networks().keys()) {
-    const genesis = await evm.identity(network).catch(() => undefined);
-    if (!genesis) continue;
-    const check = await checkChainIdentity(database.db, network, genesis);
-    chainSince.set(network, check.since);
-    if (check.replaced) {
-      log.error(
-        { network, previousGenesis: check.previous, genesis },
-        "this network's chain is not the one the database knew (a fresh devnet, or an RPC on another chain); settlements recorded before now will not be reconciled against it",
-      );
-    }
-  }
+  const facilitator = createFacilitator(families, config, log);
+  await Promise.all(families.map((f) => f.start()));
+
+  const chainSince = await checkChains(db, families, log);
   const reconciler = new SettlementReconciler({
     recorder,
     chainSince: (network) => chainSince.get(network),
@@ -198,26 +151,20 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   });
   if (opts.reconcile !== false) reconciler.start();
   const webhooks = new WebhookDeliveryWorker({
-    db: database.db,
+    db,
     log: log.child({ component: "webhooks" }),
     allowPrivateTargets: config.webhooks.allowPrivateTargets,
     ...(opts.webhooks || {}),
   });
   if (opts.webhooks !== false) webhooks.start();
-  const auth = new ApiKeyAuthenticator(database.db, {
+
+  const auth = new ApiKeyAuthenticator(db, {
     onError: (e) => log.warn({ err: String(e) }, "could not update api key last_used_at"),
   });
-  const catalogLog = log.child({ component: "catalog" });
-  const catalogCache = new ReadCache<unknown>({
-    ttlMs: READ_CACHE_TTL_MS,
-    staleMs: READ_CACHE_STALE_MS,
-    jitter: 0.2,
-    maxBytes: READ_CACHE_MAX_BYTES,
-    onBackgroundError: (e) => catalogLog.warn({ err: String(e) }, "catalog read refresh failed"),
-  });
-  const cataloger = new Cataloger(database.db, catalogLog, {
+  const catalog = createCatalog(db, {
+    log: log.child({ component: "catalog" }),
+    embedded: database.kind === "pglite",
     allowPrivateHosts: config.mode === "devnet",
-    onChange: () => catalogCache.invalidate(),
   });
   const payments = new PaymentService({
     engine: facilitator,
@@ -225,34 +172,24 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     log: log.child({ component: "payments" }),
     settleTimeoutMs: config.settleTimeoutMs,
     reconcileAfterMs: config.reconcileAfterMs,
-    catalog: cataloger,
+    catalog: catalog.cataloger,
     ...(quota ? { quota } : {}),
-    paymentIds: new PaymentIdentifierStore(database.db, {
+    paymentIds: new PaymentIdentifierStore(db, {
       maxWaitMs: config.settleTimeoutMs + 10_000,
       staleAfterMs: 2 * config.settleTimeoutMs + 30_000,
-      onError: (e, what) => log.error({ err: String(e) }, `${what} failed`),
+      onError: reportError,
     }),
   });
   // Shared rate-limit counters across replicas; without Redis they are per process.
-  const redis = config.redisUrl
-    ? new Redis(config.redisUrl, {
-        maxRetriesPerRequest: 1,
-        enableOfflineQueue: false,
-        lazyConnect: false,
-      })
-    : undefined;
-  redis?.on("error", (e: Error) =>
-    log.warn({ err: e.message }, "redis error (rate limits fall back to serving)"),
-  );
+  const redis = createRedis(config.redisUrl, log);
   const readiness = createReadiness({
-    database: async () => {
-      await sql`select 1`.execute(database.db);
-    },
-    networks: () => evm.probe(),
+    database: async () => void (await sql`select 1`.execute(db)),
+    networks: async () => (await Promise.all(families.map((f) => f.probe()))).flat(),
     ...(redis ? { redis: async () => void (await redis.ping()) } : {}),
     onReport: (report) => {
-      for (const n of report.networks)
+      for (const n of report.networks) {
         metrics.rpcReachable.set({ network: n.network }, n.reachable ? 1 : 0);
+      }
     },
   });
   const http = await buildHttpServer({
@@ -262,11 +199,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     facilitator,
     payments,
     auth,
-    // One embedded connection: keep discovery to two queries at a time so
-    // payment queries are never stuck behind a burst of searches.
-    catalog: new CatalogReader(database.db, catalogCache, database.kind === "pglite" ? 2 : 8),
-    planStatus: (accountId) =>
-      readPlanStatus(database.db, accountId, config.plans, config.plans.metering),
+    catalog: catalog.reader,
+    planStatus: (accountId) => readPlanStatus(db, accountId, config.plans, config.plans.metering),
     bodyLimitBytes: config.bodyLimitBytes,
     mode: config.mode,
     trustProxy: config.http.trustProxy,
@@ -281,7 +215,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   let closed = false;
   return {
     http,
-    db: database.db,
+    db,
     dbKind: database.kind,
     facilitator,
     reconciler,
@@ -307,7 +241,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
             }, options.drainMs);
       await http.close().finally(() => clearTimeout(drain));
       redis?.disconnect();
-      await cataloger.drain();
+      await catalog.cataloger.drain();
       await reconciler.stop();
       await webhooks.stop();
       await facilitator.close();

@@ -5,14 +5,8 @@
 import { ConfigError, loadConfig, type Config } from "./config/index.js";
 import { createService, type ChainSetup, type Service } from "./app.js";
 import { createLogger } from "./lib/logger.js";
-import {
-  bootDevnet,
-  ensureDevnetApiKey,
-  publishDevnetAccess,
-  type RunningDevnet,
-} from "./devnetMode.js";
+import type { RunningDevnet } from "../devnet/serviceMode.js";
 import { printDevnetBanner, printProductionBanner } from "./banner.js";
-import { devnetBatchAuthorizerKey } from "../devnet/keys.js";
 
 function progress(line: string): void {
   process.stderr.write(`${line}\n`);
@@ -32,13 +26,17 @@ async function main(): Promise<void> {
   }
   const log = createLogger(config.logLevel);
 
+  // The devnet (compiler, anvil) is loaded only in devnet mode: a production
+  // install (`npm ci --omit=dev`) does not have it.
+  const devnetMode =
+    config.mode === "devnet" ? await import("../devnet/serviceMode.js") : undefined;
   let devnet: RunningDevnet | undefined;
   let chains: ChainSetup;
-  if (config.mode === "devnet") {
-    devnet = await bootDevnet(config, progress);
+  if (devnetMode) {
+    devnet = await devnetMode.bootDevnet(config, progress);
     chains = devnet.chains;
   } else {
-    chains = { evm: { networks: config.evmNetworks, privateKeys: config.evmPrivateKeys } };
+    chains = config.chains;
   }
 
   let service: Service | undefined;
@@ -76,17 +74,24 @@ async function main(): Promise<void> {
     service = await createService({
       // Devnet mode co-signs batch-settlement claims with a devnet key unless told otherwise.
       config:
-        devnet && !config.batchAuthorizerKey
-          ? { ...config, batchAuthorizerKey: devnetBatchAuthorizerKey() }
+        devnetMode && !config.evm.batchAuthorizerKey
+          ? {
+              ...config,
+              evm: { ...config.evm, batchAuthorizerKey: devnetMode.devnetBatchAuthorizerKey() },
+            }
           : config,
       chains,
       log,
     });
     const address = await service.listen();
     const url = address.replace("0.0.0.0", "127.0.0.1").replace("[::]", "127.0.0.1");
-    if (devnet) {
-      const apiKey = await ensureDevnetApiKey(service.db, service.auth, devnet.previousApiKey);
-      await publishDevnetAccess(config.devnet.file, url, apiKey);
+    if (devnet && devnetMode) {
+      const apiKey = await devnetMode.ensureDevnetApiKey(
+        service.db,
+        service.auth,
+        devnet.previousApiKey,
+      );
+      await devnetMode.publishDevnetAccess(config.devnet.file, url, apiKey);
       printDevnetBanner({
         url,
         apiKey,
@@ -95,7 +100,8 @@ async function main(): Promise<void> {
         dbKind: service.dbKind,
       });
     } else {
-      printProductionBanner({ url, service, networks: config.evmNetworks.map((n) => n.id) });
+      const networks = [...service.facilitator.networks()];
+      printProductionBanner({ url, service, networks });
     }
   } catch (e) {
     log.fatal({ err: (e as Error).message }, "could not start");

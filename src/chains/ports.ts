@@ -8,6 +8,7 @@
 import type { x402Facilitator } from "@x402/core/facilitator";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import type { PaymentRequest } from "../protocol.js";
+import type { Logger } from "../lib/logger.js";
 
 /** A payment after the family's last per-chain check, ready for the mechanism. */
 export type PreparedPayment =
@@ -110,6 +111,40 @@ export interface NetworkProbe {
 }
 
 /**
+ * What the composition root hands every family's factory: the service-wide
+ * settings and ports a family may use, and nothing else.
+ */
+export interface FamilyContext {
+  log: Logger;
+  journal: TransactionJournal;
+  /** Shares the family's accounts between replicas (one holder per process). */
+  leases: { port: SignerLeases; holder: string; ttlMs?: number; heartbeatMs?: number };
+  /** Bound on every wait for a transaction's outcome; past it, `settlement_pending`. */
+  settleTimeoutMs: number;
+  /** A sending account entered or left the rotation (the service turns it into metrics). */
+  onSignerHealth: (network: string, address: string, healthy: boolean, balance: number) => void;
+  /** Tests poll faster than a chain's block time. */
+  pollingIntervalMs?: number;
+}
+
+/** What the transaction layer saw while a mechanism settled one payment. */
+export interface SettlementNotes {
+  /** Something was journaled and handed to the node for this settlement. */
+  sent: boolean;
+  /** The reference finally mined, when a replacement took the original's place. */
+  minedReference?: string;
+  /** Sent, but the node's answer was lost: the outcome is unknown, never a failure. */
+  ambiguousReference?: string;
+  /** The transaction layer refused to send, with the reason to answer (gas ceiling, no signer). */
+  refusal?: { reason: string; message: string };
+}
+
+/** The outcome of running one settlement's mechanism call, as a value. */
+export type SettlementRun<T> = ({ ok: true; value: T } | { ok: false; error: unknown }) & {
+  notes: SettlementNotes;
+};
+
+/**
  * One chain family. Adding a family is a folder implementing this, one line
  * in the composition root, its registry data and its devnet.
  */
@@ -160,4 +195,11 @@ export interface ChainFamily {
    * reconciled against it.
    */
   identity?(network: string): Promise<string | undefined>;
+  /**
+   * Runs one settlement's mechanism call (`settle`) and returns, with its
+   * outcome, what the family's transaction layer saw meanwhile. Families
+   * whose mechanisms report all of that in their own response need not
+   * implement it.
+   */
+  runSettlement?<T>(settle: () => Promise<T>): Promise<SettlementRun<T>>;
 }

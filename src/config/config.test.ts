@@ -25,14 +25,14 @@ test("RPC URLs and keys switch to production mode", () => {
   });
   assert.equal(c.mode, "production");
   assert.equal(c.host, "0.0.0.0");
-  assert.deepEqual(c.evmNetworks, [
+  assert.deepEqual(c.chains.evm!.networks, [
     {
       id: "eip155:8453",
       rpcUrls: ["https://a.example", "https://b.example"],
       maxGasPriceWei: undefined,
     },
   ]);
-  assert.equal(c.evmPrivateKeys.length, 2);
+  assert.equal(c.chains.evm!.privateKeys.length, 2);
 });
 
 test("production config never falls back to devnet: a missing piece is an error naming it", () => {
@@ -49,7 +49,7 @@ test("keys can come from a file, and a bad key is reported by position, never ec
   const file = join(dir, "keys");
   writeFileSync(file, `# signer keys\n${KEY}\n`);
   const c = loadConfig({ EVM_RPC_URLS_8453: "https://a.example", EVM_PRIVATE_KEYS_FILE: file });
-  assert.deepEqual(c.evmPrivateKeys, [KEY]);
+  assert.deepEqual(c.chains.evm!.privateKeys, [KEY]);
   const secret = "0xdeadbeef";
   try {
     loadConfig({ EVM_RPC_URLS_8453: "https://a.example", EVM_PRIVATE_KEYS: `${KEY},${secret}` });
@@ -83,7 +83,7 @@ test("a per-network gas price ceiling is read in gwei", () => {
     EVM_PRIVATE_KEYS: KEY,
     EVM_MAX_GAS_PRICE_GWEI_8453: "0.5",
   });
-  assert.equal(c.evmNetworks[0]!.maxGasPriceWei, 500_000_000n);
+  assert.equal(c.chains.evm!.networks[0]!.maxGasPriceWei, 500_000_000n);
   assert.throws(
     () =>
       loadConfig({

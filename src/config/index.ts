@@ -44,24 +44,39 @@ export interface Config {
   readonly bodyLimitBytes: number;
   /** How long /settle waits for a receipt before answering `settlement_pending`. */
   readonly settleTimeoutMs: number;
-  /** Facilitator signer keys for EVM networks (hex). Never logged. */
-  readonly evmPrivateKeys: readonly `0x${string}`[];
-  readonly evmNetworks: readonly EvmNetworkConfig[];
-  /** Signers with less native balance than this (wei) leave the rotation. */
-  readonly minSignerBalanceWei: bigint;
   /**
-   * Factories the service may call to deploy a counterfactual (ERC-6492)
-   * payer wallet at settle. Empty: such wallets cannot pay until deployed.
+   * The chains to serve in production, keyed by family (each family's
+   * settings below). Empty in devnet mode: the devnet supplies them.
    */
-  readonly erc6492AllowedFactories: readonly `0x${string}`[];
-  /**
-   * Key that co-signs batch-settlement claims and refunds for resource
-   * servers that delegate to this service (`receiverAuthorizer`). Absent:
-   * not advertised, and servers sign their own.
-   */
-  readonly batchAuthorizerKey: `0x${string}` | undefined;
-  /** Recover EOA signatures inside viem with libsecp256k1 (chains/evm/viemNativeRecovery.ts). */
-  readonly nativeRecovery: boolean;
+  readonly chains: {
+    readonly evm?: {
+      /** Facilitator signer keys (hex). Never logged. */
+      readonly privateKeys: readonly `0x${string}`[];
+      readonly networks: readonly EvmNetworkConfig[];
+    };
+  };
+  /** Settings of the EVM family (chains/evm/createEvm.ts). */
+  readonly evm: {
+    /** Signers with less native balance than this (wei) leave the rotation. */
+    readonly minSignerBalanceWei: bigint;
+    /**
+     * Factories the service may call to deploy a counterfactual (ERC-6492)
+     * payer wallet at settle. Empty: such wallets cannot pay until deployed.
+     */
+    readonly erc6492AllowedFactories: readonly `0x${string}`[];
+    /**
+     * Key that co-signs batch-settlement claims and refunds for resource
+     * servers that delegate to this service (`receiverAuthorizer`). Absent:
+     * not advertised, and servers sign their own.
+     */
+    readonly batchAuthorizerKey: `0x${string}` | undefined;
+    /** Recover EOA signatures inside viem with libsecp256k1 (chains/evm/viemNativeRecovery.ts). */
+    readonly nativeRecovery: boolean;
+    /** Largest JSON-RPC batch sent to an EVM RPC URL that accepts batches; 0 = never batch. */
+    readonly rpcBatchSize: number;
+    /** Replace a transaction not mined after this long (ms); undefined = 3 block times. */
+    readonly stuckTxMs: number | undefined;
+  };
   /**
    * ERC-8021 attribution this service adds to every settlement it sends: its
    * own builder code (`w`) and service code (`s`). Absent: none of its own;
@@ -69,10 +84,6 @@ export interface Config {
    */
   readonly builderCode: string | undefined;
   readonly builderServiceCode: string | undefined;
-  /** Largest JSON-RPC batch sent to an EVM RPC URL that accepts batches; 0 = never batch. */
-  readonly rpcBatchSize: number;
-  /** Replace a transaction not mined after this long (ms); undefined = 3 block times. */
-  readonly stuckTxMs: number | undefined;
   /** A `pending` settlement older than this is reconciled against the chain. */
   readonly reconcileAfterMs: number;
   /** How long SIGTERM waits for in-flight requests before closing anyway. */
@@ -368,23 +379,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxLimit: e.PLAN_MAX_LIMIT,
     },
     webhooks: { allowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === "true" },
-    minSignerBalanceWei: BigInt(e.EVM_MIN_SIGNER_BALANCE_WEI),
-    erc6492AllowedFactories: (e.EVM_ERC6492_FACTORIES === undefined
-      ? // The devnet's own factory, so counterfactual wallets work out of the box.
-        mode === "devnet"
-        ? DEVNET_WALLET_FACTORY_ADDRESS
-        : ""
-      : e.EVM_ERC6492_FACTORIES
-    )
-      .split(",")
-      .map((a) => a.trim())
-      .filter(Boolean) as `0x${string}`[],
-    batchAuthorizerKey,
-    nativeRecovery: e.EVM_NATIVE_RECOVERY !== "false",
-    rpcBatchSize: e.EVM_RPC_BATCH_SIZE,
+    chains:
+      mode === "production" ? { evm: { privateKeys: evmPrivateKeys, networks: evmNetworks } } : {},
+    evm: {
+      minSignerBalanceWei: BigInt(e.EVM_MIN_SIGNER_BALANCE_WEI),
+      erc6492AllowedFactories: (e.EVM_ERC6492_FACTORIES === undefined
+        ? // The devnet's own factory, so counterfactual wallets work out of the box.
+          mode === "devnet"
+          ? DEVNET_WALLET_FACTORY_ADDRESS
+          : ""
+        : e.EVM_ERC6492_FACTORIES
+      )
+        .split(",")
+        .map((a) => a.trim())
+        .filter(Boolean) as `0x${string}`[],
+      batchAuthorizerKey,
+      nativeRecovery: e.EVM_NATIVE_RECOVERY !== "false",
+      rpcBatchSize: e.EVM_RPC_BATCH_SIZE,
+      stuckTxMs,
+    },
     builderCode: e.BUILDER_CODE || undefined,
     builderServiceCode: e.BUILDER_SERVICE_CODE || undefined,
-    stuckTxMs,
     reconcileAfterMs,
     shutdownDrainMs,
     host: e.HOST ?? (mode === "devnet" ? "127.0.0.1" : "0.0.0.0"),
@@ -394,8 +409,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: e.DATA_DIR,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     settleTimeoutMs: e.SETTLE_TIMEOUT_MS,
-    evmPrivateKeys,
-    evmNetworks,
     devnet: {
       networks: devnetNetworks,
       blockTimeSeconds: e.DEVNET_BLOCK_TIME,

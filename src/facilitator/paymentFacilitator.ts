@@ -23,8 +23,9 @@ import {
   type PendingSettlement,
   type PreparedPayment,
   type ReconcileOutcome,
+  type SettlementRun,
 } from "../chains/ports.js";
-import { runInSettlement, type SettlementScope } from "../chains/evm/settlementContext.js";
+import { runInSettlementScope } from "../chains/settlementScope.js";
 import { X402_VERSION, type PaymentRequest, type SupportedResponse } from "../protocol.js";
 import { sanitizeMessage } from "./sanitize.js";
 import { PerBlockVerifyCache } from "./verifyCache.js";
@@ -59,6 +60,11 @@ export class PaymentFacilitator {
       };
     }
     return this.supportedCache;
+  }
+
+  /** Every CAIP-2 network served, across families. */
+  networks(): string[] {
+    return this.families.flatMap((f) => [...f.networks().keys()]);
   }
 
   private familyOf(network: string): ChainFamily | undefined {
@@ -175,18 +181,21 @@ export class PaymentFacilitator {
         ...(payer ? { payer } : {}),
       } as SettleResponse;
     }
-    let result: SettleResponse;
-    const scope: SettlementScope = { settlementId: settlementId ?? "" };
-    try {
-      result = await runInSettlement(scope, () =>
-        this.engine.settle(req.paymentPayload, pre.requirements),
-      );
-    } catch (e) {
-      if (e instanceof ChainUnavailableError && !scope.sent) throw e;
+    const family = this.familyOf(network)!;
+    const settle = () => this.engine.settle(req.paymentPayload, pre.requirements);
+    const run = await runInSettlementScope(settlementId ?? "", () =>
+      family.runSettlement ? family.runSettlement(settle) : runPlain(settle),
+    );
+    const { notes } = run;
+    if (!run.ok) {
+      const e = run.error;
+      if (e instanceof ChainUnavailableError && !notes.sent) throw e;
       // The mechanisms turn chain failures into results; reaching here means
       // something unexpected, and nothing is known to have been broadcast.
       this.log.error({ err: describeError(e), network }, "settle threw");
-      if (scope.ambiguousHash) return this.pendingAnswer(scope.ambiguousHash, network, payer);
+      if (notes.ambiguousReference) {
+        return this.pendingAnswer(notes.ambiguousReference, network, payer);
+      }
       return {
         success: false,
         errorReason: Reason.unexpectedSettleError,
@@ -196,21 +205,26 @@ export class PaymentFacilitator {
         ...(payer ? { payer } : {}),
       } as SettleResponse;
     }
+    let result = run.value;
     // A fee bump may have replaced the transaction the mechanism sent: report
     // the one that was actually mined.
-    if (scope.minedHash && result.transaction) result = { ...result, transaction: scope.minedHash };
+    if (notes.minedReference && result.transaction) {
+      result = { ...result, transaction: notes.minedReference };
+    }
     if (result.success) return { ...result, network };
     // Never report a payment that may still land as failed: the row stays
     // pending and the reconciler (or a retry) decides it from the chain.
-    if (scope.ambiguousHash) return this.pendingAnswer(scope.ambiguousHash, network, payer);
+    if (notes.ambiguousReference) {
+      return this.pendingAnswer(notes.ambiguousReference, network, payer);
+    }
     // A refusal reached while the chain could not be read is not the payer's:
     // if nothing was sent, nothing is lost by saying so and retrying.
-    if (!scope.sent && !scope.refusal) this.assertChainAnswered(network, startedAt);
-    const message = sanitizeMessage(scope.refusal?.message ?? result.errorMessage);
+    if (!notes.sent && !notes.refusal) this.assertChainAnswered(network, startedAt);
+    const message = sanitizeMessage(notes.refusal?.message ?? result.errorMessage);
     return {
       ...result,
       errorReason:
-        scope.refusal?.reason ?? publicReason(result.errorReason ?? Reason.unexpectedSettleError),
+        notes.refusal?.reason ?? publicReason(result.errorReason ?? Reason.unexpectedSettleError),
       errorMessage: message,
       transaction: result.errorReason === Reason.settlementPending ? result.transaction : "",
       network,
@@ -286,6 +300,15 @@ export class PaymentFacilitator {
 
   async close(): Promise<void> {
     await Promise.all(this.families.map((f) => f.close()));
+  }
+}
+
+/** A mechanism call for a family with no transaction notes of its own. */
+async function runPlain<T>(settle: () => Promise<T>): Promise<SettlementRun<T>> {
+  try {
+    return { ok: true, value: await settle(), notes: { sent: false } };
+  } catch (error) {
+    return { ok: false, error, notes: { sent: false } };
   }
 }
 

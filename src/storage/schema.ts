@@ -67,13 +67,14 @@ export interface ChainIdentitiesTable {
 }
 
 export interface SettlementTransactionsTable {
-  hash: string;
+  /** 0009: the chain's own id of the transaction (hash or signature). */
+  reference: string;
   settlement_id: string | null;
   network: string;
-  signer: string;
-  nonce: ColumnType<string, number | bigint | string, number | bigint | string>;
-  raw: string;
+  signer: string | null;
   replaces: string | null;
+  /** 0009: what the family needs to follow or re-send it (EVM: nonce, raw). */
+  detail: ColumnType<Record<string, unknown>, string, string>;
   status: ColumnType<
     "sent" | "success" | "reverted",
     "sent" | "success" | "reverted" | undefined,

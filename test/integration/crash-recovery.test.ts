@@ -132,7 +132,7 @@ test("SIGKILL between broadcast and receipt: restart reconciles, one transfer, r
       .where("settlement_id", "=", row.id)
       .execute();
     assert.equal(txs.length, 1, "no second transaction was ever signed");
-    assert.equal(row.transaction, txs[0]!.hash);
+    assert.equal(row.transaction, txs[0]!.reference);
     const receipt = (await rpc(info.rpcUrl, "eth_getTransactionReceipt", [row.transaction])) as {
       status: string;
     };

@@ -98,8 +98,9 @@ describe("fuzzing /verify and /settle", () => {
   after(() => stack.stop());
 
   test("poison that would verify but could never be stored: a clear 400 on both routes, nothing recorded", async () => {
-    // Built as text: the point is a body too deep for recursive code.
-    const deep = (n: number) => '{"a":'.repeat(n) + '"leaf"' + "}".repeat(n);
+    // Built as text: the point is a body too deep for recursive code (arrays
+    // keep 12,000 levels inside the body size limit).
+    const deep = (n: number) => "[".repeat(n) + "]".repeat(n);
     const payload = good["paymentPayload"] as Record<string, unknown>;
     const cases: { name: string; body: string; field: RegExp }[] = [
       {

@@ -223,7 +223,7 @@ describe(
       const sent = await db.db
         .selectFrom("settlement_transactions")
         .innerJoin("settlements", "settlements.id", "settlement_transactions.settlement_id")
-        .select("settlement_transactions.hash")
+        .select("settlement_transactions.reference")
         .where("settlements.account_id", "=", acc.accountId)
         .execute();
       assert.equal(sent.length, 1, "one transaction was ever broadcast");

@@ -69,7 +69,7 @@ describe("settlement pipeline (1 s blocks)", () => {
     assert.equal(rows.filter((r) => r.status === "succeeded").length, 120);
     const journaled = await stack.service.db
       .selectFrom("settlement_transactions")
-      .select(["hash", "status", "signer"])
+      .select(["reference", "status", "signer"])
       .execute();
     assert.ok(journaled.length >= 120);
     assert.ok(new Set(journaled.map((j) => j.signer)).size > 1, "the signer pool spreads the load");
@@ -102,7 +102,7 @@ describe("settlement pipeline (1 s blocks)", () => {
     const txs = await stack.service.db
       .selectFrom("settlement_transactions as t")
       .innerJoin("settlements as s", "s.id", "t.settlement_id")
-      .select(["t.hash", "t.replaces", "t.status", "s.transaction"])
+      .select(["t.reference", "t.replaces", "t.status", "s.transaction"])
       .where("s.payer", "=", payer.toLowerCase())
       .where("s.amount", "=", "2000")
       .orderBy("t.created_at")
@@ -110,7 +110,7 @@ describe("settlement pipeline (1 s blocks)", () => {
     assert.ok(txs.length >= 2, `a replacement was sent (${txs.length} transactions)`);
     const mined = txs.find((t) => t.status === "success");
     assert.ok(mined, "one version was mined");
-    assert.equal(res.transaction, mined.hash, "the answer names the mined transaction");
+    assert.equal(res.transaction, mined.reference, "the answer names the mined transaction");
     assert.ok(mined.replaces, "the mined one is the replacement");
     assert.equal(
       await usdcBalance(stack.rpcUrl, stack.usdc, payer),

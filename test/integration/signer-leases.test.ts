@@ -131,7 +131,7 @@ describe(
           await db.db
             .selectFrom("settlement_transactions")
             .select("signer")
-            .where("hash", "=", hash)
+            .where("reference", "=", hash)
             .executeTakeFirstOrThrow()
         ).signer;
       const usedA = new Set(

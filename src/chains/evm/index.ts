@@ -22,14 +22,16 @@ import type {
   PendingSettlement,
   PreparedPayment,
   ReconcileOutcome,
+  SettlementRun,
 } from "../ports.js";
+import { runInSettlement, type SettlementScope } from "./settlementContext.js";
 import { evmAuthorizationKey, evmPayerOf, evmQuotaUnits } from "./paymentIdentity.js";
 import { RpcHealth } from "./rpcHealth.js";
 import { evmExactPayloadShapeError, evmUptoPayloadShapeError } from "./payloadShape.js";
 import type { Logger } from "../../lib/logger.js";
-import type { SignerLeases } from "./signerLeases.js";
+import type { SignerLeases } from "../ports.js";
 import { FeeOracle } from "./feeOracle.js";
-import { noopJournal, type TransactionJournal } from "./journal.js";
+import { noopJournal, type TransactionJournal } from "../ports.js";
 import { reconcileEvmSettlement } from "./reconcile.js";
 import { chainFor, createEvmPublicClient, type RpcBatching } from "./rpc.js";
 import { createEvmSigner } from "./signer.js";
@@ -157,6 +159,25 @@ export class EvmChainAdapter implements ChainFamily {
 
   quotaUnits(payload: PaymentPayload, requirements: PaymentRequirements): number {
     return evmQuotaUnits(payload, requirements);
+  }
+
+  async runSettlement<T>(settle: () => Promise<T>): Promise<SettlementRun<T>> {
+    const scope: SettlementScope = {};
+    let outcome: { ok: true; value: T } | { ok: false; error: unknown };
+    try {
+      outcome = { ok: true, value: await runInSettlement(scope, settle) };
+    } catch (error) {
+      outcome = { ok: false, error };
+    }
+    return {
+      ...outcome,
+      notes: {
+        sent: scope.sent ?? false,
+        ...(scope.minedHash ? { minedReference: scope.minedHash } : {}),
+        ...(scope.ambiguousHash ? { ambiguousReference: scope.ambiguousHash } : {}),
+        ...(scope.refusal ? { refusal: scope.refusal } : {}),
+      },
+    };
   }
 
   async identity(network: string): Promise<string | undefined> {

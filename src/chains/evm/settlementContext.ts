@@ -1,13 +1,12 @@
 /**
- * Which settlement a transaction belongs to, carried through the mechanism
- * without threading arguments through code we do not own: the service runs
- * `x402Facilitator.settle` inside `runInSettlement`, and the signer reads it
- * when it signs and broadcasts.
+ * What the EVM transaction layer notes while one settlement's mechanism call
+ * runs (a replacement mined, a lost broadcast answer, a refusal to send).
+ * Internal to this family: the adapter's `runSettlement` opens a scope around
+ * the call and returns the notes as a value; nothing outside reads the scope.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 
 export interface SettlementScope {
-  settlementId: string;
   /** The hash that was finally mined, if a fee bump replaced the original. */
   minedHash?: `0x${string}`;
   /** Set when the transaction layer refused to send, with a reason for the caller. */

@@ -26,8 +26,7 @@ import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import type { Logger } from "../../lib/logger.js";
 import type { FeeOracle, Fees } from "./feeOracle.js";
 import { createNativeTransactionSigner } from "./nativeTransactionSigner.js";
-import type { TransactionJournal } from "./journal.js";
-import type { SignerLeases } from "./signerLeases.js";
+import type { SignerLeases, TransactionJournal } from "../ports.js";
 import { ReceiptWatcher } from "./receiptWatcher.js";
 import { currentSettlement } from "./settlementContext.js";
 
@@ -89,7 +88,6 @@ interface InFlight {
   gas: bigint;
   fees: Fees;
   hashes: Hex[];
-  settlementId: string | undefined;
   receipt: Promise<TransactionReceipt>;
   resolve(r: TransactionReceipt): void;
   timer: NodeJS.Timeout | undefined;
@@ -330,7 +328,6 @@ export class EvmSignerPool {
         120n) /
         100n;
     const fees = await this.opts.fees.forNewTransaction();
-    const settlementId = currentSettlement()?.settlementId || undefined;
     for (let attempt = 0; ; attempt++) {
       const nonce = await this.takeNonce(lane);
       try {
@@ -341,7 +338,6 @@ export class EvmSignerPool {
           call.data,
           estimated,
           fees,
-          settlementId,
           undefined,
         );
         this.track({
@@ -352,7 +348,6 @@ export class EvmSignerPool {
           gas: estimated,
           fees,
           hash,
-          settlementId,
         });
         return hash;
       } catch (e) {
@@ -367,7 +362,6 @@ export class EvmSignerPool {
             gas: estimated,
             fees,
             hash: e.hash,
-            settlementId,
           });
           const scope = currentSettlement();
           if (scope) scope.ambiguousHash = e.hash;
@@ -394,7 +388,6 @@ export class EvmSignerPool {
     data: Hex,
     gas: bigint,
     fees: Fees,
-    settlementId: string | undefined,
     replaces: Hex | undefined,
   ): Promise<Hex> {
     const raw = lane.sign({
@@ -408,14 +401,14 @@ export class EvmSignerPool {
       maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
     });
     const hash = keccak256(raw);
-    await this.opts.journal.signed({
-      settlementId,
+    // Journaled before it leaves: after a crash the very same bytes can be
+    // found on the chain or re-sent (same hash, same nonce).
+    await this.opts.journal.sent({
       network: this.opts.network,
+      reference: hash,
       signer: lane.account.address,
-      nonce,
-      hash,
-      raw,
       ...(replaces ? { replaces } : {}),
+      detail: { nonce, raw },
     });
     const scope = currentSettlement();
     if (scope) scope.sent = true;
@@ -445,7 +438,6 @@ export class EvmSignerPool {
         21_000n,
         fees,
         undefined,
-        undefined,
       );
     } catch (e) {
       // The nonce may have been accepted after all, or the node is down;
@@ -466,7 +458,6 @@ export class EvmSignerPool {
     gas: bigint;
     fees: Fees;
     hash: Hex;
-    settlementId: string | undefined;
   }): void {
     let resolve!: (r: TransactionReceipt) => void;
     const receipt = new Promise<TransactionReceipt>((r) => (resolve = r));
@@ -495,7 +486,7 @@ export class EvmSignerPool {
       if (h.toLowerCase() !== r.transactionHash.toLowerCase()) this.watcher.forget(h);
     }
     void this.opts.journal
-      .mined(r.transactionHash, r.status, r.blockNumber)
+      .finished(r.transactionHash, r.status, r.blockNumber)
       .catch((e: unknown) =>
         this.opts.log.error({ err: String(e), tx: r.transactionHash }, "could not journal receipt"),
       );
@@ -526,7 +517,6 @@ export class EvmSignerPool {
         f.data,
         f.gas,
         fees,
-        f.settlementId,
         previous,
       );
       f.fees = fees;

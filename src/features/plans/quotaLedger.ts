@@ -204,6 +204,15 @@ export class QuotaLedger {
   }
 }
 
+/** The ledger when settlements are metered (plans.metering), else undefined. */
+export function createQuotaLedger(
+  db: Db,
+  plans: PlanLimits & { metering: boolean },
+  onError: (e: unknown, what: string) => void,
+): QuotaLedger | undefined {
+  return plans.metering ? new QuotaLedger(db, plans, undefined, onError) : undefined;
+}
+
 /** Sets an account's plan; takes effect on its next settle. */
 export async function setAccountPlan(db: Db, accountId: string, plan: PlanName): Promise<void> {
   await db.updateTable("accounts").set({ plan }).where("id", "=", accountId).execute();

@@ -22,7 +22,7 @@ import type { Database, SettlementRow } from "../../storage/schema.js";
 import { ServiceError, describeError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import type { PaymentRequest } from "../../protocol.js";
-import type { PendingSettlement } from "../../chains/ports.js";
+import type { JournalEntry, PendingSettlement } from "../../chains/ports.js";
 import type { ApiKeyPrincipal } from "../keys/authenticator.js";
 import type { QuotaReservation } from "../plans/quotaLedger.js";
 import { recordSettlementEvent } from "../webhooks/events.js";
@@ -153,11 +153,53 @@ export class SettlementRecorder {
     }
   }
 
+  /**
+   * Journals a transaction before it is broadcast; the settlement's row
+   * learns the first one's reference in the same transaction.
+   */
+  async recordSent(entry: JournalEntry, settlementId: string | undefined): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await trx
+        .insertInto("settlement_transactions")
+        .values({
+          reference: entry.reference,
+          settlement_id: settlementId ?? null,
+          network: entry.network,
+          signer: entry.signer?.toLowerCase() ?? null,
+          replaces: entry.replaces ?? null,
+          detail: JSON.stringify(entry.detail),
+        })
+        .onConflict((oc) => oc.column("reference").doNothing())
+        .execute();
+      if (settlementId && !entry.replaces) {
+        await trx
+          .updateTable("settlements")
+          .set({ transaction: entry.reference })
+          .where("id", "=", settlementId)
+          .where("transaction", "is", null)
+          .execute();
+      }
+    });
+  }
+
+  /** The chain's final word on a journaled transaction. */
+  async recordFinished(
+    reference: string,
+    status: "success" | "reverted",
+    block?: bigint,
+  ): Promise<void> {
+    await this.db
+      .updateTable("settlement_transactions")
+      .set({ status, ...(block !== undefined ? { block_number: block.toString() } : {}) })
+      .where("reference", "=", reference)
+      .execute();
+  }
+
   /** A pending row with its journaled transactions, as the chain families reconcile it. */
   async pendingSettlement(row: SettlementRow): Promise<PendingSettlement> {
     const txs = await this.db
       .selectFrom("settlement_transactions")
-      .select(["hash", "raw", "signer", "replaces"])
+      .select(["reference", "signer", "replaces", "detail"])
       .where("settlement_id", "=", row.id)
       .orderBy("created_at")
       .execute();
@@ -166,10 +208,13 @@ export class SettlementRecorder {
       request: row.request as PaymentRequest,
       transactions: txs.map((t) => ({
         network: row.network,
-        reference: t.hash,
-        signer: t.signer,
+        reference: t.reference,
+        ...(t.signer ? { signer: t.signer } : {}),
         ...(t.replaces ? { replaces: t.replaces } : {}),
-        detail: { raw: t.raw },
+        detail: (typeof t.detail === "string" ? JSON.parse(t.detail) : t.detail) as Record<
+          string,
+          unknown
+        >,
       })),
     };
   }

@@ -7,7 +7,7 @@
  * lease (a conditional upsert), so two replicas never hold one account.
  */
 import { sql } from "kysely";
-import type { SignerLeases } from "../../chains/evm/signerLeases.js";
+import type { SignerLeases } from "../../chains/ports.js";
 import type { Db } from "../../storage/db.js";
 
 export class DbSignerLeases implements SignerLeases {

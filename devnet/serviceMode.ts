@@ -1,18 +1,21 @@
 /**
- * Devnet mode: what `npm start` does with no configuration. It starts local
+ * Devnet mode: what `npm start` does with no configuration. The service
+ * loads this module (and with it the compiler and anvil) only in devnet
+ * mode, by a dynamic import, so a production install needs neither. It starts local
  * chains in-process, makes sure an account and an API key exist, and writes
  * `facilitatorUrl` and `apiKey` into the devnet file so a script can drive the
  * whole flow from that file alone.
  */
 import { join } from "node:path";
 import type { Hex } from "viem";
-import { startDevnet, readDevnetFile, updateDevnetFile, type Devnet } from "../devnet/index.js";
-import type { Config } from "./config/index.js";
-import type { ChainSetup } from "./app.js";
-import type { Db } from "./storage/db.js";
-import type { ApiKeyAuthenticator } from "./features/keys/authenticator.js";
-import { createAccount, findAccountByName } from "./features/accounts/accounts.js";
-import { createApiKey } from "./features/keys/apiKeys.js";
+import { startDevnet, readDevnetFile, updateDevnetFile, type Devnet } from "./index.js";
+import type { Config } from "../src/config/index.js";
+import type { ChainSetup } from "../src/app.js";
+import type { Db } from "../src/storage/db.js";
+import type { ApiKeyAuthenticator } from "../src/features/keys/authenticator.js";
+import { createAccount, findAccountByName } from "../src/features/accounts/accounts.js";
+import { createApiKey } from "../src/features/keys/apiKeys.js";
+export { devnetBatchAuthorizerKey } from "./keys.js";
 
 export interface RunningDevnet {
   devnet: Devnet;

@@ -1,0 +1,42 @@
+/**
+ * Builds the protocol engine: the official `x402Facilitator` with the
+ * extensions this service advertises and every chain family's mechanisms.
+ */
+import { x402Facilitator } from "@x402/core/facilitator";
+import { BAZAAR } from "@x402/extensions/bazaar";
+import { PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
+import { EIP2612_GAS_SPONSORING } from "@x402/extensions";
+import { BuilderCodeFacilitatorExtension } from "@x402/extensions/builder-code";
+import type { Logger } from "../lib/logger.js";
+import type { ChainFamily } from "../chains/ports.js";
+import { PaymentFacilitator } from "./paymentFacilitator.js";
+
+export interface FacilitatorSettings {
+  builderCode: string | undefined;
+  builderServiceCode: string | undefined;
+}
+
+export function createFacilitator(
+  families: readonly ChainFamily[],
+  settings: FacilitatorSettings,
+  log: Logger,
+): PaymentFacilitator {
+  const engine = new x402Facilitator();
+  // Advertised in GET /supported; cataloging itself is a settle stage.
+  engine.registerExtension(BAZAAR);
+  // Advertised likewise; idempotent settle is a settle stage.
+  engine.registerExtension({ key: PAYMENT_IDENTIFIER });
+  // A payer's EIP-2612 permit for Permit2 rides along and the Permit2 proxy's
+  // settleWithPermit spends it: gasless onboarding (the mechanisms do the work).
+  engine.registerExtension(EIP2612_GAS_SPONSORING);
+  // ERC-8021 attribution: the mechanisms append the suffix this builds to the
+  // settlement calldata, with the resource server's, the client's and our codes.
+  engine.registerExtension(
+    new BuilderCodeFacilitatorExtension({
+      ...(settings.builderCode ? { builderCode: settings.builderCode } : {}),
+      ...(settings.builderServiceCode ? { serviceCode: settings.builderServiceCode } : {}),
+    }),
+  );
+  for (const family of families) family.register(engine);
+  return new PaymentFacilitator(engine, families, log.child({ component: "facilitator" }));
+}

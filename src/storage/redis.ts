@@ -1,0 +1,21 @@
+/**
+ * The Redis client shared by the replicas' rate limits, when configured.
+ * Commands fail fast instead of queueing while Redis is away: a rate limit
+ * that cannot be counted serves (see http/browserAndLimits.ts) rather than
+ * stalls every request.
+ */
+import { Redis } from "ioredis";
+import type { Logger } from "../lib/logger.js";
+
+export function createRedis(url: string | undefined, log: Logger): Redis | undefined {
+  if (!url) return undefined;
+  const redis = new Redis(url, {
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    lazyConnect: false,
+  });
+  redis.on("error", (e: Error) =>
+    log.warn({ err: e.message }, "redis error (rate limits fall back to serving)"),
+  );
+  return redis;
+}
