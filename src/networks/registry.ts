@@ -113,21 +113,6 @@ export function findEvmNetwork(id: string): EvmNetwork | undefined {
   return BY_ID.get(id);
 }
 
-export function evmNetworkByChainId(chainId: number): EvmNetwork | undefined {
-  return EVM_NETWORKS.find((n) => n.chainId === chainId);
-}
-
-export function defaultAsset(network: EvmNetwork): AssetInfo {
-  const first = network.assets[0];
-  if (!first) throw new Error(`network ${network.id} has no assets`);
-  return first;
-}
-
-export function findAsset(network: EvmNetwork, address: string): AssetInfo | undefined {
-  const wanted = address.toLowerCase();
-  return network.assets.find((a) => a.address.toLowerCase() === wanted);
-}
-
 /** CAIP-2 syntax: namespace ":" reference. */
 export const CAIP2_PATTERN = /^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$/;
 

@@ -7,7 +7,6 @@ import type { FacilitatorEvmSigner } from "@x402/evm";
 import { concatHex, encodeFunctionData, type Hex, type PublicClient } from "viem";
 import { Reason } from "../../lib/reasons.js";
 import { GasPriceTooHighError } from "./feeOracle.js";
-import { recoverTypedDataSigner } from "./nativeSignature.js";
 import { currentSettlement } from "./settlementContext.js";
 import { NoHealthySignerError, SignerUnavailableError, type EvmSignerPool } from "./signerPool.js";
 import { pinnedSender } from "./pinnedSender.js";
@@ -77,21 +76,18 @@ export function createEvmSigner(opts: EvmSignerOptions): FacilitatorEvmSigner {
         ...(from ? { account: from } : {}),
       }) as Promise<unknown>;
     },
-    verifyTypedData: async (args) => {
-      // Fast path: a plain EOA signature, recovered natively. A mismatch is
-      // not a verdict: the signer may be a contract wallet (ERC-1271/6492),
-      // which only the chain can judge.
-      const recovered = recoverTypedDataSigner(args);
-      if (recovered && recovered.toLowerCase() === args.address.toLowerCase()) return true;
-      return pc.verifyTypedData({
+    // Part of the signer port; the mechanisms recover EOA signatures through
+    // viem directly (made native by viemNativeRecovery.ts), so this is only
+    // reached for what needs the chain (ERC-1271/6492 wallets).
+    verifyTypedData: (args) =>
+      pc.verifyTypedData({
         address: args.address,
         domain: args.domain as never,
         types: args.types as never,
         primaryType: args.primaryType as never,
         message: args.message as never,
         signature: args.signature,
-      });
-    },
+      }),
     writeContract: (args) => {
       const data = encodeFunctionData({
         abi: args.abi,

@@ -3,8 +3,7 @@
  *
  * Why: `@x402/evm` checks an EOA's EIP-3009 / Permit2 signature by calling
  * viem's `recoverAddress` itself; it never calls the signer's
- * `verifyTypedData` hook, where this service's native recovery sits
- * (nativeSignature.ts). viem recovers with noble's pure-JS curve arithmetic,
+ * `verifyTypedData` hook. viem recovers with noble's pure-JS curve arithmetic,
  * which the benchmark's CPU profile shows as the largest single cost of a
  * verification (about 40% of the service's CPU under verify load).
  *
