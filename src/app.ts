@@ -148,6 +148,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     reconcile: (pending) => facilitator.reconcile(pending),
     log: log.child({ component: "reconciler" }),
     olderThanMs: config.reconcileAfterMs,
+    onFinished: (row) => metrics.reconciled.inc({ network: row.network, status: row.status }),
   });
   if (opts.reconcile !== false) reconciler.start();
   const webhooks = new WebhookDeliveryWorker({

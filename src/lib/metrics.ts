@@ -11,6 +11,7 @@ export interface Metrics {
   signerHealthy: Gauge<"network" | "signer">;
   signerBalance: Gauge<"network" | "signer">;
   rpcReachable: Gauge<"network">;
+  reconciled: Counter<"network" | "status">;
   nativeRecovery: Gauge;
 }
 
@@ -48,6 +49,12 @@ export function createMetrics(collectProcess = true): Metrics {
       name: "x402_signer_balance_native",
       help: "Native gas-token balance of each facilitator account, in whole units",
       labelNames: ["network", "signer"],
+      registers: [registry],
+    }),
+    reconciled: new Counter({
+      name: "x402_settlements_reconciled_total",
+      help: "Interrupted settlements decided from the chain by the reconciler, by outcome",
+      labelNames: ["network", "status"],
       registers: [registry],
     }),
     rpcReachable: new Gauge({

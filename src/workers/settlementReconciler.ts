@@ -22,7 +22,7 @@ export interface ReconcilerOptions {
   intervalMs?: number;
   /** Per network, rows started before this instant belong to another chain. */
   chainSince?: (network: string) => Date | undefined;
-  onFinished?: (row: { id: string; status: "succeeded" | "failed" }) => void;
+  onFinished?: (row: { id: string; network: string; status: "succeeded" | "failed" }) => void;
 }
 
 export class SettlementReconciler {
@@ -73,7 +73,7 @@ export class SettlementReconciler {
           if (updated) {
             finished++;
             log.warn({ settlementId: row.id, outcome }, "reconciled an interrupted settlement");
-            this.opts.onFinished?.({ id: row.id, status: outcome.status });
+            this.opts.onFinished?.({ id: row.id, network: row.network, status: outcome.status });
           }
         } catch (e) {
           log.warn(

@@ -109,8 +109,12 @@ test("SIGKILL between broadcast and receipt: restart reconciles, one transfer, r
     "the transfer to be mined",
     async () => (await usdcBalance(info.rpcUrl, usdc, PAY_TO)) > toBefore,
   );
-  // Give the reconciler a pass after the receipt exists (it runs every 5 s).
-  await new Promise((r) => setTimeout(r, 6_000));
+  // The reconciler decides the row from the chain once the receipt exists.
+  await until("the reconciler to record the outcome", async () =>
+    /x402_settlements_reconciled_total\{network="eip155:8453",status="succeeded"\} 1/.test(
+      await (await fetch(`${url}/metrics`)).text(),
+    ),
+  );
   child.kill("SIGTERM");
   await new Promise((r) => child!.once("exit", r));
   child = undefined;

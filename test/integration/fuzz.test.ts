@@ -9,18 +9,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startStack, type TestStack } from "../support/stack.js";
 import { post, requirementsFor, signPayment } from "../support/payments.js";
-
-/** mulberry32: small, fast, seedable. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { fuzzSeed, seededRandom } from "../support/seededRandom.js";
 
 const WEIRD: unknown[] = [
   "\ud800",
@@ -79,8 +68,7 @@ describe("fuzzing /verify and /settle", () => {
   let stack: TestStack;
   let good: Record<string, unknown>;
   // A fixed seed keeps CI deterministic; set FUZZ_SEED to explore others.
-  const seed = Number(process.env["FUZZ_SEED"] ?? 20261122);
-  console.log(`fuzz seed ${seed} (set FUZZ_SEED to replay another)`);
+  const seed = fuzzSeed("payment endpoints", 20261122);
 
   before(async () => {
     stack = await startStack();
@@ -150,7 +138,7 @@ describe("fuzzing /verify and /settle", () => {
   });
 
   test(`1,200 random and mutated bodies: no 5xx, no crash (seed ${seed})`, async () => {
-    const r = rng(seed);
+    const r = seededRandom(seed);
     const statuses = new Map<number, number>();
     const CONCURRENCY = 16;
     const TOTAL = 1200;

@@ -68,7 +68,8 @@ test("SIGTERM with 12 settles in flight: all answered, exit 0, leases back, data
   const signers = info.facilitatorPrivateKeys.map((k) => privateKeyToAccount(k as Hex).address);
   const sent = async () => {
     let n = 0;
-    for (const address of signers) n += await rpc.getTransactionCount({ address, blockTag: "pending" });
+    for (const address of signers)
+      n += await rpc.getTransactionCount({ address, blockTag: "pending" });
     return n;
   };
   const sentBefore = await sent();

@@ -6,16 +6,25 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { Agent, fetch as undiciFetch } from "undici";
 import { startStack, type TestStack } from "../support/stack.js";
 
-async function hits(
-  url: string,
-  n: number,
-  headers: Record<string, string> = {},
-): Promise<Response[]> {
-  const out: Response[] = [];
-  for (let i = 0; i < n; i++) out.push(await fetch(`${url}/supported`, { headers }));
-  return out;
+/**
+ * Requests from a loopback address of the test's own (127.0.0.N), so each
+ * test has a budget of its own and passes alone or in any order.
+ */
+function client(localAddress: string) {
+  const dispatcher = new Agent({ connect: { localAddress } });
+  return {
+    fetch: (url: string, init: Parameters<typeof undiciFetch>[1] = {}) =>
+      undiciFetch(url, { ...init, dispatcher }),
+    async hits(url: string, n: number, headers: Record<string, string> = {}) {
+      const out = [];
+      for (let i = 0; i < n; i++)
+        out.push(await undiciFetch(`${url}/supported`, { headers, dispatcher }));
+      return out;
+    },
+  };
 }
 
 describe("rate limits (in-process, no trusted proxy)", () => {
@@ -26,7 +35,7 @@ describe("rate limits (in-process, no trusted proxy)", () => {
   after(() => stack.stop());
 
   test("the request over the limit gets 429 with Retry-After and a JSON error", async () => {
-    const rs = await hits(stack.url, 6);
+    const rs = await client("127.0.0.2").hits(stack.url, 6);
     assert.deepEqual(
       rs.map((r) => r.status),
       [200, 200, 200, 200, 200, 429],
@@ -40,7 +49,9 @@ describe("rate limits (in-process, no trusted proxy)", () => {
   });
 
   test("X-Forwarded-For is ignored without trustProxy: a spoofed address does not get a new budget", async () => {
-    const r = await fetch(`${stack.url}/supported`, {
+    const c = client("127.0.0.3");
+    assert.equal((await c.hits(stack.url, 6)).at(-1)!.status, 429, "this address spent its budget");
+    const r = await c.fetch(`${stack.url}/supported`, {
       headers: { "x-forwarded-for": "203.0.113.9" },
     });
     assert.equal(r.status, 429);
@@ -72,8 +83,8 @@ describe("rate limits behind a trusted proxy", () => {
   after(() => stack.stop());
 
   test("each forwarded client address has its own budget; CORS exposes payment headers on responses", async () => {
-    const a = await hits(stack.url, 4, { "x-forwarded-for": "198.51.100.1" });
-    const b = await hits(stack.url, 3, {
+    const a = await client("127.0.0.1").hits(stack.url, 4, { "x-forwarded-for": "198.51.100.1" });
+    const b = await client("127.0.0.1").hits(stack.url, 3, {
       "x-forwarded-for": "198.51.100.2",
       origin: "https://shop.example",
     });

@@ -11,6 +11,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createTestClient, http, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { until } from "../support/processes.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
 
@@ -95,7 +96,15 @@ describe("settlement pipeline (1 s blocks)", () => {
     const anvil = createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) });
     await anvil.setIntervalMining({ interval: 0 });
     const pending = post(stack.url, "/settle", body, stack.apiKey);
-    await new Promise((r) => setTimeout(r, 4000));
+    // Mining resumes once the service has sent a replacement.
+    await until("a replacement to be sent", async () => {
+      const replaced = await stack.service.db
+        .selectFrom("settlement_transactions")
+        .select("reference")
+        .where("replaces", "is not", null)
+        .execute();
+      return replaced.length > 0;
+    });
     await anvil.setIntervalMining({ interval: 1 });
     const res = (await (await pending).json()) as Settle;
     assert.equal(res.success, true, JSON.stringify(res));
