@@ -9,6 +9,10 @@ declare module "fastify" {
   interface FastifyRequest {
     principal?: ApiKeyPrincipal;
   }
+  interface FastifyContextConfig {
+    /** `apiKey`: the route needs a valid X-API-Key (checked by one hook for all). */
+    auth?: "apiKey";
+  }
 }
 
 export function requireApiKey(auth: ApiKeyAuthenticator) {

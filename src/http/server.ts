@@ -13,6 +13,20 @@ import type { ApiKeyAuthenticator } from "../features/keys/authenticator.js";
 import type { CatalogReader } from "../features/catalog/catalogReader.js";
 import { codeForFastifyError, sendError, sendServiceError } from "./errorEnvelope.js";
 import { findBodyProblem } from "./bodyGuard.js";
+import { requireApiKey } from "./auth.js";
+
+export interface RouteEntry {
+  method: string;
+  url: string;
+  auth: "apiKey" | "none";
+}
+
+declare module "fastify" {
+  interface FastifyInstance {
+    /** Every registered route and whether it needs an API key. */
+    routeTable: readonly RouteEntry[];
+  }
+}
 import { registerBrowserAndLimits, type BrowserAndLimitsOptions } from "./browserAndLimits.js";
 import { registerPaymentRoutes } from "./routes/payment.js";
 import { registerDiscoveryRoutes } from "./routes/discovery.js";
@@ -60,6 +74,23 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
       typeof deps.trustProxy === "number"
         ? (_address: string, hop: number) => hop < (deps.trustProxy as number)
         : (deps.trustProxy ?? false),
+  });
+
+  // Every route, as registered: the OpenAPI description and the shared
+  // security tests read this, so no route can be missed by either.
+  const routeTable: RouteEntry[] = [];
+  app.addHook("onRoute", (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) {
+      if (method === "HEAD") continue;
+      routeTable.push({ method, url: route.url, auth: route.config?.auth ?? "none" });
+    }
+  });
+  app.decorate("routeTable", routeTable);
+  // One hook authenticates every route that declares `config: { auth: "apiKey" }`.
+  const authenticate = requireApiKey(deps.auth);
+  app.addHook("preHandler", async (request, reply) => {
+    if (request.routeOptions.config.auth === "apiKey") return authenticate(request, reply);
   });
 
   // JSON only: text/plain and friends get a clear 415 instead of a guess.

@@ -22,7 +22,8 @@ const PAY_TO = "0x8888888888888888888888888888888888888888" as Hex;
 
 describe(
   "signer leases across replicas",
-  { skip: !process.env["TEST_DATABASE_URL"] && "needs TEST_DATABASE_URL" },
+  // Skipped on a laptop without PostgreSQL; in CI a missing server fails the run.
+  { skip: !process.env["TEST_DATABASE_URL"] && !process.env["CI"] && "needs TEST_DATABASE_URL" },
   () => {
     let devnet: Devnet;
     let db: OpenedDb & { url?: string };

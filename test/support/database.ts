@@ -9,8 +9,16 @@ import { openMigratedDb, type OpenedDb } from "../../src/storage/db.js";
 
 export type Backend = "pglite" | "postgres";
 
+/**
+ * PGlite always; PostgreSQL when TEST_DATABASE_URL is set. In CI (CI set) a
+ * missing server is a failure, not a silent skip: .ci/run starts one.
+ */
 export function availableBackends(): Backend[] {
-  return process.env["TEST_DATABASE_URL"] ? ["pglite", "postgres"] : ["pglite"];
+  if (process.env["TEST_DATABASE_URL"]) return ["pglite", "postgres"];
+  if (process.env["CI"]) {
+    throw new Error("CI is set but TEST_DATABASE_URL is not: start PostgreSQL (see .ci/run)");
+  }
+  return ["pglite"];
 }
 
 /** Opens a migrated, empty database; `close()` also drops a server database. */

@@ -8,25 +8,20 @@
 import type { FastifyInstance } from "fastify";
 import type { ApiKeyAuthenticator } from "../../features/keys/authenticator.js";
 import type { PlanStatus } from "../../features/plans/planStatus.js";
-import { requireApiKey } from "../auth.js";
 
 export function registerBillingRoutes(
   app: FastifyInstance,
   deps: { auth: ApiKeyAuthenticator; planStatus: (accountId: string) => Promise<PlanStatus> },
 ): void {
-  app.get(
-    "/api/billing/upgrade",
-    { preHandler: requireApiKey(deps.auth) },
-    async (request, reply) => {
-      const status = await deps.planStatus(request.principal!.accountId);
-      return reply.send({
-        ...status,
-        upgrade: {
-          selfService: false,
-          instructions: `ask the operator of this service to move account ${status.accountId} to a larger plan; it takes effect on the next /settle`,
-          operatorCommand: `npm run keys -- accounts plan ${status.accountId} <${status.plans.map((p) => p.plan).join("|")}>`,
-        },
-      });
-    },
-  );
+  app.get("/api/billing/upgrade", { config: { auth: "apiKey" } }, async (request, reply) => {
+    const status = await deps.planStatus(request.principal!.accountId);
+    return reply.send({
+      ...status,
+      upgrade: {
+        selfService: false,
+        instructions: `ask the operator of this service to move account ${status.accountId} to a larger plan; it takes effect on the next /settle`,
+        operatorCommand: `npm run keys -- accounts plan ${status.accountId} <${status.plans.map((p) => p.plan).join("|")}>`,
+      },
+    });
+  });
 }

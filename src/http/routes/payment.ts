@@ -7,7 +7,6 @@ import type { ExtensionResponses, PaymentService } from "../../features/payments
 import type { ApiKeyAuthenticator } from "../../features/keys/authenticator.js";
 import { Reason } from "../../lib/reasons.js";
 import type { Metrics } from "../../lib/metrics.js";
-import { requireApiKey } from "../auth.js";
 import { sendError } from "../errorEnvelope.js";
 import { setExtensionResponses } from "../extensionResponses.js";
 import { parsePaymentRequestBody } from "../requestSchema.js";
@@ -25,9 +24,9 @@ export function registerPaymentRoutes(
   app: FastifyInstance,
   deps: { payments: PaymentService; auth: ApiKeyAuthenticator; metrics: Metrics },
 ): void {
-  const preHandler = requireApiKey(deps.auth);
+  const config = { auth: "apiKey" as const };
 
-  app.post("/verify", { preHandler }, async (request: FastifyRequest, reply: FastifyReply) => {
+  app.post("/verify", { config }, async (request: FastifyRequest, reply: FastifyReply) => {
     const parsed = parsePaymentRequestBody(request.body);
     if (parsed.kind === "invalid") return sendError(reply, "invalid_request", parsed.message);
     if (parsed.kind === "wrong_version") {
@@ -55,7 +54,7 @@ export function registerPaymentRoutes(
     return reply.send(result);
   });
 
-  app.post("/settle", { preHandler }, async (request: FastifyRequest, reply: FastifyReply) => {
+  app.post("/settle", { config }, async (request: FastifyRequest, reply: FastifyReply) => {
     const parsed = parsePaymentRequestBody(request.body);
     if (parsed.kind === "invalid") return sendError(reply, "invalid_request", parsed.message);
     if (parsed.kind === "wrong_version") {

@@ -1,0 +1,99 @@
+/**
+ * The quota ledger on its own (no HTTP): reservations never overshoot the
+ * hard limit, a release gives units back, a charge in a transaction bills
+ * exactly once, pay-as-you-go accrues charges past its free allowance, and a
+ * suspended account is refused.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { openMigratedDb, type OpenedDb } from "../../storage/db.js";
+import { createAccount } from "../accounts/accounts.js";
+import { QuotaLedger, setAccountPlan, setAccountSuspended } from "./quotaLedger.js";
+import { PAYG_FREE_UNITS, monthOf } from "./plans.js";
+import { ServiceError } from "../../lib/errors.js";
+
+const LIMITS = { starterLimit: 3, proLimit: 100, maxLimit: 1000 };
+
+describe("quota ledger", () => {
+  let database: OpenedDb;
+  let ledger: QuotaLedger;
+  before(async () => {
+    database = await openMigratedDb({ dataDir: "memory://" });
+    ledger = new QuotaLedger(database.db, LIMITS);
+  });
+  after(() => database.close());
+
+  const usage = async (accountId: string) =>
+    database.db
+      .selectFrom("quota_usage")
+      .select(["used", "reserved"])
+      .where("account_id", "=", accountId)
+      .where("month", "=", monthOf(new Date()))
+      .executeTakeFirstOrThrow();
+
+  test("concurrent reservations stop exactly at the hard limit", async () => {
+    const account = await createAccount(database.db, "starter");
+    await setAccountPlan(database.db, account.id, "starter");
+    const results = await Promise.allSettled(
+      Array.from({ length: 10 }, () => ledger.reserve(account.id, 1)),
+    );
+    const granted = results.filter((r) => r.status === "fulfilled");
+    const refused = results.filter((r) => r.status === "rejected");
+    assert.equal(granted.length, 3);
+    assert.ok(
+      refused.every((r) => r.reason instanceof ServiceError && r.reason.code === "quota_exceeded"),
+    );
+    assert.deepEqual(await usage(account.id), { used: 0, reserved: 3 });
+  });
+
+  test("release gives units back; commit turns them into usage", async () => {
+    const account = await createAccount(database.db, "release");
+    await setAccountPlan(database.db, account.id, "starter");
+    const a = await ledger.reserve(account.id, 1);
+    const b = await ledger.reserve(account.id, 1);
+    await ledger.release(a);
+    await ledger.commit(b, null);
+    assert.deepEqual(await usage(account.id), { used: 1, reserved: 0 });
+  });
+
+  test("a charge in the caller's transaction counts once per call and reads the plan then", async () => {
+    const account = await createAccount(database.db, "charge");
+    await database.db.transaction().execute((trx) => ledger.chargeIn(trx, account.id, 2, null));
+    assert.deepEqual(await usage(account.id), { used: 2, reserved: 0 });
+    // A transaction that rolls back charges nothing.
+    await assert.rejects(
+      database.db.transaction().execute(async (trx) => {
+        await ledger.chargeIn(trx, account.id, 5, null);
+        throw new Error("rolled back");
+      }),
+    );
+    assert.deepEqual(await usage(account.id), { used: 2, reserved: 0 });
+  });
+
+  test("pay-as-you-go bills only units past the free allowance", async () => {
+    const account = await createAccount(database.db, "payg");
+    await setAccountPlan(database.db, account.id, "payg");
+    await database.db
+      .insertInto("quota_usage")
+      .values({ account_id: account.id, month: monthOf(new Date()), used: PAYG_FREE_UNITS - 1 })
+      .execute();
+    await database.db.transaction().execute((trx) => ledger.chargeIn(trx, account.id, 3, null));
+    const charges = await database.db
+      .selectFrom("usage_charges")
+      .select(["units", "amount_micro_usd"])
+      .where("account_id", "=", account.id)
+      .execute();
+    assert.deepEqual(
+      charges.map((c) => [c.units, Number(c.amount_micro_usd)]),
+      [[2, 2000]],
+    );
+  });
+
+  test("a suspended account is refused with account_suspended", async () => {
+    const account = await createAccount(database.db, "suspended");
+    await setAccountSuspended(database.db, account.id, true);
+    await assert.rejects(ledger.reserve(account.id, 1), (e: unknown) => {
+      return e instanceof ServiceError && e.code === "account_suspended";
+    });
+  });
+});

@@ -1,0 +1,119 @@
+/**
+ * The settlements repository on its own (no HTTP): one live record per
+ * authorization, a record leaves `pending` exactly once, its success is
+ * billed once whoever records it, an outage is `not_attempted` and emits
+ * nothing, and a withdrawn intent leaves no row.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { openMigratedDb, type OpenedDb } from "../../storage/db.js";
+import { createLogger } from "../../lib/logger.js";
+import type { PaymentRequest } from "../../protocol.js";
+import { createAccount } from "../accounts/accounts.js";
+import { createApiKey } from "../keys/apiKeys.js";
+import { QuotaLedger } from "../plans/quotaLedger.js";
+import { monthOf } from "../plans/plans.js";
+import { SettlementRecorder } from "./settlementRecorder.js";
+
+const request = {
+  x402Version: 2,
+  paymentPayload: { x402Version: 2, payload: { n: 1 } },
+  paymentRequirements: {
+    scheme: "exact",
+    network: "eip155:8453",
+    asset: "0x2222222222222222222222222222222222222222",
+    amount: "5",
+    payTo: "0x3333333333333333333333333333333333333333",
+  },
+} as unknown as PaymentRequest;
+
+describe("settlement recorder", () => {
+  let database: OpenedDb;
+  let recorder: SettlementRecorder;
+  let principal: { accountId: string; keyId: string; keyName: string };
+  let n = 0;
+  before(async () => {
+    database = await openMigratedDb({ dataDir: "memory://" });
+    const ledger = new QuotaLedger(database.db, { starterLimit: 1, proLimit: 1, maxLimit: 1 });
+    recorder = new SettlementRecorder(database.db, createLogger("silent"), ledger);
+    const account = await createAccount(database.db, "recorder");
+    const key = await createApiKey(database.db, account.id, "recorder");
+    principal = { accountId: account.id, keyId: key.id, keyName: key.name };
+  });
+  after(() => database.close());
+
+  const begin = (authorizationKey = `auth-${++n}`) =>
+    recorder.begin({ principal, request, authorizationKey, payer: "0xAbC", units: 1 });
+  const used = async () =>
+    (
+      await database.db
+        .selectFrom("quota_usage")
+        .select("used")
+        .where("account_id", "=", principal.accountId)
+        .where("month", "=", monthOf(new Date()))
+        .executeTakeFirst()
+    )?.used ?? 0;
+
+  test("a second live record for one authorization is refused; after a failure it is allowed", async () => {
+    const first = await begin("same");
+    assert.ok(first);
+    assert.equal(await begin("same"), undefined, "pending holds the key");
+    await recorder.finish(
+      first,
+      {
+        success: false,
+        errorReason: "insufficient_funds",
+        transaction: "",
+        network: "eip155:8453",
+      },
+      Date.now(),
+    );
+    assert.ok(await begin("same"), "a failed attempt does not hold the key");
+  });
+
+  test("a record leaves pending once; the success is billed once, by whoever records it", async () => {
+    const id = (await begin())!;
+    const before = await used();
+    const moved = await recorder.finishFromChain(id, { status: "succeeded", transaction: "0xaa" });
+    assert.equal(moved?.status, "succeeded");
+    assert.equal(
+      await recorder.finishFromChain(id, { status: "failed", reason: "x", message: "y" }),
+      undefined,
+      "a final record is not rewritten",
+    );
+    // The original request finishing late changes nothing either.
+    await recorder.finish(
+      id,
+      { success: true, transaction: "0xaa", network: "eip155:8453" },
+      Date.now(),
+    );
+    const row = (await recorder.get(id))!;
+    assert.deepEqual([row.status, row.transaction, row.billed], ["succeeded", "0xaa", true]);
+    assert.equal(await used(), before + 1);
+  });
+
+  test("an outage is not_attempted, unbilled and frees the authorization", async () => {
+    const id = (await begin("outage"))!;
+    await recorder.notAttempted(id, "RPC unreachable", Date.now());
+    const row = (await recorder.get(id))!;
+    assert.deepEqual(
+      [row.status, row.error_reason, row.billed],
+      ["not_attempted", "service_unavailable", false],
+    );
+    assert.ok(await begin("outage"), "a retry may settle it");
+  });
+
+  test("a withdrawn intent leaves no row", async () => {
+    const id = (await begin("withdrawn"))!;
+    await recorder.withdraw(id);
+    assert.equal(await recorder.get(id), undefined);
+    assert.equal(await recorder.findLive("withdrawn"), undefined);
+  });
+
+  test("attempts count every request the record answered", async () => {
+    const id = (await begin())!;
+    await recorder.countAttempt(id);
+    await recorder.countAttempt(id);
+    assert.equal((await recorder.get(id))!.attempts, 3);
+  });
+});
