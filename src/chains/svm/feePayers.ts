@@ -1,0 +1,213 @@
+/**
+ * The facilitator's Solana fee payers on one network, as the official
+ * `@x402/svm` mechanism's signer port (`FacilitatorSvmSigner`).
+ *
+ * - Several fee-payer keys: `/supported` offers them in rotation among those
+ *   with enough SOL, while every one of them stays accepted for payments
+ *   already signed to it.
+ * - A fee payer below the SOL floor leaves the rotation (log line, metric).
+ * - Before a transaction leaves, its signature (the fee payer's, known once
+ *   signed) and bytes are journaled, so a crash cannot lose it.
+ * - A lost answer from the node is retried with the same bytes (Solana
+ *   dedupes by signature) and never reported as a failure: confirmation then
+ *   decides, and past the time budget the answer is `settlement_pending`.
+ * - Confirmation waits for the configured commitment (`confirmed` by
+ *   default), within the settle time budget.
+ */
+import {
+  createSolanaRpc,
+  getBase58Decoder,
+  getBase64Encoder,
+  getTransactionDecoder,
+  mainnet,
+  type Address,
+  type KeyPairSigner,
+  type Signature,
+} from "@solana/kit";
+import { TransactionOnchainFailureError, toFacilitatorSvmSigner } from "@x402/svm";
+import type { FacilitatorSvmSigner } from "@x402/svm";
+import type { Logger } from "../../lib/logger.js";
+import type { TransactionJournal } from "../ports.js";
+
+export type Commitment = "confirmed" | "finalized";
+
+export interface FeePayerOptions {
+  network: string;
+  rpcUrl: string;
+  keys: readonly KeyPairSigner[];
+  journal: TransactionJournal;
+  log: Logger;
+  commitment: Commitment;
+  /** Bound on a confirmation wait; past it, `settlement_pending`. */
+  confirmTimeoutMs: number;
+  /** Fee payers with fewer lamports leave the rotation. */
+  minLamports: bigint;
+  onSignerHealth?: (address: string, healthy: boolean, lamports: bigint) => void;
+  pollMs?: number;
+}
+
+const RANK: Record<string, number> = { processed: 0, confirmed: 1, finalized: 2 };
+
+export class SvmFeePayers {
+  readonly rpc: ReturnType<typeof createSolanaRpc>;
+  readonly signer: FacilitatorSvmSigner;
+  private readonly inner = new Map<string, FacilitatorSvmSigner>();
+  private readonly healthy = new Set<string>();
+  private cursor = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly opts: FeePayerOptions) {
+    this.rpc = createSolanaRpc(mainnet(opts.rpcUrl));
+    for (const key of opts.keys) {
+      this.inner.set(
+        key.address,
+        toFacilitatorSvmSigner(key, this.rpc as Parameters<typeof toFacilitatorSvmSigner>[1]),
+      );
+      this.healthy.add(key.address);
+    }
+    const first = this.inner.get(opts.keys[0]!.address)!;
+    this.signer = {
+      ...first,
+      // Every fee payer is accepted for payments signed to it.
+      getAddresses: () => opts.keys.map((k) => k.address),
+      getSigner: (feePayer) => this.keyOf(feePayer),
+      signTransaction: (tx, feePayer, network) =>
+        this.innerOf(feePayer).signTransaction(tx, feePayer, network),
+      sendTransaction: (tx) => this.send(tx),
+      confirmTransaction: (signature) => this.confirm(signature),
+    };
+  }
+
+  /** The next fee payer to offer in /supported: round robin among those with SOL. */
+  next(): Address {
+    const all = this.opts.keys.map((k) => k.address);
+    for (let i = 0; i < all.length; i++) {
+      const candidate = all[(this.cursor + i) % all.length]!;
+      if (this.healthy.has(candidate)) {
+        this.cursor = (this.cursor + i + 1) % all.length;
+        return candidate;
+      }
+    }
+    // None has SOL: still name one, so payments fail clearly at simulation.
+    return all[this.cursor % all.length]!;
+  }
+
+  async start(checkEveryMs = 30_000): Promise<void> {
+    await this.checkBalances();
+    this.timer = setInterval(() => void this.checkBalances(), checkEveryMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  async checkBalances(): Promise<void> {
+    await Promise.all(
+      this.opts.keys.map(async ({ address }) => {
+        try {
+          const { value } = await this.rpc.getBalance(address).send();
+          const ok = value >= this.opts.minLamports;
+          if (ok !== this.healthy.has(address)) {
+            this.opts.log[ok ? "info" : "warn"](
+              { network: this.opts.network, feePayer: address, lamports: value.toString() },
+              ok ? "fee payer back in rotation" : "fee payer low on SOL: taken out of rotation",
+            );
+          }
+          if (ok) this.healthy.add(address);
+          else this.healthy.delete(address);
+          this.opts.onSignerHealth?.(address, ok, value);
+        } catch (e) {
+          this.opts.log.warn(
+            { err: String(e), network: this.opts.network },
+            "could not read fee payer balance",
+          );
+        }
+      }),
+    );
+  }
+
+  private keyOf(feePayer: Address): KeyPairSigner {
+    const key = this.opts.keys.find((k) => k.address === feePayer);
+    if (!key) throw new Error(`fee payer ${feePayer} is not one of this service's`);
+    return key;
+  }
+
+  private innerOf(feePayer: Address): FacilitatorSvmSigner {
+    const s = this.inner.get(feePayer);
+    if (!s) throw new Error(`fee payer ${feePayer} is not one of this service's`);
+    return s;
+  }
+
+  private async send(base64: string): Promise<string> {
+    const bytes = getBase64Encoder().encode(base64);
+    const tx = getTransactionDecoder().decode(bytes);
+    const [feePayer, sig] = Object.entries(tx.signatures)[0]!;
+    const signature = getBase58Decoder().decode(sig!);
+    await this.opts.journal.sent({
+      network: this.opts.network,
+      reference: signature,
+      signer: feePayer,
+      detail: { transaction: base64 },
+    });
+    // The same bytes are the same transaction (same signature): re-sending
+    // after a lost answer cannot pay twice.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.rpc
+          .sendTransaction(base64 as never, {
+            encoding: "base64",
+            skipPreflight: true,
+            preflightCommitment: "confirmed",
+          })
+          .send();
+      } catch (e) {
+        if (!isTransportFailure(e)) throw e;
+        if (attempt >= 3) {
+          // It may have reached the node: let confirmation decide.
+          this.opts.log.warn(
+            { err: String(e), signature },
+            "the node's answer to a send was lost; following the signature",
+          );
+          return signature;
+        }
+        await new Promise((r) => setTimeout(r, 200 * attempt));
+      }
+    }
+  }
+
+  private async confirm(signature: string): Promise<void> {
+    const deadline = Date.now() + this.opts.confirmTimeoutMs;
+    const wanted = RANK[this.opts.commitment]!;
+    for (;;) {
+      const { value } = await this.rpc
+        .getSignatureStatuses([signature as Signature])
+        .send()
+        .catch(() => ({ value: [null] }));
+      const status = value[0];
+      if (status?.err) {
+        await this.opts.journal.finished(signature, "reverted", status.slot);
+        throw new TransactionOnchainFailureError(
+          `transaction ${signature} failed on-chain: ${JSON.stringify(status.err)}`,
+        );
+      }
+      if (status && (RANK[status.confirmationStatus ?? "processed"] ?? 0) >= wanted) {
+        await this.opts.journal.finished(signature, "success", status.slot);
+        return;
+      }
+      if (Date.now() >= deadline) {
+        throw new Error(
+          `transaction ${signature} not ${this.opts.commitment} within ${this.opts.confirmTimeoutMs} ms`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, this.opts.pollMs ?? 200));
+    }
+  }
+}
+
+function isTransportFailure(e: unknown): boolean {
+  const text = e instanceof Error ? `${e.name} ${e.message} ${String(e.cause ?? "")}` : String(e);
+  return /fetch failed|ECONNREFUSED|ECONNRESET|socket|timed? ?out|HTTP error \(5\d\d\)|SOLANA_ERROR__RPC__TRANSPORT_HTTP_ERROR/i.test(
+    text,
+  );
+}

@@ -1,0 +1,317 @@
+/**
+ * The Solana family: registers the official `@x402/svm` facilitator `exact`
+ * scheme on each configured Solana network, with this service's fee payers,
+ * RPC and limits, and adds what the official scheme leaves to the facilitator:
+ * fee payers offered in rotation, compute caps, a clear refusal for a payTo
+ * without a token account, confirmation within the time budget, and
+ * reconciliation of a settlement whose process stopped.
+ *
+ * Duplicates of one signed transaction meet in the service by
+ * `authorizationKey` (the message hash), durably and across replicas; the
+ * scheme's own in-memory duplicate cache is only a second line.
+ */
+import type { x402Facilitator } from "@x402/core/facilitator";
+import type {
+  PaymentPayload,
+  PaymentRequirements,
+  SchemeNetworkFacilitator,
+} from "@x402/core/types";
+import { ExactSvmScheme } from "@x402/svm/exact/facilitator";
+import {
+  address,
+  createKeyPairSignerFromBytes,
+  getBase58Encoder,
+  getBase64Encoder,
+  getCompiledTransactionMessageDecoder,
+  getTransactionDecoder,
+  type KeyPairSigner,
+  type Signature,
+} from "@solana/kit";
+import { TOKEN_PROGRAM_ADDRESS, findAssociatedTokenPda } from "@solana-program/token";
+import { Reason } from "../../lib/reasons.js";
+import { findSvmNetwork, type SvmNetwork } from "../../networks/svm.js";
+import type {
+  ChainFamily,
+  FamilyContext,
+  NetworkProbe,
+  PendingSettlement,
+  PreparedPayment,
+  ReconcileOutcome,
+} from "../ports.js";
+import { SvmFeePayers, type Commitment } from "./feePayers.js";
+import { svmAuthorizationKey, svmPayerOf, svmShapeError } from "./paymentIdentity.js";
+
+export interface SvmSetup {
+  networks: readonly { id: string; rpcUrl: string }[];
+  /** Fee-payer secret keys: base58 of 64 bytes (seed and public key). Never logged. */
+  secretKeys: readonly string[];
+}
+
+export interface SvmSettings {
+  commitment: Commitment;
+  /** Highest compute-unit limit a payment's transaction may set. */
+  maxComputeUnits: number;
+  /** Highest compute-unit price (micro-lamports) a payment may make our fee payer pay. */
+  maxPriorityFeeMicroLamports: number;
+  /** Fee payers below this many lamports leave the rotation. */
+  minFeePayerLamports: bigint;
+}
+
+export const SVM_PAY_TO_WITHOUT_TOKEN_ACCOUNT = "invalid_exact_svm_pay_to_token_account_missing";
+
+/** The official scheme, offering its fee payers in rotation instead of at random. */
+class RotatingExactSvmScheme extends ExactSvmScheme {
+  constructor(
+    private readonly feePayers: SvmFeePayers,
+    options: ConstructorParameters<typeof ExactSvmScheme>[2],
+  ) {
+    super(feePayers.signer, undefined, options);
+  }
+
+  override getExtra(network: string): Record<string, unknown> | undefined {
+    return { ...super.getExtra(network), feePayer: this.feePayers.next() };
+  }
+}
+
+interface SvmRuntime {
+  network: SvmNetwork;
+  feePayers: SvmFeePayers;
+  mechanism: SchemeNetworkFacilitator;
+  host: string;
+  slot: { value: bigint; at: number } | undefined;
+  /** Token accounts known to exist (they are not closed under a payTo). */
+  tokenAccounts: Set<string>;
+}
+
+export class SvmChainAdapter implements ChainFamily {
+  readonly family = "solana";
+  private readonly runtimes = new Map<string, SvmRuntime>();
+
+  constructor(
+    setup: SvmSetup,
+    keys: readonly KeyPairSigner[],
+    settings: SvmSettings,
+    ctx: FamilyContext,
+  ) {
+    const log = ctx.log.child({ component: "svm" });
+    for (const { id, rpcUrl } of setup.networks) {
+      const network = findSvmNetwork(id);
+      if (!network) throw new Error(`unknown Solana network ${id}`);
+      const feePayers = new SvmFeePayers({
+        network: id,
+        rpcUrl,
+        keys,
+        journal: ctx.journal,
+        log,
+        commitment: settings.commitment,
+        confirmTimeoutMs: ctx.settleTimeoutMs,
+        minLamports: settings.minFeePayerLamports,
+        onSignerHealth: (a, healthy, lamports) =>
+          ctx.onSignerHealth(id, a, healthy, Number(lamports) / 1e9),
+        ...(ctx.pollingIntervalMs !== undefined ? { pollMs: ctx.pollingIntervalMs } : {}),
+      });
+      this.runtimes.set(id, {
+        network,
+        feePayers,
+        mechanism: new RotatingExactSvmScheme(feePayers, {
+          maxComputeUnits: settings.maxComputeUnits,
+          maxPriorityFeeMicroLamports: settings.maxPriorityFeeMicroLamports,
+        }),
+        host: new URL(rpcUrl).host,
+        slot: undefined,
+        tokenAccounts: new Set(),
+      });
+    }
+  }
+
+  networks(): ReadonlyMap<string, readonly string[]> {
+    return new Map([...this.runtimes.keys()].map((id) => [id, ["exact"]]));
+  }
+
+  register(engine: x402Facilitator): void {
+    for (const r of this.runtimes.values()) {
+      engine.register(r.network.id as `${string}:${string}`, r.mechanism);
+    }
+  }
+
+  async start(): Promise<void> {
+    await Promise.all([...this.runtimes.values()].map((r) => r.feePayers.start()));
+  }
+
+  async close(): Promise<void> {
+    for (const r of this.runtimes.values()) r.feePayers.stop();
+  }
+
+  payerOf(payload: PaymentPayload): string | undefined {
+    return svmPayerOf(payload);
+  }
+
+  authorizationKey(payload: PaymentPayload, requirements: PaymentRequirements): string | undefined {
+    return svmAuthorizationKey(payload, requirements);
+  }
+
+  quotaUnits(): number {
+    return 1;
+  }
+
+  shapeError(payload: PaymentPayload): string | undefined {
+    return svmShapeError(payload);
+  }
+
+  /** A payTo without a token account for the asset cannot be paid by `exact`: say what to do. */
+  async prepare(
+    _payload: PaymentPayload,
+    requirements: PaymentRequirements,
+  ): Promise<PreparedPayment> {
+    const runtime = this.runtimes.get(requirements.network);
+    if (!runtime) {
+      return {
+        ok: false,
+        reason: Reason.invalidNetwork,
+        message: `${requirements.network} is not served`,
+      };
+    }
+    let owner, mint;
+    try {
+      owner = address(requirements.payTo);
+      mint = address(requirements.asset);
+    } catch {
+      return {
+        ok: false,
+        reason: Reason.invalidPaymentRequirements,
+        message: "paymentRequirements.payTo and .asset must be base58 Solana addresses",
+      };
+    }
+    const [ata] = await findAssociatedTokenPda({
+      owner,
+      mint,
+      tokenProgram: TOKEN_PROGRAM_ADDRESS,
+    });
+    if (runtime.tokenAccounts.has(ata)) return { ok: true, requirements };
+    const { value } = await runtime.feePayers.rpc
+      .getAccountInfo(ata, { encoding: "base64" })
+      .send();
+    if (!value) {
+      return {
+        ok: false,
+        reason: SVM_PAY_TO_WITHOUT_TOKEN_ACCOUNT,
+        message: `paymentRequirements.payTo ${requirements.payTo} has no token account for ${requirements.asset}; the resource server must create its associated token account (${ata}) before it can be paid, since an exact payment may not create one`,
+      };
+    }
+    runtime.tokenAccounts.add(ata);
+    return { ok: true, requirements };
+  }
+
+  /** The slot, read at most every 100 ms (the verify cache's key). */
+  async currentBlock(network: string): Promise<bigint | undefined> {
+    const r = this.runtimes.get(network);
+    if (!r) return undefined;
+    if (r.slot && Date.now() - r.slot.at < 100) return r.slot.value;
+    const value = await r.feePayers.rpc.getSlot({ commitment: "confirmed" }).send();
+    r.slot = { value, at: Date.now() };
+    return value;
+  }
+
+  async identity(network: string): Promise<string | undefined> {
+    return this.runtimes.get(network)?.feePayers.rpc.getGenesisHash().send();
+  }
+
+  async probe(): Promise<NetworkProbe[]> {
+    return Promise.all(
+      [...this.runtimes.values()].map(async (r) => {
+        try {
+          await r.feePayers.rpc.getSlot().send();
+          return { network: r.network.id, reachable: true, host: r.host };
+        } catch (e) {
+          return {
+            network: r.network.id,
+            reachable: false,
+            host: r.host,
+            error: e instanceof Error ? e.name : "error",
+          };
+        }
+      }),
+    );
+  }
+
+  /**
+   * From the chain alone: a journaled signature that landed decides it; one
+   * not found while its blockhash is still valid is re-sent (the same bytes,
+   * the same signature) and stays pending; one not found after its blockhash
+   * expired never landed.
+   */
+  async reconcile(pending: PendingSettlement): Promise<ReconcileOutcome> {
+    const r = this.runtimes.get(pending.network);
+    if (!r) {
+      return {
+        status: "failed",
+        reason: Reason.invalidNetwork,
+        message: `network ${pending.network} is no longer configured`,
+      };
+    }
+    const latest = pending.transactions[pending.transactions.length - 1];
+    if (!latest) {
+      return {
+        status: "failed",
+        reason: Reason.settlementInterrupted,
+        message: "the settlement was interrupted before anything was sent; nothing was transferred",
+      };
+    }
+    const { value } = await r.feePayers.rpc
+      .getSignatureStatuses([latest.reference as Signature], { searchTransactionHistory: true })
+      .send();
+    const status = value[0];
+    if (status?.err) {
+      return {
+        status: "failed",
+        reason: "invalid_exact_svm_transaction_failed",
+        message: `the settlement transaction failed on-chain: ${JSON.stringify(status.err)}`,
+        transaction: latest.reference,
+      };
+    }
+    if (status && status.confirmationStatus !== "processed") {
+      return { status: "succeeded", transaction: latest.reference };
+    }
+    if (status) return { status: "pending", transaction: latest.reference };
+    const wire = String(latest.detail["transaction"] ?? "");
+    const bytes = getBase64Encoder().encode(wire);
+    const message = getCompiledTransactionMessageDecoder().decode(
+      getTransactionDecoder().decode(bytes).messageBytes,
+    );
+    const { value: valid } = await r.feePayers.rpc
+      .isBlockhashValid(message.lifetimeToken as never, { commitment: "processed" })
+      .send();
+    if (!valid) {
+      return {
+        status: "failed",
+        reason: Reason.settlementInterrupted,
+        message:
+          "the settlement was interrupted and its transaction's blockhash expired without it landing; nothing was transferred",
+      };
+    }
+    await r.feePayers.rpc
+      .sendTransaction(wire as never, { encoding: "base64", skipPreflight: true })
+      .send()
+      .catch(() => undefined);
+    return { status: "pending", transaction: latest.reference };
+  }
+}
+
+/** The family's factory: keys decoded once, never logged. */
+export async function createSvm(
+  setup: SvmSetup,
+  settings: SvmSettings,
+  ctx: FamilyContext,
+): Promise<SvmChainAdapter> {
+  const keys = await Promise.all(
+    setup.secretKeys.map((k, i) => {
+      try {
+        return createKeyPairSignerFromBytes(getBase58Encoder().encode(k));
+      } catch {
+        throw new Error(`SVM_PRIVATE_KEYS entry ${i + 1} is not a base58 64-byte secret key`);
+      }
+    }),
+  );
+  if (keys.length === 0) throw new Error("the Solana family needs at least one fee-payer key");
+  return new SvmChainAdapter(setup, keys, settings, ctx);
+}

@@ -1,0 +1,57 @@
+/**
+ * What a Solana `exact` payload says about itself before it is verified:
+ * its shape, who pays, and which signed transaction it carries.
+ *
+ * The authorization key is the hash of the transaction message, the part
+ * the payer signed: every copy of one signed payment maps to it, whichever
+ * replica or resource server sends it, even before the fee payer signs.
+ */
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import {
+  decodeTransactionFromPayload,
+  getTokenPayerFromTransaction,
+  transactionMessageHash,
+} from "@x402/svm";
+
+type Decoded = ReturnType<typeof decodeTransactionFromPayload>;
+
+function decode(payload: PaymentPayload): Decoded | undefined {
+  try {
+    return decodeTransactionFromPayload(payload.payload as { transaction: string });
+  } catch {
+    return undefined;
+  }
+}
+
+export function svmShapeError(payload: PaymentPayload): string | undefined {
+  const body = payload.payload as Record<string, unknown>;
+  const tx = body["transaction"];
+  if (typeof tx !== "string" || tx.length === 0) {
+    return "paymentPayload.payload.transaction must be the base64 wire form of a signed Solana transaction";
+  }
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(tx) || tx.length > 8_000) {
+    return "paymentPayload.payload.transaction must be base64 (at most one transaction, 1,232 bytes)";
+  }
+  if (!decode(payload)) {
+    return "paymentPayload.payload.transaction does not decode as a Solana transaction";
+  }
+  return undefined;
+}
+
+export function svmPayerOf(payload: PaymentPayload): string | undefined {
+  const tx = decode(payload);
+  if (!tx) return undefined;
+  try {
+    return getTokenPayerFromTransaction(tx) || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function svmAuthorizationKey(
+  payload: PaymentPayload,
+  requirements: PaymentRequirements,
+): string | undefined {
+  const tx = decode(payload);
+  return tx ? `${requirements.network}:tx:${transactionMessageHash(tx)}` : undefined;
+}
