@@ -59,10 +59,8 @@ export class SvmFeePayers {
   constructor(private readonly opts: FeePayerOptions) {
     this.rpc = createSolanaRpc(mainnet(opts.rpcUrl));
     for (const key of opts.keys) {
-      this.inner.set(
-        key.address,
-        toFacilitatorSvmSigner(key, this.rpc as Parameters<typeof toFacilitatorSvmSigner>[1]),
-      );
+      // By URL: kit's RPC object is a proxy the helper cannot recognise.
+      this.inner.set(key.address, toFacilitatorSvmSigner(key, { defaultRpcUrl: opts.rpcUrl }));
       this.healthy.add(key.address);
     }
     const first = this.inner.get(opts.keys[0]!.address)!;
