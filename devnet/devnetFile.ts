@@ -63,6 +63,13 @@ export async function updateDevnetFile(path: string, patch: Partial<DevnetFile>)
   await writeJsonAtomically(path, { ...current, ...patch });
 }
 
+/** Adds (or replaces) one network's entry, for families whose entry has its own shape. */
+export async function addDevnetNetwork(path: string, id: string, entry: object): Promise<void> {
+  const current = JSON.parse(await readFile(path, "utf8")) as unknown;
+  if (!isDevnetFile(current)) throw new Error(`${path} is not a devnet file`);
+  await writeJsonAtomically(path, { ...current, networks: { ...current.networks, [id]: entry } });
+}
+
 function isDevnetFile(value: unknown): value is DevnetFile {
   if (typeof value !== "object" || value === null) return false;
   const v = value as Record<string, unknown>;

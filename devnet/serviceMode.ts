@@ -9,6 +9,8 @@
 import { join } from "node:path";
 import type { Hex } from "viem";
 import { startDevnet, readDevnetFile, updateDevnetFile, type Devnet } from "./index.js";
+import { addDevnetNetwork } from "./devnetFile.js";
+import { SOLANA_MAINNET, startSolanaDevnet, type RunningSolana } from "./svm/index.js";
 import type { Config } from "../src/config/index.js";
 import type { ChainSetup } from "../src/app.js";
 import type { Db } from "../src/storage/db.js";
@@ -19,9 +21,13 @@ export { devnetBatchAuthorizerKey } from "./keys.js";
 
 export interface RunningDevnet {
   devnet: Devnet;
+  /** The local Solana ledger, when DEVNET_NETWORKS names Solana. */
+  solana: RunningSolana | undefined;
   chains: ChainSetup;
   /** The API key from the previous run, if the file had one. */
   previousApiKey: string | undefined;
+  /** Stops every local chain. */
+  stop(): Promise<void>;
 }
 
 export async function bootDevnet(
@@ -37,24 +43,50 @@ export async function bootDevnet(
   progress(
     `starting devnet: ${config.devnet.networks.join(", ")} (block time ${config.devnet.blockTimeSeconds === 0 ? "one block per transaction" : `${config.devnet.blockTimeSeconds}s`})…`,
   );
+  const evmIds = config.devnet.networks.filter((id) => id.startsWith("eip155:"));
+  const wantsSolana = config.devnet.networks.includes(SOLANA_MAINNET);
   const devnet = await startDevnet({
-    networks: [...config.devnet.networks],
+    networks: evmIds.length > 0 ? evmIds : ["eip155:8453"],
     blockTimeSeconds: config.devnet.blockTimeSeconds,
     outFile: config.devnet.file,
     progress,
     // Beside the database, which outlives restarts the same way.
     stateDir: join(config.dataDir, "devnet-chains"),
   });
+  let solana: RunningSolana | undefined;
+  if (wantsSolana) {
+    progress(`starting the local Solana ledger for ${SOLANA_MAINNET} (LiteSVM)…`);
+    try {
+      solana = await startSolanaDevnet({});
+      await addDevnetNetwork(config.devnet.file, SOLANA_MAINNET, solana.info);
+    } catch (e) {
+      await solana?.stop();
+      await devnet.stop();
+      throw e;
+    }
+  }
   const infos = Object.entries(devnet.networks);
   const keys = infos[0]?.[1].facilitatorPrivateKeys ?? [];
   return {
     devnet,
+    solana,
     previousApiKey,
     chains: {
       evm: {
         networks: infos.map(([id, info]) => ({ id, rpcUrls: [info.rpcUrl] })),
         privateKeys: keys as Hex[],
       },
+      ...(solana
+        ? {
+            svm: {
+              networks: [{ id: SOLANA_MAINNET, rpcUrl: solana.info.rpcUrl }],
+              secretKeys: solana.info.facilitatorSecretKeys,
+            },
+          }
+        : {}),
+    },
+    async stop() {
+      await Promise.all([devnet.stop(), solana?.stop()]);
     },
   };
 }

@@ -16,6 +16,7 @@ import { openMigratedDb, type Db, type OpenedDb } from "./storage/db.js";
 import { createRedis } from "./storage/redis.js";
 import type { ChainFamily, FamilyContext } from "./chains/ports.js";
 import { createEvm, type EvmSetup } from "./chains/evm/createEvm.js";
+import { createSvm, type SvmSetup } from "./chains/svm/index.js";
 import { createFacilitator } from "./facilitator/createFacilitator.js";
 import type { PaymentFacilitator } from "./facilitator/paymentFacilitator.js";
 import { ApiKeyAuthenticator } from "./features/keys/authenticator.js";
@@ -37,6 +38,7 @@ import { buildHttpServer } from "./http/server.js";
 /** The chains to serve, keyed by family (production: from config; devnet: from the devnet). */
 export interface ChainSetup {
   evm?: EvmSetup;
+  svm?: SvmSetup;
 }
 
 export interface ServiceOptions {
@@ -93,6 +95,7 @@ async function createFamilies(
       ),
     );
   }
+  if (chains.svm?.networks.length) families.push(await createSvm(chains.svm, config.svm, ctx));
   return families;
 }
 

@@ -3,6 +3,7 @@
  * a copy-paste curl and a paid-API example; in production a short summary.
  */
 import type { Devnet } from "../devnet/index.js";
+import type { SolanaNetworkInfo } from "../devnet/svm/index.js";
 import type { Service } from "./app.js";
 
 const RULE = "=".repeat(78);
@@ -13,11 +14,19 @@ export function printDevnetBanner(opts: {
   devnet: Devnet;
   file: string;
   dbKind: string;
+  solana?: SolanaNetworkInfo;
 }): void {
   const { url, apiKey, devnet, file } = opts;
-  const nets = Object.entries(devnet.networks)
-    .map(([id, n]) => `    ${id.padEnd(16)} ${n.rpcUrl}   USDC ${n.assets["USDC"] ?? "-"}`)
-    .join("\n");
+  const nets = [
+    ...Object.entries(devnet.networks).map(
+      ([id, n]) => `    ${id.padEnd(16)} ${n.rpcUrl}   USDC ${n.assets["USDC"] ?? "-"}`,
+    ),
+    ...(opts.solana
+      ? [
+          `    ${"solana:5eykt4…".padEnd(16)} ${opts.solana.rpcUrl}   USDC ${opts.solana.assets.USDC}`,
+        ]
+      : []),
+  ].join("\n");
   const lines = [
     "",
     RULE,

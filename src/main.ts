@@ -58,7 +58,7 @@ async function main(): Promise<void> {
     let code = 0;
     try {
       await service?.close({ drainMs: config.shutdownDrainMs });
-      await devnet?.devnet.stop();
+      await devnet?.stop();
       progress(`stopped cleanly in ${Date.now() - started} ms`);
     } catch (e) {
       code = 1;
@@ -96,6 +96,7 @@ async function main(): Promise<void> {
         url,
         apiKey,
         devnet: devnet.devnet,
+        ...(devnet.solana ? { solana: devnet.solana.info } : {}),
         file: config.devnet.file,
         dbKind: service.dbKind,
       });
@@ -107,7 +108,7 @@ async function main(): Promise<void> {
     log.fatal({ err: (e as Error).message }, "could not start");
     progress(`could not start: ${(e as Error).message}`);
     await service?.close().catch(() => undefined);
-    await devnet?.devnet.stop().catch(() => undefined);
+    await devnet?.stop().catch(() => undefined);
     process.exit(1);
   }
 }

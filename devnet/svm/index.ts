@@ -7,6 +7,8 @@
  * answers (devnet mode and `npm run devnet`).
  */
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { getBase58Decoder } from "@solana/kit";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { SolanaLedger } from "./ledger.js";
@@ -68,10 +70,10 @@ export async function startSolanaLedger(
   await createTokenAccount(ledger, payTo.signer.address, 0n);
   for (const f of feePayers) ledger.airdrop(f.signer.address, 100_000_000_000n);
   ledger.start(opts.slotMs ?? 400);
-  const rpc = await serveSolanaRpc(
-    solanaRpcHandlers(ledger, "devnet-" + USDC_MINT),
-    opts.port ?? 0,
-  );
+  // A fresh ledger is a new chain: a genesis of its own, so the service does
+  // not reconcile records from an earlier run against it.
+  const genesis = getBase58Decoder().decode(randomBytes(32));
+  const rpc = await serveSolanaRpc(solanaRpcHandlers(ledger, genesis), opts.port ?? 0);
   return {
     ledger,
     info: {

@@ -171,9 +171,7 @@ export class SolanaLedger {
     }
   }
 
-  status(
-    signature: string,
-  ): {
+  status(signature: string): {
     slot: bigint;
     err: unknown;
     confirmationStatus: string;

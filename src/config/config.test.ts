@@ -14,7 +14,7 @@ test("no chain configuration means devnet mode with sane defaults", () => {
   assert.equal(c.host, "127.0.0.1");
   assert.equal(c.bodyLimitBytes, 65536);
   assert.ok(c.settleTimeoutMs < 90_000, "below the official client's 90 s timeout");
-  assert.deepEqual(c.devnet.networks, ["eip155:8453"]);
+  assert.deepEqual(c.devnet.networks, ["eip155:8453", "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"]);
   assert.equal(c.devnet.blockTimeSeconds, 1);
 });
 
@@ -71,10 +71,45 @@ test("invalid values name the variable", () => {
   assert.throws(() => loadConfig({ SETTLE_TIMEOUT_MS: "120000" }), /SETTLE_TIMEOUT_MS/);
 });
 
-test("DEVNET_NETWORKS=all lists every network, the Permit2 (USDG) one included", () => {
+test("DEVNET_NETWORKS=all lists every network, the Permit2 (USDG) one and Solana included", () => {
   const c = loadConfig({ DEVNET_NETWORKS: "all" });
-  assert.equal(c.devnet.networks.length, 11);
+  assert.equal(c.devnet.networks.length, 12);
   assert.ok(c.devnet.networks.includes("eip155:4663"));
+  assert.ok(c.devnet.networks.includes("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"));
+});
+
+const SVM_KEY = "5".repeat(87);
+
+test("Solana alone is a production configuration: RPC and fee-payer keys, with safe caps", () => {
+  const c = loadConfig({ SVM_RPC_URL: "https://sol.example/key123", SVM_PRIVATE_KEYS: SVM_KEY });
+  assert.equal(c.mode, "production");
+  assert.deepEqual(c.chains.svm, {
+    networks: [
+      { id: "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", rpcUrl: "https://sol.example/key123" },
+    ],
+    secretKeys: [SVM_KEY],
+  });
+  assert.equal(c.chains.evm, undefined);
+  assert.equal(c.svm.commitment, "confirmed");
+  assert.ok(c.svm.maxPriorityFeeMicroLamports < 5_000_000, "below the scheme's own cap");
+});
+
+test("half a Solana configuration is refused with what to set", () => {
+  assert.throws(() => loadConfig({ SVM_RPC_URL: "https://sol.example" }), /SVM_PRIVATE_KEYS/);
+  assert.throws(() => loadConfig({ SVM_PRIVATE_KEYS: SVM_KEY }), /SVM_RPC_URL/);
+  assert.throws(
+    () => loadConfig({ SVM_RPC_URL: "https://s.example", SVM_PRIVATE_KEYS: "0xnothex" }),
+    /base58 64-byte/,
+  );
+  assert.throws(
+    () =>
+      loadConfig({
+        SVM_RPC_URL: "https://s.example",
+        SVM_PRIVATE_KEYS: SVM_KEY,
+        SVM_COMMITMENT: "processed",
+      }),
+    /SVM_COMMITMENT/,
+  );
 });
 
 test("a per-network gas price ceiling is read in gwei", () => {

@@ -11,6 +11,9 @@
  * an error, never a silent fall-back to devnet.
  */
 import { readFileSync } from "node:fs";
+import { ConfigError } from "./configError.js";
+import { parseSvmConfig, type SvmConfig } from "./svm.js";
+import { SOLANA_MAINNET_ID, SVM_NETWORKS, findSvmNetwork } from "../networks/svm.js";
 import { z } from "zod";
 import {
   DEVNET_WALLET_FACTORY_ADDRESS,
@@ -18,12 +21,7 @@ import {
   findEvmNetwork,
 } from "../networks/registry.js";
 
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ConfigError";
-  }
-}
+export { ConfigError };
 
 export interface EvmNetworkConfig {
   /** CAIP-2 id. */
@@ -54,7 +52,10 @@ export interface Config {
       readonly privateKeys: readonly `0x${string}`[];
       readonly networks: readonly EvmNetworkConfig[];
     };
+    readonly svm?: NonNullable<SvmConfig["setup"]>;
   };
+  /** Settings of the Solana family (chains/svm). */
+  readonly svm: SvmConfig["settings"];
   /** Settings of the EVM family (chains/evm/createEvm.ts). */
   readonly evm: {
     /** Signers with less native balance than this (wei) leave the rotation. */
@@ -195,7 +196,7 @@ const EnvSchema = z.object({
   PLAN_PRO_LIMIT: intVar("PLAN_PRO_LIMIT", 0, 2_000_000_000, 100_000),
   PLAN_MAX_LIMIT: intVar("PLAN_MAX_LIMIT", 0, 2_000_000_000, 1_000_000),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(["true", "false", ""]).default("false"),
-  DEVNET_NETWORKS: z.string().default("eip155:8453"),
+  DEVNET_NETWORKS: z.string().default(`eip155:8453,${SOLANA_MAINNET_ID}`),
   DEVNET_BLOCK_TIME: z
     .string()
     .default("1")
@@ -295,21 +296,28 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (extraAuthorizers.length > 0) {
     throw new ConfigError("EVM_BATCH_AUTHORIZER_KEY takes exactly one key");
   }
-  const hasChainConfig = evmPrivateKeys.length > 0 || evmNetworks.length > 0;
+  const svm = parseSvmConfig(env);
+  const hasEvm = evmPrivateKeys.length > 0 || evmNetworks.length > 0;
+  const hasChainConfig = hasEvm || svm.setup !== undefined;
   const mode = e.FACILITATOR_MODE ?? (hasChainConfig ? "production" : "devnet");
 
   if (mode === "devnet" && hasChainConfig) {
     throw new ConfigError(
-      "FACILITATOR_MODE=devnet but EVM_RPC_URLS_* or EVM_PRIVATE_KEYS is set: remove one of them",
+      "FACILITATOR_MODE=devnet but chain configuration (EVM_RPC_URLS_*, EVM_PRIVATE_KEYS, SVM_RPC_URL, SVM_PRIVATE_KEYS) is set: remove one of them",
     );
   }
   if (mode === "production") {
-    if (evmNetworks.length === 0) {
+    if (!hasChainConfig) {
       throw new ConfigError(
-        "production mode needs at least one network: set EVM_RPC_URLS_<chainId>, e.g. EVM_RPC_URLS_8453=https://…",
+        "production mode needs at least one network: set EVM_RPC_URLS_<chainId> (e.g. EVM_RPC_URLS_8453=https://…) with EVM_PRIVATE_KEYS_FILE, or SVM_RPC_URL with SVM_PRIVATE_KEYS_FILE",
       );
     }
-    if (evmPrivateKeys.length === 0) {
+    if (hasEvm && evmNetworks.length === 0) {
+      throw new ConfigError(
+        "EVM signer keys are set but no network: set EVM_RPC_URLS_<chainId>, e.g. EVM_RPC_URLS_8453=https://…",
+      );
+    }
+    if (hasEvm && evmPrivateKeys.length === 0) {
       throw new ConfigError(
         "production mode needs signer keys: set EVM_PRIVATE_KEYS_FILE (or EVM_PRIVATE_KEYS)",
       );
@@ -320,14 +328,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     e.DEVNET_NETWORKS.trim() === "all"
       ? // Every network: the devnet has a contract for each transfer method
         // (EIP-3009 tokens and Permit2 tokens alike), as devnet/index.ts.
-        EVM_NETWORKS.map((n) => n.id)
+        [...EVM_NETWORKS.map((n) => n.id), ...SVM_NETWORKS.map((n) => n.id)]
       : e.DEVNET_NETWORKS.split(",")
           .map((s) => s.trim())
           .filter(Boolean);
   for (const id of devnetNetworks) {
-    if (!findEvmNetwork(id)) {
+    if (!findEvmNetwork(id) && !findSvmNetwork(id)) {
       throw new ConfigError(
-        `DEVNET_NETWORKS: "${id}" is not a supported network (supported: ${EVM_NETWORKS.map((n) => n.id).join(", ")}, or "all")`,
+        `DEVNET_NETWORKS: "${id}" is not a supported network (supported: ${[...EVM_NETWORKS, ...SVM_NETWORKS].map((n) => n.id).join(", ")}, or "all")`,
       );
     }
   }
@@ -380,7 +388,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     webhooks: { allowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === "true" },
     chains:
-      mode === "production" ? { evm: { privateKeys: evmPrivateKeys, networks: evmNetworks } } : {},
+      mode === "production"
+        ? {
+            ...(hasEvm ? { evm: { privateKeys: evmPrivateKeys, networks: evmNetworks } } : {}),
+            ...(svm.setup ? { svm: svm.setup } : {}),
+          }
+        : {},
+    svm: svm.settings,
     evm: {
       minSignerBalanceWei: BigInt(e.EVM_MIN_SIGNER_BALANCE_WEI),
       erc6492AllowedFactories: (e.EVM_ERC6492_FACTORIES === undefined

@@ -34,7 +34,7 @@ export { X402_VERSION, type PaymentRequest, type SupportedResponse };
 
 /** The payment engine as the service sees it (features declare their own view of it). */
 export class PaymentFacilitator {
-  private supportedCache: SupportedResponse | undefined;
+  private supportedCache: { at: number; value: SupportedResponse } | undefined;
   private readonly verifyCache = new PerBlockVerifyCache();
 
   constructor(
@@ -43,8 +43,13 @@ export class PaymentFacilitator {
     private readonly log: Logger,
   ) {}
 
+  /**
+   * Rebuilt at most once a second: cheap to serve under load, and fresh
+   * enough that families offering accounts in rotation (Solana fee payers)
+   * are not frozen to one choice.
+   */
   supported(): SupportedResponse {
-    if (!this.supportedCache) {
+    if (!this.supportedCache || Date.now() - this.supportedCache.at > 1_000) {
       const raw = this.engine.getSupported();
       const signers: Record<string, string[]> = {};
       // Mechanisms report their CAIP family as a pattern (`eip155:*`); the
@@ -54,12 +59,15 @@ export class PaymentFacilitator {
         signers[key] = [...new Set([...(signers[key] ?? []), ...list])];
       }
       this.supportedCache = {
-        kinds: raw.kinds.filter((k) => k.x402Version === X402_VERSION),
-        extensions: raw.extensions,
-        signers,
+        at: Date.now(),
+        value: {
+          kinds: raw.kinds.filter((k) => k.x402Version === X402_VERSION),
+          extensions: raw.extensions,
+          signers,
+        },
       };
     }
-    return this.supportedCache;
+    return this.supportedCache.value;
   }
 
   /** Every CAIP-2 network served, across families. */

@@ -5,6 +5,8 @@
  */
 import type { Hex } from "viem";
 import { startDevnet, type Devnet } from "../../devnet/index.js";
+import { SOLANA_MAINNET, startSolanaLedger, type RunningSolana } from "../../devnet/svm/index.js";
+import type { SolanaLedger } from "../../devnet/svm/ledger.js";
 import { createService, type Service } from "../../src/app.js";
 import { loadConfig } from "../../src/config/index.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
@@ -24,6 +26,8 @@ export interface TestStack {
   /** symbol → address of every token on the first network, e.g. `assets["USDG"]` on eip155:4663. */
   assets: Record<string, Hex>;
   payerKeys: Hex[];
+  /** The local Solana ledger, when started with `solana: true`. */
+  solana?: RunningSolana & { ledger: SolanaLedger };
   stop(): Promise<void>;
 }
 
@@ -37,6 +41,8 @@ export interface StackOptions {
   beforeService?: (devnet: Devnet) => Promise<void>;
   facilitators?: number;
   payers?: number;
+  /** Also run a local Solana ledger and serve Solana. */
+  solana?: boolean;
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
@@ -49,6 +55,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     ...(opts.payers ? { payers: opts.payers } : {}),
   });
   await opts.beforeService?.(devnet);
+  const solana = opts.solana ? await startSolanaLedger({ slotMs: 100 }) : undefined;
   const database = await openTestDb(opts.backend ?? "pglite");
   const config = loadConfig({
     FACILITATOR_MODE: "devnet",
@@ -74,6 +81,14 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         })),
         privateKeys: first[1].facilitatorPrivateKeys as Hex[],
       },
+      ...(solana
+        ? {
+            svm: {
+              networks: [{ id: SOLANA_MAINNET, rpcUrl: solana.info.rpcUrl }],
+              secretKeys: solana.info.facilitatorSecretKeys,
+            },
+          }
+        : {}),
     },
   });
   const url = await service.listen();
@@ -90,10 +105,12 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     usdc: first[1].assets["USDC"] as Hex,
     assets: { ...first[1].assets } as Record<string, Hex>,
     payerKeys: first[1].payerPrivateKeys as Hex[],
+    ...(solana ? { solana } : {}),
     async stop() {
       await service.close();
       await database.close();
       await devnet.stop();
+      await solana?.stop();
     },
   };
 }

@@ -12,12 +12,18 @@ import {
   getTokenPayerFromTransaction,
   transactionMessageHash,
 } from "@x402/svm";
+import { getBase64Encoder, getTransactionDecoder } from "@solana/kit";
 
 type Decoded = ReturnType<typeof decodeTransactionFromPayload>;
 
 function decode(payload: PaymentPayload): Decoded | undefined {
+  const wire = (payload.payload as Record<string, unknown> | undefined)?.["transaction"];
+  if (typeof wire !== "string") return undefined;
   try {
-    return decodeTransactionFromPayload(payload.payload as { transaction: string });
+    // Checked with kit first: the official helper logs every decoding failure
+    // to the console, and a malformed payload is the caller's 400, not news.
+    getTransactionDecoder().decode(getBase64Encoder().encode(wire));
+    return decodeTransactionFromPayload({ transaction: wire });
   } catch {
     return undefined;
   }

@@ -11,7 +11,11 @@ import { x402Facilitator } from "@x402/core/facilitator";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { ExactSvmScheme } from "@x402/svm/exact/client";
 import { address, createKeyPairSignerFromBytes, getBase58Encoder } from "@solana/kit";
-import { startSolanaLedger, associatedTokenAccount, type RunningSolana } from "../../../devnet/svm/index.js";
+import {
+  startSolanaLedger,
+  associatedTokenAccount,
+  type RunningSolana,
+} from "../../../devnet/svm/index.js";
 import type { SolanaLedger } from "../../../devnet/svm/ledger.js";
 import { createSvm, type SvmChainAdapter } from "../../../src/chains/svm/index.js";
 import { noopJournal, type JournalEntry } from "../../../src/chains/ports.js";
@@ -29,7 +33,10 @@ describe("Solana exact against the local ledger", () => {
   before(async () => {
     devnet = await startSolanaLedger({ slotMs: 100 });
     family = await createSvm(
-      { networks: [{ id: NETWORK, rpcUrl: devnet.info.rpcUrl }], secretKeys: devnet.info.facilitatorSecretKeys },
+      {
+        networks: [{ id: NETWORK, rpcUrl: devnet.info.rpcUrl }],
+        secretKeys: devnet.info.facilitatorSecretKeys,
+      },
       {
         commitment: "confirmed",
         maxComputeUnits: 400_000,
@@ -93,7 +100,10 @@ describe("Solana exact against the local ledger", () => {
     assert.equal(settled.success, true, JSON.stringify(settled));
     assert.equal(await usdcOf(payer), payerBefore - 2500n);
     assert.equal(await usdcOf(req.payTo), payToBefore + 2500n);
-    assert.ok(journaled.some((j) => j.reference === settled.transaction), "journaled before it left");
+    assert.ok(
+      journaled.some((j) => j.reference === settled.transaction),
+      "journaled before it left",
+    );
     // The same signed transaction again moves nothing.
     const again = await engine.settle(payload, req);
     assert.equal(again.success, false);
@@ -131,7 +141,12 @@ describe("Solana exact against the local ledger", () => {
     const wrongAmount = await engine.verify(payload, { ...req, amount: "2501" });
     assert.equal(wrongAmount.isValid, false);
     assert.match(String(wrongAmount.invalidReason), /amount/);
-    const wrongTo = await engine.verify(payload, { ...req, payTo: devnet.info.facilitatorSecretKeys.length ? "9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin" : "" });
+    const wrongTo = await engine.verify(payload, {
+      ...req,
+      payTo: devnet.info.facilitatorSecretKeys.length
+        ? "9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin"
+        : "",
+    });
     assert.equal(wrongTo.isValid, false);
   });
 });
