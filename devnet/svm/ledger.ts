@@ -156,8 +156,14 @@ export class SolanaLedger {
   simulate(
     wire: Uint8Array,
     sigVerify: boolean,
+    replaceRecentBlockhash = false,
   ): { err: unknown; logs: string[]; unitsConsumed: bigint } {
-    const { tx } = this.decode(wire);
+    const { tx, blockhash } = this.decode(wire);
+    // As a node: an unknown blockhash fails simulation unless the caller asked
+    // for it to be replaced.
+    if (!replaceRecentBlockhash && !this.isBlockhashValid(blockhash)) {
+      return { err: "BlockhashNotFound", logs: [], unitsConsumed: 0n };
+    }
     this.svm.withSigverify(sigVerify);
     try {
       const result = this.svm.simulateTransaction(tx);

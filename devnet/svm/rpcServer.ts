@@ -141,8 +141,15 @@ export function solanaRpcHandlers(ledger: SolanaLedger, genesisHash: string) {
     },
     requestAirdrop: ([who, amount]) => ledger.airdrop(String(addr(who)), BigInt(Number(amount))),
     simulateTransaction: ([encoded, options]) => {
-      const sigVerify = (options as { sigVerify?: boolean } | undefined)?.sigVerify ?? false;
-      const result = ledger.simulate(wireBytes(encoded, options), sigVerify);
+      const o = (options ?? {}) as { sigVerify?: boolean; replaceRecentBlockhash?: boolean };
+      if (o.sigVerify && o.replaceRecentBlockhash) {
+        throw new RpcError(-32602, "sigVerify may not be used with replaceRecentBlockhash");
+      }
+      const result = ledger.simulate(
+        wireBytes(encoded, options),
+        o.sigVerify ?? false,
+        o.replaceRecentBlockhash ?? false,
+      );
       return {
         context: context(),
         value: {
