@@ -44,6 +44,13 @@ export type SendOutcome =
   | { ok: true; signature: string; duplicate: boolean }
   | { ok: false; signature: string; error: string; code: number; logs: string[] };
 
+/** The runtime's error as a validator names it (`SignatureFailure`, `InstructionError(0, Custom(1))`). */
+function errorName(result: FailedTransactionMetadata): string {
+  return (
+    /err: (\w+(?:\([^{]*?\))?)(?:, meta|\s*})/.exec(result.toString())?.[1] ?? "TransactionError"
+  );
+}
+
 export class SolanaLedger {
   readonly svm: LiteSVM;
   private slotNumber = 1n;
@@ -125,7 +132,7 @@ export class SolanaLedger {
     }
     const result = this.svm.sendTransaction(tx);
     if (result instanceof FailedTransactionMetadata) {
-      const err = String(result.err());
+      const err = errorName(result);
       const meta = result.meta();
       // Refused before execution (signatures, accounts, fees): nothing lands.
       if (
@@ -168,7 +175,7 @@ export class SolanaLedger {
     try {
       const result = this.svm.simulateTransaction(tx);
       if (result instanceof FailedTransactionMetadata) {
-        return { err: String(result.err()), logs: result.meta().logs(), unitsConsumed: 0n };
+        return { err: errorName(result), logs: result.meta().logs(), unitsConsumed: 0n };
       }
       const meta = result.meta();
       return { err: null, logs: meta.logs(), unitsConsumed: meta.computeUnitsConsumed() };
