@@ -11,6 +11,14 @@ import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createPublicClient, http, type Hex } from "viem";
+import { address, createKeyPairSignerFromBytes, getBase58Encoder } from "@solana/kit";
+import { getTokenDecoder } from "@solana-program/token";
+import { ExactSvmScheme } from "@x402/svm/exact/client";
+import {
+  SOLANA_MAINNET,
+  associatedTokenAccount,
+  startSolanaLedger,
+} from "../../devnet/svm/index.js";
 import { privateKeyToAccount } from "viem/accounts";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { startDevnet, type Devnet } from "../../devnet/index.js";
@@ -54,6 +62,7 @@ describe(
     let usdc: Hex;
     let payerKeys: Hex[];
     let facilitatorKeys: Hex[];
+    let solana: Awaited<ReturnType<typeof startSolanaLedger>>;
 
     const startReplica = async (keys: readonly Hex[]): Promise<string> => {
       const port = await freePort();
@@ -62,6 +71,8 @@ describe(
           ...process.env,
           EVM_RPC_URLS_8453: rpcUrl,
           EVM_PRIVATE_KEYS: keys.join(","),
+          SVM_RPC_URL: solana.info.rpcUrl,
+          SVM_PRIVATE_KEYS: solana.info.facilitatorSecretKeys.join(","),
           DATABASE_URL: db.url!,
           REDIS_URL: redisUrl!,
           TRUST_PROXY: "true",
@@ -89,6 +100,7 @@ describe(
         payers: 6,
       });
       db = await openTestDb("postgres");
+      solana = await startSolanaLedger({ slotMs: 200 });
       const info = devnet.networks["eip155:8453"]!;
       rpcUrl = info.rpcUrl;
       usdc = info.assets["USDC"]! as Hex;
@@ -106,6 +118,7 @@ describe(
       );
       await db?.close();
       await devnet?.stop();
+      await solana?.stop();
     });
 
     const requirements = (): PaymentRequirements =>
@@ -270,6 +283,61 @@ describe(
         [["succeeded", 30]],
       );
       assert.deepEqual(await usage(acc.accountId), { used: 1, reserved: 0 }, "billed once");
+    });
+
+    test("30 concurrent duplicates of one Solana payment over two processes: one transaction, one transfer", async () => {
+      const acc = await freeAccount("solana-duplicates", 0);
+      const headers = clientAddress();
+      const supported = (await (await fetch(`${urls[0]}/supported`, { headers })).json()) as {
+        kinds: { network: string; extra?: Record<string, unknown> }[];
+      };
+      const feePayer = supported.kinds.find((k) => k.network === SOLANA_MAINNET)!.extra![
+        "feePayer"
+      ];
+      const r = {
+        scheme: "exact",
+        network: SOLANA_MAINNET,
+        asset: solana.info.assets.USDC,
+        amount: "4321",
+        payTo: solana.info.payTo,
+        maxTimeoutSeconds: 60,
+        extra: { feePayer },
+      } as PaymentRequirements;
+      const payer = await createKeyPairSignerFromBytes(
+        getBase58Encoder().encode(solana.info.payerSecretKeys[0]!),
+      );
+      const partial = await new ExactSvmScheme(payer, {
+        rpcUrl: solana.info.rpcUrl,
+      }).createPaymentPayload(2, r);
+      const body = {
+        x402Version: 2,
+        paymentPayload: { x402Version: 2, accepted: r, payload: partial.payload },
+        paymentRequirements: r,
+      };
+      const paid = async () => {
+        const acct = solana.ledger.account(await associatedTokenAccount(address(r.payTo)));
+        return acct.exists ? getTokenDecoder().decode(acct.data).amount : 0n;
+      };
+      const before = await paid();
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, async (_, i) => {
+          const res = await post(urls[i % 2]!, "/settle", body, acc.apiKey, headers);
+          return (await res.json()) as { success: boolean; transaction: string };
+        }),
+      );
+      assert.ok(
+        answers.every((a) => a.success),
+        JSON.stringify(answers.find((a) => !a.success)),
+      );
+      assert.equal(new Set(answers.map((a) => a.transaction)).size, 1);
+      assert.equal(await paid(), before + 4321n, "one transfer");
+      const sent = await db.db
+        .selectFrom("settlement_transactions")
+        .innerJoin("settlements", "settlements.id", "settlement_transactions.settlement_id")
+        .select("settlement_transactions.reference")
+        .where("settlements.account_id", "=", acc.accountId)
+        .execute();
+      assert.equal(sent.length, 1, "one transaction was ever sent");
     });
 
     test("rate limits are one budget per client address across both processes (Redis)", async () => {
