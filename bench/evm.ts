@@ -6,9 +6,8 @@
  *   (b) /settle of 2,000 distinct payments at concurrency 200
  *   (c) peak RSS of each server process
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { createServer } from "node:net";
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
@@ -21,6 +20,16 @@ import { createAccount } from "../src/features/accounts/accounts.js";
 import { setAccountPlan } from "../src/features/plans/quotaLedger.js";
 import { createApiKey } from "../src/features/keys/apiKeys.js";
 import { percentile, runLoad, type LoadResult } from "./load.js";
+import {
+  classifySettle,
+  classifyVerify,
+  freePort,
+  peakRssMb,
+  spawnServer,
+  stopServers,
+  validPerSecond,
+  waitFor,
+} from "./harness.js";
 import { measureCpu, type CpuShare } from "./cpuShare.js";
 
 export interface EvmBenchOptions {
@@ -51,51 +60,6 @@ export interface Side {
   settleCpu: CpuShare | undefined;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitFor(url: string, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      // not up yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} did not come up`);
-}
-
-/** Peak resident set size (VmHWM) of a running process, in MB. */
-function peakRssMb(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? NaN);
-  return kb / 1024;
-}
-
-/**
- * Both servers run as compiled JavaScript from dist/ (`npm run build`, done
- * by bench/run.ts), as production runs: no TypeScript loader in either
- * process's memory or start-up.
- */
-function spawnServer(script: string, env: Record<string, string>): ChildProcess {
-  // BENCH_CPU_PROFILE_DIR=dir writes a .cpuprofile of each server on exit
-  // (open it in Chrome DevTools): the profile behind every "limited by" line.
-  const profileDir = process.env["BENCH_CPU_PROFILE_DIR"];
-  const profile = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
-  return spawn(process.execPath, [...profile, join("dist", script.replace(/\.ts$/, ".js"))], {
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-}
-
 async function signAll(
   keys: Hex[],
   requirements: PaymentRequirements,
@@ -117,22 +81,6 @@ async function signAll(
   }
   return out;
 }
-
-/** Only answers that verified count: an error or a refusal is not throughput. */
-const validPerSecond = (r: LoadResult) => (r.outcomes.get("valid") ?? 0) / r.seconds;
-
-const classifyVerify = (status: number, json: unknown) => {
-  if (status !== 200) return `http_${status}`;
-  const j = json as { isValid?: boolean; invalidReason?: string };
-  return j.isValid ? "valid" : (j.invalidReason ?? "invalid");
-};
-const classifySettle = (status: number, json: unknown) => {
-  if (status !== 200) return `http_${status}`;
-  const j = json as { success?: boolean; errorReason?: string; errorMessage?: string };
-  if (j.success) return "settled";
-  const nonce = /nonce/i.test(j.errorMessage ?? "") ? " (nonce)" : "";
-  return `${j.errorReason ?? "failed"}${nonce}`;
-};
 
 export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; reference: Side }> {
   const say = opts.progress;
@@ -276,21 +224,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
     }
     return { ours: results[0]!, reference: results[1]! };
   } finally {
-    // Wait for the servers to exit: a CPU profile is written on exit.
-    await Promise.all(
-      children.map(
-        (c) =>
-          new Promise<void>((resolve) => {
-            if (c.exitCode !== null) return resolve();
-            const force = setTimeout(() => c.kill("SIGKILL"), 15_000);
-            c.once("exit", () => {
-              clearTimeout(force);
-              resolve();
-            });
-            c.kill("SIGTERM");
-          }),
-      ),
-    );
+    await stopServers(children);
     await devnet.stop();
   }
 }

@@ -5,6 +5,7 @@
  *   npm run bench                 # full: 30 s verify, 2,000 settles
  *   BENCH_QUICK=1 npm run bench   # a short smoke run
  *   BENCH_DATABASE_URL=postgres://… npm run bench   # this service on PostgreSQL
+ *   BENCH_ONLY=svm npm run bench  # one family (evm | svm)
  *
  * Both servers run compiled (`npm run build` first), as in production.
  */
@@ -12,6 +13,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { evmTable, runEvmBench } from "./evm.js";
+import { runSvmBench, svmTable } from "./svm.js";
 
 const quick = process.env["BENCH_QUICK"] === "1";
 const say = (line: string) => process.stderr.write(`${line}\n`);
@@ -20,33 +22,62 @@ const databaseUrl = process.env["BENCH_DATABASE_URL"] || undefined;
 say("building dist/ (npm run build)…");
 execFileSync("npm", ["run", "--silent", "build"], { stdio: ["ignore", "ignore", "inherit"] });
 
-const { ours, reference } = await runEvmBench({
-  databaseUrl,
-  verifySeconds: quick ? 5 : 30,
-  verifyConcurrency: 64,
-  // Enough distinct payments for about 2,500 verifications a second.
-  verifyPayloads: quick ? 12_500 : 75_000,
-  settleCount: quick ? 300 : 2000,
-  settleConcurrency: 200,
-  settleCapSeconds: quick ? 60 : 240,
-  progress: say,
-});
-
-const header = [
-  `# EVM facilitator benchmark`,
-  ``,
-  `${new Date().toISOString()} · ${cpus().length} cores (${cpus()[0]?.model ?? "?"}) · Node ${process.version}`,
-  `One devnet (anvil, chain id 8453, 1 s blocks); both servers run on it at once, each with its own facilitator keys`,
-  `(this service: 7 accounts; reference: 1, as the official example has). The load generator shares the machine.`,
-  `Both run compiled JavaScript. This service's database: ${databaseUrl ? "PostgreSQL (a separate server process, not in its RSS)" : "embedded PGlite (inside its RSS)"}; metering on.`,
-  quick
-    ? `Quick run: 5 s of verify, 300 settles.`
-    : `Full run: 30 s of verify at concurrency 64; 2,000 distinct settles at concurrency 200.`,
-  ``,
-].join("\n");
-const table = evmTable(ours, reference);
-const report = `${header}${table}\n`;
+const only = process.env["BENCH_ONLY"];
 mkdirSync("bench/results", { recursive: true });
-const name = `evm${quick ? "-quick" : ""}${databaseUrl ? "-postgres" : ""}.md`;
-writeFileSync(`bench/results/${name}`, report);
-process.stdout.write(`\n${report}`);
+
+if (only !== "svm") await evmBench();
+if (only !== "evm") await svmBench();
+
+async function svmBench(): Promise<void> {
+  const { ours, reference } = await runSvmBench({
+    verifySeconds: quick ? 5 : 20,
+    verifyPayloads: quick ? 1_500 : 6_000,
+    settleCount: quick ? 200 : 1_000,
+    concurrency: 100,
+    progress: say,
+  });
+  const report = [
+    `# Solana facilitator benchmark`,
+    ``,
+    `${new Date().toISOString()} · ${cpus().length} cores (${cpus()[0]?.model ?? "?"}) · Node ${process.version}`,
+    `One local Solana ledger (LiteSVM in its own process, 400 ms slots); both servers compiled, on it at once,`,
+    `each with its own fee payers (this service: 3; reference: 1, as the official example has), concurrency 100.`,
+    `This service: embedded PGlite, metering on. Payments are distinct and signed with the official @x402/svm client.`,
+    ``,
+    svmTable(ours, reference),
+  ].join("\n");
+  writeFileSync(`bench/results/svm${quick ? "-quick" : ""}.md`, report);
+  process.stdout.write(`\n${report}`);
+}
+
+async function evmBench(): Promise<void> {
+  const { ours, reference } = await runEvmBench({
+    databaseUrl,
+    verifySeconds: quick ? 5 : 30,
+    verifyConcurrency: 64,
+    // Enough distinct payments for about 2,500 verifications a second.
+    verifyPayloads: quick ? 12_500 : 75_000,
+    settleCount: quick ? 300 : 2000,
+    settleConcurrency: 200,
+    settleCapSeconds: quick ? 60 : 240,
+    progress: say,
+  });
+
+  const header = [
+    `# EVM facilitator benchmark`,
+    ``,
+    `${new Date().toISOString()} · ${cpus().length} cores (${cpus()[0]?.model ?? "?"}) · Node ${process.version}`,
+    `One devnet (anvil, chain id 8453, 1 s blocks); both servers run on it at once, each with its own facilitator keys`,
+    `(this service: 7 accounts; reference: 1, as the official example has). The load generator shares the machine.`,
+    `Both run compiled JavaScript. This service's database: ${databaseUrl ? "PostgreSQL (a separate server process, not in its RSS)" : "embedded PGlite (inside its RSS)"}; metering on.`,
+    quick
+      ? `Quick run: 5 s of verify, 300 settles.`
+      : `Full run: 30 s of verify at concurrency 64; 2,000 distinct settles at concurrency 200.`,
+    ``,
+  ].join("\n");
+  const table = evmTable(ours, reference);
+  const report = `${header}${table}\n`;
+  const name = `evm${quick ? "-quick" : ""}${databaseUrl ? "-postgres" : ""}.md`;
+  writeFileSync(`bench/results/${name}`, report);
+  process.stdout.write(`\n${report}`);
+}

@@ -1,0 +1,89 @@
+/**
+ * What every benchmark shares: free ports, waiting for a server, peak RSS,
+ * starting a compiled server, stopping servers (a CPU profile is written on
+ * exit), and how answers are counted.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import type { LoadResult } from "./load.js";
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export async function waitFor(url: string, ms = 60_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+/** Peak resident set size (VmHWM) of a running process, in MB. */
+export function peakRssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? NaN);
+  return kb / 1024;
+}
+
+/**
+ * Both servers run as compiled JavaScript from dist/ (`npm run build`, done
+ * by bench/run.ts), as production runs: no TypeScript loader in either
+ * process's memory or start-up.
+ */
+export function spawnServer(script: string, env: Record<string, string>): ChildProcess {
+  // BENCH_CPU_PROFILE_DIR=dir writes a .cpuprofile of each server on exit
+  // (open it in Chrome DevTools): the profile behind every "limited by" line.
+  const profileDir = process.env["BENCH_CPU_PROFILE_DIR"];
+  const profile = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
+  return spawn(process.execPath, [...profile, join("dist", script.replace(/\.ts$/, ".js"))], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+}
+
+/** Stops the servers and waits for them (SIGKILL after 15 s). */
+export async function stopServers(children: readonly ChildProcess[]): Promise<void> {
+  await Promise.all(
+    children.map(
+      (c) =>
+        new Promise<void>((resolve) => {
+          if (c.exitCode !== null) return resolve();
+          const force = setTimeout(() => c.kill("SIGKILL"), 15_000);
+          c.once("exit", () => {
+            clearTimeout(force);
+            resolve();
+          });
+          c.kill("SIGTERM");
+        }),
+    ),
+  );
+}
+
+/** Only answers that verified count: an error or a refusal is not throughput. */
+export const validPerSecond = (r: LoadResult) => (r.outcomes.get("valid") ?? 0) / r.seconds;
+
+export const classifyVerify = (status: number, json: unknown) => {
+  if (status !== 200) return `http_${status}`;
+  const j = json as { isValid?: boolean; invalidReason?: string };
+  return j.isValid ? "valid" : (j.invalidReason ?? "invalid");
+};
+export const classifySettle = (status: number, json: unknown) => {
+  if (status !== 200) return `http_${status}`;
+  const j = json as { success?: boolean; errorReason?: string; errorMessage?: string };
+  if (j.success) return "settled";
+  const nonce = /nonce/i.test(j.errorMessage ?? "") ? " (nonce)" : "";
+  return `${j.errorReason ?? "failed"}${nonce}`;
+};

@@ -1,0 +1,243 @@
+/**
+ * The Solana benchmark: this service against the reference Solana
+ * facilitator (bench/reference/svmServer.ts), on one local Solana ledger
+ * (LiteSVM, a slot every 400 ms), in one run, both compiled.
+ *
+ *   (a) /verify throughput and p50/p99 at concurrency 100, distinct payments
+ *   (b) /settle of distinct payments at concurrency 100
+ *   (c) peak RSS of each server
+ *
+ * Payments are signed with the official `@x402/svm` client just before each
+ * phase: a Solana payment carries a blockhash valid for about a minute, and
+ * names the fee payer that will sign it, so each side gets its own.
+ */
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { PaymentRequirements } from "@x402/core/types";
+import { ExactSvmScheme } from "@x402/svm/exact/client";
+import { createKeyPairSignerFromBytes, getBase58Encoder, type KeyPairSigner } from "@solana/kit";
+import { SOLANA_MAINNET, startSolanaDevnet } from "../devnet/svm/index.js";
+import { openMigratedDb } from "../src/storage/db.js";
+import { createAccount } from "../src/features/accounts/accounts.js";
+import { setAccountPlan } from "../src/features/plans/quotaLedger.js";
+import { createApiKey } from "../src/features/keys/apiKeys.js";
+import { percentile, runLoad, type LoadResult } from "./load.js";
+import {
+  classifySettle,
+  classifyVerify,
+  freePort,
+  peakRssMb,
+  spawnServer,
+  stopServers,
+  validPerSecond,
+  waitFor,
+} from "./harness.js";
+
+export interface SvmBenchOptions {
+  verifySeconds: number;
+  verifyPayloads: number;
+  settleCount: number;
+  concurrency: number;
+  progress: (line: string) => void;
+}
+
+export interface SvmSide {
+  verify: LoadResult;
+  settle: LoadResult;
+  peakRssMb: number;
+}
+
+async function signAll(
+  payers: KeyPairSigner[],
+  rpcUrl: string,
+  requirements: PaymentRequirements,
+  n: number,
+): Promise<string[]> {
+  const schemes = payers.map((p) => new ExactSvmScheme(p, { rpcUrl }));
+  const out: string[] = [];
+  // A few at a time: each asks the ledger for a blockhash.
+  for (let i = 0; i < n; i += 50) {
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(50, n - i) }, (_, j) =>
+        schemes[(i + j) % schemes.length]!.createPaymentPayload(2, requirements),
+      ),
+    );
+    for (const partial of batch) {
+      out.push(
+        JSON.stringify({
+          x402Version: 2,
+          paymentPayload: { x402Version: 2, accepted: requirements, payload: partial.payload },
+          paymentRequirements: requirements,
+        }),
+      );
+    }
+  }
+  return out;
+}
+
+export async function runSvmBench(
+  opts: SvmBenchOptions,
+): Promise<{ ours: SvmSide; reference: SvmSide }> {
+  const say = opts.progress;
+  say("starting the local Solana ledger (LiteSVM, 400 ms slots)…");
+  const devnet = await startSolanaDevnet({ payers: 20, feePayers: 4 });
+  const info = devnet.info;
+  const children: ChildProcess[] = [];
+  try {
+    const payers = await Promise.all(
+      info.payerSecretKeys.map((k) => createKeyPairSignerFromBytes(getBase58Encoder().encode(k))),
+    );
+    const dataDir = mkdtempSync(join(tmpdir(), "bench-svm-"));
+    const seeded = await openMigratedDb({ dataDir: join(dataDir, "pglite") });
+    const account = await createAccount(seeded.db, "bench");
+    await setAccountPlan(seeded.db, account.id, "max");
+    const key = await createApiKey(seeded.db, account.id, "bench");
+    await seeded.close();
+
+    const ourPort = await freePort();
+    const ours = spawnServer("src/main.ts", {
+      SVM_RPC_URL: info.rpcUrl,
+      // Fee payers 1–3; fee payer 0 is the reference's.
+      SVM_PRIVATE_KEYS: info.facilitatorSecretKeys.slice(1).join(","),
+      DATA_DIR: dataDir,
+      HOST: "127.0.0.1",
+      PORT: String(ourPort),
+      LOG_LEVEL: "error",
+      RATE_LIMIT_MAX: "0",
+    });
+    children.push(ours);
+    const refPort = await freePort();
+    const reference = spawnServer("bench/reference/svmServer.ts", {
+      RPC_URL: info.rpcUrl,
+      SECRET_KEY: info.facilitatorSecretKeys[0]!,
+      PORT: String(refPort),
+    });
+    children.push(reference);
+    await waitFor(`http://127.0.0.1:${ourPort}/supported`);
+    await waitFor(`http://127.0.0.1:${refPort}/supported`);
+
+    const sides = [
+      { name: "this service", port: ourPort, pid: ours.pid!, headers: { "x-api-key": key.key } },
+      {
+        name: "reference",
+        port: refPort,
+        pid: reference.pid!,
+        headers: {} as Record<string, string>,
+      },
+    ];
+    const results: SvmSide[] = [];
+    for (const side of sides) {
+      const url = `http://127.0.0.1:${side.port}`;
+      const supported = (await (await fetch(`${url}/supported`)).json()) as {
+        kinds: { network: string; extra?: Record<string, unknown> }[];
+      };
+      const feePayer = supported.kinds.find((k) => k.network === SOLANA_MAINNET)!.extra![
+        "feePayer"
+      ];
+      const requirements = (amount: string): PaymentRequirements =>
+        ({
+          scheme: "exact",
+          network: SOLANA_MAINNET,
+          asset: info.assets.USDC,
+          amount,
+          payTo: info.payTo,
+          maxTimeoutSeconds: 60,
+          extra: { feePayer },
+        }) as PaymentRequirements;
+      say(
+        `(a) ${side.name}: signing ${opts.verifyPayloads} payments, then /verify for ${opts.verifySeconds} s…`,
+      );
+      const verifyBodies = await signAll(
+        payers,
+        info.rpcUrl,
+        requirements("1000"),
+        opts.verifyPayloads,
+      );
+      const verify = await runLoad({
+        url: `${url}/verify`,
+        headers: side.headers,
+        concurrency: opts.concurrency,
+        body: (i) => verifyBodies[i % verifyBodies.length]!,
+        durationMs: opts.verifySeconds * 1000,
+        classify: classifyVerify,
+      });
+      say(
+        `    ${validPerSecond(verify).toFixed(0)} valid verifications/s (${[...verify.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")})`,
+      );
+      say(`(b) ${side.name}: signing and settling ${opts.settleCount} payments…`);
+      const settleBodies = await signAll(
+        payers,
+        info.rpcUrl,
+        requirements("1001"),
+        opts.settleCount,
+      );
+      const settle = await runLoad({
+        url: `${url}/settle`,
+        headers: side.headers,
+        concurrency: opts.concurrency,
+        bodies: settleBodies,
+        capMs: 120_000,
+        classify: classifySettle,
+      });
+      say(
+        `    ${[...settle.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${settle.seconds.toFixed(1)} s`,
+      );
+      results.push({ verify, settle, peakRssMb: peakRssMb(side.pid) });
+    }
+    return { ours: results[0]!, reference: results[1]! };
+  } finally {
+    await stopServers(children);
+    await devnet.stop();
+  }
+}
+
+export function svmTable(ours: SvmSide, ref: SvmSide): string {
+  const p = (r: LoadResult, q: number) => percentile(r.latenciesMs, q).toFixed(0);
+  const settled = (r: LoadResult) => r.outcomes.get("settled") ?? 0;
+  const ratio = (a: number, b: number) => (b > 0 ? `${(a / b).toFixed(1)}×` : "n/a");
+  const rows = [
+    [
+      "valid verifications per second",
+      validPerSecond(ours.verify).toFixed(0),
+      validPerSecond(ref.verify).toFixed(0),
+      ratio(validPerSecond(ours.verify), validPerSecond(ref.verify)),
+    ],
+    [
+      "verify p50 / p99 (ms)",
+      `${p(ours.verify, 50)} / ${p(ours.verify, 99)}`,
+      `${p(ref.verify, 50)} / ${p(ref.verify, 99)}`,
+      "",
+    ],
+    [
+      "settled / sent",
+      `${settled(ours.settle)} / ${ours.settle.count}`,
+      `${settled(ref.settle)} / ${ref.settle.count}`,
+      "",
+    ],
+    [
+      "settled per second",
+      (settled(ours.settle) / ours.settle.seconds).toFixed(1),
+      (settled(ref.settle) / ref.settle.seconds).toFixed(1),
+      ratio(settled(ours.settle) / ours.settle.seconds, settled(ref.settle) / ref.settle.seconds),
+    ],
+    [
+      "settle p50 / p99 (ms)",
+      `${p(ours.settle, 50)} / ${p(ours.settle, 99)}`,
+      `${p(ref.settle, 50)} / ${p(ref.settle, 99)}`,
+      "",
+    ],
+    ["peak RSS (MB)", ours.peakRssMb.toFixed(0), ref.peakRssMb.toFixed(0), ""],
+  ];
+  const outcomes = (r: LoadResult) => [...r.outcomes].map(([k, v]) => `${k} ${v}`).join(", ");
+  return [
+    "| scenario | this service | reference | ratio |",
+    "| --- | --- | --- | --- |",
+    ...rows.map((r) => `| ${r.join(" | ")} |`),
+    "",
+    `Outcomes, this service: verify ${outcomes(ours.verify)}; settle ${outcomes(ours.settle)}.`,
+    `Outcomes, reference: verify ${outcomes(ref.verify)}; settle ${outcomes(ref.settle)}.`,
+    "",
+  ].join("\n");
+}
