@@ -113,6 +113,20 @@ describe("the local Solana ledger", () => {
     assert.equal(await balance(), before);
   });
 
+  test("dropping refused transactions silently, as a node with skipPreflight: the signature comes back and is never found", async () => {
+    devnet.ledger.dropRefusedSilently = true;
+    try {
+      const wire = Buffer.from(await transfer(8n), "base64");
+      wire[6] = wire[6]! ^ 0xff;
+      const signature = await send(wire.toString("base64"));
+      devnet.ledger.advance();
+      const status = (await rpc.getSignatureStatuses([signature]).send()).value[0];
+      assert.equal(status, null, "never landed");
+    } finally {
+      devnet.ledger.dropRefusedSilently = false;
+    }
+  });
+
   test("a method it does not serve is JSON-RPC error -32601", async () => {
     const res = await fetch(devnet.info.rpcUrl, {
       method: "POST",

@@ -58,6 +58,13 @@ export class SolanaLedger {
   private readonly landed = new Map<string, LandedTransaction>();
   private timer: NodeJS.Timeout | undefined;
 
+  /**
+   * Answer a transaction refused before execution with its signature, as a
+   * node sending with `skipPreflight` does (it is then simply never found),
+   * instead of an error. Off by default.
+   */
+  dropRefusedSilently = false;
+
   constructor() {
     this.svm = new LiteSVM().withBlockhashCheck(false).withSigverify(true);
     this.svm.withTransactionHistory(0n);
@@ -138,6 +145,7 @@ export class SolanaLedger {
       if (
         /Signature|AccountNotFound|InsufficientFundsForFee|AlreadyProcessed|Sanitize/i.test(err)
       ) {
+        if (this.dropRefusedSilently) return { ok: true, signature, duplicate: false };
         return { ok: false, signature, code: -32002, error: err, logs: meta.logs() };
       }
       // Executed and failed: it lands with its error, and the fee is charged.

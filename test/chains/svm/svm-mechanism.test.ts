@@ -135,6 +135,17 @@ describe("Solana exact against the local ledger", () => {
     assert.ok(!prepared.ok && /create its associated token account/.test(prepared.message));
   });
 
+  test("a payment in another mint is refused", async () => {
+    const req = requirements();
+    const payload = await pay(3, req);
+    const other = await engine.verify(payload, {
+      ...req,
+      asset: "Es9vMFrzaCERmJfrF4H2FYD4KCoNkY11McCe8BenwNYB",
+    });
+    assert.equal(other.isValid, false);
+    assert.match(String(other.invalidReason), /mint/);
+  });
+
   test("wrong amount and wrong payTo are refused with the official reasons", async () => {
     const req = requirements();
     const payload = await pay(2, req);
