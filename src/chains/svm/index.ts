@@ -78,9 +78,10 @@ interface SvmRuntime {
   feePayers: SvmFeePayers;
   mechanism: SchemeNetworkFacilitator;
   host: string;
-  slot: { value: bigint; at: number } | undefined;
-  /** Token accounts known to exist (they are not closed under a payTo). */
-  tokenAccounts: Set<string>;
+  /** The last slot read, and the read in flight: concurrent verifications share one. */
+  slot: { value: Promise<bigint>; at: number } | undefined;
+  /** Token accounts known to exist, or being looked up (one lookup however many ask). */
+  tokenAccounts: Map<string, Promise<boolean>>;
 }
 
 export class SvmChainAdapter implements ChainFamily {
@@ -119,7 +120,7 @@ export class SvmChainAdapter implements ChainFamily {
         }),
         host: new URL(rpcUrl).host,
         slot: undefined,
-        tokenAccounts: new Set(),
+        tokenAccounts: new Map(),
       });
     }
   }
@@ -198,18 +199,19 @@ export class SvmChainAdapter implements ChainFamily {
         message: `paymentRequirements.payTo ${requirements.payTo} has no token account for ${requirements.asset}; the resource server must create its associated token account (${ata}) before it can be paid, since an exact payment may not create one`,
       };
     }
-    runtime.tokenAccounts.add(ata);
     return { ok: true, requirements };
   }
 
-  /** The slot, read at most every 100 ms (the verify cache's key). */
+  /** The slot, read at most every 100 ms however many ask (the verify cache's key). */
   async currentBlock(network: string): Promise<bigint | undefined> {
     const r = this.runtimes.get(network);
     if (!r) return undefined;
-    if (r.slot && Date.now() - r.slot.at < 100) return r.slot.value;
-    const value = await r.feePayers.rpc.getSlot({ commitment: "confirmed" }).send();
-    r.slot = { value, at: Date.now() };
-    return value;
+    if (!r.slot || Date.now() - r.slot.at >= 100) {
+      const value = r.feePayers.rpc.getSlot({ commitment: "confirmed" }).send();
+      r.slot = { value, at: Date.now() };
+      value.catch(() => (r.slot = undefined));
+    }
+    return r.slot.value;
   }
 
   async identity(network: string): Promise<string | undefined> {
