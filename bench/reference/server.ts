@@ -6,8 +6,8 @@
  *
  *   RPC_URL=… PRIVATE_KEY=0x… PORT=4030 CHAIN_ID=8453 tsx bench/reference/server.ts
  */
-import express from "express";
 import { x402Facilitator } from "@x402/core/facilitator";
+import { serveFacilitator } from "./serve.js";
 import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
 import { toFacilitatorEvmSigner } from "@x402/evm";
 import { createWalletClient, defineChain, http, publicActions, type Hex } from "viem";
@@ -37,25 +37,4 @@ const signer = toFacilitatorEvmSigner({
 
 const facilitator = new x402Facilitator().register(`eip155:${chainId}`, new ExactEvmScheme(signer));
 
-const app = express();
-app.use(express.json());
-app.post("/verify", async (req, res) => {
-  try {
-    res.json(await facilitator.verify(req.body.paymentPayload, req.body.paymentRequirements));
-  } catch (e) {
-    res.status(500).json({ error: (e as Error).message });
-  }
-});
-app.post("/settle", async (req, res) => {
-  try {
-    res.json(await facilitator.settle(req.body.paymentPayload, req.body.paymentRequirements));
-  } catch (e) {
-    res.status(500).json({ error: (e as Error).message });
-  }
-});
-app.get("/supported", (_req, res) => {
-  res.json(facilitator.getSupported());
-});
-app.listen(Number(process.env["PORT"] ?? 4030), "127.0.0.1", () =>
-  console.log("reference facilitator ready"),
-);
+serveFacilitator(facilitator, Number(process.env["PORT"] ?? 4030), "reference facilitator");
