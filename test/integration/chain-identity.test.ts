@@ -70,6 +70,12 @@ for (const backend of availableBackends()) {
         payer: undefined,
         units: 1,
       }))!;
+      // Both rows are older than the reconciler's threshold.
+      await db
+        .updateTable("settlements")
+        .set({ started_at: new Date(Date.now() - 60_000) })
+        .where("id", "in", [old, kept])
+        .execute();
       const asked: string[] = [];
       const reconciler = new SettlementReconciler({
         recorder,
@@ -79,8 +85,7 @@ for (const backend of availableBackends()) {
           asked.push(p.network);
           return { status: "failed", reason: "settlement_interrupted", message: "gone" };
         },
-        chainSince: (network) =>
-          network === "eip155:10" ? new Date(Date.now() + 60_000) : new Date(0),
+        chainSince: (network) => (network === "eip155:10" ? new Date() : new Date(0)),
       });
       assert.equal(await reconciler.runOnce(), 1);
       assert.deepEqual(asked, ["eip155:8453"], "the replaced chain was never asked");
