@@ -71,6 +71,23 @@ for (const backend of availableBackends()) {
       );
     });
 
+    test("a payload claiming another network: refused, and the answer names the requirements' network", async () => {
+      const requirements = reqs();
+      const payload = await signPayment(stack.payerKeys[0]!, requirements);
+      const body = {
+        x402Version: 2,
+        paymentPayload: { ...payload, accepted: { ...payload.accepted, network: "eip155:10" } },
+        paymentRequirements: requirements,
+      };
+      const res = (await (await post(stack.url, "/settle", body, stack.apiKey)).json()) as Settle;
+      assert.equal(res.success, false);
+      assert.equal(
+        res.network,
+        stack.network,
+        "the requirements' network, not the payload's claim",
+      );
+    });
+
     test("an expired authorization is refused before anything is sent, and recorded", async () => {
       const payerKey = stack.payerKeys[4]!;
       const requirements = reqs();
