@@ -227,7 +227,10 @@ export class PaymentFacilitator {
     }
     // A refusal reached while the chain could not be read is not the payer's:
     // if nothing was sent, nothing is lost by saying so and retrying.
-    if (!notes.sent && !notes.refusal) this.assertChainAnswered(network, startedAt);
+    // (A transaction in the answer was sent: its outcome stands.)
+    if (!notes.sent && !notes.refusal && !result.transaction) {
+      this.assertChainAnswered(network, startedAt);
+    }
     const message = sanitizeMessage(notes.refusal?.message ?? result.errorMessage);
     return {
       ...result,

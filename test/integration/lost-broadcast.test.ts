@@ -9,8 +9,6 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { createServer, request, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { Hex } from "viem";
 import { startDevnet, type Devnet } from "../../devnet/index.js";
 import { createService, type Service } from "../../src/app.js";
@@ -20,45 +18,13 @@ import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { openTestDb } from "../support/database.js";
 import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
 import { until } from "../support/processes.js";
+import { startRpcProxy, type RpcProxy } from "../support/rpcProxy.js";
 
 const PAY_TO = "0xabababababababababababababababababababab" as Hex;
 
-/** Forwards JSON-RPC to anvil; drops the answer to the next `drops` broadcasts. */
-function lossyProxy(target: string) {
-  const state = { drops: 0, dropped: 0 };
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const body = Buffer.concat(chunks);
-      const isBroadcast = body.includes("eth_sendRawTransaction");
-      const upstream = request(
-        target,
-        { method: "POST", headers: { "content-type": "application/json" } },
-        (up) => {
-          const out: Buffer[] = [];
-          up.on("data", (c: Buffer) => out.push(c));
-          up.on("end", () => {
-            if (isBroadcast && state.drops > 0) {
-              state.drops--;
-              state.dropped++;
-              res.socket?.destroy();
-              return;
-            }
-            res.writeHead(up.statusCode ?? 200, { "content-type": "application/json" });
-            res.end(Buffer.concat(out));
-          });
-        },
-      );
-      upstream.end(body);
-    });
-  });
-  return { server, state };
-}
-
 describe("a broadcast whose answer is lost", () => {
   let devnet: Devnet;
-  let proxy: ReturnType<typeof lossyProxy>;
+  let proxy: RpcProxy;
   let service: Service;
   let url: string;
   let apiKey: string;
@@ -67,9 +33,8 @@ describe("a broadcast whose answer is lost", () => {
   before(async () => {
     devnet = await startDevnet({ blockTimeSeconds: 1, outFile: null });
     const info = devnet.networks["eip155:8453"]!;
-    proxy = lossyProxy(info.rpcUrl);
-    await new Promise<void>((r) => proxy.server.listen(0, "127.0.0.1", r));
-    const proxyUrl = `http://127.0.0.1:${(proxy.server.address() as AddressInfo).port}`;
+    proxy = await startRpcProxy(info.rpcUrl, "eth_sendRawTransaction");
+    const proxyUrl = proxy.url;
     const db = await openTestDb("pglite");
     closeDb = db.close;
     service = await createService({
@@ -97,7 +62,7 @@ describe("a broadcast whose answer is lost", () => {
   after(async () => {
     await service.close();
     await closeDb();
-    await new Promise<void>((r) => proxy.server.close(() => r()));
+    await proxy.close();
     await devnet.stop();
   });
 

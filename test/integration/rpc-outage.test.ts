@@ -10,9 +10,9 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { createServer, request, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import type { Hex } from "viem";
+import { createPublicClient, http, type Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { sql } from "kysely";
 import { startDevnet, type Devnet } from "../../devnet/index.js";
 import { createService, type Service } from "../../src/app.js";
 import { loadConfig } from "../../src/config/index.js";
@@ -22,38 +22,13 @@ import { setWebhookEndpoint } from "../../src/features/webhooks/webhookRepositor
 import { openTestDb } from "../support/database.js";
 import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
 import { until } from "../support/processes.js";
+import { startRpcProxy, type RpcProxy } from "../support/rpcProxy.js";
 
 const PAY_TO = "0x8181818181818181818181818181818181818181" as Hex;
 
-/** Forwards JSON-RPC to anvil, or answers 502 while `down` (a provider outage). */
-function switchableProxy(target: string) {
-  const state = { down: false };
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      if (state.down) {
-        res.writeHead(502, { "content-type": "text/plain" });
-        res.end("bad gateway");
-        return;
-      }
-      const upstream = request(
-        target,
-        { method: "POST", headers: { "content-type": "application/json" } },
-        (up) => {
-          res.writeHead(up.statusCode ?? 200, { "content-type": "application/json" });
-          up.pipe(res);
-        },
-      );
-      upstream.end(Buffer.concat(chunks));
-    });
-  });
-  return { server, state };
-}
-
 describe("an RPC outage", () => {
   let devnet: Devnet;
-  let proxy: ReturnType<typeof switchableProxy>;
+  let proxy: RpcProxy;
   let service: Service;
   let url: string;
   let apiKey: string;
@@ -63,9 +38,8 @@ describe("an RPC outage", () => {
   before(async () => {
     devnet = await startDevnet({ blockTimeSeconds: 0, outFile: null });
     const info = devnet.networks["eip155:8453"]!;
-    proxy = switchableProxy(info.rpcUrl);
-    await new Promise<void>((r) => proxy.server.listen(0, "127.0.0.1", r));
-    const proxyUrl = `http://127.0.0.1:${(proxy.server.address() as AddressInfo).port}`;
+    proxy = await startRpcProxy(info.rpcUrl);
+    const proxyUrl = proxy.url;
     const db = await openTestDb("pglite");
     closeDb = db.close;
     service = await createService({
@@ -97,7 +71,7 @@ describe("an RPC outage", () => {
   after(async () => {
     await service.close();
     await closeDb();
-    await new Promise<void>((r) => proxy.server.close(() => r()));
+    await proxy.close();
     await devnet.stop();
   });
 
@@ -190,5 +164,47 @@ describe("an RPC outage", () => {
     const settled = (await (await post(url, "/settle", b, apiKey)).json()) as { success: boolean };
     assert.equal(settled.success, true, JSON.stringify(settled));
     assert.equal(await usdcBalance(info.rpcUrl, info.assets["USDC"]!, PAY_TO), paidBefore + 700n);
+  });
+
+  test("a database that fails to journal the transaction: 503, nothing broadcast, not the payer's failure", async () => {
+    const info = devnet.networks["eip155:8453"]!;
+    const b = await body(2);
+    const rpc = createPublicClient({ transport: http(info.rpcUrl) });
+    const nonces = async () => {
+      let n = 0;
+      for (const key of info.facilitatorPrivateKeys) {
+        n += await rpc.getTransactionCount({
+          address: privateKeyToAccount(key as Hex).address,
+          blockTag: "pending",
+        });
+      }
+      return n;
+    };
+    const noncesBefore = await nonces();
+    await sql`ALTER TABLE settlement_transactions RENAME TO settlement_transactions_away`.execute(
+      service.db,
+    );
+    let res: Response;
+    try {
+      res = await post(url, "/settle", b, apiKey);
+    } finally {
+      await sql`ALTER TABLE settlement_transactions_away RENAME TO settlement_transactions`.execute(
+        service.db,
+      );
+    }
+    const json = (await res.json()) as Record<string, unknown>;
+    assert.equal(res.status, 503, JSON.stringify(json));
+    assert.equal(json["error"], "service_unavailable");
+    assert.equal(await nonces(), noncesBefore, "nothing was broadcast");
+    const payer = privateKeyToAccount(info.payerPrivateKeys[2] as Hex).address.toLowerCase();
+    const rows = await service.db
+      .selectFrom("settlements")
+      .select(["status", "error_reason"])
+      .where("payer", "=", payer)
+      .execute();
+    assert.deepEqual(
+      rows.map((r) => [r.status, r.error_reason]),
+      [["not_attempted", "service_unavailable"]],
+    );
   });
 });

@@ -63,7 +63,7 @@ export class SvmFeePayers {
       this.inner.set(key.address, toFacilitatorSvmSigner(key, { defaultRpcUrl: opts.rpcUrl }));
       this.healthy.add(key.address);
     }
-    const first = this.inner.get(opts.keys[0]!.address)!;
+    const first = this.watched(this.inner.get(opts.keys[0]!.address)!);
     this.signer = {
       ...first,
       // Every fee payer is accepted for payments signed to it.
@@ -74,6 +74,31 @@ export class SvmFeePayers {
       sendTransaction: (tx) => this.send(tx),
       confirmTransaction: (signature) => this.confirm(signature),
     };
+  }
+
+  /** When a call to the RPC last failed for a transport reason (0: never). */
+  lastTransportFailure = 0;
+
+  /**
+   * The official scheme turns an RPC error during verification into a
+   * payment reason (a simulation that could not run reads as a failed one);
+   * every call through the signer therefore notes transport failures, so the
+   * service can tell an outage from a bad payment.
+   */
+  private watched(signer: FacilitatorSvmSigner): FacilitatorSvmSigner {
+    const out: Record<string, unknown> = { ...signer };
+    for (const [name, value] of Object.entries(signer)) {
+      if (typeof value !== "function" || name === "getAddresses" || name === "getSigner") continue;
+      out[name] = async (...args: unknown[]) => {
+        try {
+          return await (value as (...a: unknown[]) => Promise<unknown>)(...args);
+        } catch (e) {
+          if (isTransportFailure(e)) this.lastTransportFailure = Date.now();
+          throw e;
+        }
+      };
+    }
+    return out as FacilitatorSvmSigner;
   }
 
   /** The next fee payer to offer in /supported: round robin among those with SOL. */
@@ -204,7 +229,10 @@ export class SvmFeePayers {
 }
 
 function isTransportFailure(e: unknown): boolean {
-  const text = e instanceof Error ? `${e.name} ${e.message} ${String(e.cause ?? "")}` : String(e);
+  const text =
+    e instanceof Error
+      ? `${e.name} ${e.message} ${String(e.cause ?? "")} ${JSON.stringify((e as { context?: unknown }).context ?? {})}`
+      : String(e);
   return /fetch failed|ECONNREFUSED|ECONNRESET|socket|timed? ?out|HTTP error \(5\d\d\)|SOLANA_ERROR__RPC__TRANSPORT_HTTP_ERROR/i.test(
     text,
   );

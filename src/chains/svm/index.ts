@@ -87,6 +87,7 @@ interface SvmRuntime {
 export class SvmChainAdapter implements ChainFamily {
   readonly family = "solana";
   private readonly runtimes = new Map<string, SvmRuntime>();
+  private readonly schemes = new Map<string, readonly string[]>();
 
   constructor(
     setup: SvmSetup,
@@ -122,11 +123,16 @@ export class SvmChainAdapter implements ChainFamily {
         slot: undefined,
         tokenAccounts: new Map(),
       });
+      this.schemes.set(id, ["exact"]);
     }
   }
 
   networks(): ReadonlyMap<string, readonly string[]> {
-    return new Map([...this.runtimes.keys()].map((id) => [id, ["exact"]]));
+    return this.schemes;
+  }
+
+  rpcFailedSince(network: string, sinceMs: number): boolean {
+    return (this.runtimes.get(network)?.feePayers.lastTransportFailure ?? 0) >= sinceMs;
   }
 
   register(engine: x402Facilitator): void {

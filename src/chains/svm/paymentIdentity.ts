@@ -16,8 +16,19 @@ import { getBase64Encoder, getTransactionDecoder } from "@solana/kit";
 
 type Decoded = ReturnType<typeof decodeTransactionFromPayload>;
 
+/** Decoded once per payload object: shape, payer and key all read it on one request. */
+const decoded = new WeakMap<object, Decoded | undefined>();
+
 function decode(payload: PaymentPayload): Decoded | undefined {
-  const wire = (payload.payload as Record<string, unknown> | undefined)?.["transaction"];
+  const body = payload.payload as object | undefined;
+  if (!body) return undefined;
+  if (decoded.has(body)) return decoded.get(body);
+  const tx = decodeOnce((body as Record<string, unknown>)["transaction"]);
+  decoded.set(body, tx);
+  return tx;
+}
+
+function decodeOnce(wire: unknown): Decoded | undefined {
   if (typeof wire !== "string") return undefined;
   try {
     // Checked with kit first: the official helper logs every decoding failure

@@ -2,7 +2,9 @@
  * The service behaviour behind /verify and /settle, without HTTP.
  *
  * A settle runs the stages of `stages/` in order: idempotency, catalog,
- * deduplication, intent, quota, commit, mechanism (see `settleStages`). A
+ * intent, quota, commit, mechanism (see `settleStages`). The intent stage is
+ * also where duplicates meet: its insert is refused for an authorization
+ * that already has a live record, and the request joins that record. A
  * verify asks the engine and catalogs a valid payment. Infrastructure
  * failures become 503 `service_unavailable`, never a payment reason.
  */
@@ -24,7 +26,6 @@ import { SettlementJoiner } from "./settlementJoiner.js";
 import { runStages, type ExtensionResponses, type SettleStage } from "./stages/pipeline.js";
 import { idempotencyStage } from "./stages/idempotencyStage.js";
 import { catalogStage } from "./stages/catalogStage.js";
-import { deduplicationStage } from "./stages/deduplicationStage.js";
 import { quotaStage } from "./stages/quotaStage.js";
 import { intentStage } from "./stages/intentStage.js";
 import { commitStage } from "./stages/commitStage.js";
@@ -109,7 +110,6 @@ function settleStages(deps: PaymentServiceDeps, joiner: SettlementJoiner): Settl
   return [
     ...(deps.paymentIds ? [idempotencyStage(deps.paymentIds)] : []),
     ...(deps.catalog ? [catalogStage(deps.catalog)] : []),
-    deduplicationStage(deps.recorder, joiner),
     intentStage(deps.recorder, joiner),
     ...(deps.quota ? [quotaStage(deps.quota, deps.recorder)] : []),
     commitStage(deps.recorder),

@@ -71,6 +71,8 @@ type Finish = {
 };
 
 export class SettlementRecorder {
+  private readonly unjournaled = new Set<string>();
+
   constructor(
     private readonly db: Db,
     private readonly log: Logger,
@@ -158,6 +160,25 @@ export class SettlementRecorder {
    * learns the first one's reference in the same transaction.
    */
   async recordSent(entry: JournalEntry, settlementId: string | undefined): Promise<void> {
+    try {
+      await this.writeSent(entry, settlementId);
+    } catch (e) {
+      // Nothing is broadcast without its journal entry, so this settlement
+      // sent nothing: remembered so its answer is 503, not a payer's failure.
+      if (settlementId) {
+        if (this.unjournaled.size > 10_000) this.unjournaled.clear();
+        this.unjournaled.add(settlementId);
+      }
+      throw e;
+    }
+  }
+
+  /** Whether a journal write failed for this settlement (asked once, then forgotten). */
+  takeJournalFailure(settlementId: string): boolean {
+    return this.unjournaled.delete(settlementId);
+  }
+
+  private async writeSent(entry: JournalEntry, settlementId: string | undefined): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
       await trx
         .insertInto("settlement_transactions")
@@ -219,13 +240,13 @@ export class SettlementRecorder {
     };
   }
 
-  /** Pending rows old enough to have lost their owner, oldest first. */
+  /** Pending rows at least as old as `olderThan` (they have lost their owner), oldest first. */
   async orphaned(olderThan: Date, limit: number): Promise<SettlementRow[]> {
     return this.db
       .selectFrom("settlements")
       .selectAll()
       .where("status", "=", "pending")
-      .where("started_at", "<", olderThan)
+      .where("started_at", "<=", olderThan)
       .orderBy("started_at")
       .limit(limit)
       .execute();

@@ -1,8 +1,11 @@
 /**
- * Stage: intent before broadcast. Writes the `pending` row that makes this
- * request the one owner of its authorization; a concurrent duplicate that
- * wrote first makes this request join it instead. Duplicates in this process
- * wait on the owner's answer directly.
+ * Stage: intent before broadcast, and one authorization, one transaction.
+ * Writes the `pending` row that makes this request the one owner of its
+ * authorization. If the authorization already has a live record (pending or
+ * succeeded: a duplicate, a retry, a replay), the insert is refused by the
+ * unique index and this request joins that record and sends nothing. One
+ * statement either way: the common case, a new payment, reads nothing first.
+ * Duplicates in this process wait on the owner's answer directly.
  */
 import type { SettlementJoiner } from "../settlementJoiner.js";
 import type { SettlementRecorder } from "../../settlements/settlementRecorder.js";
@@ -28,7 +31,7 @@ export function intentStage(recorder: SettlementRecorder, joiner: SettlementJoin
           ctx.settlementId = id;
           return joiner.own(id, next());
         }
-        // Lost the race to a duplicate: nothing of ours is recorded or sent.
+        // The authorization has a live record: nothing of ours is recorded or sent.
         const live = await recorder.findLive(ctx.authorizationKey);
         const answer = live ? await joiner.join(ctx, live) : undefined;
         if (answer) return answer;
