@@ -1,0 +1,365 @@
+/**
+ * rippled's public API for the local XRP Ledger, on loopback: the same
+ * methods over WebSocket (what the `xrpl` package's `Client` speaks:
+ * `{id, command, …}` in, `{id, type: "response", status, result}` out) and
+ * over HTTP JSON-RPC (`{method, params: [{…}]}` in, `{result}` out), in
+ * API version 2 shapes.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { WebSocketServer } from "ws";
+import { describeResult } from "./engineResults.js";
+import type { ClosedLedger, XrplLedger } from "./ledger.js";
+
+type Params = Record<string, unknown>;
+
+export class RpcFailure extends Error {
+  constructor(
+    readonly error: string,
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const notFound = () => new RpcFailure("actNotFound", 19, "Account not found.");
+
+const isoTime = (rippleSeconds: number) =>
+  new Date((rippleSeconds + 946_684_800) * 1000).toISOString();
+
+function ledgerHeader(l: ClosedLedger, closed: boolean) {
+  return {
+    ledger_index: l.index,
+    ledger_hash: l.hash,
+    parent_hash: l.parentHash,
+    close_time: l.closeTime,
+    close_time_iso: isoTime(l.closeTime),
+    closed,
+    transaction_hash: "0".repeat(64),
+  };
+}
+
+/** Which ledger a request reads: "validated" (default for most), "current" or an index. */
+function pickLedger(ledger: XrplLedger, p: Params) {
+  const which = p["ledger_index"] ?? "validated";
+  if (which === "current") return { current: true as const };
+  if (which === "validated" || which === "closed")
+    return { current: false as const, ledger: ledger.validatedLedger };
+  const at = ledger.ledgerAt(Number(which));
+  if (!at) throw new RpcFailure("lgrNotFound", 21, "ledgerNotFound");
+  return { current: false as const, ledger: at };
+}
+
+export function xrplHandlers(ledger: XrplLedger): Record<string, (p: Params) => unknown> {
+  const where = (p: Params) => {
+    const pick = pickLedger(ledger, p);
+    return pick.current
+      ? { ledger_current_index: ledger.openIndex, validated: false }
+      : { ledger_index: pick.ledger.index, ledger_hash: pick.ledger.hash, validated: true };
+  };
+  const account = (p: Params) => {
+    const a = ledger.account(String(p["account"] ?? ""));
+    if (!a) throw notFound();
+    return a;
+  };
+  return {
+    ping: () => ({}),
+    server_info: () => ({
+      info: {
+        build_version: "2.4.0-devnet",
+        complete_ledgers: `${ledger.validatedIndex - 100 > 0 ? ledger.validatedIndex - 100 : 1}-${ledger.validatedIndex}`,
+        network_id: ledger.networkId,
+        server_state: "full",
+        load_factor: 1,
+        validated_ledger: {
+          seq: ledger.validatedIndex,
+          hash: ledger.validatedLedger.hash,
+          age: 0,
+          base_fee_xrp: Number(ledger.baseFee) / 1e6,
+          reserve_base_xrp: Number(ledger.reserveBase) / 1e6,
+          reserve_inc_xrp: Number(ledger.reserveIncrement) / 1e6,
+        },
+      },
+    }),
+    server_state: () => ({
+      state: {
+        build_version: "2.4.0-devnet",
+        network_id: ledger.networkId,
+        server_state: "full",
+        load_base: 256,
+        load_factor: 256,
+        validated_ledger: {
+          seq: ledger.validatedIndex,
+          hash: ledger.validatedLedger.hash,
+          base_fee: Number(ledger.baseFee),
+          reserve_base: Number(ledger.reserveBase),
+          reserve_inc: Number(ledger.reserveIncrement),
+        },
+      },
+    }),
+    ledger: (p) => {
+      const pick = pickLedger(ledger, p);
+      if (pick.current) {
+        return {
+          ledger: {
+            ledger_index: ledger.openIndex,
+            closed: false,
+            parent_hash: ledger.validatedLedger.hash,
+          },
+          ledger_current_index: ledger.openIndex,
+          validated: false,
+        };
+      }
+      return {
+        ledger: {
+          ...ledgerHeader(pick.ledger, true),
+          ...(p["transactions"] ? { transactions: pick.ledger.transactions } : {}),
+        },
+        ledger_hash: pick.ledger.hash,
+        ledger_index: pick.ledger.index,
+        validated: true,
+      };
+    },
+    ledger_current: () => ({ ledger_current_index: ledger.openIndex }),
+    ledger_closed: () => ({
+      ledger_hash: ledger.validatedLedger.hash,
+      ledger_index: ledger.validatedIndex,
+    }),
+    fee: () => ({
+      current_ledger_size: "0",
+      current_queue_size: "0",
+      drops: {
+        base_fee: ledger.baseFee.toString(),
+        median_fee: "5000",
+        minimum_fee: ledger.baseFee.toString(),
+        open_ledger_fee: ledger.baseFee.toString(),
+      },
+      expected_ledger_size: "1000",
+      ledger_current_index: ledger.openIndex,
+      levels: {
+        median_level: "128000",
+        minimum_level: "256",
+        open_ledger_level: "256",
+        reference_level: "256",
+      },
+      max_queue_size: "20000",
+    }),
+    account_info: (p) => {
+      const a = account(p);
+      return {
+        account_data: {
+          Account: a.Account,
+          Balance: a.Balance.toString(),
+          Flags: a.Flags,
+          LedgerEntryType: "AccountRoot",
+          OwnerCount: a.OwnerCount,
+          PreviousTxnID: a.PreviousTxnID,
+          PreviousTxnLgrSeq: a.PreviousTxnLgrSeq,
+          Sequence: a.Sequence,
+          ...(a.RegularKey ? { RegularKey: a.RegularKey } : {}),
+          index: "",
+        },
+        account_flags: { disableMasterKey: (a.Flags & 0x00100000) !== 0 },
+        ...where(p),
+      };
+    },
+    account_lines: (p) => {
+      const a = account(p);
+      return {
+        account: a.Account,
+        lines: ledger.linesOf(a.Account).map((l) => {
+          const low = l.low === a.Account;
+          return {
+            account: low ? l.high : l.low,
+            balance: (low ? l.balance : l.balance.negated()).toString(),
+            currency: l.currency,
+            limit: (low ? l.lowLimit : l.highLimit).toString(),
+            limit_peer: (low ? l.highLimit : l.lowLimit).toString(),
+            quality_in: 0,
+            quality_out: 0,
+          };
+        }),
+        ...where(p),
+      };
+    },
+    account_objects: (p) => {
+      const a = account(p);
+      const type = p["type"];
+      const states =
+        type === undefined || type === "state"
+          ? ledger.linesOf(a.Account).map((l) => ({
+              LedgerEntryType: "RippleState",
+              Balance: {
+                currency: l.currency,
+                issuer: "rrrrrrrrrrrrrrrrrrrrBZbvji",
+                value: l.balance.toString(),
+              },
+              Flags: 0,
+              HighLimit: { currency: l.currency, issuer: l.high, value: l.highLimit.toString() },
+              LowLimit: { currency: l.currency, issuer: l.low, value: l.lowLimit.toString() },
+              PreviousTxnID: l.PreviousTxnID,
+              PreviousTxnLgrSeq: l.PreviousTxnLgrSeq,
+            }))
+          : [];
+      // Tickets are not modelled: an account never has any.
+      return { account: a.Account, account_objects: states, ...where(p) };
+    },
+    simulate: (p) => {
+      let tx = p["tx_json"] as Record<string, unknown> | undefined;
+      if (!tx && typeof p["tx_blob"] === "string") {
+        throw new RpcFailure("invalidParams", 31, "this ledger simulates tx_json only");
+      }
+      if (!tx || typeof tx !== "object")
+        throw new RpcFailure("invalidParams", 31, "Missing field 'tx_json'.");
+      if (typeof tx["TxnSignature"] === "string" && tx["TxnSignature"] !== "") {
+        throw new RpcFailure("transactionSigned", 31, "Transaction should not be signed.");
+      }
+      tx = { ...tx };
+      const { result, meta } = ledger.simulate(tx);
+      return {
+        ...describeResult(result),
+        applied: false,
+        ledger_index: ledger.openIndex,
+        tx_json: tx,
+        ...(meta ? { meta } : {}),
+      };
+    },
+    submit: (p) => {
+      const blob = p["tx_blob"];
+      if (typeof blob !== "string")
+        throw new RpcFailure("invalidParams", 31, "Missing field 'tx_blob'.");
+      const r = ledger.submit(blob, { failHard: p["fail_hard"] === true });
+      return {
+        ...describeResult(r.result),
+        accepted: r.applied || r.queued === true,
+        applied: r.applied,
+        broadcast: r.applied,
+        kept: r.applied || r.queued === true,
+        queued: r.queued === true,
+        tx_blob: blob,
+        tx_json: { ...(r.tx ?? {}), ...(r.hash ? { hash: r.hash } : {}) },
+        validated_ledger_index: ledger.validatedIndex,
+        account_sequence_next: r.tx ? (ledger.account(String(r.tx["Account"]))?.Sequence ?? 0) : 0,
+      };
+    },
+    tx: (p) => {
+      const hash = String(p["transaction"] ?? "");
+      const t = ledger.transaction(hash);
+      if (!t) throw new RpcFailure("txnNotFound", 29, "Transaction not found.");
+      const validated = t.ledgerIndex !== undefined;
+      const closed = validated ? ledger.ledgerAt(t.ledgerIndex!) : undefined;
+      return {
+        tx_json: t.tx,
+        hash: t.hash,
+        validated,
+        ...(validated
+          ? {
+              meta: t.meta,
+              ledger_index: t.ledgerIndex,
+              ...(closed
+                ? { ledger_hash: closed.hash, close_time_iso: isoTime(closed.closeTime) }
+                : {}),
+            }
+          : {}),
+      };
+    },
+  };
+}
+
+/** Runs one request; failures come back in rippled's error shape. */
+function answer(
+  handlers: Record<string, (p: Params) => unknown>,
+  method: string,
+  params: Params,
+): { ok: true; result: Record<string, unknown> } | { ok: false; error: Record<string, unknown> } {
+  const handler = handlers[method];
+  try {
+    if (!handler) throw new RpcFailure("unknownCmd", 32, "Unknown method.");
+    return { ok: true, result: handler(params) as Record<string, unknown> };
+  } catch (e) {
+    const f =
+      e instanceof RpcFailure
+        ? e
+        : new RpcFailure("internal", 73, e instanceof Error ? e.message : String(e));
+    return {
+      ok: false,
+      error: {
+        error: f.error,
+        error_code: f.code,
+        error_message: f.message,
+        request: { command: method, ...params },
+      },
+    };
+  }
+}
+
+export interface ServedXrpl {
+  rpcUrl: string;
+  wsUrl: string;
+  close(): Promise<void>;
+}
+
+export async function serveXrpl(ledger: XrplLedger, port = 0): Promise<ServedXrpl> {
+  const handlers = xrplHandlers(ledger);
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      let method = "";
+      let params: Params = {};
+      try {
+        const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
+          method?: string;
+          params?: Params[];
+        };
+        method = String(body.method ?? "");
+        params = body.params?.[0] ?? {};
+      } catch {
+        res.writeHead(400, { "content-type": "application/json" });
+        res.end(JSON.stringify({ result: { error: "invalidParams", status: "error" } }));
+        return;
+      }
+      const a = answer(handlers, method, params);
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({
+          result: a.ok ? { ...a.result, status: "success" } : { ...a.error, status: "error" },
+        }),
+      );
+    });
+  });
+  const wss = new WebSocketServer({ server });
+  wss.on("connection", (socket) => {
+    socket.on("message", (data) => {
+      let request: Params;
+      try {
+        request = JSON.parse(String(data)) as Params;
+      } catch {
+        socket.send(JSON.stringify({ type: "response", status: "error", error: "badSyntax" }));
+        return;
+      }
+      const { id, command, ...params } = request;
+      const a = answer(handlers, String(command ?? ""), params);
+      socket.send(
+        JSON.stringify(
+          a.ok
+            ? { id, type: "response", status: "success", api_version: 2, result: a.result }
+            : { id, type: "response", status: "error", api_version: 2, ...a.error },
+        ),
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  const { port: bound } = server.address() as AddressInfo;
+  return {
+    rpcUrl: `http://127.0.0.1:${bound}`,
+    wsUrl: `ws://127.0.0.1:${bound}`,
+    async close() {
+      for (const c of wss.clients) c.terminate();
+      wss.close();
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
