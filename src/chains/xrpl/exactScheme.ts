@@ -1,0 +1,336 @@
+/**
+ * The XRPL `exact` mechanism, registered on the shared `x402Facilitator`.
+ * Keyless: the payer signs the whole `Payment` and pays its own fee; we
+ * check it, submit the payer's bytes unchanged, and report success only for
+ * a validated `tesSUCCESS`.
+ *
+ * Verify = the offline checks (signedPayment.ts), then the chain: the
+ * signing key is the account's enabled master key or its regular key, the
+ * sequence (or ticket) is the next usable one, `LastLedgerSequence` lies
+ * ahead of the validated ledger and within `maxTimeoutSeconds`, and rippled's
+ * `simulate` answers `tesSUCCESS`.
+ *
+ * Settle = verify again, journal the transaction (its hash and blob, so a
+ * crash can be followed up by re-sending exactly it), submit, then follow it
+ * until it is validated, or until the validated ledger passes its
+ * `LastLedgerSequence` without it (it can never land: a failure), or until
+ * the time budget ends (`settlement_pending` with the hash; the reconciler
+ * finishes it).
+ */
+import { deriveAddress } from "xrpl";
+import type {
+  PaymentPayload,
+  PaymentRequirements,
+  SchemeNetworkFacilitator,
+  SettleResponse,
+  VerifyResponse,
+} from "@x402/core/types";
+import { Reason } from "../../lib/reasons.js";
+import type { XrplNetwork } from "../../networks/xrpl.js";
+import type { TransactionJournal } from "../ports.js";
+import { XrplRpcError, type XrplRpc } from "./rpc.js";
+import { XrplReason, checkSignedPayment, type PaymentTx } from "./signedPayment.js";
+
+/** The account flag that disables the master key. */
+const LSF_DISABLE_MASTER = 0x00100000;
+
+export interface XrplSchemeSettings {
+  maxFeeDrops: bigint;
+  /** The shortest time a ledger takes to close; bounds how far ahead `LastLedgerSequence` may lie. */
+  minLedgerCloseSeconds: number;
+  settleTimeoutMs: number;
+  pollMs: number;
+}
+
+/** What the chain says of one transaction. */
+export type TxStatus =
+  | { state: "validated"; result: string; ledgerIndex: number }
+  | { state: "unvalidated" }
+  | { state: "missing" };
+
+type ChainChecked =
+  | { ok: true; tx: PaymentTx; blob: string; hash: string; payer: string }
+  | { ok: false; reason: string; message: string; payer?: string };
+
+/** Engine results that mean the payer's funds, not the payment's shape. */
+const RESULT_REASONS: Record<string, string> = {
+  tecUNFUNDED_PAYMENT: Reason.insufficientFunds,
+  tecUNFUNDED: Reason.insufficientFunds,
+  tecPATH_PARTIAL: Reason.insufficientFunds,
+  tecINSUFF_FEE: Reason.insufficientFunds,
+  terINSUF_FEE_B: Reason.insufficientFunds,
+  tecNO_DST: XrplReason.destinationNotFound,
+  tecNO_DST_INSUF_XRP: XrplReason.destinationNotFound,
+  tecPATH_DRY: XrplReason.noTrustLine,
+  tecNO_LINE: XrplReason.noTrustLine,
+  tefPAST_SEQ: XrplReason.sequence,
+  terPRE_SEQ: XrplReason.sequence,
+  tefMAX_LEDGER: XrplReason.expired,
+  temBAD_SIGNATURE: XrplReason.signature,
+  tefBAD_AUTH: XrplReason.signerNotAuthorized,
+  tefBAD_AUTH_MASTER: XrplReason.signerNotAuthorized,
+  terNO_ACCOUNT: XrplReason.accountNotFound,
+};
+
+export function reasonForResult(result: string, fallback: string): string {
+  return RESULT_REASONS[result] ?? fallback;
+}
+
+export class ExactXrplScheme implements SchemeNetworkFacilitator {
+  readonly scheme = "exact";
+  readonly caipFamily = "xrpl:*";
+
+  constructor(
+    private readonly network: XrplNetwork,
+    private readonly rpc: XrplRpc,
+    private readonly validatedLedger: () => Promise<number>,
+    private readonly journal: TransactionJournal,
+    private readonly settings: XrplSchemeSettings,
+  ) {}
+
+  getExtra(): Record<string, unknown> {
+    return { areFeesSponsored: false };
+  }
+
+  /** Keyless: the payer signs and pays its own fee, so no account of ours is involved. */
+  getSigners(): string[] {
+    return [];
+  }
+
+  async verify(
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+  ): Promise<VerifyResponse> {
+    const checked = await this.check(payload, requirements);
+    return checked.ok
+      ? { isValid: true, payer: checked.payer }
+      : {
+          isValid: false,
+          invalidReason: checked.reason,
+          invalidMessage: checked.message,
+          ...(checked.payer ? { payer: checked.payer } : {}),
+        };
+  }
+
+  async settle(
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+  ): Promise<SettleResponse> {
+    const network = this.network.id as SettleResponse["network"];
+    const checked = await this.check(payload, requirements);
+    if (!checked.ok) {
+      return {
+        success: false,
+        errorReason: checked.reason,
+        errorMessage: checked.message,
+        transaction: "",
+        network,
+        ...(checked.payer ? { payer: checked.payer } : {}),
+      };
+    }
+    const { tx, blob, hash, payer } = checked;
+    const lastLedger = tx.LastLedgerSequence!;
+    await this.journal.sent({
+      network: this.network.id,
+      reference: hash,
+      detail: { blob, lastLedgerSequence: lastLedger, account: payer },
+    });
+    const answer = (fields: Partial<SettleResponse>): SettleResponse => ({
+      success: false,
+      transaction: hash,
+      network,
+      payer,
+      ...fields,
+    });
+    let preliminary: string;
+    try {
+      const submitted = await this.rpc.call<{
+        engine_result: string;
+        engine_result_message?: string;
+      }>("submit", { tx_blob: blob, fail_hard: true });
+      preliminary = submitted.engine_result;
+    } catch {
+      // Sent or not, we cannot tell: never a failure. The reconciler asks the
+      // ledger by hash, and re-sends these exact bytes while they can land.
+      return answer({
+        errorReason: Reason.settlementPending,
+        errorMessage:
+          "the payment was submitted but the node's answer was lost; it is being followed",
+      });
+    }
+    // tem/tef/tel: rippled refused it outright and it can never be included.
+    // (tefPAST_SEQ can also mean this very transaction landed already: ask.)
+    if (/^(tem|tef|tel)/.test(preliminary)) {
+      const status = await this.status(hash).catch(() => ({ state: "missing" }) as TxStatus);
+      if (status.state === "missing") {
+        return answer({
+          transaction: "",
+          errorReason: reasonForResult(preliminary, XrplReason.transactionFailed),
+          errorMessage: `the ledger refused the payment (${preliminary}); nothing was transferred`,
+        });
+      }
+    }
+    const deadline = Date.now() + this.settings.settleTimeoutMs;
+    for (;;) {
+      const status = await this.status(hash).catch(() => undefined);
+      if (status?.state === "validated") return this.finish(hash, status, payer, network);
+      const validated = await this.validatedLedger().catch(() => undefined);
+      if (validated !== undefined && validated > lastLedger) {
+        // Past its LastLedgerSequence a transaction can never be included;
+        // one last look closes the race with the ledger that just closed.
+        const last = await this.status(hash).catch(() => undefined);
+        if (last?.state === "validated") return this.finish(hash, last, payer, network);
+        if (last?.state === "missing") {
+          return answer({
+            transaction: "",
+            errorReason: XrplReason.expired,
+            errorMessage: `the payment was not validated by ledger ${lastLedger} (its LastLedgerSequence) and can no longer land; nothing was transferred`,
+          });
+        }
+      }
+      if (Date.now() >= deadline) {
+        return answer({
+          errorReason: Reason.settlementPending,
+          errorMessage: "the payment was submitted and is not validated yet; it is being followed",
+        });
+      }
+      await new Promise((r) => setTimeout(r, this.settings.pollMs));
+    }
+  }
+
+  /** The outcome of a validated transaction, written to the journal. */
+  private async finish(
+    hash: string,
+    status: Extract<TxStatus, { state: "validated" }>,
+    payer: string,
+    network: SettleResponse["network"],
+  ): Promise<SettleResponse> {
+    const ok = status.result === "tesSUCCESS";
+    await this.journal.finished(hash, ok ? "success" : "reverted", BigInt(status.ledgerIndex));
+    if (ok) return { success: true, transaction: hash, network, payer };
+    return {
+      success: false,
+      errorReason: reasonForResult(status.result, XrplReason.transactionFailed),
+      errorMessage: `the payment was validated with ${status.result}: only its fee was charged, no amount moved`,
+      transaction: hash,
+      network,
+      payer,
+    };
+  }
+
+  /** Where a transaction stands, by hash. */
+  async status(hash: string): Promise<TxStatus> {
+    try {
+      const r = await this.rpc.call<{
+        validated?: boolean;
+        ledger_index?: number;
+        meta?: { TransactionResult?: string } | string;
+      }>("tx", { transaction: hash, binary: false });
+      if (r.validated && typeof r.meta === "object" && r.meta.TransactionResult) {
+        return {
+          state: "validated",
+          result: r.meta.TransactionResult,
+          ledgerIndex: r.ledger_index ?? 0,
+        };
+      }
+      return { state: "unvalidated" };
+    } catch (e) {
+      if (e instanceof XrplRpcError && e.code === "txnNotFound") return { state: "missing" };
+      throw e;
+    }
+  }
+
+  /** The offline checks, then what only the ledger knows. */
+  private async check(
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+  ): Promise<ChainChecked> {
+    const checked = checkSignedPayment(payload, requirements, {
+      maxFeeDrops: this.settings.maxFeeDrops,
+      networkId: this.network.networkId,
+    });
+    if (!checked.ok) return checked;
+    const { tx, payer } = checked;
+    const fail = (reason: string, message: string): ChainChecked => ({
+      ok: false,
+      reason,
+      message,
+      payer,
+    });
+
+    const validated = await this.validatedLedger();
+    const lastLedger = tx.LastLedgerSequence!;
+    const maxAhead =
+      Math.ceil(requirements.maxTimeoutSeconds / this.settings.minLedgerCloseSeconds) + 2;
+    if (lastLedger <= validated) {
+      return fail(
+        XrplReason.expired,
+        `LastLedgerSequence ${lastLedger} has passed (validated ledger ${validated})`,
+      );
+    }
+    if (lastLedger > validated + maxAhead) {
+      return fail(
+        XrplReason.lastLedger,
+        `LastLedgerSequence may be at most ${maxAhead} ledgers ahead of the validated ledger (${validated}), so the payment cannot outlive maxTimeoutSeconds`,
+      );
+    }
+
+    let account: { Sequence: number; Flags: number; RegularKey?: string };
+    try {
+      account = (
+        await this.rpc.call<{ account_data: typeof account }>("account_info", {
+          account: payer,
+          ledger_index: "current",
+        })
+      ).account_data;
+    } catch (e) {
+      if (e instanceof XrplRpcError && e.code === "actNotFound") {
+        return fail(
+          XrplReason.accountNotFound,
+          `the paying account ${payer} does not exist on the ledger`,
+        );
+      }
+      throw e;
+    }
+    const signer = deriveAddress(tx.SigningPubKey!);
+    const masterOk = signer === payer && (account.Flags & LSF_DISABLE_MASTER) === 0;
+    if (!masterOk && signer !== account.RegularKey) {
+      return fail(
+        XrplReason.signerNotAuthorized,
+        signer === payer
+          ? "the account's master key is disabled: sign with its regular key"
+          : "the signing key is neither the account's master key nor its regular key",
+      );
+    }
+    if (tx.Sequence === 0 && typeof tx.TicketSequence === "number") {
+      const objects = await this.rpc.call<{ account_objects: { TicketSequence?: number }[] }>(
+        "account_objects",
+        { account: payer, type: "ticket", ledger_index: "current", limit: 400 },
+      );
+      if (!objects.account_objects.some((t) => t.TicketSequence === tx.TicketSequence)) {
+        return fail(
+          XrplReason.sequence,
+          `ticket ${tx.TicketSequence} is not available to ${payer}`,
+        );
+      }
+    } else if (tx.Sequence !== account.Sequence) {
+      return fail(
+        XrplReason.sequence,
+        `Sequence must be the account's next sequence (${account.Sequence}), got ${String(tx.Sequence)}`,
+      );
+    }
+
+    const { TxnSignature: _signature, ...unsigned } = tx;
+    const simulated = await this.rpc.call<{
+      engine_result: string;
+      engine_result_message?: string;
+    }>("simulate", { tx_json: unsigned });
+    if (simulated.engine_result !== "tesSUCCESS") {
+      return fail(
+        reasonForResult(simulated.engine_result, XrplReason.simulationFailed),
+        `the ledger would not apply this payment: ${simulated.engine_result}${simulated.engine_result_message ? ` (${simulated.engine_result_message})` : ""}`,
+      );
+    }
+    return checked;
+  }
+}

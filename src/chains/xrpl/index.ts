@@ -1,0 +1,224 @@
+/**
+ * The XRP Ledger family: the keyless `exact` mechanism on each configured
+ * XRPL network, with what the service asks of every family: the payer and
+ * the authorization key of a payload (the signed transaction's hash, so
+ * copies of one payment meet durably and across replicas), quota units (0
+ * on networks whose settlements are never counted), reconciliation from the
+ * ledger, and reachability.
+ */
+import type { x402Facilitator } from "@x402/core/facilitator";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import { Reason } from "../../lib/reasons.js";
+import { findXrplNetwork, type XrplNetwork } from "../../networks/xrpl.js";
+import type {
+  ChainFamily,
+  FamilyContext,
+  NetworkProbe,
+  PendingSettlement,
+  PreparedPayment,
+  ReconcileOutcome,
+} from "../ports.js";
+import { ExactXrplScheme, reasonForResult, type XrplSchemeSettings } from "./exactScheme.js";
+import { XrplRpc } from "./rpc.js";
+import {
+  XrplReason,
+  decodePayment,
+  paymentHash,
+  requiredAsset,
+  signedBlobOf,
+} from "./signedPayment.js";
+
+export interface XrplSetup {
+  networks: readonly { id: string; rpcUrl: string }[];
+}
+
+export type XrplSettings = Pick<XrplSchemeSettings, "maxFeeDrops" | "minLedgerCloseSeconds">;
+
+interface XrplRuntime {
+  network: XrplNetwork;
+  rpc: XrplRpc;
+  scheme: ExactXrplScheme;
+  /** The last validated ledger index read, shared by concurrent readers for a fraction of a close. */
+  validated: { value: Promise<number>; at: number } | undefined;
+  lastTransportFailure: number;
+}
+
+export class XrplChainAdapter implements ChainFamily {
+  readonly family = "xrpl";
+  private readonly runtimes = new Map<string, XrplRuntime>();
+  private readonly schemes = new Map<string, readonly string[]>();
+
+  constructor(setup: XrplSetup, settings: XrplSettings, ctx: FamilyContext) {
+    for (const { id, rpcUrl } of setup.networks) {
+      const network = findXrplNetwork(id);
+      if (!network) throw new Error(`unknown XRP Ledger network ${id}`);
+      const runtime = {} as XrplRuntime;
+      runtime.network = network;
+      runtime.lastTransportFailure = 0;
+      runtime.validated = undefined;
+      runtime.rpc = new XrplRpc({
+        network: id,
+        url: rpcUrl,
+        onTransportFailure: (at) => (runtime.lastTransportFailure = at),
+      });
+      runtime.scheme = new ExactXrplScheme(
+        network,
+        runtime.rpc,
+        () => this.validated(runtime),
+        ctx.journal,
+        {
+          ...settings,
+          settleTimeoutMs: ctx.settleTimeoutMs,
+          pollMs: ctx.pollingIntervalMs ?? 500,
+        },
+      );
+      this.runtimes.set(id, runtime);
+      this.schemes.set(id, ["exact"]);
+    }
+  }
+
+  networks(): ReadonlyMap<string, readonly string[]> {
+    return this.schemes;
+  }
+
+  register(engine: x402Facilitator): void {
+    for (const r of this.runtimes.values()) {
+      engine.register(r.network.id as `${string}:${string}`, r.scheme);
+    }
+  }
+
+  async start(): Promise<void> {
+    await Promise.all([...this.runtimes.values()].map((r) => this.validated(r)));
+  }
+
+  async close(): Promise<void> {}
+
+  payerOf(payload: PaymentPayload): string | undefined {
+    const account = decodePayment(payload)?.Account;
+    return typeof account === "string" ? account : undefined;
+  }
+
+  authorizationKey(payload: PaymentPayload, requirements: PaymentRequirements): string | undefined {
+    const hash = paymentHash(payload);
+    return hash ? `${requirements.network}:tx:${hash}` : undefined;
+  }
+
+  quotaUnits(_payload: PaymentPayload, requirements: PaymentRequirements): number {
+    return this.runtimes.get(requirements.network)?.network.quotaExempt ? 0 : 1;
+  }
+
+  shapeError(payload: PaymentPayload): string | undefined {
+    return signedBlobOf(payload)
+      ? undefined
+      : "paymentPayload.payload.signedTxBlob must be the signed Payment in hex";
+  }
+
+  async prepare(
+    _payload: PaymentPayload,
+    requirements: PaymentRequirements,
+  ): Promise<PreparedPayment> {
+    const asset = requiredAsset(requirements);
+    if (typeof asset === "string") {
+      return { ok: false, reason: Reason.invalidPaymentRequirements, message: asset };
+    }
+    return { ok: true, requirements };
+  }
+
+  async currentBlock(network: string): Promise<bigint | undefined> {
+    const r = this.runtimes.get(network);
+    return r ? BigInt(await this.validated(r)) : undefined;
+  }
+
+  rpcFailedSince(network: string, sinceMs: number): boolean {
+    return (this.runtimes.get(network)?.lastTransportFailure ?? 0) >= sinceMs;
+  }
+
+  async probe(): Promise<NetworkProbe[]> {
+    return Promise.all(
+      [...this.runtimes.values()].map(async (r) => {
+        try {
+          await r.rpc.call("server_info");
+          return { network: r.network.id, reachable: true, host: r.rpc.host };
+        } catch (e) {
+          return {
+            network: r.network.id,
+            reachable: false,
+            host: r.rpc.host,
+            error: e instanceof Error ? e.name : "error",
+          };
+        }
+      }),
+    );
+  }
+
+  /**
+   * From the ledger alone: a validated transaction decides it; one not found
+   * after the validated ledger passed its `LastLedgerSequence` never landed;
+   * otherwise the same signed bytes are submitted again (harmless if they
+   * are already in) and the settlement stays pending.
+   */
+  async reconcile(pending: PendingSettlement): Promise<ReconcileOutcome> {
+    const r = this.runtimes.get(pending.network);
+    if (!r) {
+      return {
+        status: "failed",
+        reason: Reason.invalidNetwork,
+        message: `network ${pending.network} is no longer configured`,
+      };
+    }
+    const latest = pending.transactions[pending.transactions.length - 1];
+    if (!latest) {
+      return {
+        status: "failed",
+        reason: Reason.settlementInterrupted,
+        message:
+          "the settlement was interrupted before anything was submitted; nothing was transferred",
+      };
+    }
+    const status = await r.scheme.status(latest.reference);
+    if (status.state === "validated") {
+      return status.result === "tesSUCCESS"
+        ? { status: "succeeded", transaction: latest.reference }
+        : {
+            status: "failed",
+            reason: reasonForResult(status.result, XrplReason.transactionFailed),
+            message: `the payment was validated with ${status.result}; no amount moved`,
+            transaction: latest.reference,
+          };
+    }
+    const lastLedger = Number(latest.detail["lastLedgerSequence"]);
+    const validated = await this.validated(r);
+    if (status.state === "missing" && Number.isFinite(lastLedger) && validated > lastLedger) {
+      return {
+        status: "failed",
+        reason: XrplReason.expired,
+        message: `the payment was not validated by its LastLedgerSequence (${lastLedger}) and can no longer land; nothing was transferred`,
+      };
+    }
+    const blob = latest.detail["blob"];
+    if (status.state === "missing" && typeof blob === "string") {
+      await r.rpc.call("submit", { tx_blob: blob, fail_hard: true }).catch(() => undefined);
+    }
+    return { status: "pending", transaction: latest.reference };
+  }
+
+  /** The validated ledger index, read at most every 250 ms however many ask. */
+  private validated(r: XrplRuntime): Promise<number> {
+    if (!r.validated || Date.now() - r.validated.at >= 250) {
+      const value = r.rpc
+        .call<{ ledger_index: number | string }>("ledger", { ledger_index: "validated" })
+        .then((res) => Number(res.ledger_index));
+      r.validated = { value, at: Date.now() };
+      value.catch(() => (r.validated = undefined));
+    }
+    return r.validated.value;
+  }
+}
+
+export function createXrpl(
+  setup: XrplSetup,
+  settings: XrplSettings,
+  ctx: FamilyContext,
+): XrplChainAdapter {
+  return new XrplChainAdapter(setup, settings, ctx);
+}

@@ -1,0 +1,333 @@
+/**
+ * Everything about an XRPL `exact` payment that can be decided from the
+ * signed blob and the requirements alone, with the `xrpl` package doing every
+ * decode, hash and signature check. Chain state (sequence, keys, balances)
+ * is checked elsewhere.
+ *
+ * Which fields bind a payment to a resource server's invoice: `InvoiceID`
+ * (SHA-256 of `extra.invoiceId`, as the foundation client sets it) or a memo
+ * whose `MemoData` is the invoice id in hex (as the t54 SDK adds). When
+ * `extra.invoiceId` is set, at least one must be present and every one
+ * present must match.
+ */
+import { createHash } from "node:crypto";
+import BigNumber from "bignumber.js";
+import { decode, hashes, verifySignature } from "xrpl";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+
+export const XrplReason = {
+  payload: "invalid_exact_xrpl_payload",
+  transactionType: "invalid_exact_xrpl_transaction_type",
+  signingKey: "invalid_exact_xrpl_signing_key",
+  signature: "invalid_exact_xrpl_signature",
+  signerNotAuthorized: "invalid_exact_xrpl_signer_not_authorized",
+  destination: "invalid_exact_xrpl_destination",
+  destinationTag: "invalid_exact_xrpl_destination_tag",
+  amount: "invalid_exact_xrpl_amount",
+  asset: "invalid_exact_xrpl_asset",
+  partialPayment: "invalid_exact_xrpl_partial_payment",
+  multisigned: "invalid_exact_xrpl_multisigned",
+  delegate: "invalid_exact_xrpl_delegate",
+  networkId: "invalid_exact_xrpl_network_id",
+  feeTooHigh: "invalid_exact_xrpl_fee_too_high",
+  lastLedger: "invalid_exact_xrpl_last_ledger_sequence",
+  expired: "invalid_exact_xrpl_expired",
+  sequence: "invalid_exact_xrpl_sequence",
+  invoice: "invalid_exact_xrpl_invoice",
+  accountNotFound: "invalid_exact_xrpl_account_not_found",
+  destinationNotFound: "invalid_exact_xrpl_destination_not_found",
+  noTrustLine: "invalid_exact_xrpl_no_trust_line",
+  simulationFailed: "invalid_exact_xrpl_simulation_failed",
+  transactionFailed: "invalid_exact_xrpl_transaction_failed",
+  requirements: "invalid_payment_requirements",
+} as const;
+
+/** rippled's partial-payment flag: an amount that may deliver less. */
+const TF_PARTIAL_PAYMENT = 0x00020000;
+const CANONICAL_KEY = /^(02|03)[0-9A-F]{64}$|^ED[0-9A-F]{64}$/;
+const DROPS = /^[1-9]\d{0,17}$/;
+const DECIMAL = /^\d{1,30}(\.\d{1,30})?$/;
+
+export interface IssuedAmount {
+  currency: string;
+  issuer: string;
+  value: string;
+}
+
+/** The decoded transaction, as far as these checks read it. */
+export interface PaymentTx {
+  TransactionType: string;
+  Account: string;
+  Destination?: string;
+  DestinationTag?: number;
+  Amount?: string | IssuedAmount;
+  DeliverMax?: string | IssuedAmount;
+  SendMax?: string | IssuedAmount;
+  DeliverMin?: unknown;
+  Paths?: unknown;
+  Flags?: number;
+  Fee?: string;
+  Sequence?: number;
+  TicketSequence?: number;
+  LastLedgerSequence?: number;
+  NetworkID?: number;
+  SigningPubKey?: string;
+  TxnSignature?: string;
+  Signers?: unknown;
+  Delegate?: string;
+  InvoiceID?: string;
+  Memos?: { Memo: { MemoData?: string; MemoType?: string; MemoFormat?: string } }[];
+}
+
+export type Checked =
+  | { ok: true; tx: PaymentTx; blob: string; hash: string; payer: string }
+  | { ok: false; reason: string; message: string; payer?: string };
+
+const fail = (reason: string, message: string, payer?: string): Checked => ({
+  ok: false,
+  reason,
+  message,
+  ...(payer ? { payer } : {}),
+});
+
+/** The hex blob a payload carries, or undefined when it has none. */
+export function signedBlobOf(payload: PaymentPayload): string | undefined {
+  const blob = (payload.payload as Record<string, unknown> | undefined)?.["signedTxBlob"];
+  return typeof blob === "string" && /^[0-9A-Fa-f]+$/.test(blob) && blob.length % 2 === 0
+    ? blob.toUpperCase()
+    : undefined;
+}
+
+const decoded = new WeakMap<object, PaymentTx | null>();
+
+/** The decoded transaction, memoised per payload object (verify asks several times). */
+export function decodePayment(payload: PaymentPayload): PaymentTx | undefined {
+  const key = payload.payload as object | undefined;
+  if (!key || typeof key !== "object") return undefined;
+  if (decoded.has(key)) return decoded.get(key) ?? undefined;
+  const blob = signedBlobOf(payload);
+  let tx: PaymentTx | null = null;
+  if (blob && blob.length <= 4096) {
+    try {
+      tx = decode(blob) as unknown as PaymentTx;
+    } catch {
+      tx = null;
+    }
+  }
+  decoded.set(key, tx);
+  return tx ?? undefined;
+}
+
+/** The signed transaction's hash: the same for every copy of one payment. */
+export function paymentHash(payload: PaymentPayload): string | undefined {
+  const blob = signedBlobOf(payload);
+  if (!blob || !decodePayment(payload)) return undefined;
+  return hashes.hashSignedTx(blob);
+}
+
+export interface RequiredAsset {
+  kind: "native" | "issued";
+  currency?: string;
+  issuer?: string;
+}
+
+/** What the requirements ask for: XRP in drops, or an issued currency with its issuer. */
+export function requiredAsset(requirements: PaymentRequirements): RequiredAsset | string {
+  if (requirements.asset === "XRP") {
+    if (!DROPS.test(requirements.amount)) {
+      return "paymentRequirements.amount must be a whole number of drops for XRP";
+    }
+    return { kind: "native" };
+  }
+  const issuer = requirements.extra?.["issuer"];
+  if (!/^[A-Z0-9]{3}$|^[0-9A-F]{40}$/.test(requirements.asset) || typeof issuer !== "string") {
+    return 'paymentRequirements.asset must be "XRP", or a currency code (3 characters or 40 hex digits) with extra.issuer';
+  }
+  if (!DECIMAL.test(requirements.amount) || new BigNumber(requirements.amount).lte(0)) {
+    return "paymentRequirements.amount must be a positive decimal value for an issued currency";
+  }
+  return { kind: "issued", currency: requirements.asset, issuer };
+}
+
+/** The SHA-256 of an invoice id, as `InvoiceID` carries it. */
+export function invoiceHash(invoiceId: string): string {
+  return createHash("sha256").update(invoiceId).digest("hex").toUpperCase();
+}
+
+export interface StaticLimits {
+  maxFeeDrops: bigint;
+  /** The network id transactions must carry (only above 1024, as rippled requires). */
+  networkId: number;
+}
+
+/** Every check that needs no chain read, in the order a payer would fix them. */
+export function checkSignedPayment(
+  payload: PaymentPayload,
+  requirements: PaymentRequirements,
+  limits: StaticLimits,
+): Checked {
+  const blob = signedBlobOf(payload);
+  if (!blob)
+    return fail(XrplReason.payload, "payload.signedTxBlob must be the signed transaction in hex");
+  const tx = decodePayment(payload);
+  if (!tx)
+    return fail(XrplReason.payload, "payload.signedTxBlob does not decode as an XRPL transaction");
+  const payer = typeof tx.Account === "string" ? tx.Account : undefined;
+  if (tx.TransactionType !== "Payment") {
+    return fail(
+      XrplReason.transactionType,
+      `the transaction is a ${tx.TransactionType}, not a Payment`,
+      payer,
+    );
+  }
+  if (tx.Signers !== undefined || tx.SigningPubKey === "") {
+    return fail(
+      XrplReason.multisigned,
+      "multi-signed payments are not accepted: sign with one key",
+      payer,
+    );
+  }
+  if (typeof tx.SigningPubKey !== "string" || !CANONICAL_KEY.test(tx.SigningPubKey)) {
+    return fail(
+      XrplReason.signingKey,
+      "SigningPubKey is not a canonical secp256k1 or Ed25519 public key",
+      payer,
+    );
+  }
+  let signed = false;
+  try {
+    signed = verifySignature(blob);
+  } catch {
+    signed = false;
+  }
+  if (!signed)
+    return fail(XrplReason.signature, "TxnSignature does not verify for SigningPubKey", payer);
+  if (tx.Delegate !== undefined) {
+    return fail(XrplReason.delegate, "payments sent by a delegate are not accepted", payer);
+  }
+  if (limits.networkId <= 1024 ? tx.NetworkID !== undefined : tx.NetworkID !== limits.networkId) {
+    return fail(
+      XrplReason.networkId,
+      limits.networkId <= 1024
+        ? `NetworkID must be absent on network ${limits.networkId}`
+        : `NetworkID must be ${limits.networkId}`,
+      payer,
+    );
+  }
+  if (tx.Destination !== requirements.payTo) {
+    return fail(XrplReason.destination, `Destination must be payTo (${requirements.payTo})`, payer);
+  }
+  const wantTag = requirements.extra?.["destinationTag"];
+  if (wantTag !== undefined && tx.DestinationTag !== Number(wantTag)) {
+    return fail(XrplReason.destinationTag, `DestinationTag must be ${String(wantTag)}`, payer);
+  }
+  const amountError = checkAmount(tx, requirements);
+  if (amountError) return fail(amountError.reason, amountError.message, payer);
+  if (!tx.Fee || !DROPS.test(tx.Fee) || BigInt(tx.Fee) > limits.maxFeeDrops) {
+    return fail(XrplReason.feeTooHigh, `Fee must be at most ${limits.maxFeeDrops} drops`, payer);
+  }
+  if (typeof tx.LastLedgerSequence !== "number") {
+    return fail(
+      XrplReason.lastLedger,
+      "LastLedgerSequence must be set, so the payment cannot wait forever",
+      payer,
+    );
+  }
+  const invoiceError = checkInvoice(tx, requirements);
+  if (invoiceError) return fail(XrplReason.invoice, invoiceError, payer);
+  return { ok: true, tx, blob, hash: hashes.hashSignedTx(blob), payer: tx.Account };
+}
+
+function checkAmount(
+  tx: PaymentTx,
+  requirements: PaymentRequirements,
+): { reason: string; message: string } | undefined {
+  const asset = requiredAsset(requirements);
+  if (typeof asset === "string") return { reason: XrplReason.requirements, message: asset };
+  if (tx.DeliverMax !== undefined && tx.Amount !== undefined && tx.DeliverMax !== tx.Amount) {
+    return { reason: XrplReason.amount, message: "set Amount or DeliverMax, not both" };
+  }
+  const amount = tx.Amount ?? tx.DeliverMax;
+  if (
+    tx.Paths !== undefined ||
+    tx.DeliverMin !== undefined ||
+    ((tx.Flags ?? 0) & TF_PARTIAL_PAYMENT) !== 0
+  ) {
+    return {
+      reason: XrplReason.partialPayment,
+      message:
+        "Paths, DeliverMin and the partial-payment flag are not allowed: the amount must arrive exactly",
+    };
+  }
+  if (asset.kind === "native") {
+    if (typeof amount !== "string") {
+      return {
+        reason: XrplReason.asset,
+        message: "Amount must be XRP (drops), as the requirements ask",
+      };
+    }
+    if (tx.SendMax !== undefined) {
+      return {
+        reason: XrplReason.partialPayment,
+        message: "SendMax is not allowed on an XRP payment",
+      };
+    }
+    if (amount !== requirements.amount) {
+      return {
+        reason: XrplReason.amount,
+        message: `Amount must be exactly ${requirements.amount} drops`,
+      };
+    }
+    return undefined;
+  }
+  if (typeof amount !== "object" || amount === null) {
+    return {
+      reason: XrplReason.asset,
+      message: "Amount must be the issued currency the requirements ask for",
+    };
+  }
+  if (amount.currency !== asset.currency || amount.issuer !== asset.issuer) {
+    return {
+      reason: XrplReason.asset,
+      message: `Amount must be currency ${asset.currency} issued by ${asset.issuer}`,
+    };
+  }
+  const value = new BigNumber(amount.value);
+  if (!value.isFinite() || !value.eq(requirements.amount)) {
+    return { reason: XrplReason.amount, message: `Amount must be exactly ${requirements.amount}` };
+  }
+  if (tx.SendMax !== undefined) {
+    const max = tx.SendMax;
+    if (
+      typeof max !== "object" ||
+      max.currency !== asset.currency ||
+      max.issuer !== asset.issuer ||
+      !new BigNumber(max.value).gte(value)
+    ) {
+      return {
+        reason: XrplReason.partialPayment,
+        message: "SendMax must be the same currency and issuer, and at least the amount",
+      };
+    }
+  }
+  return undefined;
+}
+
+function checkInvoice(tx: PaymentTx, requirements: PaymentRequirements): string | undefined {
+  const invoiceId = requirements.extra?.["invoiceId"];
+  const memoData = (tx.Memos ?? []).map((m) => m.Memo?.MemoData?.toUpperCase());
+  if (typeof invoiceId !== "string" || invoiceId === "") return undefined;
+  const wantHash = invoiceHash(invoiceId);
+  const wantMemo = Buffer.from(invoiceId, "utf8").toString("hex").toUpperCase();
+  if (tx.InvoiceID !== undefined && tx.InvoiceID.toUpperCase() !== wantHash) {
+    return "InvoiceID must be the SHA-256 of extra.invoiceId";
+  }
+  const memoMatches = memoData.includes(wantMemo);
+  if (memoData.length > 0 && !memoMatches && tx.InvoiceID === undefined) {
+    return "a memo must carry extra.invoiceId (or set InvoiceID to its SHA-256)";
+  }
+  if (tx.InvoiceID === undefined && !memoMatches) {
+    return "the payment must carry extra.invoiceId: InvoiceID set to its SHA-256, or a memo with it";
+  }
+  return undefined;
+}
