@@ -64,6 +64,14 @@ module.exports = {
       to: { path: "^src/(features|http|facilitator|chains|workers|app\\.ts)" },
     },
     {
+      name: "clients-stand-alone",
+      comment:
+        "src/clients is what resource servers and their customers import: it needs the network registry and nothing of the service.",
+      severity: "error",
+      from: { path: "^src/clients" },
+      to: { path: "^src/(?!clients/|networks/)" },
+    },
+    {
       name: "lib-is-a-leaf",
       severity: "error",
       from: { path: "^src/lib" },

@@ -11,6 +11,7 @@ import type { Hex } from "viem";
 import { startDevnet, readDevnetFile, updateDevnetFile, type Devnet } from "./index.js";
 import { addDevnetNetwork } from "./devnetFile.js";
 import { SOLANA_MAINNET, startSolanaDevnet, type RunningSolana } from "./svm/index.js";
+import { XRPL_MAINNET, startXrplLedger, type RunningXrpl } from "./xrpl/index.js";
 import type { Config } from "../src/config/index.js";
 import type { ChainSetup } from "../src/app.js";
 import type { Db } from "../src/storage/db.js";
@@ -23,6 +24,8 @@ export interface RunningDevnet {
   devnet: Devnet;
   /** The local Solana ledger, when DEVNET_NETWORKS names Solana. */
   solana: RunningSolana | undefined;
+  /** The local XRP Ledger, when DEVNET_NETWORKS names xrpl:0. */
+  xrpl: RunningXrpl | undefined;
   chains: ChainSetup;
   /** The API key from the previous run, if the file had one. */
   previousApiKey: string | undefined;
@@ -65,11 +68,25 @@ export async function bootDevnet(
       throw e;
     }
   }
+  let xrpl: RunningXrpl | undefined;
+  if (config.devnet.networks.includes(XRPL_MAINNET)) {
+    progress(`starting the local XRP Ledger for ${XRPL_MAINNET} (a ledger close every second)…`);
+    try {
+      xrpl = await startXrplLedger({});
+      await addDevnetNetwork(config.devnet.file, XRPL_MAINNET, xrpl.info);
+    } catch (e) {
+      await xrpl?.stop();
+      await solana?.stop();
+      await devnet.stop();
+      throw e;
+    }
+  }
   const infos = Object.entries(devnet.networks);
   const keys = infos[0]?.[1].facilitatorPrivateKeys ?? [];
   return {
     devnet,
     solana,
+    xrpl,
     previousApiKey,
     chains: {
       evm: {
@@ -84,9 +101,10 @@ export async function bootDevnet(
             },
           }
         : {}),
+      ...(xrpl ? { xrpl: { networks: [{ id: XRPL_MAINNET, rpcUrl: xrpl.info.rpcUrl }] } } : {}),
     },
     async stop() {
-      await Promise.all([devnet.stop(), solana?.stop()]);
+      await Promise.all([devnet.stop(), solana?.stop(), xrpl?.stop()]);
     },
   };
 }

@@ -17,6 +17,7 @@ import { createRedis } from "./storage/redis.js";
 import type { ChainFamily, FamilyContext } from "./chains/ports.js";
 import { createEvm, type EvmSetup } from "./chains/evm/createEvm.js";
 import { createSvm, type SvmSetup } from "./chains/svm/index.js";
+import { createXrpl, type XrplSetup } from "./chains/xrpl/index.js";
 import { createFacilitator } from "./facilitator/createFacilitator.js";
 import type { PaymentFacilitator } from "./facilitator/paymentFacilitator.js";
 import { ApiKeyAuthenticator } from "./features/keys/authenticator.js";
@@ -39,6 +40,7 @@ import { buildHttpServer } from "./http/server.js";
 export interface ChainSetup {
   evm?: EvmSetup;
   svm?: SvmSetup;
+  xrpl?: XrplSetup;
 }
 
 export interface ServiceOptions {
@@ -96,6 +98,7 @@ async function createFamilies(
     );
   }
   if (chains.svm?.networks.length) families.push(await createSvm(chains.svm, config.svm, ctx));
+  if (chains.xrpl?.networks.length) families.push(createXrpl(chains.xrpl, config.xrpl, ctx));
   return families;
 }
 

@@ -4,6 +4,7 @@
  */
 import type { Devnet } from "../devnet/index.js";
 import type { SolanaNetworkInfo } from "../devnet/svm/index.js";
+import type { XrplNetworkInfo } from "../devnet/xrpl/index.js";
 import type { Service } from "./app.js";
 
 const RULE = "=".repeat(78);
@@ -15,6 +16,7 @@ export function printDevnetBanner(opts: {
   file: string;
   dbKind: string;
   solana?: SolanaNetworkInfo;
+  xrpl?: XrplNetworkInfo;
 }): void {
   const { url, apiKey, devnet, file } = opts;
   const nets = [
@@ -24,6 +26,11 @@ export function printDevnetBanner(opts: {
     ...(opts.solana
       ? [
           `    ${"solana:5eykt4…".padEnd(16)} ${opts.solana.rpcUrl}   USDC ${opts.solana.assets.USDC}`,
+        ]
+      : []),
+    ...(opts.xrpl
+      ? [
+          `    ${"xrpl:0".padEnd(16)} ${opts.xrpl.wsUrl}   XRP, RLUSD ${opts.xrpl.assets.RLUSD.issuer}`,
         ]
       : []),
   ].join("\n");

@@ -97,6 +97,7 @@ async function main(): Promise<void> {
         apiKey,
         devnet: devnet.devnet,
         ...(devnet.solana ? { solana: devnet.solana.info } : {}),
+        ...(devnet.xrpl ? { xrpl: devnet.xrpl.info } : {}),
         file: config.devnet.file,
         dbKind: service.dbKind,
       });

@@ -14,7 +14,11 @@ test("no chain configuration means devnet mode with sane defaults", () => {
   assert.equal(c.host, "127.0.0.1");
   assert.equal(c.bodyLimitBytes, 65536);
   assert.ok(c.settleTimeoutMs < 90_000, "below the official client's 90 s timeout");
-  assert.deepEqual(c.devnet.networks, ["eip155:8453", "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"]);
+  assert.deepEqual(c.devnet.networks, [
+    "eip155:8453",
+    "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp",
+    "xrpl:0",
+  ]);
   assert.equal(c.devnet.blockTimeSeconds, 1);
 });
 
@@ -73,7 +77,8 @@ test("invalid values name the variable", () => {
 
 test("DEVNET_NETWORKS=all lists every network, the Permit2 (USDG) one and Solana included", () => {
   const c = loadConfig({ DEVNET_NETWORKS: "all" });
-  assert.equal(c.devnet.networks.length, 12);
+  assert.equal(c.devnet.networks.length, 13);
+  assert.ok(c.devnet.networks.includes("xrpl:0"));
   assert.ok(c.devnet.networks.includes("eip155:4663"));
   assert.ok(c.devnet.networks.includes("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"));
 });
@@ -127,5 +132,20 @@ test("a per-network gas price ceiling is read in gwei", () => {
         EVM_MAX_GAS_PRICE_GWEI_8453: "cheap",
       }),
     /EVM_MAX_GAS_PRICE_GWEI_8453/,
+  );
+});
+
+test("the XRP Ledger alone is a production configuration: one JSON-RPC URL, no keys", () => {
+  const c = loadConfig({ XRPL_RPC_URL: "https://xrpl.example/rpc" });
+  assert.equal(c.mode, "production");
+  assert.deepEqual(c.chains.xrpl, {
+    networks: [{ id: "xrpl:0", rpcUrl: "https://xrpl.example/rpc" }],
+  });
+  assert.equal(c.xrpl.maxFeeDrops, 10_000n);
+  assert.equal(c.xrpl.minLedgerCloseSeconds, 3);
+  assert.throws(() => loadConfig({ XRPL_RPC_URL: "wss://xrpl.example" }), /JSON-RPC over http/);
+  assert.throws(
+    () => loadConfig({ XRPL_RPC_URL: "https://x.example", XRPL_MAX_FEE_DROPS: "5" }),
+    /XRPL_MAX_FEE_DROPS/,
   );
 });

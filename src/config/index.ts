@@ -13,7 +13,9 @@
 import { readFileSync } from "node:fs";
 import { ConfigError } from "./configError.js";
 import { parseSvmConfig, type SvmConfig } from "./svm.js";
+import { parseXrplConfig, type XrplConfig } from "./xrpl.js";
 import { SOLANA_MAINNET_ID, SVM_NETWORKS, findSvmNetwork } from "../networks/svm.js";
+import { XRPL_MAINNET_ID, XRPL_NETWORKS, findXrplNetwork } from "../networks/xrpl.js";
 import { z } from "zod";
 import {
   DEVNET_WALLET_FACTORY_ADDRESS,
@@ -53,9 +55,12 @@ export interface Config {
       readonly networks: readonly EvmNetworkConfig[];
     };
     readonly svm?: NonNullable<SvmConfig["setup"]>;
+    readonly xrpl?: NonNullable<XrplConfig["setup"]>;
   };
   /** Settings of the Solana family (chains/svm). */
   readonly svm: SvmConfig["settings"];
+  /** Settings of the XRP Ledger family (chains/xrpl). */
+  readonly xrpl: XrplConfig["settings"];
   /** Settings of the EVM family (chains/evm/createEvm.ts). */
   readonly evm: {
     /** Signers with less native balance than this (wei) leave the rotation. */
@@ -196,7 +201,7 @@ const EnvSchema = z.object({
   PLAN_PRO_LIMIT: intVar("PLAN_PRO_LIMIT", 0, 2_000_000_000, 100_000),
   PLAN_MAX_LIMIT: intVar("PLAN_MAX_LIMIT", 0, 2_000_000_000, 1_000_000),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(["true", "false", ""]).default("false"),
-  DEVNET_NETWORKS: z.string().default(`eip155:8453,${SOLANA_MAINNET_ID}`),
+  DEVNET_NETWORKS: z.string().default(`eip155:8453,${SOLANA_MAINNET_ID},${XRPL_MAINNET_ID}`),
   DEVNET_BLOCK_TIME: z
     .string()
     .default("1")
@@ -298,18 +303,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const svm = parseSvmConfig(env);
   const hasEvm = evmPrivateKeys.length > 0 || evmNetworks.length > 0;
-  const hasChainConfig = hasEvm || svm.setup !== undefined;
+  const xrpl = parseXrplConfig(env);
+  const hasChainConfig = hasEvm || svm.setup !== undefined || xrpl.setup !== undefined;
   const mode = e.FACILITATOR_MODE ?? (hasChainConfig ? "production" : "devnet");
 
   if (mode === "devnet" && hasChainConfig) {
     throw new ConfigError(
-      "FACILITATOR_MODE=devnet but chain configuration (EVM_RPC_URLS_*, EVM_PRIVATE_KEYS, SVM_RPC_URL, SVM_PRIVATE_KEYS) is set: remove one of them",
+      "FACILITATOR_MODE=devnet but chain configuration (EVM_RPC_URLS_*, EVM_PRIVATE_KEYS, SVM_RPC_URL, SVM_PRIVATE_KEYS, XRPL_RPC_URL) is set: remove one of them",
     );
   }
   if (mode === "production") {
     if (!hasChainConfig) {
       throw new ConfigError(
-        "production mode needs at least one network: set EVM_RPC_URLS_<chainId> (e.g. EVM_RPC_URLS_8453=https://…) with EVM_PRIVATE_KEYS_FILE, or SVM_RPC_URL with SVM_PRIVATE_KEYS_FILE",
+        "production mode needs at least one network: set EVM_RPC_URLS_<chainId> (e.g. EVM_RPC_URLS_8453=https://…) with EVM_PRIVATE_KEYS_FILE, or SVM_RPC_URL with SVM_PRIVATE_KEYS_FILE, or XRPL_RPC_URL",
       );
     }
     if (hasEvm && evmNetworks.length === 0) {
@@ -328,14 +334,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     e.DEVNET_NETWORKS.trim() === "all"
       ? // Every network: the devnet has a contract for each transfer method
         // (EIP-3009 tokens and Permit2 tokens alike), as devnet/index.ts.
-        [...EVM_NETWORKS.map((n) => n.id), ...SVM_NETWORKS.map((n) => n.id)]
+        [
+          ...EVM_NETWORKS.map((n) => n.id),
+          ...SVM_NETWORKS.map((n) => n.id),
+          ...XRPL_NETWORKS.map((n) => n.id),
+        ]
       : e.DEVNET_NETWORKS.split(",")
           .map((s) => s.trim())
           .filter(Boolean);
   for (const id of devnetNetworks) {
-    if (!findEvmNetwork(id) && !findSvmNetwork(id)) {
+    if (!findEvmNetwork(id) && !findSvmNetwork(id) && !findXrplNetwork(id)) {
       throw new ConfigError(
-        `DEVNET_NETWORKS: "${id}" is not a supported network (supported: ${[...EVM_NETWORKS, ...SVM_NETWORKS].map((n) => n.id).join(", ")}, or "all")`,
+        `DEVNET_NETWORKS: "${id}" is not a supported network (supported: ${[...EVM_NETWORKS, ...SVM_NETWORKS, ...XRPL_NETWORKS].map((n) => n.id).join(", ")}, or "all")`,
       );
     }
   }
@@ -392,9 +402,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         ? {
             ...(hasEvm ? { evm: { privateKeys: evmPrivateKeys, networks: evmNetworks } } : {}),
             ...(svm.setup ? { svm: svm.setup } : {}),
+            ...(xrpl.setup ? { xrpl: xrpl.setup } : {}),
           }
         : {},
     svm: svm.settings,
+    xrpl: xrpl.settings,
     evm: {
       minSignerBalanceWei: BigInt(e.EVM_MIN_SIGNER_BALANCE_WEI),
       erc6492AllowedFactories: (e.EVM_ERC6492_FACTORIES === undefined

@@ -41,6 +41,13 @@ test("shape errors name the field", () => {
     (r as { message: string }).message,
     /^paymentRequirements\.amount must be a string of digits/,
   );
+  const xrplRequirements = { ...requirements, network: "xrpl:0", amount: "0.25" };
+  const xrpl = parsePaymentRequestBody({
+    ...good,
+    paymentPayload: { ...good.paymentPayload, accepted: xrplRequirements },
+    paymentRequirements: xrplRequirements,
+  });
+  assert.equal(xrpl.kind, "ok", "a decimal value is an XRPL issued-currency amount");
   const big = parsePaymentRequestBody({
     ...good,
     paymentRequirements: { ...requirements, amount: "9".repeat(78) },

@@ -15,7 +15,10 @@ const caip2 = z
 
 const atomicAmount = z
   .string()
-  .regex(/^\d{1,78}$/, "must be a string of digits: the amount in the token's smallest unit")
+  .regex(
+    /^\d{1,78}(\.\d{1,40})?$/,
+    "must be a string of digits: the amount in the token's smallest unit",
+  )
   // zod runs every check even after the regex fails, so guard the BigInt.
   .refine((v) => !/^\d{1,78}$/.test(v) || BigInt(v) <= UINT256_MAX, "is larger than a uint256");
 
@@ -26,15 +29,33 @@ const addressLike = z
   .string()
   .regex(/^[\x21-\x7e]{1,256}$/, "must be an address or token id of 1 to 256 printable characters");
 
-const requirements = z.object({
-  scheme: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be a scheme name such as exact"),
-  network: caip2,
-  asset: addressLike,
-  amount: atomicAmount,
-  payTo: addressLike,
-  maxTimeoutSeconds: z.number().int().min(0).max(31_536_000),
-  extra: z.record(z.string(), z.unknown()).optional(),
-});
+/**
+ * The XRP Ledger states issued-currency amounts (RLUSD) as decimal values,
+ * as its clients and facilitators do; every other family states whole
+ * smallest units.
+ */
+const DECIMAL_AMOUNT_NETWORKS = /^xrpl:/;
+const decimalValue = /^\d{1,40}\.\d{1,40}$/;
+
+const requirements = z
+  .object({
+    scheme: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be a scheme name such as exact"),
+    network: caip2,
+    asset: addressLike,
+    amount: atomicAmount,
+    payTo: addressLike,
+    maxTimeoutSeconds: z.number().int().min(0).max(31_536_000),
+    extra: z.record(z.string(), z.unknown()).optional(),
+  })
+  .superRefine((r, ctx) => {
+    if (decimalValue.test(r.amount) && !DECIMAL_AMOUNT_NETWORKS.test(r.network)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["amount"],
+        message: "must be a string of digits: the amount in the token's smallest unit",
+      });
+    }
+  });
 
 const payload = z.object({
   x402Version: z.number().int(),

@@ -7,6 +7,7 @@ import type { Hex } from "viem";
 import { startDevnet, type Devnet } from "../../devnet/index.js";
 import { SOLANA_MAINNET, startSolanaLedger, type RunningSolana } from "../../devnet/svm/index.js";
 import type { SolanaLedger } from "../../devnet/svm/ledger.js";
+import { XRPL_MAINNET, startXrplLedger, type RunningXrpl } from "../../devnet/xrpl/index.js";
 import { createService, type Service } from "../../src/app.js";
 import { loadConfig } from "../../src/config/index.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
@@ -28,6 +29,8 @@ export interface TestStack {
   payerKeys: Hex[];
   /** The local Solana ledger, when started with `solana: true`. */
   solana?: RunningSolana & { ledger: SolanaLedger };
+  /** The local XRP Ledger, when started with `xrpl: true`. */
+  xrpl?: RunningXrpl;
   stop(): Promise<void>;
 }
 
@@ -43,6 +46,11 @@ export interface StackOptions {
   payers?: number;
   /** Also run a local Solana ledger and serve Solana. */
   solana?: boolean;
+  /** Also run a local XRP Ledger and serve xrpl:0 (closing a ledger every `xrplCloseMs`, default 1000). */
+  xrpl?: boolean;
+  xrplCloseMs?: number;
+  /** Puts something (a failing proxy) between the service and the XRP Ledger: gets its URL, returns the one to use. */
+  xrplRpcUrl?: (ledgerUrl: string) => Promise<string>;
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
@@ -56,6 +64,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
   });
   await opts.beforeService?.(devnet);
   const solana = opts.solana ? await startSolanaLedger({ slotMs: 100 }) : undefined;
+  const xrpl = opts.xrpl ? await startXrplLedger({ closeMs: opts.xrplCloseMs ?? 1000 }) : undefined;
   const database = await openTestDb(opts.backend ?? "pglite");
   const config = loadConfig({
     FACILITATOR_MODE: "devnet",
@@ -89,6 +98,20 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
             },
           }
         : {}),
+      ...(xrpl
+        ? {
+            xrpl: {
+              networks: [
+                {
+                  id: XRPL_MAINNET,
+                  rpcUrl: opts.xrplRpcUrl
+                    ? await opts.xrplRpcUrl(xrpl.info.rpcUrl)
+                    : xrpl.info.rpcUrl,
+                },
+              ],
+            },
+          }
+        : {}),
     },
   });
   const url = await service.listen();
@@ -106,11 +129,13 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     assets: { ...first[1].assets } as Record<string, Hex>,
     payerKeys: first[1].payerPrivateKeys as Hex[],
     ...(solana ? { solana } : {}),
+    ...(xrpl ? { xrpl } : {}),
     async stop() {
       await service.close();
       await database.close();
       await devnet.stop();
       await solana?.stop();
+      await xrpl?.stop();
     },
   };
 }

@@ -14,10 +14,12 @@
 import { createHash } from "node:crypto";
 import { Client, type Payment, type Wallet } from "xrpl";
 import type {
+  DefaultAsset,
   PaymentPayloadResult,
   PaymentRequirements,
   SchemeNetworkClient,
 } from "@x402/core/types";
+import { RLUSD_CURRENCY } from "../../networks/xrpl.js";
 
 export interface ExactXrplClientOptions {
   /** A rippled WebSocket URL (`wss://…`); or pass a connected `client`. */
@@ -58,8 +60,19 @@ export function paymentFor(account: string, requirements: PaymentRequirements): 
   };
 }
 
+/**
+ * RLUSD is a dollar stablecoin, so `x402Client`'s dollar spend cap applies
+ * to it. XRP is not: a payer allows it explicitly, with a cap in drops
+ * (`spendControls.allowedAssets: [{ network: "xrpl:0", asset: "XRP", maxAmountPerPayment: "…" }]`).
+ */
+export function findXrplDefaultAsset(asset: string, network: string): DefaultAsset | undefined {
+  if (!network.startsWith("xrpl:")) return undefined;
+  return asset === RLUSD_CURRENCY ? { asset, decimals: 15, symbol: "RLUSD" } : undefined;
+}
+
 export class ExactXrplClientScheme implements SchemeNetworkClient {
   readonly scheme = "exact";
+  readonly findDefaultAsset = findXrplDefaultAsset;
 
   constructor(
     private readonly wallet: Wallet,

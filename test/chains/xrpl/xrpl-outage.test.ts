@@ -1,0 +1,142 @@
+/**
+ * The XRP Ledger family as an operator meets it: the node down is the
+ * service's 503, never the payer's fault, and nothing moves; a payment not
+ * validated within the time budget is `settlement_pending` with its hash,
+ * and a retry of the same payment later learns the truth from the ledger
+ * (one record, one payment).
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import { Client, Wallet } from "xrpl";
+import { XRPL_MAINNET } from "../../../devnet/xrpl/index.js";
+import { paymentFor } from "../../../src/clients/xrpl/exactClient.js";
+import { startStack, type TestStack } from "../../support/stack.js";
+import { startRpcProxy, type RpcProxy } from "../../support/rpcProxy.js";
+import { post } from "../../support/payments.js";
+import { until } from "../../support/processes.js";
+
+describe("XRP Ledger outages and slow validation", () => {
+  let stack: TestStack;
+  let proxy: RpcProxy;
+  let ws: Client;
+
+  before(async () => {
+    stack = await startStack({
+      xrpl: true,
+      xrplCloseMs: 200,
+      env: { SETTLE_TIMEOUT_MS: "1500" },
+      xrplRpcUrl: async (url) => {
+        proxy = await startRpcProxy(url);
+        return proxy.url;
+      },
+    });
+    ws = new Client(stack.xrpl!.info.wsUrl);
+    await ws.connect();
+  });
+  after(async () => {
+    await ws?.disconnect();
+    await stack.stop();
+    await proxy?.close();
+  });
+
+  const ledger = () => stack.xrpl!.ledger;
+  const requirements = (amount: string): PaymentRequirements => ({
+    scheme: "exact",
+    network: XRPL_MAINNET,
+    asset: "XRP",
+    amount,
+    payTo: stack.xrpl!.info.payTo,
+    maxTimeoutSeconds: 300,
+    extra: { areFeesSponsored: false },
+  });
+  const signed = async (i: number, req: PaymentRequirements) => {
+    const wallet = Wallet.fromSeed(stack.xrpl!.info.payerSeeds[i]!);
+    const tx = await ws.autofill({
+      ...paymentFor(wallet.classicAddress, req),
+      LastLedgerSequence: (await ws.getLedgerIndex()) + 60,
+    });
+    const blob = wallet.sign(tx).tx_blob;
+    return {
+      wallet,
+      body: {
+        x402Version: 2,
+        paymentPayload: {
+          x402Version: 2,
+          accepted: req,
+          payload: { signedTxBlob: blob },
+        } as PaymentPayload,
+        paymentRequirements: req,
+      },
+    };
+  };
+  const rowsOf = (payer: string, amount: string) =>
+    stack.service.db
+      .selectFrom("settlements")
+      .select(["status", "attempts", "transaction"])
+      .where("payer", "=", payer.toLowerCase())
+      .where("amount", "=", amount)
+      .execute();
+
+  test("the node down: verify and settle answer 503, nothing moves, nothing is charged; back up, it settles", async () => {
+    const { wallet, body } = await signed(0, requirements("1111"));
+    const before = ledger().xrpBalance(wallet.classicAddress);
+    proxy.state.down = true;
+    try {
+      const v = await post(stack.url, "/verify", body, stack.apiKey);
+      assert.equal(v.status, 503, await v.clone().text());
+      const s = await post(stack.url, "/settle", body, stack.apiKey);
+      assert.equal(s.status, 503, await s.clone().text());
+      const err = (await s.json()) as { error: string };
+      assert.equal(typeof err.error, "string");
+    } finally {
+      proxy.state.down = false;
+    }
+    assert.equal(ledger().xrpBalance(wallet.classicAddress), before);
+    const failedRows = (await rowsOf(wallet.classicAddress, "1111")).filter(
+      (r) => r.status !== "not_attempted",
+    );
+    assert.deepEqual(failedRows, []);
+    const ok = (await (await post(stack.url, "/settle", body, stack.apiKey)).json()) as {
+      success: boolean;
+      transaction: string;
+    };
+    assert.equal(ok.success, true, JSON.stringify(ok));
+    const fee = BigInt(String(ledger().transaction(ok.transaction)!.tx["Fee"]));
+    assert.equal(ledger().xrpBalance(wallet.classicAddress), before - 1111n - fee);
+  });
+
+  test("not validated in time: settlement_pending with the hash; a retry once it lands answers success, one payment", async () => {
+    const { wallet, body } = await signed(1, requirements("2222"));
+    const before = ledger().xrpBalance(wallet.classicAddress);
+    ledger().withhold = true;
+    let first: { success: boolean; errorReason?: string; transaction: string };
+    try {
+      first = (await (await post(stack.url, "/settle", body, stack.apiKey)).json()) as typeof first;
+    } finally {
+      ledger().release();
+    }
+    assert.equal(first.success, false);
+    assert.equal(first.errorReason, "settlement_pending");
+    assert.match(first.transaction, /^[0-9A-F]{64}$/);
+    assert.deepEqual(
+      (await rowsOf(wallet.classicAddress, "2222")).map((r) => r.status),
+      ["pending"],
+    );
+    await until("the held payment is validated", async () =>
+      ledger().transaction(first.transaction)?.ledgerIndex !== undefined ? true : undefined,
+    );
+    const retry = (await (await post(stack.url, "/settle", body, stack.apiKey)).json()) as {
+      success: boolean;
+      transaction: string;
+    };
+    assert.deepEqual([retry.success, retry.transaction], [true, first.transaction]);
+    const fee = BigInt(String(ledger().transaction(first.transaction)!.tx["Fee"]));
+    assert.equal(ledger().xrpBalance(wallet.classicAddress), before - 2222n - fee);
+    const rows = await rowsOf(wallet.classicAddress, "2222");
+    assert.deepEqual(
+      rows.map((r) => [r.status, r.attempts, r.transaction]),
+      [["succeeded", 2, first.transaction]],
+    );
+  });
+});
