@@ -21,7 +21,10 @@ export function printDevnetBanner(opts: {
   const { url, apiKey, devnet, file } = opts;
   const nets = [
     ...Object.entries(devnet.networks).map(
-      ([id, n]) => `    ${id.padEnd(16)} ${n.rpcUrl}   USDC ${n.assets["USDC"] ?? "-"}`,
+      ([id, n]) =>
+        `    ${id.padEnd(16)} ${n.rpcUrl}   ${Object.entries(n.assets)
+          .map(([symbol, address]) => `${symbol} ${address}`)
+          .join(", ")}`,
     ),
     ...(opts.solana
       ? [

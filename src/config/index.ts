@@ -14,8 +14,8 @@ import { readFileSync } from "node:fs";
 import { ConfigError } from "./configError.js";
 import { parseSvmConfig, type SvmConfig } from "./svm.js";
 import { parseXrplConfig, type XrplConfig } from "./xrpl.js";
-import { SOLANA_MAINNET_ID, SVM_NETWORKS, findSvmNetwork } from "../networks/svm.js";
-import { XRPL_MAINNET_ID, XRPL_NETWORKS, findXrplNetwork } from "../networks/xrpl.js";
+import { SVM_NETWORKS, findSvmNetwork } from "../networks/svm.js";
+import { XRPL_NETWORKS, findXrplNetwork } from "../networks/xrpl.js";
 import { z } from "zod";
 import {
   DEVNET_WALLET_FACTORY_ADDRESS,
@@ -201,7 +201,9 @@ const EnvSchema = z.object({
   PLAN_PRO_LIMIT: intVar("PLAN_PRO_LIMIT", 0, 2_000_000_000, 100_000),
   PLAN_MAX_LIMIT: intVar("PLAN_MAX_LIMIT", 0, 2_000_000_000, 1_000_000),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(["true", "false", ""]).default("false"),
-  DEVNET_NETWORKS: z.string().default(`eip155:8453,${SOLANA_MAINNET_ID},${XRPL_MAINNET_ID}`),
+  // Every network, as production lists them: a fresh `npm start` serves what
+  // `GET /supported` lists in production. DEVNET_NETWORKS narrows it.
+  DEVNET_NETWORKS: z.string().default("all"),
   DEVNET_BLOCK_TIME: z
     .string()
     .default("1")
