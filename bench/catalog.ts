@@ -25,6 +25,7 @@ import { loadConfig } from "../src/config/index.js";
 import { openMigratedDb, type OpenedDb } from "../src/storage/db.js";
 import { upsertCatalogEntry } from "../src/features/catalog/catalogRepository.js";
 import type { CatalogDraft } from "../src/features/catalog/declaration.js";
+import { seededRandom } from "../test/support/seededRandom.js";
 
 export interface CatalogBenchRow {
   name: string;
@@ -76,17 +77,8 @@ const FILLER = "api data service live real time global fast accurate daily hourl
   " ",
 );
 
-/** Deterministic PRNG (mulberry32) so every run seeds the same catalog. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Deterministic, so every run seeds the same catalog. */
+const prng = seededRandom;
 
 const pick = <T>(rand: () => number, list: readonly T[]): T =>
   list[Math.floor(rand() * list.length)]!;

@@ -45,7 +45,7 @@ export interface RunningXrpl {
   stop(): Promise<void>;
 }
 
-/** A devnet wallet from fixed entropy; odd payers use Ed25519, even ones secp256k1. */
+/** A devnet wallet from fixed entropy: the same keys every run (devnet only). */
 /** The `xrpl` package's key algorithms (its enum is not an ESM named export). */
 const ED25519 = "ed25519" as ECDSA;
 const SECP256K1 = "ecdsa-secp256k1" as ECDSA;

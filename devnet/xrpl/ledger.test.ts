@@ -257,5 +257,20 @@ describe("local XRP Ledger", () => {
       /txnNotFound|not found/i,
     );
     assert.equal(xrpl.ledger.xrpBalance(w.classicAddress), before);
+    // Asked over a range, the ledger says whether it searched all of it, as rippled does.
+    const lookup = async (min: number, max: number) => {
+      const res = await fetch(xrpl.info.rpcUrl, {
+        method: "POST",
+        body: JSON.stringify({
+          method: "tx",
+          params: [{ transaction: hash, min_ledger: min, max_ledger: max }],
+        }),
+      });
+      return ((await res.json()) as { result: { error: string; searched_all?: boolean } }).result;
+    };
+    const v = xrpl.ledger.validatedIndex;
+    const within = await lookup(v - 3, v);
+    assert.deepEqual([within.error, within.searched_all], ["txnNotFound", true]);
+    assert.equal((await lookup(v - 3, v + 5)).searched_all, false, "a ledger not validated yet");
   });
 });

@@ -105,6 +105,8 @@ export class XrplLedger {
   private timer: NodeJS.Timeout | undefined;
   /** Test control: accept submissions into the queue but never apply them. */
   withhold = false;
+  /** How many recent ledgers are kept (a node with little history: lower it). */
+  retainLedgers = 10_000;
 
   constructor(opts: { networkId?: number; genesisLedger?: number } = {}) {
     this.networkId = opts.networkId ?? 0;
@@ -129,6 +131,15 @@ export class XrplLedger {
   }
   ledgerAt(index: number): ClosedLedger | undefined {
     return this.ledgers.find((l) => l.index === index);
+  }
+
+  /** Whether every ledger from `min` to `max` is validated and still kept. */
+  holdsLedgers(min: number, max: number): boolean {
+    // The oldest ledgers are dropped after the genesis one; what is kept
+    // without a gap starts at the second entry when a gap exists.
+    const [genesis, next] = this.ledgers;
+    const oldest = next && next.index !== genesis!.index + 1 ? next.index : genesis!.index;
+    return min <= max && min >= oldest && max <= this.validatedIndex;
   }
 
   start(closeMs: number): void {
@@ -291,7 +302,10 @@ export class XrplLedger {
     for (const h of this.open) this.txs.get(h)!.ledgerIndex = index;
     this.open = [];
     this.ledgers.push(ledger);
-    if (this.ledgers.length > 10_000) this.ledgers.splice(1, this.ledgers.length - 10_000);
+    // Like rippled's online_delete: older ledgers go (the genesis one stays).
+    if (this.ledgers.length > this.retainLedgers + 1) {
+      this.ledgers.splice(1, this.ledgers.length - this.retainLedgers - 1);
+    }
     // Held transactions that can no longer be included are dropped, as
     // rippled's queue drops them.
     for (const [h, q] of this.queue) {
@@ -317,7 +331,7 @@ export class XrplLedger {
     if (tx["TransactionType"] !== "Payment") return refuse("temMALFORMED");
     const source = String(tx["Account"] ?? "");
     const destination = String(tx["Destination"] ?? "");
-    const amount = (tx["Amount"] ?? tx["DeliverMax"]) as Amount | undefined;
+    const amount = tx["Amount"] as Amount | undefined;
     if (!amount || !destination) return refuse("temMALFORMED");
     if (tx["Signers"] !== undefined) return refuse("temMALFORMED");
     if (this.networkId <= 1024 && tx["NetworkID"] !== undefined) {

@@ -18,6 +18,8 @@ export class RpcFailure extends Error {
     readonly error: string,
     readonly code: number,
     message: string,
+    /** Fields rippled adds to this error (`searched_all` on `txnNotFound`). */
+    readonly extra: Record<string, unknown> = {},
   ) {
     super(message);
   }
@@ -246,7 +248,15 @@ export function xrplHandlers(ledger: XrplLedger): Record<string, (p: Params) => 
     tx: (p) => {
       const hash = String(p["transaction"] ?? "");
       const t = ledger.transaction(hash);
-      if (!t) throw new RpcFailure("txnNotFound", 29, "Transaction not found.");
+      if (!t) {
+        // With a range, rippled says whether it holds every ledger of it.
+        const min = p["min_ledger"];
+        const max = p["max_ledger"];
+        const ranged = typeof min === "number" && typeof max === "number";
+        throw new RpcFailure("txnNotFound", 29, "Transaction not found.", {
+          ...(ranged ? { searched_all: ledger.holdsLedgers(min, max) } : {}),
+        });
+      }
       const validated = t.ledgerIndex !== undefined;
       const closed = validated ? ledger.ledgerAt(t.ledgerIndex!) : undefined;
       return {
@@ -288,6 +298,7 @@ function answer(
         error: f.error,
         error_code: f.code,
         error_message: f.message,
+        ...f.extra,
         request: { command: method, ...params },
       },
     };

@@ -48,6 +48,15 @@ test("shape errors name the field", () => {
     paymentRequirements: xrplRequirements,
   });
   assert.equal(xrpl.kind, "ok", "a decimal value is an XRPL issued-currency amount");
+  const longDecimal = parsePaymentRequestBody({
+    ...good,
+    paymentRequirements: { ...requirements, amount: `${"1".repeat(50)}.5` },
+  });
+  assert.match(
+    (longDecimal as { message: string }).message,
+    /^paymentRequirements\.amount must be a string of digits/,
+    "a decimal is refused off the XRP Ledger however long its whole part",
+  );
   const big = parsePaymentRequestBody({
     ...good,
     paymentRequirements: { ...requirements, amount: "9".repeat(78) },

@@ -13,7 +13,8 @@ const caip2 = z
   .string()
   .regex(/^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$/, "must be a CAIP-2 network id such as eip155:8453");
 
-const atomicAmount = z
+/** Whole smallest units; a decimal value passes here and is allowed only where the network says (below). */
+const amountText = z
   .string()
   .regex(
     /^\d{1,78}(\.\d{1,40})?$/,
@@ -35,20 +36,19 @@ const addressLike = z
  * smallest units.
  */
 const DECIMAL_AMOUNT_NETWORKS = /^xrpl:/;
-const decimalValue = /^\d{1,40}\.\d{1,40}$/;
 
 const requirements = z
   .object({
     scheme: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be a scheme name such as exact"),
     network: caip2,
     asset: addressLike,
-    amount: atomicAmount,
+    amount: amountText,
     payTo: addressLike,
     maxTimeoutSeconds: z.number().int().min(0).max(31_536_000),
     extra: z.record(z.string(), z.unknown()).optional(),
   })
   .superRefine((r, ctx) => {
-    if (decimalValue.test(r.amount) && !DECIMAL_AMOUNT_NETWORKS.test(r.network)) {
+    if (r.amount.includes(".") && !DECIMAL_AMOUNT_NETWORKS.test(r.network)) {
       ctx.addIssue({
         code: "custom",
         path: ["amount"],

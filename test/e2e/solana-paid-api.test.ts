@@ -14,7 +14,7 @@ import express from "express";
 import { paymentMiddleware } from "@x402/express";
 import { x402ResourceServer } from "@x402/core/server";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
-import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import type { PaymentRequirements } from "@x402/core/types";
 import { ExactSvmScheme as ExactSvmServerScheme } from "@x402/svm/exact/server";
 import { ExactSvmScheme as ExactSvmClientScheme } from "@x402/svm/exact/client";
 import { wrapFetchWithPayment } from "@x402/fetch";
@@ -22,7 +22,8 @@ import { address, createKeyPairSignerFromBytes, getBase58Encoder } from "@solana
 import { getTokenDecoder } from "@solana-program/token";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { post } from "../support/payments.js";
+import { post, settleAtOnce } from "../support/payments.js";
+import { solanaPaymentRequest } from "../support/solanaPayments.js";
 import { SOLANA_MAINNET, associatedTokenAccount } from "../../devnet/svm/index.js";
 
 describe("Solana USDC end to end through the service", () => {
@@ -127,30 +128,9 @@ describe("Solana USDC end to end through the service", () => {
       maxTimeoutSeconds: 60,
       extra: { feePayer: kind.extra!["feePayer"] },
     } as PaymentRequirements;
-    const payer = await signer(1);
-    const partial = await new ExactSvmClientScheme(payer, {
-      rpcUrl: stack.solana!.info.rpcUrl,
-    }).createPaymentPayload(2, requirements);
-    const body = {
-      x402Version: 2,
-      paymentPayload: {
-        x402Version: 2,
-        accepted: requirements,
-        payload: partial.payload,
-      } as PaymentPayload,
-      paymentRequirements: requirements,
-    };
+    const body = await solanaPaymentRequest(stack.solana!.info, 1, requirements);
     const payToBefore = await usdcOf(requirements.payTo);
-    const answers = await Promise.all(
-      Array.from(
-        { length: 50 },
-        async () =>
-          (await (await post(stack.url, "/settle", body, stack.apiKey)).json()) as {
-            success: boolean;
-            transaction: string;
-          },
-      ),
-    );
+    const answers = await settleAtOnce([stack.url], body, stack.apiKey, 50);
     assert.ok(
       answers.every((a) => a.success),
       JSON.stringify(answers.find((a) => !a.success)),

@@ -11,12 +11,12 @@ import express from "express";
 import { paymentMiddleware } from "@x402/express";
 import { x402ResourceServer } from "@x402/core/server";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
-import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import type { PaymentRequirements } from "@x402/core/types";
 import { wrapFetchWithPayment } from "@x402/fetch";
 import { Client, Wallet, type Payment } from "xrpl";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { post } from "../support/payments.js";
+import { paymentRequest, post, settleAtOnce } from "../support/payments.js";
 import { XRPL_MAINNET, devnetXrplWallet } from "../../devnet/xrpl/index.js";
 import { RLUSD_CURRENCY, RLUSD_ISSUER } from "../../src/networks/xrpl.js";
 import { ExactXrplClientScheme, paymentFor } from "../../src/clients/xrpl/exactClient.js";
@@ -103,11 +103,8 @@ describe("XRP Ledger end to end through the service", () => {
     extra: { areFeesSponsored: false },
     ...fields,
   });
-  const body = (req: PaymentRequirements, signedTxBlob: string) => ({
-    x402Version: 2,
-    paymentPayload: { x402Version: 2, accepted: req, payload: { signedTxBlob } } as PaymentPayload,
-    paymentRequirements: req,
-  });
+  const body = (req: PaymentRequirements, signedTxBlob: string) =>
+    paymentRequest(req, { signedTxBlob });
   /** A payment signed as the client scheme signs it, with fields changed before signing. */
   const sign = async (wallet: Wallet, req: PaymentRequirements, fields: Partial<Payment> = {}) => {
     const validated = await ws.getLedgerIndex();
@@ -335,16 +332,7 @@ describe("XRP Ledger end to end through the service", () => {
     const blob = await sign(wallet, req);
     const before = ledger().xrpBalance(wallet.classicAddress);
     const seq = ledger().account(wallet.classicAddress)!.Sequence;
-    const answers = await Promise.all(
-      Array.from(
-        { length: 20 },
-        async () =>
-          (await (await post(stack.url, "/settle", body(req, blob), stack.apiKey)).json()) as {
-            success: boolean;
-            transaction: string;
-          },
-      ),
-    );
+    const answers = await settleAtOnce([stack.url], body(req, blob), stack.apiKey, 20);
     const hashes = new Set(answers.map((a) => a.transaction));
     assert.equal(hashes.size, 1);
     assert.ok(

@@ -11,9 +11,8 @@ import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createPublicClient, http, type Hex } from "viem";
-import { address, createKeyPairSignerFromBytes, getBase58Encoder } from "@solana/kit";
+import { address } from "@solana/kit";
 import { getTokenDecoder } from "@solana-program/token";
-import { ExactSvmScheme } from "@x402/svm/exact/client";
 import {
   SOLANA_MAINNET,
   associatedTokenAccount,
@@ -27,7 +26,14 @@ import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { monthOf } from "../../src/features/plans/plans.js";
 import type { OpenedDb } from "../../src/storage/db.js";
 import { openTestDb } from "../support/database.js";
-import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
+import {
+  post,
+  requirementsFor,
+  settleAtOnce,
+  signPayment,
+  usdcBalance,
+} from "../support/payments.js";
+import { solanaPaymentRequest } from "../support/solanaPayments.js";
 import { freePort, until } from "../support/processes.js";
 
 const PAY_TO = "0x5151515151515151515151515151515151515151" as Hex;
@@ -260,12 +266,7 @@ describe(
           )
         ).reduce((a, b) => a + b, 0);
       const [noncesBefore, paidBefore] = await Promise.all([nonces(), paidTo()]);
-      const answers = await Promise.all(
-        Array.from({ length: 30 }, async (_, i) => {
-          const res = await post(urls[i % 2]!, "/settle", body, acc.apiKey, headers);
-          return (await res.json()) as { success: boolean; transaction: string };
-        }),
-      );
+      const answers = await settleAtOnce(urls, body, acc.apiKey, 30, headers);
       assert.ok(
         answers.every((a) => a.success),
         JSON.stringify(answers.find((a) => !a.success)),
@@ -303,28 +304,13 @@ describe(
         maxTimeoutSeconds: 60,
         extra: { feePayer },
       } as PaymentRequirements;
-      const payer = await createKeyPairSignerFromBytes(
-        getBase58Encoder().encode(solana.info.payerSecretKeys[0]!),
-      );
-      const partial = await new ExactSvmScheme(payer, {
-        rpcUrl: solana.info.rpcUrl,
-      }).createPaymentPayload(2, r);
-      const body = {
-        x402Version: 2,
-        paymentPayload: { x402Version: 2, accepted: r, payload: partial.payload },
-        paymentRequirements: r,
-      };
+      const body = await solanaPaymentRequest(solana.info, 0, r);
       const paid = async () => {
         const acct = solana.ledger.account(await associatedTokenAccount(address(r.payTo)));
         return acct.exists ? getTokenDecoder().decode(acct.data).amount : 0n;
       };
       const before = await paid();
-      const answers = await Promise.all(
-        Array.from({ length: 30 }, async (_, i) => {
-          const res = await post(urls[i % 2]!, "/settle", body, acc.apiKey, headers);
-          return (await res.json()) as { success: boolean; transaction: string };
-        }),
-      );
+      const answers = await settleAtOnce(urls, body, acc.apiKey, 30, headers);
       assert.ok(
         answers.every((a) => a.success),
         JSON.stringify(answers.find((a) => !a.success)),

@@ -70,3 +70,37 @@ export function post(
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
 }
+
+/** The body of `/verify` and `/settle` for a scheme payload, as the official client sends it. */
+export function paymentRequest(
+  requirements: PaymentRequirements,
+  payload: Record<string, unknown>,
+) {
+  return {
+    x402Version: 2,
+    paymentPayload: { x402Version: 2, accepted: requirements, payload } as PaymentPayload,
+    paymentRequirements: requirements,
+  };
+}
+
+export interface SettleAnswer {
+  success: boolean;
+  transaction: string;
+  errorReason?: string;
+}
+
+/** `copies` identical `/settle` calls at once, spread over `urls` in turn; their answers. */
+export function settleAtOnce(
+  urls: readonly string[],
+  body: unknown,
+  apiKey: string,
+  copies: number,
+  headers: Record<string, string> = {},
+): Promise<SettleAnswer[]> {
+  return Promise.all(
+    Array.from({ length: copies }, async (_, i) => {
+      const res = await post(urls[i % urls.length]!, "/settle", body, apiKey, headers);
+      return (await res.json()) as SettleAnswer;
+    }),
+  );
+}

@@ -16,6 +16,7 @@ import type { LocalAccount } from "viem/accounts";
 import { isAddress, type Hex, type PublicClient } from "viem";
 import { findEvmNetwork, type EvmNetwork } from "../../networks/registry.js";
 import { Reason } from "../../lib/reasons.js";
+import { networkNotServed, probeNetworks } from "../familySupport.js";
 import type {
   ChainFamily,
   NetworkProbe,
@@ -189,22 +190,13 @@ export class EvmChainAdapter implements ChainFamily {
     return this.runtimes.get(network)?.health.failedSince(sinceMs) ?? false;
   }
 
-  async probe(): Promise<NetworkProbe[]> {
-    return Promise.all(
-      [...this.runtimes.values()].map(async (r) => {
-        const host = r.hosts.join(",");
-        try {
-          await r.client.getBlockNumber({ cacheTime: 0 });
-          return { network: r.network.id, reachable: true, host };
-        } catch (e) {
-          return {
-            network: r.network.id,
-            reachable: false,
-            host,
-            error: e instanceof Error ? e.name : "error",
-          };
-        }
-      }),
+  probe(): Promise<NetworkProbe[]> {
+    return probeNetworks(
+      [...this.runtimes.values()].map((r) => ({
+        network: r.network.id,
+        host: r.hosts.join(","),
+        read: () => r.client.getBlockNumber({ cacheTime: 0 }),
+      })),
     );
   }
 
@@ -220,13 +212,7 @@ export class EvmChainAdapter implements ChainFamily {
   /** What became of an interrupted settlement (see reconcile.ts). */
   reconcile(pending: PendingSettlement): Promise<ReconcileOutcome> {
     const runtime = this.runtimes.get(pending.network);
-    if (!runtime) {
-      return Promise.resolve({
-        status: "failed",
-        reason: Reason.invalidNetwork,
-        message: `network ${pending.network} is no longer configured`,
-      });
-    }
+    if (!runtime) return Promise.resolve(networkNotServed(pending.network));
     return reconcileEvmSettlement(
       runtime.client,
       pending.request,

@@ -29,6 +29,7 @@ import {
 } from "@solana/kit";
 import { TOKEN_PROGRAM_ADDRESS, findAssociatedTokenPda } from "@solana-program/token";
 import { Reason } from "../../lib/reasons.js";
+import { networkNotServed, nothingWasSent, probeNetworks } from "../familySupport.js";
 import { findSvmNetwork, type SvmNetwork } from "../../networks/svm.js";
 import type {
   ChainFamily,
@@ -224,21 +225,13 @@ export class SvmChainAdapter implements ChainFamily {
     return this.runtimes.get(network)?.feePayers.rpc.getGenesisHash().send();
   }
 
-  async probe(): Promise<NetworkProbe[]> {
-    return Promise.all(
-      [...this.runtimes.values()].map(async (r) => {
-        try {
-          await r.feePayers.rpc.getSlot().send();
-          return { network: r.network.id, reachable: true, host: r.host };
-        } catch (e) {
-          return {
-            network: r.network.id,
-            reachable: false,
-            host: r.host,
-            error: e instanceof Error ? e.name : "error",
-          };
-        }
-      }),
+  probe(): Promise<NetworkProbe[]> {
+    return probeNetworks(
+      [...this.runtimes.values()].map((r) => ({
+        network: r.network.id,
+        host: r.host,
+        read: () => r.feePayers.rpc.getSlot().send(),
+      })),
     );
   }
 
@@ -250,21 +243,9 @@ export class SvmChainAdapter implements ChainFamily {
    */
   async reconcile(pending: PendingSettlement): Promise<ReconcileOutcome> {
     const r = this.runtimes.get(pending.network);
-    if (!r) {
-      return {
-        status: "failed",
-        reason: Reason.invalidNetwork,
-        message: `network ${pending.network} is no longer configured`,
-      };
-    }
+    if (!r) return networkNotServed(pending.network);
     const latest = pending.transactions[pending.transactions.length - 1];
-    if (!latest) {
-      return {
-        status: "failed",
-        reason: Reason.settlementInterrupted,
-        message: "the settlement was interrupted before anything was sent; nothing was transferred",
-      };
-    }
+    if (!latest) return nothingWasSent();
     const { value } = await r.feePayers.rpc
       .getSignatureStatuses([latest.reference as Signature], { searchTransactionHistory: true })
       .send();

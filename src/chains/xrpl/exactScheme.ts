@@ -42,14 +42,38 @@ export interface XrplSchemeSettings {
   pollMs: number;
 }
 
-/** What the chain says of one transaction. */
+/** What the chain says of one transaction, looked for in a range of ledgers. */
 export type TxStatus =
   | { state: "validated"; result: string; ledgerIndex: number }
+  /** Seen (in the open ledger or a queue), not in a validated ledger yet. */
   | { state: "unvalidated" }
-  | { state: "missing" };
+  /** In none of the ledgers of the range, and the node searched every one of them. */
+  | { state: "missing" }
+  /** Not found, but the node does not hold every ledger of the range (yet): nothing follows. */
+  | { state: "unknown" };
+
+/** The ledgers a payment can land in: after the one validated when it was checked, up to its LastLedgerSequence. */
+export interface LedgerRange {
+  first: number;
+  last: number;
+}
+
+/**
+ * rippled searches at most 1000 ledgers for a transaction; a payment that
+ * may land further ahead could never be proved missing.
+ */
+export const MAX_LEDGERS_AHEAD = 1000;
 
 type ChainChecked =
-  | { ok: true; tx: PaymentTx; blob: string; hash: string; payer: string }
+  | {
+      ok: true;
+      tx: PaymentTx;
+      blob: string;
+      hash: string;
+      payer: string;
+      /** The validated ledger when it was checked: the payment lands after it, if at all. */
+      validated: number;
+    }
   | { ok: false; reason: string; message: string; payer?: string };
 
 /** Engine results that mean the payer's funds, not the payment's shape. */
@@ -129,11 +153,11 @@ export class ExactXrplScheme implements SchemeNetworkFacilitator {
       };
     }
     const { tx, blob, hash, payer } = checked;
-    const lastLedger = tx.LastLedgerSequence!;
+    const range: LedgerRange = { first: checked.validated, last: tx.LastLedgerSequence! };
     await this.journal.sent({
       network: this.network.id,
       reference: hash,
-      detail: { blob, lastLedgerSequence: lastLedger, account: payer },
+      detail: { blob, firstLedger: range.first, lastLedgerSequence: range.last, account: payer },
     });
     const answer = (fields: Partial<SettleResponse>): SettleResponse => ({
       success: false,
@@ -158,11 +182,14 @@ export class ExactXrplScheme implements SchemeNetworkFacilitator {
           "the payment was submitted but the node's answer was lost; it is being followed",
       });
     }
-    // tem/tef/tel: rippled refused it outright and it can never be included.
-    // (tefPAST_SEQ can also mean this very transaction landed already: ask.)
-    if (/^(tem|tef|tel)/.test(preliminary)) {
-      const status = await this.status(hash).catch(() => ({ state: "missing" }) as TxStatus);
-      if (status.state === "missing") {
+    // tem/tef/tel, and tec under fail_hard: rippled refused it and did not
+    // apply it. Unless it is already in a ledger (the payer may have
+    // submitted these bytes elsewhere: tefPAST_SEQ), it never lands from here.
+    if (/^(tem|tef|tel|tec)/.test(preliminary)) {
+      const seen = await this.validatedLedger()
+        .then((validated) => this.status(hash, { first: range.first, last: validated }))
+        .catch(() => undefined);
+      if (seen?.state === "missing") {
         return answer({
           transaction: "",
           errorReason: reasonForResult(preliminary, XrplReason.transactionFailed),
@@ -172,21 +199,15 @@ export class ExactXrplScheme implements SchemeNetworkFacilitator {
     }
     const deadline = Date.now() + this.settings.settleTimeoutMs;
     for (;;) {
-      const status = await this.status(hash).catch(() => undefined);
+      const status = await this.status(hash, range).catch(() => undefined);
       if (status?.state === "validated") return this.finish(hash, status, payer, network);
-      const validated = await this.validatedLedger().catch(() => undefined);
-      if (validated !== undefined && validated > lastLedger) {
-        // Past its LastLedgerSequence a transaction can never be included;
-        // one last look closes the race with the ledger that just closed.
-        const last = await this.status(hash).catch(() => undefined);
-        if (last?.state === "validated") return this.finish(hash, last, payer, network);
-        if (last?.state === "missing") {
-          return answer({
-            transaction: "",
-            errorReason: XrplReason.expired,
-            errorMessage: `the payment was not validated by ledger ${lastLedger} (its LastLedgerSequence) and can no longer land; nothing was transferred`,
-          });
-        }
+      // Missing from every ledger up to its LastLedgerSequence: it can never land.
+      if (status?.state === "missing") {
+        return answer({
+          transaction: "",
+          errorReason: XrplReason.expired,
+          errorMessage: `the payment was not validated by ledger ${range.last} (its LastLedgerSequence) and can no longer land; nothing was transferred`,
+        });
       }
       if (Date.now() >= deadline) {
         return answer({
@@ -218,14 +239,23 @@ export class ExactXrplScheme implements SchemeNetworkFacilitator {
     };
   }
 
-  /** Where a transaction stands, by hash. */
-  async status(hash: string): Promise<TxStatus> {
+  /**
+   * Where a transaction stands. "Missing" only when rippled searched every
+   * ledger of the range (`searched_all`): a node with gaps in its history
+   * must never turn a payment that landed into a failure.
+   */
+  async status(hash: string, range: LedgerRange): Promise<TxStatus> {
     try {
       const r = await this.rpc.call<{
         validated?: boolean;
         ledger_index?: number;
         meta?: { TransactionResult?: string } | string;
-      }>("tx", { transaction: hash, binary: false });
+      }>("tx", {
+        transaction: hash,
+        binary: false,
+        min_ledger: range.first,
+        max_ledger: Math.max(range.first, range.last),
+      });
       if (r.validated && typeof r.meta === "object" && r.meta.TransactionResult) {
         return {
           state: "validated",
@@ -235,7 +265,9 @@ export class ExactXrplScheme implements SchemeNetworkFacilitator {
       }
       return { state: "unvalidated" };
     } catch (e) {
-      if (e instanceof XrplRpcError && e.code === "txnNotFound") return { state: "missing" };
+      if (e instanceof XrplRpcError && e.code === "txnNotFound") {
+        return e.data["searched_all"] === true ? { state: "missing" } : { state: "unknown" };
+      }
       throw e;
     }
   }
@@ -260,8 +292,10 @@ export class ExactXrplScheme implements SchemeNetworkFacilitator {
 
     const validated = await this.validatedLedger();
     const lastLedger = tx.LastLedgerSequence!;
-    const maxAhead =
-      Math.ceil(requirements.maxTimeoutSeconds / this.settings.minLedgerCloseSeconds) + 2;
+    const maxAhead = Math.min(
+      Math.ceil(requirements.maxTimeoutSeconds / this.settings.minLedgerCloseSeconds) + 2,
+      MAX_LEDGERS_AHEAD,
+    );
     if (lastLedger <= validated) {
       return fail(
         XrplReason.expired,
@@ -331,6 +365,6 @@ export class ExactXrplScheme implements SchemeNetworkFacilitator {
         `the ledger would not apply this payment: ${simulated.engine_result}${simulated.engine_result_message ? ` (${simulated.engine_result_message})` : ""}`,
       );
     }
-    return checked;
+    return { ...checked, validated };
   }
 }

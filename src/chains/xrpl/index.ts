@@ -18,7 +18,13 @@ import type {
   PreparedPayment,
   ReconcileOutcome,
 } from "../ports.js";
-import { ExactXrplScheme, reasonForResult, type XrplSchemeSettings } from "./exactScheme.js";
+import {
+  ExactXrplScheme,
+  MAX_LEDGERS_AHEAD,
+  reasonForResult,
+  type XrplSchemeSettings,
+} from "./exactScheme.js";
+import { networkNotServed, nothingWasSent, probeNetworks } from "../familySupport.js";
 import { XrplRpc } from "./rpc.js";
 import {
   XrplReason,
@@ -52,27 +58,27 @@ export class XrplChainAdapter implements ChainFamily {
     for (const { id, rpcUrl } of setup.networks) {
       const network = findXrplNetwork(id);
       if (!network) throw new Error(`unknown XRP Ledger network ${id}`);
-      const runtime = {} as XrplRuntime;
-      runtime.network = network;
-      runtime.lastTransportFailure = 0;
-      runtime.validated = undefined;
-      runtime.rpc = new XrplRpc({
+      // Both callbacks run later, once the runtime is in the map.
+      const runtime = () => this.runtimes.get(id)!;
+      const rpc = new XrplRpc({
         network: id,
         url: rpcUrl,
-        onTransportFailure: (at) => (runtime.lastTransportFailure = at),
+        onTransportFailure: (at) => (runtime().lastTransportFailure = at),
       });
-      runtime.scheme = new ExactXrplScheme(
+      const scheme = new ExactXrplScheme(
         network,
-        runtime.rpc,
-        () => this.validated(runtime),
+        rpc,
+        () => this.validated(runtime()),
         ctx.journal,
-        {
-          ...settings,
-          settleTimeoutMs: ctx.settleTimeoutMs,
-          pollMs: ctx.pollingIntervalMs ?? 500,
-        },
+        { ...settings, settleTimeoutMs: ctx.settleTimeoutMs, pollMs: ctx.pollingIntervalMs ?? 500 },
       );
-      this.runtimes.set(id, runtime);
+      this.runtimes.set(id, {
+        network,
+        rpc,
+        scheme,
+        validated: undefined,
+        lastTransportFailure: 0,
+      });
       this.schemes.set(id, ["exact"]);
     }
   }
@@ -133,49 +139,33 @@ export class XrplChainAdapter implements ChainFamily {
     return (this.runtimes.get(network)?.lastTransportFailure ?? 0) >= sinceMs;
   }
 
-  async probe(): Promise<NetworkProbe[]> {
-    return Promise.all(
-      [...this.runtimes.values()].map(async (r) => {
-        try {
-          await r.rpc.call("server_info");
-          return { network: r.network.id, reachable: true, host: r.rpc.host };
-        } catch (e) {
-          return {
-            network: r.network.id,
-            reachable: false,
-            host: r.rpc.host,
-            error: e instanceof Error ? e.name : "error",
-          };
-        }
-      }),
+  probe(): Promise<NetworkProbe[]> {
+    return probeNetworks(
+      [...this.runtimes.values()].map((r) => ({
+        network: r.network.id,
+        host: r.rpc.host,
+        read: () => r.rpc.call("server_info"),
+      })),
     );
   }
 
   /**
-   * From the ledger alone: a validated transaction decides it; one not found
-   * after the validated ledger passed its `LastLedgerSequence` never landed;
+   * From the ledger alone: a validated transaction decides it; one missing
+   * from every ledger up to its `LastLedgerSequence` never landed;
    * otherwise the same signed bytes are submitted again (harmless if they
-   * are already in) and the settlement stays pending.
+   * are already in, or expired) and the settlement stays pending.
    */
   async reconcile(pending: PendingSettlement): Promise<ReconcileOutcome> {
     const r = this.runtimes.get(pending.network);
-    if (!r) {
-      return {
-        status: "failed",
-        reason: Reason.invalidNetwork,
-        message: `network ${pending.network} is no longer configured`,
-      };
-    }
+    if (!r) return networkNotServed(pending.network);
     const latest = pending.transactions[pending.transactions.length - 1];
-    if (!latest) {
-      return {
-        status: "failed",
-        reason: Reason.settlementInterrupted,
-        message:
-          "the settlement was interrupted before anything was submitted; nothing was transferred",
-      };
-    }
-    const status = await r.scheme.status(latest.reference);
+    if (!latest) return nothingWasSent();
+    const last = Number(latest.detail["lastLedgerSequence"]);
+    const range = {
+      first: Number(latest.detail["firstLedger"] ?? last - MAX_LEDGERS_AHEAD),
+      last,
+    };
+    const status = await r.scheme.status(latest.reference, range);
     if (status.state === "validated") {
       return status.result === "tesSUCCESS"
         ? { status: "succeeded", transaction: latest.reference }
@@ -186,17 +176,15 @@ export class XrplChainAdapter implements ChainFamily {
             transaction: latest.reference,
           };
     }
-    const lastLedger = Number(latest.detail["lastLedgerSequence"]);
-    const validated = await this.validated(r);
-    if (status.state === "missing" && Number.isFinite(lastLedger) && validated > lastLedger) {
+    if (status.state === "missing") {
       return {
         status: "failed",
         reason: XrplReason.expired,
-        message: `the payment was not validated by its LastLedgerSequence (${lastLedger}) and can no longer land; nothing was transferred`,
+        message: `the payment was not validated by its LastLedgerSequence (${last}) and can no longer land; nothing was transferred`,
       };
     }
     const blob = latest.detail["blob"];
-    if (status.state === "missing" && typeof blob === "string") {
+    if (status.state === "unknown" && typeof blob === "string") {
       await r.rpc.call("submit", { tx_blob: blob, fail_hard: true }).catch(() => undefined);
     }
     return { status: "pending", transaction: latest.reference };

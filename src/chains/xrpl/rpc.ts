@@ -14,6 +14,8 @@ export class XrplRpcError extends Error {
   constructor(
     readonly code: string,
     message: string,
+    /** The whole error answer (`tx` adds `searched_all`, for one). */
+    readonly data: Record<string, unknown> = {},
   ) {
     super(message);
     this.name = "XrplRpcError";
@@ -79,7 +81,7 @@ export class XrplRpc {
           `the ${this.opts.network} node is not in sync (${code})`,
         );
       }
-      throw new XrplRpcError(code, String(result["error_message"] ?? code));
+      throw new XrplRpcError(code, String(result["error_message"] ?? code), result);
     }
     return result as T;
   }

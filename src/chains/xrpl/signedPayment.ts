@@ -61,7 +61,6 @@ export interface PaymentTx {
   Destination?: string;
   DestinationTag?: number;
   Amount?: string | IssuedAmount;
-  DeliverMax?: string | IssuedAmount;
   SendMax?: string | IssuedAmount;
   DeliverMin?: unknown;
   Paths?: unknown;
@@ -244,10 +243,8 @@ function checkAmount(
 ): { reason: string; message: string } | undefined {
   const asset = requiredAsset(requirements);
   if (typeof asset === "string") return { reason: XrplReason.requirements, message: asset };
-  if (tx.DeliverMax !== undefined && tx.Amount !== undefined && tx.DeliverMax !== tx.Amount) {
-    return { reason: XrplReason.amount, message: "set Amount or DeliverMax, not both" };
-  }
-  const amount = tx.Amount ?? tx.DeliverMax;
+  // The binary form has only `Amount` (`DeliverMax` is its JSON alias).
+  const amount = tx.Amount;
   if (
     tx.Paths !== undefined ||
     tx.DeliverMin !== undefined ||
@@ -322,11 +319,7 @@ function checkInvoice(tx: PaymentTx, requirements: PaymentRequirements): string 
   if (tx.InvoiceID !== undefined && tx.InvoiceID.toUpperCase() !== wantHash) {
     return "InvoiceID must be the SHA-256 of extra.invoiceId";
   }
-  const memoMatches = memoData.includes(wantMemo);
-  if (memoData.length > 0 && !memoMatches && tx.InvoiceID === undefined) {
-    return "a memo must carry extra.invoiceId (or set InvoiceID to its SHA-256)";
-  }
-  if (tx.InvoiceID === undefined && !memoMatches) {
+  if (tx.InvoiceID === undefined && !memoData.includes(wantMemo)) {
     return "the payment must carry extra.invoiceId: InvoiceID set to its SHA-256, or a memo with it";
   }
   return undefined;

@@ -7,9 +7,8 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { ExactSvmScheme } from "@x402/svm/exact/client";
-import { address, createKeyPairSignerFromBytes, getBase58Encoder } from "@solana/kit";
+import type { PaymentRequirements } from "@x402/core/types";
+import { address } from "@solana/kit";
 import { getTokenDecoder } from "@solana-program/token";
 import {
   associatedTokenAccount,
@@ -24,6 +23,7 @@ import type { PaymentFacilitator } from "../../../src/facilitator/paymentFacilit
 import { createLogger } from "../../../src/lib/logger.js";
 import { startRpcProxy, type RpcProxy } from "../../support/rpcProxy.js";
 import { until } from "../../support/processes.js";
+import { solanaPaymentRequest } from "../../support/solanaPayments.js";
 
 const NETWORK = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
 
@@ -82,21 +82,7 @@ describe("a Solana RPC outage", () => {
       maxTimeoutSeconds: 60,
       extra: { feePayer },
     } as PaymentRequirements;
-    const payer = await createKeyPairSignerFromBytes(
-      getBase58Encoder().encode(devnet.info.payerSecretKeys[0]!),
-    );
-    const partial = await new ExactSvmScheme(payer, {
-      rpcUrl: devnet.info.rpcUrl,
-    }).createPaymentPayload(2, requirements);
-    const request = {
-      x402Version: 2,
-      paymentPayload: {
-        x402Version: 2,
-        accepted: requirements,
-        payload: partial.payload,
-      } as PaymentPayload,
-      paymentRequirements: requirements,
-    };
+    const request = await solanaPaymentRequest(devnet.info, 0, requirements);
     const paid = async () => {
       const acc = devnet.ledger.account(await associatedTokenAccount(address(devnet.info.payTo)));
       return acc.exists ? getTokenDecoder().decode(acc.data).amount : -1n;

@@ -7,13 +7,13 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import type { PaymentRequirements } from "@x402/core/types";
 import { Client, Wallet } from "xrpl";
 import { XRPL_MAINNET } from "../../../devnet/xrpl/index.js";
 import { paymentFor } from "../../../src/clients/xrpl/exactClient.js";
 import { startStack, type TestStack } from "../../support/stack.js";
 import { startRpcProxy, type RpcProxy } from "../../support/rpcProxy.js";
-import { post } from "../../support/payments.js";
+import { paymentRequest, post } from "../../support/payments.js";
 import { until } from "../../support/processes.js";
 
 describe("XRP Ledger outages and slow validation", () => {
@@ -50,25 +50,14 @@ describe("XRP Ledger outages and slow validation", () => {
     maxTimeoutSeconds: 300,
     extra: { areFeesSponsored: false },
   });
-  const signed = async (i: number, req: PaymentRequirements) => {
+  /** Payer `i`'s payment, valid for `ledgersAhead` ledgers past the validated one. */
+  const signed = async (i: number, req: PaymentRequirements, ledgersAhead = 60) => {
     const wallet = Wallet.fromSeed(stack.xrpl!.info.payerSeeds[i]!);
     const tx = await ws.autofill({
       ...paymentFor(wallet.classicAddress, req),
-      LastLedgerSequence: (await ws.getLedgerIndex()) + 60,
+      LastLedgerSequence: (await ws.getLedgerIndex()) + ledgersAhead,
     });
-    const blob = wallet.sign(tx).tx_blob;
-    return {
-      wallet,
-      body: {
-        x402Version: 2,
-        paymentPayload: {
-          x402Version: 2,
-          accepted: req,
-          payload: { signedTxBlob: blob },
-        } as PaymentPayload,
-        paymentRequirements: req,
-      },
-    };
+    return { wallet, body: paymentRequest(req, { signedTxBlob: wallet.sign(tx).tx_blob }) };
   };
   const rowsOf = (payer: string, amount: string) =>
     stack.service.db
@@ -104,6 +93,28 @@ describe("XRP Ledger outages and slow validation", () => {
     assert.equal(ok.success, true, JSON.stringify(ok));
     const fee = BigInt(String(ledger().transaction(ok.transaction)!.tx["Fee"]));
     assert.equal(ledger().xrpBalance(wallet.classicAddress), before - 1111n - fee);
+  });
+
+  test("a node without the history to prove a payment missing: pending, never a failure", async () => {
+    // A short LastLedgerSequence that passes well within the time budget.
+    const { wallet, body: short } = await signed(2, requirements("3333"), 2);
+    const before = ledger().xrpBalance(wallet.classicAddress);
+    ledger().withhold = true;
+    ledger().retainLedgers = 1;
+    let out: { success: boolean; errorReason?: string; transaction: string };
+    try {
+      out = (await (await post(stack.url, "/settle", short, stack.apiKey)).json()) as typeof out;
+    } finally {
+      ledger().retainLedgers = 10_000;
+      ledger().release();
+    }
+    assert.equal(out.success, false);
+    assert.equal(out.errorReason, "settlement_pending");
+    assert.equal(ledger().xrpBalance(wallet.classicAddress), before);
+    assert.deepEqual(
+      (await rowsOf(wallet.classicAddress, "3333")).map((r) => r.status),
+      ["pending"],
+    );
   });
 
   test("not validated in time: settlement_pending with the hash; a retry once it lands answers success, one payment", async () => {
