@@ -1,0 +1,318 @@
+/**
+ * The facilitator's NEAR relayers on one network: the accounts that wrap a
+ * payer's signed delegate action in an outer transaction and pay its gas.
+ *
+ * - Each access key is a lane with its own nonce: sends on one lane are
+ *   serialised (nonce, sign, journal, send), so nonces reach the node in
+ *   order; several keys (on one account or several) settle in parallel.
+ * - A nonce the node refuses (another process used the key) is re-read from
+ *   the chain and the delegate re-wrapped: the refused transaction never
+ *   entered a pool, so nothing can land twice.
+ * - Replicas sharing a database each hold a fair share of the keys by lease,
+ *   and a key taken over re-reads its nonce.
+ * - An account whose NEAR falls below the floor leaves the rotation (log
+ *   line, metric) until it is topped up.
+ * - Before a transaction leaves, its hash and bytes are journaled: a crash
+ *   right after can follow or re-send exactly it.
+ */
+import type { KeyPair, PublicKey } from "@near-js/crypto";
+import { KeyPairSigner } from "@near-js/signers";
+import { actionCreators, createTransaction, type SignedDelegate } from "@near-js/transactions";
+import { baseEncode } from "@near-js/utils";
+import type { Logger } from "../../lib/logger.js";
+import { ChainUnavailableError, type SignerLeases, type TransactionJournal } from "../ports.js";
+import { NearRpcError, type NearRpc } from "./rpc.js";
+import type { DecodedDelegate } from "./signedDelegate.js";
+
+export interface RelayerKey {
+  accountId: string;
+  keyPair: KeyPair;
+}
+
+export interface RelayerOptions {
+  network: string;
+  rpc: NearRpc;
+  keys: readonly RelayerKey[];
+  journal: TransactionJournal;
+  log: Logger;
+  /** Accounts holding less NEAR (yocto) leave the rotation. */
+  minBalanceYocto: bigint;
+  onSignerHealth?: (accountId: string, healthy: boolean, yocto: bigint) => void;
+  leases?: { port: SignerLeases; holder: string; ttlMs?: number; heartbeatMs?: number };
+}
+
+interface Lane {
+  accountId: string;
+  publicKey: string;
+  key: PublicKey;
+  /** The id leases know it by. */
+  leaseId: string;
+  signer: KeyPairSigner;
+  /** The last nonce used (undefined: read it from the chain first). */
+  nonce: bigint | undefined;
+  tail: Promise<unknown>;
+  inFlight: number;
+  leased: boolean;
+}
+
+/** A relayed payment: the outer transaction's hash and the account that signed it. */
+export interface Relayed {
+  hash: string;
+  relayer: string;
+  /** The node's answer to the send was lost: follow the hash, never call it failed. */
+  ambiguous: boolean;
+}
+
+const MAX_NONCE_RETRIES = 3;
+
+export class NearRelayers {
+  private readonly lanes: Lane[];
+  private readonly healthy = new Set<string>();
+  private timers: NodeJS.Timeout[] = [];
+  private cursor = 0;
+
+  constructor(private readonly opts: RelayerOptions) {
+    if (opts.keys.length === 0)
+      throw new Error(`${opts.network}: at least one relayer key is needed`);
+    this.lanes = opts.keys.map((k) => {
+      const publicKey = k.keyPair.getPublicKey().toString();
+      return {
+        accountId: k.accountId,
+        publicKey,
+        key: k.keyPair.getPublicKey(),
+        leaseId: `${k.accountId}/${publicKey}`,
+        signer: new KeyPairSigner(k.keyPair),
+        nonce: undefined,
+        tail: Promise.resolve(),
+        inFlight: 0,
+        leased: !opts.leases,
+      };
+    });
+    for (const l of this.lanes) this.healthy.add(l.accountId);
+  }
+
+  /** Every relayer account (each accepted; all listed in /supported). */
+  accounts(): string[] {
+    return [...new Set(this.lanes.map((l) => l.accountId))];
+  }
+
+  async start(checkEveryMs = 30_000): Promise<void> {
+    await this.checkBalances();
+    this.timers.push(setInterval(() => void this.checkBalances(), checkEveryMs));
+    if (this.opts.leases) {
+      await this.syncLeases();
+      const deadline = Date.now() + (this.opts.leases.ttlMs ?? 6_000) + 1_000;
+      // After a crash, wait for the dead holder's leases rather than start with none.
+      while (!this.lanes.some((l) => l.leased) && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 500));
+        await this.syncLeases();
+      }
+      this.timers.push(
+        setInterval(() => void this.syncLeases(), this.opts.leases.heartbeatMs ?? 2_000),
+      );
+    }
+    for (const t of this.timers) t.unref();
+  }
+
+  async stop(): Promise<void> {
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    if (this.opts.leases) {
+      for (const l of this.lanes) l.leased = false;
+      await this.opts.leases.port.releaseAll(this.opts.leases.holder).catch(() => undefined);
+    }
+  }
+
+  async checkBalances(): Promise<void> {
+    await Promise.all(
+      this.accounts().map(async (accountId) => {
+        try {
+          const view = await this.opts.rpc.query<{ amount: string; locked: string }>(
+            "view_account",
+            {
+              account_id: accountId,
+            },
+          );
+          const yocto = BigInt(view.amount);
+          const ok = yocto >= this.opts.minBalanceYocto;
+          if (ok !== this.healthy.has(accountId)) {
+            this.opts.log[ok ? "info" : "warn"](
+              { network: this.opts.network, relayer: accountId, yocto: yocto.toString() },
+              ok ? "relayer back in rotation" : "relayer low on NEAR: taken out of rotation",
+            );
+          }
+          if (ok) this.healthy.add(accountId);
+          else this.healthy.delete(accountId);
+          this.opts.onSignerHealth?.(accountId, ok, yocto);
+        } catch (e) {
+          this.opts.log.warn(
+            { err: String(e), network: this.opts.network, relayer: accountId },
+            "could not read relayer balance",
+          );
+        }
+      }),
+    );
+  }
+
+  private async syncLeases(): Promise<void> {
+    const leases = this.opts.leases!;
+    try {
+      const held = new Set(
+        await leases.port.sync({
+          network: this.opts.network,
+          addresses: this.lanes.map((l) => l.leaseId),
+          holder: leases.holder,
+          ttlMs: leases.ttlMs ?? 6_000,
+          releasable: this.lanes.filter((l) => l.leased && l.inFlight === 0).map((l) => l.leaseId),
+        }),
+      );
+      for (const lane of this.lanes) {
+        const now = held.has(lane.leaseId.toLowerCase());
+        // Another replica may have used this key meanwhile.
+        if (now && !lane.leased) lane.nonce = undefined;
+        lane.leased = now;
+      }
+    } catch (e) {
+      this.opts.log.warn(
+        { err: String(e), network: this.opts.network },
+        "could not renew relayer leases",
+      );
+    }
+  }
+
+  /** The lane for the next payment: leased, on a funded account, least busy. */
+  private pick(): Lane {
+    const usable = this.lanes.filter((l) => l.leased);
+    if (usable.length === 0) {
+      throw new ChainUnavailableError(
+        this.opts.network,
+        "no relayer key is available to this replica right now",
+      );
+    }
+    const funded = usable.filter((l) => this.healthy.has(l.accountId));
+    const pool = funded.length > 0 ? funded : usable;
+    const start = this.cursor++ % pool.length;
+    let best = pool[start]!;
+    for (let i = 1; i < pool.length; i++) {
+      const l = pool[(start + i) % pool.length]!;
+      if (l.inFlight < best.inFlight) best = l;
+    }
+    return best;
+  }
+
+  /**
+   * Wraps the payer's signed delegate in a transaction from one of our
+   * relayers to the payer's account, journals it, and hands it to the node.
+   * Resolves once the node has accepted it into its pool (or the answer was
+   * lost: `ambiguous`). The outcome is followed separately.
+   */
+  async relay(
+    delegate: DecodedDelegate,
+    blockHash: Uint8Array,
+    detail: Record<string, unknown>,
+  ): Promise<Relayed> {
+    const lane = this.pick();
+    lane.inFlight++;
+    try {
+      let replaces: string | undefined;
+      for (let attempt = 1; ; attempt++) {
+        const run = lane.tail.then(() =>
+          this.sendOnce(lane, delegate, blockHash, detail, replaces),
+        );
+        lane.tail = run.catch(() => undefined);
+        const sent = await run;
+        if (sent.kind === "sent") return sent.relayed;
+        replaces = sent.hash;
+        if (attempt >= MAX_NONCE_RETRIES) {
+          throw new ChainUnavailableError(
+            this.opts.network,
+            `relayer ${lane.accountId} could not get a nonce accepted after ${attempt} attempts`,
+          );
+        }
+      }
+    } finally {
+      lane.inFlight--;
+    }
+  }
+
+  private async sendOnce(
+    lane: Lane,
+    delegate: DecodedDelegate,
+    blockHash: Uint8Array,
+    detail: Record<string, unknown>,
+    replaces: string | undefined,
+  ): Promise<{ kind: "sent"; relayed: Relayed } | { kind: "nonce"; hash: string }> {
+    if (lane.nonce === undefined) {
+      const key = await this.opts.rpc.call<{ nonce: number | string }>("query", {
+        request_type: "view_access_key",
+        finality: "optimistic",
+        account_id: lane.accountId,
+        public_key: lane.publicKey,
+      });
+      lane.nonce = BigInt(key.nonce);
+    }
+    const nonce = lane.nonce + 1n;
+    const action = actionCreators.signedDelegate({
+      delegateAction: delegate.delegateAction,
+      signature: delegate.signature,
+    } as unknown as SignedDelegate);
+    const tx = createTransaction(
+      lane.accountId,
+      lane.key,
+      delegate.senderId,
+      nonce,
+      [action],
+      blockHash,
+    );
+    const [hashBytes, signed] = await lane.signer.signTransaction(tx);
+    const hash = baseEncode(hashBytes);
+    const base64 = Buffer.from(signed.encode()).toString("base64");
+    await this.opts.journal.sent({
+      network: this.opts.network,
+      reference: hash,
+      signer: lane.accountId,
+      ...(replaces ? { replaces } : {}),
+      detail: { ...detail, signedTransaction: base64, relayer: lane.accountId },
+    });
+    lane.nonce = nonce;
+    try {
+      await this.opts.rpc.call("send_tx", { signed_tx_base64: base64, wait_until: "NONE" });
+      return { kind: "sent", relayed: { hash, relayer: lane.accountId, ambiguous: false } };
+    } catch (e) {
+      if (e instanceof NearRpcError && e.causeName === "INVALID_TRANSACTION") {
+        if (e.names("InvalidNonce") || e.names("NonceTooLarge")) {
+          lane.nonce = undefined;
+          this.opts.log.warn(
+            { network: this.opts.network, relayer: lane.accountId, tx: hash },
+            "relayer nonce was taken elsewhere: re-reading it and wrapping again",
+          );
+          return { kind: "nonce", hash };
+        }
+        if (e.names("NotEnoughBalance")) {
+          this.healthy.delete(lane.accountId);
+          throw new ChainUnavailableError(
+            this.opts.network,
+            `relayer ${lane.accountId} cannot pay for the transaction: top it up`,
+            { cause: e },
+          );
+        }
+        // Our own transaction was refused for a reason of ours (key, chain, expiry of the block hash).
+        lane.nonce = undefined;
+        throw new ChainUnavailableError(
+          this.opts.network,
+          `the node refused the relayer's transaction: ${e.message}`,
+          { cause: e },
+        );
+      }
+      if (e instanceof ChainUnavailableError) {
+        // It may have reached the node: the same bytes are the same transaction, so follow the hash.
+        this.opts.log.warn(
+          { network: this.opts.network, tx: hash },
+          "the node's answer to a send was lost; following the transaction",
+        );
+        return { kind: "sent", relayed: { hash, relayer: lane.accountId, ambiguous: true } };
+      }
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * The NEAR family's configuration, from the environment:
+ *
+ * - `NEAR_RPC_URL`: a nearcore JSON-RPC URL (serves `near:mainnet`);
+ * - `NEAR_RELAYER_KEYS` / `NEAR_RELAYER_KEYS_FILE`: the relayers' full-access
+ *   keys, `account_id:ed25519:<base58 secret>` each, comma- or
+ *   line-separated (never logged). Several keys of one account settle in
+ *   parallel, each with its own nonce;
+ * - `NEAR_MIN_RELAYER_BALANCE`: NEAR below which a relayer account leaves
+ *   the rotation (default 1);
+ * - `NEAR_MIN_GAS_TGAS`, `NEAR_MAX_GAS_TGAS`: the gas an `ft_transfer` may
+ *   attach (default 5 to 100 TGas): less runs out before the transfer, more
+ *   only makes our relayer prepay for nothing;
+ * - `NEAR_MIN_BLOCK_SECONDS`: the fastest block time assumed when bounding
+ *   `max_block_height` by `maxTimeoutSeconds` (default 1, what clients use).
+ */
+import { readFileSync } from "node:fs";
+import { parseNearAmount } from "@near-js/utils";
+import { NEAR_MAINNET_ID } from "../networks/near.js";
+import { ConfigError } from "./configError.js";
+
+export interface NearConfig {
+  setup: { networks: { id: string; rpcUrl: string }[]; relayerKeys: string[] } | undefined;
+  settings: {
+    minRelayerBalanceYocto: bigint;
+    minGas: bigint;
+    maxGas: bigint;
+    minBlockSeconds: number;
+  };
+}
+
+const RELAYER_KEY = /^[a-z0-9._-]{2,64}:(ed25519|secp256k1):[1-9A-HJ-NP-Za-km-z]{40,140}$/;
+const TGAS = 10n ** 12n;
+
+function tgas(env: NodeJS.ProcessEnv, name: string, fallback: number): bigint {
+  const raw = env[name]?.trim() || String(fallback);
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 300) {
+    throw new ConfigError(`${name} must be a whole number of TGas from 1 to 300, got "${raw}"`);
+  }
+  return BigInt(n) * TGAS;
+}
+
+export function parseNearConfig(env: NodeJS.ProcessEnv): NearConfig {
+  const inline = env["NEAR_RELAYER_KEYS"];
+  const file = env["NEAR_RELAYER_KEYS_FILE"];
+  if (inline && file)
+    throw new ConfigError("set either NEAR_RELAYER_KEYS or NEAR_RELAYER_KEYS_FILE, not both");
+  let raw = inline ?? "";
+  if (file) {
+    try {
+      raw = readFileSync(file, "utf8");
+    } catch (e) {
+      throw new ConfigError(
+        `NEAR_RELAYER_KEYS_FILE: cannot read ${file} (${(e as Error).message})`,
+      );
+    }
+  }
+  const relayerKeys = raw
+    .split(/[\n,]/)
+    .map((l) => l.replace(/#.*$/, "").trim())
+    .filter(Boolean);
+  relayerKeys.forEach((k, i) => {
+    if (!RELAYER_KEY.test(k)) {
+      throw new ConfigError(
+        `NEAR_RELAYER_KEYS entry ${i + 1} must read account_id:ed25519:<base58 secret key> (a full-access key of the relayer account)`,
+      );
+    }
+  });
+  const rpcUrl = env["NEAR_RPC_URL"]?.trim();
+  if (rpcUrl && !/^https?:\/\//.test(rpcUrl)) {
+    throw new ConfigError("NEAR_RPC_URL must be an http(s) URL, e.g. https://rpc.mainnet.near.org");
+  }
+  if (Boolean(rpcUrl) !== relayerKeys.length > 0) {
+    throw new ConfigError(
+      rpcUrl
+        ? "NEAR_RPC_URL is set but no relayer keys: set NEAR_RELAYER_KEYS_FILE (or NEAR_RELAYER_KEYS)"
+        : "NEAR_RELAYER_KEYS is set but no RPC: set NEAR_RPC_URL",
+    );
+  }
+  const minBalance = env["NEAR_MIN_RELAYER_BALANCE"]?.trim() || "1";
+  const yocto = /^\d+(\.\d{1,24})?$/.test(minBalance) ? parseNearAmount(minBalance) : null;
+  if (!yocto) {
+    throw new ConfigError(
+      `NEAR_MIN_RELAYER_BALANCE must be an amount of NEAR such as 1 or 0.5, got "${minBalance}"`,
+    );
+  }
+  const minGas = tgas(env, "NEAR_MIN_GAS_TGAS", 5);
+  const maxGas = tgas(env, "NEAR_MAX_GAS_TGAS", 100);
+  if (minGas > maxGas) throw new ConfigError("NEAR_MIN_GAS_TGAS must not exceed NEAR_MAX_GAS_TGAS");
+  const blockRaw = env["NEAR_MIN_BLOCK_SECONDS"]?.trim() || "1";
+  const block = Number(blockRaw);
+  if (!Number.isFinite(block) || block < 0.1 || block > 10) {
+    throw new ConfigError("NEAR_MIN_BLOCK_SECONDS must be a number of seconds from 0.1 to 10");
+  }
+  return {
+    setup: rpcUrl ? { networks: [{ id: NEAR_MAINNET_ID, rpcUrl }], relayerKeys } : undefined,
+    settings: { minRelayerBalanceYocto: BigInt(yocto), minGas, maxGas, minBlockSeconds: block },
+  };
+}
