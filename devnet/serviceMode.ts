@@ -12,6 +12,7 @@ import { startDevnet, readDevnetFile, updateDevnetFile, type Devnet } from "./in
 import { addDevnetNetwork } from "./devnetFile.js";
 import { SOLANA_MAINNET, startSolanaDevnet, type RunningSolana } from "./svm/index.js";
 import { XRPL_MAINNET, startXrplLedger, type RunningXrpl } from "./xrpl/index.js";
+import { NEAR_MAINNET, startNearLedger, type RunningNear } from "./near/index.js";
 import type { Config } from "../src/config/index.js";
 import type { ChainSetup } from "../src/app.js";
 import type { Db } from "../src/storage/db.js";
@@ -26,6 +27,8 @@ export interface RunningDevnet {
   solana: RunningSolana | undefined;
   /** The local XRP Ledger, when DEVNET_NETWORKS names xrpl:0. */
   xrpl: RunningXrpl | undefined;
+  /** The local NEAR chain, when DEVNET_NETWORKS names near:mainnet. */
+  near: RunningNear | undefined;
   chains: ChainSetup;
   /** The API key from the previous run, if the file had one. */
   previousApiKey: string | undefined;
@@ -47,7 +50,6 @@ export async function bootDevnet(
     `starting devnet: ${config.devnet.networks.join(", ")} (block time ${config.devnet.blockTimeSeconds === 0 ? "one block per transaction" : `${config.devnet.blockTimeSeconds}s`})…`,
   );
   const evmIds = config.devnet.networks.filter((id) => id.startsWith("eip155:"));
-  const wantsSolana = config.devnet.networks.includes(SOLANA_MAINNET);
   const devnet = await startDevnet({
     networks: evmIds.length > 0 ? evmIds : ["eip155:8453"],
     blockTimeSeconds: config.devnet.blockTimeSeconds,
@@ -56,37 +58,43 @@ export async function bootDevnet(
     // Beside the database, which outlives restarts the same way.
     stateDir: join(config.dataDir, "devnet-chains"),
   });
-  let solana: RunningSolana | undefined;
-  if (wantsSolana) {
-    progress(`starting the local Solana ledger for ${SOLANA_MAINNET} (LiteSVM)…`);
+  // Chains started so far, stopped together if a later one fails.
+  const started: { stop(): Promise<unknown> }[] = [devnet];
+  const startLedger = async <T extends { stop(): Promise<unknown>; info: object }>(
+    id: string,
+    what: string,
+    start: () => Promise<T>,
+  ): Promise<T | undefined> => {
+    if (!config.devnet.networks.includes(id)) return undefined;
+    progress(`starting ${what} for ${id}…`);
     try {
-      solana = await startSolanaDevnet({});
-      await addDevnetNetwork(config.devnet.file, SOLANA_MAINNET, solana.info);
+      const ledger = await start();
+      started.push(ledger);
+      await addDevnetNetwork(config.devnet.file, id, ledger.info);
+      return ledger;
     } catch (e) {
-      await solana?.stop();
-      await devnet.stop();
+      await Promise.all(started.map((s) => s.stop()));
       throw e;
     }
-  }
-  let xrpl: RunningXrpl | undefined;
-  if (config.devnet.networks.includes(XRPL_MAINNET)) {
-    progress(`starting the local XRP Ledger for ${XRPL_MAINNET} (a ledger close every second)…`);
-    try {
-      xrpl = await startXrplLedger({});
-      await addDevnetNetwork(config.devnet.file, XRPL_MAINNET, xrpl.info);
-    } catch (e) {
-      await xrpl?.stop();
-      await solana?.stop();
-      await devnet.stop();
-      throw e;
-    }
-  }
+  };
+  const solana = await startLedger(SOLANA_MAINNET, "the local Solana ledger (LiteSVM)", () =>
+    startSolanaDevnet({}),
+  );
+  const xrpl = await startLedger(
+    XRPL_MAINNET,
+    "the local XRP Ledger (a ledger close every second)",
+    () => startXrplLedger({}),
+  );
+  const near = await startLedger(NEAR_MAINNET, "the local NEAR chain (a block every second)", () =>
+    startNearLedger({}),
+  );
   const infos = Object.entries(devnet.networks);
   const keys = infos[0]?.[1].facilitatorPrivateKeys ?? [];
   return {
     devnet,
     solana,
     xrpl,
+    near,
     previousApiKey,
     chains: {
       evm: {
@@ -102,9 +110,17 @@ export async function bootDevnet(
           }
         : {}),
       ...(xrpl ? { xrpl: { networks: [{ id: XRPL_MAINNET, rpcUrl: xrpl.info.rpcUrl }] } } : {}),
+      ...(near
+        ? {
+            near: {
+              networks: [{ id: NEAR_MAINNET, rpcUrl: near.info.rpcUrl }],
+              relayerKeys: near.info.relayers.map((r) => `${r.accountId}:${r.secretKey}`),
+            },
+          }
+        : {}),
     },
     async stop() {
-      await Promise.all([devnet.stop(), solana?.stop(), xrpl?.stop()]);
+      await Promise.all(started.map((s) => s.stop()));
     },
   };
 }

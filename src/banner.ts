@@ -5,6 +5,7 @@
 import type { Devnet } from "../devnet/index.js";
 import type { SolanaNetworkInfo } from "../devnet/svm/index.js";
 import type { XrplNetworkInfo } from "../devnet/xrpl/index.js";
+import type { NearNetworkInfo } from "../devnet/near/index.js";
 import type { Service } from "./app.js";
 
 const RULE = "=".repeat(78);
@@ -17,6 +18,7 @@ export function printDevnetBanner(opts: {
   dbKind: string;
   solana?: SolanaNetworkInfo;
   xrpl?: XrplNetworkInfo;
+  near?: NearNetworkInfo;
 }): void {
   const { url, apiKey, devnet, file } = opts;
   const nets = [
@@ -35,6 +37,9 @@ export function printDevnetBanner(opts: {
       ? [
           `    ${"xrpl:0".padEnd(16)} ${opts.xrpl.wsUrl}   XRP, RLUSD ${opts.xrpl.assets.RLUSD.issuer}`,
         ]
+      : []),
+    ...(opts.near
+      ? [`    ${"near:mainnet".padEnd(16)} ${opts.near.rpcUrl}   USDC ${opts.near.asset}`]
       : []),
   ].join("\n");
   const lines = [

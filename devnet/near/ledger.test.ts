@@ -175,7 +175,7 @@ describe("local NEAR chain", () => {
     assert.match(JSON.stringify(stale.error), /InvalidNonce/);
 
     const bytes = Buffer.from((await relay(sd)).base64, "base64");
-    bytes[bytes.length - 1] ^= 1;
+    bytes[bytes.length - 1]! ^= 1;
     const bad = await post(near.info.rpcUrl, "send_tx", {
       signed_tx_base64: bytes.toString("base64"),
       wait_until: "NONE",

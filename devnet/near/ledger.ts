@@ -250,6 +250,11 @@ export class NearLedger {
     this.holding = true;
   }
 
+  /** Transactions accepted and not in a block yet (held ones included). */
+  get waiting(): number {
+    return this.pool.length + this.held.length;
+  }
+
   release(): void {
     this.holding = false;
     this.pool.push(...this.held);

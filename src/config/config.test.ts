@@ -15,10 +15,11 @@ test("no chain configuration means devnet mode with sane defaults", () => {
   assert.equal(c.bodyLimitBytes, 65536);
   assert.ok(c.settleTimeoutMs < 90_000, "below the official client's 90 s timeout");
   // Every network production can serve, so a fresh start lists what production lists.
-  assert.equal(c.devnet.networks.length, 13);
+  assert.equal(c.devnet.networks.length, 14);
   assert.ok(c.devnet.networks.includes("eip155:4663"));
   assert.ok(c.devnet.networks.includes("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"));
   assert.ok(c.devnet.networks.includes("xrpl:0"));
+  assert.ok(c.devnet.networks.includes("near:mainnet"));
   assert.deepEqual(loadConfig({ DEVNET_NETWORKS: "eip155:8453" }).devnet.networks, ["eip155:8453"]);
   assert.equal(c.devnet.blockTimeSeconds, 1);
 });
@@ -78,8 +79,9 @@ test("invalid values name the variable", () => {
 
 test("DEVNET_NETWORKS=all lists every network, the Permit2 (USDG) one and Solana included", () => {
   const c = loadConfig({ DEVNET_NETWORKS: "all" });
-  assert.equal(c.devnet.networks.length, 13);
+  assert.equal(c.devnet.networks.length, 14);
   assert.ok(c.devnet.networks.includes("xrpl:0"));
+  assert.ok(c.devnet.networks.includes("near:mainnet"));
   assert.ok(c.devnet.networks.includes("eip155:4663"));
   assert.ok(c.devnet.networks.includes("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"));
 });
@@ -148,5 +150,33 @@ test("the XRP Ledger alone is a production configuration: one JSON-RPC URL, no k
   assert.throws(
     () => loadConfig({ XRPL_RPC_URL: "https://x.example", XRPL_MAX_FEE_DROPS: "5" }),
     /XRPL_MAX_FEE_DROPS/,
+  );
+});
+
+test("NEAR is a production configuration: an RPC URL and relayer keys, both or neither", () => {
+  const relayer = `relayer.near:ed25519:${"3".repeat(87)}`;
+  const c = loadConfig({ NEAR_RPC_URL: "https://near.example", NEAR_RELAYER_KEYS: relayer });
+  assert.equal(c.mode, "production");
+  assert.deepEqual(c.chains.near, {
+    networks: [{ id: "near:mainnet", rpcUrl: "https://near.example" }],
+    relayerKeys: [relayer],
+  });
+  assert.equal(c.near.minRelayerBalanceYocto, 10n ** 24n);
+  assert.equal(c.near.maxGas, 100n * 10n ** 12n);
+  assert.equal(c.near.minBlockSeconds, 1);
+  assert.throws(() => loadConfig({ NEAR_RPC_URL: "https://near.example" }), /no relayer keys/);
+  assert.throws(() => loadConfig({ NEAR_RELAYER_KEYS: relayer }), /NEAR_RPC_URL/);
+  assert.throws(
+    () => loadConfig({ NEAR_RPC_URL: "https://near.example", NEAR_RELAYER_KEYS: "relayer.near" }),
+    /account_id:ed25519/,
+  );
+  assert.throws(
+    () =>
+      loadConfig({
+        NEAR_RPC_URL: "https://near.example",
+        NEAR_RELAYER_KEYS: relayer,
+        NEAR_MIN_RELAYER_BALANCE: "lots",
+      }),
+    /NEAR_MIN_RELAYER_BALANCE/,
   );
 });

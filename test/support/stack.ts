@@ -8,6 +8,7 @@ import { startDevnet, type Devnet } from "../../devnet/index.js";
 import { SOLANA_MAINNET, startSolanaLedger, type RunningSolana } from "../../devnet/svm/index.js";
 import type { SolanaLedger } from "../../devnet/svm/ledger.js";
 import { XRPL_MAINNET, startXrplLedger, type RunningXrpl } from "../../devnet/xrpl/index.js";
+import { NEAR_MAINNET, startNearLedger, type RunningNear } from "../../devnet/near/index.js";
 import { createService, type Service } from "../../src/app.js";
 import { loadConfig } from "../../src/config/index.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
@@ -31,6 +32,8 @@ export interface TestStack {
   solana?: RunningSolana & { ledger: SolanaLedger };
   /** The local XRP Ledger, when started with `xrpl: true`. */
   xrpl?: RunningXrpl;
+  /** The local NEAR chain, when started with `near: true`. */
+  near?: RunningNear;
   stop(): Promise<void>;
 }
 
@@ -51,6 +54,11 @@ export interface StackOptions {
   xrplCloseMs?: number;
   /** Puts something (a failing proxy) between the service and the XRP Ledger: gets its URL, returns the one to use. */
   xrplRpcUrl?: (ledgerUrl: string) => Promise<string>;
+  /** Also run a local NEAR chain and serve near:mainnet (a block every `nearBlockMs`, default 500). */
+  near?: boolean;
+  nearBlockMs?: number;
+  /** Puts something (a failing proxy) between the service and the NEAR chain. */
+  nearRpcUrl?: (chainUrl: string) => Promise<string>;
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
@@ -65,6 +73,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
   await opts.beforeService?.(devnet);
   const solana = opts.solana ? await startSolanaLedger({ slotMs: 100 }) : undefined;
   const xrpl = opts.xrpl ? await startXrplLedger({ closeMs: opts.xrplCloseMs ?? 1000 }) : undefined;
+  const near = opts.near ? await startNearLedger({ blockMs: opts.nearBlockMs ?? 500 }) : undefined;
   const database = await openTestDb(opts.backend ?? "pglite");
   const config = loadConfig({
     FACILITATOR_MODE: "devnet",
@@ -112,6 +121,21 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
             },
           }
         : {}),
+      ...(near
+        ? {
+            near: {
+              networks: [
+                {
+                  id: NEAR_MAINNET,
+                  rpcUrl: opts.nearRpcUrl
+                    ? await opts.nearRpcUrl(near.info.rpcUrl)
+                    : near.info.rpcUrl,
+                },
+              ],
+              relayerKeys: near.info.relayers.map((r) => `${r.accountId}:${r.secretKey}`),
+            },
+          }
+        : {}),
     },
   });
   const url = await service.listen();
@@ -130,12 +154,14 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     payerKeys: first[1].payerPrivateKeys as Hex[],
     ...(solana ? { solana } : {}),
     ...(xrpl ? { xrpl } : {}),
+    ...(near ? { near } : {}),
     async stop() {
       await service.close();
       await database.close();
       await devnet.stop();
       await solana?.stop();
       await xrpl?.stop();
+      await near?.stop();
     },
   };
 }
