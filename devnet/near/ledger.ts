@@ -328,8 +328,9 @@ export class NearLedger {
         InvalidNonce: { tx_nonce: Number(tx.nonce), ak_nonce: Number(key.nonce) },
       });
     }
-    const upper = BigInt(block.height) * 1_000_000n;
-    if (tx.nonce > upper) {
+    // nearcore bounds the nonce by the height of the block it lands in.
+    const upper = BigInt(this.head.height) * 1_000_000n;
+    if (tx.nonce >= upper) {
       throw new InvalidTransaction({
         NonceTooLarge: { tx_nonce: Number(tx.nonce), upper_bound: Number(upper) },
       });
@@ -419,8 +420,9 @@ export class NearLedger {
   }
 
   private nonceBase(): bigint {
-    // nearcore starts a new key's nonce at (block height) * 1e6.
-    return BigInt(this.blocks.length ? this.head.height : 0) * 1_000_000n;
+    // nearcore starts a new key's nonce at (block height - 1) * 1e6, so a
+    // nonce can never repeat one the key had before it was deleted.
+    return BigInt(this.blocks.length ? this.head.height - 1 : 0) * 1_000_000n;
   }
 
   private nextReceiptId(): string {
@@ -639,7 +641,7 @@ export class NearLedger {
       };
     }
     const upper = BigInt(this.head.height) * 1_000_000n;
-    if (nonce > upper) {
+    if (nonce >= upper) {
       return {
         error: {
           DelegateActionNonceTooLarge: {

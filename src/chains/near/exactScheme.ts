@@ -273,7 +273,8 @@ export class ExactNearScheme implements SchemeNetworkFacilitator {
         `max_block_height may be at most ${allowed} blocks past the final block (${final.height}), so the payment cannot outlive maxTimeoutSeconds`,
       );
     }
-    if (delegate.nonce > final.height * 1_000_000n) {
+    // The chain bounds a nonce by the height it lands at; the final height is a safe floor.
+    if (delegate.nonce >= final.height * 1_000_000n) {
       return fail(
         NearReason.nonce,
         "the delegate action's nonce is above what the chain accepts at this height",
