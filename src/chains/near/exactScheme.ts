@@ -81,6 +81,9 @@ type ChainChecked =
   | { ok: true; delegate: DecodedDelegate; payer: string; final: FinalBlock }
   | { ok: false; reason: string; message: string; payer?: string };
 
+/** The longest single wait for finality asked of the node (nearcore answers TIMEOUT_ERROR after about 10 s). */
+const MAX_WAIT_MS = 15_000;
+
 /** Blocks NEAR may lag between a client's node and ours. */
 const HEIGHT_MARGIN = 2n;
 
@@ -196,16 +199,8 @@ export class ExactNearScheme implements SchemeNetworkFacilitator {
     });
     const deadline = Date.now() + this.settings.settleTimeoutMs;
     for (;;) {
-      const status = await this.status(relayed.hash, relayed.relayer, requirements.asset).catch(
-        () => undefined,
-      );
-      if (status?.state === "final") {
-        await this.journal.finished(relayed.hash, status.ok ? "success" : "reverted");
-        return status.ok
-          ? { success: true, transaction: relayed.hash, network, payer }
-          : answer({ errorReason: status.reason, errorMessage: status.message });
-      }
-      if (Date.now() >= deadline) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) {
         return answer({
           errorReason: Reason.settlementPending,
           errorMessage: relayed.ambiguous
@@ -213,19 +208,42 @@ export class ExactNearScheme implements SchemeNetworkFacilitator {
             : "the payment was relayed and is not final yet; it is being followed",
         });
       }
-      await new Promise((r) => setTimeout(r, this.settings.pollMs));
+      const asked = Date.now();
+      // One long poll per settle: the node answers when the transaction is
+      // final (or at its own timeout), so waiting costs no repeated reads.
+      const status = await this.status(relayed.hash, relayed.relayer, requirements.asset, {
+        waitMs: Math.min(remaining, MAX_WAIT_MS),
+      }).catch(() => undefined);
+      if (status?.state === "final") {
+        await this.journal.finished(relayed.hash, status.ok ? "success" : "reverted");
+        return status.ok
+          ? { success: true, transaction: relayed.hash, network, payer }
+          : answer({ errorReason: status.reason, errorMessage: status.message });
+      }
+      // Not known yet, or the node failed at once: do not ask again at once.
+      const elapsed = Date.now() - asked;
+      if (elapsed < this.settings.pollMs) {
+        await new Promise((r) =>
+          setTimeout(r, Math.min(this.settings.pollMs - elapsed, remaining)),
+        );
+      }
     }
   }
 
   /** Where a relayed transaction stands, from the node. */
-  async status(hash: string, relayer: string, asset: string): Promise<TxStatus> {
+  async status(
+    hash: string,
+    relayer: string,
+    asset: string,
+    opts: { waitMs?: number } = {},
+  ): Promise<TxStatus> {
     let view: TxView;
     try {
-      view = await this.rpc.call<TxView>("tx", {
-        tx_hash: hash,
-        sender_account_id: relayer,
-        wait_until: "NONE",
-      });
+      view = await this.rpc.call<TxView>(
+        "tx",
+        { tx_hash: hash, sender_account_id: relayer, wait_until: opts.waitMs ? "FINAL" : "NONE" },
+        opts.waitMs,
+      );
     } catch (e) {
       if (e instanceof NearRpcError && e.causeName === "UNKNOWN_TRANSACTION")
         return { state: "unknown" };

@@ -2,12 +2,13 @@
  * The facilitator's NEAR relayers on one network: the accounts that wrap a
  * payer's signed delegate action in an outer transaction and pay its gas.
  *
- * - Each access key is a lane with its own nonce: sends on one lane are
- *   serialised (nonce, sign, journal, send), so nonces reach the node in
- *   order; several keys (on one account or several) settle in parallel.
- * - A nonce the node refuses (another process used the key) is re-read from
- *   the chain and the delegate re-wrapped: the refused transaction never
- *   entered a pool, so nothing can land twice.
+ * - Each access key is a lane with its own nonce counter; only taking a
+ *   nonce is serialised, so many payments share a key at once and several
+ *   keys (on one account or several) spread the load.
+ * - A nonce the node refuses (another process used the key, or a later one
+ *   of ours landed first) moves the counter past the chain's and the
+ *   delegate is re-wrapped: the refused transaction never entered a pool,
+ *   so nothing can land twice.
  * - Replicas sharing a database each hold a fair share of the keys by lease,
  *   and a key taken over re-reads its nonce.
  * - An account whose NEAR falls below the floor leaves the rotation (log
@@ -216,11 +217,7 @@ export class NearRelayers {
     try {
       let replaces: string | undefined;
       for (let attempt = 1; ; attempt++) {
-        const run = lane.tail.then(() =>
-          this.sendOnce(lane, delegate, blockHash, detail, replaces),
-        );
-        lane.tail = run.catch(() => undefined);
-        const sent = await run;
+        const sent = await this.sendOnce(lane, delegate, blockHash, detail, replaces);
         if (sent.kind === "sent") return sent.relayed;
         replaces = sent.hash;
         if (attempt >= MAX_NONCE_RETRIES) {
@@ -235,6 +232,31 @@ export class NearRelayers {
     }
   }
 
+  /**
+   * The lane's next nonce. Only this step is serialised: signing, the journal
+   * and the send run concurrently, so a lane is not held for a round trip to
+   * the node. NEAR accepts gaps and orders a key's pooled transactions by
+   * nonce, so one that reaches the node after a later one still lands (and
+   * one refused as too low is re-wrapped above, never re-sent).
+   */
+  private takeNonce(lane: Lane): Promise<bigint> {
+    const taken = lane.tail.then(async () => {
+      if (lane.nonce === undefined) {
+        const key = await this.opts.rpc.call<{ nonce: number | string }>("query", {
+          request_type: "view_access_key",
+          finality: "optimistic",
+          account_id: lane.accountId,
+          public_key: lane.publicKey,
+        });
+        lane.nonce = BigInt(key.nonce);
+      }
+      lane.nonce += 1n;
+      return lane.nonce;
+    });
+    lane.tail = taken.catch(() => undefined);
+    return taken;
+  }
+
   private async sendOnce(
     lane: Lane,
     delegate: DecodedDelegate,
@@ -242,16 +264,7 @@ export class NearRelayers {
     detail: Record<string, unknown>,
     replaces: string | undefined,
   ): Promise<{ kind: "sent"; relayed: Relayed } | { kind: "nonce"; hash: string }> {
-    if (lane.nonce === undefined) {
-      const key = await this.opts.rpc.call<{ nonce: number | string }>("query", {
-        request_type: "view_access_key",
-        finality: "optimistic",
-        account_id: lane.accountId,
-        public_key: lane.publicKey,
-      });
-      lane.nonce = BigInt(key.nonce);
-    }
-    const nonce = lane.nonce + 1n;
+    const nonce = await this.takeNonce(lane);
     const action = actionCreators.signedDelegate({
       delegateAction: delegate.delegateAction,
       signature: delegate.signature,
@@ -274,17 +287,21 @@ export class NearRelayers {
       ...(replaces ? { replaces } : {}),
       detail: { ...detail, signedTransaction: base64, relayer: lane.accountId },
     });
-    lane.nonce = nonce;
     try {
       await this.opts.rpc.call("send_tx", { signed_tx_base64: base64, wait_until: "NONE" });
       return { kind: "sent", relayed: { hash, relayer: lane.accountId, ambiguous: false } };
     } catch (e) {
       if (e instanceof NearRpcError && e.causeName === "INVALID_TRANSACTION") {
         if (e.names("InvalidNonce") || e.names("NonceTooLarge")) {
-          lane.nonce = undefined;
+          // Never step back below a nonce already handed out (it may be in
+          // a pool): move past what the chain holds, or re-read if it did not say.
+          const chain = /"ak_nonce":"?(\d+)/.exec(JSON.stringify(e.info))?.[1];
+          if (chain === undefined) lane.nonce = undefined;
+          else if (lane.nonce === undefined || BigInt(chain) > lane.nonce)
+            lane.nonce = BigInt(chain);
           this.opts.log.warn(
             { network: this.opts.network, relayer: lane.accountId, tx: hash },
-            "relayer nonce was taken elsewhere: re-reading it and wrapping again",
+            "relayer nonce was taken elsewhere: moving past it and wrapping again",
           );
           return { kind: "nonce", hash };
         }

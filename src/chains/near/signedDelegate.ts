@@ -13,6 +13,7 @@ import { deserialize } from "borsh";
 import { PublicKey } from "@near-js/crypto";
 import { SCHEMA, encodeDelegateAction, type DelegateAction } from "@near-js/transactions";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import { verifyEd25519 } from "../../lib/ed25519.js";
 
 export const NearReason = {
   payload: "invalid_exact_near_payload",
@@ -81,10 +82,25 @@ export function signedDelegateOf(payload: PaymentPayload): string | undefined {
     : undefined;
 }
 
+/**
+ * Decoded once per payload: the service asks for the payer, the
+ * authorization key, the shape and the checks of the same payload.
+ */
+const decoded = new WeakMap<object, { text: string; value: DecodedDelegate | undefined }>();
+
 /** The signed delegate of a payload, or undefined when it is not one. */
 export function decodeDelegate(payload: PaymentPayload): DecodedDelegate | undefined {
   const text = signedDelegateOf(payload);
   if (!text) return undefined;
+  const inner = payload.payload as object;
+  const hit = decoded.get(inner);
+  if (hit && hit.text === text) return hit.value;
+  const value = decodeText(text);
+  decoded.set(inner, { text, value });
+  return value;
+}
+
+function decodeText(text: string): DecodedDelegate | undefined {
   try {
     const bytes = new Uint8Array(Buffer.from(text, "base64"));
     const raw = deserialize(SCHEMA.SignedDelegate, bytes) as {
