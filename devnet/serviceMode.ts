@@ -12,6 +12,7 @@ import { startDevnet, readDevnetFile, updateDevnetFile, type Devnet } from "./in
 import { addDevnetNetwork } from "./devnetFile.js";
 import { SOLANA_MAINNET, startSolanaDevnet, type RunningSolana } from "./svm/index.js";
 import { XRPL_MAINNET, startXrplLedger, type RunningXrpl } from "./xrpl/index.js";
+import { STARKNET_MAINNET, startStarknetLedger, type RunningStarknet } from "./starknet/index.js";
 import type { Config } from "../src/config/index.js";
 import type { ChainSetup } from "../src/app.js";
 import type { Db } from "../src/storage/db.js";
@@ -26,6 +27,8 @@ export interface RunningDevnet {
   solana: RunningSolana | undefined;
   /** The local XRP Ledger, when DEVNET_NETWORKS names xrpl:0. */
   xrpl: RunningXrpl | undefined;
+  /** The local Starknet, when DEVNET_NETWORKS names starknet:SN_MAIN. */
+  starknet: RunningStarknet | undefined;
   chains: ChainSetup;
   /** The API key from the previous run, if the file had one. */
   previousApiKey: string | undefined;
@@ -81,12 +84,27 @@ export async function bootDevnet(
       throw e;
     }
   }
+  let starknet: RunningStarknet | undefined;
+  if (config.devnet.networks.includes(STARKNET_MAINNET)) {
+    progress(`starting the local Starknet for ${STARKNET_MAINNET} (a block every second)…`);
+    try {
+      starknet = await startStarknetLedger({});
+      await addDevnetNetwork(config.devnet.file, STARKNET_MAINNET, starknet.info);
+    } catch (e) {
+      await starknet?.stop();
+      await xrpl?.stop();
+      await solana?.stop();
+      await devnet.stop();
+      throw e;
+    }
+  }
   const infos = Object.entries(devnet.networks);
   const keys = infos[0]?.[1].facilitatorPrivateKeys ?? [];
   return {
     devnet,
     solana,
     xrpl,
+    starknet,
     previousApiKey,
     chains: {
       evm: {
@@ -102,9 +120,17 @@ export async function bootDevnet(
           }
         : {}),
       ...(xrpl ? { xrpl: { networks: [{ id: XRPL_MAINNET, rpcUrl: xrpl.info.rpcUrl }] } } : {}),
+      ...(starknet
+        ? {
+            starknet: {
+              networks: [{ id: STARKNET_MAINNET, rpcUrl: starknet.info.rpcUrl }],
+              executors: starknet.executors,
+            },
+          }
+        : {}),
     },
     async stop() {
-      await Promise.all([devnet.stop(), solana?.stop(), xrpl?.stop()]);
+      await Promise.all([devnet.stop(), solana?.stop(), xrpl?.stop(), starknet?.stop()]);
     },
   };
 }

@@ -18,6 +18,7 @@ import type { ChainFamily, FamilyContext } from "./chains/ports.js";
 import { createEvm, type EvmSetup } from "./chains/evm/createEvm.js";
 import { createSvm, type SvmSetup } from "./chains/svm/index.js";
 import { createXrpl, type XrplSetup } from "./chains/xrpl/index.js";
+import { createStarknet, type StarknetSetup } from "./chains/starknet/index.js";
 import { createFacilitator } from "./facilitator/createFacilitator.js";
 import type { PaymentFacilitator } from "./facilitator/paymentFacilitator.js";
 import { ApiKeyAuthenticator } from "./features/keys/authenticator.js";
@@ -41,6 +42,7 @@ export interface ChainSetup {
   evm?: EvmSetup;
   svm?: SvmSetup;
   xrpl?: XrplSetup;
+  starknet?: StarknetSetup;
 }
 
 export interface ServiceOptions {
@@ -99,6 +101,9 @@ async function createFamilies(
   }
   if (chains.svm?.networks.length) families.push(await createSvm(chains.svm, config.svm, ctx));
   if (chains.xrpl?.networks.length) families.push(createXrpl(chains.xrpl, config.xrpl, ctx));
+  if (chains.starknet?.networks.length) {
+    families.push(createStarknet(chains.starknet, config.starknet, ctx));
+  }
   return families;
 }
 

@@ -5,6 +5,7 @@
 import type { Devnet } from "../devnet/index.js";
 import type { SolanaNetworkInfo } from "../devnet/svm/index.js";
 import type { XrplNetworkInfo } from "../devnet/xrpl/index.js";
+import type { StarknetNetworkInfo } from "../devnet/starknet/index.js";
 import type { Service } from "./app.js";
 
 const RULE = "=".repeat(78);
@@ -17,6 +18,7 @@ export function printDevnetBanner(opts: {
   dbKind: string;
   solana?: SolanaNetworkInfo;
   xrpl?: XrplNetworkInfo;
+  starknet?: StarknetNetworkInfo;
 }): void {
   const { url, apiKey, devnet, file } = opts;
   const nets = [
@@ -34,6 +36,11 @@ export function printDevnetBanner(opts: {
     ...(opts.xrpl
       ? [
           `    ${"xrpl:0".padEnd(16)} ${opts.xrpl.wsUrl}   XRP, RLUSD ${opts.xrpl.assets.RLUSD.issuer}`,
+        ]
+      : []),
+    ...(opts.starknet
+      ? [
+          `    ${"starknet:SN_MAIN".padEnd(16)} ${opts.starknet.rpcUrl}   USDC ${opts.starknet.assets.USDC}`,
         ]
       : []),
   ].join("\n");

@@ -98,6 +98,7 @@ async function main(): Promise<void> {
         devnet: devnet.devnet,
         ...(devnet.solana ? { solana: devnet.solana.info } : {}),
         ...(devnet.xrpl ? { xrpl: devnet.xrpl.info } : {}),
+        ...(devnet.starknet ? { starknet: devnet.starknet.info } : {}),
         file: config.devnet.file,
         dbKind: service.dbKind,
       });

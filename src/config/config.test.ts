@@ -15,7 +15,7 @@ test("no chain configuration means devnet mode with sane defaults", () => {
   assert.equal(c.bodyLimitBytes, 65536);
   assert.ok(c.settleTimeoutMs < 90_000, "below the official client's 90 s timeout");
   // Every network production can serve, so a fresh start lists what production lists.
-  assert.equal(c.devnet.networks.length, 13);
+  assert.equal(c.devnet.networks.length, 14);
   assert.ok(c.devnet.networks.includes("eip155:4663"));
   assert.ok(c.devnet.networks.includes("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"));
   assert.ok(c.devnet.networks.includes("xrpl:0"));
@@ -78,7 +78,7 @@ test("invalid values name the variable", () => {
 
 test("DEVNET_NETWORKS=all lists every network, the Permit2 (USDG) one and Solana included", () => {
   const c = loadConfig({ DEVNET_NETWORKS: "all" });
-  assert.equal(c.devnet.networks.length, 13);
+  assert.equal(c.devnet.networks.length, 14);
   assert.ok(c.devnet.networks.includes("xrpl:0"));
   assert.ok(c.devnet.networks.includes("eip155:4663"));
   assert.ok(c.devnet.networks.includes("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"));

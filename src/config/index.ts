@@ -14,8 +14,10 @@ import { readFileSync } from "node:fs";
 import { ConfigError } from "./configError.js";
 import { parseSvmConfig, type SvmConfig } from "./svm.js";
 import { parseXrplConfig, type XrplConfig } from "./xrpl.js";
+import { parseStarknetConfig, type StarknetConfig } from "./starknet.js";
 import { SVM_NETWORKS, findSvmNetwork } from "../networks/svm.js";
 import { XRPL_NETWORKS, findXrplNetwork } from "../networks/xrpl.js";
+import { STARKNET_NETWORKS, findStarknetNetwork } from "../networks/starknet.js";
 import { z } from "zod";
 import {
   DEVNET_WALLET_FACTORY_ADDRESS,
@@ -56,11 +58,14 @@ export interface Config {
     };
     readonly svm?: NonNullable<SvmConfig["setup"]>;
     readonly xrpl?: NonNullable<XrplConfig["setup"]>;
+    readonly starknet?: NonNullable<StarknetConfig["setup"]>;
   };
   /** Settings of the Solana family (chains/svm). */
   readonly svm: SvmConfig["settings"];
   /** Settings of the XRP Ledger family (chains/xrpl). */
   readonly xrpl: XrplConfig["settings"];
+  /** Settings of the Starknet family (chains/starknet). */
+  readonly starknet: StarknetConfig["settings"];
   /** Settings of the EVM family (chains/evm/createEvm.ts). */
   readonly evm: {
     /** Signers with less native balance than this (wei) leave the rotation. */
@@ -306,18 +311,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const svm = parseSvmConfig(env);
   const hasEvm = evmPrivateKeys.length > 0 || evmNetworks.length > 0;
   const xrpl = parseXrplConfig(env);
-  const hasChainConfig = hasEvm || svm.setup !== undefined || xrpl.setup !== undefined;
+  const starknet = parseStarknetConfig(env, readSecret(env, "STARKNET_EXECUTOR_KEYS"));
+  const hasChainConfig =
+    hasEvm || svm.setup !== undefined || xrpl.setup !== undefined || starknet.present;
   const mode = e.FACILITATOR_MODE ?? (hasChainConfig ? "production" : "devnet");
 
   if (mode === "devnet" && hasChainConfig) {
     throw new ConfigError(
-      "FACILITATOR_MODE=devnet but chain configuration (EVM_RPC_URLS_*, EVM_PRIVATE_KEYS, SVM_RPC_URL, SVM_PRIVATE_KEYS, XRPL_RPC_URL) is set: remove one of them",
+      "FACILITATOR_MODE=devnet but chain configuration (EVM_RPC_URLS_*, EVM_PRIVATE_KEYS, SVM_RPC_URL, SVM_PRIVATE_KEYS, XRPL_RPC_URL, STARKNET_RPC_URL, STARKNET_EXECUTOR_KEYS) is set: remove one of them",
     );
   }
   if (mode === "production") {
     if (!hasChainConfig) {
       throw new ConfigError(
-        "production mode needs at least one network: set EVM_RPC_URLS_<chainId> (e.g. EVM_RPC_URLS_8453=https://…) with EVM_PRIVATE_KEYS_FILE, or SVM_RPC_URL with SVM_PRIVATE_KEYS_FILE, or XRPL_RPC_URL",
+        "production mode needs at least one network: set EVM_RPC_URLS_<chainId> (e.g. EVM_RPC_URLS_8453=https://…) with EVM_PRIVATE_KEYS_FILE, or SVM_RPC_URL with SVM_PRIVATE_KEYS_FILE, or XRPL_RPC_URL, or STARKNET_RPC_URL with STARKNET_EXECUTOR_KEYS_FILE",
       );
     }
     if (hasEvm && evmNetworks.length === 0) {
@@ -340,14 +347,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           ...EVM_NETWORKS.map((n) => n.id),
           ...SVM_NETWORKS.map((n) => n.id),
           ...XRPL_NETWORKS.map((n) => n.id),
+          ...STARKNET_NETWORKS.map((n) => n.id),
         ]
       : e.DEVNET_NETWORKS.split(",")
           .map((s) => s.trim())
           .filter(Boolean);
   for (const id of devnetNetworks) {
-    if (!findEvmNetwork(id) && !findSvmNetwork(id) && !findXrplNetwork(id)) {
+    if (
+      !findEvmNetwork(id) &&
+      !findSvmNetwork(id) &&
+      !findXrplNetwork(id) &&
+      !findStarknetNetwork(id)
+    ) {
       throw new ConfigError(
-        `DEVNET_NETWORKS: "${id}" is not a supported network (supported: ${[...EVM_NETWORKS, ...SVM_NETWORKS, ...XRPL_NETWORKS].map((n) => n.id).join(", ")}, or "all")`,
+        `DEVNET_NETWORKS: "${id}" is not a supported network (supported: ${[...EVM_NETWORKS, ...SVM_NETWORKS, ...XRPL_NETWORKS, ...STARKNET_NETWORKS].map((n) => n.id).join(", ")}, or "all")`,
       );
     }
   }
@@ -405,10 +418,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
             ...(hasEvm ? { evm: { privateKeys: evmPrivateKeys, networks: evmNetworks } } : {}),
             ...(svm.setup ? { svm: svm.setup } : {}),
             ...(xrpl.setup ? { xrpl: xrpl.setup } : {}),
+            ...(starknet.setup ? { starknet: starknet.setup } : {}),
           }
         : {},
     svm: svm.settings,
     xrpl: xrpl.settings,
+    starknet: starknet.settings,
     evm: {
       minSignerBalanceWei: BigInt(e.EVM_MIN_SIGNER_BALANCE_WEI),
       erc6492AllowedFactories: (e.EVM_ERC6492_FACTORIES === undefined

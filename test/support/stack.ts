@@ -8,6 +8,11 @@ import { startDevnet, type Devnet } from "../../devnet/index.js";
 import { SOLANA_MAINNET, startSolanaLedger, type RunningSolana } from "../../devnet/svm/index.js";
 import type { SolanaLedger } from "../../devnet/svm/ledger.js";
 import { XRPL_MAINNET, startXrplLedger, type RunningXrpl } from "../../devnet/xrpl/index.js";
+import {
+  STARKNET_MAINNET,
+  startStarknetLedger,
+  type RunningStarknet,
+} from "../../devnet/starknet/index.js";
 import { createService, type Service } from "../../src/app.js";
 import { loadConfig } from "../../src/config/index.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
@@ -31,6 +36,8 @@ export interface TestStack {
   solana?: RunningSolana & { ledger: SolanaLedger };
   /** The local XRP Ledger, when started with `xrpl: true`. */
   xrpl?: RunningXrpl;
+  /** The local Starknet, when started with `starknet: true`. */
+  starknet?: RunningStarknet;
   stop(): Promise<void>;
 }
 
@@ -51,6 +58,11 @@ export interface StackOptions {
   xrplCloseMs?: number;
   /** Puts something (a failing proxy) between the service and the XRP Ledger: gets its URL, returns the one to use. */
   xrplRpcUrl?: (ledgerUrl: string) => Promise<string>;
+  /** Also run a local Starknet and serve starknet:SN_MAIN (a block every `starknetBlockMs`, default 200). */
+  starknet?: boolean;
+  starknetBlockMs?: number;
+  /** Puts something (a failing proxy) between the service and Starknet: gets its URL, returns the one to use. */
+  starknetRpcUrl?: (nodeUrl: string) => Promise<string>;
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
@@ -65,6 +77,9 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
   await opts.beforeService?.(devnet);
   const solana = opts.solana ? await startSolanaLedger({ slotMs: 100 }) : undefined;
   const xrpl = opts.xrpl ? await startXrplLedger({ closeMs: opts.xrplCloseMs ?? 1000 }) : undefined;
+  const starknet = opts.starknet
+    ? await startStarknetLedger({ blockMs: opts.starknetBlockMs ?? 200 })
+    : undefined;
   const database = await openTestDb(opts.backend ?? "pglite");
   const config = loadConfig({
     FACILITATOR_MODE: "devnet",
@@ -112,6 +127,21 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
             },
           }
         : {}),
+      ...(starknet
+        ? {
+            starknet: {
+              networks: [
+                {
+                  id: STARKNET_MAINNET,
+                  rpcUrl: opts.starknetRpcUrl
+                    ? await opts.starknetRpcUrl(starknet.info.rpcUrl)
+                    : starknet.info.rpcUrl,
+                },
+              ],
+              executors: starknet.executors,
+            },
+          }
+        : {}),
     },
   });
   const url = await service.listen();
@@ -130,12 +160,14 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     payerKeys: first[1].payerPrivateKeys as Hex[],
     ...(solana ? { solana } : {}),
     ...(xrpl ? { xrpl } : {}),
+    ...(starknet ? { starknet } : {}),
     async stop() {
       await service.close();
       await database.close();
       await devnet.stop();
       await solana?.stop();
       await xrpl?.stop();
+      await starknet?.stop();
     },
   };
 }
