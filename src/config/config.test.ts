@@ -150,3 +150,38 @@ test("the XRP Ledger alone is a production configuration: one JSON-RPC URL, no k
     /XRPL_MAX_FEE_DROPS/,
   );
 });
+
+test("Starknet is a production configuration: one JSON-RPC URL and executor address:key pairs, never echoed", () => {
+  const key = `0x${"ab".repeat(31)}`;
+  const c = loadConfig({
+    STARKNET_RPC_URL: "https://starknet.example/rpc",
+    STARKNET_EXECUTOR_KEYS: `0xABC:${key} # first\n0xdef:${key}`,
+  });
+  assert.equal(c.mode, "production");
+  assert.deepEqual(c.chains.starknet, {
+    networks: [{ id: "starknet:SN_MAIN", rpcUrl: "https://starknet.example/rpc" }],
+    executors: [
+      { address: "0xabc", privateKey: key },
+      { address: "0xdef", privateKey: key },
+    ],
+  });
+  assert.equal(c.starknet.minExecutorFeeBalance, 5n * 10n ** 18n);
+  assert.equal(c.starknet.timeSkewSeconds, 30);
+  assert.throws(
+    () => loadConfig({ STARKNET_RPC_URL: "https://s.example" }),
+    /STARKNET_EXECUTOR_KEYS_FILE/,
+  );
+  assert.throws(
+    () => loadConfig({ STARKNET_RPC_URL: "https://s.example", STARKNET_EXECUTOR_KEYS: key }),
+    (e: Error) => /entry #1/.test(e.message) && !e.message.includes(key),
+  );
+  assert.throws(
+    () =>
+      loadConfig({
+        STARKNET_RPC_URL: "https://s.example",
+        STARKNET_EXECUTOR_KEYS: `0x1:${key}`,
+        STARKNET_MIN_EXECUTOR_STRK: "lots",
+      }),
+    /STARKNET_MIN_EXECUTOR_STRK/,
+  );
+});
