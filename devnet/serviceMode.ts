@@ -13,6 +13,7 @@ import { addDevnetNetwork } from "./devnetFile.js";
 import { SOLANA_MAINNET, startSolanaDevnet, type RunningSolana } from "./svm/index.js";
 import { XRPL_MAINNET, startXrplLedger, type RunningXrpl } from "./xrpl/index.js";
 import { NEAR_MAINNET, startNearLedger, type RunningNear } from "./near/index.js";
+import { STARKNET_MAINNET, startStarknetLedger, type RunningStarknet } from "./starknet/index.js";
 import type { Config } from "../src/config/index.js";
 import type { ChainSetup } from "../src/app.js";
 import type { Db } from "../src/storage/db.js";
@@ -29,6 +30,8 @@ export interface RunningDevnet {
   xrpl: RunningXrpl | undefined;
   /** The local NEAR chain, when DEVNET_NETWORKS names near:mainnet. */
   near: RunningNear | undefined;
+  /** The local Starknet, when DEVNET_NETWORKS names starknet:SN_MAIN. */
+  starknet: RunningStarknet | undefined;
   chains: ChainSetup;
   /** The API key from the previous run, if the file had one. */
   previousApiKey: string | undefined;
@@ -88,6 +91,11 @@ export async function bootDevnet(
   const near = await startLedger(NEAR_MAINNET, "the local NEAR chain (a block every second)", () =>
     startNearLedger({}),
   );
+  const starknet = await startLedger(
+    STARKNET_MAINNET,
+    "the local Starknet (a block every second)",
+    () => startStarknetLedger({}),
+  );
   const infos = Object.entries(devnet.networks);
   const keys = infos[0]?.[1].facilitatorPrivateKeys ?? [];
   return {
@@ -95,6 +103,7 @@ export async function bootDevnet(
     solana,
     xrpl,
     near,
+    starknet,
     previousApiKey,
     chains: {
       evm: {
@@ -115,6 +124,14 @@ export async function bootDevnet(
             near: {
               networks: [{ id: NEAR_MAINNET, rpcUrl: near.info.rpcUrl }],
               relayerKeys: near.info.relayers.map((r) => `${r.accountId}:${r.secretKey}`),
+            },
+          }
+        : {}),
+      ...(starknet
+        ? {
+            starknet: {
+              networks: [{ id: STARKNET_MAINNET, rpcUrl: starknet.info.rpcUrl }],
+              executors: starknet.executors,
             },
           }
         : {}),

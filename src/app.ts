@@ -19,6 +19,7 @@ import { createEvm, type EvmSetup } from "./chains/evm/createEvm.js";
 import { createSvm, type SvmSetup } from "./chains/svm/index.js";
 import { createXrpl, type XrplSetup } from "./chains/xrpl/index.js";
 import { createNear, type NearSetup } from "./chains/near/index.js";
+import { createStarknet, type StarknetSetup } from "./chains/starknet/index.js";
 import { createFacilitator } from "./facilitator/createFacilitator.js";
 import type { PaymentFacilitator } from "./facilitator/paymentFacilitator.js";
 import { ApiKeyAuthenticator } from "./features/keys/authenticator.js";
@@ -43,6 +44,7 @@ export interface ChainSetup {
   svm?: SvmSetup;
   xrpl?: XrplSetup;
   near?: NearSetup;
+  starknet?: StarknetSetup;
 }
 
 export interface ServiceOptions {
@@ -102,6 +104,9 @@ async function createFamilies(
   if (chains.svm?.networks.length) families.push(await createSvm(chains.svm, config.svm, ctx));
   if (chains.xrpl?.networks.length) families.push(createXrpl(chains.xrpl, config.xrpl, ctx));
   if (chains.near?.networks.length) families.push(createNear(chains.near, config.near, ctx));
+  if (chains.starknet?.networks.length) {
+    families.push(createStarknet(chains.starknet, config.starknet, ctx));
+  }
   return families;
 }
 

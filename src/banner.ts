@@ -6,6 +6,7 @@ import type { Devnet } from "../devnet/index.js";
 import type { SolanaNetworkInfo } from "../devnet/svm/index.js";
 import type { XrplNetworkInfo } from "../devnet/xrpl/index.js";
 import type { NearNetworkInfo } from "../devnet/near/index.js";
+import type { StarknetNetworkInfo } from "../devnet/starknet/index.js";
 import type { Service } from "./app.js";
 
 const RULE = "=".repeat(78);
@@ -19,6 +20,7 @@ export function printDevnetBanner(opts: {
   solana?: SolanaNetworkInfo;
   xrpl?: XrplNetworkInfo;
   near?: NearNetworkInfo;
+  starknet?: StarknetNetworkInfo;
 }): void {
   const { url, apiKey, devnet, file } = opts;
   const nets = [
@@ -40,6 +42,11 @@ export function printDevnetBanner(opts: {
       : []),
     ...(opts.near
       ? [`    ${"near:mainnet".padEnd(16)} ${opts.near.rpcUrl}   USDC ${opts.near.asset}`]
+      : []),
+    ...(opts.starknet
+      ? [
+          `    ${"starknet:SN_MAIN".padEnd(16)} ${opts.starknet.rpcUrl}   USDC ${opts.starknet.assets.USDC}`,
+        ]
       : []),
   ].join("\n");
   const lines = [

@@ -99,6 +99,7 @@ async function main(): Promise<void> {
         ...(devnet.solana ? { solana: devnet.solana.info } : {}),
         ...(devnet.xrpl ? { xrpl: devnet.xrpl.info } : {}),
         ...(devnet.near ? { near: devnet.near.info } : {}),
+        ...(devnet.starknet ? { starknet: devnet.starknet.info } : {}),
         file: config.devnet.file,
         dbKind: service.dbKind,
       });

@@ -15,7 +15,7 @@ test("no chain configuration means devnet mode with sane defaults", () => {
   assert.equal(c.bodyLimitBytes, 65536);
   assert.ok(c.settleTimeoutMs < 90_000, "below the official client's 90 s timeout");
   // Every network production can serve, so a fresh start lists what production lists.
-  assert.equal(c.devnet.networks.length, 14);
+  assert.equal(c.devnet.networks.length, 15);
   assert.ok(c.devnet.networks.includes("eip155:4663"));
   assert.ok(c.devnet.networks.includes("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"));
   assert.ok(c.devnet.networks.includes("xrpl:0"));
@@ -79,7 +79,7 @@ test("invalid values name the variable", () => {
 
 test("DEVNET_NETWORKS=all lists every network, the Permit2 (USDG) one and Solana included", () => {
   const c = loadConfig({ DEVNET_NETWORKS: "all" });
-  assert.equal(c.devnet.networks.length, 14);
+  assert.equal(c.devnet.networks.length, 15);
   assert.ok(c.devnet.networks.includes("xrpl:0"));
   assert.ok(c.devnet.networks.includes("near:mainnet"));
   assert.ok(c.devnet.networks.includes("eip155:4663"));
@@ -178,5 +178,40 @@ test("NEAR is a production configuration: an RPC URL and relayer keys, both or n
         NEAR_MIN_RELAYER_BALANCE: "lots",
       }),
     /NEAR_MIN_RELAYER_BALANCE/,
+  );
+});
+
+test("Starknet is a production configuration: one JSON-RPC URL and executor address:key pairs, never echoed", () => {
+  const key = `0x${"ab".repeat(31)}`;
+  const c = loadConfig({
+    STARKNET_RPC_URL: "https://starknet.example/rpc",
+    STARKNET_EXECUTOR_KEYS: `0xABC:${key} # first\n0xdef:${key}`,
+  });
+  assert.equal(c.mode, "production");
+  assert.deepEqual(c.chains.starknet, {
+    networks: [{ id: "starknet:SN_MAIN", rpcUrl: "https://starknet.example/rpc" }],
+    executors: [
+      { address: "0xabc", privateKey: key },
+      { address: "0xdef", privateKey: key },
+    ],
+  });
+  assert.equal(c.starknet.minExecutorFeeBalance, 5n * 10n ** 18n);
+  assert.equal(c.starknet.timeSkewSeconds, 30);
+  assert.throws(
+    () => loadConfig({ STARKNET_RPC_URL: "https://s.example" }),
+    /STARKNET_EXECUTOR_KEYS_FILE/,
+  );
+  assert.throws(
+    () => loadConfig({ STARKNET_RPC_URL: "https://s.example", STARKNET_EXECUTOR_KEYS: key }),
+    (e: Error) => /entry #1/.test(e.message) && !e.message.includes(key),
+  );
+  assert.throws(
+    () =>
+      loadConfig({
+        STARKNET_RPC_URL: "https://s.example",
+        STARKNET_EXECUTOR_KEYS: `0x1:${key}`,
+        STARKNET_MIN_EXECUTOR_STRK: "lots",
+      }),
+    /STARKNET_MIN_EXECUTOR_STRK/,
   );
 });

@@ -15,9 +15,11 @@ import { ConfigError } from "./configError.js";
 import { parseSvmConfig, type SvmConfig } from "./svm.js";
 import { parseXrplConfig, type XrplConfig } from "./xrpl.js";
 import { parseNearConfig, type NearConfig } from "./near.js";
-import { SVM_NETWORKS, findSvmNetwork } from "../networks/svm.js";
-import { XRPL_NETWORKS, findXrplNetwork } from "../networks/xrpl.js";
-import { NEAR_NETWORKS, findNearNetwork } from "../networks/near.js";
+import { SVM_NETWORKS } from "../networks/svm.js";
+import { XRPL_NETWORKS } from "../networks/xrpl.js";
+import { NEAR_NETWORKS } from "../networks/near.js";
+import { parseStarknetConfig, type StarknetConfig } from "./starknet.js";
+import { STARKNET_NETWORKS } from "../networks/starknet.js";
 import { z } from "zod";
 import {
   DEVNET_WALLET_FACTORY_ADDRESS,
@@ -59,6 +61,7 @@ export interface Config {
     readonly svm?: NonNullable<SvmConfig["setup"]>;
     readonly xrpl?: NonNullable<XrplConfig["setup"]>;
     readonly near?: NonNullable<NearConfig["setup"]>;
+    readonly starknet?: NonNullable<StarknetConfig["setup"]>;
   };
   /** Settings of the Solana family (chains/svm). */
   readonly svm: SvmConfig["settings"];
@@ -66,6 +69,8 @@ export interface Config {
   readonly xrpl: XrplConfig["settings"];
   /** Settings of the NEAR family (chains/near). */
   readonly near: NearConfig["settings"];
+  /** Settings of the Starknet family (chains/starknet). */
+  readonly starknet: StarknetConfig["settings"];
   /** Settings of the EVM family (chains/evm/createEvm.ts). */
   readonly evm: {
     /** Signers with less native balance than this (wei) leave the rotation. */
@@ -312,19 +317,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const hasEvm = evmPrivateKeys.length > 0 || evmNetworks.length > 0;
   const xrpl = parseXrplConfig(env);
   const near = parseNearConfig(env);
+  const starknet = parseStarknetConfig(env, readSecret(env, "STARKNET_EXECUTOR_KEYS"));
   const hasChainConfig =
-    hasEvm || svm.setup !== undefined || xrpl.setup !== undefined || near.setup !== undefined;
+    hasEvm ||
+    svm.setup !== undefined ||
+    xrpl.setup !== undefined ||
+    near.setup !== undefined ||
+    starknet.present;
   const mode = e.FACILITATOR_MODE ?? (hasChainConfig ? "production" : "devnet");
 
   if (mode === "devnet" && hasChainConfig) {
     throw new ConfigError(
-      "FACILITATOR_MODE=devnet but chain configuration (EVM_RPC_URLS_*, EVM_PRIVATE_KEYS, SVM_RPC_URL, SVM_PRIVATE_KEYS, XRPL_RPC_URL, NEAR_RPC_URL, NEAR_RELAYER_KEYS) is set: remove one of them",
+      "FACILITATOR_MODE=devnet but chain configuration (EVM_RPC_URLS_*, EVM_PRIVATE_KEYS, SVM_RPC_URL, SVM_PRIVATE_KEYS, XRPL_RPC_URL, NEAR_RPC_URL, NEAR_RELAYER_KEYS, STARKNET_RPC_URL, STARKNET_EXECUTOR_KEYS) is set: remove one of them",
     );
   }
   if (mode === "production") {
     if (!hasChainConfig) {
       throw new ConfigError(
-        "production mode needs at least one network: set EVM_RPC_URLS_<chainId> (e.g. EVM_RPC_URLS_8453=https://…) with EVM_PRIVATE_KEYS_FILE, or SVM_RPC_URL with SVM_PRIVATE_KEYS_FILE, or XRPL_RPC_URL, or NEAR_RPC_URL with NEAR_RELAYER_KEYS_FILE",
+        "production mode needs at least one network: set EVM_RPC_URLS_<chainId> (e.g. EVM_RPC_URLS_8453=https://…) with EVM_PRIVATE_KEYS_FILE, or SVM_RPC_URL with SVM_PRIVATE_KEYS_FILE, or XRPL_RPC_URL, or NEAR_RPC_URL with NEAR_RELAYER_KEYS_FILE, or STARKNET_RPC_URL with STARKNET_EXECUTOR_KEYS_FILE",
       );
     }
     if (hasEvm && evmNetworks.length === 0) {
@@ -339,28 +349,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
   }
 
+  // Every network of every family, in the registry's order.
+  const allNetworkIds = [
+    ...EVM_NETWORKS,
+    ...SVM_NETWORKS,
+    ...XRPL_NETWORKS,
+    ...NEAR_NETWORKS,
+    ...STARKNET_NETWORKS,
+  ].map((n) => n.id as string);
   const devnetNetworks =
     e.DEVNET_NETWORKS.trim() === "all"
-      ? // Every network: the devnet has a contract for each transfer method
-        // (EIP-3009 tokens and Permit2 tokens alike), as devnet/index.ts.
-        [
-          ...EVM_NETWORKS.map((n) => n.id),
-          ...SVM_NETWORKS.map((n) => n.id),
-          ...XRPL_NETWORKS.map((n) => n.id),
-          ...NEAR_NETWORKS.map((n) => n.id),
-        ]
+      ? // Every network: the devnet has a local chain for each family and a
+        // contract for each EVM transfer method (devnet/index.ts).
+        allNetworkIds
       : e.DEVNET_NETWORKS.split(",")
           .map((s) => s.trim())
           .filter(Boolean);
   for (const id of devnetNetworks) {
-    if (
-      !findEvmNetwork(id) &&
-      !findSvmNetwork(id) &&
-      !findXrplNetwork(id) &&
-      !findNearNetwork(id)
-    ) {
+    if (!allNetworkIds.includes(id)) {
       throw new ConfigError(
-        `DEVNET_NETWORKS: "${id}" is not a supported network (supported: ${[...EVM_NETWORKS, ...SVM_NETWORKS, ...XRPL_NETWORKS, ...NEAR_NETWORKS].map((n) => n.id).join(", ")}, or "all")`,
+        `DEVNET_NETWORKS: "${id}" is not a supported network (supported: ${allNetworkIds.join(", ")}, or "all")`,
       );
     }
   }
@@ -419,11 +427,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
             ...(svm.setup ? { svm: svm.setup } : {}),
             ...(xrpl.setup ? { xrpl: xrpl.setup } : {}),
             ...(near.setup ? { near: near.setup } : {}),
+            ...(starknet.setup ? { starknet: starknet.setup } : {}),
           }
         : {},
     svm: svm.settings,
     xrpl: xrpl.settings,
     near: near.settings,
+    starknet: starknet.settings,
     evm: {
       minSignerBalanceWei: BigInt(e.EVM_MIN_SIGNER_BALANCE_WEI),
       erc6492AllowedFactories: (e.EVM_ERC6492_FACTORIES === undefined

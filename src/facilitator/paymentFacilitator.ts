@@ -53,9 +53,10 @@ export class PaymentFacilitator {
       const raw = this.engine.getSupported();
       const signers: Record<string, string[]> = {};
       // Mechanisms report their CAIP family as a pattern (`eip155:*`); the
-      // service advertises plain namespaces (`eip155`), as its spec shows.
+      // service advertises plain namespaces (`eip155`), as its spec shows,
+      // except Starknet, which the spec keys by the pattern (`starknet:*`).
       for (const [family, list] of Object.entries(raw.signers)) {
-        const key = family.endsWith(":*") ? family.slice(0, -2) : family;
+        const key = family.endsWith(":*") && family !== "starknet:*" ? family.slice(0, -2) : family;
         signers[key] = [...new Set([...(signers[key] ?? []), ...list])];
       }
       this.supportedCache = {

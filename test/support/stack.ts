@@ -9,6 +9,11 @@ import { SOLANA_MAINNET, startSolanaLedger, type RunningSolana } from "../../dev
 import type { SolanaLedger } from "../../devnet/svm/ledger.js";
 import { XRPL_MAINNET, startXrplLedger, type RunningXrpl } from "../../devnet/xrpl/index.js";
 import { NEAR_MAINNET, startNearLedger, type RunningNear } from "../../devnet/near/index.js";
+import {
+  STARKNET_MAINNET,
+  startStarknetLedger,
+  type RunningStarknet,
+} from "../../devnet/starknet/index.js";
 import { createService, type Service } from "../../src/app.js";
 import { loadConfig } from "../../src/config/index.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
@@ -34,6 +39,8 @@ export interface TestStack {
   xrpl?: RunningXrpl;
   /** The local NEAR chain, when started with `near: true`. */
   near?: RunningNear;
+  /** The local Starknet, when started with `starknet: true`. */
+  starknet?: RunningStarknet;
   stop(): Promise<void>;
 }
 
@@ -59,6 +66,11 @@ export interface StackOptions {
   nearBlockMs?: number;
   /** Puts something (a failing proxy) between the service and the NEAR chain. */
   nearRpcUrl?: (chainUrl: string) => Promise<string>;
+  /** Also run a local Starknet and serve starknet:SN_MAIN (a block every `starknetBlockMs`, default 200). */
+  starknet?: boolean;
+  starknetBlockMs?: number;
+  /** Puts something (a failing proxy) between the service and Starknet: gets its URL, returns the one to use. */
+  starknetRpcUrl?: (nodeUrl: string) => Promise<string>;
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
@@ -74,6 +86,9 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
   const solana = opts.solana ? await startSolanaLedger({ slotMs: 100 }) : undefined;
   const xrpl = opts.xrpl ? await startXrplLedger({ closeMs: opts.xrplCloseMs ?? 1000 }) : undefined;
   const near = opts.near ? await startNearLedger({ blockMs: opts.nearBlockMs ?? 500 }) : undefined;
+  const starknet = opts.starknet
+    ? await startStarknetLedger({ blockMs: opts.starknetBlockMs ?? 200 })
+    : undefined;
   const database = await openTestDb(opts.backend ?? "pglite");
   const config = loadConfig({
     FACILITATOR_MODE: "devnet",
@@ -136,6 +151,21 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
             },
           }
         : {}),
+      ...(starknet
+        ? {
+            starknet: {
+              networks: [
+                {
+                  id: STARKNET_MAINNET,
+                  rpcUrl: opts.starknetRpcUrl
+                    ? await opts.starknetRpcUrl(starknet.info.rpcUrl)
+                    : starknet.info.rpcUrl,
+                },
+              ],
+              executors: starknet.executors,
+            },
+          }
+        : {}),
     },
   });
   const url = await service.listen();
@@ -155,6 +185,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     ...(solana ? { solana } : {}),
     ...(xrpl ? { xrpl } : {}),
     ...(near ? { near } : {}),
+    ...(starknet ? { starknet } : {}),
     async stop() {
       await service.close();
       await database.close();
@@ -162,6 +193,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       await solana?.stop();
       await xrpl?.stop();
       await near?.stop();
+      await starknet?.stop();
     },
   };
 }

@@ -1,0 +1,184 @@
+/**
+ * The local Starknet against starknet.js itself: it refuses what the chain
+ * refuses (forged signatures, reused nonces, wrong callers, spent SNIP-9
+ * nonces, expired windows) and applies what it accepts, with fees in STRK.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { Account, RpcError, RpcProvider, outsideExecution, stark, typedData } from "starknet";
+import { STARKNET_STRK, STARKNET_USDC } from "../../src/networks/starknet.js";
+import { devnetStarknetAccount, startStarknetLedger, type RunningStarknet } from "./index.js";
+
+describe("the local Starknet", () => {
+  let sn: RunningStarknet;
+  let provider: RpcProvider;
+
+  before(async () => {
+    sn = await startStarknetLedger({ blockMs: 50 });
+    provider = new RpcProvider({ nodeUrl: sn.info.rpcUrl });
+  });
+  after(async () => {
+    await sn.stop();
+  });
+
+  const accountOf = (pair: { address: string; privateKey: string }) =>
+    new Account({ provider, address: pair.address, signer: pair.privateKey, cairoVersion: "1" });
+  const executor = () => accountOf(sn.executors[0]!);
+  const payer = (i: number) => accountOf(sn.info.payers[i]!);
+  const transferCall = (amount: number) => ({
+    contractAddress: STARKNET_USDC,
+    entrypoint: "transfer",
+    calldata: [sn.info.payTo, amount, 0],
+  });
+  const now = () => Math.floor(Date.now() / 1000);
+  const outside = (signer: Account, caller: string, amount: number, window = 300) =>
+    signer.getOutsideTransaction(
+      { caller, execute_after: 1, execute_before: now() + window },
+      transferCall(amount),
+      "2",
+      stark.randomAddress(),
+    );
+  const rpcCode = async (p: Promise<unknown>) => {
+    try {
+      await p;
+      return undefined;
+    } catch (e) {
+      assert.ok(e instanceof RpcError, String(e));
+      return e.code;
+    }
+  };
+  const included = async (hash: string) => {
+    const receipt = await provider.waitForTransaction(hash, { retryInterval: 20 });
+    return receipt.value as unknown as { execution_status: string; revert_reason?: string };
+  };
+
+  test("speaks spec 0.10 with the mainnet chain id", async () => {
+    assert.equal(await provider.getSpecVersion(), "0.10.0");
+    assert.equal(await provider.getChainId(), "0x534e5f4d41494e");
+    assert.equal(await provider.getClassHashAt(sn.info.payTo).then((h) => typeof h), "string");
+    assert.equal(await rpcCode(provider.getClassHashAt("0x1234")), 20);
+  });
+
+  test("is_valid_signature answers VALID for the account's key over a SNIP-12 hash, 0 otherwise", async () => {
+    const ot = await outside(payer(0), sn.info.executors[0]!, 5);
+    const td = outsideExecution.getTypedData(
+      sn.info.chainId,
+      {
+        caller: ot.outsideExecution.caller,
+        execute_after: 1,
+        execute_before: ot.outsideExecution.execute_before,
+      },
+      ot.outsideExecution.nonce,
+      [transferCall(5)],
+      "2",
+    );
+    const hash = typedData.getMessageHash(td, payer(0).address);
+    const sig = stark.formatSignature(ot.signature);
+    const ask = (account: string, signature: string[]) =>
+      provider.callContract({
+        contractAddress: account,
+        entrypoint: "is_valid_signature",
+        calldata: [hash, String(signature.length), ...signature],
+      });
+    assert.deepEqual(await ask(payer(0).address, sig), ["0x56414c4944"]);
+    // The same signature checked by another account (another key): refused.
+    assert.deepEqual(await ask(payer(1).address, sig), ["0x0"]);
+  });
+
+  test("an outside execution runs once, from its caller only, and the executor pays the fee in STRK", async () => {
+    const ot = await outside(payer(0), sn.info.executors[0]!, 1000);
+    const call = outsideExecution.buildExecuteFromOutsideCall(ot);
+    const usdcBefore = sn.ledger.balanceOf(STARKNET_USDC, sn.info.payTo);
+    const strkBefore = sn.ledger.balanceOf(STARKNET_STRK, executor().address);
+    // Another executor is not the caller the payer named: the call reverts.
+    const wrong = await accountOf(sn.executors[1]!).execute(call, {
+      tip: 0n,
+      resourceBounds: bounds(),
+    });
+    assert.match((await included(wrong.transaction_hash)).revert_reason ?? "", /invalid caller/);
+    const ok = await executor().execute(call, { tip: 0n });
+    assert.equal((await included(ok.transaction_hash)).execution_status, "SUCCEEDED");
+    assert.equal(sn.ledger.balanceOf(STARKNET_USDC, sn.info.payTo), usdcBefore + 1000n);
+    const fee = sn.ledger.transaction(ok.transaction_hash)!.fee;
+    assert.ok(fee > 0n);
+    assert.equal(sn.ledger.balanceOf(STARKNET_STRK, executor().address), strkBefore - fee);
+    // The same outside execution again: its nonce is spent.
+    const again = await executor().execute(call, { tip: 0n, resourceBounds: bounds() });
+    assert.match((await included(again.transaction_hash)).revert_reason ?? "", /duplicated nonce/);
+    assert.equal(sn.ledger.balanceOf(STARKNET_USDC, sn.info.payTo), usdcBefore + 1000n);
+  });
+
+  test("a forged signature, an expired window and a bad transaction signature are refused", async () => {
+    const ot = await outside(payer(1), sn.info.executors[0]!, 7);
+    const forged = {
+      ...ot,
+      signature: stark.formatSignature(ot.signature).map((s, i) => (i === 1 ? "0x1234" : s)),
+    };
+    const bad = await executor().execute(outsideExecution.buildExecuteFromOutsideCall(forged), {
+      tip: 0n,
+      resourceBounds: bounds(),
+    });
+    assert.match((await included(bad.transaction_hash)).revert_reason ?? "", /invalid signature/);
+    const expired = await payer(1).getOutsideTransaction(
+      { caller: executor().address, execute_after: 1, execute_before: now() - 5 },
+      transferCall(7),
+      "2",
+      stark.randomAddress(),
+    );
+    const late = await executor().execute(outsideExecution.buildExecuteFromOutsideCall(expired), {
+      tip: 0n,
+      resourceBounds: bounds(),
+    });
+    assert.match((await included(late.transaction_hash)).revert_reason ?? "", /execute_before/);
+    // An INVOKE signed by a key that is not the sender's: refused at the gateway.
+    const impostor = new Account({
+      provider,
+      address: executor().address,
+      signer: devnetStarknetAccount("impostor").privateKey,
+      cairoVersion: "1",
+    });
+    assert.equal(
+      await rpcCode(impostor.execute(transferCall(1), { tip: 0n, resourceBounds: bounds() })),
+      55,
+    );
+  });
+
+  test("a fee the sender cannot cover and a nonce already used are refused; withheld transactions wait until released", async () => {
+    const sender = payer(2);
+    const nonce = BigInt(await provider.getNonceForAddress(sender.address, "pre_confirmed"));
+    // Payers hold no STRK: a transaction of their own cannot pay its fee.
+    assert.equal(
+      await rpcCode(sender.execute(transferCall(3), { tip: 0n, nonce, resourceBounds: bounds() })),
+      54,
+    );
+    sn.ledger.mint(STARKNET_STRK, sender.address, 10n ** 18n);
+    sn.ledger.withhold = true;
+    let hash: string;
+    try {
+      hash = (await sender.execute(transferCall(3), { tip: 0n, nonce, resourceBounds: bounds() }))
+        .transaction_hash;
+      assert.equal(
+        await rpcCode(
+          sender.execute(transferCall(4), { tip: 0n, nonce, resourceBounds: bounds() }),
+        ),
+        52,
+      );
+      const status = await provider.getTransactionStatus(hash);
+      assert.equal(status.finality_status, "RECEIVED");
+      assert.equal(await rpcCode(provider.getTransactionReceipt(hash)), 29);
+    } finally {
+      sn.ledger.release();
+    }
+    assert.equal((await included(hash)).execution_status, "SUCCEEDED");
+    assert.equal(sn.ledger.nonceOf(sender.address), nonce + 1n);
+  });
+});
+
+/** Generous fixed resource bounds, so a reverting call is sent rather than refused at estimation. */
+function bounds() {
+  return {
+    l1_gas: { max_amount: 0n, max_price_per_unit: 40_000_000_000_000n },
+    l2_gas: { max_amount: 5_000_000n, max_price_per_unit: 10_000_000_000n },
+    l1_data_gas: { max_amount: 500n, max_price_per_unit: 2_000_000_000n },
+  };
+}

@@ -1,0 +1,253 @@
+/**
+ * Starknet JSON-RPC (spec 0.10 shapes, fees in FRI) for the local ledger,
+ * over HTTP on loopback: what starknet.js 10's `RpcProvider` and `Account`
+ * send, with named parameters, single or batched. Errors carry the spec's
+ * codes (20 contract not found, 24 block not found, 29 transaction hash not
+ * found, 40 contract error, 41 transaction execution error, 52 invalid
+ * nonce, 54 insufficient balance, 55 validation failure, 59 duplicate).
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import {
+  SEQUENCER_ADDRESS,
+  StarknetRpcFailure,
+  toHex,
+  type Block,
+  type RpcInvokeV3,
+  type StarknetLedger,
+} from "./ledger.js";
+
+export const SPEC_VERSION = "0.10.0";
+
+type Params = Record<string, unknown>;
+
+function felt(v: unknown, what: string): bigint {
+  try {
+    if (typeof v === "string" || typeof v === "number") return BigInt(v);
+  } catch {
+    // falls through to the error below
+  }
+  throw new StarknetRpcFailure(-32602, `Invalid params: ${what} must be a felt`);
+}
+
+type BlockRef = { tag: "latest" | "pre_confirmed" } | { block: Block };
+
+function blockRef(ledger: StarknetLedger, id: unknown): BlockRef {
+  if (id === undefined || id === "latest" || id === "l1_accepted") return { tag: "latest" };
+  if (id === "pre_confirmed" || id === "pending") return { tag: "pre_confirmed" };
+  if (typeof id === "object" && id !== null) {
+    const o = id as Record<string, unknown>;
+    const found =
+      "block_number" in o
+        ? ledger.blocks[Number(o["block_number"])]
+        : "block_hash" in o
+          ? ledger.blocks.find((b) => BigInt(b.hash) === felt(o["block_hash"], "block_hash"))
+          : undefined;
+    if (found) return { block: found };
+  }
+  throw new StarknetRpcFailure(24, "Block not found");
+}
+
+function blockHeader(ledger: StarknetLedger, b: Block) {
+  const fri = (p: bigint) => ({ price_in_fri: toHex(p), price_in_wei: toHex(p / 1000n || 1n) });
+  return {
+    status: "ACCEPTED_ON_L2",
+    block_hash: b.hash,
+    parent_hash: b.parentHash,
+    block_number: b.number,
+    new_root: "0x0",
+    timestamp: b.timestamp,
+    sequencer_address: toHex(SEQUENCER_ADDRESS),
+    l1_gas_price: fri(ledger.gasPrices.l1),
+    l2_gas_price: fri(ledger.gasPrices.l2),
+    l1_data_gas_price: fri(ledger.gasPrices.l1Data),
+    l1_da_mode: "BLOB",
+    starknet_version: "0.14.0",
+  };
+}
+
+export function starknetHandlers(ledger: StarknetLedger): Record<string, (p: Params) => unknown> {
+  const receipt = (hash: unknown) => {
+    const rec = ledger.transaction(toHex(felt(hash, "transaction_hash")));
+    if (!rec || rec.finality === "RECEIVED") {
+      throw new StarknetRpcFailure(29, "Transaction hash not found");
+    }
+    return {
+      type: "INVOKE",
+      transaction_hash: rec.hash,
+      actual_fee: { amount: toHex(rec.fee), unit: "FRI" },
+      execution_status: rec.execution,
+      finality_status: rec.finality,
+      block_hash: rec.blockHash,
+      block_number: rec.blockNumber,
+      messages_sent: [],
+      events: rec.events,
+      execution_resources: rec.resources,
+      ...(rec.revertReason !== undefined ? { revert_reason: rec.revertReason } : {}),
+    };
+  };
+  const flags = (p: Params) =>
+    Array.isArray(p["simulation_flags"]) ? (p["simulation_flags"] as string[]) : [];
+  return {
+    starknet_specVersion: () => SPEC_VERSION,
+    starknet_chainId: () => toHex(ledger.chainId),
+    starknet_syncing: () => false,
+    starknet_blockNumber: () => ledger.latest.number,
+    starknet_blockHashAndNumber: () => ({
+      block_hash: ledger.latest.hash,
+      block_number: ledger.latest.number,
+    }),
+    starknet_getBlockWithTxHashes: (p) => {
+      const ref = blockRef(ledger, p["block_id"]);
+      if ("tag" in ref && ref.tag === "pre_confirmed") {
+        const {
+          status: _s,
+          block_hash: _h,
+          parent_hash: _p,
+          new_root: _r,
+          ...rest
+        } = blockHeader(ledger, ledger.latest);
+        return {
+          ...rest,
+          block_number: ledger.latest.number + 1,
+          timestamp: Math.floor(Date.now() / 1000),
+          transactions: [],
+        };
+      }
+      const b = "block" in ref ? ref.block : ledger.latest;
+      return { ...blockHeader(ledger, b), transactions: b.transactions };
+    },
+    starknet_getClassHashAt: (p) => {
+      blockRef(ledger, p["block_id"]);
+      return ledger.classHashAt(felt(p["contract_address"], "contract_address"));
+    },
+    starknet_getNonce: (p) => {
+      const ref = blockRef(ledger, p["block_id"]);
+      const pre = "tag" in ref && ref.tag === "pre_confirmed";
+      return toHex(ledger.nonceAt(felt(p["contract_address"], "contract_address"), pre));
+    },
+    starknet_call: (p) => {
+      blockRef(ledger, p["block_id"]);
+      const r = p["request"] as Params | undefined;
+      if (!r || !Array.isArray(r["calldata"])) {
+        throw new StarknetRpcFailure(-32602, "Invalid params: request needs calldata");
+      }
+      return ledger.call(
+        felt(r["contract_address"], "contract_address"),
+        felt(r["entry_point_selector"], "entry_point_selector"),
+        (r["calldata"] as unknown[]).map((c) => felt(c, "calldata")),
+      );
+    },
+    starknet_estimateFee: (p) => {
+      blockRef(ledger, p["block_id"]);
+      if (!Array.isArray(p["request"])) {
+        throw new StarknetRpcFailure(-32602, "Invalid params: request must be an array");
+      }
+      return ledger.estimateFee(p["request"] as RpcInvokeV3[], flags(p));
+    },
+    starknet_simulateTransactions: (p) => {
+      blockRef(ledger, p["block_id"]);
+      if (!Array.isArray(p["transactions"])) {
+        throw new StarknetRpcFailure(-32602, "Invalid params: transactions must be an array");
+      }
+      return ledger.simulate(p["transactions"] as RpcInvokeV3[], flags(p));
+    },
+    starknet_addInvokeTransaction: (p) => ({
+      transaction_hash: ledger.addInvoke(p["invoke_transaction"] as RpcInvokeV3),
+    }),
+    starknet_getTransactionReceipt: (p) => receipt(p["transaction_hash"]),
+    starknet_getTransactionStatus: (p) => {
+      const rec = ledger.transaction(toHex(felt(p["transaction_hash"], "transaction_hash")));
+      if (!rec) throw new StarknetRpcFailure(29, "Transaction hash not found");
+      return rec.finality === "RECEIVED"
+        ? { finality_status: "RECEIVED" }
+        : {
+            finality_status: rec.finality,
+            execution_status: rec.execution,
+            ...(rec.revertReason !== undefined ? { failure_reason: rec.revertReason } : {}),
+          };
+    },
+    starknet_getTransactionByHash: (p) => {
+      const rec = ledger.transaction(toHex(felt(p["transaction_hash"], "transaction_hash")));
+      if (!rec) throw new StarknetRpcFailure(29, "Transaction hash not found");
+      return { transaction_hash: rec.hash, ...rec.tx };
+    },
+  };
+}
+
+interface JsonRpcRequest {
+  jsonrpc?: string;
+  id?: unknown;
+  method?: unknown;
+  params?: unknown;
+}
+
+function answer(handlers: Record<string, (p: Params) => unknown>, req: JsonRpcRequest) {
+  const id = req.id ?? null;
+  const handler = typeof req.method === "string" ? handlers[req.method] : undefined;
+  if (!handler) {
+    return { jsonrpc: "2.0", id, error: { code: -32601, message: "Method not found" } };
+  }
+  const params = req.params ?? {};
+  if (typeof params !== "object" || Array.isArray(params)) {
+    return {
+      jsonrpc: "2.0",
+      id,
+      error: { code: -32602, message: "Invalid params: this node takes named parameters" },
+    };
+  }
+  try {
+    return { jsonrpc: "2.0", id, result: handler(params as Params) };
+  } catch (e) {
+    if (e instanceof StarknetRpcFailure) {
+      return {
+        jsonrpc: "2.0",
+        id,
+        error: {
+          code: e.code,
+          message: e.message,
+          ...(e.data !== undefined ? { data: e.data } : {}),
+        },
+      };
+    }
+    return { jsonrpc: "2.0", id, error: { code: -32603, message: `Internal error: ${String(e)}` } };
+  }
+}
+
+export interface ServedStarknet {
+  rpcUrl: string;
+  close(): Promise<void>;
+}
+
+export async function serveStarknet(ledger: StarknetLedger, port = 0): Promise<ServedStarknet> {
+  const handlers = starknetHandlers(ledger);
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      let body: unknown;
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      } catch {
+        body = undefined;
+      }
+      const out =
+        body === undefined || typeof body !== "object" || body === null
+          ? { jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error" } }
+          : Array.isArray(body)
+            ? body.map((r) => answer(handlers, r as JsonRpcRequest))
+            : answer(handlers, body as JsonRpcRequest);
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(out));
+    });
+  });
+  await new Promise<void>((r) => server.listen(port, "127.0.0.1", r));
+  return {
+    rpcUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}

@@ -1,0 +1,455 @@
+/**
+ * The Starknet `exact` mechanism (SNIP-9 v2 outside execution), registered
+ * on the shared `x402Facilitator`. The payer signs one USDC `transfer` as
+ * SNIP-12 typed data bound to our executor as `Caller`; the executor submits
+ * `execute_from_outside_v2` on the payer's account and pays the fee.
+ *
+ * Verify = the offline checks (outsideExecution.ts), then the chain, each
+ * with its own reason: the account is deployed; its `is_valid_signature`
+ * answers VALID (or 1) for the SNIP-12 hash of the canonical typed data;
+ * the SNIP-9 nonce is unused; the balance covers; and a simulation of the
+ * whole `execute_from_outside_v2` call from the executor succeeds with
+ * exactly one `Transfer` from the payer, to `payTo`, of the amount.
+ *
+ * Settle = verify again, then send from the executor the payment names
+ * (journaled before it leaves), and follow it until it is ACCEPTED_ON_L2 in
+ * a block: SUCCEEDED with the expected `Transfer` is success, REVERTED a
+ * failure with its reason; past the time budget it is `settlement_pending`
+ * with the hash, decided later from the chain.
+ */
+import { outsideExecution, typedData, type Call } from "starknet";
+import type {
+  PaymentPayload,
+  PaymentRequirements,
+  SchemeNetworkFacilitator,
+  SettleResponse,
+  VerifyResponse,
+} from "@x402/core/types";
+import { Reason } from "../../lib/reasons.js";
+import type { StarknetNetwork } from "../../networks/starknet.js";
+import type { TransactionJournal } from "../ports.js";
+import { ExecutorRefusal, type ExecutorPool, type ResourceBounds } from "./executors.js";
+import {
+  SIGNATURE_VALID,
+  StarknetReason,
+  TRANSFER_EVENT_KEY,
+  addressHex,
+  checkOutsideExecution,
+  feltHex,
+  type ParsedOutsideExecution,
+} from "./outsideExecution.js";
+import { RpcCode, rpcErrorCode, type StarknetRpc } from "./rpc.js";
+
+export interface StarknetSchemeSettings {
+  skewSeconds: number;
+  settleTimeoutMs: number;
+  pollMs: number;
+}
+
+type ChainChecked =
+  | { ok: true; oe: ParsedOutsideExecution; payer: string; calls: Call[]; bounds: ResourceBounds }
+  | { ok: false; reason: string; message: string; payer?: string };
+
+/** An emitted event with the contract that emitted it. */
+export interface EmittedEvent {
+  from_address: string;
+  keys: string[];
+  data: string[];
+}
+
+export interface ExpectedTransfer {
+  asset: bigint;
+  from: bigint;
+  to: bigint;
+  amount: bigint;
+}
+
+/**
+ * Whether the events hold exactly one `Transfer` of `asset` sent by the
+ * payer, and it is the expected one. Both layouts count: keyed (`keys =
+ * [selector, from, to]`, `data = [low, high]`) and legacy (`keys =
+ * [selector]`, `data = [from, to, low, high]`). Transfers of the same token
+ * by others (the executor's fee, when the asset is STRK) do not count.
+ */
+export function holdsExpectedTransfer(
+  events: readonly EmittedEvent[],
+  want: ExpectedTransfer,
+): { ok: true } | { ok: false; message: string } {
+  const payerSent: { to: bigint; amount: bigint }[] = [];
+  for (const ev of events) {
+    if (BigInt(ev.from_address) !== want.asset) continue;
+    if (ev.keys.length === 0 || BigInt(ev.keys[0]!) !== TRANSFER_EVENT_KEY) continue;
+    let fields: bigint[];
+    if (ev.keys.length === 3 && ev.data.length === 2) {
+      fields = [...ev.keys.slice(1), ...ev.data].map((v) => BigInt(v));
+    } else if (ev.keys.length === 1 && ev.data.length === 4) {
+      fields = ev.data.map((v) => BigInt(v));
+    } else {
+      return { ok: false, message: "a Transfer event of the asset has an unknown layout" };
+    }
+    const [from, to, low, high] = fields as [bigint, bigint, bigint, bigint];
+    if (from === want.from) payerSent.push({ to, amount: low + (high << 128n) });
+  }
+  if (payerSent.length !== 1) {
+    return {
+      ok: false,
+      message: `expected exactly one Transfer from the payer, found ${payerSent.length}`,
+    };
+  }
+  const [t] = payerSent as [{ to: bigint; amount: bigint }];
+  if (t.to !== want.to || t.amount !== want.amount) {
+    return { ok: false, message: "the payer's Transfer is not to payTo for the amount" };
+  }
+  return { ok: true };
+}
+
+/** The events of a simulated call tree, each with the contract that emitted it, in order. */
+function eventsOfTrace(invocation: unknown): EmittedEvent[] {
+  const inv = invocation as {
+    contract_address: string;
+    events?: { keys: string[]; data: string[] }[];
+    calls?: unknown[];
+  };
+  const own = (inv.events ?? []).map((e) => ({
+    from_address: inv.contract_address,
+    keys: e.keys,
+    data: e.data,
+  }));
+  return [...own, ...(inv.calls ?? []).flatMap(eventsOfTrace)];
+}
+
+/** Revert messages of SNIP-9 accounts that name the payment's own fault. */
+function reasonForRevert(revert: string): string {
+  if (/nonce/i.test(revert)) return StarknetReason.nonceUsed;
+  if (/caller/i.test(revert)) return StarknetReason.caller;
+  if (/signature/i.test(revert)) return StarknetReason.signature;
+  if (/execute_before|execute_after|expired|timestamp/i.test(revert)) {
+    return StarknetReason.expired;
+  }
+  if (/balance|u256_sub|insufficient/i.test(revert)) return Reason.insufficientFunds;
+  return StarknetReason.simulation;
+}
+
+export class ExactStarknetScheme implements SchemeNetworkFacilitator {
+  readonly scheme = "exact";
+  readonly caipFamily = "starknet:*";
+
+  constructor(
+    private readonly network: StarknetNetwork,
+    private readonly rpc: StarknetRpc,
+    private readonly executors: ExecutorPool,
+    private readonly journal: TransactionJournal,
+    private readonly settings: StarknetSchemeSettings,
+  ) {}
+
+  /** The executor to name as `Caller`, in rotation among healthy ones. */
+  getExtra(): Record<string, unknown> {
+    return { feePayer: this.executors.next() };
+  }
+
+  getSigners(): string[] {
+    return this.executors.addresses();
+  }
+
+  async verify(
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+  ): Promise<VerifyResponse> {
+    const checked = await this.check(payload, requirements);
+    return checked.ok
+      ? { isValid: true, payer: checked.payer }
+      : {
+          isValid: false,
+          invalidReason: checked.reason,
+          invalidMessage: checked.message,
+          ...(checked.payer ? { payer: checked.payer } : {}),
+        };
+  }
+
+  async settle(
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+  ): Promise<SettleResponse> {
+    const network = this.network.id as SettleResponse["network"];
+    const checked = await this.check(payload, requirements);
+    if (!checked.ok) {
+      return {
+        success: false,
+        errorReason: checked.reason,
+        errorMessage: checked.message,
+        transaction: "",
+        network,
+        ...(checked.payer ? { payer: checked.payer } : {}),
+      };
+    }
+    const { oe, payer, calls, bounds } = checked;
+    let sent: { hash: string; ambiguous: boolean };
+    try {
+      sent = await this.executors.send(oe.caller, calls, bounds, {
+        payer,
+        outsideNonce: feltHex(oe.nonce),
+        expected: this.expectedOf(oe, requirements, true),
+      });
+    } catch (e) {
+      if (e instanceof ExecutorRefusal) {
+        return {
+          success: false,
+          errorReason: e.reason,
+          errorMessage: e.message,
+          transaction: "",
+          network,
+          payer,
+        };
+      }
+      throw e;
+    }
+    const pending = (message: string): SettleResponse => ({
+      success: false,
+      errorReason: Reason.settlementPending,
+      errorMessage: message,
+      transaction: sent.hash,
+      network,
+      payer,
+    });
+    if (sent.ambiguous) {
+      return pending(
+        "the transaction was sent but the node's answer was lost; it is being followed",
+      );
+    }
+    const deadline = Date.now() + this.settings.settleTimeoutMs;
+    const want = this.expectedOf(oe, requirements, false) as unknown as ExpectedTransfer;
+    for (;;) {
+      const outcome = await this.outcome(sent.hash, want).catch(() => undefined);
+      if (outcome?.state === "succeeded" || outcome?.state === "failed") {
+        if (outcome.state === "succeeded")
+          return { success: true, transaction: sent.hash, network, payer };
+        return {
+          success: false,
+          errorReason: outcome.reason,
+          errorMessage: outcome.message,
+          transaction: sent.hash,
+          network,
+          payer,
+        };
+      }
+      if (Date.now() >= deadline) {
+        return pending(
+          "the transaction was sent and is not accepted on L2 yet; it is being followed",
+        );
+      }
+      await new Promise((r) => setTimeout(r, this.settings.pollMs));
+    }
+  }
+
+  /** The transfer a payment makes, as numbers (or as hex for the journal). */
+  private expectedOf(oe: ParsedOutsideExecution, req: PaymentRequirements, asHex: boolean) {
+    const t = {
+      asset: BigInt(req.asset),
+      from: oe.from,
+      to: BigInt(req.payTo),
+      amount: BigInt(req.amount),
+    };
+    return asHex
+      ? {
+          asset: feltHex(t.asset),
+          from: feltHex(t.from),
+          to: feltHex(t.to),
+          amount: t.amount.toString(),
+        }
+      : t;
+  }
+
+  /**
+   * Where a sent transaction stands, from the chain: decided only once it is
+   * accepted on L2 in a block. Writes the outcome to the journal.
+   */
+  async outcome(
+    txHash: string,
+    want: ExpectedTransfer,
+  ): Promise<
+    | { state: "succeeded" }
+    | { state: "failed"; reason: string; message: string }
+    | { state: "pending" }
+    | { state: "unknown" }
+  > {
+    let receipt: {
+      finality_status?: string;
+      execution_status?: string;
+      block_number?: number;
+      revert_reason?: string;
+      events?: EmittedEvent[];
+    };
+    try {
+      receipt = (await this.rpc.ask((p) =>
+        p.channel.getTransactionReceipt(txHash),
+      )) as typeof receipt;
+    } catch (e) {
+      if (rpcErrorCode(e) === RpcCode.txnHashNotFound) {
+        // Received but not in a block yet, or unknown to the node.
+        const status = await this.rpc
+          .ask((p) => p.channel.getTransactionStatus(txHash))
+          .catch((err: unknown) => {
+            if (rpcErrorCode(err) === RpcCode.txnHashNotFound) return undefined;
+            throw err;
+          });
+        return status ? { state: "pending" } : { state: "unknown" };
+      }
+      throw e;
+    }
+    const accepted =
+      receipt.finality_status === "ACCEPTED_ON_L2" || receipt.finality_status === "ACCEPTED_ON_L1";
+    if (!accepted || receipt.block_number === undefined) return { state: "pending" };
+    const block = BigInt(receipt.block_number);
+    if (receipt.execution_status !== "SUCCEEDED") {
+      await this.journal.finished(txHash, "reverted", block);
+      return {
+        state: "failed",
+        reason:
+          reasonForRevert(receipt.revert_reason ?? "") === StarknetReason.simulation
+            ? StarknetReason.reverted
+            : reasonForRevert(receipt.revert_reason ?? ""),
+        message: `the transaction reverted (${receipt.revert_reason ?? "no reason given"}): only the executor's fee was spent, no amount moved`,
+      };
+    }
+    const held = holdsExpectedTransfer(receipt.events ?? [], want);
+    await this.journal.finished(txHash, "success", block);
+    if (!held.ok) {
+      return { state: "failed", reason: StarknetReason.transferMissing, message: held.message };
+    }
+    return { state: "succeeded" };
+  }
+
+  /** The offline checks, then what only the chain knows. */
+  private async check(
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+  ): Promise<ChainChecked> {
+    const checked = checkOutsideExecution(payload, requirements, {
+      chainId: this.network.chainId,
+      executors: new Set(this.executors.addresses().map((a) => BigInt(a))),
+      skewSeconds: this.settings.skewSeconds,
+      nowSeconds: Math.floor(Date.now() / 1000),
+    });
+    if (!checked.ok) return checked;
+    const { oe, payer } = checked;
+    const from = addressHex(oe.from);
+    const fail = (reason: string, message: string): ChainChecked => ({
+      ok: false,
+      reason,
+      message,
+      payer,
+    });
+    /** A contract call; the node's contract error comes back as `undefined`. */
+    const call = (contractAddress: string, entrypoint: string, calldata: string[]) =>
+      this.rpc
+        .ask((p) => p.callContract({ contractAddress, entrypoint, calldata }, "latest"))
+        .catch((e: unknown) => {
+          const code = rpcErrorCode(e);
+          if (code === RpcCode.contractError || code === RpcCode.entrypointNotFound)
+            return undefined;
+          throw e;
+        });
+
+    try {
+      await this.rpc.ask((p) => p.getClassHashAt(from, "latest"));
+    } catch (e) {
+      if (rpcErrorCode(e) === RpcCode.contractNotFound) {
+        return fail(
+          StarknetReason.accountNotDeployed,
+          `the paying account ${from} is not deployed: deploy it before paying`,
+        );
+      }
+      throw e;
+    }
+    const msgHash = typedData.getMessageHash(oe.typedData, from);
+    const [valid, nonceFree] = await Promise.all([
+      call(from, "is_valid_signature", [
+        msgHash,
+        String(oe.signature.length),
+        ...oe.signature.map(feltHex),
+      ]),
+      call(from, "is_valid_outside_execution_nonce", [feltHex(oe.nonce)]),
+    ]);
+    const answer = valid?.[0] === undefined ? undefined : BigInt(valid[0]);
+    if (answer !== SIGNATURE_VALID && answer !== 1n) {
+      return fail(
+        StarknetReason.signature,
+        "the account's is_valid_signature does not accept this signature over the canonical typed data",
+      );
+    }
+    if (nonceFree?.[0] === undefined || BigInt(nonceFree[0]) === 0n) {
+      return fail(
+        StarknetReason.nonceUsed,
+        "the outside execution's nonce was already used (or the account is not a SNIP-9 v2 account)",
+      );
+    }
+    const amount = BigInt(requirements.amount);
+    const balance =
+      (await call(requirements.asset, "balance_of", [from])) ??
+      (await call(requirements.asset, "balanceOf", [from]));
+    if (!balance || balance.length < 2) {
+      return fail(
+        Reason.invalidPaymentRequirements,
+        `${requirements.asset} answers neither balance_of nor balanceOf: is it a SNIP-2 token?`,
+      );
+    }
+    if (BigInt(balance[0]!) + (BigInt(balance[1]!) << 128n) < amount) {
+      return fail(
+        Reason.insufficientFunds,
+        `the payer holds less than ${requirements.amount} of ${requirements.asset}`,
+      );
+    }
+
+    const executor = this.executors.accountOf(oe.caller)!;
+    const calls = outsideExecution.buildExecuteFromOutsideCall({
+      outsideExecution: {
+        caller: feltHex(oe.caller),
+        nonce: feltHex(oe.nonce),
+        execute_after: feltHex(oe.executeAfter),
+        execute_before: feltHex(oe.executeBefore),
+        calls: oe.calls.map((c) => ({
+          to: feltHex(c.to),
+          selector: feltHex(c.selector),
+          calldata: c.calldata.map(feltHex),
+        })),
+      },
+      signature: oe.signature.map(feltHex),
+      signerAddress: from,
+      version: "2",
+    });
+    let simulated;
+    try {
+      simulated = await this.rpc.ask(() =>
+        executor.simulateTransaction([{ type: "INVOKE", payload: calls }], {
+          tip: 0n,
+          skipValidate: true,
+        }),
+      );
+    } catch (e) {
+      if (rpcErrorCode(e) === RpcCode.transactionExecutionError) {
+        return fail(
+          StarknetReason.simulation,
+          `the settlement would fail: ${(e as Error).message.split("\n").pop()?.trim()}`,
+        );
+      }
+      throw e;
+    }
+    const sim = simulated.simulated_transactions[0];
+    const trace = sim?.transaction_trace as
+      { execute_invocation?: { revert_reason?: string } } | undefined;
+    const execution = trace?.execute_invocation;
+    if (!sim || !execution || execution.revert_reason !== undefined) {
+      const revert = execution?.revert_reason ?? "no trace";
+      return fail(reasonForRevert(revert), `a simulation of the settlement reverts: ${revert}`);
+    }
+    const held = holdsExpectedTransfer(eventsOfTrace(execution), {
+      asset: BigInt(requirements.asset),
+      from: oe.from,
+      to: BigInt(requirements.payTo),
+      amount,
+    });
+    if (!held.ok)
+      return fail(StarknetReason.simulation, `a simulation of the settlement: ${held.message}`);
+    return { ok: true, oe, payer, calls, bounds: sim.resourceBounds };
+  }
+}

@@ -1,0 +1,320 @@
+/**
+ * The facilitator's Starknet executor accounts on one network: the accounts
+ * that submit `execute_from_outside_v2` and pay its fee in STRK.
+ *
+ * - A payment names its executor (the SNIP-9 `Caller` is bound into the
+ *   payer's signature), so the settlement is sent from exactly that account;
+ *   `/supported` offers the executors in rotation, and all stay accepted.
+ * - An executor whose STRK balance falls below the floor leaves the
+ *   rotation (log line, `x402_signer_in_rotation` metric) until it is topped up.
+ * - Nonces: sends from one executor are serialized in this process. An
+ *   executor this replica holds the lease for keeps its nonce locally; one
+ *   another replica holds (a payment named it here) reads the node's
+ *   pre-confirmed nonce first. A nonce the node refuses is re-read and the
+ *   transaction re-signed, at most three times.
+ * - Before a transaction leaves, its hash, nonce and signed body are
+ *   journaled, so a crash can be followed up by re-sending exactly it.
+ * - Private keys live only inside starknet.js `Account` signers: never logged.
+ */
+import { Account, RpcError, hash, type Call, type RpcProvider } from "starknet";
+import type { Logger } from "../../lib/logger.js";
+import type { SignerLeases, TransactionJournal } from "../ports.js";
+import { RpcCode, type StarknetRpc } from "./rpc.js";
+import { addressHex } from "./outsideExecution.js";
+
+export interface ExecutorKey {
+  address: string;
+  privateKey: string;
+}
+
+type SignedInvoke = Awaited<ReturnType<Account["getSignedTransaction"]>>;
+export type ResourceBounds = NonNullable<Parameters<Account["execute"]>[1]>["resourceBounds"];
+
+interface Executor {
+  address: string;
+  account: Account;
+  healthy: boolean;
+  leased: boolean;
+  /** The next nonce to use, when this process knows it. */
+  nonce: bigint | undefined;
+  /** Sends from this account, one after another. */
+  queue: Promise<unknown>;
+  inFlight: number;
+}
+
+export interface ExecutorPoolOptions {
+  network: string;
+  chainId: string;
+  feeToken: string;
+  keys: readonly ExecutorKey[];
+  rpc: StarknetRpc;
+  journal: TransactionJournal;
+  log: Logger;
+  /** Executors with less STRK (FRI) than this leave the rotation. */
+  minFeeBalance: bigint;
+  leases: { port: SignerLeases; holder: string; ttlMs?: number; heartbeatMs?: number };
+  onHealth?: (address: string, healthy: boolean, balanceFri: bigint) => void;
+}
+
+export class ExecutorRefusal extends Error {
+  constructor(
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The hash of a signed INVOKE v3, as the sequencer computes it. */
+export function invokeTransactionHash(tx: SignedInvoke, chainId: string): string {
+  const rb = tx.resource_bounds;
+  const bound = (r: { max_amount: string; max_price_per_unit: string }) => ({
+    max_amount: BigInt(r.max_amount),
+    max_price_per_unit: BigInt(r.max_price_per_unit),
+  });
+  const da = (m: string) => (m === "L2" ? 1 : 0);
+  return hash.calculateInvokeTransactionHash({
+    senderAddress: tx.sender_address,
+    version: tx.version,
+    compiledCalldata: tx.calldata,
+    chainId,
+    nonce: tx.nonce,
+    accountDeploymentData: tx.account_deployment_data,
+    nonceDataAvailabilityMode: da(tx.nonce_data_availability_mode),
+    feeDataAvailabilityMode: da(tx.fee_data_availability_mode),
+    resourceBounds: {
+      l1_gas: bound(rb.l1_gas),
+      l2_gas: bound(rb.l2_gas),
+      l1_data_gas: bound(rb.l1_data_gas),
+    },
+    tip: tx.tip,
+    paymasterData: tx.paymaster_data,
+  } as Parameters<typeof hash.calculateInvokeTransactionHash>[0]);
+}
+
+export class ExecutorPool {
+  private readonly executors = new Map<bigint, Executor>();
+  private cursor = 0;
+  private timers: NodeJS.Timeout[] = [];
+
+  constructor(private readonly opts: ExecutorPoolOptions) {
+    for (const key of opts.keys) {
+      const address = addressHex(BigInt(key.address));
+      this.executors.set(BigInt(key.address), {
+        address,
+        // Cairo 1 accounts: no class lookup to learn the calldata layout.
+        account: new Account({
+          provider: opts.rpc.provider,
+          address,
+          signer: key.privateKey,
+          cairoVersion: "1",
+        }),
+        healthy: true,
+        leased: false,
+        nonce: undefined,
+        queue: Promise.resolve(),
+        inFlight: 0,
+      });
+    }
+  }
+
+  get provider(): RpcProvider {
+    return this.opts.rpc.provider;
+  }
+
+  /** Every executor, each accepted as the `Caller` of payments signed to it. */
+  addresses(): string[] {
+    return [...this.executors.values()].map((e) => e.address);
+  }
+
+  has(address: bigint): boolean {
+    return this.executors.has(address);
+  }
+
+  accountOf(address: bigint): Account | undefined {
+    return this.executors.get(address)?.account;
+  }
+
+  /** The executor to offer next in `/supported`: round robin among healthy ones this replica holds. */
+  next(): string {
+    const all = [...this.executors.values()];
+    const pick = (ok: (e: Executor) => boolean) => {
+      for (let i = 0; i < all.length; i++) {
+        const e = all[(this.cursor + i) % all.length]!;
+        if (ok(e)) {
+          this.cursor = (this.cursor + i + 1) % all.length;
+          return e.address;
+        }
+      }
+      return undefined;
+    };
+    // With no lease (a replica still starting) or no healthy one, still name one:
+    // payments to it then fail clearly rather than never being offered.
+    return (
+      pick((e) => e.healthy && e.leased) ??
+      pick((e) => e.healthy) ??
+      all[this.cursor % all.length]!.address
+    );
+  }
+
+  async start(balanceEveryMs = 30_000): Promise<void> {
+    await Promise.all([this.checkBalances(), this.syncLeases()]);
+    this.timers.push(
+      setInterval(() => void this.checkBalances(), balanceEveryMs),
+      setInterval(() => void this.syncLeases(), this.opts.leases.heartbeatMs ?? 2_000),
+    );
+    for (const t of this.timers) t.unref();
+  }
+
+  async stop(): Promise<void> {
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    await this.opts.leases.port.releaseAll(this.opts.leases.holder).catch(() => undefined);
+  }
+
+  async checkBalances(): Promise<void> {
+    await Promise.all(
+      [...this.executors.values()].map(async (e) => {
+        try {
+          const [low, high] = await this.opts.rpc.ask((p) =>
+            p.callContract({
+              contractAddress: this.opts.feeToken,
+              entrypoint: "balance_of",
+              calldata: [e.address],
+            }),
+          );
+          const balance = BigInt(low ?? 0) + (BigInt(high ?? 0) << 128n);
+          const ok = balance >= this.opts.minFeeBalance;
+          if (ok !== e.healthy) {
+            this.opts.log[ok ? "info" : "warn"](
+              { network: this.opts.network, executor: e.address, strkFri: balance.toString() },
+              ok
+                ? "executor back in rotation"
+                : "executor low on STRK for fees: taken out of rotation",
+            );
+          }
+          e.healthy = ok;
+          this.opts.onHealth?.(e.address, ok, balance);
+        } catch (err) {
+          this.opts.log.warn(
+            { err: String(err), network: this.opts.network },
+            "could not read an executor's STRK balance",
+          );
+        }
+      }),
+    );
+  }
+
+  /** Renews this replica's leases; an executor newly taken re-reads its nonce. */
+  async syncLeases(): Promise<void> {
+    const all = [...this.executors.values()];
+    try {
+      const held = new Set(
+        await this.opts.leases.port.sync({
+          network: this.opts.network,
+          addresses: all.map((e) => e.address),
+          holder: this.opts.leases.holder,
+          ttlMs: this.opts.leases.ttlMs ?? 6_000,
+          releasable: all.filter((e) => e.leased && e.inFlight === 0).map((e) => e.address),
+        }),
+      );
+      for (const e of all) {
+        const now = held.has(e.address.toLowerCase());
+        if (now && !e.leased) e.nonce = undefined;
+        e.leased = now;
+      }
+    } catch (err) {
+      this.opts.log.warn(
+        { err: String(err), network: this.opts.network },
+        "could not renew executor leases",
+      );
+      for (const e of all) e.leased = false;
+    }
+  }
+
+  /**
+   * Signs and submits `calls` from `executor`: journaled before it leaves.
+   * Returns the transaction hash once the node accepted it, or `ambiguous`
+   * with the hash when the node's answer was lost (it may be in). Throws
+   * `ExecutorRefusal` when the node refused it (nothing was sent).
+   */
+  send(
+    executorAddress: bigint,
+    calls: Call[],
+    resourceBounds: ResourceBounds,
+    detail: Record<string, unknown>,
+  ): Promise<{ hash: string; ambiguous: boolean }> {
+    const e = this.executors.get(executorAddress);
+    if (!e) {
+      return Promise.reject(
+        new ExecutorRefusal("no_signer_available", "the payment's executor is not one of ours"),
+      );
+    }
+    e.inFlight++;
+    const run = e.queue.then(() => this.sendNow(e, calls, resourceBounds, detail));
+    e.queue = run.catch(() => undefined);
+    return run.finally(() => e.inFlight--);
+  }
+
+  private async sendNow(
+    e: Executor,
+    calls: Call[],
+    resourceBounds: ResourceBounds,
+    detail: Record<string, unknown>,
+  ): Promise<{ hash: string; ambiguous: boolean }> {
+    for (let attempt = 1; ; attempt++) {
+      const nonce =
+        e.leased && e.nonce !== undefined
+          ? e.nonce
+          : BigInt(
+              await this.opts.rpc.ask((p) => p.getNonceForAddress(e.address, "pre_confirmed")),
+            );
+      // Fee bounds and tip are given: starknet.js neither estimates nor scans blocks for a tip.
+      const signed = await e.account.getSignedTransaction(calls, {
+        nonce,
+        tip: 0n,
+        resourceBounds,
+      });
+      const txHash = invokeTransactionHash(signed, this.opts.chainId);
+      await this.opts.journal.sent({
+        network: this.opts.network,
+        reference: txHash,
+        signer: e.address,
+        detail: { ...detail, nonce: nonce.toString(), transaction: signed },
+      });
+      try {
+        await this.opts.rpc.ask((p) => p.invokeSignedTx(signed));
+        e.nonce = nonce + 1n;
+        return { hash: txHash, ambiguous: false };
+      } catch (err) {
+        if (!(err instanceof RpcError)) {
+          // Sent or not, we cannot tell: the nonce may be spent. Follow the hash.
+          e.nonce = undefined;
+          this.opts.log.warn(
+            { network: this.opts.network, executor: e.address, transaction: txHash },
+            "the node's answer to a send was lost; following the transaction",
+          );
+          return { hash: txHash, ambiguous: true };
+        }
+        if (err.code === RpcCode.duplicateTx) {
+          e.nonce = nonce + 1n;
+          return { hash: txHash, ambiguous: false };
+        }
+        if (err.code === RpcCode.invalidTransactionNonce && attempt < 3) {
+          e.nonce = undefined;
+          continue;
+        }
+        e.nonce = undefined;
+        const reason =
+          err.code === RpcCode.insufficientAccountBalance ||
+          err.code === RpcCode.insufficientResources
+            ? "no_signer_available"
+            : "unexpected_settle_error";
+        throw new ExecutorRefusal(
+          reason,
+          `the node refused the executor's transaction (${err.code}: ${err.baseError.message}); nothing was transferred`,
+        );
+      }
+    }
+  }
+}

@@ -1,0 +1,239 @@
+/**
+ * The Starknet family: the `exact` mechanism (SNIP-9 v2 outside execution)
+ * on each configured Starknet network, submitted by our executor accounts,
+ * with what the service asks of every family: the payer and the
+ * authorization key of a payload (the payer and its SNIP-9 nonce, so copies
+ * of one authorization meet durably and across replicas), reconciliation
+ * from the chain, and reachability.
+ */
+import type { x402Facilitator } from "@x402/core/facilitator";
+import { typedData } from "starknet";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import { findStarknetNetwork, type StarknetNetwork } from "../../networks/starknet.js";
+import { Reason } from "../../lib/reasons.js";
+import { networkNotServed, nothingWasSent, probeNetworks } from "../familySupport.js";
+import type {
+  ChainFamily,
+  FamilyContext,
+  NetworkProbe,
+  PendingSettlement,
+  PreparedPayment,
+  ReconcileOutcome,
+} from "../ports.js";
+import { ExactStarknetScheme, type ExpectedTransfer } from "./exactScheme.js";
+import { ExecutorPool, type ExecutorKey } from "./executors.js";
+import {
+  addressHex,
+  canonicalTypedData,
+  feltHex,
+  parseFelt,
+  parseOutsideExecution,
+  payerOf,
+} from "./outsideExecution.js";
+import { StarknetRpc } from "./rpc.js";
+
+export interface StarknetSetup {
+  networks: readonly { id: string; rpcUrl: string }[];
+  /** Executor accounts and their Stark private keys. Never logged. */
+  executors: readonly ExecutorKey[];
+}
+
+export interface StarknetSettings {
+  /** Executors with less STRK (FRI) than this leave the rotation. */
+  minExecutorFeeBalance: bigint;
+  /** Tolerance for a sequencer timestamp behind the wall clock (time window checks). */
+  timeSkewSeconds: number;
+}
+
+interface StarknetRuntime {
+  network: StarknetNetwork;
+  rpc: StarknetRpc;
+  executors: ExecutorPool;
+  scheme: ExactStarknetScheme;
+  block: { value: Promise<number>; at: number } | undefined;
+}
+
+export class StarknetChainAdapter implements ChainFamily {
+  readonly family = "starknet";
+  private readonly runtimes = new Map<string, StarknetRuntime>();
+  private readonly schemes = new Map<string, readonly string[]>();
+
+  constructor(setup: StarknetSetup, settings: StarknetSettings, ctx: FamilyContext) {
+    const log = ctx.log.child({ component: "starknet" });
+    for (const { id, rpcUrl } of setup.networks) {
+      const network = findStarknetNetwork(id);
+      if (!network) throw new Error(`unknown Starknet network ${id}`);
+      const rpc = new StarknetRpc({ network: id, url: rpcUrl, chainId: network.chainId });
+      const executors = new ExecutorPool({
+        network: id,
+        chainId: network.chainId,
+        feeToken: network.feeToken.address,
+        keys: setup.executors,
+        rpc,
+        journal: ctx.journal,
+        log,
+        minFeeBalance: settings.minExecutorFeeBalance,
+        leases: ctx.leases,
+        onHealth: (address, healthy, fri) =>
+          ctx.onSignerHealth(id, address, healthy, Number(fri) / 1e18),
+      });
+      const scheme = new ExactStarknetScheme(network, rpc, executors, ctx.journal, {
+        skewSeconds: settings.timeSkewSeconds,
+        settleTimeoutMs: ctx.settleTimeoutMs,
+        pollMs: ctx.pollingIntervalMs ?? 1000,
+      });
+      this.runtimes.set(id, { network, rpc, executors, scheme, block: undefined });
+      this.schemes.set(id, ["exact"]);
+    }
+  }
+
+  networks(): ReadonlyMap<string, readonly string[]> {
+    return this.schemes;
+  }
+
+  register(engine: x402Facilitator): void {
+    for (const r of this.runtimes.values()) {
+      engine.register(r.network.id as `${string}:${string}`, r.scheme);
+    }
+  }
+
+  async start(): Promise<void> {
+    await Promise.all([...this.runtimes.values()].map((r) => r.executors.start()));
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.runtimes.values()].map((r) => r.executors.stop()));
+  }
+
+  payerOf(payload: PaymentPayload): string | undefined {
+    return payerOf(payload);
+  }
+
+  /**
+   * One SNIP-9 authorization: the payer, its nonce (the account accepts each
+   * once) and the SNIP-12 hash of what was signed. Copies of one signed
+   * payment meet on this key; a different message reusing a spent nonce
+   * does not inherit the first one's answer: it is checked on its own, and
+   * the chain refuses its nonce.
+   */
+  authorizationKey(payload: PaymentPayload, requirements: PaymentRequirements): string | undefined {
+    const parsed = parseOutsideExecution(payload);
+    if (!parsed.ok) return undefined;
+    const { from, nonce, chainId } = parsed.oe;
+    const signed = typedData.getMessageHash(canonicalTypedData(chainId, parsed.oe), feltHex(from));
+    return `${requirements.network}:snip9:${addressHex(from)}:${feltHex(nonce)}:${signed}`;
+  }
+
+  quotaUnits(): number {
+    return 1;
+  }
+
+  shapeError(payload: PaymentPayload): string | undefined {
+    const parsed = parseOutsideExecution(payload);
+    return parsed.ok ? undefined : parsed.message;
+  }
+
+  async prepare(
+    _payload: PaymentPayload,
+    requirements: PaymentRequirements,
+  ): Promise<PreparedPayment> {
+    if (
+      parseFelt(requirements.asset) === undefined ||
+      parseFelt(requirements.payTo) === undefined
+    ) {
+      return {
+        ok: false,
+        reason: Reason.invalidPaymentRequirements,
+        message: "paymentRequirements.asset and .payTo must be Starknet addresses (0x felts)",
+      };
+    }
+    return { ok: true, requirements };
+  }
+
+  /** The latest block number, read at most every 250 ms however many ask. */
+  async currentBlock(network: string): Promise<bigint | undefined> {
+    const r = this.runtimes.get(network);
+    if (!r) return undefined;
+    if (!r.block || Date.now() - r.block.at >= 250) {
+      const value = r.rpc.ask((p) => p.getBlockNumber());
+      r.block = { value, at: Date.now() };
+      value.catch(() => (r.block = undefined));
+    }
+    return BigInt(await r.block.value);
+  }
+
+  rpcFailedSince(network: string, sinceMs: number): boolean {
+    return (this.runtimes.get(network)?.rpc.lastTransportFailure ?? 0) >= sinceMs;
+  }
+
+  probe(): Promise<NetworkProbe[]> {
+    return probeNetworks(
+      [...this.runtimes.values()].map((r) => ({
+        network: r.network.id,
+        host: r.rpc.host,
+        read: () => r.rpc.ask((p) => p.getBlockNumber()),
+      })),
+    );
+  }
+
+  /**
+   * From the chain alone: a journaled transaction accepted in a block
+   * decides it; one the node still holds stays pending; one the node does
+   * not know is re-sent with the same signed bytes while its executor's
+   * nonce has not moved past it, and otherwise can never land.
+   */
+  async reconcile(pending: PendingSettlement): Promise<ReconcileOutcome> {
+    const r = this.runtimes.get(pending.network);
+    if (!r) return networkNotServed(pending.network);
+    const latest = pending.transactions[pending.transactions.length - 1];
+    if (!latest) return nothingWasSent();
+    const expected = latest.detail["expected"] as Record<string, string> | undefined;
+    const want: ExpectedTransfer = {
+      asset: BigInt(expected?.["asset"] ?? pending.request.paymentRequirements.asset),
+      from: BigInt(expected?.["from"] ?? payerOf(pending.request.paymentPayload) ?? 0),
+      to: BigInt(expected?.["to"] ?? pending.request.paymentRequirements.payTo),
+      amount: BigInt(expected?.["amount"] ?? pending.request.paymentRequirements.amount),
+    };
+    const outcome = await r.scheme.outcome(latest.reference, want);
+    if (outcome.state === "succeeded")
+      return { status: "succeeded", transaction: latest.reference };
+    if (outcome.state === "failed") {
+      return {
+        status: "failed",
+        reason: outcome.reason,
+        message: outcome.message,
+        transaction: latest.reference,
+      };
+    }
+    if (outcome.state === "unknown" && latest.signer) {
+      const nonce = BigInt(String(latest.detail["nonce"] ?? "0"));
+      const current = BigInt(
+        await r.rpc.ask((p) => p.getNonceForAddress(latest.signer!, "latest")),
+      );
+      if (current > nonce) {
+        return {
+          status: "failed",
+          reason: Reason.settlementInterrupted,
+          message:
+            "the settlement's transaction never reached the chain and its executor nonce was used since; nothing was transferred",
+        };
+      }
+      const tx = latest.detail["transaction"];
+      if (tx && typeof tx === "object") {
+        await r.rpc.ask((p) => p.invokeSignedTx(tx as never)).catch(() => undefined);
+      }
+    }
+    return { status: "pending", transaction: latest.reference };
+  }
+}
+
+export function createStarknet(
+  setup: StarknetSetup,
+  settings: StarknetSettings,
+  ctx: FamilyContext,
+): StarknetChainAdapter {
+  if (setup.executors.length === 0) {
+    throw new Error("the Starknet family needs at least one executor account");
+  }
+  return new StarknetChainAdapter(setup, settings, ctx);
+}

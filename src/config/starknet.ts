@@ -1,0 +1,103 @@
+/**
+ * The Starknet family's configuration, from the environment:
+ *
+ * - `STARKNET_RPC_URL`: a Starknet JSON-RPC (spec 0.10) URL over HTTP(S)
+ *   (serves `starknet:SN_MAIN`).
+ * - `STARKNET_EXECUTOR_KEYS` or, better, `STARKNET_EXECUTOR_KEYS_FILE`: the
+ *   executor accounts that submit payments and pay their fees, one
+ *   `address:privateKey` pair per entry (separated by newlines, spaces or
+ *   commas; `#` starts a comment). Deployed SNIP-6 accounts with STRK.
+ * - `STARKNET_MIN_EXECUTOR_STRK`: an executor holding less STRK leaves the
+ *   rotation until topped up (default 5).
+ * - `STARKNET_TIME_SKEW_SECONDS`: how far the sequencer's block timestamp may
+ *   trail the wall clock (default 30): `Execute After` must lie that far in
+ *   the past, and `Execute Before` at least that far ahead.
+ */
+import { STARKNET_MAINNET_ID } from "../networks/starknet.js";
+import { ConfigError } from "./configError.js";
+
+export interface StarknetConfig {
+  setup:
+    | {
+        networks: { id: string; rpcUrl: string }[];
+        executors: { address: string; privateKey: string }[];
+      }
+    | undefined;
+  settings: { minExecutorFeeBalance: bigint; timeSkewSeconds: number };
+  /** Whether any Starknet production setting is present (for devnet/production mode). */
+  present: boolean;
+}
+
+const FELT = /^0x[0-9a-fA-F]{1,64}$/;
+
+function parseExecutors(raw: string | undefined): { address: string; privateKey: string }[] {
+  if (!raw) return [];
+  const entries = raw
+    .split("\n")
+    .map((line) => line.replace(/#.*$/, ""))
+    .flatMap((line) => line.split(/[\s,]+/))
+    .map((e) => e.trim())
+    .filter(Boolean);
+  return entries.map((entry, i) => {
+    const [address, privateKey, ...rest] = entry.split(":");
+    // Never echo the entry: it holds a key. Only its position.
+    if (
+      !address ||
+      !privateKey ||
+      rest.length > 0 ||
+      !FELT.test(address) ||
+      !FELT.test(privateKey)
+    ) {
+      throw new ConfigError(
+        `STARKNET_EXECUTOR_KEYS: entry #${i + 1} must be address:privateKey, both 0x-prefixed hex felts`,
+      );
+    }
+    return { address: address.toLowerCase(), privateKey };
+  });
+}
+
+/** STRK, as a decimal with up to 18 places, in FRI. */
+function strkToFri(raw: string): bigint | undefined {
+  const m = /^(\d{1,12})(?:\.(\d{1,18}))?$/.exec(raw);
+  if (!m) return undefined;
+  return BigInt(m[1]!) * 10n ** 18n + BigInt((m[2] ?? "").padEnd(18, "0"));
+}
+
+export function parseStarknetConfig(
+  env: NodeJS.ProcessEnv,
+  executorKeys: string | undefined,
+): StarknetConfig {
+  const rpcUrl = env["STARKNET_RPC_URL"]?.trim();
+  if (rpcUrl && !/^https?:\/\//.test(rpcUrl)) {
+    throw new ConfigError("STARKNET_RPC_URL must be a Starknet JSON-RPC URL over http(s)");
+  }
+  const executors = parseExecutors(executorKeys);
+  const present = Boolean(rpcUrl) || executors.length > 0;
+  if (present && !rpcUrl) {
+    throw new ConfigError("Starknet executor keys are set but no network: set STARKNET_RPC_URL");
+  }
+  if (present && executors.length === 0) {
+    throw new ConfigError(
+      "STARKNET_RPC_URL is set but no executor: set STARKNET_EXECUTOR_KEYS_FILE (address:privateKey per line)",
+    );
+  }
+  const minRaw = env["STARKNET_MIN_EXECUTOR_STRK"]?.trim() || "5";
+  const minExecutorFeeBalance = strkToFri(minRaw);
+  if (minExecutorFeeBalance === undefined) {
+    throw new ConfigError("STARKNET_MIN_EXECUTOR_STRK must be an amount of STRK, e.g. 5 or 0.5");
+  }
+  const skewRaw = env["STARKNET_TIME_SKEW_SECONDS"]?.trim() || "30";
+  const skew = Number(skewRaw);
+  if (!Number.isInteger(skew) || skew < 5 || skew > 120) {
+    throw new ConfigError(
+      "STARKNET_TIME_SKEW_SECONDS must be a whole number of seconds from 5 to 120",
+    );
+  }
+  return {
+    setup: present
+      ? { networks: [{ id: STARKNET_MAINNET_ID, rpcUrl: rpcUrl! }], executors }
+      : undefined,
+    settings: { minExecutorFeeBalance, timeSkewSeconds: skew },
+    present,
+  };
+}

@@ -1,0 +1,221 @@
+/**
+ * The Starknet family as an operator meets it: the node down is the
+ * service's 503, never the payer's fault, and nothing moves; a transaction
+ * not accepted within the time budget is `settlement_pending` with its
+ * hash, and a retry later learns the outcome from the chain (one record,
+ * one transfer); a transaction that reverts is a failure with its reason,
+ * and nothing but the executor's fee moved; an executor low on STRK leaves
+ * the rotation.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import type { PaymentRequirements } from "@x402/core/types";
+import { Account, RpcProvider, stark } from "starknet";
+import { STARKNET_MAINNET } from "../../../devnet/starknet/index.js";
+import { STARKNET_STRK, STARKNET_USDC } from "../../../src/networks/starknet.js";
+import { outsideExecutionFor } from "../../../src/clients/starknet/exactClient.js";
+import { startStack, type TestStack } from "../../support/stack.js";
+import { startRpcProxy, type RpcProxy } from "../../support/rpcProxy.js";
+import { paymentRequest, post } from "../../support/payments.js";
+import { until } from "../../support/processes.js";
+
+interface SettleAnswer {
+  success: boolean;
+  transaction: string;
+  errorReason?: string;
+  errorMessage?: string;
+}
+
+describe("Starknet outages, slow blocks and reverts", () => {
+  let stack: TestStack;
+  let proxy: RpcProxy;
+  let provider: RpcProvider;
+
+  before(async () => {
+    stack = await startStack({
+      starknet: true,
+      env: { SETTLE_TIMEOUT_MS: "1500" },
+      starknetRpcUrl: async (url) => {
+        proxy = await startRpcProxy(url);
+        return proxy.url;
+      },
+    });
+    provider = new RpcProvider({ nodeUrl: stack.starknet!.info.rpcUrl });
+  });
+  after(async () => {
+    await stack.stop();
+    await proxy?.close();
+  });
+
+  const ledger = () => stack.starknet!.ledger;
+  const info = () => stack.starknet!.info;
+  const usdcOf = (a: string) => ledger().balanceOf(STARKNET_USDC, a);
+  const requirements = (amount: string): PaymentRequirements => ({
+    scheme: "exact",
+    network: STARKNET_MAINNET,
+    asset: STARKNET_USDC,
+    amount,
+    payTo: info().payTo,
+    maxTimeoutSeconds: 300,
+    extra: { feePayer: info().executors[0]! },
+  });
+  /** Payer `i`'s signed payment, as the request body. */
+  const signed = async (i: number, req: PaymentRequirements) => {
+    const { address, privateKey } = info().payers[i]!;
+    const payer = new Account({ provider, address, signer: privateKey, cairoVersion: "1" });
+    const typedData = outsideExecutionFor(address, req, {
+      nonce: stark.randomAddress(),
+      nowSeconds: Math.floor(Date.now() / 1000),
+    });
+    const signature = stark.formatSignature(await payer.signMessage(typedData));
+    return {
+      address,
+      body: paymentRequest(req, { from: address, outsideExecution: { typedData, signature } }),
+    };
+  };
+  const settle = async (body: unknown) =>
+    (await (await post(stack.url, "/settle", body, stack.apiKey)).json()) as SettleAnswer;
+  const rowsOf = (payer: string, amount: string) =>
+    stack.service.db
+      .selectFrom("settlements")
+      .select(["status", "attempts", "transaction", "error_reason"])
+      .where("payer", "=", `0x${BigInt(payer).toString(16).padStart(64, "0")}`)
+      .where("amount", "=", amount)
+      .execute();
+
+  test("the node down: verify and settle answer 503, nothing moves, nothing is blamed on the payer; back up, it settles", async () => {
+    const { address, body } = await signed(0, requirements("1111"));
+    const before = usdcOf(address);
+    proxy.state.down = true;
+    try {
+      const v = await post(stack.url, "/verify", body, stack.apiKey);
+      assert.equal(v.status, 503, await v.clone().text());
+      const s = await post(stack.url, "/settle", body, stack.apiKey);
+      assert.equal(s.status, 503, await s.clone().text());
+      const err = (await s.json()) as { error: string; requestId: string };
+      assert.equal(typeof err.error, "string");
+      assert.equal(typeof err.requestId, "string");
+    } finally {
+      proxy.state.down = false;
+    }
+    assert.equal(usdcOf(address), before);
+    const blamed = (await rowsOf(address, "1111")).filter((r) => r.status !== "not_attempted");
+    assert.deepEqual(blamed, []);
+    const ok = await settle(body);
+    assert.equal(ok.success, true, ok.errorMessage);
+    assert.equal(usdcOf(address), before - 1111n);
+  });
+
+  test("not accepted in time: settlement_pending with the hash; a retry once it lands answers success, one transfer", async () => {
+    const { address, body } = await signed(1, requirements("2222"));
+    const before = usdcOf(address);
+    ledger().withhold = true;
+    let first: SettleAnswer;
+    try {
+      first = await settle(body);
+    } finally {
+      ledger().release();
+    }
+    assert.equal(first.success, false);
+    assert.equal(first.errorReason, "settlement_pending");
+    assert.match(first.transaction, /^0x[0-9a-f]+$/);
+    assert.deepEqual(
+      (await rowsOf(address, "2222")).map((r) => r.status),
+      ["pending"],
+    );
+    await until("the held transaction is accepted", async () =>
+      ledger().transaction(first.transaction)?.finality === "ACCEPTED_ON_L2" ? true : undefined,
+    );
+    const retry = await settle(body);
+    assert.deepEqual([retry.success, retry.transaction], [true, first.transaction]);
+    assert.equal(usdcOf(address), before - 2222n);
+    assert.deepEqual(
+      (await rowsOf(address, "2222")).map((r) => [r.status, r.attempts, r.transaction]),
+      [["succeeded", 2, first.transaction]],
+    );
+  });
+
+  test("a transaction that reverts (the payer emptied its balance meanwhile): success false with the reason, no amount moved", async () => {
+    const { address, body } = await signed(2, requirements("3333"));
+    const balance = usdcOf(address);
+    const payToBefore = usdcOf(info().payTo);
+    const executor = info().executors[0]!;
+    const strkBefore = ledger().balanceOf(STARKNET_STRK, executor);
+    ledger().withhold = true;
+    let first: SettleAnswer;
+    try {
+      first = await settle(body);
+      assert.equal(first.errorReason, "settlement_pending");
+      // Between verification and inclusion the payer moves its USDC away.
+      ledger().burn(STARKNET_USDC, address, balance);
+    } finally {
+      ledger().release();
+    }
+    await until("the held transaction is accepted", async () =>
+      ledger().transaction(first.transaction)?.finality === "ACCEPTED_ON_L2" ? true : undefined,
+    );
+    assert.equal(ledger().transaction(first.transaction)!.execution, "REVERTED");
+    const retry = await settle(body);
+    assert.equal(retry.success, false);
+    assert.equal(retry.errorReason, "insufficient_funds", retry.errorMessage);
+    assert.equal(usdcOf(address), 0n);
+    assert.equal(usdcOf(info().payTo), payToBefore);
+    assert.ok(
+      ledger().balanceOf(STARKNET_STRK, executor) < strkBefore,
+      "the executor paid the fee",
+    );
+    assert.deepEqual(
+      (await rowsOf(address, "3333")).map((r) => [r.status, r.error_reason]),
+      [["failed", "insufficient_funds"]],
+    );
+    ledger().mint(STARKNET_USDC, address, balance);
+  });
+
+  test("an executor low on STRK leaves the rotation and is no longer offered as feePayer", async () => {
+    const [low, healthy] = info().executors as [string, string];
+    const strk = ledger().balanceOf(STARKNET_STRK, low);
+    ledger().burn(STARKNET_STRK, low, strk);
+    try {
+      // The family re-reads balances on a timer; ask now rather than wait for it.
+      const pool = (
+        stack.service.facilitator as unknown as {
+          families: {
+            family: string;
+            runtimes: Map<
+              string,
+              { executors: { checkBalances(): Promise<void>; next(): string } }
+            >;
+          }[];
+        }
+      ).families
+        .find((f) => f.family === "starknet")!
+        .runtimes.get(STARKNET_MAINNET)!.executors;
+      await pool.checkBalances();
+      const metrics = await (await fetch(`${stack.url}/metrics`)).text();
+      assert.match(
+        metrics,
+        new RegExp(
+          `x402_signer_in_rotation\\{[^}]*signer="0x${BigInt(low).toString(16).padStart(64, "0")}"[^}]*\\} 0`,
+        ),
+      );
+      for (let i = 0; i < 4; i++) assert.equal(BigInt(pool.next()), BigInt(healthy));
+      // /supported is rebuilt at most once a second: wait for the rebuild, then it names the healthy one.
+      await until("/supported offers only the healthy executor", async () => {
+        const supported = (await (await fetch(`${stack.url}/supported`)).json()) as {
+          kinds: { network: string; extra?: Record<string, unknown> }[];
+        };
+        const feePayer = supported.kinds.find((k) => k.network === STARKNET_MAINNET)?.extra?.[
+          "feePayer"
+        ];
+        return BigInt(String(feePayer)) === BigInt(healthy) ? true : undefined;
+      });
+      // Payments already signed to it are still accepted: it stays a signer.
+      const signers = (await (await fetch(`${stack.url}/supported`)).json()) as {
+        signers: Record<string, string[]>;
+      };
+      assert.ok(signers.signers["starknet:*"]!.some((a) => BigInt(a) === BigInt(low)));
+    } finally {
+      ledger().mint(STARKNET_STRK, low, strk);
+    }
+  });
+});
