@@ -14,6 +14,7 @@ import { readFileSync } from "node:fs";
 import { ConfigError } from "./configError.js";
 import { parseSvmConfig, type SvmConfig } from "./svm.js";
 import { parseXrplConfig, type XrplConfig } from "./xrpl.js";
+import { parseAuthConfig, type AuthConfig } from "./auth.js";
 import { SVM_NETWORKS, findSvmNetwork } from "../networks/svm.js";
 import { XRPL_NETWORKS, findXrplNetwork } from "../networks/xrpl.js";
 import { z } from "zod";
@@ -24,6 +25,7 @@ import {
 } from "../networks/registry.js";
 
 export { ConfigError };
+export type { AuthConfig, AuthProviderConfig } from "./auth.js";
 
 export interface EvmNetworkConfig {
   /** CAIP-2 id. */
@@ -117,6 +119,8 @@ export interface Config {
     /** Let webhook endpoints be private, loopback or link-local addresses (SSRF guard off). */
     readonly allowPrivateTargets: boolean;
   };
+  /** Dashboard sign-in, sessions and the built web app (config/auth.ts). */
+  readonly auth: AuthConfig;
   readonly devnet: {
     readonly networks: readonly string[];
     readonly blockTimeSeconds: number;
@@ -399,6 +403,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxLimit: e.PLAN_MAX_LIMIT,
     },
     webhooks: { allowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === "true" },
+    auth: parseAuthConfig(env, mode, (name) => readSecret(env, name)),
     chains:
       mode === "production"
         ? {
