@@ -89,9 +89,7 @@ export async function signInAccount(db: Db, identity: VerifiedIdentity): Promise
 }
 
 export type ClaimResult =
-  | { kind: "bound" }
-  | { kind: "already_bound"; accountId: string }
-  | { kind: "no_account" };
+  { kind: "bound" } | { kind: "already_bound"; accountId: string } | { kind: "no_account" };
 
 /**
  * Binds an identity to an existing account (an operator's "claim" of an
