@@ -17,6 +17,8 @@ export function printDevnetBanner(opts: {
   dbKind: string;
   solana?: SolanaNetworkInfo;
   xrpl?: XrplNetworkInfo;
+  /** The dashboard and its local sign-in providers. */
+  dashboard?: { url: string; providers: string[] };
 }): void {
   const { url, apiKey, devnet, file } = opts;
   const nets = [
@@ -49,6 +51,13 @@ export function printDevnetBanner(opts: {
     "  chains:",
     nets,
     "",
+    ...(opts.dashboard
+      ? [
+          `  dashboard     ${opts.dashboard.url}`,
+          `    sign in with ${opts.dashboard.providers.join(" or ")}: any name and password (local test providers)`,
+          "",
+        ]
+      : []),
     "  Try it:",
     `    curl -s ${url}/supported`,
     "",
