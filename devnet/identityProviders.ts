@@ -66,6 +66,8 @@ export async function startLocalIdentityProviders(opts: {
         cookies: { keys: [randomBytes(32).toString("base64url")] },
         pkce: { required: () => true },
         features: { devInteractions: { enabled: true } },
+        // Email and name in the ID token itself, as the big providers do.
+        conformIdTokenClaims: false,
         claims: { openid: ["sub"], email: ["email", "email_verified"], profile: ["name"] },
         findAccount: (_ctx: unknown, sub: string) => ({
           accountId: sub,
