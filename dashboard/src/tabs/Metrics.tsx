@@ -163,11 +163,23 @@ function Chart({
             stroke: COLORS[i % COLORS.length],
             fill: `${COLORS[i % COLORS.length]}22`,
             width: 2,
+            // Bars only: a point marker on every empty bucket drowned the data.
+            points: { show: false },
             paths: uPlot.paths.bars!({ size: [0.6, 40] }),
           })),
         ],
         axes: [{}, { size: 50 }],
-        scales: { x: { time: true } },
+        // Half a bucket of room at each end, so the first and last bars are
+        // drawn whole instead of cut in half by the plot's edge.
+        scales: {
+          x: {
+            time: true,
+            range: (_u, min, max) => {
+              const half = times.length > 1 ? (times[1]! - times[0]!) / 2 : 1800;
+              return [min - half, max + half];
+            },
+          },
+        },
       },
       [times, ...series.map((s) => s.values)],
       el,
