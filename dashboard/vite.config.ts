@@ -16,6 +16,9 @@ export default defineConfig({
     port: 5173,
     strictPort: true,
     // The Host header stays the dev server's, so sign-in redirects come back here.
-    proxy: { "/api": { target: service, changeOrigin: false } },
+    proxy: {
+      "/api": { target: service, changeOrigin: false },
+      "/auth": { target: service, changeOrigin: false },
+    },
   },
 });

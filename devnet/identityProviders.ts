@@ -27,7 +27,7 @@ const LOCAL_PROVIDERS = [
 
 /**
  * `redirectOrigins`: the origins the service is reached at (e.g.
- * http://127.0.0.1:4020); each provider accepts `<origin>/api/auth/callback/<id>`.
+ * http://127.0.0.1:4020); each provider accepts `<origin>/auth/callback/<id>`.
  */
 export async function startLocalIdentityProviders(opts: {
   redirectOrigins: readonly string[];
@@ -55,7 +55,7 @@ export async function startLocalIdentityProviders(opts: {
             client_id: clientId,
             client_secret: clientSecret,
             redirect_uris: opts.redirectOrigins.map(
-              (o) => `${o.replace(/\/$/, "")}/api/auth/callback/${local.id}`,
+              (o) => `${o.replace(/\/$/, "")}/auth/callback/${local.id}`,
             ),
             grant_types: ["authorization_code"],
             response_types: ["code"],

@@ -49,7 +49,7 @@ export function App() {
   });
   const queryClient = useQueryClient();
   const signOut = useMutation({
-    mutationFn: () => api("/api/auth/signout", { method: "POST" }),
+    mutationFn: () => api("/auth/signout", { method: "POST" }),
     onSuccess: () => {
       queryClient.clear();
       history.replaceState(null, "", "/dashboard/");

@@ -5,7 +5,7 @@ import { Loadable } from "./ui.js";
 export function SignInPage({ returnTo }: { returnTo: string }) {
   const providers = useQuery({
     queryKey: ["providers"],
-    queryFn: () => api<{ providers: { id: string; label: string }[] }>("/api/auth/providers"),
+    queryFn: () => api<{ providers: { id: string; label: string }[] }>("/auth/providers"),
   });
   const error = new URLSearchParams(location.search).get("signInError");
   return (
@@ -29,7 +29,7 @@ export function SignInPage({ returnTo }: { returnTo: string }) {
                 <li key={p.id}>
                   <a
                     className="button primary"
-                    href={`/api/auth/signin/${p.id}?returnTo=${encodeURIComponent(returnTo)}`}
+                    href={`/auth/signin/${p.id}?returnTo=${encodeURIComponent(returnTo)}`}
                   >
                     Continue with {p.label}
                   </a>

@@ -14,7 +14,7 @@
  *   - GitHub only: `AUTH_<ID>_AUTHORIZATION_URL`, `AUTH_<ID>_TOKEN_URL`,
  *     `AUTH_<ID>_API_URL` (GitHub Enterprise, or a loopback double in tests).
  * - `PUBLIC_URL`: the service's public origin; redirect URIs are
- *   `<PUBLIC_URL>/api/auth/callback/<id>`. Required in production when a
+ *   `<PUBLIC_URL>/auth/callback/<id>`. Required in production when a
  *   provider is configured; devnet uses the request's loopback origin.
  * - `SESSION_TTL_HOURS`: how long a dashboard session lasts (default 12).
  * - `DASHBOARD_DIR`: the built dashboard served under /dashboard/
@@ -111,7 +111,7 @@ export function parseAuthConfig(
   const publicUrl = publicRaw ? checkedUrl("PUBLIC_URL", publicRaw) : undefined;
   if (mode === "production" && providers.length > 0 && !publicUrl) {
     throw new ConfigError(
-      "PUBLIC_URL is required when AUTH_PROVIDERS is set: the providers redirect back to <PUBLIC_URL>/api/auth/callback/<id>",
+      "PUBLIC_URL is required when AUTH_PROVIDERS is set: the providers redirect back to <PUBLIC_URL>/auth/callback/<id>",
     );
   }
   const ttlRaw = env["SESSION_TTL_HOURS"]?.trim() || "12";

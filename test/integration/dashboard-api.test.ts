@@ -422,7 +422,7 @@ for (const backend of availableBackends()) {
     test("sign-out deletes the session row, and its cookie no longer works", async () => {
       const carol = await signedInUser(stack.service.db, stack.url);
       assert.equal((await carol.call("/api/session")).status, 200);
-      const out = await carol.call("/api/auth/signout", { method: "POST" });
+      const out = await carol.call("/auth/signout", { method: "POST" });
       assert.equal(out.status, 200);
       assert.match(out.headers.get("set-cookie") ?? "", /__Host-x402-session=;/);
       const row = await stack.service.db

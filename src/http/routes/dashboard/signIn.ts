@@ -1,10 +1,10 @@
 /**
  * Sign-in and sign-out:
  *
- *   GET  /api/auth/providers            the providers on offer
- *   GET  /api/auth/signin/:provider     redirect to the provider
- *   GET  /api/auth/callback/:provider   the provider's redirect back; starts a session
- *   POST /api/auth/signout              ends the session (deletes its row)
+ *   GET  /auth/providers            the providers on offer
+ *   GET  /auth/signin/:provider     redirect to the provider
+ *   GET  /auth/callback/:provider   the provider's redirect back; starts a session
+ *   POST /auth/signout              ends the session (deletes its row)
  *
  * The two GETs that a browser navigates to answer with redirects, errors
  * included (to /dashboard/?signInError=…), since a person, not a program,
@@ -67,7 +67,7 @@ function backToDashboard(reply: FastifyReply, error: string): FastifyReply {
 
 export function registerSignInRoutes(app: FastifyInstance, deps: SignInDeps): void {
   app.get(
-    "/api/auth/providers",
+    "/auth/providers",
     {
       schema: {
         summary: "The identity providers the dashboard offers",
@@ -96,7 +96,7 @@ export function registerSignInRoutes(app: FastifyInstance, deps: SignInDeps): vo
   );
 
   app.get(
-    "/api/auth/signin/:provider",
+    "/auth/signin/:provider",
     {
       schema: {
         summary: "Start a sign-in: redirects to the identity provider",
@@ -115,7 +115,7 @@ export function registerSignInRoutes(app: FastifyInstance, deps: SignInDeps): vo
         return sendError(
           reply,
           "not_found",
-          `no sign-in provider "${provider}"; see GET /api/auth/providers`,
+          `no sign-in provider "${provider}"; see GET /auth/providers`,
         );
       const origin = publicOrigin(request, deps.publicUrl);
       if (!origin)
@@ -128,7 +128,7 @@ export function registerSignInRoutes(app: FastifyInstance, deps: SignInDeps): vo
       try {
         const { url, pending } = await deps.signIn.begin(
           provider,
-          `${origin}/api/auth/callback/${provider}`,
+          `${origin}/auth/callback/${provider}`,
           returnTo,
         );
         reply.setCookie(SIGN_IN_COOKIE, encodePending(pending), cookieOptions(600));
@@ -141,7 +141,7 @@ export function registerSignInRoutes(app: FastifyInstance, deps: SignInDeps): vo
   );
 
   app.get(
-    "/api/auth/callback/:provider",
+    "/auth/callback/:provider",
     {
       schema: {
         summary: "The identity provider's redirect back: checks it and starts a session",
@@ -199,7 +199,7 @@ export function registerSignInRoutes(app: FastifyInstance, deps: SignInDeps): vo
   );
 
   app.post(
-    "/api/auth/signout",
+    "/auth/signout",
     {
       config: { auth: "session" },
       schema: {
