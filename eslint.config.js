@@ -3,10 +3,20 @@
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/**", ".devnet/**", ".data/**", "dist/**", "bench/results/**"] },
+  {
+    ignores: [
+      "node_modules/**",
+      ".devnet/**",
+      ".data/**",
+      "dist/**",
+      "dashboard/dist/**",
+      "test-artifacts/**",
+      "bench/results/**",
+    ],
+  },
   ...tseslint.configs.recommended,
   {
-    files: ["**/*.ts"],
+    files: ["**/*.ts", "**/*.tsx"],
     languageOptions: {
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },

@@ -20,7 +20,29 @@ import type { Db } from "../src/storage/db.js";
 import type { ApiKeyAuthenticator } from "../src/features/keys/authenticator.js";
 import { createAccount, findAccountByName } from "../src/features/accounts/accounts.js";
 import { createApiKey } from "../src/features/keys/apiKeys.js";
+import type { KnownAsset } from "../src/features/dashboard/assets.js";
+import { findEvmNetwork } from "../src/networks/registry.js";
 export { devnetBatchAuthorizerKey } from "./keys.js";
+import { startLocalIdentityProviders, type LocalIdentityProviders } from "./identityProviders.js";
+
+/** The Vite dev server's origin (`npm run dashboard:dev`), which proxies /api to the service. */
+const DASHBOARD_DEV_ORIGINS = ["http://127.0.0.1:5173", "http://localhost:5173"];
+
+/**
+ * Dashboard sign-in for devnet mode: unless the operator configured real
+ * providers, two local OpenID providers on loopback, accepting the service's
+ * own origin and the dashboard's dev server as redirect targets.
+ */
+export async function devnetSignIn(
+  config: Config,
+): Promise<{ config: Config; local: LocalIdentityProviders | undefined }> {
+  if (config.auth.providers.length > 0) return { config, local: undefined };
+  const origins = [`http://127.0.0.1:${config.port}`, `http://localhost:${config.port}`];
+  const local = await startLocalIdentityProviders({
+    redirectOrigins: [...origins, ...DASHBOARD_DEV_ORIGINS],
+  });
+  return { config: { ...config, auth: { ...config.auth, providers: local.providers } }, local };
+}
 
 export interface RunningDevnet {
   devnet: Devnet;
@@ -159,4 +181,19 @@ export async function publishDevnetAccess(
   apiKey: string,
 ): Promise<void> {
   await updateDevnetFile(file, { facilitatorUrl, apiKey });
+}
+
+/**
+ * The devnet's own token copies, with the decimals of the mainnet token of
+ * the same symbol, so the dashboard shows devnet amounts in token units.
+ */
+export function devnetAssets(running: RunningDevnet): KnownAsset[] {
+  return Object.entries(running.devnet.networks).flatMap(([network, info]) =>
+    Object.entries(info.assets).flatMap(([symbol, address]) => {
+      const decimals = findEvmNetwork(network)?.assets.find((a) => a.symbol === symbol)?.decimals;
+      return decimals === undefined
+        ? []
+        : [{ network, address: String(address), symbol, decimals }];
+    }),
+  );
 }

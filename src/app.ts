@@ -37,6 +37,9 @@ import { createReadiness } from "./features/health/readiness.js";
 import { SettlementReconciler } from "./workers/settlementReconciler.js";
 import { WebhookDeliveryWorker, type WebhookDeliveryOptions } from "./workers/webhookDelivery.js";
 import { buildHttpServer } from "./http/server.js";
+import { AssetCatalog, type KnownAsset } from "./features/dashboard/assets.js";
+import { createDashboard } from "./features/dashboard/dashboard.js";
+import { SignIn } from "./features/identity/signIn.js";
 
 /** The chains to serve, keyed by family (production: from config; devnet: from the devnet). */
 export interface ChainSetup {
@@ -62,6 +65,8 @@ export interface ServiceOptions {
   /** Webhook delivery worker: false disables it; an object overrides timings (tests). */
   webhooks?: false | Partial<Omit<WebhookDeliveryOptions, "db" | "log">>;
   collectProcessMetrics?: boolean;
+  /** Tokens the registries do not name (the devnet's own copies), for amounts in token units. */
+  knownAssets?: readonly KnownAsset[];
 }
 
 export interface Service {
@@ -207,7 +212,23 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       }
     },
   });
+  const dashboard = createDashboard({
+    db,
+    assets: new AssetCatalog(opts.knownAssets, { explorers: config.mode !== "devnet" }),
+    plans: config.plans,
+    sessionTtlMs: config.auth.sessionTtlMs,
+    allowPrivateWebhookTargets: config.webhooks.allowPrivateTargets,
+    // This replica forgets the deleted key at once; others within the key cache's few seconds.
+    onKeyDeleted: () => auth.invalidate(),
+  });
   const http = await buildHttpServer({
+    dashboard: {
+      dashboard,
+      signIn: new SignIn(config.auth.providers),
+      sessionTtlMs: config.auth.sessionTtlMs,
+      publicUrl: config.auth.publicUrl,
+      staticDir: config.auth.dashboardDir,
+    },
     readiness,
     log,
     metrics,

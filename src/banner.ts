@@ -21,6 +21,8 @@ export function printDevnetBanner(opts: {
   xrpl?: XrplNetworkInfo;
   near?: NearNetworkInfo;
   starknet?: StarknetNetworkInfo;
+  /** The dashboard and its local sign-in providers. */
+  dashboard?: { url: string; providers: string[] };
 }): void {
   const { url, apiKey, devnet, file } = opts;
   const nets = [
@@ -61,6 +63,13 @@ export function printDevnetBanner(opts: {
     "  chains:",
     nets,
     "",
+    ...(opts.dashboard
+      ? [
+          `  dashboard     ${opts.dashboard.url}`,
+          `    sign in with ${opts.dashboard.providers.join(" or ")}: any name and password (local test providers)`,
+          "",
+        ]
+      : []),
     "  Try it:",
     `    curl -s ${url}/supported`,
     "",

@@ -32,9 +32,13 @@ async function main(): Promise<void> {
     config.mode === "devnet" ? await import("../devnet/serviceMode.js") : undefined;
   let devnet: RunningDevnet | undefined;
   let chains: ChainSetup;
+  let stopSignIn: (() => Promise<void>) | undefined;
   if (devnetMode) {
     devnet = await devnetMode.bootDevnet(config, progress);
     chains = devnet.chains;
+    const signIn = await devnetMode.devnetSignIn(config);
+    config = signIn.config;
+    stopSignIn = signIn.local?.stop;
   } else {
     chains = config.chains;
   }
@@ -59,6 +63,7 @@ async function main(): Promise<void> {
     try {
       await service?.close({ drainMs: config.shutdownDrainMs });
       await devnet?.stop();
+      await stopSignIn?.();
       progress(`stopped cleanly in ${Date.now() - started} ms`);
     } catch (e) {
       code = 1;
@@ -82,6 +87,7 @@ async function main(): Promise<void> {
           : config,
       chains,
       log,
+      ...(devnet ? { knownAssets: devnetMode?.devnetAssets(devnet) } : {}),
     });
     const address = await service.listen();
     const url = address.replace("0.0.0.0", "127.0.0.1").replace("[::]", "127.0.0.1");
@@ -102,6 +108,10 @@ async function main(): Promise<void> {
         ...(devnet.starknet ? { starknet: devnet.starknet.info } : {}),
         file: config.devnet.file,
         dbKind: service.dbKind,
+        dashboard: {
+          url: `${url}/dashboard/`,
+          providers: config.auth.providers.map((p) => p.label),
+        },
       });
     } else {
       const networks = [...service.facilitator.networks()];

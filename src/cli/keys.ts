@@ -9,6 +9,7 @@
  *   accounts create --name <name>
  *   accounts plan <account id or name> <plan>
  *   accounts suspend|resume <account id or name>
+ *   accounts claim <account id or name> --issuer <url> --subject <id> [--provider <id>]
  *   webhooks set|show|remove|log <account id or name> [--url <url>]
  */
 import { parseArgs } from "node:util";
@@ -31,6 +32,7 @@ import {
   setWebhookEndpoint,
 } from "../features/webhooks/webhookRepository.js";
 import { WebhookTargetError } from "../features/webhooks/ssrfGuard.js";
+import { claimAccount } from "../features/identity/identities.js";
 
 const USAGE = `usage: npm run keys -- <command>
 
@@ -42,6 +44,9 @@ const USAGE = `usage: npm run keys -- <command>
   accounts plan <id|name> <plan>               change the plan (free, starter, pro, max, payg); immediate
   accounts suspend <id|name>                   refuse /settle with 402 account_suspended (pay-as-you-go)
   accounts resume <id|name>                    lift a suspension
+  accounts claim <id|name> --issuer <url> --subject <id> [--provider <id>]
+                                               bind a sign-in identity to the account, so
+                                               its owner signs in to it in the dashboard
   webhooks set <account> --url <url>           set the webhook endpoint; prints a new signing secret once
   webhooks show <account>                      show the endpoint (secret masked)
   webhooks remove <account>                    remove the endpoint; undelivered events are dropped
@@ -87,6 +92,9 @@ async function run(argv: string[]): Promise<number> {
       name: { type: "string" },
       account: { type: "string" },
       url: { type: "string" },
+      issuer: { type: "string" },
+      subject: { type: "string" },
+      provider: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -180,6 +188,29 @@ async function run(argv: string[]): Promise<number> {
             sub === "suspend"
               ? `Account "${acc.name}" is suspended: /settle answers 402 account_suspended.`
               : `Account "${acc.name}" is resumed.`,
+          );
+          return 0;
+        }
+        if (sub === "claim") {
+          const issuer = values.issuer?.trim();
+          const subject = values.subject?.trim();
+          if (!target || !issuer || !subject)
+            throw new UsageError(
+              "accounts claim needs <account id|name> --issuer <issuer URL> --subject <subject id>",
+            );
+          const acc = await resolveAccount(db, target, false);
+          const provider =
+            values.provider?.trim() ||
+            config.auth.providers.find((p) => p.issuer === issuer)?.id ||
+            "operator";
+          const result = await claimAccount(db, acc.id, { issuer, subject, provider });
+          if (result.kind === "already_bound")
+            throw new UsageError(
+              `that identity already signs in to account ${result.accountId}; it was not moved`,
+            );
+          if (result.kind === "no_account") throw new UsageError(`no account "${target}"`);
+          console.log(
+            `Account "${acc.name}" is claimed: ${subject} at ${issuer} now signs in to it.`,
           );
           return 0;
         }

@@ -20,6 +20,7 @@ import { XRPL_NETWORKS } from "../networks/xrpl.js";
 import { NEAR_NETWORKS } from "../networks/near.js";
 import { parseStarknetConfig, type StarknetConfig } from "./starknet.js";
 import { STARKNET_NETWORKS } from "../networks/starknet.js";
+import { parseAuthConfig, type AuthConfig } from "./auth.js";
 import { z } from "zod";
 import {
   DEVNET_WALLET_FACTORY_ADDRESS,
@@ -28,6 +29,7 @@ import {
 } from "../networks/registry.js";
 
 export { ConfigError };
+export type { AuthConfig, AuthProviderConfig } from "./auth.js";
 
 export interface EvmNetworkConfig {
   /** CAIP-2 id. */
@@ -127,6 +129,8 @@ export interface Config {
     /** Let webhook endpoints be private, loopback or link-local addresses (SSRF guard off). */
     readonly allowPrivateTargets: boolean;
   };
+  /** Dashboard sign-in, sessions and the built web app (config/auth.ts). */
+  readonly auth: AuthConfig;
   readonly devnet: {
     readonly networks: readonly string[];
     readonly blockTimeSeconds: number;
@@ -420,6 +424,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxLimit: e.PLAN_MAX_LIMIT,
     },
     webhooks: { allowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === "true" },
+    auth: parseAuthConfig(env, mode, (name) => readSecret(env, name)),
     chains:
       mode === "production"
         ? {

@@ -10,8 +10,12 @@ declare module "fastify" {
     principal?: ApiKeyPrincipal;
   }
   interface FastifyContextConfig {
-    /** `apiKey`: the route needs a valid X-API-Key (checked by one hook for all). */
-    auth?: "apiKey";
+    /**
+     * `apiKey`: the route needs a valid X-API-Key; `session`: a signed-in
+     * dashboard session (and a CSRF token on state-changing calls). One hook
+     * checks every route.
+     */
+    auth?: "apiKey" | "session";
   }
 }
 

@@ -23,11 +23,19 @@ export function sendServiceError(reply: FastifyReply, e: ServiceError): FastifyR
 }
 
 /** Maps Fastify's own transport errors (parser, limits) onto our codes. */
-export function codeForFastifyError(err: { code?: string; statusCode?: number }): {
+export function codeForFastifyError(err: {
+  code?: string;
+  statusCode?: number;
+  message?: string;
+}): {
   code: ErrorCode;
   message: string;
 } {
   switch (err.code) {
+    // A route's JSON schema refused the request: Fastify's message names the
+    // field and the rule (e.g. "body/name must NOT have fewer than 1 characters").
+    case "FST_ERR_VALIDATION":
+      return { code: "invalid_request", message: err.message ?? "the request is not valid" };
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
       return {
         code: "unsupported_media_type",

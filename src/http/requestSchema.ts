@@ -65,7 +65,8 @@ const payload = z.object({
   extensions: z.record(z.string(), z.unknown()).optional(),
 });
 
-const body = z.object({
+/** Also the OpenAPI description of the /verify and /settle bodies (http/openapi.ts). */
+export const paymentRequestBody = z.object({
   x402Version: z.number().int(),
   paymentPayload: payload,
   paymentRequirements: requirements,
@@ -88,7 +89,7 @@ export function parsePaymentRequestBody(raw: unknown): ParsedBody {
         "the body must be a JSON object with x402Version, paymentPayload and paymentRequirements",
     };
   }
-  const parsed = body.safeParse(raw);
+  const parsed = paymentRequestBody.safeParse(raw);
   if (parsed.success) return { kind: "ok", request: parsed.data as unknown as PaymentRequest };
   // A different protocol version has a different shape: answer with the
   // version problem rather than a list of shape errors it cannot fix.

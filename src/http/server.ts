@@ -14,11 +14,12 @@ import type { CatalogReader } from "../features/catalog/catalogReader.js";
 import { codeForFastifyError, sendError, sendServiceError } from "./errorEnvelope.js";
 import { findBodyProblem } from "./bodyGuard.js";
 import { requireApiKey } from "./auth.js";
+import { requireSession } from "./sessionAuth.js";
 
 export interface RouteEntry {
   method: string;
   url: string;
-  auth: "apiKey" | "none";
+  auth: "apiKey" | "session" | "none";
 }
 
 declare module "fastify" {
@@ -35,6 +36,8 @@ import { registerBillingRoutes } from "./routes/billing.js";
 import { registerHealthRoutes } from "./routes/health.js";
 import type { ReadinessReport } from "../features/health/readiness.js";
 import type { PlanStatus } from "../features/plans/planStatus.js";
+import { registerDashboardHttp, type DashboardHttpDeps } from "./dashboardHttp.js";
+import { registerOpenApi } from "./openapi.js";
 
 export interface HttpDeps {
   log: Logger;
@@ -51,6 +54,10 @@ export interface HttpDeps {
   readiness: () => Promise<ReadinessReport>;
   trustProxy?: boolean | number | string;
   browserAndLimits?: BrowserAndLimitsOptions;
+  /** The dashboard's sign-in, JSON API and web app; absent: none of it is served. */
+  dashboard?: DashboardHttpDeps;
+  /** The service's version, for the OpenAPI document. */
+  version?: string;
 }
 
 export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> {
@@ -87,10 +94,19 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     }
   });
   app.decorate("routeTable", routeTable);
+  // Before any route: it collects every route's schema as it is registered.
+  await registerOpenApi(app, deps.version ?? "0.0.0");
   // One hook authenticates every route that declares `config: { auth: "apiKey" }`.
   const authenticate = requireApiKey(deps.auth);
+  const authenticateSession = deps.dashboard ? requireSession(deps.dashboard.dashboard) : undefined;
   app.addHook("preHandler", async (request, reply) => {
     if (request.routeOptions.config.auth === "apiKey") return authenticate(request, reply);
+  });
+  // Dashboard sessions are checked before the body is validated, so a caller
+  // without a session learns that first (401), not what its body lacks.
+  app.addHook("preValidation", async (request, reply) => {
+    if (request.routeOptions.config.auth === "session")
+      return authenticateSession?.(request, reply);
   });
 
   // JSON only: text/plain and friends get a clear 415 instead of a guess.
@@ -164,6 +180,7 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
   registerPaymentRoutes(app, { payments: deps.payments, auth: deps.auth, metrics: deps.metrics });
   registerDiscoveryRoutes(app, { catalog: deps.catalog });
   registerBillingRoutes(app, { auth: deps.auth, planStatus: deps.planStatus });
+  if (deps.dashboard) await registerDashboardHttp(app, deps.dashboard, deps.mode);
 
   await app.ready();
   return app;

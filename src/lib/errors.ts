@@ -11,6 +11,7 @@ export const ERROR_STATUS = {
   invalid_request: 400,
   invalid_payment_identifier: 400,
   unauthorized: 401,
+  forbidden: 403,
   quota_exceeded: 402,
   account_suspended: 402,
   not_found: 404,

@@ -133,6 +133,8 @@ export interface WebhookEndpointsTable {
   account_id: string;
   url: string;
   secret: string;
+  /** 0013: the event types this endpoint receives. */
+  events: ColumnType<string[], string[] | undefined, string[]>;
   created_at: CreatedAt;
   updated_at: Timestamp;
 }
@@ -144,7 +146,8 @@ export interface WebhookEventsTable {
   seq: ColumnType<string, never, never>;
   account_id: string;
   type: string;
-  settlement_id: string;
+  /** 0013: null for a test delivery. */
+  settlement_id: string | null;
   /** The exact JSON body that is signed and sent. */
   payload: string;
   status: ColumnType<WebhookEventStatus, WebhookEventStatus | undefined, WebhookEventStatus>;
@@ -200,7 +203,34 @@ export interface PaymentIdentifiersTable {
   bound_at: Timestamp | null;
 }
 
+/** Dashboard sign-in (0013_dashboard.sql); written only by features/identity. */
+export interface IdentitiesTable {
+  issuer: string;
+  subject: string;
+  account_id: string;
+  /** The configured provider id it signed in through (e.g. google, github). */
+  provider: string;
+  email: string | null;
+  display_name: string | null;
+  created_at: CreatedAt;
+  last_sign_in_at: Timestamp | null;
+}
+
+export interface DashboardSessionsTable {
+  id: string;
+  /** SHA-256 of the cookie's token; the token itself is never stored. */
+  token_hash: Uint8Array;
+  account_id: string;
+  issuer: string;
+  subject: string;
+  csrf_token: string;
+  created_at: CreatedAt;
+  expires_at: Timestamp;
+}
+
 export interface Database {
+  identities: IdentitiesTable;
+  dashboard_sessions: DashboardSessionsTable;
   catalog_resources: CatalogResourcesTable;
   accounts: AccountsTable;
   api_keys: ApiKeysTable;

@@ -83,10 +83,13 @@ export async function recordSettlementEvent(
   if (row.status === "pending" || row.status === "not_attempted") return undefined;
   const endpoint = await trx
     .selectFrom("webhook_endpoints")
-    .select("account_id")
+    .select(["account_id", "events"])
     .where("account_id", "=", row.account_id)
     .executeTakeFirst();
   if (!endpoint) return undefined;
+  // The endpoint chose its events (0013); an unchosen type is not written.
+  const type = row.status === "succeeded" ? "settlement.succeeded" : "settlement.failed";
+  if (!endpoint.events.includes(type)) return undefined;
   const key = await trx
     .selectFrom("api_keys")
     .select("name")

@@ -1,0 +1,93 @@
+// The dashboard talks to the service only through its JSON API. Every
+// state-changing call carries the session's CSRF token.
+let csrfToken = "";
+
+export function setCsrfToken(token: string): void {
+  csrfToken = token;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export async function api<T>(
+  path: string,
+  init: { method?: string; body?: unknown } = {},
+): Promise<T> {
+  const method = init.method ?? "GET";
+  const headers: Record<string, string> = { accept: "application/json" };
+  if (init.body !== undefined) headers["content-type"] = "application/json";
+  if (method !== "GET") headers["x-csrf-token"] = csrfToken;
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method,
+      headers,
+      credentials: "same-origin",
+      ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
+    });
+  } catch {
+    throw new ApiError(0, "network", "The service could not be reached. Check that it is running.");
+  }
+  const body = (await res.json().catch(() => ({}))) as Record<string, unknown>;
+  if (!res.ok)
+    throw new ApiError(
+      res.status,
+      String(body["error"] ?? "error"),
+      String(body["message"] ?? `HTTP ${res.status}`),
+    );
+  return body as T;
+}
+
+export interface Session {
+  account: { id: string; name: string; plan: string; createdAt: string };
+  identity: { email: string | null; name: string | null; provider: string } | null;
+  csrfToken: string;
+  facilitatorUrl: string;
+  mode: "devnet" | "production";
+}
+
+export interface Settlement {
+  id: string;
+  apiKeyId: string;
+  apiKeyName: string;
+  network: string;
+  scheme: string;
+  payer: string | null;
+  payTo: string;
+  asset: string;
+  assetSymbol: string | null;
+  amount: string;
+  amountInUnits: string | null;
+  transaction: string | null;
+  explorerUrl: string | null;
+  status: string;
+  reason: string | null;
+  message: string | null;
+  startedAt: string;
+}
+
+export interface ApiKey {
+  id: string;
+  name: string;
+  prefix: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+}
+
+export interface PlanStatus {
+  plan: string;
+  suspended: boolean;
+  suspendedReason?: string;
+  month: string;
+  limit: number;
+  usedThisMonth: number;
+  metered: boolean;
+  plans: { plan: string; monthlySettlements: number; usdPerExtraSettlement?: number }[];
+}

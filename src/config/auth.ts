@@ -1,0 +1,127 @@
+/**
+ * Dashboard sign-in configuration, from the environment:
+ *
+ * - `AUTH_PROVIDERS`: comma-separated provider ids, e.g. `google,github`.
+ *   Empty: the dashboard offers no sign-in (devnet mode starts its own).
+ * - per provider `<ID>` (upper case):
+ *   - `AUTH_<ID>_KIND`: `oidc` (any OpenID Connect provider) or `github`
+ *     (OAuth 2.0 and GitHub's user API). Default: `github` for the id
+ *     `github`, `oidc` otherwise.
+ *   - `AUTH_<ID>_ISSUER`: the issuer URL (OpenID discovery runs against it).
+ *     GitHub: default `https://github.com`, used only as the identity's issuer.
+ *   - `AUTH_<ID>_CLIENT_ID`, `AUTH_<ID>_CLIENT_SECRET` (or `_FILE`).
+ *   - `AUTH_<ID>_LABEL`: the button's text (default: the id, capitalised).
+ *   - GitHub only: `AUTH_<ID>_AUTHORIZATION_URL`, `AUTH_<ID>_TOKEN_URL`,
+ *     `AUTH_<ID>_API_URL` (GitHub Enterprise, or a loopback double in tests).
+ * - `PUBLIC_URL`: the service's public origin; redirect URIs are
+ *   `<PUBLIC_URL>/auth/callback/<id>`. Required in production when a
+ *   provider is configured; devnet uses the request's loopback origin.
+ * - `SESSION_TTL_HOURS`: how long a dashboard session lasts (default 12).
+ * - `DASHBOARD_DIR`: the built dashboard served under /dashboard/
+ *   (default `dashboard/dist`).
+ */
+import { ConfigError } from "./configError.js";
+
+export interface AuthProviderConfig {
+  id: string;
+  label: string;
+  kind: "oidc" | "github";
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** GitHub only. */
+  authorizationUrl?: string | undefined;
+  tokenUrl?: string | undefined;
+  apiUrl?: string | undefined;
+}
+
+export interface AuthConfig {
+  providers: readonly AuthProviderConfig[];
+  publicUrl: string | undefined;
+  sessionTtlMs: number;
+  dashboardDir: string;
+}
+
+const ID = /^[a-z][a-z0-9-]{0,31}$/;
+
+function isLoopback(url: URL): boolean {
+  return ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
+}
+
+/** An http(s) URL; plain http only on loopback (the devnet's and tests' providers). */
+function checkedUrl(name: string, raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be a URL, got "${raw}"`);
+  }
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && isLoopback(url))) {
+    throw new ConfigError(`${name} must be an https:// URL (http:// only on loopback)`);
+  }
+  return raw.replace(/\/$/, "");
+}
+
+export function parseAuthConfig(
+  env: NodeJS.ProcessEnv,
+  mode: "devnet" | "production",
+  readSecret: (name: string) => string | undefined,
+): AuthConfig {
+  const ids = (env["AUTH_PROVIDERS"] ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const providers = ids.map((id): AuthProviderConfig => {
+    if (!ID.test(id))
+      throw new ConfigError(`AUTH_PROVIDERS: "${id}" must be lower-case letters, digits and -`);
+    const p = `AUTH_${id.toUpperCase().replace(/-/g, "_")}_`;
+    const kindRaw = env[`${p}KIND`]?.trim() || (id === "github" ? "github" : "oidc");
+    if (kindRaw !== "oidc" && kindRaw !== "github")
+      throw new ConfigError(`${p}KIND must be oidc or github, got "${kindRaw}"`);
+    const issuerRaw =
+      env[`${p}ISSUER`]?.trim() || (kindRaw === "github" ? "https://github.com" : "");
+    if (!issuerRaw) throw new ConfigError(`${p}ISSUER is required for the OpenID provider ${id}`);
+    const clientId = env[`${p}CLIENT_ID`]?.trim();
+    if (!clientId) throw new ConfigError(`${p}CLIENT_ID is required for the provider ${id}`);
+    const clientSecret = readSecret(`${p}CLIENT_SECRET`)?.trim();
+    if (!clientSecret)
+      throw new ConfigError(`${p}CLIENT_SECRET (or ${p}CLIENT_SECRET_FILE) is required for ${id}`);
+    const optionalUrl = (suffix: string) => {
+      const v = env[`${p}${suffix}`]?.trim();
+      return v ? checkedUrl(`${p}${suffix}`, v) : undefined;
+    };
+    return {
+      id,
+      label: env[`${p}LABEL`]?.trim() || id.charAt(0).toUpperCase() + id.slice(1),
+      kind: kindRaw,
+      issuer: checkedUrl(`${p}ISSUER`, issuerRaw),
+      clientId,
+      clientSecret,
+      ...(kindRaw === "github"
+        ? {
+            authorizationUrl:
+              optionalUrl("AUTHORIZATION_URL") ?? "https://github.com/login/oauth/authorize",
+            tokenUrl: optionalUrl("TOKEN_URL") ?? "https://github.com/login/oauth/access_token",
+            apiUrl: optionalUrl("API_URL") ?? "https://api.github.com",
+          }
+        : {}),
+    };
+  });
+  const publicRaw = env["PUBLIC_URL"]?.trim();
+  const publicUrl = publicRaw ? checkedUrl("PUBLIC_URL", publicRaw) : undefined;
+  if (mode === "production" && providers.length > 0 && !publicUrl) {
+    throw new ConfigError(
+      "PUBLIC_URL is required when AUTH_PROVIDERS is set: the providers redirect back to <PUBLIC_URL>/auth/callback/<id>",
+    );
+  }
+  const ttlRaw = env["SESSION_TTL_HOURS"]?.trim() || "12";
+  const ttl = Number(ttlRaw);
+  if (!Number.isFinite(ttl) || ttl < 0.01 || ttl > 24 * 30)
+    throw new ConfigError("SESSION_TTL_HOURS must be a number of hours from 0.01 to 720");
+  return {
+    providers,
+    publicUrl,
+    sessionTtlMs: Math.round(ttl * 3_600_000),
+    dashboardDir: env["DASHBOARD_DIR"]?.trim() || "dashboard/dist",
+  };
+}

@@ -1,0 +1,129 @@
+/**
+ * Everything the dashboard's JSON API may do, bound to the database and
+ * always scoped to the signed-in account: the HTTP layer passes the
+ * session's account id, and no function here reaches another account's
+ * rows. An id that belongs to someone else reads as "not found".
+ */
+import type { Db } from "../../storage/db.js";
+import {
+  createApiKey,
+  listApiKeys,
+  type ApiKeyListing,
+  type CreatedApiKey,
+} from "../keys/apiKeys.js";
+import { readPlanStatus, type PlanStatus } from "../plans/planStatus.js";
+import { setAccountPlan } from "../plans/quotaLedger.js";
+import type { PlanLimits, PlanName } from "../plans/plans.js";
+import { listIdentities, signInAccount, type VerifiedIdentity } from "../identity/identities.js";
+import {
+  endSession,
+  findSession,
+  startSession,
+  type DashboardSession,
+  type StartedSession,
+} from "../identity/sessions.js";
+import {
+  listEvents,
+  queueTestEvent,
+  readEndpoint,
+  resendEvent,
+  rotateSecret,
+  saveEndpoint,
+  type WebhookEventType,
+} from "../webhooks/endpointSettings.js";
+import { removeWebhookEndpoint } from "../webhooks/webhookRepository.js";
+import type { AssetCatalog } from "./assets.js";
+import { readMetrics, readOverview, type MetricRange } from "./activity.js";
+import { listSettlements, settlementsCsv, type SettlementFilters } from "./settlementList.js";
+
+export interface DashboardOptions {
+  db: Db;
+  assets: AssetCatalog;
+  plans: PlanLimits & { metering: boolean };
+  sessionTtlMs: number;
+  allowPrivateWebhookTargets: boolean;
+  /** Told when a key is deleted, so this replica's key cache forgets it at once. */
+  onKeyDeleted?: () => void;
+}
+
+export function createDashboard(opts: DashboardOptions) {
+  const { db, assets } = opts;
+  return {
+    /** First sign-in creates the account (free plan); then a session starts. */
+    async signIn(
+      identity: VerifiedIdentity,
+    ): Promise<StartedSession & { accountCreated: boolean }> {
+      const { account, created } = await signInAccount(db, identity);
+      const session = await startSession(
+        db,
+        { accountId: account.id, issuer: identity.issuer, subject: identity.subject },
+        opts.sessionTtlMs,
+      );
+      return { ...session, accountCreated: created };
+    },
+    session: (token: string | undefined): Promise<DashboardSession | undefined> =>
+      findSession(db, token),
+    signOut: (sessionId: string) => endSession(db, sessionId),
+
+    async whoAmI(session: DashboardSession) {
+      const [account, identities] = await Promise.all([
+        db
+          .selectFrom("accounts")
+          .select(["id", "name", "plan", "created_at"])
+          .where("id", "=", session.accountId)
+          .executeTakeFirstOrThrow(),
+        listIdentities(db, session.accountId),
+      ]);
+      const me = identities.find(
+        (i) => i.issuer === session.issuer && i.subject === session.subject,
+      );
+      return { account, identity: me, identities };
+    },
+
+    overview: (accountId: string) => readOverview(db, assets, accountId),
+    metrics: (accountId: string, range: MetricRange) => readMetrics(db, assets, accountId, range),
+    settlements: (
+      accountId: string,
+      filters: SettlementFilters,
+      page: { cursor?: string | undefined; limit: number },
+    ) => listSettlements(db, assets, accountId, filters, page),
+    settlementsCsv: (accountId: string, filters: SettlementFilters) =>
+      settlementsCsv(db, assets, accountId, filters),
+
+    plan: (accountId: string): Promise<PlanStatus> =>
+      readPlanStatus(db, accountId, opts.plans, opts.plans.metering),
+    /** Takes effect on the very next /settle: the quota ledger reads the plan on every reservation. */
+    async changePlan(accountId: string, plan: PlanName): Promise<PlanStatus> {
+      await setAccountPlan(db, accountId, plan);
+      return readPlanStatus(db, accountId, opts.plans, opts.plans.metering);
+    },
+
+    keys: (accountId: string): Promise<ApiKeyListing[]> => listApiKeys(db, accountId),
+    createKey: (accountId: string, name: string): Promise<CreatedApiKey> =>
+      createApiKey(db, accountId, name),
+    /** Revokes one of the account's own live keys; false when none matched. */
+    async deleteKey(accountId: string, keyId: string): Promise<boolean> {
+      const res = await db
+        .updateTable("api_keys")
+        .set({ revoked_at: new Date() })
+        .where("id", "=", keyId)
+        .where("account_id", "=", accountId)
+        .where("revoked_at", "is", null)
+        .executeTakeFirst();
+      const deleted = res.numUpdatedRows > 0n;
+      if (deleted) opts.onKeyDeleted?.();
+      return deleted;
+    },
+
+    webhook: (accountId: string) => readEndpoint(db, accountId),
+    saveWebhook: (accountId: string, input: { url: string; events: readonly WebhookEventType[] }) =>
+      saveEndpoint(db, accountId, input, { allowPrivateTargets: opts.allowPrivateWebhookTargets }),
+    removeWebhook: (accountId: string) => removeWebhookEndpoint(db, accountId),
+    rotateWebhookSecret: (accountId: string) => rotateSecret(db, accountId),
+    testWebhook: (accountId: string) => queueTestEvent(db, accountId),
+    resendWebhookEvent: (accountId: string, eventId: string) => resendEvent(db, accountId, eventId),
+    webhookEvents: (accountId: string) => listEvents(db, accountId),
+  };
+}
+
+export type Dashboard = ReturnType<typeof createDashboard>;

@@ -1,0 +1,359 @@
+/**
+ * The dashboard in a real browser: Debian's Chromium driven by
+ * playwright-core, against the service with the built web app and two local
+ * OpenID providers (the devnet's), all on loopback. Each test signs in its
+ * own users, so the tests pass alone and in any order. Screenshots of every
+ * tab go to test-artifacts/screenshots/.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { randomBytes } from "node:crypto";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { Webhook } from "standardwebhooks";
+import { HTTPFacilitatorClient } from "@x402/core/server";
+import { startStack, type TestStack } from "../support/stack.js";
+import { requirementsFor, signPayment, post } from "../support/payments.js";
+import { apiKeyAuth } from "../support/resourceServer.js";
+import {
+  startLocalIdentityProviders,
+  type LocalIdentityProviders,
+} from "../../devnet/identityProviders.js";
+
+const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
+const SHOTS = "test-artifacts/screenshots";
+const PAY_TO = "0x000000000000000000000000000000000000dEaD";
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+/** Polls until `check` returns a value (no fixed sleeps). */
+async function eventually<T>(
+  check: () => Promise<T | undefined>,
+  what: string,
+  ms = 20_000,
+): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe("dashboard in Chromium", () => {
+  let stack: TestStack;
+  let idps: LocalIdentityProviders;
+  let browser: Browser;
+  const contexts: BrowserContext[] = [];
+
+  before(async () => {
+    const build = spawnSync(process.execPath, ["scripts/build-dashboard.mjs", "--if-stale"], {
+      stdio: "inherit",
+    });
+    assert.equal(build.status, 0, "the dashboard builds");
+    mkdirSync(SHOTS, { recursive: true });
+    const port = await freePort();
+    idps = await startLocalIdentityProviders({ redirectOrigins: [`http://127.0.0.1:${port}`] });
+    const env: Record<string, string> = {
+      PORT: String(port),
+      METER_SETTLEMENTS: "true",
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+      AUTH_PROVIDERS: idps.providers.map((p) => p.id).join(","),
+    };
+    for (const p of idps.providers) {
+      const prefix = `AUTH_${p.id.toUpperCase().replace(/-/g, "_")}_`;
+      env[`${prefix}ISSUER`] = p.issuer;
+      env[`${prefix}CLIENT_ID`] = p.clientId;
+      env[`${prefix}CLIENT_SECRET`] = p.clientSecret;
+      env[`${prefix}LABEL`] = p.label;
+    }
+    stack = await startStack({ env });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+  });
+
+  after(async () => {
+    await Promise.all(contexts.map((c) => c.close().catch(() => undefined)));
+    await browser?.close();
+    await stack?.stop();
+    await idps?.stop();
+  });
+
+  async function signIn(
+    providerLabel: string,
+    opts: { width?: number } = {},
+  ): Promise<{ page: Page; context: BrowserContext; login: string }> {
+    const context = await browser.newContext({
+      viewport: { width: opts.width ?? 1280, height: 900 },
+    });
+    contexts.push(context);
+    const page = await context.newPage();
+    const login = `user-${randomBytes(4).toString("hex")}`;
+    await page.goto(`${stack.url}/dashboard/`);
+    await page.getByRole("link", { name: `Continue with ${providerLabel}` }).click();
+    await page.locator('input[name="login"]').fill(login);
+    await page.locator('input[name="password"]').fill("any password");
+    await page.getByRole("button", { name: "Sign-in" }).click();
+    await page.getByRole("button", { name: "Sign out" }).waitFor();
+    return { page, context, login };
+  }
+
+  async function tab(page: Page, name: string): Promise<void> {
+    await page
+      .getByRole("navigation", { name: "Dashboard sections" })
+      .getByRole("link", { name })
+      .click();
+    await page.getByRole("heading", { level: 1, name }).waitFor();
+  }
+
+  async function accountOf(page: Page): Promise<{ id: string; csrf: string }> {
+    const res = await page.request.get(`${stack.url}/api/session`);
+    const s = (await res.json()) as { account: { id: string }; csrfToken: string };
+    return { id: s.account.id, csrf: s.csrfToken };
+  }
+
+  async function createKey(page: Page, name: string): Promise<string> {
+    await tab(page, "API Keys");
+    await page.getByLabel("Key name").fill(name);
+    await page.getByRole("button", { name: "Create key" }).click();
+    return (await page.getByTestId("new-key").textContent())!.trim();
+  }
+
+  async function pay(apiKey: string, payer = 0) {
+    const requirements = requirementsFor({
+      network: stack.network,
+      usdc: stack.usdc,
+      payTo: PAY_TO,
+    });
+    const payload = await signPayment(stack.payerKeys[payer]!, requirements);
+    const client = new HTTPFacilitatorClient({
+      url: stack.url,
+      createAuthHeaders: apiKeyAuth(apiKey),
+    });
+    return client.settle(payload, requirements);
+  }
+
+  test("signs in with each provider (first sign-in makes a free account), and signs out", async () => {
+    const accounts: string[] = [];
+    for (const provider of idps.providers) {
+      const { page, context, login } = await signIn(provider.label);
+      await page.getByText(`${login}@${provider.id}.devnet`).waitFor();
+      const { id } = await accountOf(page);
+      accounts.push(id);
+      const identity = await stack.service.db
+        .selectFrom("identities")
+        .innerJoin("accounts", "accounts.id", "identities.account_id")
+        .select(["identities.issuer", "identities.subject", "accounts.plan"])
+        .where("identities.account_id", "=", id)
+        .executeTakeFirstOrThrow();
+      assert.equal(identity.issuer, provider.issuer);
+      assert.equal(identity.subject, login);
+      assert.equal(identity.plan, "free");
+
+      const cookies = await context.cookies();
+      const session = cookies.find((c) => c.name === "__Host-x402-session");
+      assert.ok(session?.httpOnly && session.secure && session.sameSite === "Lax");
+
+      await page.getByRole("button", { name: "Sign out" }).click();
+      await page.getByRole("heading", { name: "Sign in to the x402 facilitator" }).waitFor();
+      const rows = await stack.service.db
+        .selectFrom("dashboard_sessions")
+        .select("id")
+        .where("account_id", "=", id)
+        .execute();
+      assert.equal(rows.length, 0, "sign-out deleted the session row");
+      assert.equal((await page.request.get(`${stack.url}/api/session`)).status(), 401);
+    }
+    assert.notEqual(accounts[0], accounts[1], "two providers, two identities, two accounts");
+    const { page } = await signIn(idps.providers[0]!.label, { width: 375 });
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("heading", { name: "Sign in to the x402 facilitator" }).waitFor();
+    await page.screenshot({ path: `${SHOTS}/sign-in-375.png`, fullPage: true });
+  });
+
+  test("a key is shown once, pays through the official client, shows in Settlements and Overview, and stops at once when deleted", async () => {
+    const { page } = await signIn(idps.providers[0]!.label);
+    const key = await createKey(page, "production");
+    assert.match(key, /.{20,}/);
+    await page.screenshot({ path: `${SHOTS}/api-keys.png`, fullPage: true });
+    await page.reload();
+    await page.getByRole("cell", { name: "production", exact: true }).waitFor();
+    assert.ok(!(await page.content()).includes(key), "the full key is not shown again");
+
+    const settled = await pay(key);
+    assert.equal(settled.success, true);
+    await tab(page, "Settlements");
+    const shortTx = `${settled.transaction.slice(0, 8)}…${settled.transaction.slice(-6)}`;
+    await page.getByText(shortTx).waitFor();
+    await page.getByText("0.01 USDC").first().waitFor();
+    await page.screenshot({ path: `${SHOTS}/settlements.png`, fullPage: true });
+    await tab(page, "Overview");
+    const today = page.locator(".card", { hasText: "Settlements today" }).locator(".card-value");
+    await eventually(
+      async () => ((await today.textContent()) === "1" ? true : undefined),
+      "overview count",
+    );
+    await page.screenshot({ path: `${SHOTS}/overview.png`, fullPage: true });
+    await page.setViewportSize({ width: 375, height: 800 });
+    await page.screenshot({ path: `${SHOTS}/overview-375.png`, fullPage: true });
+    await page.setViewportSize({ width: 1280, height: 900 });
+
+    await tab(page, "Metrics");
+    await page.getByRole("heading", { name: "Settlements", exact: true }).waitFor();
+    await page.locator(".uplot").first().waitFor();
+    await page.screenshot({ path: `${SHOTS}/metrics.png`, fullPage: true });
+
+    await tab(page, "API Keys");
+    page.once("dialog", (d) => void d.accept());
+    await page.getByRole("button", { name: "Delete key production" }).click();
+    await page.getByText("No API keys yet").waitFor();
+    const refused = await post(
+      stack.url,
+      "/settle",
+      { x402Version: 2, paymentPayload: {}, paymentRequirements: {} },
+      key,
+    );
+    assert.equal(refused.status, 401);
+  });
+
+  test("a webhook test delivery reaches a loopback receiver, signed, and shows in the delivery log", async () => {
+    const received: { verified: boolean; type: string }[] = [];
+    let secret = "";
+    const receiver: Server = createServer((req, res) => {
+      let body = "";
+      req.on("data", (c: Buffer) => (body += c.toString()));
+      req.on("end", () => {
+        try {
+          const event = new Webhook(secret).verify(body, req.headers as Record<string, string>) as {
+            type: string;
+          };
+          received.push({ verified: true, type: event.type });
+          res.writeHead(204).end();
+        } catch {
+          received.push({ verified: false, type: "" });
+          res.writeHead(400).end();
+        }
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+    try {
+      const { page } = await signIn(idps.providers[1]!.label);
+      await tab(page, "Webhooks");
+      await page
+        .getByLabel("Endpoint URL")
+        .fill(`http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`);
+      await page.getByRole("button", { name: "Save endpoint" }).click();
+      secret = (await page.getByTestId("webhook-secret").textContent())!.trim();
+      assert.match(secret, /^whsec_/);
+      await page.getByRole("button", { name: "Send test delivery" }).click();
+      await eventually(async () => (received.length > 0 ? true : undefined), "a delivery");
+      assert.deepEqual(received[0], { verified: true, type: "webhook.test" });
+      await page.locator("table.deliveries").getByText("delivered").waitFor();
+      await page
+        .locator("table.deliveries")
+        .getByRole("cell", { name: "204", exact: true })
+        .waitFor();
+      await page.screenshot({ path: `${SHOTS}/webhooks.png`, fullPage: true });
+    } finally {
+      await new Promise((r) => receiver.close(r));
+    }
+  });
+
+  test("an upgrade at the quota limit lets /settle through at once", async () => {
+    const { page } = await signIn(idps.providers[0]!.label);
+    const key = await createKey(page, "quota");
+    const { id } = await accountOf(page);
+    const month = new Date().toISOString().slice(0, 7);
+    await stack.service.db
+      .insertInto("quota_usage")
+      .values({ account_id: id, month, used: 10 })
+      .onConflict((oc) => oc.columns(["account_id", "month"]).doUpdateSet({ used: 10 }))
+      .execute();
+    await assert.rejects(pay(key, 1), "the free plan's limit refuses the settle");
+    await tab(page, "Plans");
+    await page.getByText("10 of 10 settlements used this month").waitFor();
+    await page.getByRole("button", { name: "Switch to Starter" }).click();
+    await page.getByText("You are now on the Starter plan").waitFor();
+    await page.screenshot({ path: `${SHOTS}/plans.png`, fullPage: true });
+    const settled = await pay(key, 1);
+    assert.equal(settled.success, true);
+  });
+
+  test("a second account sees none of the first's keys, settlements or webhooks, and gets 404 for their ids", async () => {
+    const first = await signIn(idps.providers[0]!.label);
+    const key = await createKey(first.page, "mine");
+    const settled = await pay(key, 2);
+    assert.equal(settled.success, true);
+    const firstAccount = await accountOf(first.page);
+    await first.page.request.put(`${stack.url}/api/webhooks`, {
+      headers: { "x-csrf-token": firstAccount.csrf },
+      data: { url: "http://127.0.0.1:9/unused" },
+    });
+    const keyId = (
+      await stack.service.db
+        .selectFrom("api_keys")
+        .select("id")
+        .where("account_id", "=", firstAccount.id)
+        .executeTakeFirstOrThrow()
+    ).id;
+    const settlementId = (
+      await stack.service.db
+        .selectFrom("settlements")
+        .select("id")
+        .where("account_id", "=", firstAccount.id)
+        .executeTakeFirstOrThrow()
+    ).id;
+
+    const second = await signIn(idps.providers[1]!.label);
+    const other = await accountOf(second.page);
+    assert.notEqual(other.id, firstAccount.id);
+    await tab(second.page, "API Keys");
+    await second.page.getByText("No API keys yet").waitFor();
+    await tab(second.page, "Settlements");
+    await second.page.getByText("No settlements match.").waitFor();
+    await tab(second.page, "Webhooks");
+    await second.page.getByText("No events yet.").waitFor();
+    assert.equal(await second.page.getByLabel("Endpoint URL").inputValue(), "");
+
+    const headers = { "x-csrf-token": other.csrf };
+    const del = await second.page.request.delete(`${stack.url}/api/keys/${keyId}`, { headers });
+    assert.equal(del.status(), 404);
+    const get = await second.page.request.get(`${stack.url}/api/settlements/${settlementId}`);
+    assert.equal(get.status(), 404);
+    const stillLive = await stack.service.db
+      .selectFrom("api_keys")
+      .select("revoked_at")
+      .where("id", "=", keyId)
+      .executeTakeFirstOrThrow();
+    assert.equal(stillLive.revoked_at, null);
+
+    await tab(second.page, "Confidential");
+    await second.page.getByText("Confidential settlement credits").waitFor();
+    await second.page.screenshot({ path: `${SHOTS}/confidential.png`, fullPage: true });
+  });
+
+  test("a dashboard call without a session is 401, and one without the CSRF token is refused", async () => {
+    const anonymous = await fetch(`${stack.url}/api/keys`);
+    assert.equal(anonymous.status, 401);
+    assert.equal(((await anonymous.json()) as { error: string }).error, "unauthorized");
+    const { page } = await signIn(idps.providers[0]!.label);
+    const { id } = await accountOf(page);
+    const forged = await page.request.post(`${stack.url}/api/keys`, { data: { name: "forged" } });
+    assert.equal(forged.status(), 403);
+    const keys = await stack.service.db
+      .selectFrom("api_keys")
+      .select("id")
+      .where("account_id", "=", id)
+      .execute();
+    assert.equal(keys.length, 0);
+  });
+});
