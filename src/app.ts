@@ -14,6 +14,10 @@ import { createLogger, type Logger } from "./lib/logger.js";
 import { createMetrics, type Metrics } from "./lib/metrics.js";
 import { openMigratedDb, type Db, type OpenedDb } from "./storage/db.js";
 import { createRedis } from "./storage/redis.js";
+import { listenForChanges } from "./storage/changeFeed.js";
+import { startSessionPruner } from "./workers/sessionPruner.js";
+import { API_KEYS_CHANGED } from "./features/keys/apiKeys.js";
+import { pruneExpiredSessions } from "./features/identity/sessions.js";
 import type { ChainFamily, FamilyContext } from "./chains/ports.js";
 import { createEvm, type EvmSetup } from "./chains/evm/createEvm.js";
 import { createSvm, type SvmSetup } from "./chains/svm/index.js";
@@ -181,6 +185,15 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const auth = new ApiKeyAuthenticator(db, {
     onError: (e) => log.warn({ err: String(e) }, "could not update api key last_used_at"),
   });
+  // A key deleted on any replica (or by the CLI) is announced in the shared
+  // database: every replica drops its cached lookups at once.
+  const keyChanges = listenForChanges(
+    config.databaseUrl,
+    API_KEYS_CHANGED,
+    () => auth.invalidate(),
+    log,
+  );
+  const sessionPruner = startSessionPruner(() => pruneExpiredSessions(db), log);
   const catalog = createCatalog(db, {
     log: log.child({ component: "catalog" }),
     embedded: database.kind === "pglite",
@@ -218,7 +231,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     plans: config.plans,
     sessionTtlMs: config.auth.sessionTtlMs,
     allowPrivateWebhookTargets: config.webhooks.allowPrivateTargets,
-    // This replica forgets the deleted key at once; others within the key cache's few seconds.
+    // This replica forgets the deleted key at once; the others on the change feed below.
     onKeyDeleted: () => auth.invalidate(),
   });
   const http = await buildHttpServer({
@@ -280,6 +293,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       await catalog.cataloger.drain();
       await reconciler.stop();
       await webhooks.stop();
+      sessionPruner.stop();
+      await keyChanges.close();
       await facilitator.close();
       if (!opts.database) await database.close();
     },

@@ -7,6 +7,7 @@
 import type { Db } from "../../storage/db.js";
 import {
   createApiKey,
+  deleteApiKey,
   listApiKeys,
   type ApiKeyListing,
   type CreatedApiKey,
@@ -103,14 +104,8 @@ export function createDashboard(opts: DashboardOptions) {
       createApiKey(db, accountId, name),
     /** Revokes one of the account's own live keys; false when none matched. */
     async deleteKey(accountId: string, keyId: string): Promise<boolean> {
-      const res = await db
-        .updateTable("api_keys")
-        .set({ revoked_at: new Date() })
-        .where("id", "=", keyId)
-        .where("account_id", "=", accountId)
-        .where("revoked_at", "is", null)
-        .executeTakeFirst();
-      const deleted = res.numUpdatedRows > 0n;
+      // Other replicas hear of it through the database (deleteApiKey announces it).
+      const deleted = await deleteApiKey(db, keyId, accountId);
       if (deleted) opts.onKeyDeleted?.();
       return deleted;
     },

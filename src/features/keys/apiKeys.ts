@@ -4,6 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Db } from "../../storage/db.js";
+import { announceChange } from "../../storage/changeFeed.js";
 import { generateApiKey, hashApiKey, maskedPrefix } from "./apiKeyFormat.js";
 
 export interface CreatedApiKey {
@@ -75,12 +76,26 @@ export async function listApiKeys(db: Db, accountId?: string): Promise<ApiKeyLis
  * Revokes a key by id. The row stays (settlements keep their attribution) but
  * the key never authenticates again. Returns false when no live key matched.
  */
-export async function deleteApiKey(db: Db, id: string): Promise<boolean> {
-  const res = await db
+export async function deleteApiKey(
+  db: Db,
+  id: string,
+  /** Only a key of this account (the dashboard); any account when absent (the operator CLI). */
+  accountId?: string,
+): Promise<boolean> {
+  let update = db
     .updateTable("api_keys")
     .set({ revoked_at: new Date() })
     .where("id", "=", id)
-    .where("revoked_at", "is", null)
-    .executeTakeFirst();
-  return res.numUpdatedRows > 0n;
+    .where("revoked_at", "is", null);
+  if (accountId !== undefined) update = update.where("account_id", "=", accountId);
+  const res = await update.executeTakeFirst();
+  const deleted = res.numUpdatedRows > 0n;
+  if (deleted) await announceChange(db, API_KEYS_CHANGED);
+  return deleted;
 }
+
+/**
+ * The channel on which a revocation is announced to every replica sharing
+ * the database, so each drops its cached key lookups at once.
+ */
+export const API_KEYS_CHANGED = "x402_api_keys_changed";
