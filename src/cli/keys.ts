@@ -8,7 +8,7 @@
  *   accounts                       list accounts
  *   accounts create --name <name>
  *   accounts plan <account id or name> <plan>
- *   accounts suspend|resume <account id or name>
+ *   accounts suspend|resume <account id or name> [--reason "…"]
  *   accounts claim <account id or name> --issuer <url> --subject <id> [--provider <id>]
  *   webhooks set|show|remove|log <account id or name> [--url <url>]
  */
@@ -42,7 +42,7 @@ const USAGE = `usage: npm run keys -- <command>
   accounts                                     list accounts
   accounts create --name <name>                create an account
   accounts plan <id|name> <plan>               change the plan (free, starter, pro, max, payg); immediate
-  accounts suspend <id|name>                   refuse /settle with 402 account_suspended (pay-as-you-go)
+  accounts suspend <id|name> [--reason "…"]    refuse /settle with 402 account_suspended; the reason shows in the dashboard
   accounts resume <id|name>                    lift a suspension
   accounts claim <id|name> --issuer <url> --subject <id> [--provider <id>]
                                                bind a sign-in identity to the account, so
@@ -95,6 +95,7 @@ async function run(argv: string[]): Promise<number> {
       issuer: { type: "string" },
       subject: { type: "string" },
       provider: { type: "string" },
+      reason: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -183,7 +184,7 @@ async function run(argv: string[]): Promise<number> {
         if (sub === "suspend" || sub === "resume") {
           if (!target) throw new UsageError(`accounts ${sub} needs <account id|name>`);
           const acc = await resolveAccount(db, target, false);
-          await setAccountSuspended(db, acc.id, sub === "suspend");
+          await setAccountSuspended(db, acc.id, sub === "suspend", values.reason);
           console.log(
             sub === "suspend"
               ? `Account "${acc.name}" is suspended: /settle answers 402 account_suspended.`

@@ -14,6 +14,8 @@ export interface AccountsTable {
   created_at: CreatedAt;
   /** 0004: a suspended account cannot settle (402 account_suspended). */
   suspended_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** 0014: the operator's reason for the suspension, shown to the account. */
+  suspended_reason: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface ApiKeysTable {

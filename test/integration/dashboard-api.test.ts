@@ -4,6 +4,7 @@
  * keyset pages, CSV), plan upgrades that apply to the very next /settle,
  * webhooks, bad input, and the OpenAPI document covering every route.
  */
+import { setAccountSuspended } from "../../src/features/plans/quotaLedger.js";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
@@ -366,6 +367,29 @@ for (const backend of availableBackends()) {
       const ok = await settle();
       assert.equal(ok.status, 200);
       assert.equal((await json(ok))["success"], true);
+    });
+
+    test("a suspended account reads the operator's reason in Plans; resumed, it is gone", async () => {
+      await setAccountSuspended(
+        stack.service.db,
+        bob.accountId,
+        true,
+        "invoice 2026-10 is 30 days overdue",
+      );
+      const suspended = await json(await bob.call("/api/plans"));
+      assert.equal(suspended["suspended"], true);
+      assert.match(String(suspended["suspendedReason"]), /^invoice 2026-10 is 30 days overdue/);
+      assert.match(String(suspended["suspendedReason"]), /402 account_suspended/);
+      await setAccountSuspended(stack.service.db, bob.accountId, false);
+      const resumed = await json(await bob.call("/api/plans"));
+      assert.equal(resumed["suspended"], false);
+      assert.equal(resumed["suspendedReason"], null);
+      const row = await stack.service.db
+        .selectFrom("accounts")
+        .select(["suspended_at", "suspended_reason"])
+        .where("id", "=", bob.accountId)
+        .executeTakeFirstOrThrow();
+      assert.deepEqual(row, { suspended_at: null, suspended_reason: null });
     });
 
     test("webhooks: set (secret once), rotate, test delivery queued, other accounts get 404", async () => {

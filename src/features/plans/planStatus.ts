@@ -28,6 +28,8 @@ export interface PlanStatus {
   accountId: string;
   plan: PlanName;
   suspended: boolean;
+  /** The operator's reason, when one was given. */
+  suspendedReason: string | null;
   month: string;
   limit: number;
   /** Committed units plus units held by settles still running. */
@@ -61,7 +63,7 @@ export async function readPlanStatus(
   const [account, usage] = await Promise.all([
     db
       .selectFrom("accounts")
-      .select(["plan", "suspended_at"])
+      .select(["plan", "suspended_at", "suspended_reason"])
       .where("id", "=", accountId)
       .executeTakeFirst(),
     db
@@ -76,6 +78,7 @@ export async function readPlanStatus(
     accountId,
     plan: rule.name,
     suspended: Boolean(account?.suspended_at),
+    suspendedReason: account?.suspended_at ? (account.suspended_reason ?? null) : null,
     month,
     limit: rule.reportedLimit,
     usedThisMonth: (usage?.used ?? 0) + (usage?.reserved ?? 0),

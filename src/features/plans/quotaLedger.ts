@@ -223,10 +223,15 @@ export async function setAccountSuspended(
   db: Db,
   accountId: string,
   suspended: boolean,
+  /** Shown to the account's owner in the dashboard. */
+  reason?: string,
 ): Promise<void> {
   await db
     .updateTable("accounts")
-    .set({ suspended_at: suspended ? new Date() : null })
+    .set({
+      suspended_at: suspended ? new Date() : null,
+      suspended_reason: suspended ? reason?.trim() || null : null,
+    })
     .where("id", "=", accountId)
     .execute();
 }

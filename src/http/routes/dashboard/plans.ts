@@ -12,11 +12,12 @@ import type { Dashboard } from "../../../features/dashboard/dashboard.js";
 import { PLAN_NAMES, type PlanName } from "../../../features/plans/plans.js";
 import { sessionRoute } from "./schemas.js";
 
-function explain(status: { suspended: boolean; plan: string }) {
+function explain(status: { suspended: boolean; suspendedReason: string | null; plan: string }) {
   return status.suspended
     ? {
-        suspendedReason:
-          status.plan === "payg"
+        suspendedReason: status.suspendedReason
+          ? `${status.suspendedReason} (so /settle answers 402 account_suspended; /verify still works)`
+          : status.plan === "payg"
             ? "pay-as-you-go charges are overdue, so /settle answers 402 account_suspended; settle the invoice with the operator, or move to a monthly plan"
             : "the operator suspended this account, so /settle answers 402 account_suspended; contact the operator",
       }
