@@ -227,4 +227,15 @@ describe("local NEAR chain", () => {
     });
     assert.equal(Buffer.from(storage.result.result).toString(), "null");
   });
+  it("a fresh start is another chain: status names a different genesis hash", async () => {
+    const other = await startNearLedger({ blockMs: 60_000 });
+    try {
+      const a = await post(near.info.rpcUrl, "status", []);
+      const b = await post(other.info.rpcUrl, "status", []);
+      assert.match(String(a.result.genesis_hash), /^[1-9A-HJ-NP-Za-km-z]{43,44}$/);
+      assert.notEqual(a.result.genesis_hash, b.result.genesis_hash);
+    } finally {
+      await other.stop();
+    }
+  });
 });

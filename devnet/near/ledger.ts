@@ -21,7 +21,7 @@
  *
  * Finality: a block is final two blocks later (doomslug's usual lag).
  */
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { PublicKey } from "@near-js/crypto";
 import {
   decodeSignedTransaction,
@@ -162,6 +162,7 @@ export class NearLedger {
   private timer: NodeJS.Timeout | undefined;
   private readonly waiters = new Set<() => void>();
   private receiptCounter = 0;
+  private genesis = "";
 
   constructor(startHeight = 1_000) {
     this.produce(startHeight);
@@ -194,6 +195,11 @@ export class NearLedger {
   }
 
   // ---- reads --------------------------------------------------------------
+
+  /** The first block's hash: what names this chain. */
+  get genesisHash(): string {
+    return this.genesis;
+  }
 
   get head(): Block {
     return this.blocks[this.blocks.length - 1]!;
@@ -390,12 +396,18 @@ export class NearLedger {
     const block: Block = {
       height: h,
       prevHash: prev?.hash ?? EMPTY_HASH,
-      hash: baseEncode(sha256(Buffer.from(`near devnet block ${h} ${prev?.hash ?? ""}`))),
+      // The first block is salted: a devnet started afresh is another chain.
+      hash: baseEncode(
+        sha256(
+          Buffer.from(`near devnet block ${h} ${prev?.hash ?? randomBytes(16).toString("hex")}`),
+        ),
+      ),
       timestampNs: BigInt(Date.now()) * 1_000_000n,
       transactions: [],
     };
     this.blocks.push(block);
     this.byHash.set(block.hash, block);
+    this.genesis ||= block.hash;
     if (this.blocks.length > VALIDITY_PERIOD + 10) this.byHash.delete(this.blocks.shift()!.hash);
 
     const batch = this.pool.sort((a, b) => {

@@ -277,6 +277,7 @@ export function nearHandlers(ledger: NearLedger, opts: { waitTimeoutMs: number }
   return {
     status: () => ({
       chain_id: ledger.chainId,
+      genesis_hash: ledger.genesisHash,
       protocol_version: 73,
       version: { version: "2.6.0-devnet", build: "devnet" },
       sync_info: {

@@ -18,6 +18,7 @@
  * Blocks are produced on a timer. `withhold` keeps submitted transactions
  * out of blocks (RECEIVED) until `release()`, to play a slow sequencer.
  */
+import { randomBytes } from "node:crypto";
 import { OutsideExecutionTypesV2, ec, hash, typedData, type TypedData } from "starknet";
 
 export type Felt = bigint;
@@ -290,7 +291,13 @@ export class StarknetLedger {
     };
     this.blocks.push({
       number: 0,
-      hash: hash.computePoseidonHashOnElements([0n, this.chainId]),
+      // Salted: a devnet started afresh is another chain, and must look like one
+      // (the service refuses to reconcile older records against it).
+      hash: hash.computePoseidonHashOnElements([
+        0n,
+        this.chainId,
+        BigInt(`0x${randomBytes(16).toString("hex")}`),
+      ]),
       parentHash: "0x0",
       timestamp: this.now(),
       transactions: [],

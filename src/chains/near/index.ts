@@ -163,6 +163,14 @@ export class NearChainAdapter implements ChainFamily {
     return r ? (await this.finalBlock(r)).height : undefined;
   }
 
+  /** The genesis hash nearcore reports: a different one means another chain. */
+  async identity(network: string): Promise<string | undefined> {
+    const r = this.runtimes.get(network);
+    if (!r) return undefined;
+    const status = await r.rpc.call<{ genesis_hash?: string }>("status", []);
+    return status.genesis_hash;
+  }
+
   probe(): Promise<NetworkProbe[]> {
     return probeNetworks(
       [...this.runtimes.values()].map((r) => ({

@@ -162,6 +162,14 @@ export class StarknetChainAdapter implements ChainFamily {
     return BigInt(await r.block.value);
   }
 
+  /** The hash of block 0: a different one means another chain, whose records must not be mixed. */
+  async identity(network: string): Promise<string | undefined> {
+    const r = this.runtimes.get(network);
+    if (!r) return undefined;
+    const block = await r.rpc.ask((p) => p.getBlockWithTxHashes(0));
+    return "block_hash" in block ? String(block.block_hash) : undefined;
+  }
+
   rpcFailedSince(network: string, sinceMs: number): boolean {
     return (this.runtimes.get(network)?.rpc.lastTransportFailure ?? 0) >= sinceMs;
   }
