@@ -18,6 +18,7 @@
  * token contract's receipt returned a value. Past the time budget:
  * `settlement_pending` with the hash; a retry or the reconciler decides.
  */
+import { refusedSettle, verifyAnswer } from "../checkedPayment.js";
 import type {
   PaymentPayload,
   PaymentRequirements,
@@ -154,15 +155,7 @@ export class ExactNearScheme implements SchemeNetworkFacilitator {
     payload: PaymentPayload,
     requirements: PaymentRequirements,
   ): Promise<VerifyResponse> {
-    const checked = await this.check(payload, requirements);
-    return checked.ok
-      ? { isValid: true, payer: checked.payer }
-      : {
-          isValid: false,
-          invalidReason: checked.reason,
-          invalidMessage: checked.message,
-          ...(checked.payer ? { payer: checked.payer } : {}),
-        };
+    return verifyAnswer(await this.check(payload, requirements));
   }
 
   async settle(
@@ -171,16 +164,7 @@ export class ExactNearScheme implements SchemeNetworkFacilitator {
   ): Promise<SettleResponse> {
     const network = this.network.id as SettleResponse["network"];
     const checked = await this.check(payload, requirements);
-    if (!checked.ok) {
-      return {
-        success: false,
-        errorReason: checked.reason,
-        errorMessage: checked.message,
-        transaction: "",
-        network,
-        ...(checked.payer ? { payer: checked.payer } : {}),
-      };
-    }
+    if (!checked.ok) return refusedSettle(checked, network);
     const { delegate, payer } = checked;
     const relayed = await this.relayers.relay(delegate, checked.final.hash, {
       payer,

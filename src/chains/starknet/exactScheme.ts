@@ -18,6 +18,7 @@
  * with the hash, decided later from the chain.
  */
 import { outsideExecution, typedData, type Call } from "starknet";
+import { refusedSettle, verifyAnswer } from "../checkedPayment.js";
 import type {
   PaymentPayload,
   PaymentRequirements,
@@ -155,15 +156,7 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
     payload: PaymentPayload,
     requirements: PaymentRequirements,
   ): Promise<VerifyResponse> {
-    const checked = await this.check(payload, requirements);
-    return checked.ok
-      ? { isValid: true, payer: checked.payer }
-      : {
-          isValid: false,
-          invalidReason: checked.reason,
-          invalidMessage: checked.message,
-          ...(checked.payer ? { payer: checked.payer } : {}),
-        };
+    return verifyAnswer(await this.check(payload, requirements));
   }
 
   async settle(
@@ -172,16 +165,7 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
   ): Promise<SettleResponse> {
     const network = this.network.id as SettleResponse["network"];
     const checked = await this.check(payload, requirements);
-    if (!checked.ok) {
-      return {
-        success: false,
-        errorReason: checked.reason,
-        errorMessage: checked.message,
-        transaction: "",
-        network,
-        ...(checked.payer ? { payer: checked.payer } : {}),
-      };
-    }
+    if (!checked.ok) return refusedSettle(checked, network);
     const { oe, payer, calls, bounds } = checked;
     let sent: { hash: string; ambiguous: boolean };
     try {

@@ -18,6 +18,7 @@
  * finishes it).
  */
 import { deriveAddress } from "xrpl";
+import { refusedSettle, verifyAnswer } from "../checkedPayment.js";
 import type {
   PaymentPayload,
   PaymentRequirements,
@@ -125,15 +126,7 @@ export class ExactXrplScheme implements SchemeNetworkFacilitator {
     payload: PaymentPayload,
     requirements: PaymentRequirements,
   ): Promise<VerifyResponse> {
-    const checked = await this.check(payload, requirements);
-    return checked.ok
-      ? { isValid: true, payer: checked.payer }
-      : {
-          isValid: false,
-          invalidReason: checked.reason,
-          invalidMessage: checked.message,
-          ...(checked.payer ? { payer: checked.payer } : {}),
-        };
+    return verifyAnswer(await this.check(payload, requirements));
   }
 
   async settle(
@@ -142,16 +135,7 @@ export class ExactXrplScheme implements SchemeNetworkFacilitator {
   ): Promise<SettleResponse> {
     const network = this.network.id as SettleResponse["network"];
     const checked = await this.check(payload, requirements);
-    if (!checked.ok) {
-      return {
-        success: false,
-        errorReason: checked.reason,
-        errorMessage: checked.message,
-        transaction: "",
-        network,
-        ...(checked.payer ? { payer: checked.payer } : {}),
-      };
-    }
+    if (!checked.ok) return refusedSettle(checked, network);
     const { tx, blob, hash, payer } = checked;
     const range: LedgerRange = { first: checked.validated, last: tx.LastLedgerSequence! };
     await this.journal.sent({
