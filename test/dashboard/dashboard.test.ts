@@ -18,6 +18,7 @@ import { HTTPFacilitatorClient } from "@x402/core/server";
 import { startStack, type TestStack } from "../support/stack.js";
 import { requirementsFor, signPayment, post } from "../support/payments.js";
 import { apiKeyAuth } from "../support/resourceServer.js";
+import { freePort, until } from "../support/processes.js";
 import {
   startLocalIdentityProviders,
   type LocalIdentityProviders,
@@ -26,29 +27,6 @@ import {
 const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
 const SHOTS = "test-artifacts/screenshots";
 const PAY_TO = "0x000000000000000000000000000000000000dEaD";
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const port = (server.address() as AddressInfo).port;
-  await new Promise((r) => server.close(r));
-  return port;
-}
-
-/** Polls until `check` returns a value (no fixed sleeps). */
-async function eventually<T>(
-  check: () => Promise<T | undefined>,
-  what: string,
-  ms = 20_000,
-): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe("dashboard in Chromium", () => {
   let stack: TestStack;
@@ -198,9 +176,8 @@ describe("dashboard in Chromium", () => {
     await page.screenshot({ path: `${SHOTS}/settlements.png`, fullPage: true });
     await tab(page, "Overview");
     const today = page.locator(".card", { hasText: "Settlements today" }).locator(".card-value");
-    await eventually(
-      async () => ((await today.textContent()) === "1" ? true : undefined),
-      "overview count",
+    await until("the overview count", async () =>
+      (await today.textContent()) === "1" ? true : undefined,
     );
     await page.screenshot({ path: `${SHOTS}/overview.png`, fullPage: true });
     await page.setViewportSize({ width: 375, height: 800 });
@@ -255,7 +232,7 @@ describe("dashboard in Chromium", () => {
       secret = (await page.getByTestId("webhook-secret").textContent())!.trim();
       assert.match(secret, /^whsec_/);
       await page.getByRole("button", { name: "Send test delivery" }).click();
-      await eventually(async () => (received.length > 0 ? true : undefined), "a delivery");
+      await until("a delivery", async () => (received.length > 0 ? true : undefined));
       assert.deepEqual(received[0], { verified: true, type: "webhook.test" });
       await page.locator("table.deliveries").getByText("delivered").waitFor();
       await page
