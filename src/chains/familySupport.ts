@@ -41,3 +41,29 @@ export function probeNetworks(
     }),
   );
 }
+
+/**
+ * A chain read shared by everyone who asks within `maxAgeMs` (the latest
+ * block, slot or ledger): under load one request to the node serves them
+ * all. A failed read is forgotten at once, so the next caller asks again.
+ */
+export class RecentRead<T> {
+  private last: { value: Promise<T>; at: number } | undefined;
+
+  constructor(
+    private readonly read: () => Promise<T>,
+    private readonly maxAgeMs: number,
+  ) {}
+
+  get(): Promise<T> {
+    if (!this.last || Date.now() - this.last.at >= this.maxAgeMs) {
+      const value = this.read();
+      const entry = { value, at: Date.now() };
+      this.last = entry;
+      value.catch(() => {
+        if (this.last === entry) this.last = undefined;
+      });
+    }
+    return this.last.value;
+  }
+}

@@ -12,7 +12,7 @@ import { KeyPair, type KeyPairString } from "@near-js/crypto";
 import { baseDecode } from "@near-js/utils";
 import { Reason } from "../../lib/reasons.js";
 import { findNearNetwork, type NearNetwork } from "../../networks/near.js";
-import { networkNotServed, nothingWasSent, probeNetworks } from "../familySupport.js";
+import { networkNotServed, nothingWasSent, probeNetworks, RecentRead } from "../familySupport.js";
 import type {
   ChainFamily,
   FamilyContext,
@@ -41,8 +41,8 @@ interface NearRuntime {
   rpc: NearRpc;
   relayers: NearRelayers;
   scheme: ExactNearScheme;
-  /** The final block read, shared by concurrent readers for a fraction of a block. */
-  final: { value: Promise<FinalBlock>; at: number } | undefined;
+  /** The final block, read at most every 250 ms however many ask. */
+  final: RecentRead<FinalBlock>;
 }
 
 /** `account:ed25519:secret` → the account and its key pair. */
@@ -78,20 +78,19 @@ export class NearChainAdapter implements ChainFamily {
           ctx.onSignerHealth(id, account, healthy, Number(yocto / 10n ** 18n) / 1e6),
         leases: ctx.leases,
       });
-      const runtime = () => this.runtimes.get(id)!;
-      const scheme = new ExactNearScheme(
-        network,
-        rpc,
-        relayers,
-        () => this.finalBlock(runtime()),
-        ctx.journal,
-        {
-          ...settings,
-          settleTimeoutMs: ctx.settleTimeoutMs,
-          pollMs: ctx.pollingIntervalMs ?? 500,
-        },
+      const final = new RecentRead(
+        () =>
+          rpc
+            .call<{ header: { height: number; hash: string } }>("block", { finality: "final" })
+            .then((b) => ({ height: BigInt(b.header.height), hash: baseDecode(b.header.hash) })),
+        250,
       );
-      this.runtimes.set(id, { network, rpc, relayers, scheme, final: undefined });
+      const scheme = new ExactNearScheme(network, rpc, relayers, () => final.get(), ctx.journal, {
+        ...settings,
+        settleTimeoutMs: ctx.settleTimeoutMs,
+        pollMs: ctx.pollingIntervalMs ?? 500,
+      });
+      this.runtimes.set(id, { network, rpc, relayers, scheme, final });
       this.schemes.set(id, ["exact"]);
     }
   }
@@ -108,7 +107,7 @@ export class NearChainAdapter implements ChainFamily {
   async start(): Promise<void> {
     await Promise.all(
       [...this.runtimes.values()].map(async (r) => {
-        await this.finalBlock(r);
+        await r.final.get();
         await r.relayers.start();
       }),
     );
@@ -160,7 +159,7 @@ export class NearChainAdapter implements ChainFamily {
 
   async currentBlock(network: string): Promise<bigint | undefined> {
     const r = this.runtimes.get(network);
-    return r ? (await this.finalBlock(r)).height : undefined;
+    return r ? (await r.final.get()).height : undefined;
   }
 
   /** The genesis hash nearcore reports: a different one means another chain. */
@@ -206,7 +205,7 @@ export class NearChainAdapter implements ChainFamily {
           };
     }
     if (status.state === "waiting") return { status: "pending", transaction: latest.reference };
-    const final = await this.finalBlock(r);
+    const final = await r.final.get();
     const maxBlockHeight = BigInt(String(latest.detail["maxBlockHeight"] ?? "0"));
     if (final.height > maxBlockHeight + 2n) {
       return {
@@ -222,18 +221,6 @@ export class NearChainAdapter implements ChainFamily {
         .catch(() => undefined);
     }
     return { status: "pending", transaction: latest.reference };
-  }
-
-  /** The final block, read at most every 250 ms however many ask. */
-  private finalBlock(r: NearRuntime): Promise<FinalBlock> {
-    if (!r.final || Date.now() - r.final.at >= 250) {
-      const value = r.rpc
-        .call<{ header: { height: number; hash: string } }>("block", { finality: "final" })
-        .then((b) => ({ height: BigInt(b.header.height), hash: baseDecode(b.header.hash) }));
-      r.final = { value, at: Date.now() };
-      value.catch(() => (r.final = undefined));
-    }
-    return r.final.value;
   }
 }
 

@@ -11,7 +11,7 @@ import { typedData } from "starknet";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { findStarknetNetwork, type StarknetNetwork } from "../../networks/starknet.js";
 import { Reason } from "../../lib/reasons.js";
-import { networkNotServed, nothingWasSent, probeNetworks } from "../familySupport.js";
+import { networkNotServed, nothingWasSent, probeNetworks, RecentRead } from "../familySupport.js";
 import type {
   ChainFamily,
   FamilyContext,
@@ -50,7 +50,8 @@ interface StarknetRuntime {
   rpc: StarknetRpc;
   executors: ExecutorPool;
   scheme: ExactStarknetScheme;
-  block: { value: Promise<number>; at: number } | undefined;
+  /** The latest block number, read at most every 250 ms however many ask. */
+  block: RecentRead<number>;
 }
 
 export class StarknetChainAdapter implements ChainFamily {
@@ -82,7 +83,8 @@ export class StarknetChainAdapter implements ChainFamily {
         settleTimeoutMs: ctx.settleTimeoutMs,
         pollMs: ctx.pollingIntervalMs ?? 1000,
       });
-      this.runtimes.set(id, { network, rpc, executors, scheme, block: undefined });
+      const block = new RecentRead(() => rpc.ask((p) => p.getBlockNumber()), 250);
+      this.runtimes.set(id, { network, rpc, executors, scheme, block });
       this.schemes.set(id, ["exact"]);
     }
   }
@@ -150,16 +152,9 @@ export class StarknetChainAdapter implements ChainFamily {
     return { ok: true, requirements };
   }
 
-  /** The latest block number, read at most every 250 ms however many ask. */
   async currentBlock(network: string): Promise<bigint | undefined> {
     const r = this.runtimes.get(network);
-    if (!r) return undefined;
-    if (!r.block || Date.now() - r.block.at >= 250) {
-      const value = r.rpc.ask((p) => p.getBlockNumber());
-      r.block = { value, at: Date.now() };
-      value.catch(() => (r.block = undefined));
-    }
-    return BigInt(await r.block.value);
+    return r ? BigInt(await r.block.get()) : undefined;
   }
 
   /** The hash of block 0: a different one means another chain, whose records must not be mixed. */

@@ -29,7 +29,7 @@ import {
 } from "@solana/kit";
 import { TOKEN_PROGRAM_ADDRESS, findAssociatedTokenPda } from "@solana-program/token";
 import { Reason } from "../../lib/reasons.js";
-import { networkNotServed, nothingWasSent, probeNetworks } from "../familySupport.js";
+import { networkNotServed, nothingWasSent, probeNetworks, RecentRead } from "../familySupport.js";
 import { findSvmNetwork, type SvmNetwork } from "../../networks/svm.js";
 import type {
   ChainFamily,
@@ -80,7 +80,8 @@ interface SvmRuntime {
   mechanism: SchemeNetworkFacilitator;
   host: string;
   /** The last slot read, and the read in flight: concurrent verifications share one. */
-  slot: { value: Promise<bigint>; at: number } | undefined;
+  /** The confirmed slot, read at most every 100 ms however many ask (the verify cache's key). */
+  slot: RecentRead<bigint>;
   /** Token accounts known to exist, or being looked up (one lookup however many ask). */
   tokenAccounts: Map<string, Promise<boolean>>;
 }
@@ -121,7 +122,7 @@ export class SvmChainAdapter implements ChainFamily {
           maxPriorityFeeMicroLamports: settings.maxPriorityFeeMicroLamports,
         }),
         host: new URL(rpcUrl).host,
-        slot: undefined,
+        slot: new RecentRead(() => feePayers.rpc.getSlot({ commitment: "confirmed" }).send(), 100),
         tokenAccounts: new Map(),
       });
       this.schemes.set(id, ["exact"]);
@@ -209,16 +210,8 @@ export class SvmChainAdapter implements ChainFamily {
     return { ok: true, requirements };
   }
 
-  /** The slot, read at most every 100 ms however many ask (the verify cache's key). */
   async currentBlock(network: string): Promise<bigint | undefined> {
-    const r = this.runtimes.get(network);
-    if (!r) return undefined;
-    if (!r.slot || Date.now() - r.slot.at >= 100) {
-      const value = r.feePayers.rpc.getSlot({ commitment: "confirmed" }).send();
-      r.slot = { value, at: Date.now() };
-      value.catch(() => (r.slot = undefined));
-    }
-    return r.slot.value;
+    return this.runtimes.get(network)?.slot.get();
   }
 
   async identity(network: string): Promise<string | undefined> {

@@ -24,7 +24,7 @@ import {
   reasonForResult,
   type XrplSchemeSettings,
 } from "./exactScheme.js";
-import { networkNotServed, nothingWasSent, probeNetworks } from "../familySupport.js";
+import { networkNotServed, nothingWasSent, probeNetworks, RecentRead } from "../familySupport.js";
 import { XrplRpc } from "./rpc.js";
 import {
   XrplReason,
@@ -44,8 +44,8 @@ interface XrplRuntime {
   network: XrplNetwork;
   rpc: XrplRpc;
   scheme: ExactXrplScheme;
-  /** The last validated ledger index read, shared by concurrent readers for a fraction of a close. */
-  validated: { value: Promise<number>; at: number } | undefined;
+  /** The validated ledger index, read at most every 250 ms however many ask. */
+  validated: RecentRead<number>;
   lastTransportFailure: number;
 }
 
@@ -58,25 +58,30 @@ export class XrplChainAdapter implements ChainFamily {
     for (const { id, rpcUrl } of setup.networks) {
       const network = findXrplNetwork(id);
       if (!network) throw new Error(`unknown XRP Ledger network ${id}`);
-      // Both callbacks run later, once the runtime is in the map.
+      // The callback runs later, once the runtime is in the map.
       const runtime = () => this.runtimes.get(id)!;
       const rpc = new XrplRpc({
         network: id,
         url: rpcUrl,
         onTransportFailure: (at) => (runtime().lastTransportFailure = at),
       });
-      const scheme = new ExactXrplScheme(
-        network,
-        rpc,
-        () => this.validated(runtime()),
-        ctx.journal,
-        { ...settings, settleTimeoutMs: ctx.settleTimeoutMs, pollMs: ctx.pollingIntervalMs ?? 500 },
+      const validated = new RecentRead(
+        () =>
+          rpc
+            .call<{ ledger_index: number | string }>("ledger", { ledger_index: "validated" })
+            .then((res) => Number(res.ledger_index)),
+        250,
       );
+      const scheme = new ExactXrplScheme(network, rpc, () => validated.get(), ctx.journal, {
+        ...settings,
+        settleTimeoutMs: ctx.settleTimeoutMs,
+        pollMs: ctx.pollingIntervalMs ?? 500,
+      });
       this.runtimes.set(id, {
         network,
         rpc,
         scheme,
-        validated: undefined,
+        validated,
         lastTransportFailure: 0,
       });
       this.schemes.set(id, ["exact"]);
@@ -94,7 +99,7 @@ export class XrplChainAdapter implements ChainFamily {
   }
 
   async start(): Promise<void> {
-    await Promise.all([...this.runtimes.values()].map((r) => this.validated(r)));
+    await Promise.all([...this.runtimes.values()].map((r) => r.validated.get()));
   }
 
   async close(): Promise<void> {}
@@ -132,7 +137,7 @@ export class XrplChainAdapter implements ChainFamily {
 
   async currentBlock(network: string): Promise<bigint | undefined> {
     const r = this.runtimes.get(network);
-    return r ? BigInt(await this.validated(r)) : undefined;
+    return r ? BigInt(await r.validated.get()) : undefined;
   }
 
   rpcFailedSince(network: string, sinceMs: number): boolean {
@@ -188,18 +193,6 @@ export class XrplChainAdapter implements ChainFamily {
       await r.rpc.call("submit", { tx_blob: blob, fail_hard: true }).catch(() => undefined);
     }
     return { status: "pending", transaction: latest.reference };
-  }
-
-  /** The validated ledger index, read at most every 250 ms however many ask. */
-  private validated(r: XrplRuntime): Promise<number> {
-    if (!r.validated || Date.now() - r.validated.at >= 250) {
-      const value = r.rpc
-        .call<{ ledger_index: number | string }>("ledger", { ledger_index: "validated" })
-        .then((res) => Number(res.ledger_index));
-      r.validated = { value, at: Date.now() };
-      value.catch(() => (r.validated = undefined));
-    }
-    return r.validated.value;
   }
 }
 
