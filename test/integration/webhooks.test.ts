@@ -272,12 +272,18 @@ for (const backend of availableBackends()) {
           first.map((l) => l.attempt),
           first.map((_, i) => i + 1),
         );
-        const statuses = await stack.service.db
-          .selectFrom("webhook_events")
-          .select("status")
-          .where("seq", ">", String(firstSeq))
-          .execute();
-        assert.ok(statuses.every((s) => s.status === "delivered"));
+        // The receiver has the last event before the worker records it as
+        // delivered, so wait for the rows rather than read them once.
+        await waitFor("every event marked delivered", async () => {
+          const statuses = await stack.service.db
+            .selectFrom("webhook_events")
+            .select("status")
+            .where("seq", ">", String(firstSeq))
+            .execute();
+          return statuses.length === 3 && statuses.every((s) => s.status === "delivered")
+            ? true
+            : undefined;
+        });
       } finally {
         await worker.stop();
       }
