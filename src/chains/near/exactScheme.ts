@@ -283,28 +283,17 @@ export class ExactNearScheme implements SchemeNetworkFacilitator {
       );
     }
 
-    const known = (name: string) => (e: unknown) => {
-      if (
-        e instanceof NearRpcError &&
-        (e.causeName === name || (name === "UNKNOWN_ACCOUNT" && e.causeName === "NO_CONTRACT_CODE"))
-      ) {
-        return undefined;
-      }
-      throw e;
-    };
-    const [account, key, balance, storage] = await Promise.all([
-      this.rpc.query("view_account", { account_id: payer }).catch(known("UNKNOWN_ACCOUNT")),
+    // view_access_key also answers UNKNOWN_ACCOUNT for a missing account, so
+    // one read tells both; the three reads go out at once.
+    const [key, balance, storage] = await Promise.all([
       this.rpc
         .query<{ nonce: number | string; permission: unknown }>("view_access_key", {
           account_id: payer,
           public_key: delegate.publicKey.toString(),
         })
         .catch((e: unknown) => {
-          if (
-            e instanceof NearRpcError &&
-            (e.causeName === "UNKNOWN_ACCESS_KEY" || e.causeName === "UNKNOWN_ACCOUNT")
-          )
-            return undefined;
+          if (e instanceof NearRpcError && e.causeName === "UNKNOWN_ACCOUNT") return NO_ACCOUNT;
+          if (e instanceof NearRpcError && e.causeName === "UNKNOWN_ACCESS_KEY") return undefined;
           throw e;
         }),
       this.rpc
@@ -314,8 +303,9 @@ export class ExactNearScheme implements SchemeNetworkFacilitator {
         .view<unknown>(requirements.asset, "storage_balance_of", { account_id: requirements.payTo })
         .catch(tokenMissing),
     ]);
-    if (!account)
+    if (key === NO_ACCOUNT) {
       return fail(NearReason.accountNotFound, `the paying account ${payer} does not exist`);
+    }
     if (!key) {
       return fail(
         NearReason.accessKey,
@@ -361,6 +351,7 @@ export class ExactNearScheme implements SchemeNetworkFacilitator {
 }
 
 const TOKEN_MISSING = Symbol("token missing");
+const NO_ACCOUNT = Symbol("no such account");
 
 function tokenMissing(e: unknown): typeof TOKEN_MISSING {
   if (
