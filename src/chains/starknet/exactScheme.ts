@@ -334,26 +334,37 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
           throw e;
         });
 
-    try {
-      await this.rpc.ask((p) => p.getClassHashAt(from, "latest"));
-    } catch (e) {
-      if (rpcErrorCode(e) === RpcCode.contractNotFound) {
-        return fail(
-          StarknetReason.accountNotDeployed,
-          `the paying account ${from} is not deployed: deploy it before paying`,
-        );
-      }
-      throw e;
-    }
     const msgHash = typedData.getMessageHash(oe.typedData, from);
-    const [valid, nonceFree] = await Promise.all([
+    // Four reads at once, not one after another: is the account deployed,
+    // does it accept the signature, is the nonce unused, what does it hold.
+    const [deployed, validRead, nonceRead, balanceRead] = await Promise.allSettled([
+      this.rpc.ask((p) => p.getClassHashAt(from, "latest")),
       call(from, "is_valid_signature", [
         msgHash,
         String(oe.signature.length),
         ...oe.signature.map(feltHex),
       ]),
       call(from, "is_valid_outside_execution_nonce", [feltHex(oe.nonce)]),
+      (async () =>
+        (await call(requirements.asset, "balance_of", [from])) ??
+        (await call(requirements.asset, "balanceOf", [from])))(),
     ]);
+    if (deployed.status === "rejected") {
+      if (rpcErrorCode(deployed.reason) === RpcCode.contractNotFound) {
+        return fail(
+          StarknetReason.accountNotDeployed,
+          `the paying account ${from} is not deployed: deploy it before paying`,
+        );
+      }
+      throw deployed.reason;
+    }
+    const settledValue = <T>(r: PromiseSettledResult<T>): T => {
+      if (r.status === "rejected") throw r.reason;
+      return r.value;
+    };
+    const valid = settledValue(validRead);
+    const nonceFree = settledValue(nonceRead);
+    const balance = settledValue(balanceRead);
     const answer = valid?.[0] === undefined ? undefined : BigInt(valid[0]);
     if (answer !== SIGNATURE_VALID && answer !== 1n) {
       return fail(
@@ -368,9 +379,6 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
       );
     }
     const amount = BigInt(requirements.amount);
-    const balance =
-      (await call(requirements.asset, "balance_of", [from])) ??
-      (await call(requirements.asset, "balanceOf", [from]));
     if (!balance || balance.length < 2) {
       return fail(
         Reason.invalidPaymentRequirements,
