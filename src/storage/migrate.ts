@@ -11,10 +11,19 @@ const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations/", import.meta.url));
 
 /** Splits a file into statements at semicolons that end a line. */
 export function splitStatements(text: string): string[] {
-  return text
-    .split(/;\s*$/m)
-    .map((s) => s.replace(/^\s*--.*$/gm, "").trim())
-    .filter((s) => s.length > 0);
+  // A function body between $$ quotes has line-ending semicolons of its
+  // own: pieces are joined back until the $$ quotes are balanced.
+  const pieces: string[] = [];
+  let open = "";
+  for (const piece of text.split(/;\s*$/m)) {
+    open = open ? `${open};${piece}` : piece;
+    if ((open.match(/\$\$/g)?.length ?? 0) % 2 === 0) {
+      pieces.push(open);
+      open = "";
+    }
+  }
+  if (open) pieces.push(open);
+  return pieces.map((s) => s.replace(/^\s*--.*$/gm, "").trim()).filter((s) => s.length > 0);
 }
 
 class SqlFileMigrationProvider implements MigrationProvider {

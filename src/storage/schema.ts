@@ -230,6 +230,73 @@ export interface DashboardSessionsTable {
   expires_at: Timestamp;
 }
 
+/** Confidential settlement (0015_confidential.sql); written only by features/confidential. */
+export type OfferMode = "default" | "confidential" | "both";
+
+export interface ConfidentialMerchantsTable {
+  account_id: string;
+  /** Lowercase 0x address; permanent (a trigger refuses any change). */
+  merchant_address: string;
+  enablement_message: string;
+  wallet_signature: string;
+  /** numeric(78,0) as a decimal string; null while the slot is being assigned. */
+  slot: string | null;
+  slot_secret: string | null;
+  slot_tx_hash: string | null;
+  mode: ColumnType<OfferMode, OfferMode | undefined, OfferMode>;
+  created_at: CreatedAt;
+  enabled_at: Timestamp | null;
+}
+
+export interface ConfidentialCreditsTable {
+  authorization_key: string;
+  account_id: string;
+  merchant_address: string;
+  network: string;
+  asset: string;
+  payer: string;
+  amount: string;
+  payment_nonce: string;
+  created_at: CreatedAt;
+  receipt: ColumnType<unknown, string | null | undefined, string | null>;
+  receipt_signature: string | null;
+  settled_at: Timestamp | null;
+  credited_day: number | null;
+  batch_tx_hash: string | null;
+}
+
+export interface ConfidentialBatchesTable {
+  day: number;
+  status: "running" | "done";
+  owner: string;
+  lease_until: Timestamp;
+  started_at: CreatedAt;
+  finished_at: Timestamp | null;
+  slots: number | null;
+  credits: number | null;
+  total_amount: string | null;
+  plan: ColumnType<unknown, string | null | undefined, string | null>;
+  tx_hashes: ColumnType<unknown, string | undefined, string>;
+}
+
+export type WithdrawalState = "submitting" | "debited" | "finalized" | "cancelled" | "failed";
+
+export interface ConfidentialWithdrawalsTable {
+  id: string;
+  account_id: string;
+  amount: string;
+  request: ColumnType<unknown, string, string>;
+  signature: string;
+  state: WithdrawalState;
+  onchain_id: string | null;
+  request_tx_hash: string | null;
+  finalize_tx_hash: string | null;
+  paid_amount: string | null;
+  error: string | null;
+  created_at: CreatedAt;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
 export interface Database {
   identities: IdentitiesTable;
   dashboard_sessions: DashboardSessionsTable;
@@ -248,6 +315,10 @@ export interface Database {
   quota_usage: QuotaUsageTable;
   usage_charges: UsageChargesTable;
   payment_identifiers: PaymentIdentifiersTable;
+  confidential_merchants: ConfidentialMerchantsTable;
+  confidential_credits: ConfidentialCreditsTable;
+  confidential_batches: ConfidentialBatchesTable;
+  confidential_withdrawals: ConfidentialWithdrawalsTable;
 }
 
 export type Account = Selectable<AccountsTable>;
