@@ -43,6 +43,15 @@ import { WebhookDeliveryWorker, type WebhookDeliveryOptions } from "./workers/we
 import { buildHttpServer } from "./http/server.js";
 import { AssetCatalog, type KnownAsset } from "./features/dashboard/assets.js";
 import { createDashboard } from "./features/dashboard/dashboard.js";
+import {
+  createConfidential,
+  type ConfidentialFeature,
+} from "./features/confidential/createConfidential.js";
+import type { ConfidentialVault } from "./features/confidential/vaultPort.js";
+import {
+  ConfidentialWorker,
+  type ConfidentialWorkerOptions,
+} from "./workers/confidentialWorker.js";
 import { SignIn } from "./features/identity/signIn.js";
 
 /** The chains to serve, keyed by family (production: from config; devnet: from the devnet). */
@@ -71,6 +80,10 @@ export interface ServiceOptions {
   collectProcessMetrics?: boolean;
   /** Tokens the registries do not name (the devnet's own copies), for amounts in token units. */
   knownAssets?: readonly KnownAsset[];
+  /** The privacy contract's chain side; absent: confidential settlement is not available. */
+  confidentialVault?: ConfidentialVault;
+  /** Confidential worker: false disables it; an object overrides its clock and pace (tests). */
+  confidentialWorker?: false | Partial<Pick<ConfidentialWorkerOptions, "now" | "pollMs">>;
 }
 
 export interface Service {
@@ -80,6 +93,8 @@ export interface Service {
   facilitator: PaymentFacilitator;
   reconciler: SettlementReconciler;
   webhooks: WebhookDeliveryWorker;
+  confidential: ConfidentialFeature;
+  confidentialWorker: ConfidentialWorker | undefined;
   auth: ApiKeyAuthenticator;
   metrics: Metrics;
   log: Logger;
@@ -199,6 +214,24 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     embedded: database.kind === "pglite",
     allowPrivateHosts: config.mode === "devnet",
   });
+  const confidential = createConfidential({
+    db,
+    vault: opts.confidentialVault,
+    log: log.child({ component: "confidential" }),
+    units: config.confidential.unitsPerSettlement,
+    owner: randomUUID(),
+    batchLeaseMs: config.confidential.batchLeaseMs,
+  });
+  const confidentialWorker =
+    confidential.batch && confidential.withdrawals && opts.confidentialWorker !== false
+      ? new ConfidentialWorker({
+          batch: confidential.batch,
+          withdrawals: confidential.withdrawals,
+          log: log.child({ component: "confidential" }),
+          ...(opts.confidentialWorker || {}),
+        })
+      : undefined;
+  confidentialWorker?.start();
   const payments = new PaymentService({
     engine: facilitator,
     recorder,
@@ -207,6 +240,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     reconcileAfterMs: config.reconcileAfterMs,
     catalog: catalog.cataloger,
     ...(quota ? { quota } : {}),
+    confidential: confidential.gate,
+    confidentialUnits: confidential.units,
     paymentIds: new PaymentIdentifierStore(db, {
       maxWaitMs: config.settleTimeoutMs + 10_000,
       staleAfterMs: 2 * config.settleTimeoutMs + 30_000,
@@ -241,7 +276,9 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       sessionTtlMs: config.auth.sessionTtlMs,
       publicUrl: config.auth.publicUrl,
       staticDir: config.auth.dashboardDir,
+      confidential,
     },
+    confidentialMerchants: confidential.merchants,
     readiness,
     log,
     metrics,
@@ -269,6 +306,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     facilitator,
     reconciler,
     webhooks,
+    confidential,
+    confidentialWorker,
     auth,
     metrics,
     log,
@@ -293,6 +332,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       await catalog.cataloger.drain();
       await reconciler.stop();
       await webhooks.stop();
+      await confidentialWorker?.stop();
       sessionPruner.stop();
       await keyChanges.close();
       await facilitator.close();

@@ -129,6 +129,13 @@ export interface Config {
     /** Let webhook endpoints be private, loopback or link-local addresses (SSRF guard off). */
     readonly allowPrivateTargets: boolean;
   };
+  /** Confidential settlement's service-side settings (the contract's are in config/confidential.ts). */
+  readonly confidential: {
+    /** Quota units a confidential settlement costs: its tier fee, shown before enabling. */
+    readonly unitsPerSettlement: number;
+    /** How long a replica holds the daily batch before another may resume it. */
+    readonly batchLeaseMs: number;
+  };
   /** Dashboard sign-in, sessions and the built web app (config/auth.ts). */
   readonly auth: AuthConfig;
   readonly devnet: {
@@ -204,6 +211,8 @@ const EnvSchema = z.object({
   SHUTDOWN_DRAIN_MS: z.string().optional(),
   TRUST_PROXY: z.string().default("false"),
   RATE_LIMIT_MAX: intVar("RATE_LIMIT_MAX", 0, 10_000_000, 10_000),
+  CONFIDENTIAL_UNITS_PER_SETTLEMENT: intVar("CONFIDENTIAL_UNITS_PER_SETTLEMENT", 1, 100, 2),
+  CONFIDENTIAL_BATCH_LEASE_MS: intVar("CONFIDENTIAL_BATCH_LEASE_MS", 10_000, 86_400_000, 900_000),
   RATE_LIMIT_WINDOW_MS: intVar("RATE_LIMIT_WINDOW_MS", 100, 3_600_000, 10_000),
   CORS_ORIGINS: z.string().default("*"),
   REDIS_URL: z
@@ -424,6 +433,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxLimit: e.PLAN_MAX_LIMIT,
     },
     webhooks: { allowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === "true" },
+    confidential: {
+      unitsPerSettlement: e.CONFIDENTIAL_UNITS_PER_SETTLEMENT,
+      batchLeaseMs: e.CONFIDENTIAL_BATCH_LEASE_MS,
+    },
     auth: parseAuthConfig(env, mode, (name) => readSecret(env, name)),
     chains:
       mode === "production"

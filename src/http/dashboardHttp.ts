@@ -13,7 +13,8 @@ import { registerSettlementRoutes } from "./routes/dashboard/settlements.js";
 import { registerPlanRoutes } from "./routes/dashboard/plans.js";
 import { registerKeyRoutes } from "./routes/dashboard/keys.js";
 import { registerWebhookRoutes } from "./routes/dashboard/webhooks.js";
-import { registerConfidentialRoute } from "./routes/dashboard/confidential.js";
+import { registerConfidentialRoutes } from "./routes/dashboard/confidential.js";
+import type { ConfidentialFeature } from "../features/confidential/createConfidential.js";
 import { registerDashboardStatic } from "./dashboardStatic.js";
 
 export interface DashboardHttpDeps {
@@ -23,6 +24,7 @@ export interface DashboardHttpDeps {
   publicUrl: string | undefined;
   /** The built web app (DASHBOARD_DIR). */
   staticDir: string;
+  confidential: ConfidentialFeature;
 }
 
 export async function registerDashboardHttp(
@@ -39,6 +41,6 @@ export async function registerDashboardHttp(
   registerPlanRoutes(app, { dashboard });
   registerKeyRoutes(app, { dashboard });
   registerWebhookRoutes(app, { dashboard });
-  registerConfidentialRoute(app);
+  registerConfidentialRoutes(app, { confidential: deps.confidential });
   await registerDashboardStatic(app, deps.staticDir);
 }

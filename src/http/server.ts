@@ -33,6 +33,8 @@ import { registerPaymentRoutes } from "./routes/payment.js";
 import { registerDiscoveryRoutes } from "./routes/discovery.js";
 import { registerSupportedRoute } from "./routes/supported.js";
 import { registerBillingRoutes } from "./routes/billing.js";
+import { registerConfidentialStatusRoute } from "./routes/confidential.js";
+import type { ConfidentialMerchants } from "../features/confidential/merchants.js";
 import { registerHealthRoutes } from "./routes/health.js";
 import type { ReadinessReport } from "../features/health/readiness.js";
 import type { PlanStatus } from "../features/plans/planStatus.js";
@@ -56,6 +58,8 @@ export interface HttpDeps {
   browserAndLimits?: BrowserAndLimitsOptions;
   /** The dashboard's sign-in, JSON API and web app; absent: none of it is served. */
   dashboard?: DashboardHttpDeps;
+  /** Confidential settlement's status, for GET /confidential/status. */
+  confidentialMerchants?: ConfidentialMerchants;
   /** The service's version, for the OpenAPI document. */
   version?: string;
 }
@@ -180,6 +184,9 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
   registerPaymentRoutes(app, { payments: deps.payments, auth: deps.auth, metrics: deps.metrics });
   registerDiscoveryRoutes(app, { catalog: deps.catalog });
   registerBillingRoutes(app, { auth: deps.auth, planStatus: deps.planStatus });
+  if (deps.confidentialMerchants) {
+    registerConfidentialStatusRoute(app, { merchants: deps.confidentialMerchants });
+  }
   if (deps.dashboard) await registerDashboardHttp(app, deps.dashboard, deps.mode);
 
   await app.ready();

@@ -2,7 +2,8 @@
  * The service behaviour behind /verify and /settle, without HTTP.
  *
  * A settle runs the stages of `stages/` in order: idempotency, catalog,
- * intent, quota, commit, mechanism (see `settleStages`). The intent stage is
+ * confidential receipt, intent, quota, commit, confidential gate, mechanism
+ * (see `settleStages`). The intent stage is
  * also where duplicates meet: its insert is refused for an authorization
  * that already has a live record, and the request joins that record. A
  * verify asks the engine and catalogs a valid payment. Infrastructure
@@ -30,6 +31,8 @@ import { quotaStage } from "./stages/quotaStage.js";
 import { intentStage } from "./stages/intentStage.js";
 import { commitStage } from "./stages/commitStage.js";
 import { mechanismStage } from "./stages/mechanismStage.js";
+import { confidentialGateStage, confidentialReceiptStage } from "./stages/confidentialStages.js";
+import type { ConfidentialGate } from "../confidential/confidentialGate.js";
 
 export type { ExtensionResponses };
 
@@ -45,6 +48,10 @@ export interface PaymentServiceDeps {
   /** Plans and quotas; absent = settlements are not metered. */
   quota?: QuotaLedger;
   paymentIds?: PaymentIdentifierStore;
+  /** Confidential settlement's rules, credits and receipts. */
+  confidential?: ConfidentialGate;
+  /** Quota units a confidential settlement costs (its tier fee); default 1. */
+  confidentialUnits?: number;
 }
 
 export class PaymentService {
@@ -65,6 +72,15 @@ export class PaymentService {
   ): Promise<VerifyResponse> {
     this.assertWellFormed(request);
     readPaymentIdentifier(request.paymentPayload); // 400 when malformed; verify never claims it
+    const refusal = await this.deps.confidential?.refusal(principal.accountId, request);
+    if (refusal) {
+      return {
+        isValid: false,
+        invalidReason: refusal.reason,
+        invalidMessage: refusal.message,
+        ...(this.deps.engine.payerOf(request) ? { payer: this.deps.engine.payerOf(request)! } : {}),
+      };
+    }
     const result = await unavailableAs503(() => this.deps.engine.verify(request));
     const catalog = this.deps.catalog;
     if (catalog) {
@@ -92,11 +108,19 @@ export class PaymentService {
         extensionResponses,
         authorizationKey: engine.authorizationKey(request),
         payer: engine.payerOf(request),
-        units: engine.quotaUnits(request),
+        units: this.unitsOf(request),
         startedAt: Date.now(),
       },
       () => Promise.reject(new Error("the settle stages ended without an answer")),
     );
+  }
+
+  private unitsOf(request: PaymentRequest): number {
+    const units = this.deps.engine.quotaUnits(request);
+    const gate = this.deps.confidential;
+    return gate && gate.concerns(request) && units > 0
+      ? units * (this.deps.confidentialUnits ?? 1)
+      : units;
   }
 
   private assertWellFormed(request: PaymentRequest): void {
@@ -110,9 +134,11 @@ function settleStages(deps: PaymentServiceDeps, joiner: SettlementJoiner): Settl
   return [
     ...(deps.paymentIds ? [idempotencyStage(deps.paymentIds)] : []),
     ...(deps.catalog ? [catalogStage(deps.catalog)] : []),
+    ...(deps.confidential ? [confidentialReceiptStage(deps.confidential)] : []),
     intentStage(deps.recorder, joiner),
     ...(deps.quota ? [quotaStage(deps.quota, deps.recorder)] : []),
     commitStage(deps.recorder),
+    ...(deps.confidential ? [confidentialGateStage(deps.confidential)] : []),
     mechanismStage(deps.engine, deps.recorder),
   ];
 }

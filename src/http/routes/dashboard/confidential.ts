@@ -1,18 +1,187 @@
-/** GET /api/confidential: the Confidential tab, until confidential settlement lands. */
+/**
+ * The Confidential tab (spec 3.4, 3.5, 4.7):
+ *
+ *   GET  /api/confidential                       status, fee, merchant, what it is
+ *   GET  /api/confidential/enablement-message    what the wallet signs to enable
+ *   POST /api/confidential/enable                bind the withdrawal wallet, assign the slot
+ *   POST /api/confidential/mode                  default | confidential | both, live
+ *   GET  /api/confidential/receipts              confidential payments and their receipts
+ *   POST /api/confidential/withdrawals/request   what the wallet signs to withdraw
+ *   POST /api/confidential/withdrawals           submit a signed withdrawal
+ *   GET  /api/confidential/withdrawals           the account's withdrawals
+ *
+ * Errors are ServiceErrors thrown by the feature and shaped by the server's
+ * error handler like every other route.
+ */
 import type { FastifyInstance } from "fastify";
+import type { TypedDataDefinition } from "viem";
+import type { ConfidentialFeature } from "../../../features/confidential/createConfidential.js";
+import { ServiceError } from "../../../lib/errors.js";
 import { sessionRoute } from "./schemas.js";
 
-export function registerConfidentialRoute(app: FastifyInstance): void {
+const DESCRIPTION =
+  "Confidential settlement credits your payments into an encrypted balance held by a privacy contract on Base, so the chain does not show who you are, what you earn or how often you are paid. Payers pay the contract with an ordinary USDC authorization; your payments become available in one batch each day at 00:00 UTC, and you withdraw to a wallet you hold the keys of. That wallet is bound to your account for good.";
+
+const address = { type: "string", pattern: "^0x[0-9a-fA-F]{40}$" } as const;
+
+export function registerConfidentialRoutes(
+  app: FastifyInstance,
+  deps: { confidential: ConfidentialFeature },
+): void {
+  const { merchants } = deps.confidential;
+  const withdrawals = () => {
+    const w = deps.confidential.withdrawals;
+    if (!w)
+      throw new ServiceError(
+        "not_found",
+        "confidential settlement is not available on this service",
+      );
+    return w;
+  };
+  const credits = () => {
+    const c = deps.confidential.credits;
+    if (!c)
+      throw new ServiceError(
+        "not_found",
+        "confidential settlement is not available on this service",
+      );
+    return c;
+  };
+
   app.get(
     "/api/confidential",
     sessionRoute("confidential", {
-      summary: "Confidential settlement: what it is and whether it is on",
+      summary: "Confidential settlement: status, fee and offer mode",
     }),
-    async () => ({
-      available: false,
-      enabled: false,
-      description:
-        "Confidential settlement credits your payments into an encrypted balance (Zama fhEVM), so amounts and totals are not public on-chain. Payments are credited in one batch each day at 00:00 UTC, and you withdraw to a wallet you hold the keys of. It is not yet available on this service.",
+    async (request) => {
+      const accountId = request.dashboardSession!.accountId;
+      const [status, merchant] = await Promise.all([
+        merchants.status(accountId),
+        merchants.find(accountId),
+      ]);
+      return {
+        ...status,
+        slot: merchant?.slot?.toString() ?? null,
+        enabledAt: merchant?.enabledAt?.toISOString() ?? null,
+        asset: deps.confidential.vault?.asset ?? null,
+        fee: {
+          unitsPerSettlement: deps.confidential.units,
+          explanation:
+            deps.confidential.units === 1
+              ? "A confidential settlement counts as one settlement against your plan, like any other. Payers pay exactly the advertised price."
+              : `A confidential settlement counts as ${deps.confidential.units} settlements against your plan (the encrypted daily credit costs gas). Payers pay exactly the advertised price.`,
+        },
+        description: DESCRIPTION,
+      };
+    },
+  );
+
+  app.get(
+    "/api/confidential/enablement-message",
+    sessionRoute("confidential", {
+      summary: "The message the withdrawal wallet signs to enable confidential settlement",
+      querystring: { type: "object", required: ["address"], properties: { address } },
+    }),
+    async (request) => {
+      const { address: merchant } = request.query as { address: string };
+      return {
+        message: merchants.enablementMessage(merchant, request.dashboardSession!.accountId),
+      };
+    },
+  );
+
+  app.post(
+    "/api/confidential/enable",
+    sessionRoute("confidential", {
+      summary: "Bind the withdrawal wallet (permanently) and assign the encrypted slot",
+      body: {
+        type: "object",
+        required: ["address", "signature"],
+        additionalProperties: false,
+        properties: { address, signature: { type: "string", pattern: "^0x[0-9a-fA-F]+$" } },
+      },
+    }),
+    async (request) => {
+      const { address: merchant, signature } = request.body as {
+        address: string;
+        signature: string;
+      };
+      const m = await merchants.enable(request.dashboardSession!.accountId, merchant, signature);
+      return { merchantAddress: m.merchant, slot: m.slot?.toString() ?? null, mode: m.mode };
+    },
+  );
+
+  app.post(
+    "/api/confidential/mode",
+    sessionRoute("confidential", {
+      summary: "Choose the offer mode; the next 402 uses it",
+      body: {
+        type: "object",
+        required: ["mode"],
+        additionalProperties: false,
+        properties: { mode: { type: "string", enum: ["default", "confidential", "both"] } },
+      },
+    }),
+    async (request) => {
+      const { mode } = request.body as { mode: string };
+      const m = await merchants.setMode(request.dashboardSession!.accountId, mode);
+      return { mode: m.mode };
+    },
+  );
+
+  app.get(
+    "/api/confidential/receipts",
+    sessionRoute("confidential", { summary: "Confidential payments with their signed receipts" }),
+    async (request) => ({ receipts: await credits().list(request.dashboardSession!.accountId) }),
+  );
+
+  app.post(
+    "/api/confidential/withdrawals/request",
+    sessionRoute("confidential", {
+      summary: "The EIP-712 request the withdrawal wallet signs",
+      body: {
+        type: "object",
+        required: ["amount"],
+        additionalProperties: false,
+        properties: { amount: { type: "string", pattern: "^[1-9][0-9]{0,30}$" } },
+      },
+    }),
+    async (request) => {
+      const { amount } = request.body as { amount: string };
+      return {
+        typedData: await withdrawals().typedData(request.dashboardSession!.accountId, amount),
+      };
+    },
+  );
+
+  app.post(
+    "/api/confidential/withdrawals",
+    sessionRoute("confidential", {
+      summary: "Submit a signed withdrawal; we pay the gas of the request and the finalization",
+      body: {
+        type: "object",
+        required: ["typedData", "signature"],
+        additionalProperties: false,
+        properties: {
+          typedData: { type: "object" },
+          signature: { type: "string", pattern: "^0x[0-9a-fA-F]+$" },
+        },
+      },
+    }),
+    async (request) => {
+      const { typedData, signature } = request.body as {
+        typedData: TypedDataDefinition;
+        signature: string;
+      };
+      return withdrawals().submit(request.dashboardSession!.accountId, typedData, signature);
+    },
+  );
+
+  app.get(
+    "/api/confidential/withdrawals",
+    sessionRoute("confidential", { summary: "The account's withdrawals" }),
+    async (request) => ({
+      withdrawals: await withdrawals().list(request.dashboardSession!.accountId),
     }),
   );
 }

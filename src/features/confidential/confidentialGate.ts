@@ -1,0 +1,86 @@
+/**
+ * The confidential side of /verify and /settle: refuses what the offer rules
+ * refuse, records the credit before the transfer is sent, and answers a
+ * settled confidential payment with its receipt (spec 4.6).
+ *
+ * Plain payments pass through untouched at the cost of one property read,
+ * unless they pay the privacy contract itself.
+ */
+import { getAddress, type Hex } from "viem";
+import type { SettleResponse } from "@x402/core/types";
+import type { PaymentRequest } from "../../protocol.js";
+import type { Logger } from "../../lib/logger.js";
+import type { ConfidentialCredits } from "./credits.js";
+import type { ConfidentialMerchants } from "./merchants.js";
+import {
+  isConfidentialOffer,
+  offerMerchant,
+  paysContract,
+  refuseConfidential,
+  type ContractFacts,
+  type Refusal,
+} from "./offerRules.js";
+
+/** The key under `extensions` of a settle response that carries the receipt. */
+export const RECEIPT_EXTENSION = "confidential";
+
+export class ConfidentialGate {
+  constructor(
+    private readonly merchants: ConfidentialMerchants,
+    private readonly credits: ConfidentialCredits | undefined,
+    private readonly contract: ContractFacts | undefined,
+    private readonly log: Logger,
+  ) {}
+
+  /** Whether this request concerns confidential settlement at all. */
+  concerns(request: PaymentRequest): boolean {
+    return isConfidentialOffer(request) || paysContract(request, this.contract);
+  }
+
+  async refusal(accountId: string, request: PaymentRequest): Promise<Refusal | undefined> {
+    if (!this.concerns(request)) return undefined;
+    const merchant = isConfidentialOffer(request)
+      ? await this.merchants.find(accountId)
+      : undefined;
+    return refuseConfidential(request, this.contract, merchant);
+  }
+
+  /** Writes the credit a confidential payment owes; before anything is sent. */
+  async recordCredit(accountId: string, authorizationKey: string, request: PaymentRequest) {
+    if (!this.credits || !isConfidentialOffer(request)) return;
+    const auth = (request.paymentPayload.payload as { authorization?: Record<string, unknown> })
+      .authorization;
+    const req = request.paymentRequirements;
+    await this.credits.recordIntent({
+      authorizationKey,
+      accountId,
+      merchant: offerMerchant(request)!,
+      network: req.network,
+      asset: req.asset,
+      payer: getAddress(String(auth?.["from"])),
+      // The exact scheme settles exactly the advertised amount.
+      amount: BigInt(req.amount),
+      paymentNonce: String(auth?.["nonce"]) as Hex,
+    });
+  }
+
+  /** The settle answer with its receipt under `extensions`, when there is one. */
+  async withReceipt(
+    accountId: string,
+    authorizationKey: string,
+    request: PaymentRequest,
+    result: SettleResponse,
+  ): Promise<SettleResponse> {
+    if (!result.success || !this.credits || !isConfidentialOffer(request)) return result;
+    try {
+      const receipt = await this.credits.receiptFor(authorizationKey, accountId);
+      if (!receipt) return result;
+      return { ...result, extensions: { ...result.extensions, [RECEIPT_EXTENSION]: receipt } };
+    } catch (e) {
+      // The payment did settle and is credited by the daily batch either
+      // way; the receipt stays listed in the dashboard once it can be signed.
+      this.log.error({ err: String(e), authorizationKey }, "could not sign a confidential receipt");
+      return result;
+    }
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * Confidential settlement, assembled: merchants and their mode, the settle
+ * gate with credits and receipts, the daily batch and withdrawals. Without a
+ * privacy contract (`vault` absent) only the status answers, saying it is
+ * not available, and payments that name the feature are refused.
+ */
+import type { Kysely } from "kysely";
+import type { Logger } from "../../lib/logger.js";
+import type { Database } from "../../storage/schema.js";
+import { ConfidentialCredits } from "./credits.js";
+import { ConfidentialGate } from "./confidentialGate.js";
+import { DailyBatch } from "./dailyBatch.js";
+import { ConfidentialMerchants } from "./merchants.js";
+import type { ConfidentialVault } from "./vaultPort.js";
+import { ConfidentialWithdrawals } from "./withdrawals.js";
+
+export interface ConfidentialFeature {
+  merchants: ConfidentialMerchants;
+  gate: ConfidentialGate;
+  /** Quota units one confidential settlement costs: the tier fee shown before enabling. */
+  units: number;
+  credits?: ConfidentialCredits;
+  batch?: DailyBatch;
+  withdrawals?: ConfidentialWithdrawals;
+  vault?: ConfidentialVault;
+}
+
+export function createConfidential(opts: {
+  db: Kysely<Database>;
+  vault: ConfidentialVault | undefined;
+  log: Logger;
+  units: number;
+  /** This replica's id, for the batch lease. */
+  owner: string;
+  batchLeaseMs: number;
+}): ConfidentialFeature {
+  const { db, vault, log } = opts;
+  const merchants = new ConfidentialMerchants(db, vault);
+  if (!vault) {
+    return {
+      merchants,
+      units: opts.units,
+      gate: new ConfidentialGate(merchants, undefined, undefined, log),
+    };
+  }
+  const credits = new ConfidentialCredits(db, vault);
+  return {
+    merchants,
+    units: opts.units,
+    vault,
+    credits,
+    gate: new ConfidentialGate(
+      merchants,
+      credits,
+      { network: vault.network, address: vault.address, asset: vault.asset },
+      log,
+    ),
+    batch: new DailyBatch(db, vault, { owner: opts.owner, leaseMs: opts.batchLeaseMs, log }),
+    withdrawals: new ConfidentialWithdrawals(db, vault, merchants, log),
+  };
+}

@@ -1,0 +1,256 @@
+/**
+ * Withdrawals (spec 3.4). The merchant's wallet signs a request; we submit it
+ * and pay the gas; the contract debits the encrypted balance without
+ * revealing it (an amount above the available balance debits nothing); we
+ * finalize with the decryption proof and the USDC goes to the withdrawal
+ * address. A row is written before anything is sent and moved on as the
+ * chain answers, so a crash leaves a row the finalizer picks up again; the
+ * contract refuses a request or a finalization twice.
+ */
+import { randomUUID } from "node:crypto";
+import { getAddress, verifyTypedData, type Hex, type TypedDataDefinition } from "viem";
+import type { Kysely } from "kysely";
+import { describeError, ServiceError } from "../../lib/errors.js";
+import type { Logger } from "../../lib/logger.js";
+import type { Database, WithdrawalState } from "../../storage/schema.js";
+import type { ConfidentialMerchants } from "./merchants.js";
+import type { ConfidentialVault } from "./vaultPort.js";
+
+export interface WithdrawalListing {
+  id: string;
+  amount: string;
+  state: WithdrawalState;
+  paidAmount: string | null;
+  requestTransaction: string | null;
+  finalizeTransaction: string | null;
+  error: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** JSON cannot carry bigints: typed data goes to the browser with decimal strings. */
+function jsonSafe(v: unknown): unknown {
+  if (typeof v === "bigint") return v.toString();
+  if (Array.isArray(v)) return v.map(jsonSafe);
+  if (v && typeof v === "object") {
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, jsonSafe(x)]));
+  }
+  return v;
+}
+
+export class ConfidentialWithdrawals {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly vault: ConfidentialVault,
+    private readonly merchants: ConfidentialMerchants,
+    private readonly log: Logger,
+  ) {}
+
+  /** What the merchant's wallet signs to withdraw `amount` (atomic USDC units). */
+  async typedData(accountId: string, amountInput: string): Promise<unknown> {
+    const { merchant, slot } = await this.enabledMerchant(accountId);
+    const amount = parseAmount(amountInput);
+    return jsonSafe(await this.vault.withdrawTypedData({ slot, merchant, amount }));
+  }
+
+  /** Submits a signed request, then finalizes it. Returns the row as it ends. */
+  async submit(
+    accountId: string,
+    typedData: TypedDataDefinition,
+    signature: string,
+  ): Promise<WithdrawalListing> {
+    const { merchant, slot } = await this.enabledMerchant(accountId);
+    if (!/^0x[0-9a-fA-F]+$/.test(signature)) {
+      throw new ServiceError("invalid_request", "signature must be a 0x-prefixed hex string");
+    }
+    const message = (typedData?.message ?? {}) as Record<string, unknown>;
+    const domain = (typedData?.domain ?? {}) as Record<string, unknown>;
+    if (
+      String(domain["verifyingContract"] ?? "").toLowerCase() !== this.vault.address.toLowerCase()
+    ) {
+      throw new ServiceError(
+        "invalid_request",
+        "the request is not addressed to the privacy contract",
+      );
+    }
+    if (message["slot"] !== undefined && String(message["slot"]) !== slot.toString()) {
+      throw new ServiceError("invalid_request", "the request names another merchant's slot");
+    }
+    const amount = parseAmount(String(message["amount"] ?? ""));
+    const valid = await verifyTypedData({
+      ...typedData,
+      address: merchant,
+      signature: signature as Hex,
+    } as Parameters<typeof verifyTypedData>[0]).catch(() => false);
+    if (!valid) {
+      throw new ServiceError(
+        "invalid_request",
+        `the request is not signed by the withdrawal wallet ${merchant}`,
+      );
+    }
+    const id = randomUUID();
+    await this.db
+      .insertInto("confidential_withdrawals")
+      .values({
+        id,
+        account_id: accountId,
+        amount: amount.toString(),
+        request: JSON.stringify(jsonSafe(typedData)),
+        signature,
+        state: "submitting",
+      })
+      .execute();
+    try {
+      const sent = await this.vault.submitWithdraw({
+        request: message,
+        signature: signature as Hex,
+      });
+      await this.update(id, {
+        state: "debited",
+        onchain_id: sent.withdrawalId.toString(),
+        request_tx_hash: sent.txHash,
+      });
+    } catch (e) {
+      await this.update(id, { state: "failed", error: describeError(e) });
+      throw new ServiceError(
+        "service_unavailable",
+        "the withdrawal request could not be submitted; nothing was debited, retry shortly",
+        { retryable: true, cause: e },
+      );
+    }
+    await this.finalize(id);
+    return (await this.find(accountId, id))!;
+  }
+
+  /** Finalizes every debited withdrawal (after a crash, or when finalizing failed). */
+  async finalizeOpen(): Promise<number> {
+    const open = await this.db
+      .selectFrom("confidential_withdrawals")
+      .select("id")
+      .where("state", "=", "debited")
+      .orderBy("created_at")
+      .limit(50)
+      .execute();
+    for (const { id } of open) await this.finalize(id);
+    return open.length;
+  }
+
+  async list(accountId: string): Promise<WithdrawalListing[]> {
+    const rows = await this.db
+      .selectFrom("confidential_withdrawals")
+      .selectAll()
+      .where("account_id", "=", accountId)
+      .orderBy("created_at", "desc")
+      .limit(100)
+      .execute();
+    return rows.map(listing);
+  }
+
+  private async find(accountId: string, id: string): Promise<WithdrawalListing | undefined> {
+    const row = await this.db
+      .selectFrom("confidential_withdrawals")
+      .selectAll()
+      .where("account_id", "=", accountId)
+      .where("id", "=", id)
+      .executeTakeFirst();
+    return row ? listing(row) : undefined;
+  }
+
+  private async finalize(id: string): Promise<void> {
+    const row = await this.db
+      .selectFrom("confidential_withdrawals")
+      .select(["onchain_id", "state"])
+      .where("id", "=", id)
+      .executeTakeFirst();
+    if (!row || row.state !== "debited" || row.onchain_id === null) return;
+    const onchainId = BigInt(row.onchain_id);
+    try {
+      const onChain = await this.vault.withdrawal(onchainId);
+      if (onChain.state === "cancelled") {
+        await this.update(id, { state: "cancelled" });
+        return;
+      }
+      if (onChain.state === "finalized") {
+        await this.update(id, {
+          state: "finalized",
+          paid_amount: (onChain.paidAmount ?? 0n).toString(),
+        });
+        return;
+      }
+      const done = await this.vault.finalizeWithdraw(onchainId);
+      await this.update(id, {
+        state: "finalized",
+        finalize_tx_hash: done.txHash,
+        paid_amount: (done.paid ? done.amount : 0n).toString(),
+      });
+    } catch (e) {
+      // Stays debited: the next pass retries, and after 24 hours the
+      // merchant's wallet may cancel on-chain instead.
+      this.log.warn({ err: describeError(e), id }, "could not finalize a confidential withdrawal");
+      await this.update(id, { error: describeError(e) });
+    }
+  }
+
+  private async update(
+    id: string,
+    set: Partial<{
+      state: WithdrawalState;
+      onchain_id: string;
+      request_tx_hash: string;
+      finalize_tx_hash: string;
+      paid_amount: string;
+      error: string;
+    }>,
+  ): Promise<void> {
+    await this.db
+      .updateTable("confidential_withdrawals")
+      .set({ ...set, updated_at: new Date() })
+      .where("id", "=", id)
+      .execute();
+  }
+
+  private async enabledMerchant(accountId: string) {
+    const m = await this.merchants.find(accountId);
+    if (!m || m.slot === null) {
+      throw new ServiceError(
+        "conflict",
+        "enable confidential settlement (connect a withdrawal wallet) before withdrawing",
+      );
+    }
+    return { merchant: getAddress(m.merchant), slot: m.slot };
+  }
+}
+
+function parseAmount(v: string): bigint {
+  if (!/^[1-9][0-9]{0,30}$/.test(v)) {
+    throw new ServiceError(
+      "invalid_request",
+      "amount must be a positive whole number of atomic USDC units (1 USDC = 1000000)",
+    );
+  }
+  return BigInt(v);
+}
+
+function listing(r: {
+  id: string;
+  amount: string;
+  state: WithdrawalState;
+  paid_amount: string | null;
+  request_tx_hash: string | null;
+  finalize_tx_hash: string | null;
+  error: string | null;
+  created_at: Date;
+  updated_at: Date;
+}): WithdrawalListing {
+  return {
+    id: r.id,
+    amount: r.amount,
+    state: r.state,
+    paidAmount: r.paid_amount,
+    requestTransaction: r.request_tx_hash,
+    finalizeTransaction: r.finalize_tx_hash,
+    error: r.error,
+    createdAt: r.created_at.toISOString(),
+    updatedAt: r.updated_at.toISOString(),
+  };
+}

@@ -1,0 +1,70 @@
+/**
+ * Runs the confidential daily batch when a UTC day begins, and finalizes
+ * withdrawals left debited (by a crash or a failed finalization).
+ *
+ * It wakes every `pollMs` rather than sleeping until midnight: a replica
+ * that was down at 00:00, a clock moved by a test, or a batch whose lease
+ * lapsed are all caught on the next pass. The batch row makes the pass
+ * idempotent, so every replica may run this worker.
+ */
+import { describeError } from "../lib/errors.js";
+import type { Logger } from "../lib/logger.js";
+import { utcDay } from "../features/confidential/credits.js";
+import type { BatchOutcome, DailyBatch } from "../features/confidential/dailyBatch.js";
+import type { ConfidentialWithdrawals } from "../features/confidential/withdrawals.js";
+
+export interface ConfidentialWorkerOptions {
+  batch: DailyBatch;
+  withdrawals: ConfidentialWithdrawals;
+  log: Logger;
+  /** The clock; tests move it across midnight. */
+  now?: () => Date;
+  pollMs?: number;
+}
+
+export class ConfidentialWorker {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private readonly now: () => Date;
+
+  constructor(private readonly opts: ConfidentialWorkerOptions) {
+    this.now = opts.now ?? (() => new Date());
+  }
+
+  start(): void {
+    const tick = () => {
+      this.running ??= this.pass()
+        .then(() => undefined)
+        .finally(() => (this.running = undefined));
+    };
+    tick();
+    this.timer = setInterval(tick, this.opts.pollMs ?? 30_000);
+    this.timer.unref();
+  }
+
+  /** One pass: today's batch if it has not run, then open withdrawals. */
+  async pass(): Promise<BatchOutcome | undefined> {
+    let outcome: BatchOutcome | undefined;
+    const now = this.now();
+    const day = utcDay(now);
+    try {
+      if (!(await this.opts.batch.isDone(day))) outcome = await this.opts.batch.run(day, now);
+    } catch (e) {
+      this.opts.log.error(
+        { err: describeError(e), day },
+        "confidential daily batch failed; retrying",
+      );
+    }
+    try {
+      await this.opts.withdrawals.finalizeOpen();
+    } catch (e) {
+      this.opts.log.warn({ err: describeError(e) }, "could not finalize confidential withdrawals");
+    }
+    return outcome;
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+}
