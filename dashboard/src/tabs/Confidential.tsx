@@ -1,22 +1,350 @@
-import { useQuery } from "@tanstack/react-query";
+import { useState, type FormEvent } from "react";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api } from "../api.js";
-import { Loadable } from "../ui.js";
+import { ErrorNote, Loadable, shortHex, when } from "../ui.js";
+
+type Mode = "default" | "confidential" | "both";
+
+interface ConfidentialInfo {
+  available: boolean;
+  network: string;
+  contractAddress: string;
+  configured: boolean;
+  enabled: boolean;
+  mode: Mode;
+  merchantAddress: string;
+  slot: string | null;
+  enabledAt: string | null;
+  fee: { unitsPerSettlement: number; explanation: string };
+  description: string;
+}
+interface ReceiptEntry {
+  paymentNonce: string;
+  payer: string;
+  amount: string;
+  transaction: string | null;
+  state: "settling" | "pending" | "available" | "failed";
+  createdAt: string;
+  creditedDay: string | null;
+  receipt: { receipt: Record<string, string>; signature: string } | null;
+}
+interface WithdrawalEntry {
+  id: string;
+  amount: string;
+  state: string;
+  paidAmount: string | null;
+  finalizeTransaction: string | null;
+  error: string | null;
+  createdAt: string;
+}
+
+/** The browser wallet (EIP-1193): the merchant's own keys sign, never ours. */
+interface Eip1193 {
+  request(args: { method: string; params?: unknown[] }): Promise<unknown>;
+}
+function wallet(): Eip1193 {
+  const eth = (window as unknown as { ethereum?: Eip1193 }).ethereum;
+  if (!eth) {
+    throw new Error(
+      "No browser wallet was found. Open this page in a browser with a wallet extension holding the keys of your withdrawal address.",
+    );
+  }
+  return eth;
+}
+async function walletAddress(): Promise<string> {
+  const accounts = (await wallet().request({ method: "eth_requestAccounts" })) as string[];
+  if (!accounts[0]) throw new Error("The wallet shared no account.");
+  return accounts[0];
+}
+function utf8Hex(text: string): string {
+  return `0x${Array.from(new TextEncoder().encode(text), (b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+/** USDC has 6 decimals: "1.5" → "1500000". */
+function toAtomic(usdc: string): string {
+  const m = /^(\d+)(?:\.(\d{0,6}))?$/.exec(usdc.trim());
+  if (!m) throw new Error("Enter an amount in USDC, for example 12.50 (at most 6 decimals).");
+  const atomic = BigInt(m[1]!) * 1_000_000n + BigInt((m[2] ?? "").padEnd(6, "0"));
+  if (atomic <= 0n) throw new Error("Enter an amount above zero.");
+  return atomic.toString();
+}
+function usdc(atomic: string | null): string {
+  if (atomic === null) return "—";
+  const v = BigInt(atomic);
+  return `${v / 1_000_000n}.${(v % 1_000_000n).toString().padStart(6, "0")} USDC`;
+}
+
+const MODES: { value: Mode; label: string; help: string }[] = [
+  { value: "default", label: "Default", help: "The plain offer only." },
+  { value: "confidential", label: "Confidential", help: "The private offer only." },
+  {
+    value: "both",
+    label: "Both",
+    help: "Both offers in one 402, the confidential one first; clients that cannot pay it pay the plain one.",
+  },
+];
 
 export function Confidential() {
+  const queryClient = useQueryClient();
   const info = useQuery({
     queryKey: ["confidential"],
-    queryFn: () => api<{ available: boolean; description: string }>("/api/confidential"),
+    queryFn: () => api<ConfidentialInfo>("/api/confidential"),
+  });
+  const refresh = () => void queryClient.invalidateQueries({ queryKey: ["confidential"] });
+  const enable = useMutation({
+    mutationFn: async () => {
+      const address = await walletAddress();
+      const { message } = await api<{ message: string }>(
+        `/api/confidential/enablement-message?address=${address}`,
+      );
+      const signature = (await wallet().request({
+        method: "personal_sign",
+        params: [utf8Hex(message), address],
+      })) as string;
+      return api("/api/confidential/enable", { method: "POST", body: { address, signature } });
+    },
+    onSuccess: refresh,
+  });
+  const setMode = useMutation({
+    mutationFn: (mode: Mode) => api("/api/confidential/mode", { method: "POST", body: { mode } }),
+    onSuccess: refresh,
   });
   return (
     <Loadable query={info} label="confidential settlement">
       {(c) => (
-        <section className="notice">
-          <p>{c.description}</p>
-          <p className="muted">
-            {c.available ? "Available." : "Coming soon: nothing to configure yet."}
-          </p>
-        </section>
+        <>
+          <section className="notice">
+            <p>{c.description}</p>
+            {!c.available && (
+              <p className="muted">
+                Not available on this service: no privacy contract is configured.
+              </p>
+            )}
+          </section>
+          {c.available && !c.enabled && (
+            <section aria-labelledby="enable-h">
+              <h2 id="enable-h">Enable</h2>
+              <p data-testid="confidential-fee">
+                <strong>Fee:</strong> {c.fee.explanation}
+              </p>
+              <p>
+                Connect the wallet you will withdraw to and sign one message. It must be a wallet
+                whose keys you hold: an exchange deposit address cannot sign, and the address can
+                never be changed afterwards, by you or by us.
+              </p>
+              <button
+                type="button"
+                className="primary"
+                onClick={() => enable.mutate()}
+                disabled={enable.isPending}
+              >
+                {enable.isPending ? "Assigning your encrypted slot…" : "Connect wallet and enable"}
+              </button>
+              <ErrorNote error={enable.error} />
+            </section>
+          )}
+          {c.enabled && (
+            <>
+              <section aria-labelledby="status-h">
+                <h2 id="status-h">Enabled</h2>
+                <dl className="facts">
+                  <dt>Withdrawal address</dt>
+                  <dd className="mono" data-testid="merchant-address">
+                    {c.merchantAddress}
+                  </dd>
+                  <dt>Network</dt>
+                  <dd>{c.network}</dd>
+                  <dt>Privacy contract</dt>
+                  <dd className="mono">{c.contractAddress}</dd>
+                  <dt>Enabled</dt>
+                  <dd>{when(c.enabledAt)}</dd>
+                  <dt>Fee</dt>
+                  <dd>{c.fee.explanation}</dd>
+                </dl>
+              </section>
+              <section aria-labelledby="mode-h">
+                <h2 id="mode-h">Offer mode</h2>
+                <fieldset>
+                  <legend className="sr-only">Offer mode</legend>
+                  {MODES.map((m) => (
+                    <label key={m.value} className="check">
+                      <input
+                        type="radio"
+                        name="offer-mode"
+                        value={m.value}
+                        checked={c.mode === m.value}
+                        disabled={setMode.isPending}
+                        onChange={() => setMode.mutate(m.value)}
+                      />
+                      <strong>{m.label}</strong> <span className="muted">{m.help}</span>
+                    </label>
+                  ))}
+                </fieldset>
+                <ErrorNote error={setMode.error} />
+              </section>
+              <Receipts />
+              <Withdrawals />
+            </>
+          )}
+        </>
       )}
     </Loadable>
+  );
+}
+
+function Receipts() {
+  const receipts = useQuery({
+    queryKey: ["confidential-receipts"],
+    queryFn: () => api<{ receipts: ReceiptEntry[] }>("/api/confidential/receipts"),
+    refetchInterval: 5_000,
+  });
+  return (
+    <section aria-labelledby="receipts-h">
+      <h2 id="receipts-h">Receipts</h2>
+      <p className="muted">
+        Each receipt is our signature over a payment to you. Payments become available at the next
+        00:00 UTC batch; if one is missing after its batch, your wallet can redeem its receipt on
+        the contract directly, without us.
+      </p>
+      <Loadable query={receipts} label="the receipts">
+        {(r) =>
+          r.receipts.length === 0 ? (
+            <p className="empty">No confidential payments yet.</p>
+          ) : (
+            <div className="scroll">
+              <table className="receipts">
+                <thead>
+                  <tr>
+                    <th scope="col">Paid</th>
+                    <th scope="col">Payer</th>
+                    <th scope="col">Amount</th>
+                    <th scope="col">State</th>
+                    <th scope="col">Receipt</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {r.receipts.map((e) => (
+                    <tr key={e.paymentNonce}>
+                      <td>{when(e.createdAt)}</td>
+                      <td className="mono">{shortHex(e.payer)}</td>
+                      <td>{usdc(e.amount)}</td>
+                      <td>
+                        <span className={`pill ${e.state}`}>{e.state}</span>
+                        {e.creditedDay && <div className="muted">batch {e.creditedDay}</div>}
+                      </td>
+                      <td>
+                        {e.receipt ? (
+                          <details>
+                            <summary className="mono">{shortHex(e.receipt.signature)}</summary>
+                            <pre>{JSON.stringify(e.receipt, null, 2)}</pre>
+                          </details>
+                        ) : (
+                          "—"
+                        )}
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )
+        }
+      </Loadable>
+    </section>
+  );
+}
+
+function Withdrawals() {
+  const queryClient = useQueryClient();
+  const list = useQuery({
+    queryKey: ["confidential-withdrawals"],
+    queryFn: () => api<{ withdrawals: WithdrawalEntry[] }>("/api/confidential/withdrawals"),
+    refetchInterval: 5_000,
+  });
+  const [amount, setAmount] = useState("");
+  const withdraw = useMutation({
+    mutationFn: async () => {
+      const atomic = toAtomic(amount);
+      const address = await walletAddress();
+      const { typedData } = await api<{ typedData: unknown }>(
+        "/api/confidential/withdrawals/request",
+        { method: "POST", body: { amount: atomic } },
+      );
+      const signature = (await wallet().request({
+        method: "eth_signTypedData_v4",
+        params: [address, JSON.stringify(typedData)],
+      })) as string;
+      return api<WithdrawalEntry>("/api/confidential/withdrawals", {
+        method: "POST",
+        body: { typedData, signature },
+      });
+    },
+    onSuccess: () => {
+      setAmount("");
+      void queryClient.invalidateQueries({ queryKey: ["confidential-withdrawals"] });
+    },
+  });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    withdraw.mutate();
+  };
+  return (
+    <section aria-labelledby="withdraw-h">
+      <h2 id="withdraw-h">Withdraw</h2>
+      <p className="muted">
+        Only the available balance can be withdrawn; payments still pending their batch cannot. An
+        amount above it moves nothing, and the chain does not learn your balance either way. We pay
+        the gas.
+      </p>
+      <form className="stack-form" onSubmit={submit}>
+        <label htmlFor="withdraw-amount">Amount (USDC)</label>
+        <input
+          id="withdraw-amount"
+          inputMode="decimal"
+          required
+          value={amount}
+          onChange={(e) => setAmount(e.target.value)}
+          placeholder="10.00"
+        />
+        <div className="row">
+          <button type="submit" className="primary" disabled={withdraw.isPending}>
+            {withdraw.isPending ? "Withdrawing…" : "Sign and withdraw"}
+          </button>
+        </div>
+      </form>
+      <ErrorNote error={withdraw.error} />
+      <Loadable query={list} label="the withdrawals">
+        {(w) =>
+          w.withdrawals.length === 0 ? (
+            <p className="empty">No withdrawals yet.</p>
+          ) : (
+            <div className="scroll">
+              <table className="withdrawals">
+                <thead>
+                  <tr>
+                    <th scope="col">Requested</th>
+                    <th scope="col">Amount</th>
+                    <th scope="col">State</th>
+                    <th scope="col">Paid</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {w.withdrawals.map((e) => (
+                    <tr key={e.id}>
+                      <td>{when(e.createdAt)}</td>
+                      <td>{usdc(e.amount)}</td>
+                      <td>
+                        <span className={`pill ${e.state}`}>{e.state}</span>
+                        {e.error && <div className="muted">{e.error}</div>}
+                      </td>
+                      <td>{usdc(e.paidAmount)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )
+        }
+      </Loadable>
+    </section>
   );
 }
