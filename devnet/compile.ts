@@ -6,8 +6,9 @@
  * Tests start a devnet many times, and loading plus running solc costs
  * seconds, so the output is cached in `.devnet/artifacts/<sha256>.json`. The
  * key covers everything that can change the bytecode: the source files, the
- * compiler version, the compiler settings and the OpenZeppelin version that
- * imports resolve to. A cache file is written to a temp name and renamed, so
+ * compiler version, the compiler settings and the versions of the Solidity
+ * libraries that imports resolve to (OpenZeppelin, its confidential
+ * contracts, and Zama's fhEVM library for the confidential settlement vault). A cache file is written to a temp name and renamed, so
  * parallel test processes never read half of one.
  *
  * Adding a contract is adding a file: it is compiled by the same step and
@@ -108,6 +109,15 @@ function packageVersion(pkg: string): string {
   return (JSON.parse(readFileSync(path, "utf8")) as { version: string }).version;
 }
 
+/** The packages devnet contracts may import from, by import prefix. */
+const LIBRARIES = [
+  "@openzeppelin/contracts",
+  "@openzeppelin/confidential-contracts",
+  "@fhevm/solidity",
+  // The encrypted types @fhevm/solidity is written against.
+  "encrypted-types",
+] as const;
+
 function cacheKey(sources: Record<string, { content: string }>): string {
   // The solc npm package version is the compiler version, and reading it here
   // avoids loading the 8 MB compiler just to learn that nothing needs compiling.
@@ -115,7 +125,7 @@ function cacheKey(sources: Record<string, { content: string }>): string {
     .update(
       JSON.stringify({
         solc: packageVersion("solc"),
-        openzeppelin: packageVersion("@openzeppelin/contracts"),
+        libraries: LIBRARIES.map((pkg) => `${pkg}@${packageVersion(pkg)}`),
         settings: SETTINGS,
         sources,
       }),
@@ -148,8 +158,8 @@ async function readCache(file: string): Promise<Artifacts | undefined> {
  * the node_modules folders Node itself would search, never outside them.
  */
 function findImport(path: string): ImportResult {
-  if (!path.startsWith("@openzeppelin/")) {
-    return { error: `devnet contracts may import only @openzeppelin/*, not ${path}` };
+  if (!LIBRARIES.some((pkg) => path.startsWith(`${pkg}/`))) {
+    return { error: `devnet contracts may import only ${LIBRARIES.join(", ")}, not ${path}` };
   }
   for (const dir of require.resolve.paths(path) ?? []) {
     const full = normalize(join(dir, path));
@@ -177,7 +187,7 @@ function compile(sources: Record<string, { content: string }>): Artifacts {
   // are not ours to fix and would only alarm whoever runs `npm start`; a
   // warning in this project's own contracts is shown to whoever wrote it.
   for (const w of problems.filter((e) => e.severity === "warning")) {
-    if (/^\s*--> @openzeppelin\//m.test(w.formattedMessage)) continue;
+    if (/^\s*--> @(openzeppelin|fhevm)\//m.test(w.formattedMessage)) continue;
     process.stderr.write(w.formattedMessage + "\n");
   }
 

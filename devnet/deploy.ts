@@ -38,6 +38,11 @@ import {
   type TransferMethod,
 } from "../src/networks/registry.js";
 import type { Artifacts } from "./compile.js";
+import {
+  CONFIDENTIAL_NETWORK_ID,
+  placeConfidentialVault,
+  type DevnetConfidentialInfo,
+} from "./confidentialVault.js";
 import { devnetDeployerKey } from "./keys.js";
 
 export interface DeployOptions {
@@ -59,6 +64,8 @@ export interface DeployedNetwork {
   notDeployed: AssetInfo[];
   /** The token owner (minter). */
   owner: Address;
+  /** The confidential settlement vault, on eip155:8453 only. */
+  confidential?: DevnetConfidentialInfo;
 }
 
 /** Where Multicall3 lives on every major chain. */
@@ -237,5 +244,16 @@ export async function deployNetwork(opts: DeployOptions): Promise<DeployedNetwor
       }),
     );
   }
-  return { assets, notDeployed, owner: owner.address };
+  // The vault holds USDC, so it goes in once the token is initialized.
+  const usdc = assets["USDC"];
+  const confidential =
+    network.id === CONFIDENTIAL_NETWORK_ID && usdc
+      ? await placeConfidentialVault({
+          rpcUrl,
+          chainId: network.chainId,
+          artifacts: opts.artifacts,
+          usdc,
+        })
+      : undefined;
+  return { assets, notDeployed, owner: owner.address, ...(confidential ? { confidential } : {}) };
 }

@@ -15,6 +15,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { Address, Hex } from "viem";
+import type { DevnetConfidentialInfo } from "./confidentialVault.js";
 
 export interface DevnetNetworkInfo {
   rpcUrl: string;
@@ -23,6 +24,8 @@ export interface DevnetNetworkInfo {
   assets: Record<string, Address>;
   payerPrivateKeys: Hex[];
   facilitatorPrivateKeys: Hex[];
+  /** The confidential settlement vault and its keys (eip155:8453 only). */
+  confidential?: DevnetConfidentialInfo;
 }
 
 export interface DevnetFile {

@@ -15,6 +15,7 @@ import { EVM_NETWORKS, findEvmNetwork, type EvmNetwork } from "../src/networks/r
 import { startAnvil, type AnvilNode } from "./anvil.js";
 import { loadArtifacts } from "./compile.js";
 import { deployNetwork } from "./deploy.js";
+import { CONFIDENTIAL_NETWORK_ID, placeConfidentialVault } from "./confidentialVault.js";
 import {
   DEFAULT_DEVNET_FILE,
   writeDevnetFile,
@@ -165,6 +166,17 @@ export async function startDevnet(opts: DevnetOptions = {}): Promise<Devnet> {
           : undefined;
         if (resumed) {
           say(`${network.id}: resumed the kept chain (${kept!.stateFile})`);
+          // A chain kept from before the vault existed gets it now.
+          const usdc = resumed.assets["USDC"];
+          if (network.id === CONFIDENTIAL_NETWORK_ID && !resumed.confidential && usdc) {
+            resumed.confidential = await placeConfidentialVault({
+              rpcUrl: node.rpcUrl,
+              chainId: network.chainId,
+              artifacts: await artifacts,
+              usdc,
+            });
+            writeFileSync(kept!.infoFile, JSON.stringify(resumed, null, 2));
+          }
           return [network.id, resumed];
         }
         const deployed = await deployNetwork({
@@ -180,12 +192,18 @@ export async function startDevnet(opts: DevnetOptions = {}): Promise<Devnet> {
         for (const [symbol, address] of Object.entries(deployed.assets)) {
           say(`${network.id}: deployed ${symbol} at ${address}`);
         }
+        if (deployed.confidential) {
+          say(
+            `${network.id}: placed the confidential settlement vault at ${deployed.confidential.contractAddress}`,
+          );
+        }
         const info: DevnetNetworkInfo = {
           rpcUrl: node.rpcUrl,
           chainId: network.chainId,
           assets: deployed.assets,
           payerPrivateKeys: [...payerKeys],
           facilitatorPrivateKeys: [...facilitatorKeys],
+          ...(deployed.confidential ? { confidential: deployed.confidential } : {}),
         };
         if (kept) writeFileSync(kept.infoFile, JSON.stringify(info, null, 2));
         return [network.id, info];

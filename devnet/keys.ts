@@ -79,3 +79,32 @@ export function devnetDeployerKey(): Hex {
 export function devnetBatchAuthorizerKey(): Hex {
   return keyAt(1, 1);
 }
+
+/**
+ * The confidential settlement vault's operator on the devnet: assigns slots,
+ * submits the daily batches and finalizations, and pays their gas. Its own
+ * key, so its transactions never race the facilitator signers' nonces.
+ */
+export function devnetConfidentialOperatorKey(): Hex {
+  return keyAt(1, 2);
+}
+
+/** Signs the devnet's confidential payment receipts. */
+export function devnetReceiptSignerKey(): Hex {
+  return keyAt(1, 3);
+}
+
+/** Owns the devnet's fhEVM ACL, which lets it initialize the KMS and input verifiers. */
+export function devnetFhevmHostOwnerKey(): Hex {
+  return keyAt(1, 4);
+}
+
+/** The devnet's mock KMS: signs public decryptions (the proofs contracts check). */
+export function devnetKmsSignerKey(): Hex {
+  return keyAt(1, 5);
+}
+
+/** The devnet's mock coprocessor: signs encrypted-input proofs. */
+export function devnetCoprocessorSignerKey(): Hex {
+  return keyAt(1, 6);
+}

@@ -1,0 +1,123 @@
+/**
+ * What gets signed around the confidential vault, kept in one place so the
+ * service, a merchant's wallet and the contract agree byte for byte:
+ *
+ * - the enablement message a merchant's wallet signs (personal_sign) to prove
+ *   it holds the withdrawal address's key;
+ * - the slot salt and commitment derived from that signature (the salt is a
+ *   secret of the merchant and us: the commitment binds the slot to the
+ *   address without naming it);
+ * - the EIP-712 receipt we sign per payment and the withdrawal request the
+ *   merchant's wallet signs (the contract's RECEIPT_TYPEHASH and
+ *   WITHDRAW_TYPEHASH).
+ */
+import {
+  concat,
+  encodeAbiParameters,
+  getAddress,
+  keccak256,
+  stringToHex,
+  type Address,
+  type Hex,
+} from "viem";
+
+export const VAULT_DOMAIN_NAME = "x402 Confidential Settlement";
+export const VAULT_DOMAIN_VERSION = "1";
+
+export function vaultDomain(chainId: number, vault: Address) {
+  return {
+    name: VAULT_DOMAIN_NAME,
+    version: VAULT_DOMAIN_VERSION,
+    chainId,
+    verifyingContract: vault,
+  } as const;
+}
+
+export const receiptTypes = {
+  Receipt: [
+    { name: "payer", type: "address" },
+    { name: "nonce", type: "bytes32" },
+    { name: "merchant", type: "address" },
+    { name: "slot", type: "uint256" },
+    { name: "amount", type: "uint64" },
+    { name: "day", type: "uint32" },
+  ],
+} as const;
+
+export const withdrawTypes = {
+  Withdraw: [
+    { name: "slot", type: "uint256" },
+    { name: "to", type: "address" },
+    { name: "amount", type: "uint64" },
+    { name: "nonce", type: "uint64" },
+    { name: "deadline", type: "uint64" },
+  ],
+} as const;
+
+/** One confidential payment, as we sign it: the merchant's proof of payment. */
+export interface Receipt {
+  payer: Address;
+  /** The payment's EIP-3009 nonce. */
+  nonce: Hex;
+  merchant: Address;
+  slot: bigint;
+  /** Atomic USDC units. */
+  amount: bigint;
+  /** UTC day number of the settlement: the batch of that day credits it. */
+  day: number;
+}
+
+export interface WithdrawRequest {
+  slot: bigint;
+  /** The slot's withdrawal address; its wallet signs the request. */
+  to: Address;
+  amount: bigint;
+  /** The slot's next withdrawal nonce (the contract's `slotInfo`). */
+  nonce: bigint;
+  /** Unix seconds after which the request is refused. */
+  deadline: bigint;
+}
+
+/** The text a merchant's wallet signs to enable confidential settlement. */
+export function enablementMessage(opts: {
+  merchant: Address;
+  accountRef: string;
+  vault: Address;
+  chainId: number;
+}): string {
+  return [
+    "x402 confidential settlement",
+    `Withdrawal address: ${getAddress(opts.merchant)}`,
+    `Account: ${opts.accountRef}`,
+    `Vault: ${getAddress(opts.vault)} on eip155:${opts.chainId}`,
+    "This address receives every withdrawal of this account's confidential balance, permanently: nobody can change it later.",
+  ].join("\n");
+}
+
+/**
+ * The slot's secret salt, derived from the merchant's enablement signature.
+ * An ordinary wallet signs deterministically (RFC 6979), so the merchant can
+ * recover the salt by signing the same message again, without us.
+ */
+export function slotSalt(enablementSignature: Hex): Hex {
+  return keccak256(concat([stringToHex("x402 confidential slot salt"), enablementSignature]));
+}
+
+/** What the contract stores for a slot: the address, hidden under the salt. */
+export function slotCommitment(merchant: Address, salt: Hex): Hex {
+  return keccak256(
+    encodeAbiParameters([{ type: "address" }, { type: "bytes32" }], [getAddress(merchant), salt]),
+  );
+}
+
+/** How the contract names a payment: payer and nonce (EIP-3009 nonces are per payer). */
+export function receiptKey(payer: Address, nonce: Hex): Hex {
+  return keccak256(
+    encodeAbiParameters([{ type: "address" }, { type: "bytes32" }], [getAddress(payer), nonce]),
+  );
+}
+
+/** The UTC day number of a time (days since the Unix epoch), as the contract counts days. */
+export function utcDay(unixMs: number): number {
+  return Math.floor(unixMs / 86_400_000);
+}
