@@ -47,7 +47,10 @@ import {
   createConfidential,
   type ConfidentialFeature,
 } from "./features/confidential/createConfidential.js";
-import type { ConfidentialVault } from "./features/confidential/vaultPort.js";
+import {
+  createConfidentialVault,
+  type ConfidentialVaultOptions,
+} from "./chains/evm/confidential/vault.js";
 import {
   ConfidentialWorker,
   type ConfidentialWorkerOptions,
@@ -80,8 +83,8 @@ export interface ServiceOptions {
   collectProcessMetrics?: boolean;
   /** Tokens the registries do not name (the devnet's own copies), for amounts in token units. */
   knownAssets?: readonly KnownAsset[];
-  /** The privacy contract's chain side; absent: confidential settlement is not available. */
-  confidentialVault?: ConfidentialVault;
+  /** The privacy contract and its keys; absent: confidential settlement is not available. */
+  confidential?: ConfidentialVaultOptions;
   /** Confidential worker: false disables it; an object overrides its clock and pace (tests). */
   confidentialWorker?: false | Partial<Pick<ConfidentialWorkerOptions, "now" | "pollMs">>;
 }
@@ -214,10 +217,14 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     embedded: database.kind === "pglite",
     allowPrivateHosts: config.mode === "devnet",
   });
+  const confidentialLog = log.child({ component: "confidential" });
+  const vault = opts.confidential
+    ? await createConfidentialVault({ ...opts.confidential, log: confidentialLog })
+    : undefined;
   const confidential = createConfidential({
     db,
-    vault: opts.confidentialVault,
-    log: log.child({ component: "confidential" }),
+    vault,
+    log: confidentialLog,
     units: config.confidential.unitsPerSettlement,
     owner: randomUUID(),
     batchLeaseMs: config.confidential.batchLeaseMs,
@@ -227,7 +234,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       ? new ConfidentialWorker({
           batch: confidential.batch,
           withdrawals: confidential.withdrawals,
-          log: log.child({ component: "confidential" }),
+          log: confidentialLog,
           ...(opts.confidentialWorker || {}),
         })
       : undefined;
@@ -333,6 +340,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       await reconciler.stop();
       await webhooks.stop();
       await confidentialWorker?.stop();
+      await vault?.close();
       sessionPruner.stop();
       await keyChanges.close();
       await facilitator.close();

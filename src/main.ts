@@ -88,6 +88,7 @@ async function main(): Promise<void> {
       chains,
       log,
       ...(devnet ? { knownAssets: devnetMode?.devnetAssets(devnet) } : {}),
+      ...confidentialSetup(devnet, devnetMode),
     });
     const address = await service.listen();
     const url = address.replace("0.0.0.0", "127.0.0.1").replace("[::]", "127.0.0.1");
@@ -124,6 +125,15 @@ async function main(): Promise<void> {
     await devnet?.stop().catch(() => undefined);
     process.exit(1);
   }
+}
+
+/** The devnet's vault in devnet mode. */
+function confidentialSetup(
+  devnet: RunningDevnet | undefined,
+  devnetMode: typeof import("../devnet/serviceMode.js") | undefined,
+) {
+  const vault = devnet && devnetMode ? devnetMode.devnetConfidential(devnet) : undefined;
+  return vault ? { confidential: vault } : {};
 }
 
 void main();

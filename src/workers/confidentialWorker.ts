@@ -42,11 +42,12 @@ export class ConfidentialWorker {
     this.timer.unref();
   }
 
-  /** One pass: today's batch if it has not run, then open withdrawals. */
+  /** One pass: yesterday's batch if it has not run, then open withdrawals. */
   async pass(): Promise<BatchOutcome | undefined> {
     let outcome: BatchOutcome | undefined;
     const now = this.now();
-    const day = utcDay(now);
+    // The batch of the day that ended at the last 00:00 UTC.
+    const day = utcDay(now) - 1;
     try {
       if (!(await this.opts.batch.isDone(day))) outcome = await this.opts.batch.run(day, now);
     } catch (e) {

@@ -14,7 +14,7 @@ import {
   startStarknetLedger,
   type RunningStarknet,
 } from "../../devnet/starknet/index.js";
-import { createService, type Service } from "../../src/app.js";
+import { createService, type Service, type ServiceOptions } from "../../src/app.js";
 import { loadConfig } from "../../src/config/index.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
@@ -71,6 +71,10 @@ export interface StackOptions {
   starknetBlockMs?: number;
   /** Puts something (a failing proxy) between the service and Starknet: gets its URL, returns the one to use. */
   starknetRpcUrl?: (nodeUrl: string) => Promise<string>;
+  /** Serve confidential settlement with the devnet's vault on eip155:8453 (mock coprocessor in-process). */
+  confidential?: boolean;
+  /** The confidential worker: false (tests drive its passes) or its clock. */
+  confidentialWorker?: ServiceOptions["confidentialWorker"];
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
@@ -100,9 +104,27 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
   });
   const infos = Object.entries(devnet.networks);
   const first = infos[0]!;
+  const vault = devnet.networks["eip155:8453"]?.confidential;
+  if (opts.confidential && !vault)
+    throw new Error("confidential: true needs eip155:8453 in networks");
   const service = await createService({
     config,
     database,
+    ...(opts.confidential && vault
+      ? {
+          confidential: {
+            rpcUrl: devnet.networks["eip155:8453"]!.rpcUrl,
+            chainId: 8453,
+            contractAddress: vault.contractAddress,
+            operatorKey: vault.operatorPrivateKey,
+            receiptSignerKey: vault.receiptSignerPrivateKey,
+            mode: "devnet" as const,
+          },
+        }
+      : {}),
+    ...(opts.confidentialWorker !== undefined
+      ? { confidentialWorker: opts.confidentialWorker }
+      : {}),
     collectProcessMetrics: false,
     pollingIntervalMs: 50,
     chains: {

@@ -64,7 +64,9 @@ export class ConfidentialCredits {
 
   /**
    * The receipt of a settled credit owned by `accountId`, signed now if it
-   * was not yet. Undefined when there is no such credit or its slot is unknown.
+   * was not yet. Undefined when there is no such credit or its slot is
+   * unknown. The receipt's day is the day the payment settled: the batch of
+   * that day credits it, so the day is fixed once, with `settled_at`.
    */
   async receiptFor(
     authorizationKey: string,
@@ -73,6 +75,9 @@ export class ConfidentialCredits {
     const row = await this.db
       .selectFrom("confidential_credits as c")
       .innerJoin("confidential_merchants as m", "m.account_id", "c.account_id")
+      .leftJoin("settlements as s", (j) =>
+        j.onRef("s.authorization_key", "=", "c.authorization_key").on("s.status", "=", "succeeded"),
+      )
       .select([
         "c.receipt",
         "c.receipt_signature",
@@ -80,33 +85,33 @@ export class ConfidentialCredits {
         "c.merchant_address",
         "c.amount",
         "c.payment_nonce",
+        "c.settled_at",
+        "s.finished_at",
         "m.slot",
       ])
       .where("c.authorization_key", "=", authorizationKey)
       .where("c.account_id", "=", accountId)
       .executeTakeFirst();
     if (!row || row.slot === null) return undefined;
-    if (row.receipt && row.receipt_signature) {
-      return {
-        receipt: row.receipt as Record<string, string>,
-        signature: row.receipt_signature as Hex,
-      };
-    }
+    if (row.receipt && row.receipt_signature) return row.receipt as SignedReceipt;
+    const settledAt = row.settled_at ?? row.finished_at ?? new Date();
     const signed = await this.vault.signReceipt({
       paymentNonce: row.payment_nonce as Hex,
       payer: getAddress(row.payer),
       merchant: getAddress(row.merchant_address),
       slot: BigInt(row.slot),
       amount: BigInt(row.amount),
+      day: utcDay(settledAt),
     });
     await this.db
       .updateTable("confidential_credits")
       .set({
-        receipt: JSON.stringify(signed.receipt),
+        receipt: JSON.stringify(signed),
         receipt_signature: signed.signature,
-        settled_at: sql<Date>`coalesce(settled_at, now())`,
+        settled_at: settledAt,
       })
       .where("authorization_key", "=", authorizationKey)
+      .where("receipt_signature", "is", null)
       .execute();
     return signed;
   }
@@ -152,10 +157,7 @@ export class ConfidentialCredits {
               : "failed",
       createdAt: r.created_at.toISOString(),
       creditedDay: r.credited_day === null ? null : dayToDate(r.credited_day),
-      receipt:
-        r.receipt && r.receipt_signature
-          ? { receipt: r.receipt as Record<string, string>, signature: r.receipt_signature as Hex }
-          : null,
+      receipt: r.receipt && r.receipt_signature ? (r.receipt as SignedReceipt) : null,
     }));
   }
 }

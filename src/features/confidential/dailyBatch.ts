@@ -1,8 +1,11 @@
 /**
  * The daily batch (spec 3.3, 8): at 00:00 UTC every confidential payment that
- * settled before that midnight becomes available, with one encrypted write
- * per enabled merchant (zero for a merchant who earned nothing, so neither
- * who earned nor how often shows on-chain).
+ * settled during the day that just ended becomes available, with one
+ * encrypted write per enabled merchant (the chain side writes an encrypted
+ * zero for a merchant who earned nothing, so neither who earned nor how often
+ * shows on-chain). The contract takes a day's batch during the day after it;
+ * a payment whose batch never ran is redeemed by the merchant's wallet from
+ * its receipt.
  *
  * Exactly once, across replicas and crashes, by three layers:
  * - one `confidential_batches` row per day, claimed under a lease: one
@@ -15,7 +18,7 @@
  *   twice credits once.
  */
 import { sql, type Kysely } from "kysely";
-import type { Hex } from "viem";
+import { getAddress, type Address, type Hex } from "viem";
 import type { Logger } from "../../lib/logger.js";
 import type { Database } from "../../storage/schema.js";
 import { dayStart, dayToDate } from "./credits.js";
@@ -24,7 +27,7 @@ import type { ConfidentialVault } from "./vaultPort.js";
 interface PlannedSlot {
   slot: string;
   amount: string;
-  receiptNonces: Hex[];
+  receipts: { payer: Address; nonce: Hex; amount: string }[];
   authorizationKeys: string[];
 }
 
@@ -65,8 +68,9 @@ export class DailyBatch {
   }
 
   /**
-   * Runs (or resumes) the batch that credits everything settled before
-   * 00:00 UTC of `day`. `now` is the caller's clock, so tests can move it.
+   * Runs (or resumes) the batch of `day` (a UTC day number that has ended):
+   * the payments that settled during it. `now` is the caller's clock, so
+   * tests can move it.
    */
   async run(day: number, now: Date): Promise<BatchOutcome> {
     const claimed = await this.claim(day, now);
@@ -79,7 +83,7 @@ export class DailyBatch {
       credits: plan.map((p) => ({
         slot: BigInt(p.slot),
         amount: BigInt(p.amount),
-        receiptNonces: p.receiptNonces,
+        receipts: p.receipts.map((r) => ({ ...r, amount: BigInt(r.amount) })),
       })),
     });
     const keys = plan.flatMap((p) => p.authorizationKeys);
@@ -147,44 +151,39 @@ export class DailyBatch {
     };
   }
 
-  /** Every enabled slot with what it earned before the day's midnight; stored with the claim. */
+  /** Each slot that earned during the day, with its receipts; stored with the claim. */
   private async makePlan(day: number): Promise<PlannedSlot[]> {
-    const midnight = dayStart(day);
-    const [slots, credits] = await Promise.all([
-      this.db
-        .selectFrom("confidential_merchants")
-        .select(["account_id", "slot"])
-        .where("slot", "is not", null)
-        .where("enabled_at", "<", midnight)
-        .orderBy("slot")
-        .execute(),
-      this.db
-        .selectFrom("confidential_credits as c")
-        .innerJoin("settlements as s", "s.authorization_key", "c.authorization_key")
-        .select(["c.account_id", "c.amount", "c.payment_nonce", "c.authorization_key"])
-        .where("s.status", "=", "succeeded")
-        .where("s.finished_at", "<", midnight)
-        .where("c.credited_day", "is", null)
-        .execute(),
-    ]);
-    const bySlotAccount = new Map<string, PlannedSlot>();
-    for (const s of slots) {
-      bySlotAccount.set(s.account_id, {
-        slot: s.slot!,
-        amount: "0",
-        receiptNonces: [],
-        authorizationKeys: [],
-      });
-    }
+    const credits = await this.db
+      .selectFrom("confidential_credits as c")
+      .innerJoin("settlements as s", "s.authorization_key", "c.authorization_key")
+      .innerJoin("confidential_merchants as m", "m.account_id", "c.account_id")
+      .select(["m.slot", "c.payer", "c.amount", "c.payment_nonce", "c.authorization_key"])
+      .where("s.status", "=", "succeeded")
+      .where("c.credited_day", "is", null)
+      // The same instant the receipt's day is taken from (credits.ts).
+      .where(sql<Date>`coalesce(c.settled_at, s.finished_at)`, ">=", dayStart(day))
+      .where(sql<Date>`coalesce(c.settled_at, s.finished_at)`, "<", dayStart(day + 1))
+      .orderBy("c.authorization_key")
+      .execute();
+    const bySlot = new Map<string, PlannedSlot>();
     for (const c of credits) {
-      const p = bySlotAccount.get(c.account_id);
-      // A merchant enabled after midnight cannot have a credit before it.
-      if (!p) continue;
+      if (c.slot === null) continue;
+      const p = bySlot.get(c.slot) ?? {
+        slot: c.slot,
+        amount: "0",
+        receipts: [],
+        authorizationKeys: [],
+      };
+      bySlot.set(c.slot, p);
       p.amount = (BigInt(p.amount) + BigInt(c.amount)).toString();
-      p.receiptNonces.push(c.payment_nonce as Hex);
+      p.receipts.push({
+        payer: getAddress(c.payer),
+        nonce: c.payment_nonce as Hex,
+        amount: c.amount,
+      });
       p.authorizationKeys.push(c.authorization_key);
     }
-    const plan = [...bySlotAccount.values()];
+    const plan = [...bySlot.values()];
     await this.db
       .updateTable("confidential_batches")
       .set({ plan: JSON.stringify(plan) })

@@ -139,12 +139,16 @@ export class ConfidentialMerchants {
     if (current.slot !== null) return current;
     // The contract refuses a second slot for one merchant, so a repeated or
     // concurrent assignment returns the same slot.
-    const assigned = await vault.assignSlot({ merchant, walletSignature: signature as Hex });
+    const assigned = await vault.assignSlot({
+      merchant,
+      accountRef: accountId,
+      walletSignature: signature as Hex,
+    });
     await this.db
       .updateTable("confidential_merchants")
       .set({
         slot: assigned.slot.toString(),
-        slot_secret: assigned.secret ?? null,
+        slot_secret: assigned.secret,
         slot_tx_hash: assigned.txHash,
         enabled_at: new Date(),
       })

@@ -14,7 +14,7 @@ import { describeError, ServiceError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import type { Database, WithdrawalState } from "../../storage/schema.js";
 import type { ConfidentialMerchants } from "./merchants.js";
-import type { ConfidentialVault } from "./vaultPort.js";
+import type { ConfidentialVault, WithdrawRequest } from "./vaultPort.js";
 
 export interface WithdrawalListing {
   id: string;
@@ -50,7 +50,8 @@ export class ConfidentialWithdrawals {
   async typedData(accountId: string, amountInput: string): Promise<unknown> {
     const { merchant, slot } = await this.enabledMerchant(accountId);
     const amount = parseAmount(amountInput);
-    return jsonSafe(await this.vault.withdrawTypedData({ slot, merchant, amount }));
+    const { typedData } = await this.vault.prepareWithdraw({ slot, merchant, amount });
+    return jsonSafe(typedData);
   }
 
   /** Submits a signed request, then finalizes it. Returns the row as it ends. */
@@ -59,7 +60,7 @@ export class ConfidentialWithdrawals {
     typedData: TypedDataDefinition,
     signature: string,
   ): Promise<WithdrawalListing> {
-    const { merchant, slot } = await this.enabledMerchant(accountId);
+    const { merchant, slot, secret } = await this.enabledMerchant(accountId);
     if (!/^0x[0-9a-fA-F]+$/.test(signature)) {
       throw new ServiceError("invalid_request", "signature must be a 0x-prefixed hex string");
     }
@@ -77,11 +78,30 @@ export class ConfidentialWithdrawals {
       throw new ServiceError("invalid_request", "the request names another merchant's slot");
     }
     const amount = parseAmount(String(message["amount"] ?? ""));
+    let request: WithdrawRequest;
+    try {
+      request = {
+        slot: BigInt(String(message["slot"])),
+        to: getAddress(String(message["to"])),
+        amount,
+        nonce: BigInt(String(message["nonce"])),
+        deadline: BigInt(String(message["deadline"])),
+      };
+    } catch {
+      throw new ServiceError(
+        "invalid_request",
+        "typedData.message must hold slot, to, amount, nonce and deadline, as prepared by POST /api/confidential/withdrawals/request",
+      );
+    }
+    if (request.to !== merchant) {
+      throw new ServiceError("invalid_request", `withdrawals go only to ${merchant}`);
+    }
+    // Checked against the contract's own typed data, not the one posted.
     const valid = await verifyTypedData({
-      ...typedData,
+      ...this.vault.withdrawTypedData(request),
       address: merchant,
       signature: signature as Hex,
-    } as Parameters<typeof verifyTypedData>[0]).catch(() => false);
+    }).catch(() => false);
     if (!valid) {
       throw new ServiceError(
         "invalid_request",
@@ -102,13 +122,14 @@ export class ConfidentialWithdrawals {
       .execute();
     try {
       const sent = await this.vault.submitWithdraw({
-        request: message,
+        request,
+        secret,
         signature: signature as Hex,
       });
       await this.update(id, {
         state: "debited",
         onchain_id: sent.withdrawalId.toString(),
-        request_tx_hash: sent.txHash,
+        ...(sent.txHash ? { request_tx_hash: sent.txHash } : {}),
       });
     } catch (e) {
       await this.update(id, { state: "failed", error: describeError(e) });
@@ -165,22 +186,16 @@ export class ConfidentialWithdrawals {
     if (!row || row.state !== "debited" || row.onchain_id === null) return;
     const onchainId = BigInt(row.onchain_id);
     try {
-      const onChain = await this.vault.withdrawal(onchainId);
-      if (onChain.state === "cancelled") {
+      // Idempotent: a withdrawal finalized or cancelled already answers its state.
+      const done = await this.vault.finalizeWithdraw(onchainId);
+      if (done.state === "cancelled") {
         await this.update(id, { state: "cancelled" });
         return;
       }
-      if (onChain.state === "finalized") {
-        await this.update(id, {
-          state: "finalized",
-          paid_amount: (onChain.paidAmount ?? 0n).toString(),
-        });
-        return;
-      }
-      const done = await this.vault.finalizeWithdraw(onchainId);
+      if (done.state !== "finalized") return;
       await this.update(id, {
         state: "finalized",
-        finalize_tx_hash: done.txHash,
+        ...(done.txHash ? { finalize_tx_hash: done.txHash } : {}),
         paid_amount: (done.paid ? done.amount : 0n).toString(),
       });
     } catch (e) {
@@ -217,7 +232,18 @@ export class ConfidentialWithdrawals {
         "enable confidential settlement (connect a withdrawal wallet) before withdrawing",
       );
     }
-    return { merchant: getAddress(m.merchant), slot: m.slot };
+    const row = await this.db
+      .selectFrom("confidential_merchants")
+      .select("slot_secret")
+      .where("account_id", "=", accountId)
+      .executeTakeFirstOrThrow();
+    if (!row.slot_secret) {
+      throw new ServiceError(
+        "conflict",
+        "the slot's secret is missing; enable again to recover it",
+      );
+    }
+    return { merchant: getAddress(m.merchant), slot: m.slot, secret: row.slot_secret as Hex };
   }
 }
 

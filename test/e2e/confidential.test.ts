@@ -1,0 +1,349 @@
+/**
+ * Confidential settlement end to end on the devnet (spec 3.3-3.5, 4.6):
+ * a merchant enables it from the dashboard API with a wallet signature, an
+ * `@x402/express` resource server builds its 402 from GET /confidential/status
+ * (both mode: the confidential offer first), an unmodified `@x402/fetch`
+ * client pays the privacy contract, the receipt comes back and is listed,
+ * the daily batch at a simulated midnight credits the encrypted slot, and
+ * the merchant's wallet withdraws to its address. Also: the foreign-merchant
+ * refusal and a plain payment to the contract, which would credit nobody.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import express from "express";
+import { paymentMiddleware } from "@x402/express";
+import { x402ResourceServer } from "@x402/core/server";
+import { x402Client } from "@x402/core/client";
+import { decodePaymentResponseHeader } from "@x402/core/http";
+import { ExactEvmScheme as ExactEvmServerScheme } from "@x402/evm/exact/server";
+import { ExactEvmScheme as ExactEvmClientScheme } from "@x402/evm/exact/client";
+import { wrapFetchWithPayment } from "@x402/fetch";
+import { createTestClient, http, type Hex, type TypedDataDefinition } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
+import { startStack, type TestStack } from "../support/stack.js";
+import { signedInUser, type DashboardUser } from "../support/dashboardSession.js";
+import {
+  paymentRequest,
+  post,
+  requirementsFor,
+  signPayment,
+  usdcBalance,
+} from "../support/payments.js";
+import { createApiKey } from "../../src/features/keys/apiKeys.js";
+import { offersFor, type ConfidentialStatus } from "../../src/clients/confidential/offers.js";
+import { utcDay } from "../../src/features/confidential/credits.js";
+
+const PRICE = "$0.01";
+const PRICE_ATOMIC = 10_000n;
+const PLAIN_PAY_TO = "0x000000000000000000000000000000000000dEaD";
+
+async function json<T = Record<string, unknown>>(res: Response): Promise<T> {
+  return (await res.json()) as T;
+}
+
+/** viem wants bigints where the JSON carried decimal strings. */
+function typedDataFromJson(t: Record<string, unknown>): TypedDataDefinition {
+  const message = t["message"] as Record<string, string>;
+  const domain = t["domain"] as Record<string, unknown>;
+  return {
+    ...(t as unknown as TypedDataDefinition),
+    domain: { ...domain, chainId: Number(domain["chainId"]) },
+    message: {
+      slot: BigInt(message["slot"]!),
+      to: message["to"],
+      amount: BigInt(message["amount"]!),
+      nonce: BigInt(message["nonce"]!),
+      deadline: BigInt(message["deadline"]!),
+    },
+  } as TypedDataDefinition;
+}
+
+describe("confidential settlement end to end", () => {
+  let stack: TestStack;
+  let merchantUser: DashboardUser;
+  let merchantKey: string;
+  const wallet = privateKeyToAccount(generatePrivateKey());
+  let contract: Hex;
+  let server: Listening | undefined;
+
+  before(async () => {
+    stack = await startStack({ confidential: true, confidentialWorker: false });
+    merchantUser = await signedInUser(stack.service.db, stack.url);
+    merchantKey = (await createApiKey(stack.service.db, merchantUser.accountId, "shop")).key;
+    contract = stack.service.confidential.vault!.address;
+  });
+  after(async () => {
+    await server?.close();
+    await stack?.stop();
+  });
+
+  const status = async (apiKey: string) => {
+    const res = await fetch(`${stack.url}/confidential/status`, {
+      headers: { "X-API-Key": apiKey },
+    });
+    assert.equal(res.status, 200);
+    return json<ConfidentialStatus>(res);
+  };
+
+  test("before enabling: available, not configured, mode default", async () => {
+    const s = await status(merchantKey);
+    assert.deepEqual(s, {
+      available: true,
+      network: "eip155:8453",
+      contractAddress: contract,
+      configured: false,
+      mode: "default",
+      enabled: false,
+      merchantAddress: "",
+    });
+    const unauth = await fetch(`${stack.url}/confidential/status`);
+    assert.equal(unauth.status, 401);
+  });
+
+  test("enable with a wallet signature; the fee is shown first; the address is permanent", async () => {
+    const info = await json<{ fee: { unitsPerSettlement: number; explanation: string } }>(
+      await merchantUser.call("/api/confidential"),
+    );
+    assert.equal(info.fee.unitsPerSettlement, 2);
+    assert.match(info.fee.explanation, /Payers pay exactly the advertised price/);
+
+    const { message } = await json<{ message: string }>(
+      await merchantUser.call(`/api/confidential/enablement-message?address=${wallet.address}`),
+    );
+    // Someone else's signature of the message is refused, and nothing is recorded.
+    const impostor = privateKeyToAccount(generatePrivateKey());
+    const refused = await merchantUser.call("/api/confidential/enable", {
+      method: "POST",
+      body: { address: wallet.address, signature: await impostor.signMessage({ message }) },
+    });
+    assert.equal(refused.status, 400);
+    assert.equal((await status(merchantKey)).configured, false);
+
+    const res = await merchantUser.call("/api/confidential/enable", {
+      method: "POST",
+      body: { address: wallet.address, signature: await wallet.signMessage({ message }) },
+    });
+    assert.equal(res.status, 200, await res.clone().text());
+    const enabled = await json<{ slot: string; merchantAddress: string }>(res);
+    assert.equal(enabled.merchantAddress, wallet.address);
+    assert.match(enabled.slot, /^\d+$/);
+
+    // Another wallet cannot replace it, through the API or in the database.
+    const other = privateKeyToAccount(generatePrivateKey());
+    const otherMessage = (
+      await json<{ message: string }>(
+        await merchantUser.call(`/api/confidential/enablement-message?address=${other.address}`),
+      )
+    ).message;
+    const again = await merchantUser.call("/api/confidential/enable", {
+      method: "POST",
+      body: {
+        address: other.address,
+        signature: await other.signMessage({ message: otherMessage }),
+      },
+    });
+    assert.equal(again.status, 409);
+    await assert.rejects(
+      stack.service.db
+        .updateTable("confidential_merchants")
+        .set({ merchant_address: other.address.toLowerCase() })
+        .where("account_id", "=", merchantUser.accountId)
+        .execute(),
+      /permanent/,
+    );
+    const s = await status(merchantKey);
+    assert.equal(s.enabled, true);
+    assert.equal(s.merchantAddress, wallet.address);
+    assert.equal(s.mode, "both", "enabling offers both by default");
+  });
+
+  test("both-mode 402 lists the confidential offer first; a payment pays the contract and returns a receipt", async () => {
+    const s = await status(merchantKey);
+    const resourceServer = new x402ResourceServer(
+      facilitatorClient({ ...stack, apiKey: merchantKey }),
+    ).register("eip155:8453", new ExactEvmServerScheme());
+    const app = express();
+    app.use(
+      paymentMiddleware(
+        {
+          "GET /report": {
+            accepts: offersFor(s, {
+              scheme: "exact",
+              price: PRICE,
+              network: "eip155:8453",
+              payTo: PLAIN_PAY_TO,
+            }),
+            description: "A confidential report",
+            mimeType: "application/json",
+          },
+        },
+        resourceServer,
+      ),
+    );
+    app.get("/report", (_req, res) => void res.json({ ok: true }));
+    server = await listenOnLoopback(app);
+
+    const unpaid = await fetch(`${server.origin}/report`);
+    assert.equal(unpaid.status, 402);
+    const required = JSON.parse(
+      Buffer.from(unpaid.headers.get("PAYMENT-REQUIRED")!, "base64").toString(),
+    ) as { accepts: { payTo: string; extra: Record<string, unknown>; amount: string }[] };
+    assert.equal(required.accepts.length, 2);
+    assert.equal(required.accepts[0]!.payTo, contract);
+    assert.equal(required.accepts[0]!.extra["confidential"], true);
+    assert.equal(required.accepts[0]!.extra["merchant"], wallet.address);
+    assert.equal(required.accepts[1]!.payTo, PLAIN_PAY_TO);
+    assert.equal(required.accepts[0]!.amount, required.accepts[1]!.amount, "same price both ways");
+
+    const payer = privateKeyToAccount(stack.payerKeys[0]!);
+    const before = await Promise.all([
+      usdcBalance(stack.rpcUrl, stack.usdc, payer.address),
+      usdcBalance(stack.rpcUrl, stack.usdc, contract),
+    ]);
+    const client = new x402Client().register("eip155:*", new ExactEvmClientScheme(payer));
+    const paid = await wrapFetchWithPayment(fetch, client)(`${server.origin}/report`);
+    assert.equal(paid.status, 200, await paid.clone().text());
+    const settle = decodePaymentResponseHeader(paid.headers.get("PAYMENT-RESPONSE")!);
+    assert.equal(settle.success, true);
+    const after = await Promise.all([
+      usdcBalance(stack.rpcUrl, stack.usdc, payer.address),
+      usdcBalance(stack.rpcUrl, stack.usdc, contract),
+    ]);
+    assert.equal(before[0] - after[0], PRICE_ATOMIC, "the payer paid exactly the price");
+    assert.equal(after[1] - before[1], PRICE_ATOMIC, "the contract holds it");
+
+    const listed = await json<{
+      receipts: {
+        state: string;
+        amount: string;
+        receipt: { receipt: Record<string, unknown>; signature: string } | null;
+      }[];
+    }>(await merchantUser.call("/api/confidential/receipts"));
+    assert.equal(listed.receipts.length, 1);
+    assert.equal(listed.receipts[0]!.state, "pending");
+    assert.equal(listed.receipts[0]!.amount, PRICE_ATOMIC.toString());
+    const receipt = listed.receipts[0]!.receipt!;
+    assert.equal(receipt.receipt["merchant"], wallet.address);
+    assert.equal(receipt.receipt["amount"], PRICE_ATOMIC.toString());
+    assert.match(receipt.signature, /^0x[0-9a-f]{130}$/);
+    const ext = (settle as { extensions?: Record<string, unknown> }).extensions;
+    if (ext)
+      assert.deepEqual(ext["confidential"], receipt, "the settle answer carried the same receipt");
+
+    // Quota: a confidential settlement costs its tier's units.
+    const row = await stack.service.db
+      .selectFrom("settlements")
+      .select(["status", "units"])
+      .where("account_id", "=", merchantUser.accountId)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(row, { status: "succeeded", units: 2 });
+  });
+
+  test("a key of another account cannot settle to this merchant; a plain payment to the contract is refused", async () => {
+    const stranger = await signedInUser(stack.service.db, stack.url);
+    const strangerKey = (await createApiKey(stack.service.db, stranger.accountId, "x")).key;
+    const requirements = {
+      ...requirementsFor({ network: "eip155:8453", usdc: stack.usdc, payTo: contract }),
+      extra: {
+        name: "USD Coin",
+        version: "2",
+        confidential: true,
+        merchant: wallet.address,
+        assetTransferMethod: "eip3009",
+      },
+    };
+    const payer = privateKeyToAccount(stack.payerKeys[1]!);
+    const before = await usdcBalance(stack.rpcUrl, stack.usdc, payer.address);
+    const payload = await signPayment(stack.payerKeys[1]!, requirements);
+    const verify = await json(
+      await post(stack.url, "/verify", paymentRequest(payload, requirements), strangerKey),
+    );
+    assert.equal(verify["isValid"], false);
+    assert.equal(verify["invalidReason"], "confidential_merchant_not_owned");
+    const settle = await json(
+      await post(stack.url, "/settle", paymentRequest(payload, requirements), strangerKey),
+    );
+    assert.equal(settle["success"], false);
+    assert.equal(settle["errorReason"], "confidential_merchant_not_owned");
+    assert.equal(settle["transaction"], "");
+
+    const plain = requirementsFor({ network: "eip155:8453", usdc: stack.usdc, payTo: contract });
+    const plainPayload = await signPayment(stack.payerKeys[1]!, plain);
+    const plainSettle = await json(
+      await post(stack.url, "/settle", paymentRequest(plainPayload, plain), merchantKey),
+    );
+    assert.equal(plainSettle["errorReason"], "invalid_confidential_offer");
+
+    assert.equal(
+      await usdcBalance(stack.rpcUrl, stack.usdc, payer.address),
+      before,
+      "nothing moved",
+    );
+    const failed = await stack.service.db
+      .selectFrom("settlements")
+      .select("error_reason")
+      .where("status", "=", "failed")
+      .where("payer", "=", payer.address.toLowerCase())
+      .execute();
+    assert.deepEqual(
+      failed.map((f) => f.error_reason).sort(),
+      ["confidential_merchant_not_owned", "invalid_confidential_offer"],
+      "every refusal is recorded",
+    );
+  });
+
+  test("the batch at a simulated midnight credits the slot once; the wallet withdraws to its address", async () => {
+    const vault = stack.service.confidential.vault!;
+    const slot = BigInt(
+      (await json<{ slot: string }>(await merchantUser.call("/api/confidential"))).slot,
+    );
+    assert.equal(await vault.balance(slot), 0n, "pending is not available");
+
+    // Move the chain and the service's clock past the next 00:00 UTC.
+    const chainNow = Number(await vault.chainTime());
+    const midnight = (utcDay(new Date(chainNow * 1000)) + 1) * 86_400;
+    const testClient = createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) });
+    await testClient.setNextBlockTimestamp({ timestamp: BigInt(midnight + 60) });
+    await testClient.mine({ blocks: 1 });
+    const now = new Date((midnight + 60) * 1000);
+    const batch = stack.service.confidential.batch!;
+    const day = utcDay(now) - 1;
+    const first = await batch.run(day, now);
+    assert.equal(first.ran, true);
+    assert.equal(await vault.balance(slot), PRICE_ATOMIC);
+    const second = await batch.run(day, now);
+    assert.deepEqual(second, { ran: false, day, why: "done" });
+    assert.equal(await vault.balance(slot), PRICE_ATOMIC, "credited once");
+    const listed = await json<{ receipts: { state: string }[] }>(
+      await merchantUser.call("/api/confidential/receipts"),
+    );
+    assert.equal(listed.receipts[0]!.state, "available");
+
+    const withdraw = async (amount: bigint) => {
+      const { typedData } = await json<{ typedData: Record<string, unknown> }>(
+        await merchantUser.call("/api/confidential/withdrawals/request", {
+          method: "POST",
+          body: { amount: amount.toString() },
+        }),
+      );
+      const signature = await wallet.signTypedData(typedDataFromJson(typedData));
+      const res = await merchantUser.call("/api/confidential/withdrawals", {
+        method: "POST",
+        body: { typedData, signature },
+      });
+      assert.equal(res.status, 200, await res.clone().text());
+      return json<{ state: string; paidAmount: string }>(res);
+    };
+
+    // Above the available balance: nothing moves.
+    const tooMuch = await withdraw(PRICE_ATOMIC + 1n);
+    assert.deepEqual([tooMuch.state, tooMuch.paidAmount], ["finalized", "0"]);
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, wallet.address), 0n);
+
+    const done = await withdraw(PRICE_ATOMIC);
+    assert.deepEqual([done.state, done.paidAmount], ["finalized", PRICE_ATOMIC.toString()]);
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, wallet.address), PRICE_ATOMIC);
+    assert.equal(await vault.balance(slot), 0n);
+  });
+});
