@@ -231,8 +231,46 @@ export async function startDevnetFhevm(opts: DevnetFhevmOptions): Promise<Devnet
   });
   const kms = new ethers.Wallet(devnetKmsSignerKey());
   const coprocessorSigner = new ethers.Wallet(devnetCoprocessorSignerKey());
-  const db = new mock.FhevmDBMap();
+  type Metadata = { blockNumber: number; index: number; transactionHash: string };
+  const file = opts.cleartextFile;
+  let linesRead = 0;
+  /** Inserts the file's entries not seen yet: inputs other processes encrypted. */
+  const readNewEntries = async (into: {
+    insertHandleBytes32(
+      h: string,
+      c: string,
+      m: Metadata,
+      o?: { replace?: boolean },
+    ): Promise<void>;
+  }) => {
+    if (!file || !existsSync(file)) return;
+    const lines = readFileSync(file, "utf8")
+      .split("\n")
+      .filter((l) => l.trim());
+    for (const line of lines.slice(linesRead)) {
+      const { handle, clearHex, metadata } = JSON.parse(line) as {
+        handle: string;
+        clearHex: string;
+        metadata: Metadata;
+      };
+      await into.insertHandleBytes32(handle, clearHex, metadata, { replace: true });
+    }
+    linesRead = lines.length;
+  };
+  // On the devnet the "KMS" is whatever the mock coprocessors know, so one
+  // that misses a handle looks in the shared file before giving up, as
+  // every client of Zama's one KMS would find it.
+  class SharedDB extends mock.FhevmDBMap {
+    override async queryHandleBytes32(handle: string) {
+      const found = await this.tryQueryHandleBytes32(handle);
+      if (found) return found;
+      await readNewEntries(this);
+      return super.queryHandleBytes32(handle);
+    }
+  }
+  const db = new SharedDB();
   await db.init(0);
+  await readNewEntries(db);
   const coprocessor = await mock.MockCoprocessor.create(provider, {
     coprocessorContractAddress: FHEVM_HOST.executor,
     coprocessorSigners: [coprocessorSigner],
@@ -251,17 +289,6 @@ export async function startDevnetFhevm(opts: DevnetFhevmOptions): Promise<Devnet
       appendFileSync(opts.cleartextFile, JSON.stringify({ handle, clearHex, metadata }) + "\n");
     }
   };
-  if (opts.cleartextFile && existsSync(opts.cleartextFile)) {
-    for (const line of readFileSync(opts.cleartextFile, "utf8").split("\n")) {
-      if (!line.trim()) continue;
-      const { handle, clearHex, metadata } = JSON.parse(line) as {
-        handle: string;
-        clearHex: string;
-        metadata: { blockNumber: number; index: number; transactionHash: string };
-      };
-      await coprocessor.insertHandleBytes32(handle, clearHex, metadata);
-    }
-  }
 
   // What Zama's relayer answers, computed here. The mock instance asks
   // through this object's `send`, as it would a JSON-RPC provider.

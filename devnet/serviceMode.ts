@@ -58,6 +58,20 @@ export interface RunningDevnet {
   chains: ChainSetup;
   /** The API key from the previous run, if the file had one. */
   previousApiKey: string | undefined;
+  /**
+   * The confidential vault on eip155:8453, ready for `createConfidentialVault`
+   * (src/chains/evm/confidential) with `mode: { devnet: { cleartextFile } }`.
+   */
+  confidential:
+    | {
+        rpcUrl: string;
+        chainId: number;
+        contractAddress: `0x${string}`;
+        operatorKey: Hex;
+        receiptSignerKey: Hex;
+        cleartextFile: string;
+      }
+    | undefined;
   /** Stops every local chain. */
   stop(): Promise<void>;
 }
@@ -121,6 +135,19 @@ export async function bootDevnet(
   );
   const infos = Object.entries(devnet.networks);
   const keys = infos[0]?.[1].facilitatorPrivateKeys ?? [];
+  const base = devnet.networks["eip155:8453"];
+  const confidential =
+    base?.confidential === undefined
+      ? undefined
+      : {
+          rpcUrl: base.rpcUrl,
+          chainId: base.chainId,
+          contractAddress: base.confidential.contractAddress,
+          operatorKey: base.confidential.operatorPrivateKey,
+          receiptSignerKey: base.confidential.receiptSignerPrivateKey,
+          // Beside the kept chain: encrypted inputs stay decryptable across restarts.
+          cleartextFile: join(config.dataDir, "devnet-chains", "8453.fhevm-inputs.jsonl"),
+        };
   return {
     devnet,
     solana,
@@ -128,6 +155,7 @@ export async function bootDevnet(
     near,
     starknet,
     previousApiKey,
+    confidential,
     chains: {
       evm: {
         networks: infos.map(([id, info]) => ({ id, rpcUrls: [info.rpcUrl] })),

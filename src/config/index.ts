@@ -21,6 +21,7 @@ import { NEAR_NETWORKS } from "../networks/near.js";
 import { parseStarknetConfig, type StarknetConfig } from "./starknet.js";
 import { STARKNET_NETWORKS } from "../networks/starknet.js";
 import { parseAuthConfig, type AuthConfig } from "./auth.js";
+import { parseConfidentialConfig, type ConfidentialConfig } from "./confidential.js";
 import { z } from "zod";
 import {
   DEVNET_WALLET_FACTORY_ADDRESS,
@@ -138,6 +139,11 @@ export interface Config {
   };
   /** Dashboard sign-in, sessions and the built web app (config/auth.ts). */
   readonly auth: AuthConfig;
+  /**
+   * Confidential settlement's vault, keys and fhEVM (src/config/confidential.ts);
+   * undefined when not configured. Devnet mode takes these from the devnet.
+   */
+  readonly confidential: ConfidentialConfig | undefined;
   readonly devnet: {
     readonly networks: readonly string[];
     readonly blockTimeSeconds: number;
@@ -362,6 +368,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
   }
 
+  const confidential = parseConfidentialConfig(env, (name) => readSecret(env, name));
+  if (confidential && mode === "production" && !evmNetworks.some((n) => n.id === "eip155:8453")) {
+    throw new ConfigError(
+      "confidential settlement runs on eip155:8453: set EVM_RPC_URLS_8453 as well",
+    );
+  }
+  if (confidential && mode === "devnet") {
+    throw new ConfigError(
+      "CONFIDENTIAL_* variables are for production; devnet mode places its own vault: remove them",
+    );
+  }
+
   // Every network of every family, in the registry's order.
   const allNetworkIds = [
     ...EVM_NETWORKS,
@@ -438,6 +456,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       batchLeaseMs: e.CONFIDENTIAL_BATCH_LEASE_MS,
     },
     auth: parseAuthConfig(env, mode, (name) => readSecret(env, name)),
+    confidential,
     chains:
       mode === "production"
         ? {

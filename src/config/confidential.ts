@@ -1,0 +1,125 @@
+/**
+ * Confidential settlement's configuration in production, from the
+ * environment (devnet mode needs none: the devnet places the vault and the
+ * mock fhEVM and hands over their keys). All or nothing: any variable set
+ * makes the rest required, and none set means confidential settlement is off.
+ *
+ * - `CONFIDENTIAL_CONTRACT_ADDRESS`: the vault on eip155:8453 (the
+ *   confidential `payTo`). The chain is reached through `EVM_RPC_URLS_8453`.
+ * - `CONFIDENTIAL_OPERATOR_KEY` or, better, `CONFIDENTIAL_OPERATOR_KEY_FILE`:
+ *   the vault's operator (assigns slots, submits batches, withdrawals and
+ *   finalizations, pays their gas). Not one of `EVM_PRIVATE_KEYS`: its
+ *   transactions must not share nonces with the settlement signers.
+ * - `CONFIDENTIAL_RECEIPT_SIGNER_KEY` / `_FILE`: signs payment receipts.
+ * - `CONFIDENTIAL_RELAYER_URL`: Zama's relayer (input proofs, decryptions).
+ * - `CONFIDENTIAL_ACL_ADDRESS`, `CONFIDENTIAL_EXECUTOR_ADDRESS`,
+ *   `CONFIDENTIAL_KMS_VERIFIER_ADDRESS`, `CONFIDENTIAL_INPUT_VERIFIER_ADDRESS`:
+ *   the fhEVM host contracts on the chain.
+ * - `CONFIDENTIAL_DECRYPTION_ADDRESS`, `CONFIDENTIAL_INPUT_VERIFICATION_ADDRESS`,
+ *   `CONFIDENTIAL_GATEWAY_CHAIN_ID`: the gateway chain's contracts and id that
+ *   the KMS and coprocessor signatures are bound to.
+ */
+import { ConfigError } from "./configError.js";
+
+export interface ConfidentialConfig {
+  contractAddress: `0x${string}`;
+  operatorKey: `0x${string}`;
+  receiptSignerKey: `0x${string}`;
+  fhevm: {
+    relayerUrl: string;
+    aclAddress: `0x${string}`;
+    executorAddress: `0x${string}`;
+    kmsVerifierAddress: `0x${string}`;
+    inputVerifierAddress: `0x${string}`;
+    decryptionAddress: `0x${string}`;
+    inputVerificationAddress: `0x${string}`;
+    gatewayChainId: number;
+  };
+}
+
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const KEY = /^0x[0-9a-fA-F]{64}$/;
+
+const ADDRESS_VARS = {
+  contractAddress: "CONFIDENTIAL_CONTRACT_ADDRESS",
+  aclAddress: "CONFIDENTIAL_ACL_ADDRESS",
+  executorAddress: "CONFIDENTIAL_EXECUTOR_ADDRESS",
+  kmsVerifierAddress: "CONFIDENTIAL_KMS_VERIFIER_ADDRESS",
+  inputVerifierAddress: "CONFIDENTIAL_INPUT_VERIFIER_ADDRESS",
+  decryptionAddress: "CONFIDENTIAL_DECRYPTION_ADDRESS",
+  inputVerificationAddress: "CONFIDENTIAL_INPUT_VERIFICATION_ADDRESS",
+} as const;
+
+/** Every variable, for "set all of them" messages. */
+export const CONFIDENTIAL_VARIABLES = [
+  ...Object.values(ADDRESS_VARS),
+  "CONFIDENTIAL_OPERATOR_KEY",
+  "CONFIDENTIAL_RECEIPT_SIGNER_KEY",
+  "CONFIDENTIAL_RELAYER_URL",
+  "CONFIDENTIAL_GATEWAY_CHAIN_ID",
+] as const;
+
+/**
+ * `readSecret` reads VAR or the file named by VAR_FILE (src/config/index.ts).
+ * Returns undefined when nothing is set.
+ */
+export function parseConfidentialConfig(
+  env: NodeJS.ProcessEnv,
+  readSecret: (name: string) => string | undefined,
+): ConfidentialConfig | undefined {
+  const value = (name: string) => env[name]?.trim() || undefined;
+  const operatorKey = readSecret("CONFIDENTIAL_OPERATOR_KEY")?.trim();
+  const receiptSignerKey = readSecret("CONFIDENTIAL_RECEIPT_SIGNER_KEY")?.trim();
+  const set = CONFIDENTIAL_VARIABLES.filter((name) =>
+    name === "CONFIDENTIAL_OPERATOR_KEY"
+      ? operatorKey
+      : name === "CONFIDENTIAL_RECEIPT_SIGNER_KEY"
+        ? receiptSignerKey
+        : value(name),
+  );
+  if (set.length === 0) return undefined;
+  const missing = CONFIDENTIAL_VARIABLES.filter((name) => !set.includes(name));
+  if (missing.length > 0) {
+    throw new ConfigError(
+      `confidential settlement is partly configured: also set ${missing.join(", ")} (keys may be given as *_FILE)`,
+    );
+  }
+
+  const addresses = {} as Record<keyof typeof ADDRESS_VARS, `0x${string}`>;
+  for (const [field, name] of Object.entries(ADDRESS_VARS) as [
+    keyof typeof ADDRESS_VARS,
+    string,
+  ][]) {
+    const v = value(name)!;
+    if (!ADDRESS.test(v)) throw new ConfigError(`${name} must be a 0x-prefixed 20-byte address`);
+    addresses[field] = v as `0x${string}`;
+  }
+  // Never echo a key: only which variable is wrong.
+  for (const [name, key] of [
+    ["CONFIDENTIAL_OPERATOR_KEY", operatorKey],
+    ["CONFIDENTIAL_RECEIPT_SIGNER_KEY", receiptSignerKey],
+  ] as const) {
+    if (!KEY.test(key ?? ""))
+      throw new ConfigError(`${name} must be a 0x-prefixed 32-byte hex key`);
+  }
+  if (operatorKey!.toLowerCase() === receiptSignerKey!.toLowerCase()) {
+    throw new ConfigError(
+      "CONFIDENTIAL_OPERATOR_KEY and CONFIDENTIAL_RECEIPT_SIGNER_KEY must be different keys",
+    );
+  }
+  const relayerUrl = value("CONFIDENTIAL_RELAYER_URL")!;
+  if (!/^https:\/\//.test(relayerUrl)) {
+    throw new ConfigError("CONFIDENTIAL_RELAYER_URL must be an https:// URL");
+  }
+  const gatewayChainId = Number(value("CONFIDENTIAL_GATEWAY_CHAIN_ID"));
+  if (!Number.isInteger(gatewayChainId) || gatewayChainId <= 0) {
+    throw new ConfigError("CONFIDENTIAL_GATEWAY_CHAIN_ID must be a positive whole number");
+  }
+  const { contractAddress, ...hostAddresses } = addresses;
+  return {
+    contractAddress,
+    operatorKey: operatorKey as `0x${string}`,
+    receiptSignerKey: receiptSignerKey as `0x${string}`,
+    fhevm: { relayerUrl, gatewayChainId, ...hostAddresses },
+  };
+}

@@ -1,0 +1,664 @@
+/**
+ * The confidential settlement vault on the devnet's eip155:8453, through the
+ * service's module (src/chains/evm/confidential) and a merchant's wallet on
+ * its own (test/support/confidentialWallet.ts): the fhEVM host contracts,
+ * the mock coprocessor and KMS, real USDC authorizations, anvil time travel.
+ *
+ * Each test starts on a fresh UTC day of the chain (time only moves
+ * forward), so none depends on another's payments or batches. Gas of each
+ * operation is recorded and printed at the end.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  createPublicClient,
+  createTestClient,
+  createWalletClient,
+  decodeFunctionData,
+  defineChain,
+  encodeAbiParameters,
+  http,
+  parseAbi,
+  toHex,
+  type Address,
+  type Hex,
+  type PublicClient,
+  type TestClient,
+} from "viem";
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { randomBytes } from "node:crypto";
+import { authorizationTypes } from "@x402/evm";
+import { startDevnet, type Devnet } from "../../devnet/index.js";
+import {
+  createConfidentialVault,
+  type ConfidentialVault,
+  type DayCredit,
+  type SignedReceipt,
+} from "../../src/chains/evm/confidential/vault.js";
+import { confidentialVaultAbi } from "../../src/chains/evm/confidential/vaultAbi.js";
+import { loadArtifacts } from "../../devnet/compile.js";
+import {
+  decryptConfirmation,
+  merchantWallet,
+  type MerchantWallet,
+} from "../support/confidentialWallet.js";
+
+const NETWORK = "eip155:8453";
+const CHAIN_ID = 8453;
+const DAY = 86_400n;
+const CHAIN = defineChain({
+  id: CHAIN_ID,
+  name: "Base (devnet)",
+  nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+  rpcUrls: { default: { http: [] } },
+});
+const USDC_ABI = parseAbi([
+  "function balanceOf(address) view returns (uint256)",
+  "function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)",
+]);
+
+describe("confidential settlement vault (devnet, fhEVM mock)", () => {
+  let devnet: Devnet;
+  let client: PublicClient;
+  let testClient: TestClient;
+  let vault: ConfidentialVault;
+  let usdc: Address;
+  let payerKeys: Hex[];
+  let cleartextDir: string;
+  let cleartextFile: string;
+  const gas: Record<string, bigint[]> = {};
+  const record = (what: string, used: bigint) => (gas[what] ??= []).push(used);
+
+  before(async () => {
+    devnet = await startDevnet({
+      networks: [NETWORK],
+      blockTimeSeconds: 0,
+      outFile: null,
+      payers: 3,
+    });
+    const info = devnet.networks[NETWORK]!;
+    const confidential = info.confidential!;
+    client = createPublicClient({ transport: http(info.rpcUrl), pollingInterval: 50 });
+    testClient = createTestClient({ transport: http(info.rpcUrl), mode: "anvil" });
+    usdc = info.assets["USDC"]!;
+    payerKeys = info.payerPrivateKeys;
+    cleartextDir = mkdtempSync(join(tmpdir(), "confidential-"));
+    cleartextFile = join(cleartextDir, "cleartexts.jsonl");
+    vault = await createConfidentialVault({
+      rpcUrl: info.rpcUrl,
+      chainId: CHAIN_ID,
+      contractAddress: confidential.contractAddress,
+      operatorKey: confidential.operatorPrivateKey,
+      receiptSignerKey: confidential.receiptSignerPrivateKey,
+      mode: { devnet: { cleartextFile } },
+      slotsPerTransaction: 8,
+    });
+  });
+
+  after(async () => {
+    await vault?.close();
+    await devnet?.stop();
+    if (cleartextDir) rmSync(cleartextDir, { recursive: true, force: true });
+    const lines = Object.entries(gas).map(([what, used]) => {
+      const avg = used.reduce((a, b) => a + b, 0n) / BigInt(used.length);
+      return `  ${what}: ${avg} gas (n=${used.length})`;
+    });
+    process.stdout.write(`confidential vault gas:\n${lines.join("\n")}\n`);
+  });
+
+  // ---- helpers ----
+
+  const chainTime = async () => (await client.getBlock()).timestamp;
+  const currentDay = async () => Number((await chainTime()) / DAY);
+  /** Moves the chain to the start of the next UTC day (plus a minute). */
+  const nextDay = async (): Promise<number> => {
+    const now = await chainTime();
+    const target = (now / DAY + 1n) * DAY + 60n;
+    await testClient.setNextBlockTimestamp({ timestamp: target });
+    await testClient.mine({ blocks: 1 });
+    return Number(target / DAY);
+  };
+  const warp = async (seconds: bigint) => {
+    await testClient.increaseTime({ seconds: Number(seconds) });
+    await testClient.mine({ blocks: 1 });
+  };
+  const usdcBalance = (who: Address) =>
+    client.readContract({ address: usdc, abi: USDC_ABI, functionName: "balanceOf", args: [who] });
+
+  interface Merchant {
+    account: PrivateKeyAccount;
+    slot: bigint;
+    secret: Hex;
+    wallet: MerchantWallet;
+  }
+  const enable = async (): Promise<Merchant> => {
+    const account = privateKeyToAccount(generatePrivateKey());
+    await testClient.setBalance({ address: account.address, value: 10n ** 18n });
+    const walletSignature = await account.signMessage({
+      message: vault.enablementMessage(account.address, "acct_test"),
+    });
+    const { slot, secret, txHash } = await vault.assignSlot({
+      merchant: account.address,
+      accountRef: "acct_test",
+      walletSignature,
+    });
+    if (txHash) {
+      record("assignSlot", (await client.getTransactionReceipt({ hash: txHash })).gasUsed);
+    }
+    const wallet = merchantWallet({
+      account,
+      rpcUrl: devnet.networks[NETWORK]!.rpcUrl,
+      chainId: CHAIN_ID,
+      vault: vault.address,
+      publicClient: client,
+    });
+    return { account, slot, secret, wallet };
+  };
+
+  interface Payment {
+    payer: Address;
+    nonce: Hex;
+    amount: bigint;
+    signed: SignedReceipt;
+    txHash: Hex;
+  }
+  /** A confidential payment: the payer's USDC authorization to the vault, settled as any exact payment, then our receipt. */
+  const pay = async (merchant: Merchant, amount: bigint, payerIndex = 0): Promise<Payment> => {
+    const payer = privateKeyToAccount(payerKeys[payerIndex % payerKeys.length]!);
+    const nonce = toHex(randomBytes(32));
+    const now = await chainTime();
+    const authorization = {
+      from: payer.address,
+      to: vault.address,
+      value: amount,
+      validAfter: 0n,
+      validBefore: now + 3600n,
+      nonce,
+    };
+    const signature = await payer.signTypedData({
+      domain: { name: "USD Coin", version: "2", chainId: CHAIN_ID, verifyingContract: usdc },
+      types: authorizationTypes,
+      primaryType: "TransferWithAuthorization",
+      message: authorization,
+    });
+    // Anyone may submit an EIP-3009 authorization; the service's signer pool does in production.
+    const submitter = createWalletClient({
+      transport: http(devnet.networks[NETWORK]!.rpcUrl),
+      account: privateKeyToAccount(devnet.networks[NETWORK]!.facilitatorPrivateKeys[0]!),
+      chain: CHAIN,
+    });
+    const txHash = await submitter.writeContract({
+      address: usdc,
+      abi: USDC_ABI,
+      functionName: "transferWithAuthorization",
+      args: [payer.address, vault.address, amount, 0n, authorization.validBefore, nonce, signature],
+      chain: CHAIN,
+    });
+    const r = await client.waitForTransactionReceipt({ hash: txHash });
+    assert.equal(r.status, "success");
+    const signed = await vault.signReceipt({
+      paymentNonce: nonce,
+      payer: payer.address,
+      merchant: merchant.account.address,
+      slot: merchant.slot,
+      amount,
+      day: await currentDay(),
+    });
+    return { payer: payer.address, nonce, amount, signed, txHash };
+  };
+  const creditsOf = (byMerchant: Map<Merchant, Payment[]>): DayCredit[] =>
+    [...byMerchant].map(([m, payments]) => ({
+      slot: m.slot,
+      amount: payments.reduce((s, p) => s + p.amount, 0n),
+      receipts: payments.map((p) => ({ payer: p.payer, nonce: p.nonce, amount: p.amount })),
+    }));
+  const batch = async (day: number, credits: DayCredit[]) => {
+    const result = await vault.creditDay({ day, credits });
+    for (const hash of result.txHashes) {
+      const r = await client.getTransactionReceipt({ hash });
+      const tx = await client.getTransaction({ hash });
+      const call = decodeFunctionData({ abi: confidentialVaultAbi, data: tx.input });
+      if (call.functionName === "creditSlots") {
+        const slots = (call.args[1] as readonly bigint[]).length;
+        record(`creditSlots per slot (${slots} per tx)`, r.gasUsed / BigInt(slots));
+      } else if (call.functionName === "markReceipts") {
+        const refs = (call.args[1] as readonly unknown[]).length;
+        record("markReceipts per receipt", r.gasUsed / BigInt(refs));
+      } else {
+        record(call.functionName, r.gasUsed);
+      }
+    }
+    return result;
+  };
+  const withdraw = async (m: Merchant, amount: bigint) => {
+    const { request, typedData } = await vault.prepareWithdraw({
+      slot: m.slot,
+      merchant: m.account.address,
+      amount,
+    });
+    const signature = await m.account.signTypedData(typedData);
+    const submitted = await vault.submitWithdraw({ request, secret: m.secret, signature });
+    if (submitted.txHash) {
+      record(
+        "requestWithdraw",
+        (await client.getTransactionReceipt({ hash: submitted.txHash })).gasUsed,
+      );
+    }
+    return { ...submitted, request, signature };
+  };
+
+  // ---- tests ----
+
+  test("a slot is assigned on-chain once per merchant, and nobody can rebind it", async () => {
+    const m = await enable();
+    const again = await vault.assignSlot({
+      merchant: m.account.address,
+      accountRef: "acct_test",
+      walletSignature: await m.account.signMessage({
+        message: vault.enablementMessage(m.account.address, "acct_test"),
+      }),
+    });
+    assert.equal(again.slot, m.slot, "the same merchant and signature get the same slot");
+    assert.equal(again.txHash, null);
+
+    // The operator (the only account that may assign) can add slots but has
+    // no function that changes a slot's commitment: an attacker's commitment
+    // becomes a new slot, and a withdrawal from m's slot to another address fails.
+    const [commitmentBefore] = await client.readContract({
+      address: vault.address,
+      abi: confidentialVaultAbi,
+      functionName: "slotInfo",
+      args: [m.slot],
+    });
+    const attacker = privateKeyToAccount(generatePrivateKey());
+    const attackerCommitment = encodeAbiParameters(
+      [{ type: "address" }, { type: "bytes32" }],
+      [attacker.address, m.secret],
+    );
+    const operator = createWalletClient({
+      transport: http(devnet.networks[NETWORK]!.rpcUrl),
+      account: privateKeyToAccount(devnet.networks[NETWORK]!.confidential!.operatorPrivateKey),
+      chain: CHAIN,
+    });
+    const { keccak256 } = await import("viem");
+    const hash = await operator.writeContract({
+      address: vault.address,
+      abi: confidentialVaultAbi,
+      functionName: "assignSlot",
+      args: [keccak256(attackerCommitment)],
+      chain: CHAIN,
+    });
+    await client.waitForTransactionReceipt({ hash });
+    const [commitmentAfter] = await client.readContract({
+      address: vault.address,
+      abi: confidentialVaultAbi,
+      functionName: "slotInfo",
+      args: [m.slot],
+    });
+    assert.equal(commitmentAfter, commitmentBefore);
+    const abiFunctions = confidentialVaultAbi
+      .filter(
+        (e) =>
+          e.type === "function" && e.stateMutability !== "view" && e.stateMutability !== "pure",
+      )
+      .map((e) => (e as { name: string }).name)
+      .sort();
+    assert.deepEqual(abiFunctions, [
+      "assignSlot",
+      "cancelWithdraw",
+      "closeDay",
+      "creditSlots",
+      "finalizeWithdraw",
+      "initialize",
+      "markReceipts",
+      "redeemReceipt",
+      "requestWithdraw",
+    ]);
+    // initialize cannot run again (it would replace the operator or signer).
+    await assert.rejects(
+      operator.writeContract({
+        address: vault.address,
+        abi: confidentialVaultAbi,
+        functionName: "initialize",
+        args: [
+          usdc,
+          attacker.address,
+          attacker.address,
+          { ACLAddress: usdc, CoprocessorAddress: usdc, KMSVerifierAddress: usdc },
+        ],
+      }),
+      /AlreadyInitialized/,
+    );
+    // A withdrawal the attacker signs for m's slot is refused: the commitment names m.
+    const { request } = await vault.prepareWithdraw({
+      slot: m.slot,
+      merchant: attacker.address,
+      amount: 1n,
+    });
+    const signature = await attacker.signTypedData(vault.withdrawTypedData(request));
+    await assert.rejects(
+      vault.submitWithdraw({ request, secret: m.secret, signature }),
+      /NotSlotOwner/,
+    );
+  });
+
+  test("collect, then the daily batch credits; a second batch credits nothing; pending is not spendable", async () => {
+    await nextDay();
+    const a = await enable();
+    const b = await enable();
+    const day = await currentDay();
+    const payments = new Map([
+      [a, [await pay(a, 1_500_000n), await pay(a, 250_000n, 1)]],
+      [b, [await pay(b, 3_000_000n, 2)]],
+    ]);
+    // Pending (paid, not yet batched) is not spendable: the debit moves nothing.
+    const early = await withdraw(a, 1_000_000n);
+    const before = await usdcBalance(a.account.address);
+    const fin = await vault.finalizeWithdraw(early.withdrawalId);
+    assert.equal(fin.paid, false);
+    assert.equal(await usdcBalance(a.account.address), before);
+
+    await assert.rejects(vault.creditDay({ day, credits: creditsOf(payments) }), /batch runs from/);
+    await nextDay();
+    const first = await batch(day, creditsOf(payments));
+    assert.ok(first.credited.includes(a.slot) && first.credited.includes(b.slot));
+    assert.equal(first.total, 4_750_000n);
+    assert.equal(await vault.balance(a.slot), 1_750_000n);
+    assert.equal(await vault.balance(b.slot), 3_000_000n);
+
+    const second = await vault.creditDay({ day, credits: creditsOf(payments) });
+    assert.deepEqual(second.txHashes, []);
+    assert.equal(await vault.balance(a.slot), 1_750_000n, "no second credit");
+
+    // The day's audit flag decrypts to true: the slot credits add up to the receipts.
+    const [, , , closed, flag] = await client.readContract({
+      address: vault.address,
+      abi: confidentialVaultAbi,
+      functionName: "dayInfo",
+      args: [BigInt(day)],
+    });
+    assert.equal(closed, true);
+    assert.equal(
+      await decryptConfirmation({
+        rpcUrl: devnet.networks[NETWORK]!.rpcUrl,
+        chainId: CHAIN_ID,
+        cleartextFile,
+        handle: flag,
+      }),
+      true,
+    );
+  });
+
+  test("a batch retried after a crash mid-batch credits each slot once", async () => {
+    await nextDay();
+    const a = await enable();
+    const day = await currentDay();
+    const p = await pay(a, 700_000n);
+    await nextDay();
+    // The crash: the first run marked the receipt and credited a's slot, then stopped.
+    const { handles, inputProof } = await (async () => {
+      const { fheClient } = await import("../../src/chains/evm/confidential/fhe.js");
+      const { startDevnetFhevm } = await import("../../devnet/fhevm.js");
+      const running = await startDevnetFhevm({
+        rpcUrl: devnet.networks[NETWORK]!.rpcUrl,
+        chainId: CHAIN_ID,
+        cleartextFile,
+      });
+      try {
+        return await fheClient(running.instance).encryptAmounts(vault.address, vault.operator, [
+          700_000n,
+        ]);
+      } finally {
+        running.close();
+      }
+    })();
+    const operator = createWalletClient({
+      transport: http(devnet.networks[NETWORK]!.rpcUrl),
+      account: privateKeyToAccount(devnet.networks[NETWORK]!.confidential!.operatorPrivateKey),
+      chain: CHAIN,
+    });
+    for (const call of [
+      {
+        functionName: "markReceipts",
+        args: [BigInt(day), [{ payer: p.payer, nonce: p.nonce, amount: p.amount }]],
+      },
+      { functionName: "creditSlots", args: [BigInt(day), [a.slot], handles, inputProof] },
+      // The same chunk sent twice (a retry that raced the first): skipped.
+      { functionName: "creditSlots", args: [BigInt(day), [a.slot], handles, inputProof] },
+    ] as const) {
+      const hash = await operator.writeContract({
+        address: vault.address,
+        abi: confidentialVaultAbi,
+        ...(call as unknown as { functionName: "closeDay"; args: [bigint] }),
+      });
+      assert.equal((await client.waitForTransactionReceipt({ hash })).status, "success");
+    }
+    assert.equal(await vault.balance(a.slot), 700_000n);
+    const retry = await batch(day, creditsOf(new Map([[a, [p]]])));
+    assert.ok(retry.alreadyCredited.includes(a.slot));
+    assert.ok(!retry.credited.includes(a.slot));
+    assert.equal(retry.total, 700_000n);
+    assert.equal(await vault.balance(a.slot), 700_000n);
+  });
+
+  test("a receipt whose credit was withheld is redeemed once by the merchant; batch-credited receipts are refused", async () => {
+    await nextDay();
+    const m = await enable();
+    const day = await currentDay();
+    const credited = await pay(m, 400_000n);
+    const withheld = await pay(m, 900_000n, 1);
+    await nextDay();
+    // The batch leaves one payment out (the failure a receipt guards against).
+    await batch(day, creditsOf(new Map([[m, [credited]]])));
+    assert.equal(await vault.balance(m.slot), 400_000n);
+
+    // Too early: the day's batch window is still open.
+    assert.equal((await m.wallet.redeemReceipt(withheld.signed)).status, "reverted");
+    await warp(DAY);
+    const redeemed = await m.wallet.redeemReceipt(withheld.signed);
+    assert.equal(redeemed.status, "success");
+    record("redeemReceipt", redeemed.gasUsed);
+    assert.equal(await vault.balance(m.slot), 1_300_000n);
+    assert.equal(
+      (await m.wallet.redeemReceipt(withheld.signed)).status,
+      "reverted",
+      "second redeem",
+    );
+    assert.equal(
+      (await m.wallet.redeemReceipt(credited.signed)).status,
+      "reverted",
+      "batch-credited",
+    );
+    assert.equal(await vault.balance(m.slot), 1_300_000n);
+
+    // A receipt we did not sign is refused.
+    const forged = {
+      ...withheld.signed,
+      receipt: { ...withheld.signed.receipt, amount: "999999999" },
+    };
+    assert.equal((await m.wallet.redeemReceipt(forged)).status, "reverted");
+  });
+
+  test("withdrawals: within balance the USDC arrives; above it nothing moves; stalled ones are cancelled after 24 h", async () => {
+    await nextDay();
+    const m = await enable();
+    const day = await currentDay();
+    const payments = [await pay(m, 2_000_000n), await pay(m, 500_000n, 2)];
+    await nextDay();
+    await batch(day, creditsOf(new Map([[m, payments]])));
+
+    // Within balance.
+    const w1 = await withdraw(m, 1_200_000n);
+    const info = await vault.withdrawal(w1.withdrawalId);
+    assert.equal(info.state, "debited");
+    // The wallet decrypts the confirmation on its own.
+    assert.equal(
+      await decryptConfirmation({
+        rpcUrl: devnet.networks[NETWORK]!.rpcUrl,
+        chainId: CHAIN_ID,
+        cleartextFile,
+        handle: info.debitedHandle,
+      }),
+      true,
+    );
+    const before = await usdcBalance(m.account.address);
+    const vaultBefore = await usdcBalance(vault.address);
+    const fin = await vault.finalizeWithdraw(w1.withdrawalId);
+    assert.equal(fin.paid, true);
+    record("finalizeWithdraw", (await client.getTransactionReceipt({ hash: fin.txHash! })).gasUsed);
+    assert.equal(await usdcBalance(m.account.address), before + 1_200_000n);
+    assert.equal(await usdcBalance(vault.address), vaultBefore - 1_200_000n);
+    assert.equal(await vault.balance(m.slot), 1_300_000n);
+    // Idempotent: finalizing again moves nothing and reports the same outcome.
+    const again = await vault.finalizeWithdraw(w1.withdrawalId);
+    assert.equal(again.txHash, null);
+    assert.equal(again.paid, true);
+    assert.equal(await usdcBalance(m.account.address), before + 1_200_000n);
+    // Resubmitting the same signed request returns the same withdrawal.
+    const resubmitted = await vault.submitWithdraw({
+      request: w1.request,
+      secret: m.secret,
+      signature: w1.signature,
+    });
+    assert.equal(resubmitted.withdrawalId, w1.withdrawalId);
+    assert.equal(resubmitted.txHash, null);
+
+    // Above balance: the oblivious debit takes nothing, and nothing moves.
+    const w2 = await withdraw(m, 5_000_000n);
+    const fin2 = await vault.finalizeWithdraw(w2.withdrawalId);
+    assert.equal(fin2.paid, false);
+    assert.equal(await usdcBalance(m.account.address), before + 1_200_000n);
+    assert.equal(await vault.balance(m.slot), 1_300_000n);
+
+    // Stalled: not finalized; the merchant cancels after 24 hours, the debit is undone.
+    const w3 = await withdraw(m, 300_000n);
+    assert.equal(await vault.balance(m.slot), 1_000_000n);
+    assert.equal((await m.wallet.cancelWithdraw(w3.withdrawalId)).status, "reverted", "too early");
+    await warp(DAY);
+    const stranger = merchantWallet({
+      account: privateKeyToAccount(generatePrivateKey()),
+      rpcUrl: devnet.networks[NETWORK]!.rpcUrl,
+      chainId: CHAIN_ID,
+      vault: vault.address,
+      publicClient: client,
+    });
+    await testClient.setBalance({ address: stranger.account.address, value: 10n ** 18n });
+    assert.equal(
+      (await stranger.cancelWithdraw(w3.withdrawalId)).status,
+      "reverted",
+      "not the owner",
+    );
+    const cancelled = await m.wallet.cancelWithdraw(w3.withdrawalId);
+    assert.equal(cancelled.status, "success");
+    record("cancelWithdraw", cancelled.gasUsed);
+    assert.equal((await vault.withdrawal(w3.withdrawalId)).state, "cancelled");
+    assert.equal(await vault.balance(m.slot), 1_300_000n);
+    const fin3 = await vault.finalizeWithdraw(w3.withdrawalId);
+    assert.equal(fin3.state, "cancelled");
+    assert.equal(fin3.paid, false);
+    assert.equal(await usdcBalance(m.account.address), before + 1_200_000n);
+  });
+
+  test("visibility: no merchant address, per-merchant sum or count on-chain before withdrawal; payers, amounts, timing and withdrawals are", async () => {
+    await nextDay();
+    const merchants = [await enable(), await enable(), await enable()];
+    const day = await currentDay();
+    // Counts no array, slot id or day would equal; amounts whose sums no single payment equals.
+    const counts = [21, 23, 25];
+    const payments = new Map<Merchant, Payment[]>();
+    let seed = 1;
+    for (const [i, m] of merchants.entries()) {
+      const list: Payment[] = [];
+      for (let k = 0; k < counts[i]!; k++) {
+        seed = (seed * 48271) % 2147483647;
+        list.push(await pay(m, 10_000n + BigInt(seed % 90_000), k));
+      }
+      payments.set(m, list);
+    }
+    await nextDay();
+    await batch(day, creditsOf(payments));
+    for (const m of merchants) {
+      const sum = payments.get(m)!.reduce((s, p) => s + p.amount, 0n);
+      assert.equal(await vault.balance(m.slot), sum);
+    }
+
+    const chain = await scanChain(client);
+    const word = (n: bigint) => n.toString(16).padStart(64, "0");
+    for (const [i, m] of merchants.entries()) {
+      const address = m.account.address.slice(2).toLowerCase();
+      const sum = payments.get(m)!.reduce((s, p) => s + p.amount, 0n);
+      assert.ok(!chain.text.includes(address), `merchant ${i}'s address is on-chain`);
+      assert.ok(!chain.words.has(word(sum)), `merchant ${i}'s sum ${sum} is on-chain`);
+      assert.ok(!chain.words.has(word(BigInt(counts[i]!))), `merchant ${i}'s count is on-chain`);
+    }
+    // Visible: payers and each amount (the USDC transfers), and their blocks.
+    for (const p of [...payments.values()].flat()) {
+      assert.ok(chain.text.includes(p.payer.slice(2).toLowerCase()));
+      assert.ok(chain.words.has(word(p.amount)));
+    }
+
+    // A withdrawal names its merchant, as it must.
+    const w = await withdraw(merchants[0]!, 1n);
+    await vault.finalizeWithdraw(w.withdrawalId);
+    const afterWithdrawal = await scanChain(client);
+    assert.ok(afterWithdrawal.text.includes(merchants[0]!.account.address.slice(2).toLowerCase()));
+  });
+
+  test("the module's ABI is the compiled contract's", async () => {
+    const artifacts = await loadArtifacts();
+    assert.deepEqual(
+      JSON.parse(JSON.stringify(confidentialVaultAbi)),
+      artifacts["ConfidentialSettlementVault"]!.abi,
+    );
+  });
+});
+
+/**
+ * Everything the chain shows: every transaction's calldata, every log's
+ * topics and data, and every storage slot written (keys and values, from
+ * anvil's prestate tracer in diff mode). `text` is all of it as one hex
+ * string; `words` holds each 32-byte word at its ABI position.
+ */
+async function scanChain(client: PublicClient): Promise<{ text: string; words: Set<string> }> {
+  const latest = await client.getBlockNumber();
+  const parts: string[] = [];
+  const words = new Set<string>();
+  const addWords = (hex: string, offset: number) => {
+    for (let i = offset; i + 64 <= hex.length; i += 64) words.add(hex.slice(i, i + 64));
+  };
+  for (let n = 0n; n <= latest; n++) {
+    const block = await client.getBlock({ blockNumber: n, includeTransactions: true });
+    for (const tx of block.transactions) {
+      const input = tx.input.slice(2).toLowerCase();
+      parts.push(input);
+      addWords(input, 8);
+      const receipt = await client.getTransactionReceipt({ hash: tx.hash });
+      for (const log of receipt.logs) {
+        for (const t of log.topics) {
+          parts.push(t.slice(2));
+          words.add(t.slice(2).toLowerCase());
+        }
+        const data = log.data.slice(2).toLowerCase();
+        parts.push(data);
+        addWords(data, 0);
+      }
+      const trace = (await client.request({
+        method: "debug_traceTransaction" as never,
+        params: [tx.hash, { tracer: "prestateTracer", tracerConfig: { diffMode: true } }] as never,
+      })) as { post?: Record<string, { storage?: Record<string, string> }> };
+      for (const account of Object.values(trace.post ?? {})) {
+        for (const [key, value] of Object.entries(account.storage ?? {})) {
+          const k = key.slice(2).toLowerCase().padStart(64, "0");
+          const v = value.slice(2).toLowerCase().padStart(64, "0");
+          parts.push(k, v);
+          words.add(k);
+          words.add(v);
+        }
+      }
+    }
+  }
+  return { text: parts.join("|"), words };
+}
