@@ -6,7 +6,6 @@
  * `facilitatorUrl` and `apiKey` into the devnet file so a script can drive the
  * whole flow from that file alone.
  */
-import type { ConfidentialVaultOptions } from "../src/chains/evm/confidential/vault.js";
 import { join } from "node:path";
 import type { Hex } from "viem";
 import { startDevnet, readDevnetFile, updateDevnetFile, type Devnet } from "./index.js";
@@ -225,22 +224,4 @@ export function devnetAssets(running: RunningDevnet): KnownAsset[] {
         : [{ network, address: String(address), symbol, decimals }];
     }),
   );
-}
-
-/**
- * The devnet's confidential settlement vault, for the service: its fixed
- * address and devnet keys, with the mock coprocessor and KMS in-process.
- * Undefined when `eip155:8453` is not among the devnet's networks.
- */
-export function devnetConfidential(running: RunningDevnet): ConfidentialVaultOptions | undefined {
-  const base = running.devnet.networks["eip155:8453"];
-  if (!base?.confidential) return undefined;
-  return {
-    rpcUrl: base.rpcUrl,
-    chainId: base.chainId,
-    contractAddress: base.confidential.contractAddress,
-    operatorKey: base.confidential.operatorPrivateKey,
-    receiptSignerKey: base.confidential.receiptSignerPrivateKey,
-    mode: "devnet",
-  };
 }

@@ -4,6 +4,7 @@
  */
 import { ConfigError, loadConfig, type Config } from "./config/index.js";
 import { createService, type ChainSetup, type Service } from "./app.js";
+import type { ConfidentialVaultOptions } from "./chains/evm/confidential/vault.js";
 import { createLogger } from "./lib/logger.js";
 import type { RunningDevnet } from "../devnet/serviceMode.js";
 import { printDevnetBanner, printProductionBanner } from "./banner.js";
@@ -88,7 +89,7 @@ async function main(): Promise<void> {
       chains,
       log,
       ...(devnet ? { knownAssets: devnetMode?.devnetAssets(devnet) } : {}),
-      ...confidentialSetup(devnet, devnetMode),
+      ...confidentialSetup(devnet, config),
     });
     const address = await service.listen();
     const url = address.replace("0.0.0.0", "127.0.0.1").replace("[::]", "127.0.0.1");
@@ -127,13 +128,34 @@ async function main(): Promise<void> {
   }
 }
 
-/** The devnet's vault in devnet mode. */
+/**
+ * The confidential settlement vault: the devnet's own in devnet mode (mock
+ * coprocessor and KMS in-process), the configured one with Zama's relayer in
+ * production, or none.
+ */
 function confidentialSetup(
   devnet: RunningDevnet | undefined,
-  devnetMode: typeof import("../devnet/serviceMode.js") | undefined,
-) {
-  const vault = devnet && devnetMode ? devnetMode.devnetConfidential(devnet) : undefined;
-  return vault ? { confidential: vault } : {};
+  config: Config,
+): { confidential?: ConfidentialVaultOptions } {
+  if (devnet) {
+    const c = devnet.confidential;
+    if (!c) return {};
+    const { cleartextFile, ...rest } = c;
+    return { confidential: { ...rest, mode: { devnet: { cleartextFile } } } };
+  }
+  const c = config.confidentialVault;
+  const base = config.chains.evm?.networks.find((n) => n.id === "eip155:8453");
+  if (!c || !base?.rpcUrls[0]) return {};
+  return {
+    confidential: {
+      rpcUrl: base.rpcUrls[0],
+      chainId: 8453,
+      contractAddress: c.contractAddress,
+      operatorKey: c.operatorKey,
+      receiptSignerKey: c.receiptSignerKey,
+      mode: c.fhevm,
+    },
+  };
 }
 
 void main();

@@ -143,7 +143,7 @@ export interface Config {
    * Confidential settlement's vault, keys and fhEVM (src/config/confidential.ts);
    * undefined when not configured. Devnet mode takes these from the devnet.
    */
-  readonly confidential: ConfidentialConfig | undefined;
+  readonly confidentialVault: ConfidentialConfig | undefined;
   readonly devnet: {
     readonly networks: readonly string[];
     readonly blockTimeSeconds: number;
@@ -456,7 +456,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       batchLeaseMs: e.CONFIDENTIAL_BATCH_LEASE_MS,
     },
     auth: parseAuthConfig(env, mode, (name) => readSecret(env, name)),
-    confidential,
+    confidentialVault: confidential,
     chains:
       mode === "production"
         ? {

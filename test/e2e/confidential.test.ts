@@ -227,9 +227,11 @@ describe("confidential settlement end to end", () => {
     assert.equal(receipt.receipt["merchant"], wallet.address);
     assert.equal(receipt.receipt["amount"], PRICE_ATOMIC.toString());
     assert.match(receipt.signature, /^0x[0-9a-f]{130}$/);
-    const ext = (settle as { extensions?: Record<string, unknown> }).extensions;
-    if (ext)
-      assert.deepEqual(ext["confidential"], receipt, "the settle answer carried the same receipt");
+    assert.deepEqual(
+      (settle as { extensions?: Record<string, unknown> }).extensions?.["confidential"],
+      receipt,
+      "the settle answer carried the same receipt",
+    );
 
     // Quota: a confidential settlement costs its tier's units.
     const row = await stack.service.db
@@ -257,12 +259,12 @@ describe("confidential settlement end to end", () => {
     const before = await usdcBalance(stack.rpcUrl, stack.usdc, payer.address);
     const payload = await signPayment(stack.payerKeys[1]!, requirements);
     const verify = await json(
-      await post(stack.url, "/verify", paymentRequest(payload, requirements), strangerKey),
+      await post(stack.url, "/verify", paymentRequest(requirements, payload.payload), strangerKey),
     );
     assert.equal(verify["isValid"], false);
     assert.equal(verify["invalidReason"], "confidential_merchant_not_owned");
     const settle = await json(
-      await post(stack.url, "/settle", paymentRequest(payload, requirements), strangerKey),
+      await post(stack.url, "/settle", paymentRequest(requirements, payload.payload), strangerKey),
     );
     assert.equal(settle["success"], false);
     assert.equal(settle["errorReason"], "confidential_merchant_not_owned");
@@ -271,7 +273,7 @@ describe("confidential settlement end to end", () => {
     const plain = requirementsFor({ network: "eip155:8453", usdc: stack.usdc, payTo: contract });
     const plainPayload = await signPayment(stack.payerKeys[1]!, plain);
     const plainSettle = await json(
-      await post(stack.url, "/settle", paymentRequest(plainPayload, plain), merchantKey),
+      await post(stack.url, "/settle", paymentRequest(plain, plainPayload.payload), merchantKey),
     );
     assert.equal(plainSettle["errorReason"], "invalid_confidential_offer");
 

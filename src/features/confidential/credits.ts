@@ -9,7 +9,7 @@
  * signature is deterministic, so every copy is the same receipt.
  */
 import { getAddress, type Address, type Hex } from "viem";
-import { sql, type Kysely } from "kysely";
+import type { Kysely } from "kysely";
 import type { Database } from "../../storage/schema.js";
 import type { ConfidentialVault, SignedReceipt } from "./vaultPort.js";
 

@@ -44,15 +44,7 @@ export const receiptTypes = {
   ],
 } as const;
 
-export const withdrawTypes = {
-  Withdraw: [
-    { name: "slot", type: "uint256" },
-    { name: "to", type: "address" },
-    { name: "amount", type: "uint64" },
-    { name: "nonce", type: "uint64" },
-    { name: "deadline", type: "uint64" },
-  ],
-} as const;
+export { WITHDRAW_TYPES as withdrawTypes } from "../../confidentialPort.js";
 
 /** One confidential payment, as we sign it: the merchant's proof of payment. */
 export interface Receipt {
@@ -67,16 +59,7 @@ export interface Receipt {
   day: number;
 }
 
-export interface WithdrawRequest {
-  slot: bigint;
-  /** The slot's withdrawal address; its wallet signs the request. */
-  to: Address;
-  amount: bigint;
-  /** The slot's next withdrawal nonce (the contract's `slotInfo`). */
-  nonce: bigint;
-  /** Unix seconds after which the request is refused. */
-  deadline: bigint;
-}
+export type { WithdrawRequest } from "../../confidentialPort.js";
 
 /** The text a merchant's wallet signs to enable confidential settlement. */
 export function enablementMessage(opts: {

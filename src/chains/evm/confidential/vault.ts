@@ -63,8 +63,14 @@ import {
   type WithdrawRequest,
 } from "./messages.js";
 import { confidentialVaultAbi } from "./vaultAbi.js";
+import {
+  CONFIDENTIAL_NETWORK,
+  type ConfidentialVault,
+  type WithdrawalInfo,
+  type WithdrawalState,
+} from "../../confidentialPort.js";
 
-export const CONFIDENTIAL_NETWORK = "eip155:8453" as const;
+export { CONFIDENTIAL_NETWORK } from "../../confidentialPort.js";
 
 /** Slots credited per transaction: one input proof holds at most 32 `euint64`s. */
 const DEFAULT_SLOTS_PER_TX = 16;
@@ -99,115 +105,14 @@ export interface ConfidentialVaultOptions {
   slotsPerTransaction?: number;
 }
 
-export interface SignedReceipt {
-  /** Amounts and slot as decimal strings, ready for JSON. */
-  receipt: {
-    payer: Address;
-    nonce: Hex;
-    merchant: Address;
-    slot: string;
-    amount: string;
-    day: number;
-  };
-  /** Our EIP-712 signature over it (domain: `vaultDomain`). */
-  signature: Hex;
-  /** How the contract names the payment. */
-  key: Hex;
-}
-
-export interface DayCredit {
-  slot: bigint;
-  /** The slot's total for the day: must equal the sum of its receipts. */
-  amount: bigint;
-  receipts: { payer: Address; nonce: Hex; amount: bigint }[];
-}
-
-export interface CreditDayResult {
-  txHashes: Hex[];
-  /** Slots that an earlier run had credited for the day already (skipped now). */
-  alreadyCredited: bigint[];
-  /** Slots credited by this call. */
-  credited: bigint[];
-  /** The day's receipt total as booked on-chain. */
-  total: bigint;
-}
-
-export type WithdrawalState = "debited" | "finalized" | "cancelled";
-
-export interface WithdrawalInfo {
-  id: bigint;
-  state: WithdrawalState;
-  slot: bigint;
-  to: Address;
-  amount: bigint;
-  requestedAt: bigint;
-  /** From then on the withdrawal address may cancel it on-chain. */
-  cancellableAt: bigint;
-  /** The encrypted "debited" flag; publicly decryptable. */
-  debitedHandle: Hex;
-}
-
-export interface ConfidentialVault {
-  readonly address: Address;
-  readonly asset: Address;
-  readonly network: typeof CONFIDENTIAL_NETWORK;
-  readonly operator: Address;
-  readonly receiptSigner: Address;
-  /** What the merchant's wallet signs (personal_sign) to enable. */
-  enablementMessage(merchant: Address, accountRef: string): string;
-  /**
-   * Checks the wallet's signature and binds a slot to the merchant. Idempotent
-   * for the same merchant and signature (an ordinary wallet's signature is
-   * deterministic); `txHash` is null when the slot was already assigned.
-   */
-  assignSlot(args: {
-    merchant: Address;
-    accountRef: string;
-    walletSignature: Hex;
-  }): Promise<{ slot: bigint; txHash: Hex | null; secret: Hex }>;
-  signReceipt(args: {
-    paymentNonce: Hex;
-    payer: Address;
-    merchant: Address;
-    slot: bigint;
-    amount: bigint;
-    /** UTC day number of the settlement; default: today. */
-    day?: number;
-  }): Promise<SignedReceipt>;
-  /**
-   * The daily batch of `day` (a UTC day number that has ended; run during
-   * the day after it). `credits` lists the slots that earned; every other
-   * slot is credited an encrypted zero.
-   */
-  creditDay(args: { day: number; credits: readonly DayCredit[] }): Promise<CreditDayResult>;
-  /** The request for the merchant's wallet to sign, with the slot's next nonce. */
-  prepareWithdraw(args: {
-    slot: bigint;
-    merchant: Address;
-    amount: bigint;
-    validForSeconds?: bigint;
-  }): Promise<{ request: WithdrawRequest; typedData: ReturnType<typeof withdrawTypedData> }>;
-  withdrawTypedData(request: WithdrawRequest): ReturnType<typeof withdrawTypedData>;
-  /** Debits obliviously. Idempotent: a request already submitted returns its withdrawal. */
-  submitWithdraw(args: {
-    request: WithdrawRequest;
-    secret: Hex;
-    signature: Hex;
-  }): Promise<{ withdrawalId: bigint; txHash: Hex | null }>;
-  /**
-   * Pays a debited withdrawal out with the KMS proof of its outcome.
-   * `paid` false: the balance was short, nothing moved. Idempotent.
-   */
-  finalizeWithdraw(
-    withdrawalId: bigint,
-  ): Promise<{ txHash: Hex | null; paid: boolean; amount: bigint; state: WithdrawalState }>;
-  withdrawal(withdrawalId: bigint): Promise<WithdrawalInfo>;
-  /** The slot's available balance, decrypted with the operator's ACL permission. */
-  balance(slot: bigint): Promise<bigint>;
-  /** Chain time (seconds): the batch window and the redemption rules use it. */
-  chainTime(): Promise<bigint>;
-  close(): Promise<void>;
-}
+export type {
+  ConfidentialVault,
+  CreditDayResult,
+  DayCredit,
+  SignedReceipt,
+  WithdrawalInfo,
+  WithdrawalState,
+} from "../../confidentialPort.js";
 
 export function withdrawTypedData(chainId: number, vault: Address, request: WithdrawRequest) {
   return {

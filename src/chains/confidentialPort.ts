@@ -1,0 +1,151 @@
+/**
+ * The confidential settlement vault as the service uses it: the port between
+ * the feature (src/features/confidential: scheduling, records, answers) and
+ * the chain side that implements it (src/chains/evm/confidential). Every
+ * write is safe to repeat: the contract refuses a second slot for a merchant,
+ * a second credit of a slot for a day and a second finalization.
+ */
+import type { Address, Hex } from "viem";
+
+/** The network confidential settlement runs on (spec 2.7: the first EVM network). */
+export const CONFIDENTIAL_NETWORK = "eip155:8453" as const;
+
+export type WithdrawRequest = {
+  slot: bigint;
+  /** The slot's withdrawal address; its wallet signs the request. */
+  to: Address;
+  amount: bigint;
+  /** The slot's next withdrawal nonce (the contract's `slotInfo`). */
+  nonce: bigint;
+  /** Unix seconds after which the request is refused. */
+  deadline: bigint;
+};
+
+/** The EIP-712 types of a withdrawal request. */
+export const WITHDRAW_TYPES = {
+  Withdraw: [
+    { name: "slot", type: "uint256" },
+    { name: "to", type: "address" },
+    { name: "amount", type: "uint64" },
+    { name: "nonce", type: "uint64" },
+    { name: "deadline", type: "uint64" },
+  ],
+} as const;
+
+/** The EIP-712 withdrawal request, as the merchant's wallet signs it. */
+export interface WithdrawTypedData {
+  domain: { name: string; version: string; chainId: number; verifyingContract: Address };
+  types: typeof WITHDRAW_TYPES;
+  primaryType: "Withdraw";
+  message: WithdrawRequest;
+}
+
+export interface SignedReceipt {
+  /** Amounts and slot as decimal strings, ready for JSON. */
+  receipt: {
+    payer: Address;
+    nonce: Hex;
+    merchant: Address;
+    slot: string;
+    amount: string;
+    day: number;
+  };
+  /** Our EIP-712 signature over it (domain: `vaultDomain`). */
+  signature: Hex;
+  /** How the contract names the payment. */
+  key: Hex;
+}
+
+export interface DayCredit {
+  slot: bigint;
+  /** The slot's total for the day: must equal the sum of its receipts. */
+  amount: bigint;
+  receipts: { payer: Address; nonce: Hex; amount: bigint }[];
+}
+
+export interface CreditDayResult {
+  txHashes: Hex[];
+  /** Slots that an earlier run had credited for the day already (skipped now). */
+  alreadyCredited: bigint[];
+  /** Slots credited by this call. */
+  credited: bigint[];
+  /** The day's receipt total as booked on-chain. */
+  total: bigint;
+}
+
+export type WithdrawalState = "debited" | "finalized" | "cancelled";
+
+export interface WithdrawalInfo {
+  id: bigint;
+  state: WithdrawalState;
+  slot: bigint;
+  to: Address;
+  amount: bigint;
+  requestedAt: bigint;
+  /** From then on the withdrawal address may cancel it on-chain. */
+  cancellableAt: bigint;
+  /** The encrypted "debited" flag; publicly decryptable. */
+  debitedHandle: Hex;
+}
+
+export interface ConfidentialVault {
+  readonly address: Address;
+  readonly asset: Address;
+  readonly network: typeof CONFIDENTIAL_NETWORK;
+  readonly operator: Address;
+  readonly receiptSigner: Address;
+  /** What the merchant's wallet signs (personal_sign) to enable. */
+  enablementMessage(merchant: Address, accountRef: string): string;
+  /**
+   * Checks the wallet's signature and binds a slot to the merchant. Idempotent
+   * for the same merchant and signature (an ordinary wallet's signature is
+   * deterministic); `txHash` is null when the slot was already assigned.
+   */
+  assignSlot(args: {
+    merchant: Address;
+    accountRef: string;
+    walletSignature: Hex;
+  }): Promise<{ slot: bigint; txHash: Hex | null; secret: Hex }>;
+  signReceipt(args: {
+    paymentNonce: Hex;
+    payer: Address;
+    merchant: Address;
+    slot: bigint;
+    amount: bigint;
+    /** UTC day number of the settlement; default: today. */
+    day?: number;
+  }): Promise<SignedReceipt>;
+  /**
+   * The daily batch of `day` (a UTC day number that has ended; run during
+   * the day after it). `credits` lists the slots that earned; every other
+   * slot is credited an encrypted zero.
+   */
+  creditDay(args: { day: number; credits: readonly DayCredit[] }): Promise<CreditDayResult>;
+  /** The request for the merchant's wallet to sign, with the slot's next nonce. */
+  prepareWithdraw(args: {
+    slot: bigint;
+    merchant: Address;
+    amount: bigint;
+    validForSeconds?: bigint;
+  }): Promise<{ request: WithdrawRequest; typedData: WithdrawTypedData }>;
+  withdrawTypedData(request: WithdrawRequest): WithdrawTypedData;
+  /** Debits obliviously. Idempotent: a request already submitted returns its withdrawal. */
+  submitWithdraw(args: {
+    request: WithdrawRequest;
+    secret: Hex;
+    signature: Hex;
+  }): Promise<{ withdrawalId: bigint; txHash: Hex | null }>;
+  /**
+   * Pays a debited withdrawal out with the KMS proof of its outcome.
+   * `paid` false: the balance was short, nothing moved. Idempotent.
+   */
+  finalizeWithdraw(
+    withdrawalId: bigint,
+  ): Promise<{ txHash: Hex | null; paid: boolean; amount: bigint; state: WithdrawalState }>;
+  withdrawal(withdrawalId: bigint): Promise<WithdrawalInfo>;
+  /** The slot's available balance, decrypted with the operator's ACL permission. */
+  balance(slot: bigint): Promise<bigint>;
+  /** Chain time (seconds): the batch window and the redemption rules use it. */
+  chainTime(): Promise<bigint>;
+  close(): Promise<void>;
+}
