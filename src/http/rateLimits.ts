@@ -42,7 +42,7 @@ const NO_LIMITS: KeyedRateLimits = {
   validKey: async () => undefined,
 };
 
-/** Counters live long past a burst; enough for every active key and address of a replica. */
+/** Counters one process keeps without Redis (keys and addresses); past it the least recent are dropped. */
 const IN_PROCESS_COUNTERS = 100_000;
 
 /**
