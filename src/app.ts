@@ -301,6 +301,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       corsOrigins: config.http.corsOrigins,
       rateLimitMax: config.http.rateLimitMax,
       rateLimitWindowMs: config.http.rateLimitWindowMs,
+      keyRateLimits: config.http.keyRateLimits,
       redis,
     },
   });

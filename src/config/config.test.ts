@@ -77,6 +77,71 @@ test("invalid values name the variable", () => {
   assert.throws(() => loadConfig({ SETTLE_TIMEOUT_MS: "120000" }), /SETTLE_TIMEOUT_MS/);
 });
 
+test("rate limits: per API key by plan in production, per IP everywhere; the devnet limits keys only when asked", () => {
+  const production = { EVM_RPC_URLS_8453: "https://a.example", EVM_PRIVATE_KEYS: KEY };
+  const p = loadConfig(production).http;
+  assert.equal(p.rateLimitMax, 10_000, "per IP");
+  assert.equal(p.rateLimitWindowMs, 10_000);
+  assert.deepEqual(p.keyRateLimits, {
+    windowMs: 60_000,
+    perPlan: { free: 120, starter: 1_200, pro: 6_000, max: 60_000, payg: 6_000 },
+  });
+  const { free, starter, pro, max } = p.keyRateLimits!.perPlan;
+  assert.ok(
+    free < starter && starter < pro && pro < max,
+    "each plan allows more than the one below",
+  );
+
+  assert.equal(loadConfig({}).http.keyRateLimits, undefined, "devnet default: keys unlimited");
+  assert.equal(loadConfig({}).http.rateLimitMax, 10_000, "the devnet still limits per IP");
+  const devnet = loadConfig({
+    RATE_LIMIT_PER_KEY: "true",
+    RATE_LIMIT_PLAN_WINDOW_MS: "1000",
+    RATE_LIMIT_PLAN_FREE: "3",
+    RATE_LIMIT_PLAN_PAYG: "0",
+  }).http.keyRateLimits;
+  assert.deepEqual(devnet, {
+    windowMs: 1000,
+    perPlan: { free: 3, starter: 1_200, pro: 6_000, max: 60_000, payg: 0 },
+  });
+  assert.equal(
+    loadConfig({ ...production, RATE_LIMIT_PER_KEY: "false" }).http.keyRateLimits,
+    undefined,
+  );
+});
+
+test("rate-limit settings that cannot work are refused with the variable named", () => {
+  assert.throws(
+    () => loadConfig({ RATE_LIMIT_PER_KEY: "true", RATE_LIMIT_PLAN_FREE: "-1" }),
+    /RATE_LIMIT_PLAN_FREE must be a whole number from 0/,
+  );
+  assert.throws(
+    () => loadConfig({ RATE_LIMIT_PER_KEY: "true", RATE_LIMIT_PLAN_MAX: "lots" }),
+    /RATE_LIMIT_PLAN_MAX/,
+  );
+  assert.throws(
+    () => loadConfig({ RATE_LIMIT_PER_KEY: "true", RATE_LIMIT_PLAN_WINDOW_MS: "10" }),
+    /RATE_LIMIT_PLAN_WINDOW_MS must be a whole number from 1000/,
+  );
+  assert.throws(() => loadConfig({ RATE_LIMIT_PER_KEY: "yes" }), /RATE_LIMIT_PER_KEY/);
+  // A plan limit that would silently do nothing is an error that says what to set.
+  assert.throws(
+    () => loadConfig({ RATE_LIMIT_PLAN_FREE: "30" }),
+    /RATE_LIMIT_PLAN_FREE has no effect while per-key rate limits are off \(the devnet default\): set RATE_LIMIT_PER_KEY=true/,
+  );
+  assert.throws(
+    () =>
+      loadConfig({
+        EVM_RPC_URLS_8453: "https://a.example",
+        EVM_PRIVATE_KEYS: KEY,
+        RATE_LIMIT_PER_KEY: "false",
+        RATE_LIMIT_PLAN_PRO: "10",
+        RATE_LIMIT_PLAN_MAX: "20",
+      }),
+    /RATE_LIMIT_PLAN_PRO, RATE_LIMIT_PLAN_MAX have no effect .*RATE_LIMIT_PER_KEY=false/,
+  );
+});
+
 test("DEVNET_NETWORKS=all lists every network, the Permit2 (USDG) one and Solana included", () => {
   const c = loadConfig({ DEVNET_NETWORKS: "all" });
   assert.equal(c.devnet.networks.length, 15);

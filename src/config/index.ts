@@ -110,9 +110,29 @@ export interface Config {
   readonly http: {
     /** Fastify trustProxy: false, true, a hop count, or addresses/CIDRs. */
     readonly trustProxy: boolean | number | string;
-    /** Requests per client IP per window; 0 disables rate limiting. */
+    /**
+     * Requests per client IP per window on the routes that take no API key,
+     * plus every request whose key is refused; 0 disables this limit.
+     * Requests with a valid key never count against their IP.
+     */
     readonly rateLimitMax: number;
     readonly rateLimitWindowMs: number;
+    /**
+     * Requests per API key per window, by the account's plan (0: no limit
+     * for that plan). Undefined: keys are not limited (the devnet default).
+     */
+    readonly keyRateLimits:
+      | {
+          readonly windowMs: number;
+          readonly perPlan: {
+            readonly free: number;
+            readonly starter: number;
+            readonly pro: number;
+            readonly max: number;
+            readonly payg: number;
+          };
+        }
+      | undefined;
     /** Allowed browser origins, or "*". */
     readonly corsOrigins: "*" | readonly string[];
   };
@@ -220,6 +240,16 @@ const EnvSchema = z.object({
   CONFIDENTIAL_UNITS_PER_SETTLEMENT: intVar("CONFIDENTIAL_UNITS_PER_SETTLEMENT", 1, 100, 2),
   CONFIDENTIAL_BATCH_LEASE_MS: intVar("CONFIDENTIAL_BATCH_LEASE_MS", 10_000, 86_400_000, 900_000),
   RATE_LIMIT_WINDOW_MS: intVar("RATE_LIMIT_WINDOW_MS", 100, 3_600_000, 10_000),
+  RATE_LIMIT_PER_KEY: z.enum(["true", "false", ""]).optional(),
+  // Requests per key a minute, by plan: a free key can try everything (each
+  // paid request is a /verify and a /settle), a max key carries a busy
+  // marketplace. Operators raise them for customers who need more.
+  RATE_LIMIT_PLAN_WINDOW_MS: intVar("RATE_LIMIT_PLAN_WINDOW_MS", 1000, 3_600_000, 60_000),
+  RATE_LIMIT_PLAN_FREE: intVar("RATE_LIMIT_PLAN_FREE", 0, 100_000_000, 120),
+  RATE_LIMIT_PLAN_STARTER: intVar("RATE_LIMIT_PLAN_STARTER", 0, 100_000_000, 1_200),
+  RATE_LIMIT_PLAN_PRO: intVar("RATE_LIMIT_PLAN_PRO", 0, 100_000_000, 6_000),
+  RATE_LIMIT_PLAN_MAX: intVar("RATE_LIMIT_PLAN_MAX", 0, 100_000_000, 60_000),
+  RATE_LIMIT_PLAN_PAYG: intVar("RATE_LIMIT_PLAN_PAYG", 0, 100_000_000, 6_000),
   CORS_ORIGINS: z.string().default("*"),
   REDIS_URL: z
     .string()
@@ -242,6 +272,16 @@ const EnvSchema = z.object({
     .transform(Number),
   DEVNET_FILE: z.string().default(".devnet/devnet.json"),
 });
+
+/** The per-key (per plan) rate-limit settings, which need per-key limits on. */
+const PLAN_RATE_LIMIT_VARS = [
+  "RATE_LIMIT_PLAN_WINDOW_MS",
+  "RATE_LIMIT_PLAN_FREE",
+  "RATE_LIMIT_PLAN_STARTER",
+  "RATE_LIMIT_PLAN_PRO",
+  "RATE_LIMIT_PLAN_MAX",
+  "RATE_LIMIT_PLAN_PAYG",
+] as const;
 
 function formatIssues(error: z.ZodError): string {
   return error.issues.map((i) => `${i.path.join(".") || "env"}: ${i.message}`).join("; ");
@@ -426,6 +466,30 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (/^\d+$/.test(v)) return Number(v);
     return v; // addresses or CIDRs, comma-separated, as Fastify accepts
   })();
+  // Per-key limits fit a hosted service; the devnet (a developer's own
+  // machine and load tests) runs without them unless asked, as with metering.
+  const perKey =
+    e.RATE_LIMIT_PER_KEY === "true" || (e.RATE_LIMIT_PER_KEY !== "false" && mode === "production");
+  const planLimitVars = PLAN_RATE_LIMIT_VARS.filter((name) => (env[name] ?? "").trim() !== "");
+  if (!perKey && planLimitVars.length > 0) {
+    throw new ConfigError(
+      `${planLimitVars.join(", ")} ${planLimitVars.length === 1 ? "has" : "have"} no effect while per-key rate limits are off (${
+        e.RATE_LIMIT_PER_KEY === "false" ? "RATE_LIMIT_PER_KEY=false" : "the devnet default"
+      }): set RATE_LIMIT_PER_KEY=true, or remove ${planLimitVars.length === 1 ? "it" : "them"}`,
+    );
+  }
+  const keyRateLimits = perKey
+    ? {
+        windowMs: e.RATE_LIMIT_PLAN_WINDOW_MS,
+        perPlan: {
+          free: e.RATE_LIMIT_PLAN_FREE,
+          starter: e.RATE_LIMIT_PLAN_STARTER,
+          pro: e.RATE_LIMIT_PLAN_PRO,
+          max: e.RATE_LIMIT_PLAN_MAX,
+          payg: e.RATE_LIMIT_PLAN_PAYG,
+        },
+      }
+    : undefined;
   const corsOrigins =
     e.CORS_ORIGINS.trim() === "*"
       ? ("*" as const)
@@ -439,6 +503,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       trustProxy,
       rateLimitMax: e.RATE_LIMIT_MAX,
       rateLimitWindowMs: e.RATE_LIMIT_WINDOW_MS,
+      keyRateLimits,
       corsOrigins,
     },
     redisUrl: e.REDIS_URL,

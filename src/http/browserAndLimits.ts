@@ -1,20 +1,26 @@
 /**
- * Cross-origin access for browser payers and per-IP rate limits.
+ * Cross-origin access for browser payers, and the rate limits.
  *
  * CORS follows the x402 browser guidance: payment headers may be sent and
- * the payment response headers may be read. Rate limits count per client IP
- * (the proxy's `X-Forwarded-For` is honoured only when `trustProxy` is set),
- * in Redis when one is configured so every replica shares the count.
+ * the payment response headers may be read. Rate limits (rateLimits.ts)
+ * count per API key by plan on the routes that take a key, and per client
+ * IP elsewhere (the proxy's `X-Forwarded-For` is honoured only when
+ * `trustProxy` is set), in Redis when one is configured so every replica
+ * shares the count.
  */
 import cors from "@fastify/cors";
-import rateLimit from "@fastify/rate-limit";
 import type { FastifyInstance } from "fastify";
 import type { Redis } from "ioredis";
+import type { PlanRequestLimits } from "../features/plans/plans.js";
+import { registerRateLimits, type KeyedRateLimits } from "./rateLimits.js";
 
 export interface BrowserAndLimitsOptions {
   corsOrigins: "*" | readonly string[];
+  /** Requests per client IP per window (routes without a key, refused keys); 0: none. */
   rateLimitMax: number;
   rateLimitWindowMs: number;
+  /** Requests per API key per window by the account's plan; undefined: keys are not limited. */
+  keyRateLimits?: PlanRequestLimits | undefined;
   redis?: Redis | undefined;
 }
 
@@ -26,12 +32,16 @@ const EXPOSED_RESPONSE_HEADERS = [
   "EXTENSION-RESPONSES",
   "X-Request-Id",
   "Retry-After",
+  "X-RateLimit-Limit",
+  "X-RateLimit-Remaining",
+  "X-RateLimit-Reset",
 ];
 
+/** Registers CORS and the rate limits; returns what the API key check counts with. */
 export async function registerBrowserAndLimits(
   app: FastifyInstance,
   opts: BrowserAndLimitsOptions,
-): Promise<void> {
+): Promise<KeyedRateLimits> {
   await app.register(cors, {
     origin: opts.corsOrigins === "*" ? "*" : [...opts.corsOrigins],
     methods: ["GET", "POST", "OPTIONS"],
@@ -39,19 +49,10 @@ export async function registerBrowserAndLimits(
     exposedHeaders: EXPOSED_RESPONSE_HEADERS,
     maxAge: 600,
   });
-  if (opts.rateLimitMax <= 0) return;
-  await app.register(rateLimit, {
-    global: true,
-    max: opts.rateLimitMax,
-    timeWindow: opts.rateLimitWindowMs,
-    ...(opts.redis ? { redis: opts.redis, nameSpace: "x402-facilitator-rl:" } : {}),
-    // If Redis is unreachable, serve rather than refuse everyone.
-    skipOnError: true,
-    keyGenerator: (request) => request.ip,
-    errorResponseBuilder: (_request, context) => ({
-      statusCode: 429,
-      code: "RATE_LIMITED",
-      message: `too many requests from this address: at most ${context.max} per ${context.after}; retry after the Retry-After seconds`,
-    }),
+  return registerRateLimits(app, {
+    addressMax: opts.rateLimitMax,
+    addressWindowMs: opts.rateLimitWindowMs,
+    keys: opts.keyRateLimits,
+    redis: opts.redis,
   });
 }

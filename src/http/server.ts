@@ -100,12 +100,7 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
   app.decorate("routeTable", routeTable);
   // Before any route: it collects every route's schema as it is registered.
   await registerOpenApi(app, deps.version ?? "0.0.0");
-  // One hook authenticates every route that declares `config: { auth: "apiKey" }`.
-  const authenticate = requireApiKey(deps.auth);
   const authenticateSession = deps.dashboard ? requireSession(deps.dashboard.dashboard) : undefined;
-  app.addHook("preHandler", async (request, reply) => {
-    if (request.routeOptions.config.auth === "apiKey") return authenticate(request, reply);
-  });
   // Dashboard sessions are checked before the body is validated, so a caller
   // without a session learns that first (401), not what its body lacks.
   app.addHook("preValidation", async (request, reply) => {
@@ -174,7 +169,15 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     ),
   );
 
-  if (deps.browserAndLimits) await registerBrowserAndLimits(app, deps.browserAndLimits);
+  const limits = deps.browserAndLimits
+    ? await registerBrowserAndLimits(app, deps.browserAndLimits)
+    : undefined;
+  // One hook authenticates every route that declares `config: { auth: "apiKey" }`,
+  // and counts the request against its key's plan (or, refused, its address).
+  const authenticate = requireApiKey(deps.auth, limits);
+  app.addHook("preHandler", async (request, reply) => {
+    if (request.routeOptions.config.auth === "apiKey") return authenticate(request, reply);
+  });
 
   registerHealthRoutes(app, { mode: deps.mode, readiness: deps.readiness });
   app.get("/metrics", async (_request, reply) =>

@@ -7,8 +7,12 @@
  * few seconds so a flood of requests costs one query per key, and so revoking
  * a key takes effect within that window on every replica. `last_used_at` is
  * written at most once a minute per key, off the request path.
+ *
+ * The same lookup reads the account's plan, so the per-key rate limit knows
+ * a key's budget without a query of its own.
  */
 import type { Db } from "../../storage/db.js";
+import { planNamed, type PlanName } from "../plans/plans.js";
 import { hashApiKey, looksLikeApiKey, sameHash } from "./apiKeyFormat.js";
 
 export interface ApiKeyPrincipal {
@@ -17,8 +21,14 @@ export interface ApiKeyPrincipal {
   accountId: string;
 }
 
+/** A valid key: who it is, and its account's plan as of the (cached) lookup. */
+export interface IdentifiedKey {
+  principal: ApiKeyPrincipal;
+  plan: PlanName;
+}
+
 interface CacheEntry {
-  principal: ApiKeyPrincipal | null;
+  found: IdentifiedKey | null;
   expiresAt: number;
 }
 
@@ -45,37 +55,52 @@ export class ApiKeyAuthenticator {
   }
 
   async authenticate(rawKey: string | undefined): Promise<ApiKeyPrincipal | null> {
+    return (await this.identify(rawKey))?.principal ?? null;
+  }
+
+  /** The key's principal and its account's plan; null for a missing, wrong or revoked key. */
+  async identify(rawKey: string | undefined): Promise<IdentifiedKey | null> {
     if (!rawKey || !looksLikeApiKey(rawKey)) return null;
     const hash = hashApiKey(rawKey);
     const cacheKey = hash.toString("base64");
     const now = Date.now();
     const cached = this.cache.get(cacheKey);
-    let principal: ApiKeyPrincipal | null;
+    let found: IdentifiedKey | null;
     if (cached && cached.expiresAt > now) {
-      principal = cached.principal;
+      found = cached.found;
     } else {
-      principal = await this.lookup(hash);
+      found = await this.lookup(hash);
       if (this.cache.size >= this.maxEntries) this.cache.clear();
-      this.cache.set(cacheKey, { principal, expiresAt: now + this.ttl });
+      this.cache.set(cacheKey, { found, expiresAt: now + this.ttl });
     }
-    if (principal) this.touch(principal.keyId, now);
-    return principal;
+    if (found) this.touch(found.principal.keyId, now);
+    return found;
   }
 
-  /** Forgets cached results, e.g. right after a key is deleted in-process. */
+  /** Forgets cached results, e.g. right after a key is deleted or a plan changed. */
   invalidate(): void {
     this.cache.clear();
   }
 
-  private async lookup(hash: Buffer): Promise<ApiKeyPrincipal | null> {
+  private async lookup(hash: Buffer): Promise<IdentifiedKey | null> {
     const row = await this.db
       .selectFrom("api_keys")
-      .select(["id", "name", "account_id", "key_hash"])
-      .where("key_hash", "=", hash)
-      .where("revoked_at", "is", null)
+      .innerJoin("accounts", "accounts.id", "api_keys.account_id")
+      .select([
+        "api_keys.id",
+        "api_keys.name",
+        "api_keys.account_id",
+        "api_keys.key_hash",
+        "accounts.plan",
+      ])
+      .where("api_keys.key_hash", "=", hash)
+      .where("api_keys.revoked_at", "is", null)
       .executeTakeFirst();
     if (!row || !sameHash(row.key_hash, hash)) return null;
-    return { keyId: row.id, keyName: row.name, accountId: row.account_id };
+    return {
+      principal: { keyId: row.id, keyName: row.name, accountId: row.account_id },
+      plan: planNamed(row.plan),
+    };
   }
 
   private touch(keyId: string, now: number): void {

@@ -1,5 +1,6 @@
 /**
- * Plans and what a settle costs in quota units.
+ * Plans, what a settle costs in quota units, and how many requests a
+ * plan's API keys may make.
  *
  * Pure functions: the plan table is built from config. How many units a
  * settlement costs is the chain family's to say (spec section 8: batch
@@ -27,6 +28,21 @@ export interface PlanLimits {
   starterLimit: number;
   proLimit: number;
   maxLimit: number;
+}
+
+/**
+ * How many requests an API key may make per window, by its account's plan
+ * (0: no limit for that plan). Every key counts on its own; the plan is the
+ * account's.
+ */
+export interface PlanRequestLimits {
+  readonly windowMs: number;
+  readonly perPlan: Readonly<Record<PlanName, number>>;
+}
+
+/** The plan named by an account row; an unknown value is the most restrictive plan. */
+export function planNamed(plan: string): PlanName {
+  return isPlanName(plan) ? plan : "free";
 }
 
 export interface PlanRule {

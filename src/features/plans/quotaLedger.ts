@@ -13,6 +13,8 @@ import { sql, type Transaction } from "kysely";
 import type { Db } from "../../storage/db.js";
 import type { Database } from "../../storage/schema.js";
 import { ServiceError } from "../../lib/errors.js";
+import { announceChange } from "../../storage/changeFeed.js";
+import { API_KEYS_CHANGED } from "../keys/apiKeys.js";
 import {
   PAYG_UNIT_PRICE_MICRO_USD,
   UPGRADE_PATH,
@@ -213,9 +215,15 @@ export function createQuotaLedger(
   return plans.metering ? new QuotaLedger(db, plans, undefined, onError) : undefined;
 }
 
-/** Sets an account's plan; takes effect on its next settle. */
+/**
+ * Sets an account's plan; takes effect on its next settle. The plan also
+ * sets its keys' request rate, which replicas read from their cached key
+ * lookups: the change is announced so every replica sharing the database
+ * drops them and applies the new rate on its next request.
+ */
 export async function setAccountPlan(db: Db, accountId: string, plan: PlanName): Promise<void> {
   await db.updateTable("accounts").set({ plan }).where("id", "=", accountId).execute();
+  await announceChange(db, API_KEYS_CHANGED);
 }
 
 /** Suspends (or resumes, with `suspended` false) an account's settlements. */
