@@ -1,0 +1,132 @@
+/**
+ * The confidential daily batch is exactly once across replicas and across a
+ * crash in the middle (spec 3.3, 8), on a controllable clock: two replicas
+ * race for the same day and only one runs it; a replica that dies after the
+ * chain credited the slot but before recording it leaves a lease that runs
+ * out, and the replica that resumes it credits nothing twice and records
+ * every payment as available.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createTestClient, http } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { startStack, type TestStack } from "../support/stack.js";
+import { availableBackends } from "../support/database.js";
+import { paymentRequest, post, requirementsFor, signPayment } from "../support/payments.js";
+import { createAccount } from "../../src/features/accounts/accounts.js";
+import { createApiKey } from "../../src/features/keys/apiKeys.js";
+import { DailyBatch } from "../../src/features/confidential/dailyBatch.js";
+import { utcDay } from "../../src/features/confidential/credits.js";
+import { createLogger } from "../../src/lib/logger.js";
+import type { ConfidentialVault } from "../../src/features/confidential/vaultPort.js";
+
+const LEASE_MS = 60_000;
+
+for (const backend of availableBackends()) {
+  describe(`confidential daily batch (${backend})`, () => {
+    let stack: TestStack;
+
+    before(async () => {
+      stack = await startStack({ backend, confidential: true, confidentialWorker: false });
+    });
+    after(async () => stack?.stop());
+
+    test("two replicas, one crash mid-batch: each slot credited once, every payment recorded", async () => {
+      const { confidential, db } = stack.service;
+      const vault = confidential.vault!;
+      const account = await createAccount(db, "merchant");
+      const apiKey = (await createApiKey(db, account.id, "k")).key;
+      const wallet = privateKeyToAccount(generatePrivateKey());
+      const message = confidential.merchants.enablementMessage(wallet.address, account.id);
+      const merchant = await confidential.merchants.enable(
+        account.id,
+        wallet.address,
+        await wallet.signMessage({ message }),
+      );
+      const requirements = {
+        ...requirementsFor({ network: "eip155:8453", usdc: stack.usdc, payTo: vault.address }),
+        amount: "2500",
+        extra: {
+          name: "USD Coin",
+          version: "2",
+          confidential: true,
+          merchant: wallet.address,
+          assetTransferMethod: "eip3009",
+        },
+      };
+      for (const key of stack.payerKeys.slice(0, 2)) {
+        const payload = await signPayment(key, requirements);
+        const res = (await (
+          await post(stack.url, "/settle", paymentRequest(requirements, payload.payload), apiKey)
+        ).json()) as Record<string, unknown>;
+        assert.equal(res["success"], true, JSON.stringify(res));
+      }
+
+      // Past the next 00:00 UTC, on the chain and on the replicas' clock.
+      const chainNow = Number(await vault.chainTime());
+      const midnight = (utcDay(new Date(chainNow * 1000)) + 1) * 86_400;
+      const testClient = createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) });
+      await testClient.setNextBlockTimestamp({ timestamp: BigInt(midnight + 30) });
+      await testClient.mine({ blocks: 1 });
+      const now = new Date((midnight + 30) * 1000);
+      const day = utcDay(now) - 1;
+      const log = createLogger("silent");
+
+      // Replica A reaches the chain, which credits the slot, and dies before
+      // it records anything.
+      const dying: ConfidentialVault = Object.create(vault) as ConfidentialVault;
+      dying.creditDay = async (args) => {
+        await vault.creditDay(args);
+        throw new Error("replica A was killed");
+      };
+      const a = new DailyBatch(db, dying, { owner: "replica-a", leaseMs: LEASE_MS, log });
+      const b = new DailyBatch(db, vault, { owner: "replica-b", leaseMs: LEASE_MS, log });
+      await assert.rejects(a.run(day, now), /killed/);
+      assert.equal(await vault.balance(merchant.slot!), 5000n);
+
+      // While A's lease holds, B does not touch the day.
+      assert.deepEqual(await b.run(day, new Date(now.getTime() + 1_000)), {
+        ran: false,
+        day,
+        why: "held",
+      });
+      const credited = await db
+        .selectFrom("confidential_credits")
+        .select("credited_day")
+        .where("account_id", "=", account.id)
+        .execute();
+      assert.deepEqual(
+        credited.map((c) => c.credited_day),
+        [null, null],
+      );
+
+      // The lease runs out; B resumes A's plan: the chain skips the slot.
+      const later = new Date(now.getTime() + LEASE_MS + 1_000);
+      const resumed = await b.run(day, later);
+      assert.equal(resumed.ran, true);
+      assert.equal(await vault.balance(merchant.slot!), 5000n, "credited once");
+      const rows = await db
+        .selectFrom("confidential_credits")
+        .select("credited_day")
+        .where("account_id", "=", account.id)
+        .execute();
+      assert.deepEqual(
+        rows.map((r) => r.credited_day),
+        [day, day],
+      );
+      const batchRow = await db
+        .selectFrom("confidential_batches")
+        .select(["status", "owner", "credits", "total_amount"])
+        .where("day", "=", day)
+        .executeTakeFirstOrThrow();
+      assert.deepEqual(batchRow, {
+        status: "done",
+        owner: "replica-b",
+        credits: 2,
+        total_amount: "5000",
+      });
+      // A restarted replica A finds the day done.
+      assert.deepEqual(await a.run(day, later), { ran: false, day, why: "done" });
+    });
+  });
+}
