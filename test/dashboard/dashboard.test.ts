@@ -19,6 +19,9 @@ import { startStack, type TestStack } from "../support/stack.js";
 import { requirementsFor, signPayment, post } from "../support/payments.js";
 import { apiKeyAuth } from "../support/resourceServer.js";
 import { freePort, until } from "../support/processes.js";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import type { Hex, TypedDataDefinition } from "viem";
+import { usdcBalance } from "../support/payments.js";
 import {
   startLocalIdentityProviders,
   type LocalIdentityProviders,
@@ -55,7 +58,7 @@ describe("dashboard in Chromium", () => {
       env[`${prefix}CLIENT_SECRET`] = p.clientSecret;
       env[`${prefix}LABEL`] = p.label;
     }
-    stack = await startStack({ env });
+    stack = await startStack({ env, confidential: true, confidentialWorker: false });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
   });
 
@@ -316,6 +319,105 @@ describe("dashboard in Chromium", () => {
     await tab(second.page, "Confidential");
     await second.page.getByText("Confidential settlement credits").waitFor();
     await second.page.screenshot({ path: `${SHOTS}/confidential.png`, fullPage: true });
+  });
+
+  test("Confidential tab: fee first, enable with the browser wallet, live offer mode, receipts, a withdrawal above the balance moves nothing", async () => {
+    const { page, context } = await signIn(idps.providers[0]!.label);
+    // The merchant's own wallet, as a browser wallet extension would inject it.
+    const wallet = privateKeyToAccount(generatePrivateKey());
+    await context.exposeFunction("__testWallet", async (method: string, params: unknown[]) => {
+      if (method === "eth_requestAccounts") return [wallet.address];
+      if (method === "personal_sign")
+        return wallet.signMessage({ message: { raw: params[0] as Hex } });
+      if (method === "eth_signTypedData_v4") {
+        const t = JSON.parse(params[1] as string) as Record<string, Record<string, string>>;
+        const m = t["message"]!;
+        return wallet.signTypedData({
+          ...(t as unknown as TypedDataDefinition),
+          domain: { ...t["domain"], chainId: Number(t["domain"]!["chainId"]) },
+          message: {
+            slot: BigInt(m["slot"]!),
+            to: m["to"],
+            amount: BigInt(m["amount"]!),
+            nonce: BigInt(m["nonce"]!),
+            deadline: BigInt(m["deadline"]!),
+          },
+        } as TypedDataDefinition);
+      }
+      throw new Error(`unsupported wallet method ${method}`);
+    });
+    // A string, not a function: the test's compiled functions carry helpers
+    // that do not exist in the page.
+    await page.addInitScript(
+      "window.ethereum = { request: ({ method, params }) => window.__testWallet(method, params || []) };",
+    );
+    await page.reload();
+    const { id: accountId } = await accountOf(page);
+    await tab(page, "Confidential");
+    await page.getByTestId("confidential-fee").getByText("counts as 2 settlements").waitFor();
+    await page.getByRole("button", { name: "Connect wallet and enable" }).click();
+    await page.getByTestId("merchant-address").getByText(wallet.address).waitFor();
+    const row = await stack.service.db
+      .selectFrom("confidential_merchants")
+      .select(["merchant_address", "slot", "mode"])
+      .where("account_id", "=", accountId)
+      .executeTakeFirstOrThrow();
+    assert.equal(row.merchant_address, wallet.address.toLowerCase());
+    assert.match(row.slot ?? "", /^\d+$/);
+    assert.equal(row.mode, "both");
+
+    await page.getByRole("radio", { name: /Confidential/ }).click();
+    await until("the mode is saved", async () => {
+      const m = await stack.service.db
+        .selectFrom("confidential_merchants")
+        .select("mode")
+        .where("account_id", "=", accountId)
+        .executeTakeFirstOrThrow();
+      return m.mode === "confidential" ? true : undefined;
+    });
+    await until("the page shows the saved mode", async () =>
+      (await page.getByRole("radio", { name: /Confidential/ }).isChecked()) ? true : undefined,
+    );
+
+    // A confidential payment from an official client's signature shows as a receipt.
+    const apiKey = await createKey(page, "shop");
+    const vault = stack.service.confidential.vault!;
+    const requirements = {
+      ...requirementsFor({ network: "eip155:8453", usdc: stack.usdc, payTo: vault.address }),
+      extra: {
+        name: "USD Coin",
+        version: "2",
+        confidential: true,
+        merchant: wallet.address,
+        assetTransferMethod: "eip3009",
+      },
+    };
+    const payload = await signPayment(stack.payerKeys[2]!, requirements);
+    const settled = (await (
+      await post(
+        stack.url,
+        "/settle",
+        { x402Version: 2, paymentPayload: payload, paymentRequirements: requirements },
+        apiKey,
+      )
+    ).json()) as { success: boolean };
+    assert.equal(settled.success, true);
+    await tab(page, "Confidential");
+    await page.locator("table.receipts").getByText("pending").waitFor();
+    await page.locator("table.receipts").getByText("0.010000 USDC").waitFor();
+
+    // Nothing is available before the daily batch: the withdrawal debits nothing.
+    await page.getByLabel("Amount (USDC)").fill("0.01");
+    await page.getByRole("button", { name: "Sign and withdraw" }).click();
+    await page.locator("table.withdrawals").getByText("finalized").waitFor();
+    const w = await stack.service.db
+      .selectFrom("confidential_withdrawals")
+      .select(["state", "paid_amount", "amount"])
+      .where("account_id", "=", accountId)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(w, { state: "finalized", paid_amount: "0", amount: "10000" });
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, wallet.address), 0n);
+    await page.screenshot({ path: `${SHOTS}/confidential-enabled.png`, fullPage: true });
   });
 
   test("a dashboard call without a session is 401, and one without the CSRF token is refused", async () => {

@@ -334,6 +334,11 @@ function Withdrawals() {
                       <td>{usdc(e.amount)}</td>
                       <td>
                         <span className={`pill ${e.state}`}>{e.state}</span>
+                        {e.state === "finalized" && e.paidAmount === "0" && (
+                          <div className="muted">
+                            The available balance did not cover it: nothing moved.
+                          </div>
+                        )}
                         {e.error && <div className="muted">{e.error}</div>}
                       </td>
                       <td>{usdc(e.paidAmount)}</td>
