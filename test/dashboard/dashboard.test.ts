@@ -20,7 +20,8 @@ import { requirementsFor, signPayment, post } from "../support/payments.js";
 import { apiKeyAuth } from "../support/resourceServer.js";
 import { freePort, until } from "../support/processes.js";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import type { Hex, TypedDataDefinition } from "viem";
+import type { Hex } from "viem";
+import { confidentialRequirements, withdrawTypedDataFromJson } from "../support/confidential.js";
 import { usdcBalance } from "../support/payments.js";
 import {
   startLocalIdentityProviders,
@@ -330,19 +331,9 @@ describe("dashboard in Chromium", () => {
       if (method === "personal_sign")
         return wallet.signMessage({ message: { raw: params[0] as Hex } });
       if (method === "eth_signTypedData_v4") {
-        const t = JSON.parse(params[1] as string) as Record<string, Record<string, string>>;
-        const m = t["message"]!;
-        return wallet.signTypedData({
-          ...(t as unknown as TypedDataDefinition),
-          domain: { ...t["domain"], chainId: Number(t["domain"]!["chainId"]) },
-          message: {
-            slot: BigInt(m["slot"]!),
-            to: m["to"],
-            amount: BigInt(m["amount"]!),
-            nonce: BigInt(m["nonce"]!),
-            deadline: BigInt(m["deadline"]!),
-          },
-        } as TypedDataDefinition);
+        return wallet.signTypedData(
+          withdrawTypedDataFromJson(JSON.parse(params[1] as string) as Record<string, unknown>),
+        );
       }
       throw new Error(`unsupported wallet method ${method}`);
     });
@@ -382,16 +373,11 @@ describe("dashboard in Chromium", () => {
     // A confidential payment from an official client's signature shows as a receipt.
     const apiKey = await createKey(page, "shop");
     const vault = stack.service.confidential.vault!;
-    const requirements = {
-      ...requirementsFor({ network: "eip155:8453", usdc: stack.usdc, payTo: vault.address }),
-      extra: {
-        name: "USD Coin",
-        version: "2",
-        confidential: true,
-        merchant: wallet.address,
-        assetTransferMethod: "eip3009",
-      },
-    };
+    const requirements = confidentialRequirements({
+      usdc: stack.usdc,
+      vault: vault.address,
+      merchant: wallet.address,
+    });
     const payload = await signPayment(stack.payerKeys[2]!, requirements);
     const settled = (await (
       await post(

@@ -18,7 +18,7 @@ import { decodePaymentResponseHeader } from "@x402/core/http";
 import { ExactEvmScheme as ExactEvmServerScheme } from "@x402/evm/exact/server";
 import { ExactEvmScheme as ExactEvmClientScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment } from "@x402/fetch";
-import { createTestClient, http, type Hex, type TypedDataDefinition } from "viem";
+import { createTestClient, http, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
@@ -33,6 +33,7 @@ import {
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { offersFor, type ConfidentialStatus } from "../../src/clients/confidential/offers.js";
 import { utcDay } from "../../src/features/confidential/credits.js";
+import { confidentialRequirements, withdrawTypedDataFromJson } from "../support/confidential.js";
 
 const PRICE = "$0.01";
 const PRICE_ATOMIC = 10_000n;
@@ -40,23 +41,6 @@ const PLAIN_PAY_TO = "0x000000000000000000000000000000000000dEaD";
 
 async function json<T = Record<string, unknown>>(res: Response): Promise<T> {
   return (await res.json()) as T;
-}
-
-/** viem wants bigints where the JSON carried decimal strings. */
-function typedDataFromJson(t: Record<string, unknown>): TypedDataDefinition {
-  const message = t["message"] as Record<string, string>;
-  const domain = t["domain"] as Record<string, unknown>;
-  return {
-    ...(t as unknown as TypedDataDefinition),
-    domain: { ...domain, chainId: Number(domain["chainId"]) },
-    message: {
-      slot: BigInt(message["slot"]!),
-      to: message["to"],
-      amount: BigInt(message["amount"]!),
-      nonce: BigInt(message["nonce"]!),
-      deadline: BigInt(message["deadline"]!),
-    },
-  } as TypedDataDefinition;
 }
 
 describe("confidential settlement end to end", () => {
@@ -245,16 +229,11 @@ describe("confidential settlement end to end", () => {
   test("a key of another account cannot settle to this merchant; a plain payment to the contract is refused", async () => {
     const stranger = await signedInUser(stack.service.db, stack.url);
     const strangerKey = (await createApiKey(stack.service.db, stranger.accountId, "x")).key;
-    const requirements = {
-      ...requirementsFor({ network: "eip155:8453", usdc: stack.usdc, payTo: contract }),
-      extra: {
-        name: "USD Coin",
-        version: "2",
-        confidential: true,
-        merchant: wallet.address,
-        assetTransferMethod: "eip3009",
-      },
-    };
+    const requirements = confidentialRequirements({
+      usdc: stack.usdc,
+      vault: contract,
+      merchant: wallet.address,
+    });
     const payer = privateKeyToAccount(stack.payerKeys[1]!);
     const before = await usdcBalance(stack.rpcUrl, stack.usdc, payer.address);
     const payload = await signPayment(stack.payerKeys[1]!, requirements);
@@ -329,7 +308,7 @@ describe("confidential settlement end to end", () => {
           body: { amount: amount.toString() },
         }),
       );
-      const signature = await wallet.signTypedData(typedDataFromJson(typedData));
+      const signature = await wallet.signTypedData(withdrawTypedDataFromJson(typedData));
       const res = await merchantUser.call("/api/confidential/withdrawals", {
         method: "POST",
         body: { typedData, signature },

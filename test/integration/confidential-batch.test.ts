@@ -12,7 +12,8 @@ import { createTestClient, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
 import { availableBackends } from "../support/database.js";
-import { paymentRequest, post, requirementsFor, signPayment } from "../support/payments.js";
+import { paymentRequest, post, signPayment } from "../support/payments.js";
+import { confidentialRequirements } from "../support/confidential.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { DailyBatch } from "../../src/features/confidential/dailyBatch.js";
@@ -43,17 +44,12 @@ for (const backend of availableBackends()) {
         wallet.address,
         await wallet.signMessage({ message }),
       );
-      const requirements = {
-        ...requirementsFor({ network: "eip155:8453", usdc: stack.usdc, payTo: vault.address }),
+      const requirements = confidentialRequirements({
+        usdc: stack.usdc,
+        vault: vault.address,
+        merchant: wallet.address,
         amount: "2500",
-        extra: {
-          name: "USD Coin",
-          version: "2",
-          confidential: true,
-          merchant: wallet.address,
-          assetTransferMethod: "eip3009",
-        },
-      };
+      });
       for (const key of stack.payerKeys.slice(0, 2)) {
         const payload = await signPayment(key, requirements);
         const res = (await (

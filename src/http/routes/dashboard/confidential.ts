@@ -29,24 +29,18 @@ export function registerConfidentialRoutes(
   deps: { confidential: ConfidentialFeature },
 ): void {
   const { merchants } = deps.confidential;
-  const withdrawals = () => {
-    const w = deps.confidential.withdrawals;
-    if (!w)
+  // The routes that need the vault answer 404 on a service without one.
+  const need = <T>(part: T | undefined): T => {
+    if (!part) {
       throw new ServiceError(
         "not_found",
         "confidential settlement is not available on this service",
       );
-    return w;
+    }
+    return part;
   };
-  const credits = () => {
-    const c = deps.confidential.credits;
-    if (!c)
-      throw new ServiceError(
-        "not_found",
-        "confidential settlement is not available on this service",
-      );
-    return c;
-  };
+  const withdrawals = () => need(deps.confidential.withdrawals);
+  const credits = () => need(deps.confidential.credits);
 
   app.get(
     "/api/confidential",
