@@ -274,6 +274,37 @@ describe("confidential settlement end to end", () => {
     );
   });
 
+  test("a confidential offer paid with something other than an EIP-3009 authorization is a 4xx or a refusal, never a 500", async () => {
+    const requirements = confidentialRequirements({
+      usdc: stack.usdc,
+      vault: contract,
+      merchant: wallet.address,
+    });
+    const shapes: Record<string, unknown>[] = [
+      { permit2Authorization: { from: wallet.address }, signature: "0x" },
+      { authorization: { from: "not an address", nonce: "0x01" }, signature: "0x" },
+      {},
+    ];
+    for (const payload of shapes) {
+      for (const path of ["/verify", "/settle"]) {
+        const res = await post(stack.url, path, paymentRequest(requirements, payload), merchantKey);
+        assert.ok(
+          res.status === 200 || (res.status >= 400 && res.status < 500),
+          `${path}: ${res.status}`,
+        );
+        const body = await json(res);
+        assert.notEqual(body["success"], true);
+        assert.notEqual(body["isValid"], true);
+      }
+    }
+    const credits = await stack.service.db
+      .selectFrom("confidential_credits")
+      .select("authorization_key")
+      .where("account_id", "=", merchantUser.accountId)
+      .execute();
+    assert.equal(credits.length, 1, "only the one real payment owes a credit");
+  });
+
   test("the batch at a simulated midnight credits the slot once; the wallet withdraws to its address", async () => {
     const vault = stack.service.confidential.vault!;
     const slot = BigInt(

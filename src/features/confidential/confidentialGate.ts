@@ -6,13 +6,14 @@
  * Plain payments pass through untouched at the cost of one property read,
  * unless they pay the privacy contract itself.
  */
-import { getAddress, type Hex } from "viem";
+import { getAddress, isAddress, type Address, type Hex } from "viem";
 import type { SettleResponse } from "@x402/core/types";
 import type { PaymentRequest } from "../../protocol.js";
 import type { Logger } from "../../lib/logger.js";
 import type { ConfidentialCredits } from "./credits.js";
 import type { ConfidentialMerchants } from "./merchants.js";
 import {
+  CONFIDENTIAL_REASONS,
   isConfidentialOffer,
   offerMerchant,
   paysContract,
@@ -42,14 +43,19 @@ export class ConfidentialGate {
     const merchant = isConfidentialOffer(request)
       ? await this.merchants.find(accountId)
       : undefined;
-    return refuseConfidential(request, this.contract, merchant);
+    const refusal = refuseConfidential(request, this.contract, merchant);
+    if (refusal || !isConfidentialOffer(request) || eip3009Authorization(request)) return refusal;
+    return {
+      reason: CONFIDENTIAL_REASONS.transferMethod,
+      message:
+        "a confidential payment is an EIP-3009 authorization (payload.authorization with from and nonce)",
+    };
   }
 
   /** Writes the credit a confidential payment owes; before anything is sent. */
   async recordCredit(accountId: string, authorizationKey: string, request: PaymentRequest) {
     if (!this.credits || !isConfidentialOffer(request)) return;
-    const auth = (request.paymentPayload.payload as { authorization?: Record<string, unknown> })
-      .authorization;
+    const auth = eip3009Authorization(request)!;
     const req = request.paymentRequirements;
     await this.credits.recordIntent({
       authorizationKey,
@@ -57,10 +63,10 @@ export class ConfidentialGate {
       merchant: offerMerchant(request)!,
       network: req.network,
       asset: req.asset,
-      payer: getAddress(String(auth?.["from"])),
+      payer: auth.from,
       // The exact scheme settles exactly the advertised amount.
       amount: BigInt(req.amount),
-      paymentNonce: String(auth?.["nonce"]) as Hex,
+      paymentNonce: auth.nonce,
     });
   }
 
@@ -83,4 +89,15 @@ export class ConfidentialGate {
       return result;
     }
   }
+}
+
+/** The payload's EIP-3009 payer and nonce, when it is one (the gate refuses it otherwise). */
+function eip3009Authorization(request: PaymentRequest): { from: Address; nonce: Hex } | undefined {
+  const payload = request.paymentPayload.payload as { authorization?: unknown } | undefined;
+  const auth = payload?.authorization as Record<string, unknown> | undefined;
+  const from = auth?.["from"];
+  const nonce = auth?.["nonce"];
+  if (typeof from !== "string" || !isAddress(from, { strict: false })) return undefined;
+  if (typeof nonce !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(nonce)) return undefined;
+  return { from: getAddress(from), nonce: nonce.toLowerCase() as Hex };
 }

@@ -139,11 +139,16 @@ export class ConfidentialMerchants {
     if (current.slot !== null) return current;
     // The contract refuses a second slot for one merchant, so a repeated or
     // concurrent assignment returns the same slot.
-    const assigned = await vault.assignSlot({
-      merchant,
-      accountRef: accountId,
-      walletSignature: signature as Hex,
-    });
+    const assigned = await vault
+      .assignSlot({ merchant, accountRef: accountId, walletSignature: signature as Hex })
+      .catch((e: unknown) => {
+        // The wallet is recorded; enabling again with it resumes here.
+        throw new ServiceError(
+          "service_unavailable",
+          "the slot could not be assigned on-chain just now; enable again with the same wallet to finish",
+          { retryable: true, cause: e },
+        );
+      });
     await this.db
       .updateTable("confidential_merchants")
       .set({

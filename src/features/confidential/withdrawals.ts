@@ -50,7 +50,15 @@ export class ConfidentialWithdrawals {
   async typedData(accountId: string, amountInput: string): Promise<unknown> {
     const { merchant, slot } = await this.enabledMerchant(accountId);
     const amount = parseAmount(amountInput);
-    const { typedData } = await this.vault.prepareWithdraw({ slot, merchant, amount });
+    const { typedData } = await this.vault
+      .prepareWithdraw({ slot, merchant, amount })
+      .catch((e: unknown) => {
+        throw new ServiceError(
+          "service_unavailable",
+          "the chain could not be read to prepare the withdrawal; retry shortly",
+          { retryable: true, cause: e },
+        );
+      });
     return jsonSafe(typedData);
   }
 
