@@ -301,6 +301,7 @@ describe("devnet with one block per transaction", () => {
     assert.deepEqual(Object.keys(net).sort(), [
       "assets",
       "chainId",
+      "confidential",
       "facilitatorPrivateKeys",
       "payerPrivateKeys",
       "rpcUrl",
@@ -310,6 +311,11 @@ describe("devnet with one block per transaction", () => {
     assert.deepEqual(net["assets"], { USDC });
     assert.deepEqual(net["payerPrivateKeys"], devnetPayerKeys(5));
     assert.deepEqual(net["facilitatorPrivateKeys"], devnetFacilitatorKeys(4));
+    assert.deepEqual(Object.keys(net["confidential"] as object).sort(), [
+      "contractAddress",
+      "operatorPrivateKey",
+      "receiptSignerPrivateKey",
+    ]);
     assert.deepEqual(devnet.file, JSON.parse(readFileSync(outFile, "utf8")));
   });
 
