@@ -17,6 +17,13 @@
  *   so a row that fails its statement fails only its own caller.
  */
 
+/**
+ * A flush size that keeps every statement small: the widest row written this
+ * way has about 20 columns, so a flush stays far below PostgreSQL's 65,535
+ * parameters, and one flush holds PGlite's single connection only briefly.
+ */
+export const DEFAULT_MAX_BATCH = 200;
+
 export type Flush<I, O> = (items: readonly I[]) => Promise<readonly PromiseSettledResult<O>[]>;
 
 export interface GroupCommitOptions {
