@@ -251,6 +251,28 @@ for (const backend of availableBackends()) {
       assert.deepEqual(await usage(p.accountId), { used: 6, reserved: 0 });
     });
 
+    test("outcomes of several accounts in one flush charge and release each account's own row", async () => {
+      const a = await principal("several-a");
+      const b = await principal("several-b");
+      const owners = [a, b, a, b, b];
+      const ids = (await Promise.all(owners.map((p) => begin(p)))) as string[];
+      const reservations = await Promise.all(owners.map((p) => ledger.reserve(p.accountId, 1)));
+      await Promise.all(
+        ids.map((id, i) =>
+          recorder.finish(
+            id,
+            i < 3
+              ? { success: true, transaction: tx(3000 + i), network: "eip155:8453" }
+              : { success: false, errorReason: "x", transaction: "", network: "eip155:8453" },
+            Date.now(),
+            reservations[i],
+          ),
+        ),
+      );
+      assert.deepEqual(await usage(a.accountId), { used: 2, reserved: 0 });
+      assert.deepEqual(await usage(b.accountId), { used: 1, reserved: 0 });
+    });
+
     test("pay-as-you-go in one flush bills each settlement against the usage before it", async () => {
       const p = await principal("payg-flush", "payg");
       await database.db

@@ -11,7 +11,7 @@
  * suspension) applies to the very next request.
  */
 import { randomUUID } from "node:crypto";
-import { sql, type Transaction } from "kysely";
+import { sql, type ExpressionBuilder, type Transaction } from "kysely";
 import type { Db } from "../../storage/db.js";
 import { DEFAULT_MAX_BATCH, GroupCommit } from "../../storage/groupCommit.js";
 import type { Database } from "../../storage/schema.js";
@@ -90,19 +90,10 @@ export class QuotaLedger {
     const month = monthOf(at);
     // Sorted, so two flushes (two replicas) lock shared rows in the same order.
     const accountIds = unique(requests.map((r) => r.accountId)).sort();
-    const accounts = new Map(
-      (
-        await this.db
-          .selectFrom("accounts")
-          .select(["id", "plan", "suspended_at"])
-          .where("id", "in", accountIds)
-          .execute()
-      ).map((a) => [a.id, a]),
-    );
     return this.db.transaction().execute(async (tx) => {
       // An upsert whose update changes nothing: it creates the month's row
       // where there is none, locks every row until this transaction ends,
-      // and returns what each holds, in one statement.
+      // and returns what each holds with its account's plan, in one statement.
       const rows = await tx
         .insertInto("quota_usage")
         .values(accountIds.map((id) => ({ account_id: id, month })))
@@ -111,21 +102,24 @@ export class QuotaLedger {
             .columns(["account_id", "month"])
             .doUpdateSet({ updated_at: sql<Date>`quota_usage.updated_at` }),
         )
-        .returning(["account_id", "used", "reserved"])
+        .returning((eb) => [
+          "account_id",
+          "used",
+          "reserved",
+          accountOf(eb).select("plan").as("plan"),
+          accountOf(eb).select("suspended_at").as("suspended_at"),
+        ])
         .execute();
-      const usage = new Map(
-        rows.map((r) => [r.account_id, { used: r.used, reserved: r.reserved }]),
-      );
+      const usage = new Map(rows.map((r) => [r.account_id, { ...r }]));
       const granted = new Map<string, number>();
       const results = requests.map((r): PromiseSettledResult<QuotaReservation> => {
-        const account = accounts.get(r.accountId);
-        const rule = planRule(account?.plan ?? "free", this.limits);
-        const held = usage.get(r.accountId) ?? { used: 0, reserved: 0 };
+        const held = usage.get(r.accountId)!;
+        const rule = planRule(held.plan ?? "free", this.limits);
         const refuse = (code: "quota_exceeded" | "account_suspended") => ({
           status: "rejected" as const,
           reason: this.refusal(code, rule.name, rule.reportedLimit, held),
         });
-        if (account?.suspended_at) return refuse("account_suspended");
+        if (held.suspended_at) return refuse("account_suspended");
         if (rule.hardLimit !== null && held.used + held.reserved + r.units > rule.hardLimit) {
           return refuse("quota_exceeded");
         }
@@ -156,6 +150,43 @@ export class QuotaLedger {
     });
   }
 
+  /**
+   * Charges settlements that just succeeded and gives reservations back, in
+   * the caller's transaction (the one that records the outcomes). When that
+   * touches several accounts' rows, they are locked first, in one sorted
+   * pass as reservations lock them, so two replicas' transactions never hold
+   * one row each while waiting for the other's (a deadlock).
+   */
+  async chargeAndReleaseIn(
+    tx: Transaction<Database>,
+    charges: readonly QuotaCharge[],
+    reservations: readonly QuotaReservation[],
+  ): Promise<void> {
+    const month = monthOf(this.now());
+    const touched = new Map<string, { accountId: string; month: string }>();
+    for (const c of charges) {
+      if (c.units > 0) touched.set(`${c.accountId} ${month}`, { accountId: c.accountId, month });
+    }
+    for (const r of reservations) {
+      touched.set(`${r.accountId} ${r.month}`, { accountId: r.accountId, month: r.month });
+    }
+    if (touched.size > 1) {
+      const rows = [...touched.values()];
+      await sql`
+        select 1 from quota_usage
+        where (account_id, month) in (
+          select * from unnest(
+            ${rows.map((r) => r.accountId)}::uuid[],
+            ${rows.map((r) => r.month)}::text[]
+          )
+        )
+        order by account_id, month
+        for update`.execute(tx);
+    }
+    await this.chargeAllIn(tx, charges);
+    await this.releaseAllIn(tx, reservations);
+  }
+
   /** One charge (see `chargeAllIn`). */
   async chargeIn(
     tx: Transaction<Database>,
@@ -171,9 +202,9 @@ export class QuotaLedger {
    * transaction (the one that records the successes), so a payment is billed
    * exactly when, and exactly once, its success is committed. The plan is
    * read now: a late success (a retry or the reconciler learning it from the
-   * chain) bills the month and plan in force when it is learned. One read of
-   * the plans, one upsert of the month's usage and, for pay-as-you-go, one
-   * insert of charges, however many settlements.
+   * chain) bills the month and plan in force when it is learned. One upsert
+   * of the month's usage (which reads the plans too) and, for pay-as-you-go,
+   * one insert of charges, however many settlements.
    */
   async chargeAllIn(tx: Transaction<Database>, charges: readonly QuotaCharge[]): Promise<void> {
     const counted = charges.filter((c) => c.units > 0);
@@ -182,15 +213,6 @@ export class QuotaLedger {
     const totals = new Map<string, number>();
     for (const c of counted) totals.set(c.accountId, (totals.get(c.accountId) ?? 0) + c.units);
     const accountIds = [...totals.keys()].sort();
-    const plans = new Map(
-      (
-        await tx
-          .selectFrom("accounts")
-          .select(["id", "plan"])
-          .where("id", "in", accountIds)
-          .execute()
-      ).map((a) => [a.id, planRule(a.plan, this.limits).name]),
-    );
     const rows = await tx
       .insertInto("quota_usage")
       .values(accountIds.map((id) => ({ account_id: id, month, used: totals.get(id)! })))
@@ -200,14 +222,15 @@ export class QuotaLedger {
           updated_at: new Date(),
         }),
       )
-      .returning(["account_id", "used"])
+      .returning((eb) => ["account_id", "used", accountOf(eb).select("plan").as("plan")])
       .execute();
+    const plans = new Map(rows.map((r) => [r.account_id, planRule(r.plan ?? "free", this.limits)]));
     // Pay-as-you-go bills the units past the free allowance, each charge
     // against the usage before it, in the order given.
     const usedBefore = new Map(rows.map((r) => [r.account_id, r.used - totals.get(r.account_id)!]));
     const billed = [];
     for (const c of counted) {
-      if ((plans.get(c.accountId) ?? "free") !== "payg") continue;
+      if (plans.get(c.accountId)?.name !== "payg") continue;
       const before = usedBefore.get(c.accountId)!;
       usedBefore.set(c.accountId, before + c.units);
       const billable = paygBillableUnits(before, before + c.units);
@@ -294,6 +317,10 @@ export class QuotaLedger {
     });
   }
 }
+
+/** The account row of a quota row, for reading its plan in the same statement. */
+const accountOf = (eb: ExpressionBuilder<Database, "quota_usage">) =>
+  eb.selectFrom("accounts").whereRef("accounts.id", "=", "quota_usage.account_id");
 
 const unique = <T>(values: readonly T[]): T[] => [...new Set(values)];
 

@@ -55,8 +55,12 @@ function storablePayer(payer: string | undefined): string | null {
 
 /** Quota side effects of settlements' transitions (absent: not metered). */
 export interface SettlementMetering {
-  chargeAllIn(tx: Transaction<Database>, charges: readonly QuotaCharge[]): Promise<void>;
-  releaseAllIn(tx: Transaction<Database>, reservations: readonly QuotaReservation[]): Promise<void>;
+  /** Charges successes and gives reservations back, in the caller's transaction. */
+  chargeAndReleaseIn(
+    tx: Transaction<Database>,
+    charges: readonly QuotaCharge[],
+    reservations: readonly QuotaReservation[],
+  ): Promise<void>;
 }
 
 export interface SettleIntent {
@@ -374,7 +378,7 @@ export class SettlementRecorder {
 
   /**
    * One flush of outcomes, in one transaction: the guarded transitions, then
-   * the outbox events and quota charges of the rows that moved, then the
+   * the outbox events and quota charges of the rows that moved, and the
    * reservations given back.
    */
   private async writeOutcomes(writes: readonly OutcomeWrite[]): Promise<void> {
@@ -391,30 +395,36 @@ export class SettlementRecorder {
           durationMs: now.getTime() - w.startedAt,
         })),
       );
-      await this.afterTransitions(trx, moved);
-      const reservations = writes.flatMap((w) => (w.reservation ? [w.reservation] : []));
-      if (this.metering && reservations.length > 0) {
-        await this.metering.releaseAllIn(trx, reservations);
-      }
+      await this.afterTransitions(
+        trx,
+        moved,
+        writes.flatMap((w) => (w.reservation ? [w.reservation] : [])),
+      );
     });
   }
 
-  /** The outbox events and the quota charges that belong to rows' final states. */
+  /**
+   * The outbox events and the quota charges that belong to rows' final
+   * states, and the reservations their settles held, given back.
+   */
   private async afterTransitions(
     trx: Transaction<Database>,
     rows: readonly SettlementRow[],
+    reservations: readonly QuotaReservation[] = [],
   ): Promise<void> {
     const final = rows.filter((r) => r.status !== "pending" && r.status !== "not_attempted");
-    if (final.length === 0) return;
-    await recordSettlementEvents(trx, final);
+    if (final.length > 0) await recordSettlementEvents(trx, final);
+    if (!this.metering) return;
     // A success that sent nothing (an `upto` settled at zero) moved no money
     // and is not billed.
     const billable = final.filter((r) => r.status === "succeeded" && r.transaction && !r.billed);
-    if (billable.length === 0 || !this.metering) return;
-    await this.metering.chargeAllIn(
+    if (billable.length === 0 && reservations.length === 0) return;
+    await this.metering.chargeAndReleaseIn(
       trx,
       billable.map((r) => ({ accountId: r.account_id, units: r.units, settlementId: r.id })),
+      reservations,
     );
+    if (billable.length === 0) return;
     await trx
       .updateTable("settlements")
       .set({ billed: true })
