@@ -25,7 +25,10 @@ function heldFlush() {
 }
 
 describe("group commit", () => {
-  test("an item that finds the batcher idle is flushed at once, before any timer could fire", async () => {
+  test("an item that finds the batcher idle is flushed at once: with the clock stopped", async (t) => {
+    // Timers never fire while mocked: a batcher that waited for one would
+    // never answer.
+    t.mock.timers.enable({ apis: ["setTimeout", "setInterval"] });
     const batches: number[][] = [];
     const gc = new GroupCommit<number, number>(
       async (items) => {
@@ -34,11 +37,29 @@ describe("group commit", () => {
       },
       { maxBatch: 10 },
     );
-    let macrotaskRan = false;
-    setImmediate(() => (macrotaskRan = true));
-    assert.equal(await gc.submit(7), 7);
-    assert.equal(macrotaskRan, false, "answered within microtasks: nothing waited for a timer");
+    let answer: number | undefined;
+    void gc.submit(7).then((v) => (answer = v));
+    for (let turn = 0; turn < 10 && answer === undefined; turn++) {
+      await new Promise((r) => setImmediate(r));
+    }
+    assert.equal(answer, 7, "answered within a few turns of the event loop, no timer fired");
     assert.deepEqual(batches, [[7]]);
+  });
+
+  test("items submitted in the same turn of the event loop share the first flush", async () => {
+    const batches: number[][] = [];
+    const gc = new GroupCommit<number, number>(
+      async (items) => {
+        batches.push([...items]);
+        return items.map((i) => ({ status: "fulfilled", value: i }));
+      },
+      { maxBatch: 10 },
+    );
+    const first = gc.submit(1);
+    // As a second request handled after the first one's await would.
+    const second = Promise.resolve().then(() => gc.submit(2));
+    assert.deepEqual(await Promise.all([first, second]), [1, 2]);
+    assert.deepEqual(batches, [[1, 2]]);
   });
 
   test("items arriving during a flush share the next flush, in arrival order", async () => {

@@ -3,9 +3,12 @@
  * share one flush (one statement or one transaction), so the database's
  * round trips grow with flushes, not with callers.
  *
- * - A flush starts as soon as the previous one has finished: an item that
- *   finds the batcher idle is flushed at once (no timer adds latency), and
- *   items arriving during a flush wait for it and go together in the next.
+ * - A flush starts as soon as the previous one has finished, and items
+ *   arriving during a flush wait for it and go together in the next. An
+ *   item that finds the batcher idle is flushed in the same turn of the
+ *   event loop (`setImmediate`: right after the I/O callbacks being run), so
+ *   requests that arrived together share a flush and a lone one waits for
+ *   no timer.
  * - At most `maxBatch` items per flush, in arrival order; the rest wait for
  *   the next flush.
  * - A caller's promise settles only when its flush has finished: a write is
@@ -54,9 +57,7 @@ export class GroupCommit<I, O> {
       this.queue.push({ item, resolve, reject });
       if (this.flushing) return;
       this.flushing = true;
-      // A microtask, not a timer: items submitted in the same tick share the
-      // first flush, and a lone item waits for nothing.
-      queueMicrotask(() => void this.drain());
+      setImmediate(() => void this.drain());
     });
   }
 
