@@ -25,6 +25,7 @@ import {
   classifyVerify,
   freePort,
   peakRssMb,
+  readDbTraffic,
   spawnServer,
   stopServers,
   validPerSecond,
@@ -58,6 +59,8 @@ export interface Side {
   peakRssMb: number;
   verifyCpu: CpuShare | undefined;
   settleCpu: CpuShare | undefined;
+  /** Database statements and round trips per settle request (this service only). */
+  dbPerSettle: { statements: number; roundTrips: number } | undefined;
 }
 
 async function signAll(
@@ -164,6 +167,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
       name: string;
       url: string;
       pid: number;
+      countsDb: boolean;
       headers: Record<string, string>;
       settle: string[];
     }[] = [
@@ -171,6 +175,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
         name: "this service",
         url: `http://127.0.0.1:${ourPort}`,
         pid: ours.pid!,
+        countsDb: true,
         headers: { "x-api-key": key.key },
         settle: oursSettle,
       },
@@ -178,6 +183,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
         name: "reference",
         url: `http://127.0.0.1:${refPort}`,
         pid: reference.pid!,
+        countsDb: false,
         headers: {},
         settle: refSettle,
       },
@@ -204,6 +210,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
         `(b) ${side.name}: /settle ${opts.settleCount} payments, concurrency ${opts.settleConcurrency}…`,
       );
       const settleCpu = measureCpu(side.pid);
+      const dbBefore = side.countsDb ? await readDbTraffic(side.url) : undefined;
       const settle = await runLoad({
         url: `${side.url}/settle`,
         headers: side.headers,
@@ -216,6 +223,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
         `    ${[...settle.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${settle.seconds.toFixed(1)} s`,
       );
       const settleShare = settleCpu();
+      const dbAfter = dbBefore ? await readDbTraffic(side.url) : undefined;
       results.push({
         verify,
         verifyRepeats: Math.max(0, verify.count - verifyBodies.length),
@@ -223,6 +231,13 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
         peakRssMb: peakRssMb(side.pid),
         verifyCpu: verifyShare,
         settleCpu: settleShare,
+        dbPerSettle:
+          dbBefore && dbAfter
+            ? {
+                statements: (dbAfter.statements - dbBefore.statements) / settle.count,
+                roundTrips: (dbAfter.roundTrips - dbBefore.roundTrips) / settle.count,
+              }
+            : undefined,
       });
     }
     return { ours: results[0]!, reference: results[1]! };
@@ -298,6 +313,18 @@ export function evmTable(ours: Side, ref: Side): string {
       fmt(p(ours.settle, 99)),
       fmt(p(ref.settle, 99)),
       ratio(p(ours.settle, 99), p(ref.settle, 99), true),
+    ],
+    [
+      "(b) database statements per settle",
+      fmt(ours.dbPerSettle?.statements ?? NaN, 2),
+      fmt(ref.dbPerSettle?.statements ?? NaN, 2),
+      "",
+    ],
+    [
+      "(b) database round trips per settle",
+      fmt(ours.dbPerSettle?.roundTrips ?? NaN, 2),
+      fmt(ref.dbPerSettle?.roundTrips ?? NaN, 2),
+      "",
     ],
     [
       "(b) nonce failures",

@@ -87,3 +87,19 @@ export const classifySettle = (status: number, json: unknown) => {
   const nonce = /nonce/i.test(j.errorMessage ?? "") ? " (nonce)" : "";
   return `${j.errorReason ?? "failed"}${nonce}`;
 };
+
+/** The service's database counters (`x402_db_*_total` on /metrics). */
+export interface DbTraffic {
+  statements: number;
+  roundTrips: number;
+}
+
+export async function readDbTraffic(baseUrl: string): Promise<DbTraffic> {
+  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  const counter = (name: string) =>
+    Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? NaN);
+  return {
+    statements: counter("x402_db_statements_total"),
+    roundTrips: counter("x402_db_round_trips_total"),
+  };
+}

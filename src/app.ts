@@ -146,6 +146,13 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     (await openMigratedDb({
       databaseUrl: config.databaseUrl,
       dataDir: join(config.dataDir, "pglite"),
+      traffic: {
+        statement: () => {
+          metrics.dbStatements.inc();
+          metrics.dbRoundTrips.inc();
+        },
+        transactionControl: () => metrics.dbRoundTrips.inc(),
+      },
     }));
   const db = database.db;
   const reportError = (e: unknown, what: string) => log.error({ err: String(e) }, `${what} failed`);

@@ -13,6 +13,8 @@ export interface Metrics {
   rpcReachable: Gauge<"network">;
   reconciled: Counter<"network" | "status">;
   nativeRecovery: Gauge;
+  dbStatements: Counter;
+  dbRoundTrips: Counter;
 }
 
 export function createMetrics(collectProcess = true): Metrics {
@@ -66,6 +68,16 @@ export function createMetrics(collectProcess = true): Metrics {
     nativeRecovery: new Gauge({
       name: "x402_native_signature_recovery",
       help: "1 when EVM signature recovery runs on libsecp256k1, 0 when it fell back to pure JavaScript",
+      registers: [registry],
+    }),
+    dbStatements: new Counter({
+      name: "x402_db_statements_total",
+      help: "SQL statements that read or wrote data (transaction commands not included)",
+      registers: [registry],
+    }),
+    dbRoundTrips: new Counter({
+      name: "x402_db_round_trips_total",
+      help: "Exchanges with the database: every statement, BEGIN, COMMIT and ROLLBACK",
       registers: [registry],
     }),
   };

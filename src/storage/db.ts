@@ -9,11 +9,12 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { PGlite } from "@electric-sql/pglite";
-import { Kysely, PostgresDialect } from "kysely";
+import { Kysely, PostgresDialect, type Dialect } from "kysely";
 import pg from "pg";
 import { PGliteDialect } from "./pgliteDialect.js";
 import { migrateToLatest } from "./migrate.js";
 import { lockDataDir } from "./dataDirLock.js";
+import { countingDialect, type DbTraffic } from "./countingDialect.js";
 import type { Database } from "./schema.js";
 
 export type Db = Kysely<Database>;
@@ -24,6 +25,8 @@ export interface OpenDbOptions {
   /** PGlite directory; `memory://` keeps it in memory (tests). */
   dataDir?: string;
   poolSize?: number;
+  /** Told of every statement and round trip (the service's metrics). */
+  traffic?: DbTraffic;
 }
 
 export interface OpenedDb {
@@ -58,6 +61,9 @@ async function initDataDirInChild(dir: string): Promise<void> {
   });
 }
 
+const counted = (dialect: Dialect, opts: OpenDbOptions): Dialect =>
+  opts.traffic ? countingDialect(dialect, opts.traffic) : dialect;
+
 // numeric and int8 come back as strings by default, which is what we want for
 // token amounts; timestamps become Date objects.
 export async function openDb(opts: OpenDbOptions): Promise<OpenedDb> {
@@ -65,7 +71,7 @@ export async function openDb(opts: OpenDbOptions): Promise<OpenedDb> {
     const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.poolSize ?? 20 });
     // A dropped idle connection must not crash the process.
     pool.on("error", () => undefined);
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<Database>({ dialect: counted(new PostgresDialect({ pool }), opts) });
     return { db, kind: "postgres", close: () => db.destroy() };
   }
   const dir = opts.dataDir ?? "memory://";
@@ -77,7 +83,7 @@ export async function openDb(opts: OpenDbOptions): Promise<OpenedDb> {
   try {
     if (!dir.startsWith("memory://")) await initDataDirInChild(dir);
     const client = await PGlite.create(dir, { postgresqlconf: PGLITE_CONF });
-    const db = new Kysely<Database>({ dialect: new PGliteDialect(client) });
+    const db = new Kysely<Database>({ dialect: counted(new PGliteDialect(client), opts) });
     return {
       db,
       kind: "pglite",

@@ -6,6 +6,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { openMigratedDb, type OpenedDb } from "../../src/storage/db.js";
+import type { DbTraffic } from "../../src/storage/countingDialect.js";
 
 export type Backend = "pglite" | "postgres";
 
@@ -21,9 +22,16 @@ export function availableBackends(): Backend[] {
   return ["pglite"];
 }
 
-/** Opens a migrated, empty database; `close()` also drops a server database. */
-export async function openTestDb(backend: Backend): Promise<OpenedDb & { url?: string }> {
-  if (backend === "pglite") return openMigratedDb({ dataDir: "memory://" });
+/**
+ * Opens a migrated, empty database; `close()` also drops a server database.
+ * `traffic` is told of every statement and round trip.
+ */
+export async function openTestDb(
+  backend: Backend,
+  traffic?: DbTraffic,
+): Promise<OpenedDb & { url?: string }> {
+  const counted = traffic ? { traffic } : {};
+  if (backend === "pglite") return openMigratedDb({ dataDir: "memory://", ...counted });
   const adminUrl = process.env["TEST_DATABASE_URL"];
   if (!adminUrl) throw new Error("TEST_DATABASE_URL is not set");
   const name = `x402_test_${randomBytes(6).toString("hex")}`;
@@ -33,7 +41,7 @@ export async function openTestDb(backend: Backend): Promise<OpenedDb & { url?: s
   await admin.end();
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
-  const opened = await openMigratedDb({ databaseUrl: url.toString(), poolSize: 10 });
+  const opened = await openMigratedDb({ databaseUrl: url.toString(), poolSize: 10, ...counted });
   return {
     ...opened,
     url: url.toString(),

@@ -2,15 +2,18 @@
  * Monthly quota: reserve before a settle runs, commit or release after.
  *
  * Invariant: for an account and month, `used + reserved` never exceeds the
- * plan's hard limit. A reservation is one conditional UPDATE
- * (`used + reserved + n <= limit`), which PostgreSQL re-checks on the locked
- * row, so N parallel settles with one unit left give exactly one
- * reservation. The plan is read from the account row on every reservation,
- * so an upgrade (or suspension) applies to the very next request.
+ * plan's hard limit. Concurrent reservations share one transaction (group
+ * commit) that first locks each account's month row, then grants the
+ * requests in arrival order while they fit under the limit, then adds what
+ * it granted: another transaction (another replica) waits for the lock, so N
+ * parallel settles with one unit left give exactly one reservation. The plan
+ * is read from the account row on every flush, so an upgrade (or
+ * suspension) applies to the very next request.
  */
 import { randomUUID } from "node:crypto";
-import { sql, type Transaction } from "kysely";
+import { sql, type ExpressionBuilder, type Transaction } from "kysely";
 import type { Db } from "../../storage/db.js";
+import { DEFAULT_MAX_BATCH, GroupCommit } from "../../storage/groupCommit.js";
 import type { Database } from "../../storage/schema.js";
 import { ServiceError } from "../../lib/errors.js";
 import { announceChange } from "../../storage/changeFeed.js";
@@ -32,14 +35,32 @@ export interface QuotaReservation {
   plan: PlanName;
 }
 
+/** Units of usage for a settlement that just succeeded. */
+export interface QuotaCharge {
+  accountId: string;
+  units: number;
+  settlementId: string | null;
+}
+
+interface ReserveRequest {
+  accountId: string;
+  units: number;
+}
+
 export class QuotaLedger {
+  private readonly reservations: GroupCommit<ReserveRequest, QuotaReservation>;
+
   constructor(
     private readonly db: Db,
     private readonly limits: PlanLimits,
     private readonly now: () => Date = () => new Date(),
     /** Told when a commit or release could not be written (the settle's answer stands). */
     private readonly onError: (e: unknown, what: string) => void = () => {},
-  ) {}
+  ) {
+    this.reservations = new GroupCommit((requests) => this.reserveAll(requests), {
+      maxBatch: DEFAULT_MAX_BATCH,
+    });
+  }
 
   /**
    * Commit or release after the settle, never throwing: the payment's outcome
@@ -59,43 +80,68 @@ export class QuotaLedger {
    * Reserves `units` for the account's current month, or throws 402
    * (`quota_exceeded`, or `account_suspended`) with the body of spec 2.8.
    */
-  async reserve(accountId: string, units: number): Promise<QuotaReservation> {
-    const month = monthOf(this.now());
-    const account = await this.db
-      .selectFrom("accounts")
-      .select(["plan", "suspended_at"])
-      .where("id", "=", accountId)
-      .executeTakeFirst();
-    const rule = planRule(account?.plan ?? "free", this.limits);
-    await this.db
-      .insertInto("quota_usage")
-      .values({ account_id: accountId, month })
-      .onConflict((oc) => oc.columns(["account_id", "month"]).doNothing())
-      .execute();
-    if (account?.suspended_at) {
-      throw await this.refusal(
-        "account_suspended",
-        accountId,
-        month,
-        rule.name,
-        rule.reportedLimit,
-      );
-    }
-    let update = this.db
-      .updateTable("quota_usage")
-      .set({
-        reserved: sql<number>`reserved + ${units}`,
-        updated_at: new Date(),
-      })
-      .where("account_id", "=", accountId)
-      .where("month", "=", month);
-    if (rule.hardLimit !== null) {
-      update = update.where(sql<boolean>`used + reserved + ${units} <= ${rule.hardLimit}`);
-    }
-    const row = await update.returning(["used"]).executeTakeFirst();
-    if (!row)
-      throw await this.refusal("quota_exceeded", accountId, month, rule.name, rule.reportedLimit);
-    return { accountId, month, units, plan: rule.name };
+  reserve(accountId: string, units: number): Promise<QuotaReservation> {
+    return this.reservations.submit({ accountId, units });
+  }
+
+  /** One flush of reservations: each is granted or refused on its own, in arrival order. */
+  private async reserveAll(
+    requests: readonly ReserveRequest[],
+  ): Promise<PromiseSettledResult<QuotaReservation>[]> {
+    const at = this.now();
+    const month = monthOf(at);
+    // Sorted, so two flushes (two replicas) lock shared rows in the same order.
+    const accountIds = unique(requests.map((r) => r.accountId)).sort();
+    return this.db.transaction().execute(async (tx) => {
+      // An upsert whose update changes nothing: it creates the month's row
+      // where there is none, locks every row until this transaction ends,
+      // and returns what each holds with its account's plan, in one statement.
+      const rows = await tx
+        .insertInto("quota_usage")
+        .values(accountIds.map((id) => ({ account_id: id, month })))
+        .onConflict((oc) =>
+          oc
+            .columns(["account_id", "month"])
+            .doUpdateSet({ updated_at: sql<Date>`quota_usage.updated_at` }),
+        )
+        .returning((eb) => [
+          "account_id",
+          "used",
+          "reserved",
+          accountOf(eb).select("plan").as("plan"),
+          accountOf(eb).select("suspended_at").as("suspended_at"),
+        ])
+        .execute();
+      const usage = new Map(rows.map((r) => [r.account_id, { ...r }]));
+      const granted = new Map<string, number>();
+      const results = requests.map((r): PromiseSettledResult<QuotaReservation> => {
+        const held = usage.get(r.accountId)!;
+        const rule = planRule(held.plan ?? "free", this.limits);
+        const refuse = (code: "quota_exceeded" | "account_suspended") => ({
+          status: "rejected" as const,
+          reason: this.refusal(code, rule.name, rule.reportedLimit, held),
+        });
+        if (held.suspended_at) return refuse("account_suspended");
+        if (rule.hardLimit !== null && held.used + held.reserved + r.units > rule.hardLimit) {
+          return refuse("quota_exceeded");
+        }
+        held.reserved += r.units;
+        granted.set(r.accountId, (granted.get(r.accountId) ?? 0) + r.units);
+        return {
+          status: "fulfilled",
+          value: { accountId: r.accountId, month, units: r.units, plan: rule.name },
+        };
+      });
+      if (granted.size > 0) {
+        await sql`
+          update quota_usage q
+          set reserved = q.reserved + g.units, updated_at = ${at}
+          from unnest(${[...granted.keys()]}::uuid[], ${[...granted.values()]}::int[])
+            as g(account_id, units)
+          where q.account_id = g.account_id and q.month = ${month}`.execute(tx);
+      }
+      return results;
+    });
   }
 
   /** Turns the reservation into usage; for pay-as-you-go, accrues the charge in the same transaction. */
@@ -107,61 +153,136 @@ export class QuotaLedger {
   }
 
   /**
-   * Adds `units` of usage for a settlement that just succeeded, in the
-   * caller's transaction (the one that records the success), so a payment is
-   * billed exactly when, and exactly once, its success is committed. The
-   * plan is read now: a late success (a retry or the reconciler learning it
-   * from the chain) bills the month and plan in force when it is learned.
+   * Charges settlements that just succeeded and gives reservations back, in
+   * the caller's transaction (the one that records the outcomes). When that
+   * touches several accounts' rows, they are locked first, in one sorted
+   * pass as reservations lock them, so two replicas' transactions never hold
+   * one row each while waiting for the other's (a deadlock).
    */
+  async chargeAndReleaseIn(
+    tx: Transaction<Database>,
+    charges: readonly QuotaCharge[],
+    reservations: readonly QuotaReservation[],
+  ): Promise<void> {
+    const month = monthOf(this.now());
+    const touched = new Map<string, { accountId: string; month: string }>();
+    for (const c of charges) {
+      if (c.units > 0) touched.set(`${c.accountId} ${month}`, { accountId: c.accountId, month });
+    }
+    for (const r of reservations) {
+      touched.set(`${r.accountId} ${r.month}`, { accountId: r.accountId, month: r.month });
+    }
+    if (touched.size > 1) {
+      const rows = [...touched.values()];
+      await sql`
+        select 1 from quota_usage
+        where (account_id, month) in (
+          select * from unnest(
+            ${rows.map((r) => r.accountId)}::uuid[],
+            ${rows.map((r) => r.month)}::text[]
+          )
+        )
+        order by account_id, month
+        for update`.execute(tx);
+    }
+    await this.chargeAllIn(tx, charges);
+    await this.releaseAllIn(tx, reservations);
+  }
+
+  /** One charge (see `chargeAllIn`). */
   async chargeIn(
     tx: Transaction<Database>,
     accountId: string,
     units: number,
     settlementId: string | null,
   ): Promise<void> {
-    if (units <= 0) return;
+    await this.chargeAllIn(tx, [{ accountId, units, settlementId }]);
+  }
+
+  /**
+   * Adds the usage of settlements that just succeeded, in the caller's
+   * transaction (the one that records the successes), so a payment is billed
+   * exactly when, and exactly once, its success is committed. The plan is
+   * read now: a late success (a retry or the reconciler learning it from the
+   * chain) bills the month and plan in force when it is learned. One upsert
+   * of the month's usage (which reads the plans too) and, for pay-as-you-go,
+   * one insert of charges, however many settlements.
+   */
+  async chargeAllIn(tx: Transaction<Database>, charges: readonly QuotaCharge[]): Promise<void> {
+    const counted = charges.filter((c) => c.units > 0);
+    if (counted.length === 0) return;
     const month = monthOf(this.now());
-    const account = await tx
-      .selectFrom("accounts")
-      .select("plan")
-      .where("id", "=", accountId)
-      .executeTakeFirst();
-    const plan = planRule(account?.plan ?? "free", this.limits).name;
-    const row = await tx
+    const totals = new Map<string, number>();
+    for (const c of counted) totals.set(c.accountId, (totals.get(c.accountId) ?? 0) + c.units);
+    const accountIds = [...totals.keys()].sort();
+    const rows = await tx
       .insertInto("quota_usage")
-      .values({ account_id: accountId, month, used: units })
+      .values(accountIds.map((id) => ({ account_id: id, month, used: totals.get(id)! })))
       .onConflict((oc) =>
         oc.columns(["account_id", "month"]).doUpdateSet({
-          used: sql<number>`quota_usage.used + ${units}`,
+          used: sql<number>`quota_usage.used + excluded.used`,
           updated_at: new Date(),
         }),
       )
-      .returning(["used"])
-      .executeTakeFirstOrThrow();
-    if (plan !== "payg") return;
-    const billable = paygBillableUnits(row.used - units, row.used);
-    if (billable <= 0) return;
-    await tx
-      .insertInto("usage_charges")
-      .values({
+      .returning((eb) => ["account_id", "used", accountOf(eb).select("plan").as("plan")])
+      .execute();
+    const plans = new Map(rows.map((r) => [r.account_id, planRule(r.plan ?? "free", this.limits)]));
+    // Pay-as-you-go bills the units past the free allowance, each charge
+    // against the usage before it, in the order given.
+    const usedBefore = new Map(rows.map((r) => [r.account_id, r.used - totals.get(r.account_id)!]));
+    const billed = [];
+    for (const c of counted) {
+      if (plans.get(c.accountId)?.name !== "payg") continue;
+      const before = usedBefore.get(c.accountId)!;
+      usedBefore.set(c.accountId, before + c.units);
+      const billable = paygBillableUnits(before, before + c.units);
+      if (billable <= 0) continue;
+      billed.push({
         id: randomUUID(),
-        account_id: accountId,
+        account_id: c.accountId,
         month,
-        settlement_id: settlementId,
+        settlement_id: c.settlementId,
         units: billable,
         amount_micro_usd: billable * PAYG_UNIT_PRICE_MICRO_USD,
-      })
-      .execute();
+      });
+    }
+    if (billed.length > 0) await tx.insertInto("usage_charges").values(billed).execute();
   }
 
   /** Gives a reservation's units back, in the caller's transaction. */
   async releaseIn(tx: Transaction<Database>, r: QuotaReservation): Promise<void> {
-    await tx
-      .updateTable("quota_usage")
-      .set({ reserved: sql<number>`greatest(reserved - ${r.units}, 0)`, updated_at: new Date() })
-      .where("account_id", "=", r.accountId)
-      .where("month", "=", r.month)
-      .execute();
+    await this.releaseAllIn(tx, [r]);
+  }
+
+  /** Gives reservations' units back, in the caller's transaction: one statement. */
+  async releaseAllIn(
+    tx: Transaction<Database>,
+    reservations: readonly QuotaReservation[],
+  ): Promise<void> {
+    const held = new Map<string, { accountId: string; month: string; units: number }>();
+    for (const r of reservations) {
+      const key = `${r.accountId} ${r.month}`;
+      const entry = held.get(key) ?? { accountId: r.accountId, month: r.month, units: 0 };
+      entry.units += r.units;
+      held.set(key, entry);
+    }
+    if (held.size === 0) return;
+    const rows = [...held.values()].sort((a, b) =>
+      a.accountId === b.accountId
+        ? a.month.localeCompare(b.month)
+        : a.accountId < b.accountId
+          ? -1
+          : 1,
+    );
+    await sql`
+      update quota_usage q
+      set reserved = greatest(q.reserved - h.units, 0), updated_at = ${new Date()}
+      from unnest(
+        ${rows.map((r) => r.accountId)}::uuid[],
+        ${rows.map((r) => r.month)}::text[],
+        ${rows.map((r) => r.units)}::int[]
+      ) as h(account_id, month, units)
+      where q.account_id = h.account_id and q.month = h.month`.execute(tx);
   }
 
   /** Gives the reserved units back (the settle failed or never ran). */
@@ -174,23 +295,16 @@ export class QuotaLedger {
       .execute();
   }
 
-  private async refusal(
+  private refusal(
     code: "quota_exceeded" | "account_suspended",
-    accountId: string,
-    month: string,
     plan: PlanName,
     limit: number,
-  ): Promise<ServiceError> {
-    const row = await this.db
-      .selectFrom("quota_usage")
-      .select(["used", "reserved"])
-      .where("account_id", "=", accountId)
-      .where("month", "=", month)
-      .executeTakeFirst();
+    held: { used: number; reserved: number },
+  ): ServiceError {
     // Units held by settles still running count as used: they are why this
     // request was refused, and "9 of 10 used" next to a 402 would read as a bug.
-    const inFlight = row?.reserved ?? 0;
-    const usedThisMonth = (row?.used ?? 0) + inFlight;
+    const inFlight = held.reserved;
+    const usedThisMonth = held.used + inFlight;
     const settling =
       inFlight > 0
         ? ` (${inFlight} of them belong to settlements still running; a unit comes back if its settlement fails)`
@@ -205,6 +319,12 @@ export class QuotaLedger {
     });
   }
 }
+
+/** The account row of a quota row, for reading its plan in the same statement. */
+const accountOf = (eb: ExpressionBuilder<Database, "quota_usage">) =>
+  eb.selectFrom("accounts").whereRef("accounts.id", "=", "quota_usage.account_id");
+
+const unique = <T>(values: readonly T[]): T[] => [...new Set(values)];
 
 /** The ledger when settlements are metered (plans.metering), else undefined. */
 export function createQuotaLedger(

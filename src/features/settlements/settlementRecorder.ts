@@ -12,20 +12,35 @@
  * - A row leaves `pending` exactly once (every transition is guarded on
  *   `status = 'pending'`), and its webhook event and its quota charge are
  *   written in the same transaction as that transition, whoever makes it.
+ *
+ * The settle path's writes (intents, journal entries, receipts, outcomes)
+ * go through group commit: concurrent settlements share one flush, and each
+ * caller is answered only once its flush is committed, so "intent before
+ * broadcast" and "outcome before answer" hold for every one of them.
  */
 import { createHash, randomUUID } from "node:crypto";
 import { sql, type Transaction } from "kysely";
 import stringify from "safe-stable-stringify";
 import type { SettleResponse } from "@x402/core/types";
 import type { Db } from "../../storage/db.js";
-import type { Database, SettlementRow } from "../../storage/schema.js";
+import { DEFAULT_MAX_BATCH, GroupCommit } from "../../storage/groupCommit.js";
+import type { Database, NewSettlement, SettlementRow } from "../../storage/schema.js";
 import { ServiceError, describeError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import type { PaymentRequest } from "../../protocol.js";
 import type { JournalEntry, PendingSettlement } from "../../chains/ports.js";
 import type { ApiKeyPrincipal } from "../keys/authenticator.js";
-import type { QuotaReservation } from "../plans/quotaLedger.js";
-import { recordSettlementEvent } from "../webhooks/events.js";
+import type { QuotaCharge, QuotaReservation } from "../plans/quotaLedger.js";
+import { recordSettlementEvents } from "../webhooks/events.js";
+import {
+  insertIntents,
+  journalMined,
+  journalSent,
+  transitionRows,
+  type MinedTransaction,
+  type RowTransition,
+  type SentTransaction,
+} from "./settlementWrites.js";
 
 /** Stable identity of a signed payment: the same payload always maps here. */
 export function paymentFingerprint(req: PaymentRequest): string {
@@ -38,15 +53,14 @@ function storablePayer(payer: string | undefined): string | null {
   return payer && /^[\x21-\x7e]{1,256}$/.test(payer) ? payer.toLowerCase() : null;
 }
 
-/** Quota side effects of a settlement's transitions (absent: not metered). */
+/** Quota side effects of settlements' transitions (absent: not metered). */
 export interface SettlementMetering {
-  chargeIn(
+  /** Charges successes and gives reservations back, in the caller's transaction. */
+  chargeAndReleaseIn(
     tx: Transaction<Database>,
-    accountId: string,
-    units: number,
-    settlementId: string,
+    charges: readonly QuotaCharge[],
+    reservations: readonly QuotaReservation[],
   ): Promise<void>;
-  releaseIn(tx: Transaction<Database>, reservation: QuotaReservation): Promise<void>;
 }
 
 export interface SettleIntent {
@@ -62,22 +76,51 @@ export type ChainOutcome =
   | { status: "succeeded"; transaction: string }
   | { status: "failed"; reason: string; message: string; transaction?: string };
 
-type Finish = {
-  status: "succeeded" | "failed" | "pending" | "not_attempted";
-  transaction?: string;
-  error_reason: string | null;
-  error_message: string | null;
-  payer?: string | null;
-};
+/** What a settle learned, to be written over its pending row. */
+type Outcome = Pick<
+  RowTransition,
+  "status" | "transaction" | "errorReason" | "errorMessage" | "payer"
+>;
+
+interface OutcomeWrite {
+  id: string;
+  outcome: Outcome;
+  startedAt: number;
+  reservation: QuotaReservation | undefined;
+}
 
 export class SettlementRecorder {
   private readonly unjournaled = new Set<string>();
+  private readonly intents: GroupCommit<NewSettlement, boolean>;
+  private readonly sent: GroupCommit<SentTransaction, undefined>;
+  private readonly mined: GroupCommit<MinedTransaction, undefined>;
+  private readonly outcomes: GroupCommit<OutcomeWrite, undefined>;
 
   constructor(
     private readonly db: Db,
     private readonly log: Logger,
     private readonly metering?: SettlementMetering,
-  ) {}
+  ) {
+    const opts = { maxBatch: DEFAULT_MAX_BATCH };
+    const done = <T>(items: readonly T[]) =>
+      items.map(() => ({ status: "fulfilled", value: undefined }) as const);
+    this.intents = new GroupCommit(async (rows) => {
+      const inserted = await insertIntents(this.db, rows);
+      return rows.map((r) => ({ status: "fulfilled", value: inserted.has(r.id) }) as const);
+    }, opts);
+    this.sent = new GroupCommit(async (sent) => {
+      await journalSent(this.db, sent);
+      return done(sent);
+    }, opts);
+    this.mined = new GroupCommit(async (mined) => {
+      await journalMined(this.db, mined);
+      return done(mined);
+    }, opts);
+    this.outcomes = new GroupCommit(async (writes) => {
+      await this.writeOutcomes(writes);
+      return done(writes);
+    }, opts);
+  }
 
   /** The live (pending or succeeded) row of an authorization, if any. */
   async findLive(authorizationKey: string): Promise<SettlementRow | undefined> {
@@ -112,38 +155,28 @@ export class SettlementRecorder {
     const id = randomUUID();
     const req = request.paymentRequirements;
     try {
-      const inserted = await this.db
-        .insertInto("settlements")
-        .values({
-          id,
-          account_id: principal.accountId,
-          api_key_id: principal.keyId,
-          network: req.network,
-          scheme: req.scheme,
-          payer: storablePayer(intent.payer),
-          pay_to: req.payTo.toLowerCase(),
-          asset: req.asset.toLowerCase(),
-          amount: req.amount,
-          payload_fingerprint: paymentFingerprint(request),
-          status: "pending",
-          transaction: null,
-          error_reason: null,
-          error_message: null,
-          started_at: new Date(),
-          finished_at: null,
-          duration_ms: null,
-          request: JSON.stringify(request),
-          units: intent.units,
-          authorization_key: intent.authorizationKey,
-        })
-        .onConflict((oc) =>
-          oc
-            .column("authorization_key")
-            .where("status", "in", ["pending", "succeeded"])
-            .doNothing(),
-        )
-        .returning("id")
-        .executeTakeFirst();
+      const inserted = await this.intents.submit({
+        id,
+        account_id: principal.accountId,
+        api_key_id: principal.keyId,
+        network: req.network,
+        scheme: req.scheme,
+        payer: storablePayer(intent.payer),
+        pay_to: req.payTo.toLowerCase(),
+        asset: req.asset.toLowerCase(),
+        amount: req.amount,
+        payload_fingerprint: paymentFingerprint(request),
+        status: "pending",
+        transaction: null,
+        error_reason: null,
+        error_message: null,
+        started_at: new Date(),
+        finished_at: null,
+        duration_ms: null,
+        request: JSON.stringify(request),
+        units: intent.units,
+        authorization_key: intent.authorizationKey,
+      });
       return inserted ? id : undefined;
     } catch (e) {
       this.log.error({ err: describeError(e) }, "could not record settlement intent");
@@ -157,11 +190,11 @@ export class SettlementRecorder {
 
   /**
    * Journals a transaction before it is broadcast; the settlement's row
-   * learns the first one's reference in the same transaction.
+   * learns the first one's reference in the same statement.
    */
   async recordSent(entry: JournalEntry, settlementId: string | undefined): Promise<void> {
     try {
-      await this.writeSent(entry, settlementId);
+      await this.sent.submit({ entry, settlementId });
     } catch (e) {
       // Nothing is broadcast without its journal entry, so this settlement
       // sent nothing: remembered so its answer is 503, not a payer's failure.
@@ -178,42 +211,13 @@ export class SettlementRecorder {
     return this.unjournaled.delete(settlementId);
   }
 
-  private async writeSent(entry: JournalEntry, settlementId: string | undefined): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
-      await trx
-        .insertInto("settlement_transactions")
-        .values({
-          reference: entry.reference,
-          settlement_id: settlementId ?? null,
-          network: entry.network,
-          signer: entry.signer?.toLowerCase() ?? null,
-          replaces: entry.replaces ?? null,
-          detail: JSON.stringify(entry.detail),
-        })
-        .onConflict((oc) => oc.column("reference").doNothing())
-        .execute();
-      if (settlementId && !entry.replaces) {
-        await trx
-          .updateTable("settlements")
-          .set({ transaction: entry.reference })
-          .where("id", "=", settlementId)
-          .where("transaction", "is", null)
-          .execute();
-      }
-    });
-  }
-
   /** The chain's final word on a journaled transaction. */
   async recordFinished(
     reference: string,
     status: "success" | "reverted",
     block?: bigint,
   ): Promise<void> {
-    await this.db
-      .updateTable("settlement_transactions")
-      .set({ status, ...(block !== undefined ? { block_number: block.toString() } : {}) })
-      .where("reference", "=", reference)
-      .execute();
+    await this.mined.submit({ reference, status, block });
   }
 
   /** A pending row with its journaled transactions, as the chain families reconcile it. */
@@ -293,10 +297,10 @@ export class SettlementRecorder {
       id,
       {
         status: result.success ? "succeeded" : pending ? "pending" : "failed",
-        ...(result.transaction ? { transaction: result.transaction } : {}),
-        error_reason: result.success ? null : (result.errorReason ?? null),
-        error_message: result.success ? null : (result.errorMessage ?? null),
-        ...(storablePayer(result.payer) ? { payer: storablePayer(result.payer) } : {}),
+        transaction: result.transaction || null,
+        errorReason: result.success ? null : (result.errorReason ?? null),
+        errorMessage: result.success ? null : (result.errorMessage ?? null),
+        payer: storablePayer(result.payer),
       },
       startedAt,
       reservation,
@@ -312,7 +316,13 @@ export class SettlementRecorder {
   ): Promise<void> {
     await this.transition(
       id,
-      { status: "not_attempted", error_reason: "service_unavailable", error_message: message },
+      {
+        status: "not_attempted",
+        transaction: null,
+        errorReason: "service_unavailable",
+        errorMessage: message,
+        payer: null,
+      },
       startedAt,
       reservation,
     );
@@ -338,37 +348,25 @@ export class SettlementRecorder {
         .where("status", "=", "pending")
         .returningAll()
         .executeTakeFirst();
-      if (row) await this.afterTransition(trx, row);
+      if (row) await this.afterTransitions(trx, [row]);
       return row;
     });
   }
 
   private async transition(
     id: string,
-    values: Finish,
+    outcome: Outcome,
     startedAt: number,
     reservation: QuotaReservation | undefined,
   ): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.db.transaction().execute(async (trx) => {
-          // Guarded: a retry or the reconciler may have learned the outcome
-          // from the chain first; that answer stands and is not rewritten.
-          const row = await trx
-            .updateTable("settlements")
-            .set({ ...values, finished_at: new Date(), duration_ms: Date.now() - startedAt })
-            .where("id", "=", id)
-            .where("status", "=", "pending")
-            .returningAll()
-            .executeTakeFirst();
-          if (row) await this.afterTransition(trx, row);
-          if (reservation && this.metering) await this.metering.releaseIn(trx, reservation);
-        });
+        await this.outcomes.submit({ id, outcome, startedAt, reservation });
         return;
       } catch (e) {
         if (attempt >= 3) {
           this.log.error(
-            { err: describeError(e), settlementId: id, tx: values.transaction },
+            { err: describeError(e), settlementId: id, tx: outcome.transaction },
             "could not record settlement outcome",
           );
           return;
@@ -378,14 +376,63 @@ export class SettlementRecorder {
     }
   }
 
-  /** The outbox event and the quota charge that belong to a row's final state. */
-  private async afterTransition(trx: Transaction<Database>, row: SettlementRow): Promise<void> {
-    if (row.status === "pending" || row.status === "not_attempted") return;
-    await recordSettlementEvent(trx, row);
+  /**
+   * One flush of outcomes, in one transaction: the guarded transitions, then
+   * the outbox events and quota charges of the rows that moved, and the
+   * reservations given back.
+   */
+  private async writeOutcomes(writes: readonly OutcomeWrite[]): Promise<void> {
+    const now = new Date();
+    await this.db.transaction().execute(async (trx) => {
+      // Guarded: a retry or the reconciler may have learned the outcome
+      // from the chain first; that answer stands and is not rewritten.
+      const moved = await transitionRows(
+        trx,
+        writes.map((w) => ({
+          id: w.id,
+          ...w.outcome,
+          finishedAt: now,
+          durationMs: now.getTime() - w.startedAt,
+        })),
+      );
+      await this.afterTransitions(
+        trx,
+        moved,
+        writes.flatMap((w) => (w.reservation ? [w.reservation] : [])),
+      );
+    });
+  }
+
+  /**
+   * The outbox events and the quota charges that belong to rows' final
+   * states, and the reservations their settles held, given back.
+   */
+  private async afterTransitions(
+    trx: Transaction<Database>,
+    rows: readonly SettlementRow[],
+    reservations: readonly QuotaReservation[] = [],
+  ): Promise<void> {
+    const final = rows.filter((r) => r.status !== "pending" && r.status !== "not_attempted");
+    if (final.length > 0) await recordSettlementEvents(trx, final);
+    if (!this.metering) return;
     // A success that sent nothing (an `upto` settled at zero) moved no money
     // and is not billed.
-    if (row.status !== "succeeded" || !row.transaction || row.billed || !this.metering) return;
-    await this.metering.chargeIn(trx, row.account_id, row.units, row.id);
-    await trx.updateTable("settlements").set({ billed: true }).where("id", "=", row.id).execute();
+    const billable = final.filter((r) => r.status === "succeeded" && r.transaction && !r.billed);
+    if (billable.length === 0 && reservations.length === 0) return;
+    await this.metering.chargeAndReleaseIn(
+      trx,
+      billable.map((r) => ({ accountId: r.account_id, units: r.units, settlementId: r.id })),
+      reservations,
+    );
+    if (billable.length === 0) return;
+    await trx
+      .updateTable("settlements")
+      .set({ billed: true })
+      .where(
+        "id",
+        "in",
+        billable.map((r) => r.id),
+      )
+      .execute();
   }
 }

@@ -1,10 +1,11 @@
 /**
  * Settlement webhook events and their outbox writes.
  *
- * `recordSettlementEvent` runs inside the transaction that finishes a
- * settlement row, so an event exists exactly when the outcome is committed
- * (transactional outbox). It writes nothing for an account without an
- * endpoint, and nothing for a row that is `pending` or `not_attempted`.
+ * `recordSettlementEvents` runs inside the transaction that finishes
+ * settlement rows (one, or several committed together), so an event exists
+ * exactly when its outcome is committed (transactional outbox). It writes
+ * nothing for an account without an endpoint, and nothing for a row that is
+ * `pending` or `not_attempted`.
  */
 import { randomUUID } from "node:crypto";
 import type { Transaction } from "kysely";
@@ -71,40 +72,61 @@ export function settlementEvent(
 }
 
 /**
- * Writes the outbox row for a just-finished settlement, in the caller's
- * transaction. Returns the event id, or undefined when none was due.
+ * Writes the outbox rows for settlements just finished together, in the
+ * caller's transaction: one read of their accounts' endpoints, one of their
+ * keys' names and one insert, however many rows. Returns each row's event
+ * id, or undefined where none was due.
  */
+export async function recordSettlementEvents(
+  trx: Transaction<Database>,
+  rows: readonly SettlementRow[],
+): Promise<(string | undefined)[]> {
+  // Only outcomes are events: a pending row has none yet, and a settlement
+  // that was never attempted (an outage) is nobody's news.
+  const outcomes = rows.filter((r) => r.status === "succeeded" || r.status === "failed");
+  if (outcomes.length === 0) return rows.map(() => undefined);
+  const endpoints = await trx
+    .selectFrom("webhook_endpoints")
+    .select(["account_id", "events"])
+    .where("account_id", "in", unique(outcomes.map((r) => r.account_id)))
+    .execute();
+  const chosen = new Map(endpoints.map((e) => [e.account_id, e.events]));
+  // The endpoint chose its events (0013); an unchosen type is not written.
+  const due = outcomes.filter((r) => chosen.get(r.account_id)?.includes(eventType(r)));
+  if (due.length === 0) return rows.map(() => undefined);
+  const keys = await trx
+    .selectFrom("api_keys")
+    .select(["id", "name"])
+    .where("id", "in", unique(due.map((r) => r.api_key_id)))
+    .execute();
+  const keyName = new Map(keys.map((k) => [k.id, k.name]));
+  const events = new Map(
+    due.map((r) => [r, settlementEvent(r, keyName.get(r.api_key_id) ?? null)]),
+  );
+  await trx
+    .insertInto("webhook_events")
+    .values(
+      [...events].map(([row, event]) => ({
+        id: event.id,
+        account_id: row.account_id,
+        type: event.type,
+        settlement_id: row.id,
+        payload: JSON.stringify(event),
+      })),
+    )
+    .execute();
+  return rows.map((r) => events.get(r)?.id);
+}
+
+/** The outbox row for one just-finished settlement (see `recordSettlementEvents`). */
 export async function recordSettlementEvent(
   trx: Transaction<Database>,
   row: SettlementRow,
 ): Promise<string | undefined> {
-  // Only outcomes are events: a pending row has none yet, and a settlement
-  // that was never attempted (an outage) is nobody's news.
-  if (row.status === "pending" || row.status === "not_attempted") return undefined;
-  const endpoint = await trx
-    .selectFrom("webhook_endpoints")
-    .select(["account_id", "events"])
-    .where("account_id", "=", row.account_id)
-    .executeTakeFirst();
-  if (!endpoint) return undefined;
-  // The endpoint chose its events (0013); an unchosen type is not written.
-  const type = row.status === "succeeded" ? "settlement.succeeded" : "settlement.failed";
-  if (!endpoint.events.includes(type)) return undefined;
-  const key = await trx
-    .selectFrom("api_keys")
-    .select("name")
-    .where("id", "=", row.api_key_id)
-    .executeTakeFirst();
-  const event = settlementEvent(row, key?.name ?? null);
-  await trx
-    .insertInto("webhook_events")
-    .values({
-      id: event.id,
-      account_id: row.account_id,
-      type: event.type,
-      settlement_id: row.id,
-      payload: JSON.stringify(event),
-    })
-    .execute();
-  return event.id;
+  return (await recordSettlementEvents(trx, [row]))[0];
 }
+
+const eventType = (row: SettlementRow): SettlementEventType =>
+  row.status === "succeeded" ? "settlement.succeeded" : "settlement.failed";
+
+const unique = <T>(values: readonly T[]): T[] => [...new Set(values)];

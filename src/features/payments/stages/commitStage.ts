@@ -1,7 +1,8 @@
 /**
  * Stage: commit. The outcome, its webhook event (outbox), the quota charge of
- * a success and the release of the reservation go in one transaction, before
- * the answer leaves.
+ * a success and the release of the reservation go in one transaction,
+ * shared with the outcomes of concurrent settles (group commit), and the
+ * answer leaves only once that transaction has committed.
  */
 import type { SettlementRecorder } from "../../settlements/settlementRecorder.js";
 import type { SettleStage } from "./pipeline.js";

@@ -4,7 +4,9 @@
  * authorization. If the authorization already has a live record (pending or
  * succeeded: a duplicate, a retry, a replay), the insert is refused by the
  * unique index and this request joins that record and sends nothing. One
- * statement either way: the common case, a new payment, reads nothing first.
+ * statement either way, shared with the intents of concurrent settles (group
+ * commit): the common case, a new payment, reads nothing first, and nothing
+ * is sent before the insert that carries this row has committed.
  * Duplicates in this process wait on the owner's answer directly.
  */
 import type { SettlementJoiner } from "../settlementJoiner.js";

@@ -2,7 +2,8 @@
  * Stage: the monthly quota. Runs after the intent row made this request the
  * one owner of its authorization, so duplicates of one payment never hold
  * quota. Reserves the payment's units before anything is sent (402 when
- * exhausted, and the intent row is withdrawn: nothing was attempted). The
+ * exhausted, and the intent row is withdrawn: nothing was attempted), in one
+ * transaction with the reservations of concurrent settles (group commit). The
  * commit stage gives the reservation back in the transaction that records
  * the outcome, where a success is charged; a settle that throws before that
  * gives it back here.

@@ -1,0 +1,152 @@
+/**
+ * The settle path's writes in set form: each takes the rows of many
+ * settlements and costs one statement, so a group-commit flush of N
+ * settlements costs what one settlement used to. The recorder decides what
+ * to write and when; these only write it.
+ *
+ * Every statement here is atomic (a single statement, or run in the
+ * caller's transaction), which is what lets a failed flush be split and
+ * retried without writing anything twice.
+ */
+import { sql, type Kysely, type Transaction } from "kysely";
+import type { JournalEntry } from "../../chains/ports.js";
+import type { Database, NewSettlement, SettlementRow } from "../../storage/schema.js";
+
+/** A transition of a pending row: the outcome's columns (null = left as it is). */
+export interface RowTransition {
+  id: string;
+  status: "succeeded" | "failed" | "pending" | "not_attempted";
+  /** Null keeps the row's own (set by the journal when the first transaction was sent). */
+  transaction: string | null;
+  errorReason: string | null;
+  errorMessage: string | null;
+  /** Null keeps the row's own. */
+  payer: string | null;
+  finishedAt: Date;
+  durationMs: number;
+}
+
+export interface SentTransaction {
+  entry: JournalEntry;
+  settlementId: string | undefined;
+}
+
+export interface MinedTransaction {
+  reference: string;
+  status: "success" | "reverted";
+  block: bigint | undefined;
+}
+
+/**
+ * Inserts intent rows; returns the ids actually written. A row whose
+ * authorization already has a live record is skipped by the unique index
+ * (also when the live record is another row of the same insert: the first
+ * one listed wins), exactly as a lone insert would be.
+ */
+export async function insertIntents(
+  db: Kysely<Database>,
+  rows: readonly NewSettlement[],
+): Promise<Set<string>> {
+  const inserted = await db
+    .insertInto("settlements")
+    .values([...rows])
+    .onConflict((oc) =>
+      oc.column("authorization_key").where("status", "in", ["pending", "succeeded"]).doNothing(),
+    )
+    .returning("id")
+    .execute();
+  return new Set(inserted.map((r) => r.id));
+}
+
+/**
+ * Journals transactions about to be broadcast, and gives each settlement the
+ * reference of its first one, in one statement (a data-modifying WITH is
+ * atomic like any statement). A reference already journaled is kept as it
+ * is; a settlement that already has a reference keeps it.
+ */
+export async function journalSent(
+  db: Kysely<Database>,
+  sent: readonly SentTransaction[],
+): Promise<void> {
+  const first = new Map<string, string>();
+  for (const { entry, settlementId } of sent) {
+    if (settlementId && !entry.replaces && !first.has(settlementId)) {
+      first.set(settlementId, entry.reference);
+    }
+  }
+  const column = <T>(pick: (s: SentTransaction) => T) => sent.map(pick);
+  await sql`
+    with journaled as (
+      insert into settlement_transactions
+        (reference, settlement_id, network, signer, replaces, detail)
+      select * from unnest(
+        ${column((s) => s.entry.reference)}::text[],
+        ${column((s) => s.settlementId ?? null)}::uuid[],
+        ${column((s) => s.entry.network)}::text[],
+        ${column((s) => s.entry.signer?.toLowerCase() ?? null)}::text[],
+        ${column((s) => s.entry.replaces ?? null)}::text[],
+        ${column((s) => JSON.stringify(s.entry.detail))}::jsonb[]
+      )
+      on conflict (reference) do nothing
+    )
+    update settlements s
+    set transaction = f.reference
+    from unnest(${[...first.keys()]}::uuid[], ${[...first.values()]}::text[])
+      as f(id, reference)
+    where s.id = f.id and s.transaction is null`.execute(db);
+}
+
+/** The chain's final word on journaled transactions. */
+export async function journalMined(
+  db: Kysely<Database>,
+  mined: readonly MinedTransaction[],
+): Promise<void> {
+  await sql`
+    update settlement_transactions t
+    set status = m.status, block_number = coalesce(m.block_number, t.block_number)
+    from unnest(
+      ${mined.map((m) => m.reference)}::text[],
+      ${mined.map((m) => m.status)}::text[],
+      ${mined.map((m) => (m.block === undefined ? null : m.block.toString()))}::bigint[]
+    ) as m(reference, status, block_number)
+    where t.reference = m.reference`.execute(db);
+}
+
+/**
+ * Moves pending rows to their outcomes, in the caller's transaction, and
+ * returns the rows it moved. Guarded like a lone transition: a row no longer
+ * pending (a retry or the reconciler learned the outcome first) is left as
+ * it is and not returned. One transition per row: a second one for the same
+ * row in the same call is dropped (the first wins, as it would in sequence).
+ */
+export async function transitionRows(
+  trx: Transaction<Database>,
+  transitions: readonly RowTransition[],
+): Promise<SettlementRow[]> {
+  const byId = new Map<string, RowTransition>();
+  for (const t of transitions) if (!byId.has(t.id)) byId.set(t.id, t);
+  const rows = [...byId.values()];
+  const column = <T>(pick: (t: RowTransition) => T) => rows.map(pick);
+  const moved = await sql<SettlementRow>`
+    update settlements s
+    set status = o.status,
+        transaction = coalesce(o.transaction, s.transaction),
+        error_reason = o.error_reason,
+        error_message = o.error_message,
+        payer = coalesce(o.payer, s.payer),
+        finished_at = o.finished_at,
+        duration_ms = o.duration_ms
+    from unnest(
+      ${column((t) => t.id)}::uuid[],
+      ${column((t) => t.status)}::text[],
+      ${column((t) => t.transaction)}::text[],
+      ${column((t) => t.errorReason)}::text[],
+      ${column((t) => t.errorMessage)}::text[],
+      ${column((t) => t.payer)}::text[],
+      ${column((t) => t.finishedAt)}::timestamptz[],
+      ${column((t) => t.durationMs)}::int[]
+    ) as o(id, status, transaction, error_reason, error_message, payer, finished_at, duration_ms)
+    where s.id = o.id and s.status = 'pending'
+    returning s.*`.execute(trx);
+  return moved.rows;
+}
