@@ -98,6 +98,27 @@ describe("a broadcast whose answer is lost", () => {
     assert.equal(txs.length, 1, "one signed transaction");
   });
 
+  test("lost once and mined before the re-send: the node's nonce-too-low is recognised as ours; settled once", async () => {
+    const info = devnet.networks["eip155:8453"]!;
+    const before = await usdcBalance(info.rpcUrl, info.assets["USDC"]!, PAY_TO);
+    const txsBefore = (await service.db.selectFrom("settlement_transactions").selectAll().execute())
+      .length;
+    proxy.state.drops = 1;
+    proxy.state.dropped = 0;
+    // Two 1 s blocks pass before the answer is lost: the re-send finds the nonce used.
+    proxy.state.dropAfterMs = 2_500;
+    try {
+      const res = await settle(2, "333");
+      assert.equal(proxy.state.dropped, 1, "the answer was really lost");
+      assert.equal(res.success, true, JSON.stringify(res));
+    } finally {
+      proxy.state.dropAfterMs = 0;
+    }
+    assert.equal(await usdcBalance(info.rpcUrl, info.assets["USDC"]!, PAY_TO), before + 333n);
+    const txs = await service.db.selectFrom("settlement_transactions").selectAll().execute();
+    assert.equal(txs.length, txsBefore + 1, "one signed transaction");
+  });
+
   test("lost every time: pending with the hash, then reconciled to succeeded; one transfer", async () => {
     const info = devnet.networks["eip155:8453"]!;
     const before = await usdcBalance(info.rpcUrl, info.assets["USDC"]!, PAY_TO);

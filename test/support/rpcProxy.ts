@@ -2,19 +2,27 @@
  * A loopback JSON-RPC proxy in front of a local chain, to play a provider's
  * failures: `down` answers 502 to everything (an outage); `drops` loses the
  * answer to the next calls whose body contains `dropMatching` after the
- * chain has executed them (a broadcast whose answer never arrives).
+ * chain has executed them (a broadcast whose answer never arrives), after
+ * `dropAfterMs` (so the transaction can be mined before the sender retries).
  */
 import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
 export interface RpcProxy {
   url: string;
-  state: { down: boolean; drops: number; dropped: number; dropMatching: string };
+  state: {
+    down: boolean;
+    drops: number;
+    dropped: number;
+    dropMatching: string;
+    /** How long a dropped answer is held before the connection is cut (lets a block pass). */
+    dropAfterMs: number;
+  };
   close(): Promise<void>;
 }
 
 export async function startRpcProxy(target: string, dropMatching = ""): Promise<RpcProxy> {
-  const state = { down: false, drops: 0, dropped: 0, dropMatching };
+  const state = { down: false, drops: 0, dropped: 0, dropMatching, dropAfterMs: 0 };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -36,7 +44,7 @@ export async function startRpcProxy(target: string, dropMatching = ""): Promise<
             if (matches && state.drops > 0) {
               state.drops--;
               state.dropped++;
-              res.socket?.destroy();
+              setTimeout(() => res.socket?.destroy(), state.dropAfterMs);
               return;
             }
             res.writeHead(up.statusCode ?? 200, { "content-type": "application/json" });

@@ -6,12 +6,17 @@
  * the chain or re-sent; a lost answer is retried with those same bytes, and
  * one that stays lost is reported as ambiguous, never as a failure.
  */
-import { keccak256, type Chain, type Hex, type PublicClient } from "viem";
+import { keccak256, TransactionNotFoundError, type Chain, type Hex, type PublicClient } from "viem";
 import type { Logger } from "../../lib/logger.js";
 import type { TransactionJournal } from "../ports.js";
 import type { Fees } from "./feeOracle.js";
 import type { Lane, NonceLanes } from "./nonceLanes.js";
-import { AmbiguousBroadcastError, isAlreadyKnown, isTransportError } from "./broadcastErrors.js";
+import {
+  AmbiguousBroadcastError,
+  isAlreadyKnown,
+  isNonceError,
+  isTransportError,
+} from "./broadcastErrors.js";
 import { currentSettlement } from "./settlementContext.js";
 
 export interface TransactionCall {
@@ -65,10 +70,26 @@ export class Broadcaster {
         return hash;
       } catch (e) {
         if (isAlreadyKnown(e)) return hash;
+        // A re-send after a lost answer can find the first one already
+        // mined: the node then says "nonce too low". Whether it was ours is
+        // read from the chain, never guessed: answering failed for a payment
+        // that landed would be a lie.
+        if (attempt > 1 && isNonceError(e) && (await this.nodeHas(hash, e))) return hash;
         if (!isTransportError(e)) throw e;
         if (attempt >= 3) throw new AmbiguousBroadcastError(hash, e);
         await new Promise((r) => setTimeout(r, 200 * attempt));
       }
+    }
+  }
+
+  /** Whether the node has the transaction; a failed lookup keeps it ambiguous. */
+  private async nodeHas(hash: Hex, sendError: unknown): Promise<boolean> {
+    try {
+      await this.client.getTransaction({ hash });
+      return true;
+    } catch (e) {
+      if (e instanceof TransactionNotFoundError) return false;
+      throw new AmbiguousBroadcastError(hash, sendError);
     }
   }
 
