@@ -10,6 +10,11 @@ import type { Address, Hex } from "viem";
 /** The network confidential settlement runs on (spec 2.7: the first EVM network). */
 export const CONFIDENTIAL_NETWORK = "eip155:8453" as const;
 
+/** The UTC day number of an instant (days since the Unix epoch), as the contract counts days. */
+export function utcDay(at: Date): number {
+  return Math.floor(at.getTime() / 86_400_000);
+}
+
 export type WithdrawRequest = {
   slot: bigint;
   /** The slot's withdrawal address; its wallet signs the request. */
@@ -129,6 +134,12 @@ export interface ConfidentialVault {
     validForSeconds?: bigint;
   }): Promise<{ request: WithdrawRequest; typedData: WithdrawTypedData }>;
   withdrawTypedData(request: WithdrawRequest): WithdrawTypedData;
+  /**
+   * The on-chain id of a request already submitted; undefined while its nonce
+   * is unused (then it can still land until its deadline, and never after).
+   * Throws when the nonce was used by another request.
+   */
+  findWithdrawal(request: WithdrawRequest): Promise<bigint | undefined>;
   /** Debits obliviously. Idempotent: a request already submitted returns its withdrawal. */
   submitWithdraw(args: {
     request: WithdrawRequest;

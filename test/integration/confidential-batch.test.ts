@@ -8,12 +8,11 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { createTestClient, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
 import { availableBackends } from "../support/database.js";
 import { paymentRequest, post, signPayment } from "../support/payments.js";
-import { confidentialRequirements } from "../support/confidential.js";
+import { confidentialRequirements, pastNextMidnight } from "../support/confidential.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { DailyBatch } from "../../src/features/confidential/dailyBatch.js";
@@ -59,12 +58,7 @@ for (const backend of availableBackends()) {
       }
 
       // Past the next 00:00 UTC, on the chain and on the replicas' clock.
-      const chainNow = Number(await vault.chainTime());
-      const midnight = (utcDay(new Date(chainNow * 1000)) + 1) * 86_400;
-      const testClient = createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) });
-      await testClient.setNextBlockTimestamp({ timestamp: BigInt(midnight + 30) });
-      await testClient.mine({ blocks: 1 });
-      const now = new Date((midnight + 30) * 1000);
+      const now = await pastNextMidnight(stack.rpcUrl, vault);
       const day = utcDay(now) - 1;
       const log = createLogger("silent");
 

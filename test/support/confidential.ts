@@ -4,7 +4,7 @@
  * dashboard sends it with decimal strings; a wallet signs bigints).
  */
 import type { PaymentRequirements } from "@x402/core/types";
-import type { Address, TypedDataDefinition } from "viem";
+import { createTestClient, http, type Address, type TypedDataDefinition } from "viem";
 import { requirementsFor } from "./payments.js";
 
 export function confidentialRequirements(opts: {
@@ -44,4 +44,22 @@ export function withdrawTypedDataFromJson(t: Record<string, unknown>): TypedData
       deadline: BigInt(message["deadline"]!),
     },
   } as TypedDataDefinition;
+}
+
+/**
+ * Moves the chain past its next 00:00 UTC (plus `afterSeconds`) and returns
+ * that instant, for the service's clock: the day that just ended is then
+ * open to its batch on both.
+ */
+export async function pastNextMidnight(
+  rpcUrl: string,
+  vault: { chainTime(): Promise<bigint> },
+  afterSeconds = 30,
+): Promise<Date> {
+  const chainNow = Number(await vault.chainTime());
+  const at = (Math.floor(chainNow / 86_400) + 1) * 86_400 + afterSeconds;
+  const testClient = createTestClient({ mode: "anvil", transport: http(rpcUrl) });
+  await testClient.setNextBlockTimestamp({ timestamp: BigInt(at) });
+  await testClient.mine({ blocks: 1 });
+  return new Date(at * 1000);
 }

@@ -12,6 +12,7 @@ import { getAddress, type Address, type Hex } from "viem";
 import type { Kysely } from "kysely";
 import type { Database } from "../../storage/schema.js";
 import type { ConfidentialVault, SignedReceipt } from "./vaultPort.js";
+import { utcDay } from "../../chains/confidentialPort.js";
 
 export interface CreditIntent {
   authorizationKey: string;
@@ -164,10 +165,7 @@ export class ConfidentialCredits {
 
 const DAY_MS = 86_400_000;
 
-/** Days since 1970-01-01 UTC of an instant. */
-export function utcDay(at: Date): number {
-  return Math.floor(at.getTime() / DAY_MS);
-}
+export { utcDay };
 
 /** The YYYY-MM-DD of a UTC day number. */
 export function dayToDate(day: number): string {

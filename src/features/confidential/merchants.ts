@@ -13,6 +13,7 @@ import type { Kysely } from "kysely";
 import { ServiceError } from "../../lib/errors.js";
 import type { Database, OfferMode } from "../../storage/schema.js";
 import type { ConfidentialVault } from "./vaultPort.js";
+import { CONFIDENTIAL_NETWORK } from "../../chains/confidentialPort.js";
 
 export const OFFER_MODES: readonly OfferMode[] = ["default", "confidential", "both"];
 
@@ -33,9 +34,6 @@ export interface MerchantRecord {
   mode: OfferMode;
   enabledAt: Date | null;
 }
-
-/** The network confidential settlement runs on (spec 2.7: the first EVM network). */
-export const CONFIDENTIAL_NETWORK = "eip155:8453";
 
 export class ConfidentialMerchants {
   constructor(

@@ -85,22 +85,8 @@ export class ConfidentialWithdrawals {
     if (message["slot"] !== undefined && String(message["slot"]) !== slot.toString()) {
       throw new ServiceError("invalid_request", "the request names another merchant's slot");
     }
-    const amount = parseAmount(String(message["amount"] ?? ""));
-    let request: WithdrawRequest;
-    try {
-      request = {
-        slot: BigInt(String(message["slot"])),
-        to: getAddress(String(message["to"])),
-        amount,
-        nonce: BigInt(String(message["nonce"])),
-        deadline: BigInt(String(message["deadline"])),
-      };
-    } catch {
-      throw new ServiceError(
-        "invalid_request",
-        "typedData.message must hold slot, to, amount, nonce and deadline, as prepared by POST /api/confidential/withdrawals/request",
-      );
-    }
+    const request = requestFrom(message);
+    const amount = request.amount;
     if (request.to !== merchant) {
       throw new ServiceError("invalid_request", `withdrawals go only to ${merchant}`);
     }
@@ -117,7 +103,7 @@ export class ConfidentialWithdrawals {
       );
     }
     const id = randomUUID();
-    await this.db
+    const inserted = await this.db
       .insertInto("confidential_withdrawals")
       .values({
         id,
@@ -127,41 +113,100 @@ export class ConfidentialWithdrawals {
         signature,
         state: "submitting",
       })
-      .execute();
+      .onConflict((oc) => oc.doNothing())
+      .returning("id")
+      .executeTakeFirst();
+    if (!inserted) {
+      throw new ServiceError(
+        "conflict",
+        "an earlier withdrawal is still on its way to the chain; wait until it shows as debited or failed",
+      );
+    }
     try {
-      const sent = await this.vault.submitWithdraw({
-        request,
-        secret,
-        signature: signature as Hex,
-      });
-      await this.update(id, {
-        state: "debited",
-        onchain_id: sent.withdrawalId.toString(),
-        ...(sent.txHash ? { request_tx_hash: sent.txHash } : {}),
-      });
+      await this.markSubmitted(
+        id,
+        await this.vault.submitWithdraw({ request, secret, signature: signature as Hex }),
+      );
     } catch (e) {
-      await this.update(id, { state: "failed", error: describeError(e) });
+      // Whether it reached the chain is unknown: the row stays `submitting`
+      // and the worker submits the same signed request again (the contract
+      // takes it once) or, past its deadline, learns that it never landed.
+      await this.update(id, { error: describeError(e) });
       throw new ServiceError(
         "service_unavailable",
-        "the withdrawal request could not be submitted; nothing was debited, retry shortly",
-        { retryable: true, cause: e },
+        "the withdrawal request could not be confirmed on-chain yet; it is retried automatically and shows here as debited or failed",
+        { retryable: false, cause: e },
       );
     }
     await this.finalize(id);
     return (await this.find(accountId, id))!;
   }
 
-  /** Finalizes every debited withdrawal (after a crash, or when finalizing failed). */
+  /**
+   * Moves on every open withdrawal (after a crash, a lost answer or a failed
+   * finalization): an unconfirmed request is submitted again, a debited one
+   * finalized.
+   */
   async finalizeOpen(): Promise<number> {
     const open = await this.db
       .selectFrom("confidential_withdrawals")
-      .select("id")
-      .where("state", "=", "debited")
+      .select(["id", "account_id", "state", "request", "signature"])
+      .where("state", "in", ["submitting", "debited"])
       .orderBy("created_at")
       .limit(50)
       .execute();
-    for (const { id } of open) await this.finalize(id);
+    for (const row of open) {
+      if (row.state === "submitting") await this.resubmit(row);
+      await this.finalize(row.id);
+    }
     return open.length;
+  }
+
+  private async resubmit(row: {
+    id: string;
+    account_id: string;
+    request: unknown;
+    signature: string;
+  }): Promise<void> {
+    const request = requestFrom((row.request as { message?: Record<string, unknown> }).message);
+    try {
+      const { secret } = await this.enabledMerchant(row.account_id);
+      const now = await this.vault.chainTime();
+      if (now <= request.deadline) {
+        const sent = await this.vault.submitWithdraw({
+          request,
+          secret,
+          signature: row.signature as Hex,
+        });
+        await this.markSubmitted(row.id, sent);
+        return;
+      }
+      // Past its deadline the request can no longer land: the chain's word
+      // on whether it did is final.
+      const landed = await this.vault.findWithdrawal(request);
+      if (landed === undefined) {
+        await this.update(row.id, {
+          state: "failed",
+          error: "the request did not reach the chain before its deadline; nothing was debited",
+        });
+      } else {
+        await this.markSubmitted(row.id, { withdrawalId: landed, txHash: null });
+      }
+    } catch (e) {
+      this.log.warn({ err: describeError(e), id: row.id }, "could not submit a withdrawal again");
+      await this.update(row.id, { error: describeError(e) });
+    }
+  }
+
+  private async markSubmitted(
+    id: string,
+    sent: { withdrawalId: bigint; txHash: Hex | null },
+  ): Promise<void> {
+    await this.update(id, {
+      state: "debited",
+      onchain_id: sent.withdrawalId.toString(),
+      ...(sent.txHash ? { request_tx_hash: sent.txHash } : {}),
+    });
   }
 
   async list(accountId: string): Promise<WithdrawalListing[]> {
@@ -252,6 +297,26 @@ export class ConfidentialWithdrawals {
       );
     }
     return { merchant: getAddress(m.merchant), slot: m.slot, secret: row.slot_secret as Hex };
+  }
+}
+
+/** The request as the wallet signed it, from the typed data's message. */
+function requestFrom(message: Record<string, unknown> | undefined): WithdrawRequest {
+  const m = message ?? {};
+  try {
+    return {
+      slot: BigInt(String(m["slot"])),
+      to: getAddress(String(m["to"])),
+      amount: parseAmount(String(m["amount"] ?? "")),
+      nonce: BigInt(String(m["nonce"])),
+      deadline: BigInt(String(m["deadline"])),
+    };
+  } catch (e) {
+    if (e instanceof ServiceError) throw e;
+    throw new ServiceError(
+      "invalid_request",
+      "typedData.message must hold slot, to, amount, nonce and deadline, as prepared by POST /api/confidential/withdrawals/request",
+    );
   }
 }
 

@@ -99,8 +99,3 @@ export function receiptKey(payer: Address, nonce: Hex): Hex {
     encodeAbiParameters([{ type: "address" }, { type: "bytes32" }], [getAddress(payer), nonce]),
   );
 }
-
-/** The UTC day number of a time (days since the Unix epoch), as the contract counts days. */
-export function utcDay(unixMs: number): number {
-  return Math.floor(unixMs / 86_400_000);
-}

@@ -56,7 +56,6 @@ import {
   receiptTypes,
   slotCommitment,
   slotSalt,
-  utcDay,
   vaultDomain,
   withdrawTypes,
   type Receipt,
@@ -65,6 +64,7 @@ import {
 import { confidentialVaultAbi } from "./vaultAbi.js";
 import {
   CONFIDENTIAL_NETWORK,
+  utcDay,
   type ConfidentialVault,
   type WithdrawalInfo,
   type WithdrawalState,
@@ -245,6 +245,22 @@ export async function createConfidentialVault(
     return last.args.paid ?? false;
   };
 
+  const findWithdrawal = async (request: WithdrawRequest): Promise<bigint | undefined> => {
+    const [, , nextNonce] = await read<[Hex, Hex, bigint, Address]>("slotInfo", [request.slot]);
+    if (nextNonce <= request.nonce) return undefined;
+    const logs = await publicClient.getContractEvents({
+      ...vault,
+      eventName: "WithdrawalRequested",
+      args: { slot: request.slot, to: request.to },
+      fromBlock: 0n,
+    });
+    const found = logs.find((l) => l.args.nonce === request.nonce)?.args.id;
+    if (found === undefined) {
+      throw new Error(`withdrawal nonce ${request.nonce} of slot ${request.slot} is used`);
+    }
+    return found;
+  };
+
   return {
     address,
     asset: getAddress(asset),
@@ -287,7 +303,7 @@ export async function createConfidentialVault(
         merchant: getAddress(merchant),
         slot,
         amount,
-        day: day ?? utcDay(Date.now()),
+        day: day ?? utcDay(new Date()),
       };
       const signature = await receiptSigner.signTypedData({
         domain: vaultDomain(opts.chainId, address),
@@ -409,22 +425,12 @@ export async function createConfidentialVault(
 
     withdrawTypedData: (request) => withdrawTypedData(opts.chainId, address, request),
 
+    findWithdrawal,
+
     async submitWithdraw({ request, secret, signature }) {
-      const [, , nextNonce] = await read<[Hex, Hex, bigint, Address]>("slotInfo", [request.slot]);
-      if (nextNonce > request.nonce) {
-        // Submitted before (a retry after a crash): find that withdrawal.
-        const logs = await publicClient.getContractEvents({
-          ...vault,
-          eventName: "WithdrawalRequested",
-          args: { slot: request.slot, to: request.to },
-          fromBlock: 0n,
-        });
-        const found = logs.find((l) => l.args.nonce === request.nonce)?.args.id;
-        if (found === undefined) {
-          throw new Error(`withdrawal nonce ${request.nonce} of slot ${request.slot} is used`);
-        }
-        return { withdrawalId: found, txHash: null };
-      }
+      // Submitted before (a retry after a crash): that withdrawal.
+      const found = await findWithdrawal(request);
+      if (found !== undefined) return { withdrawalId: found, txHash: null };
       const receipt = await write("requestWithdraw", {
         functionName: "requestWithdraw",
         args: [request, secret, signature],
