@@ -18,7 +18,8 @@ import { decodePaymentResponseHeader } from "@x402/core/http";
 import { ExactEvmScheme as ExactEvmServerScheme } from "@x402/evm/exact/server";
 import { ExactEvmScheme as ExactEvmClientScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment } from "@x402/fetch";
-import { createTestClient, http, type Hex } from "viem";
+import type { Hex } from "viem";
+import { sql } from "kysely";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
@@ -33,7 +34,11 @@ import {
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { offersFor, type ConfidentialStatus } from "../../src/clients/confidential/offers.js";
 import { utcDay } from "../../src/features/confidential/credits.js";
-import { confidentialRequirements, withdrawTypedDataFromJson } from "../support/confidential.js";
+import {
+  confidentialRequirements,
+  withdrawTypedDataFromJson,
+  pastNextMidnight,
+} from "../support/confidential.js";
 
 const PRICE = "$0.01";
 const PRICE_ATOMIC = 10_000n;
@@ -305,6 +310,44 @@ describe("confidential settlement end to end", () => {
     assert.equal(credits.length, 1, "only the one real payment owes a credit");
   });
 
+  test("the credit cannot be written: 503, nothing sent, the row says not attempted", async () => {
+    const { db } = stack.service;
+    const requirements = confidentialRequirements({
+      usdc: stack.usdc,
+      vault: contract,
+      merchant: wallet.address,
+    });
+    const payer = privateKeyToAccount(stack.payerKeys[3]!);
+    const before = await usdcBalance(stack.rpcUrl, stack.usdc, payer.address);
+    const payload = await signPayment(stack.payerKeys[3]!, requirements);
+    // The operator's table out of reach, as an outage would leave it.
+    await sql`alter table confidential_credits rename to confidential_credits_away`.execute(db);
+    let res: Response;
+    try {
+      res = await post(
+        stack.url,
+        "/settle",
+        paymentRequest(requirements, payload.payload),
+        merchantKey,
+      );
+    } finally {
+      await sql`alter table confidential_credits_away rename to confidential_credits`.execute(db);
+    }
+    assert.equal(res.status, 503);
+    assert.equal((await json(res))["error"], "service_unavailable");
+    assert.equal(
+      await usdcBalance(stack.rpcUrl, stack.usdc, payer.address),
+      before,
+      "nothing moved",
+    );
+    const row = await db
+      .selectFrom("settlements")
+      .select(["status", "error_reason"])
+      .where("payer", "=", payer.address.toLowerCase())
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(row, { status: "not_attempted", error_reason: "service_unavailable" });
+  });
+
   test("the batch at a simulated midnight credits the slot once; the wallet withdraws to its address", async () => {
     const vault = stack.service.confidential.vault!;
     const slot = BigInt(
@@ -313,12 +356,7 @@ describe("confidential settlement end to end", () => {
     assert.equal(await vault.balance(slot), 0n, "pending is not available");
 
     // Move the chain and the service's clock past the next 00:00 UTC.
-    const chainNow = Number(await vault.chainTime());
-    const midnight = (utcDay(new Date(chainNow * 1000)) + 1) * 86_400;
-    const testClient = createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) });
-    await testClient.setNextBlockTimestamp({ timestamp: BigInt(midnight + 60) });
-    await testClient.mine({ blocks: 1 });
-    const now = new Date((midnight + 60) * 1000);
+    const now = await pastNextMidnight(stack.rpcUrl, vault, 60);
     const batch = stack.service.confidential.batch!;
     const day = utcDay(now) - 1;
     const first = await batch.run(day, now);

@@ -9,6 +9,7 @@
 import { getAddress, isAddress, type Address, type Hex } from "viem";
 import type { SettleResponse } from "@x402/core/types";
 import type { PaymentRequest } from "../../protocol.js";
+import { ServiceError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import type { ConfidentialCredits } from "./credits.js";
 import type { ConfidentialMerchants } from "./merchants.js";
@@ -41,7 +42,7 @@ export class ConfidentialGate {
   async refusal(accountId: string, request: PaymentRequest): Promise<Refusal | undefined> {
     if (!this.concerns(request)) return undefined;
     const merchant = isConfidentialOffer(request)
-      ? await this.merchants.find(accountId)
+      ? await unavailableOnError(() => this.merchants.find(accountId))
       : undefined;
     const refusal = refuseConfidential(request, this.contract, merchant);
     if (refusal || !isConfidentialOffer(request) || eip3009Authorization(request)) return refusal;
@@ -57,17 +58,20 @@ export class ConfidentialGate {
     if (!this.credits || !isConfidentialOffer(request)) return;
     const auth = eip3009Authorization(request)!;
     const req = request.paymentRequirements;
-    await this.credits.recordIntent({
-      authorizationKey,
-      accountId,
-      merchant: offerMerchant(request)!,
-      network: req.network,
-      asset: req.asset,
-      payer: auth.from,
-      // The exact scheme settles exactly the advertised amount.
-      amount: BigInt(req.amount),
-      paymentNonce: auth.nonce,
-    });
+    const credits = this.credits;
+    await unavailableOnError(() =>
+      credits.recordIntent({
+        authorizationKey,
+        accountId,
+        merchant: offerMerchant(request)!,
+        network: req.network,
+        asset: req.asset,
+        payer: auth.from,
+        // The exact scheme settles exactly the advertised amount.
+        amount: BigInt(req.amount),
+        paymentNonce: auth.nonce,
+      }),
+    );
   }
 
   /** The settle answer with its receipt under `extensions`, when there is one. */
@@ -100,4 +104,17 @@ function eip3009Authorization(request: PaymentRequest): { from: Address; nonce: 
   if (typeof from !== "string" || !isAddress(from, { strict: false })) return undefined;
   if (typeof nonce !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(nonce)) return undefined;
   return { from: getAddress(from), nonce: nonce.toLowerCase() as Hex };
+}
+
+/** A database that cannot answer is an outage: 503, never the payer's failure nor a 500. */
+async function unavailableOnError<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (e) {
+    throw new ServiceError(
+      "service_unavailable",
+      "confidential settlement's records could not be reached, so nothing was sent; retry shortly",
+      { retryable: true, cause: e },
+    );
+  }
 }

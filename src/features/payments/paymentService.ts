@@ -138,7 +138,7 @@ function settleStages(deps: PaymentServiceDeps, joiner: SettlementJoiner): Settl
     intentStage(deps.recorder, joiner),
     ...(deps.quota ? [quotaStage(deps.quota, deps.recorder)] : []),
     commitStage(deps.recorder),
-    ...(deps.confidential ? [confidentialGateStage(deps.confidential)] : []),
+    ...(deps.confidential ? [confidentialGateStage(deps.confidential, deps.recorder)] : []),
     mechanismStage(deps.engine, deps.recorder),
   ];
 }

@@ -8,6 +8,8 @@
  * committed before the transfer can be broadcast.
  */
 import type { ConfidentialGate } from "../../confidential/confidentialGate.js";
+import { isServiceError } from "../../../lib/errors.js";
+import type { SettlementRecorder } from "../../settlements/settlementRecorder.js";
 import type { SettleStage } from "./pipeline.js";
 
 export function confidentialReceiptStage(gate: ConfidentialGate): SettleStage {
@@ -21,12 +23,28 @@ export function confidentialReceiptStage(gate: ConfidentialGate): SettleStage {
   };
 }
 
-export function confidentialGateStage(gate: ConfidentialGate): SettleStage {
+export function confidentialGateStage(
+  gate: ConfidentialGate,
+  recorder: SettlementRecorder,
+): SettleStage {
   return {
     name: "confidential-gate",
     async run(ctx, next) {
       if (!gate.concerns(ctx.request)) return next();
-      const refusal = await gate.refusal(ctx.principal.accountId, ctx.request);
+      let refusal;
+      try {
+        refusal = await gate.refusal(ctx.principal.accountId, ctx.request);
+        if (!refusal) {
+          await gate.recordCredit(ctx.principal.accountId, ctx.authorizationKey, ctx.request);
+        }
+      } catch (e) {
+        // Its records unreachable, nothing was sent: the row says so, and
+        // the caller gets the 503 (an outage, never the payer's failure).
+        if (!isServiceError(e) || e.code !== "service_unavailable") throw e;
+        await recorder.notAttempted(ctx.settlementId!, e.message, ctx.startedAt, ctx.reservation);
+        ctx.reservation = undefined;
+        throw e;
+      }
       if (refusal) {
         return {
           success: false,
@@ -37,7 +55,6 @@ export function confidentialGateStage(gate: ConfidentialGate): SettleStage {
           ...(ctx.payer ? { payer: ctx.payer } : {}),
         };
       }
-      await gate.recordCredit(ctx.principal.accountId, ctx.authorizationKey, ctx.request);
       return next();
     },
   };
