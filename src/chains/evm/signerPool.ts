@@ -8,7 +8,7 @@
  * - leaseKeeper.ts: this replica's share of the accounts;
  * - signerHealth.ts: an account low on gas leaves the rotation.
  *
- * Every call is simulated (`eth_estimateGas`) before a nonce is taken, so a
+ * Every call is simulated (gasLimits.ts) before a nonce is taken, so a
  * payment that would revert costs neither gas nor a nonce.
  */
 import type { Chain, Hex, PublicClient, TransactionReceipt } from "viem";
@@ -22,6 +22,7 @@ import { Broadcaster } from "./broadcaster.js";
 import { Replacement, type InFlight } from "./replacement.js";
 import { LeaseKeeper, type LeaseSettings } from "./leaseKeeper.js";
 import { SignerHealthCheck } from "./signerHealth.js";
+import { GasLimits } from "./gasLimits.js";
 import { AmbiguousBroadcastError, isNonceError } from "./broadcastErrors.js";
 
 export { NoHealthySignerError, SignerUnavailableError } from "./broadcastErrors.js";
@@ -57,6 +58,7 @@ export class EvmSignerPool {
   private readonly replacement: Replacement;
   private readonly leases: LeaseKeeper | undefined;
   private readonly health: SignerHealthCheck;
+  private readonly gasLimits: GasLimits;
   /** Keyed by every hash of a transaction (original and replacements). */
   private readonly inflight = new Map<string, InFlight>();
 
@@ -64,6 +66,7 @@ export class EvmSignerPool {
     const { network, client, log } = opts;
     this.lanes = new NonceLanes(network, client, opts.privateKeys, !opts.leases);
     this.addresses = this.lanes.addresses;
+    this.gasLimits = new GasLimits(client);
     this.watcher = new ReceiptWatcher(client, opts.receiptTickMs, (e) =>
       log.warn({ err: String(e), network }, "receipt watcher: RPC error"),
     );
@@ -129,16 +132,8 @@ export class EvmSignerPool {
   async send(call: { to: Hex; data: Hex; gas?: bigint; from?: Hex }): Promise<Hex> {
     const lane = call.from ? this.lanes.named(call.from) : this.lanes.pick();
     // Simulation first: a call that would revert throws here, before a nonce
-    // or any gas is spent. The 20% margin covers state drift until mining.
-    const gas =
-      call.gas ??
-      ((await this.opts.client.estimateGas({
-        account: lane.account.address,
-        to: call.to,
-        data: call.data,
-      })) *
-        120n) /
-        100n;
+    // or any gas is spent.
+    const gas = call.gas ?? (await this.gasLimits.forCall(lane.account.address, call));
     const fees = await this.opts.fees.forNewTransaction();
     const tx = { to: call.to, data: call.data, gas };
     for (let attempt = 0; ; attempt++) {

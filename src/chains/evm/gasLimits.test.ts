@@ -1,0 +1,104 @@
+/**
+ * Gas limits on a real chain (anvil): one estimate per call shape, then a
+ * single simulation under the remembered limit; reverts still throw; a
+ * costlier call of a known shape, or an old limit, is estimated afresh.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import {
+  createPublicClient,
+  encodeFunctionData,
+  erc20Abi,
+  http,
+  type Hex,
+  type PublicClient,
+} from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { startDevnet, type Devnet } from "../../../devnet/index.js";
+import { GasLimits } from "./gasLimits.js";
+
+describe("gas limits", () => {
+  let devnet: Devnet;
+  let client: PublicClient;
+  const calls = new Map<string, number>();
+  let usdc: Hex;
+  let payer: Hex;
+  let holder: Hex;
+
+  before(async () => {
+    devnet = await startDevnet({ blockTimeSeconds: 0, outFile: null });
+    const info = devnet.networks["eip155:8453"]!;
+    usdc = info.assets["USDC"]!;
+    payer = privateKeyToAccount(info.payerPrivateKeys[0] as Hex).address;
+    holder = privateKeyToAccount(info.payerPrivateKeys[1] as Hex).address;
+    client = createPublicClient({
+      transport: http(info.rpcUrl, {
+        onFetchRequest: async (request) => {
+          const body = (await request.clone().json()) as { method: string } | { method: string }[];
+          for (const { method } of Array.isArray(body) ? body : [body]) {
+            calls.set(method, (calls.get(method) ?? 0) + 1);
+          }
+        },
+      }),
+    }) as PublicClient;
+  });
+  after(() => devnet.stop());
+
+  const transfer = (to: Hex, amount: bigint) => ({
+    to: usdc,
+    data: encodeFunctionData({ abi: erc20Abi, functionName: "transfer", args: [to, amount] }),
+  });
+  const count = (method: string) => calls.get(method) ?? 0;
+  const freshAddress = () =>
+    `0x${[...crypto.getRandomValues(new Uint8Array(20))].map((b) => b.toString(16).padStart(2, "0")).join("")}` as Hex;
+
+  test("one estimate per shape; the next call of that shape is one simulation under the remembered limit", async () => {
+    const limits = new GasLimits(client);
+    calls.clear();
+    const first = await limits.forCall(payer, transfer(holder, 1n));
+    assert.equal(count("eth_estimateGas"), 1);
+    const estimate = (first * 100n) / 120n;
+    const second = await limits.forCall(payer, transfer(holder, 2n));
+    assert.equal(count("eth_estimateGas"), 1, "no second estimate");
+    assert.equal(count("eth_call"), 1, "one simulation");
+    assert.ok(second > first, `${second} leaves more room than ${first}`);
+    assert.ok(second <= (estimate * 151n) / 100n);
+  });
+
+  test("a call that would revert throws, whether its shape is known or not", async () => {
+    const limits = new GasLimits(client);
+    const tooMuch = 10n ** 30n;
+    await assert.rejects(limits.forCall(payer, transfer(holder, tooMuch)), /revert|exceeds/i);
+    await limits.forCall(payer, transfer(holder, 1n));
+    await assert.rejects(limits.forCall(payer, transfer(holder, tooMuch)), /revert|exceeds/i);
+  });
+
+  test("a costlier call than the remembered limit is estimated afresh, and the limit rises", async () => {
+    // No room: the remembered limit is exactly what a transfer to a holder costs.
+    const limits = new GasLimits(client, { rememberMarginPct: 0 });
+    const cheap = ((await limits.forCall(payer, transfer(holder, 1n))) * 100n) / 120n;
+    calls.clear();
+    // A first credit to an address writes a new storage slot: more gas.
+    const fresh = transfer(freshAddress(), 1n);
+    const costly = await limits.forCall(payer, fresh);
+    assert.equal(count("eth_call"), 1, "the simulation under the old limit failed");
+    assert.equal(count("eth_estimateGas"), 1, "so it was estimated");
+    assert.ok((costly * 100n) / 120n > cheap, "the fresh estimate is higher");
+    // The raised limit now proves the costly shape in one simulation.
+    calls.clear();
+    await limits.forCall(payer, transfer(freshAddress(), 1n));
+    assert.equal(count("eth_estimateGas"), 0);
+    assert.equal(count("eth_call"), 1);
+  });
+
+  test("a remembered limit older than its time to live is estimated again", async () => {
+    let now = 1_000_000;
+    const limits = new GasLimits(client, { ttlMs: 60_000, now: () => now });
+    await limits.forCall(payer, transfer(holder, 1n));
+    calls.clear();
+    now += 60_001;
+    await limits.forCall(payer, transfer(holder, 1n));
+    assert.equal(count("eth_estimateGas"), 1);
+    assert.equal(count("eth_call"), 0);
+  });
+});
