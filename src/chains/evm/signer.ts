@@ -10,6 +10,7 @@ import { GasPriceTooHighError } from "./feeOracle.js";
 import { currentSettlement } from "./settlementContext.js";
 import { NoHealthySignerError, SignerUnavailableError, type EvmSignerPool } from "./signerPool.js";
 import { pinnedSender } from "./pinnedSender.js";
+import { CodeCache } from "./codeCache.js";
 
 export interface EvmSignerOptions {
   publicClient: PublicClient;
@@ -33,29 +34,6 @@ async function refusingClearly<T>(send: () => Promise<T>): Promise<T> {
       scope.refusal = { reason: Reason.noSignerAvailable, message: e.message };
     }
     throw e;
-  }
-}
-
-/**
- * Account code, read once per block: the mechanism asks for a payer's code
- * twice per verification (ERC-6492 classification, then signature routing).
- * Code that exists is kept (contracts are not removed); "no code" is only
- * trusted for the block it was read in, since a wallet may be deployed.
- */
-class CodeCache {
-  private readonly entries = new Map<string, { block: bigint; code: Hex | undefined }>();
-
-  constructor(private readonly client: PublicClient) {}
-
-  async get(address: Hex): Promise<Hex | undefined> {
-    const key = address.toLowerCase();
-    const block = await this.client.getBlockNumber();
-    const hit = this.entries.get(key);
-    if (hit && ((hit.code && hit.code !== "0x") || hit.block === block)) return hit.code;
-    const code = await this.client.getCode({ address });
-    if (this.entries.size > 100_000) this.entries.clear();
-    this.entries.set(key, { block, code });
-    return code;
   }
 }
 
