@@ -15,6 +15,18 @@ export function utcDay(at: Date): number {
   return Math.floor(at.getTime() / 86_400_000);
 }
 
+/**
+ * A signed withdrawal request, as the chain knows it:
+ * - `unused`: its nonce is still free, so it can land until its deadline
+ *   (and never after);
+ * - `landed`: this very request (slot, address, nonce, amount) was taken, as
+ *   withdrawal `id`;
+ * - `usedByAnother`: another request took its nonce, so this one can never
+ *   land and debited nothing.
+ */
+export type WithdrawalLookup =
+  { state: "unused" } | { state: "landed"; id: bigint } | { state: "usedByAnother" };
+
 export type WithdrawRequest = {
   slot: bigint;
   /** The slot's withdrawal address; its wallet signs the request. */
@@ -134,13 +146,12 @@ export interface ConfidentialVault {
     validForSeconds?: bigint;
   }): Promise<{ request: WithdrawRequest; typedData: WithdrawTypedData }>;
   withdrawTypedData(request: WithdrawRequest): WithdrawTypedData;
+  /** What the chain says of a signed request's nonce (see `WithdrawalLookup`). */
+  findWithdrawal(request: WithdrawRequest): Promise<WithdrawalLookup>;
   /**
-   * The on-chain id of a request already submitted; undefined while its nonce
-   * is unused (then it can still land until its deadline, and never after).
-   * Throws when the nonce was used by another request.
+   * Debits obliviously. Idempotent: a request already submitted returns its
+   * withdrawal; one whose nonce another request used throws.
    */
-  findWithdrawal(request: WithdrawRequest): Promise<bigint | undefined>;
-  /** Debits obliviously. Idempotent: a request already submitted returns its withdrawal. */
   submitWithdraw(args: {
     request: WithdrawRequest;
     secret: Hex;

@@ -7,7 +7,7 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { createTestClient, http } from "viem";
+import { BaseError, createTestClient, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
 import { paymentRequest, post, signPayment, usdcBalance } from "../support/payments.js";
@@ -61,23 +61,36 @@ describe("confidential withdrawals whose submission is not confirmed", () => {
   });
   after(async () => stack?.stop());
 
-  /** The withdrawals feature over the real vault, with the submission's answer lost `times` times. */
-  function lossy(opts: { times: number; reachesChain: boolean }) {
+  /**
+   * The withdrawals feature over the real vault, with the submission's answer
+   * lost `times` times (`calls` counts the submissions).
+   */
+  function lossy(opts: {
+    times: number;
+    reachesChain: boolean;
+    error?: Error;
+    resubmitAfterMs?: number;
+  }) {
     const vault = stack.service.confidential.vault!;
     const faulty: ConfidentialVault = Object.create(vault) as ConfidentialVault;
     let left = opts.times;
+    const calls = { submissions: 0 };
     faulty.submitWithdraw = async (args) => {
+      calls.submissions++;
       if (left <= 0) return vault.submitWithdraw(args);
       left--;
       if (opts.reachesChain) await vault.submitWithdraw(args);
-      throw new Error("the node's answer was lost");
+      throw opts.error ?? new Error("the node's answer was lost");
     };
-    return new ConfidentialWithdrawals(
+    const w = new ConfidentialWithdrawals(
       stack.service.db,
       faulty,
       stack.service.confidential.merchants,
       createLogger("silent"),
+      // By default the test's pass is the worker's later one: no quiet time.
+      { resubmitAfterMs: opts.resubmitAfterMs ?? 0 },
     );
+    return Object.assign(w, { calls });
   }
 
   async function signed(w: ConfidentialWithdrawals, amount: string) {
@@ -138,5 +151,66 @@ describe("confidential withdrawals whose submission is not confirmed", () => {
     assert.deepEqual(last, { state: "failed", paid_amount: null, onchain_id: null });
     assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, wallet.address), paidBefore);
     assert.equal(await vault.balance(slot), balanceBefore, "nothing debited");
+  });
+
+  test("a request signed before an earlier one landed is refused; the earlier one is paid once", async () => {
+    const w = lossy({ times: 0, reachesChain: true });
+    const vault = stack.service.confidential.vault!;
+    const paidBefore = await usdcBalance(stack.rpcUrl, stack.usdc, wallet.address);
+    const balanceBefore = await vault.balance(slot);
+    const rowsBefore = (await rows()).length;
+    // Both signed before either is submitted: they carry the same nonce.
+    const first = await signed(w, "300");
+    const stale = await signed(w, "200");
+    const done = await w.submit(accountId, first.typedData, first.signature);
+    assert.equal(done.state, "finalized");
+    await assert.rejects(w.submit(accountId, stale.typedData, stale.signature), {
+      code: "conflict",
+      message: /nonce was used by another withdrawal/,
+    });
+    // The same signed request posted again is not a second payout either.
+    await assert.rejects(w.submit(accountId, first.typedData, first.signature), {
+      code: "conflict",
+      message: /submitted already/,
+    });
+    const after = await rows();
+    assert.equal(after.length, rowsBefore + 1, "one row: the request that landed");
+    assert.deepEqual(after.at(-1), {
+      state: "finalized",
+      paid_amount: "300",
+      onchain_id: after.at(-1)!.onchain_id,
+    });
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, wallet.address), paidBefore + 300n);
+    assert.equal(await vault.balance(slot), balanceBefore - 300n, "debited once");
+  });
+
+  test("a request just submitted is left to its own submission; its stored error names no URL or argument", async () => {
+    const leaky = new BaseError("HTTP request failed.", {
+      metaMessages: [
+        "URL: https://base-rpc.example/v2/PROVIDER-KEY",
+        "Request body: requestWithdraw(0xSLOTSECRET)",
+      ],
+    });
+    const w = lossy({ times: 1, reachesChain: false, error: leaky, resubmitAfterMs: 60_000 });
+    const req = await signed(w, "100");
+    await assert.rejects(w.submit(accountId, req.typedData, req.signature), {
+      code: "service_unavailable",
+    });
+    await w.finalizeOpen();
+    assert.equal(w.calls.submissions, 1, "the worker's pass did not submit it a second time");
+    const [stored] = await stack.service.db
+      .selectFrom("confidential_withdrawals")
+      .select(["state", "error"])
+      .where("account_id", "=", accountId)
+      .orderBy("created_at", "desc")
+      .limit(1)
+      .execute();
+    assert.equal(stored!.state, "submitting");
+    assert.equal(stored!.error, "HTTP request failed.");
+    // Once left alone long enough, the pass submits it again and it is paid.
+    const later = lossy({ times: 0, reachesChain: true });
+    await later.finalizeOpen();
+    assert.equal(later.calls.submissions, 1);
+    assert.equal((await rows()).at(-1)!.state, "finalized");
   });
 });

@@ -8,5 +8,6 @@ export type {
   DayCredit,
   SignedReceipt,
   WithdrawalInfo,
+  WithdrawalLookup,
   WithdrawRequest,
 } from "../../chains/confidentialPort.js";

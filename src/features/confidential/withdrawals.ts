@@ -8,10 +8,11 @@
  * contract refuses a request or a finalization twice.
  */
 import { randomUUID } from "node:crypto";
-import { getAddress, verifyTypedData, type Hex, type TypedDataDefinition } from "viem";
+import { BaseError, getAddress, verifyTypedData, type Hex, type TypedDataDefinition } from "viem";
 import type { Kysely } from "kysely";
 import { describeError, ServiceError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
+import { redactUrls } from "../../lib/redactUrls.js";
 import type { Database, WithdrawalState } from "../../storage/schema.js";
 import type { ConfidentialMerchants } from "./merchants.js";
 import type { ConfidentialVault, WithdrawRequest } from "./vaultPort.js";
@@ -44,6 +45,7 @@ export class ConfidentialWithdrawals {
     private readonly vault: ConfidentialVault,
     private readonly merchants: ConfidentialMerchants,
     private readonly log: Logger,
+    private readonly opts: { resubmitAfterMs: number } = { resubmitAfterMs: 60_000 },
   ) {}
 
   /** What the merchant's wallet signs to withdraw `amount` (atomic USDC units). */
@@ -102,6 +104,23 @@ export class ConfidentialWithdrawals {
         `the request is not signed by the withdrawal wallet ${merchant}`,
       );
     }
+    // A request signed before an earlier one landed carries that one's nonce:
+    // it can never land, and must not be shown as a second payout.
+    const onChain = await this.vault.findWithdrawal(request).catch((e: unknown) => {
+      throw new ServiceError(
+        "service_unavailable",
+        "the privacy contract could not be read just now; submit the same signed request again",
+        { retryable: true, cause: e },
+      );
+    });
+    if (onChain.state !== "unused") {
+      throw new ServiceError(
+        "conflict",
+        onChain.state === "landed"
+          ? "this signed request was submitted already; it is listed with your withdrawals"
+          : "this request's nonce was used by another withdrawal; prepare and sign a new request",
+      );
+    }
     const id = randomUUID();
     const inserted = await this.db
       .insertInto("confidential_withdrawals")
@@ -131,7 +150,7 @@ export class ConfidentialWithdrawals {
       // Whether it reached the chain is unknown: the row stays `submitting`
       // and the worker submits the same signed request again (the contract
       // takes it once) or, past its deadline, learns that it never landed.
-      await this.update(id, { error: describeError(e) });
+      await this.update(id, { error: storableError(e) });
       throw new ServiceError(
         "service_unavailable",
         "the withdrawal request could not be confirmed on-chain yet; it is retried automatically and shows here as debited or failed",
@@ -148,10 +167,18 @@ export class ConfidentialWithdrawals {
    * finalized.
    */
   async finalizeOpen(): Promise<number> {
+    // A request is submitted again only once it has been left alone a while:
+    // one just inserted is still being submitted by its own HTTP request.
+    const quietSince = new Date(Date.now() - this.opts.resubmitAfterMs);
     const open = await this.db
       .selectFrom("confidential_withdrawals")
       .select(["id", "account_id", "state", "request", "signature"])
-      .where("state", "in", ["submitting", "debited"])
+      .where(({ eb, or, and }) =>
+        or([
+          eb("state", "=", "debited"),
+          and([eb("state", "=", "submitting"), eb("updated_at", "<=", quietSince)]),
+        ]),
+      )
       .orderBy("created_at")
       .limit(50)
       .execute();
@@ -171,30 +198,37 @@ export class ConfidentialWithdrawals {
     const request = requestFrom((row.request as { message?: Record<string, unknown> }).message);
     try {
       const { secret } = await this.enabledMerchant(row.account_id);
-      const now = await this.vault.chainTime();
-      if (now <= request.deadline) {
-        const sent = await this.vault.submitWithdraw({
-          request,
-          secret,
-          signature: row.signature as Hex,
+      const onChain = await this.vault.findWithdrawal(request);
+      if (onChain.state === "landed") {
+        await this.markSubmitted(row.id, { withdrawalId: onChain.id, txHash: null });
+        return;
+      }
+      if (onChain.state === "usedByAnother") {
+        await this.update(row.id, {
+          state: "failed",
+          error: "another withdrawal request used this request's nonce; nothing was debited for it",
         });
-        await this.markSubmitted(row.id, sent);
         return;
       }
       // Past its deadline the request can no longer land: the chain's word
-      // on whether it did is final.
-      const landed = await this.vault.findWithdrawal(request);
-      if (landed === undefined) {
+      // that its nonce is unused is final.
+      if ((await this.vault.chainTime()) > request.deadline) {
         await this.update(row.id, {
           state: "failed",
           error: "the request did not reach the chain before its deadline; nothing was debited",
         });
-      } else {
-        await this.markSubmitted(row.id, { withdrawalId: landed, txHash: null });
+        return;
       }
+      const sent = await this.vault.submitWithdraw({
+        request,
+        secret,
+        signature: row.signature as Hex,
+      });
+      await this.markSubmitted(row.id, sent);
     } catch (e) {
-      this.log.warn({ err: describeError(e), id: row.id }, "could not submit a withdrawal again");
-      await this.update(row.id, { error: describeError(e) });
+      const error = storableError(e);
+      this.log.warn({ err: error, id: row.id }, "could not submit a withdrawal again");
+      await this.update(row.id, { error });
     }
   }
 
@@ -254,8 +288,9 @@ export class ConfidentialWithdrawals {
     } catch (e) {
       // Stays debited: the next pass retries, and after 24 hours the
       // merchant's wallet may cancel on-chain instead.
-      this.log.warn({ err: describeError(e), id }, "could not finalize a confidential withdrawal");
-      await this.update(id, { error: describeError(e) });
+      const error = storableError(e);
+      this.log.warn({ err: error, id }, "could not finalize a confidential withdrawal");
+      await this.update(id, { error });
     }
   }
 
@@ -352,4 +387,15 @@ function listing(r: {
     createdAt: r.created_at.toISOString(),
     updatedAt: r.updated_at.toISOString(),
   };
+}
+
+/**
+ * What a merchant may read (and the log may keep) of a failure: viem's
+ * one-line summary, since its full message lists the call's arguments, the
+ * slot's secret among them; URLs cut to their host, since an RPC URL may
+ * carry the provider's key.
+ */
+function storableError(e: unknown): string {
+  const text = e instanceof BaseError ? e.shortMessage : describeError(e);
+  return redactUrls(text).slice(0, 500);
 }

@@ -67,6 +67,7 @@ import {
   utcDay,
   type ConfidentialVault,
   type WithdrawalInfo,
+  type WithdrawalLookup,
   type WithdrawalState,
 } from "../../confidentialPort.js";
 
@@ -111,6 +112,7 @@ export type {
   DayCredit,
   SignedReceipt,
   WithdrawalInfo,
+  WithdrawalLookup,
   WithdrawalState,
 } from "../../confidentialPort.js";
 
@@ -245,20 +247,26 @@ export async function createConfidentialVault(
     return last.args.paid ?? false;
   };
 
-  const findWithdrawal = async (request: WithdrawRequest): Promise<bigint | undefined> => {
+  const findWithdrawal = async (request: WithdrawRequest): Promise<WithdrawalLookup> => {
     const [, , nextNonce] = await read<[Hex, Hex, bigint, Address]>("slotInfo", [request.slot]);
-    if (nextNonce <= request.nonce) return undefined;
+    if (nextNonce <= request.nonce) return { state: "unused" };
     const logs = await publicClient.getContractEvents({
       ...vault,
       eventName: "WithdrawalRequested",
       args: { slot: request.slot, to: request.to },
       fromBlock: 0n,
     });
-    const found = logs.find((l) => l.args.nonce === request.nonce)?.args.id;
-    if (found === undefined) {
-      throw new Error(`withdrawal nonce ${request.nonce} of slot ${request.slot} is used`);
+    const taken = logs.find((l) => l.args.nonce === request.nonce);
+    // The nonce is used but its event was not read back (a provider that
+    // returned too little): what took it is unknown, so nothing is concluded.
+    if (!taken) {
+      throw new Error(
+        `withdrawal nonce ${request.nonce} of slot ${request.slot} is used, but its request was not found in the logs`,
+      );
     }
-    return found;
+    // Same slot, address and nonce, another amount: another signed request.
+    if (taken.args.amount !== request.amount) return { state: "usedByAnother" };
+    return { state: "landed", id: taken.args.id! };
   };
 
   return {
@@ -430,7 +438,12 @@ export async function createConfidentialVault(
     async submitWithdraw({ request, secret, signature }) {
       // Submitted before (a retry after a crash): that withdrawal.
       const found = await findWithdrawal(request);
-      if (found !== undefined) return { withdrawalId: found, txHash: null };
+      if (found.state === "landed") return { withdrawalId: found.id, txHash: null };
+      if (found.state === "usedByAnother") {
+        throw new Error(
+          `withdrawal nonce ${request.nonce} of slot ${request.slot} was used by another request`,
+        );
+      }
       const receipt = await write("requestWithdraw", {
         functionName: "requestWithdraw",
         args: [request, secret, signature],
