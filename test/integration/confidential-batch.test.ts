@@ -120,3 +120,67 @@ for (const backend of availableBackends()) {
     });
   });
 }
+
+// Its own chain: the test above moved the first one's clock a day ahead of
+// the payments' wall-clock validity.
+describe("confidential daily batch and a payment still settling", () => {
+  let stack: TestStack;
+
+  before(async () => {
+    stack = await startStack({ confidential: true, confidentialWorker: false });
+  });
+  after(async () => stack?.stop());
+
+  test("a payment of the day still settling holds the batch until its outcome is recorded", async () => {
+    const { confidential, db } = stack.service;
+    const vault = confidential.vault!;
+    const account = await createAccount(db, "late merchant");
+    const apiKey = (await createApiKey(db, account.id, "k")).key;
+    const wallet = privateKeyToAccount(generatePrivateKey());
+    const message = confidential.merchants.enablementMessage(wallet.address, account.id);
+    const merchant = await confidential.merchants.enable(
+      account.id,
+      wallet.address,
+      await wallet.signMessage({ message }),
+    );
+    const requirements = confidentialRequirements({
+      usdc: stack.usdc,
+      vault: vault.address,
+      merchant: wallet.address,
+      amount: "700",
+    });
+    const payload = await signPayment(stack.payerKeys[2]!, requirements);
+    const res = (await (
+      await post(stack.url, "/settle", paymentRequest(requirements, payload.payload), apiKey)
+    ).json()) as Record<string, unknown>;
+    assert.equal(res["success"], true, JSON.stringify(res));
+    // As if its outcome had not been committed yet at midnight.
+    const settlement = () =>
+      db
+        .updateTable("settlements")
+        .where("account_id", "=", account.id)
+        .where("status", "in", ["pending", "succeeded"]);
+    await settlement().set({ status: "pending" }).execute();
+
+    const now = await pastNextMidnight(stack.rpcUrl, vault);
+    const day = utcDay(now) - 1;
+    const batch = new DailyBatch(db, vault, {
+      owner: "replica-c",
+      leaseMs: LEASE_MS,
+      log: createLogger("silent"),
+    });
+    assert.deepEqual(await batch.run(day, now), { ran: false, day, why: "settling" });
+    assert.equal(await vault.balance(merchant.slot!), 0n, "nothing credited meanwhile");
+
+    await settlement().set({ status: "succeeded" }).execute();
+    const ran = await batch.run(day, new Date(now.getTime() + 30_000));
+    assert.equal(ran.ran, true);
+    assert.equal(await vault.balance(merchant.slot!), 700n, "the late payment is in the batch");
+    const [credit] = await db
+      .selectFrom("confidential_credits")
+      .select("credited_day")
+      .where("account_id", "=", account.id)
+      .execute();
+    assert.equal(credit!.credited_day, day);
+  });
+});

@@ -24,6 +24,12 @@ import type { Database } from "../../storage/schema.js";
 import { dayStart, dayToDate } from "./credits.js";
 import type { ConfidentialVault } from "./vaultPort.js";
 
+/**
+ * The contract takes a day's batch until the end of the next day; in that
+ * window's last hour the batch runs even with payments still settling.
+ */
+const LAST_HOUR_MS = 3_600_000;
+
 interface PlannedSlot {
   slot: string;
   amount: string;
@@ -40,7 +46,7 @@ export class LeaseLost extends Error {
 
 export type BatchOutcome =
   | { ran: true; day: number; slots: number; credits: number; txHashes: Hex[] }
-  | { ran: false; day: number; why: "done" | "held" };
+  | { ran: false; day: number; why: "done" | "held" | "settling" };
 
 export interface DailyBatchOptions {
   /** Who is running it, for the lease (a replica id). */
@@ -75,6 +81,17 @@ export class DailyBatch {
   async run(day: number, now: Date): Promise<BatchOutcome> {
     const claimed = await this.claim(day, now);
     if (!claimed) return { ran: false, day, why: (await this.isDone(day)) ? "done" : "held" };
+    // A payment of the day whose outcome is not recorded yet (its settle
+    // still running, or left to the reconciler) would miss the plan for
+    // good: the plan waits for it, but not past the window's last hour, so
+    // a payment stuck pending cannot hold everyone else's credit back.
+    if (
+      !claimed.plan &&
+      now.getTime() < dayStart(day + 2).getTime() - LAST_HOUR_MS &&
+      (await this.stillSettling(day))
+    ) {
+      return { ran: false, day, why: "settling" };
+    }
     const plan = claimed.plan ?? (await this.makePlan(day));
     const log = this.opts.log.child({ day: dayToDate(day) });
     log.info({ slots: plan.length }, "confidential daily batch: crediting");
@@ -149,6 +166,27 @@ export class DailyBatch {
       plan: (row.plan as PlannedSlot[] | null) ?? null,
       txHashes: (row.tx_hashes as Hex[] | null) ?? null,
     };
+  }
+
+  /**
+   * Whether a confidential payment that may belong to `day` is still
+   * pending: its receipt was stamped during the day, or (not stamped yet) its
+   * settle started then or during the day before (a settle that finishes
+   * after midnight belongs to the day it finishes in).
+   */
+  private async stillSettling(day: number): Promise<boolean> {
+    const at = sql<Date>`coalesce(c.settled_at, s.started_at)`;
+    const row = await this.db
+      .selectFrom("confidential_credits as c")
+      .innerJoin("settlements as s", "s.authorization_key", "c.authorization_key")
+      .select("c.authorization_key")
+      .where("s.status", "=", "pending")
+      .where("c.credited_day", "is", null)
+      .where(at, ">=", dayStart(day - 1))
+      .where(at, "<", dayStart(day + 1))
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
   }
 
   /** Each slot that earned during the day, with its receipts; stored with the claim. */
