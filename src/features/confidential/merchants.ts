@@ -14,18 +14,12 @@ import { ServiceError } from "../../lib/errors.js";
 import type { Database, OfferMode } from "../../storage/schema.js";
 import type { ConfidentialVault } from "./vaultPort.js";
 import { CONFIDENTIAL_NETWORK } from "../../chains/confidentialPort.js";
+import type { ConfidentialStatus } from "../../clients/confidential/offers.js";
 
 export const OFFER_MODES: readonly OfferMode[] = ["default", "confidential", "both"];
 
-export interface ConfidentialStatus {
-  available: boolean;
-  network: string;
-  contractAddress: string;
-  configured: boolean;
-  mode: OfferMode;
-  enabled: boolean;
-  merchantAddress: string;
-}
+/** The answer of `GET /confidential/status`, in the shape the resource-server helper reads. */
+export type { ConfidentialStatus };
 
 export interface MerchantRecord {
   accountId: string;
@@ -135,10 +129,21 @@ export class ConfidentialMerchants {
     }
     const current = (await this.find(accountId))!;
     if (current.slot !== null) return current;
-    // The contract refuses a second slot for one merchant, so a repeated or
-    // concurrent assignment returns the same slot.
+    // The slot is derived from the first signature recorded, never from the
+    // one just posted: a wallet that signs the same message differently
+    // (not every signer is deterministic) would otherwise get a second slot
+    // when it resumes an assignment whose answer was lost.
+    const recorded = await this.db
+      .selectFrom("confidential_merchants")
+      .select("wallet_signature")
+      .where("account_id", "=", accountId)
+      .executeTakeFirstOrThrow();
     const assigned = await vault
-      .assignSlot({ merchant, accountRef: accountId, walletSignature: signature as Hex })
+      .assignSlot({
+        merchant,
+        accountRef: accountId,
+        walletSignature: recorded.wallet_signature as Hex,
+      })
       .catch((e: unknown) => {
         // The wallet is recorded; enabling again with it resumes here.
         throw new ServiceError(
