@@ -259,7 +259,11 @@ describe("dashboard in Chromium", () => {
       .values({ account_id: id, month, used: 10 })
       .onConflict((oc) => oc.columns(["account_id", "month"]).doUpdateSet({ used: 10 }))
       .execute();
-    await assert.rejects(pay(key, 1), "the free plan's limit refuses the settle");
+    await assert.rejects(
+      pay(key, 1),
+      (e: Error & { statusCode?: number }) => e.statusCode === 402 || /\(402\)/.test(e.message),
+      "the free plan's limit refuses the settle with 402",
+    );
     await tab(page, "Plans");
     await page.getByText("10 of 10 settlements used this month").waitFor();
     await page.getByRole("button", { name: "Switch to Starter" }).click();

@@ -109,15 +109,21 @@ describe("a broadcast whose answer is lost", () => {
       .length;
     proxy.state.drops = 1;
     proxy.state.dropped = 0;
-    // Two 1 s blocks pass before the answer is lost: the re-send finds the nonce used.
-    proxy.state.dropAfterMs = 2_500;
+    proxy.state.answers = [];
+    // The answer is lost only once the transaction is mined: the re-send finds the nonce used.
+    proxy.state.dropWhenMined = true;
     try {
       const res = await settle(2, "333");
       assert.equal(proxy.state.dropped, 1, "the answer was really lost");
       assert.equal(res.success, true, JSON.stringify(res));
     } finally {
-      proxy.state.dropAfterMs = 0;
+      proxy.state.dropWhenMined = false;
     }
+    assert.match(
+      proxy.state.answers.at(-1) ?? "",
+      /nonce too low/i,
+      "the re-send was answered nonce too low",
+    );
     assert.equal(await usdcBalance(info.rpcUrl, info.assets["USDC"]!, PAY_TO), before + 333n);
     const txs = await service.db.selectFrom("settlement_transactions").selectAll().execute();
     assert.equal(txs.length, txsBefore + 1, "one signed transaction");

@@ -85,9 +85,11 @@ async function stop(child: ChildProcess): Promise<number | null> {
   return exited;
 }
 
-test("npm start: compiles once, serves from dist/, stops on SIGTERM", async (t) => {
-  await t.test("the first start compiles dist/ and serves; SIGTERM exits 0", async () => {
-    assert.equal(existsSync(join(copy, "dist")), false);
+// One test, in order: each step needs the build the step before it made.
+test("npm start: compiles once, serves from dist/, stops on SIGTERM", async () => {
+  // The first start compiles dist/ and serves; SIGTERM exits 0.
+  assert.equal(existsSync(join(copy, "dist")), false);
+  {
     const { child, url, stderr } = await start();
     try {
       assert.match(stderr(), /build: compiled in [\d.]+ s/);
@@ -102,37 +104,32 @@ test("npm start: compiles once, serves from dist/, stops on SIGTERM", async (t) 
     } finally {
       assert.equal(await stop(child), 0, stderr());
     }
-  });
+  }
 
-  await t.test("a changed source makes the build stale; an untouched tree does not", async () => {
-    const build = (await import(pathToFileURL(join(copy, "scripts", "build.mjs")).href)) as {
-      isStale(): boolean;
-    };
-    assert.equal(build.isStale(), false);
-    const source = join(copy, "src", "app.ts");
-    const later = new Date(Date.now() + 60_000);
-    utimesSync(source, later, later);
-    assert.equal(build.isStale(), true);
-    const earlier = new Date(Date.now() - 3_600_000);
-    utimesSync(source, earlier, earlier);
-    assert.equal(build.isStale(), false);
-  });
+  // A changed source makes the build stale; an untouched tree does not.
+  const build = (await import(pathToFileURL(join(copy, "scripts", "build.mjs")).href)) as {
+    isStale(): boolean;
+  };
+  assert.equal(build.isStale(), false);
+  const source = join(copy, "src", "app.ts");
+  const later = new Date(Date.now() + 60_000);
+  utimesSync(source, later, later);
+  assert.equal(build.isStale(), true);
+  const earlier = new Date(Date.now() - 3_600_000);
+  utimesSync(source, earlier, earlier);
+  assert.equal(build.isStale(), false);
 
-  await t.test(
-    "with the TypeScript sources gone, start runs dist/ as built, without compiling",
-    async () => {
-      renameSync(join(copy, "src"), join(copy, "src-away"));
-      try {
-        const { child, url, stderr } = await start();
-        try {
-          assert.doesNotMatch(stderr(), /compiling/);
-          assert.equal((await fetch(`${url}/supported`)).status, 200);
-        } finally {
-          assert.equal(await stop(child), 0, stderr());
-        }
-      } finally {
-        renameSync(join(copy, "src-away"), join(copy, "src"));
-      }
-    },
-  );
+  // With the TypeScript sources gone, start runs dist/ as built, without compiling.
+  renameSync(join(copy, "src"), join(copy, "src-away"));
+  try {
+    const { child, url, stderr } = await start();
+    try {
+      assert.doesNotMatch(stderr(), /compiling/);
+      assert.equal((await fetch(`${url}/supported`)).status, 200);
+    } finally {
+      assert.equal(await stop(child), 0, stderr());
+    }
+  } finally {
+    renameSync(join(copy, "src-away"), join(copy, "src"));
+  }
 });

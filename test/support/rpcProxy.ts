@@ -2,11 +2,15 @@
  * A loopback JSON-RPC proxy in front of a local chain, to play a provider's
  * failures: `down` answers 502 to everything (an outage); `drops` loses the
  * answer to the next calls whose body contains `dropMatching` after the
- * chain has executed them (a broadcast whose answer never arrives), after
- * `dropAfterMs` (so the transaction can be mined before the sender retries).
+ * chain has executed them (a broadcast whose answer never arrives), cut
+ * either at once or, with `dropWhenMined`, once the chain has mined the
+ * transactions the call sent (so the sender's retry finds them mined).
+ * `answers` keeps the chain's answers to the matching calls, lost or not.
  */
 import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { keccak256, type Hex } from "viem";
+import { until } from "./processes.js";
 
 export interface RpcProxy {
   url: string;
@@ -15,14 +19,22 @@ export interface RpcProxy {
     drops: number;
     dropped: number;
     dropMatching: string;
-    /** How long a dropped answer is held before the connection is cut (lets a block pass). */
-    dropAfterMs: number;
+    /** Hold a dropped answer until the transactions the call sent are mined. */
+    dropWhenMined: boolean;
+    answers: string[];
   };
   close(): Promise<void>;
 }
 
 export async function startRpcProxy(target: string, dropMatching = ""): Promise<RpcProxy> {
-  const state = { down: false, drops: 0, dropped: 0, dropMatching, dropAfterMs: 0 };
+  const state = {
+    down: false,
+    drops: 0,
+    dropped: 0,
+    dropMatching,
+    dropWhenMined: false,
+    answers: [] as string[],
+  };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -41,10 +53,13 @@ export async function startRpcProxy(target: string, dropMatching = ""): Promise<
           const out: Buffer[] = [];
           up.on("data", (c: Buffer) => out.push(c));
           up.on("end", () => {
+            if (matches) state.answers.push(Buffer.concat(out).toString("utf8"));
             if (matches && state.drops > 0) {
               state.drops--;
               state.dropped++;
-              setTimeout(() => res.socket?.destroy(), state.dropAfterMs);
+              const cut = () => res.socket?.destroy();
+              if (state.dropWhenMined) void minedOn(target, body).then(cut, cut);
+              else cut();
               return;
             }
             res.writeHead(up.statusCode ?? 200, { "content-type": "application/json" });
@@ -65,4 +80,32 @@ export async function startRpcProxy(target: string, dropMatching = ""): Promise<
         server.close(() => r());
       }),
   };
+}
+
+/** Resolves once every raw transaction a JSON-RPC body sent has a receipt on `target`. */
+async function minedOn(target: string, body: Buffer): Promise<void> {
+  const parsed = JSON.parse(body.toString("utf8")) as RpcCall | RpcCall[];
+  const hashes = (Array.isArray(parsed) ? parsed : [parsed])
+    .filter((c) => c.method === "eth_sendRawTransaction")
+    .map((c) => keccak256(c.params[0] as Hex));
+  for (const hash of hashes) {
+    await until(`transaction ${hash} to be mined`, async () => {
+      const res = await fetch(target, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "eth_getTransactionReceipt",
+          params: [hash],
+        }),
+      });
+      return ((await res.json()) as { result: unknown }).result !== null;
+    });
+  }
+}
+
+interface RpcCall {
+  method: string;
+  params: unknown[];
 }
