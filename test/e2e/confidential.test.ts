@@ -61,6 +61,15 @@ describe("confidential settlement end to end", () => {
     merchantUser = await signedInUser(stack.service.db, stack.url);
     merchantKey = (await createApiKey(stack.service.db, merchantUser.accountId, "shop")).key;
     contract = stack.service.confidential.vault!.address;
+    // The merchant every payment test pays; the enablement flow itself is
+    // tested on an account of its own.
+    const { merchants } = stack.service.confidential;
+    const message = merchants.enablementMessage(wallet.address, merchantUser.accountId);
+    await merchants.enable(
+      merchantUser.accountId,
+      wallet.address,
+      await wallet.signMessage({ message }),
+    );
   });
   after(async () => {
     await server?.close();
@@ -75,8 +84,16 @@ describe("confidential settlement end to end", () => {
     return json<ConfidentialStatus>(res);
   };
 
+  /** A signed-in account of its own, with a key, not enabled. */
+  const newMerchant = async () => {
+    const user = await signedInUser(stack.service.db, stack.url);
+    const key = (await createApiKey(stack.service.db, user.accountId, "shop")).key;
+    return { user, key, wallet: privateKeyToAccount(generatePrivateKey()) };
+  };
+
   test("before enabling: available, not configured, mode default", async () => {
-    const s = await status(merchantKey);
+    const { key } = await newMerchant();
+    const s = await status(key);
     assert.deepEqual(s, {
       available: true,
       network: "eip155:8453",
@@ -91,6 +108,7 @@ describe("confidential settlement end to end", () => {
   });
 
   test("enable with a wallet signature; the fee is shown first; the address is permanent", async () => {
+    const { user: merchantUser, key: merchantKey, wallet } = await newMerchant();
     const info = await json<{ fee: { unitsPerSettlement: number; explanation: string } }>(
       await merchantUser.call("/api/confidential"),
     );
@@ -209,10 +227,11 @@ describe("confidential settlement end to end", () => {
         receipt: { receipt: Record<string, unknown>; signature: string } | null;
       }[];
     }>(await merchantUser.call("/api/confidential/receipts"));
-    assert.equal(listed.receipts.length, 1);
-    assert.equal(listed.receipts[0]!.state, "pending");
-    assert.equal(listed.receipts[0]!.amount, PRICE_ATOMIC.toString());
-    const receipt = listed.receipts[0]!.receipt!;
+    const mine = listed.receipts.filter((r) => r.receipt?.receipt["payer"] === payer.address);
+    assert.equal(mine.length, 1);
+    assert.equal(mine[0]!.state, "pending");
+    assert.equal(mine[0]!.amount, PRICE_ATOMIC.toString());
+    const receipt = mine[0]!.receipt!;
     assert.equal(receipt.receipt["merchant"], wallet.address);
     assert.equal(receipt.receipt["amount"], PRICE_ATOMIC.toString());
     assert.match(receipt.signature, /^0x[0-9a-f]{130}$/);
@@ -227,6 +246,7 @@ describe("confidential settlement end to end", () => {
       .selectFrom("settlements")
       .select(["status", "units"])
       .where("account_id", "=", merchantUser.accountId)
+      .where("payer", "=", payer.address.toLowerCase())
       .executeTakeFirstOrThrow();
     assert.deepEqual(row, { status: "succeeded", units: 2 });
   });
@@ -285,6 +305,13 @@ describe("confidential settlement end to end", () => {
       vault: contract,
       merchant: wallet.address,
     });
+    const credits = () =>
+      stack.service.db
+        .selectFrom("confidential_credits")
+        .select("authorization_key")
+        .where("account_id", "=", merchantUser.accountId)
+        .execute();
+    const creditsBefore = (await credits()).length;
     const shapes: Record<string, unknown>[] = [
       { permit2Authorization: { from: wallet.address }, signature: "0x" },
       { authorization: { from: "not an address", nonce: "0x01" }, signature: "0x" },
@@ -302,12 +329,7 @@ describe("confidential settlement end to end", () => {
         assert.notEqual(body["isValid"], true);
       }
     }
-    const credits = await stack.service.db
-      .selectFrom("confidential_credits")
-      .select("authorization_key")
-      .where("account_id", "=", merchantUser.accountId)
-      .execute();
-    assert.equal(credits.length, 1, "only the one real payment owes a credit");
+    assert.equal((await credits()).length, creditsBefore, "no credit is owed for any of them");
   });
 
   test("the credit cannot be written: 503, nothing sent, the row says not attempted", async () => {
@@ -350,10 +372,32 @@ describe("confidential settlement end to end", () => {
 
   test("the batch at a simulated midnight credits the slot once; the wallet withdraws to its address", async () => {
     const vault = stack.service.confidential.vault!;
+    const { db } = stack.service;
     const slot = BigInt(
       (await json<{ slot: string }>(await merchantUser.call("/api/confidential"))).slot,
     );
+    const requirements = confidentialRequirements({
+      usdc: stack.usdc,
+      vault: contract,
+      merchant: wallet.address,
+    });
+    const payload = await signPayment(stack.payerKeys[4]!, requirements);
+    const paid = await json(
+      await post(stack.url, "/settle", paymentRequest(requirements, payload.payload), merchantKey),
+    );
+    assert.equal(paid["success"], true, JSON.stringify(paid));
     assert.equal(await vault.balance(slot), 0n, "pending is not available");
+    // What the merchant is owed: this payment, and any other of the day.
+    const owedRows = await db
+      .selectFrom("confidential_credits as c")
+      .innerJoin("settlements as s", "s.authorization_key", "c.authorization_key")
+      .select("c.amount")
+      .where("c.account_id", "=", merchantUser.accountId)
+      .where("s.status", "=", "succeeded")
+      .where("c.credited_day", "is", null)
+      .execute();
+    const owed = owedRows.reduce((sum, r) => sum + BigInt(r.amount), 0n);
+    assert.ok(owed >= PRICE_ATOMIC);
 
     // Move the chain and the service's clock past the next 00:00 UTC.
     const now = await pastNextMidnight(stack.rpcUrl, vault, 60);
@@ -361,14 +405,17 @@ describe("confidential settlement end to end", () => {
     const day = utcDay(now) - 1;
     const first = await batch.run(day, now);
     assert.equal(first.ran, true);
-    assert.equal(await vault.balance(slot), PRICE_ATOMIC);
+    assert.equal(await vault.balance(slot), owed);
     const second = await batch.run(day, now);
     assert.deepEqual(second, { ran: false, day, why: "done" });
-    assert.equal(await vault.balance(slot), PRICE_ATOMIC, "credited once");
+    assert.equal(await vault.balance(slot), owed, "credited once");
     const listed = await json<{ receipts: { state: string }[] }>(
       await merchantUser.call("/api/confidential/receipts"),
     );
-    assert.equal(listed.receipts[0]!.state, "available");
+    assert.deepEqual(
+      listed.receipts.map((r) => r.state),
+      listed.receipts.map(() => "available"),
+    );
 
     const withdraw = async (amount: bigint) => {
       const { typedData } = await json<{ typedData: Record<string, unknown> }>(
@@ -387,13 +434,13 @@ describe("confidential settlement end to end", () => {
     };
 
     // Above the available balance: nothing moves.
-    const tooMuch = await withdraw(PRICE_ATOMIC + 1n);
+    const tooMuch = await withdraw(owed + 1n);
     assert.deepEqual([tooMuch.state, tooMuch.paidAmount], ["finalized", "0"]);
     assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, wallet.address), 0n);
 
-    const done = await withdraw(PRICE_ATOMIC);
-    assert.deepEqual([done.state, done.paidAmount], ["finalized", PRICE_ATOMIC.toString()]);
-    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, wallet.address), PRICE_ATOMIC);
+    const done = await withdraw(owed);
+    assert.deepEqual([done.state, done.paidAmount], ["finalized", owed.toString()]);
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, wallet.address), owed);
     assert.equal(await vault.balance(slot), 0n);
   });
 });
