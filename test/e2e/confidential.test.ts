@@ -251,6 +251,38 @@ describe("confidential settlement end to end", () => {
     assert.deepEqual(row, { status: "succeeded", units: 2 });
   });
 
+  test("a confidential /verify of an enabled merchant reads its record once, then never again", async () => {
+    const { merchants } = stack.service.confidential;
+    let reads = 0;
+    const find = merchants.find.bind(merchants);
+    merchants.find = async (accountId) => {
+      reads++;
+      return find(accountId);
+    };
+    try {
+      const requirements = confidentialRequirements({
+        usdc: stack.usdc,
+        vault: contract,
+        merchant: wallet.address,
+      });
+      for (let i = 0; i < 3; i++) {
+        const payload = await signPayment(stack.payerKeys[2]!, requirements);
+        const verify = await json(
+          await post(
+            stack.url,
+            "/verify",
+            paymentRequest(requirements, payload.payload),
+            merchantKey,
+          ),
+        );
+        assert.equal(verify["isValid"], true, JSON.stringify(verify));
+      }
+      assert.ok(reads <= 1, `${reads} reads of the merchant record for three verifications`);
+    } finally {
+      merchants.find = find;
+    }
+  });
+
   test("a key of another account cannot settle to this merchant; a plain payment to the contract is refused", async () => {
     const stranger = await signedInUser(stack.service.db, stack.url);
     const strangerKey = (await createApiKey(stack.service.db, stranger.accountId, "x")).key;

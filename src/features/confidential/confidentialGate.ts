@@ -12,7 +12,7 @@ import type { PaymentRequest } from "../../protocol.js";
 import { ServiceError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import type { ConfidentialCredits } from "./credits.js";
-import type { ConfidentialMerchants } from "./merchants.js";
+import type { ConfidentialMerchants, MerchantRecord } from "./merchants.js";
 import {
   CONFIDENTIAL_REASONS,
   isConfidentialOffer,
@@ -26,7 +26,11 @@ import {
 /** The key under `extensions` of a settle response that carries the receipt. */
 export const RECEIPT_EXTENSION = "confidential";
 
+const MAX_CACHED_MERCHANTS = 10_000;
+
 export class ConfidentialGate {
+  private readonly enabled = new Map<string, MerchantRecord>();
+
   constructor(
     private readonly merchants: ConfidentialMerchants,
     private readonly credits: ConfidentialCredits | undefined,
@@ -41,9 +45,7 @@ export class ConfidentialGate {
 
   async refusal(accountId: string, request: PaymentRequest): Promise<Refusal | undefined> {
     if (!this.concerns(request)) return undefined;
-    const merchant = isConfidentialOffer(request)
-      ? await unavailableOnError(() => this.merchants.find(accountId))
-      : undefined;
+    const merchant = isConfidentialOffer(request) ? await this.merchantOf(accountId) : undefined;
     const refusal = refuseConfidential(request, this.contract, merchant);
     if (refusal || !isConfidentialOffer(request) || eip3009Authorization(request)) return refusal;
     return {
@@ -51,6 +53,23 @@ export class ConfidentialGate {
       message:
         "a confidential payment is an EIP-3009 authorization (payload.authorization with from and nonce)",
     };
+  }
+
+  /**
+   * The account's merchant record. Once its slot is assigned, the address and
+   * the slot (all the offer rules read) can never change (a database trigger
+   * refuses it), so that record is kept: a confidential /verify or /settle
+   * then reads no database for it.
+   */
+  private async merchantOf(accountId: string): Promise<MerchantRecord | undefined> {
+    const known = this.enabled.get(accountId);
+    if (known) return known;
+    const found = await unavailableOnError(() => this.merchants.find(accountId));
+    if (found && found.slot !== null) {
+      if (this.enabled.size >= MAX_CACHED_MERCHANTS) this.enabled.clear();
+      this.enabled.set(accountId, found);
+    }
+    return found;
   }
 
   /** Writes the credit a confidential payment owes; before anything is sent. */
