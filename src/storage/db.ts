@@ -8,10 +8,10 @@ import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PostgresDialect, type Dialect } from "kysely";
 import pg from "pg";
 import { PGliteDialect } from "./pgliteDialect.js";
+import { PGliteThread } from "./pgliteThread.js";
 import { migrateToLatest } from "./migrate.js";
 import { lockDataDir } from "./dataDirLock.js";
 import { countingDialect, type DbTraffic } from "./countingDialect.js";
@@ -82,7 +82,7 @@ export async function openDb(opts: OpenDbOptions): Promise<OpenedDb> {
   }
   try {
     if (!dir.startsWith("memory://")) await initDataDirInChild(dir);
-    const client = await PGlite.create(dir, { postgresqlconf: PGLITE_CONF });
+    const client = await PGliteThread.open({ dataDir: dir, conf: PGLITE_CONF });
     const db = new Kysely<Database>({ dialect: counted(new PGliteDialect(client), opts) });
     return {
       db,

@@ -7,7 +7,6 @@
  * therefore hands out the single connection to one holder at a time (a FIFO
  * lock), which is exactly a pool of size one.
  */
-import type { PGlite } from "@electric-sql/pglite";
 import {
   CompiledQuery,
   PostgresAdapter,
@@ -20,11 +19,24 @@ import {
   type QueryResult,
 } from "kysely";
 
+/** What a statement returns: PGlite's rows and its count of affected rows. */
+export interface EmbeddedResult<R> {
+  rows: R[];
+  affectedRows?: number | undefined;
+}
+
+/** The embedded database as this driver uses it (PGlite, here on its own thread). */
+export interface EmbeddedDatabase {
+  query<R>(sql: string, params: readonly unknown[]): Promise<EmbeddedResult<R>>;
+  close(): Promise<void>;
+  readonly closed: boolean;
+}
+
 class PGliteConnection implements DatabaseConnection {
-  constructor(private readonly client: PGlite) {}
+  constructor(private readonly client: EmbeddedDatabase) {}
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-    const res = await this.client.query<R>(query.sql, [...query.parameters]);
+    const res = await this.client.query<R>(query.sql, query.parameters);
     const affected = res.affectedRows;
     return {
       rows: res.rows,
@@ -42,13 +54,12 @@ class PGliteDriver implements Driver {
   private tail: Promise<void> = Promise.resolve();
   private release: (() => void) | undefined;
 
-  constructor(private readonly client: PGlite) {
+  constructor(private readonly client: EmbeddedDatabase) {
     this.connection = new PGliteConnection(client);
   }
 
-  async init(): Promise<void> {
-    await this.client.waitReady;
-  }
+  // The database is open before the dialect is made (PGliteThread.open).
+  async init(): Promise<void> {}
 
   async acquireConnection(): Promise<DatabaseConnection> {
     const previous = this.tail;
@@ -84,7 +95,7 @@ class PGliteDriver implements Driver {
 }
 
 export class PGliteDialect implements Dialect {
-  constructor(private readonly client: PGlite) {}
+  constructor(private readonly client: EmbeddedDatabase) {}
   createAdapter() {
     return new PostgresAdapter();
   }
