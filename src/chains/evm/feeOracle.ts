@@ -1,6 +1,15 @@
 /**
  * EIP-1559 fees for one network, fetched at most once per interval rather
  * than once per transaction, with an operator-set ceiling.
+ *
+ * The offered maximum is twice the base fee plus the tip. A transaction
+ * pays the base fee of the block that includes it, never its maximum, so the
+ * headroom costs nothing; what it buys is inclusion while blocks are full.
+ * Each full block raises the base fee by 12.5%, so the usual 1.2× (viem's
+ * default) is overtaken after two full blocks, and every transaction priced
+ * before that waits until the base fee falls again. Under a settle load that
+ * fills blocks, that was every other block left nearly empty. 2× covers six
+ * full blocks in a row.
  */
 import type { PublicClient } from "viem";
 
@@ -19,6 +28,9 @@ export class GasPriceTooHighError extends Error {
   }
 }
 
+/** The multiple of the current base fee a new transaction offers. */
+const BASE_FEE_HEADROOM = 2n;
+
 export class FeeOracle {
   private cached: { fees: Fees; at: number } | undefined;
   private inflight: Promise<Fees> | undefined;
@@ -33,10 +45,8 @@ export class FeeOracle {
   async current(): Promise<Fees> {
     const now = Date.now();
     if (this.cached && now - this.cached.at < this.refreshMs) return this.cached.fees;
-    this.inflight ??= this.client
-      .estimateFeesPerGas()
-      .then((f) => {
-        const fees = { maxFeePerGas: f.maxFeePerGas, maxPriorityFeePerGas: f.maxPriorityFeePerGas };
+    this.inflight ??= this.fetch()
+      .then((fees) => {
         this.cached = { fees, at: Date.now() };
         return fees;
       })
@@ -44,11 +54,33 @@ export class FeeOracle {
     return this.inflight;
   }
 
-  /** Fees for a new transaction; throws GasPriceTooHighError over the ceiling. */
+  private async fetch(): Promise<Fees> {
+    const [block, tip] = await Promise.all([
+      this.client.getBlock({ blockTag: "latest" }),
+      this.client.estimateMaxPriorityFeePerGas(),
+    ]);
+    const base = block.baseFeePerGas;
+    // A chain without a base fee: viem's estimate says what it supports.
+    if (base === null || base === undefined) {
+      const f = await this.client.estimateFeesPerGas();
+      return { maxFeePerGas: f.maxFeePerGas, maxPriorityFeePerGas: f.maxPriorityFeePerGas };
+    }
+    return { maxFeePerGas: base * BASE_FEE_HEADROOM + tip, maxPriorityFeePerGas: tip };
+  }
+
+  /**
+   * Fees for a new transaction. Over the operator's ceiling the maximum is
+   * lowered to it, as long as today's price (the base fee the headroom was
+   * added to, plus the tip) is still under it; otherwise GasPriceTooHighError.
+   */
   async forNewTransaction(): Promise<Fees> {
     const fees = await this.current();
-    this.assertUnderCeiling(fees.maxFeePerGas);
-    return fees;
+    if (this.ceilingWei === undefined || fees.maxFeePerGas <= this.ceilingWei) return fees;
+    const today =
+      (fees.maxFeePerGas - fees.maxPriorityFeePerGas) / BASE_FEE_HEADROOM +
+      fees.maxPriorityFeePerGas;
+    this.assertUnderCeiling(today);
+    return { ...fees, maxFeePerGas: this.ceilingWei };
   }
 
   /** Bumped fees to replace a stuck transaction: at least +20%, as nodes require. */
