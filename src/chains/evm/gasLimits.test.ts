@@ -61,8 +61,9 @@ describe("gas limits", () => {
     const second = await limits.forCall(payer, transfer(holder, 2n));
     assert.equal(count("eth_estimateGas"), 1, "no second estimate");
     assert.equal(count("eth_call"), 1, "one simulation");
-    assert.ok(second > first, `${second} leaves more room than ${first}`);
-    assert.ok(second <= (estimate * 151n) / 100n);
+    assert.ok(second >= first, `${second} leaves at least the room of ${first}`);
+    // Room is block space: the remembered limit keeps 20%, not more.
+    assert.ok(second <= (estimate * 121n) / 100n, `${second} within 20% of ${estimate}`);
   });
 
   test("a call that would revert throws, whether its shape is known or not", async () => {

@@ -14,13 +14,20 @@
  *
  * A remembered limit is re-estimated after `ttlMs`, so it follows what a
  * chain's gas prices put into gas units (the L1 part on some rollups).
+ *
+ * The room kept is the same 20% as on a fresh estimate, not more: a block is
+ * filled by gas limits, not by gas used, so a limit far above the call's
+ * cost takes block space from other settlements. On a 30M-gas block, USDC's
+ * `transferWithAuthorization` (about 74k used, 91k estimated) fits 220 times
+ * under a 50% margin and 276 times under 20%. A call that needs more than
+ * the remembered limit fails its simulation and raises the limit.
  */
 import { toHex, type Hex, type PublicClient } from "viem";
 
 export interface GasLimitOptions {
   /** Margin on a fresh estimate for the transaction itself (was and stays 20%). */
   estimateMarginPct?: number;
-  /** Room on an estimate for the calls of the same shape that follow it. */
+  /** Room on an estimate for the calls of the same shape that follow it (default 20%). */
   rememberMarginPct?: number;
   ttlMs?: number;
   now?: () => number;
@@ -45,7 +52,7 @@ export class GasLimits {
     opts: GasLimitOptions = {},
   ) {
     this.estimateMargin = BigInt(100 + (opts.estimateMarginPct ?? 20));
-    this.rememberMargin = BigInt(100 + (opts.rememberMarginPct ?? 50));
+    this.rememberMargin = BigInt(100 + (opts.rememberMarginPct ?? 20));
     this.ttlMs = opts.ttlMs ?? 60_000;
     this.now = opts.now ?? Date.now;
   }
