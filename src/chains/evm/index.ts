@@ -54,7 +54,11 @@ export interface RegisterEvmOptions {
   journal?: TransactionJournal;
   /** Shared store so a settle retry on another replica reconciles (see @x402/core). */
   pendingSettlementStore?: PendingSettlementStore;
-  /** Receipt polling tick; defaults to an eighth of the block time. */
+  /**
+   * RPC polling interval (and how long viem caches the block number); the
+   * receipt watcher's tick too. Defaults: an eighth of the block time for
+   * polling, a twentieth for receipts.
+   */
   pollingIntervalMs?: number;
   /** Replace a transaction not mined after this long; defaults to 3 block times, at least 5 s. */
   stuckAfterMs?: number;
@@ -104,7 +108,11 @@ export class EvmChainAdapter implements ChainFamily {
         journal: opts.journal ?? noopJournal,
         fees: new FeeOracle(client, Math.max(250, network.blockTimeMs / 2), setup.maxGasPriceWei),
         log: opts.log,
-        receiptTickMs: tick,
+        // A settle is answered once its receipt is seen, so the tick is
+        // latency every settle pays (half a tick on average): a twentieth
+        // of the block, one eth_blockNumber per tick, and only while a
+        // transaction is waited for.
+        receiptTickMs: opts.pollingIntervalMs ?? Math.max(25, Math.floor(network.blockTimeMs / 20)),
         stuckAfterMs: opts.stuckAfterMs ?? Math.max(5_000, network.blockTimeMs * 3),
         minBalanceWei: opts.minSignerBalanceWei ?? 2_000_000_000_000_000n,
         ...(opts.leases ? { leases: opts.leases } : {}),
