@@ -3,11 +3,15 @@
  * facilitator, on one devnet (anvil, 1 s blocks), in one run.
  *
  *   (a) /verify throughput and p50/p99 at concurrency 64 for 30 s
- *   (b) /settle of 2,000 distinct payments at concurrency 200
+ *   (b) /settle of 2,000 distinct payments at concurrency 200 (500 on PostgreSQL)
  *   (c) peak RSS of each server process
+ *
+ * Both servers run CPU-profiled at a coarse interval; each profile is summed
+ * over (a) and (b) once the server has exited. This service runs as
+ * `npm start` runs it, with a webhook endpoint for the bench account.
  */
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
@@ -19,6 +23,7 @@ import { openMigratedDb } from "../src/storage/db.js";
 import { createAccount } from "../src/features/accounts/accounts.js";
 import { setAccountPlan } from "../src/features/plans/quotaLedger.js";
 import { createApiKey } from "../src/features/keys/apiKeys.js";
+import { setWebhookEndpoint } from "../src/features/webhooks/webhookRepository.js";
 import { percentile, runLoad, type LoadResult } from "./load.js";
 import {
   classifySettle,
@@ -30,8 +35,23 @@ import {
   stopServers,
   validPerSecond,
   waitFor,
+  type CpuProfileOptions,
+  type ServerExit,
 } from "./harness.js";
 import { measureCpu, type CpuShare } from "./cpuShare.js";
+import { monotonicUs, type TimeWindow } from "./cpuProfile.js";
+import { serverProfile, type ServerProfile } from "./serverProfile.js";
+import { startWebhookReceiver } from "./webhookReceiver.js";
+
+/**
+ * One sample every 5 ms: two hundred samples a second still show where the
+ * time goes, and the profiler's own cost (a stack walk per sample) stays
+ * within the run-to-run noise; at Node's default 1 ms it is several per cent
+ * of a CPU-bound server. BENCH_CPU_PROFILE_INTERVAL_US overrides it, for a
+ * closer look; BENCH_CPU_PROFILE_DIR keeps the profiles (for DevTools or
+ * bench/profile-summary.ts) instead of deleting them after the report.
+ */
+const PROFILE_INTERVAL_US = 5_000;
 
 export interface EvmBenchOptions {
   verifySeconds: number;
@@ -61,7 +81,20 @@ export interface Side {
   settleCpu: CpuShare | undefined;
   /** Database statements and round trips per settle request (this service only). */
   dbPerSettle: { statements: number; roundTrips: number } | undefined;
+  /** Webhook deliveries the receiver had by the end of (b) (this service only). */
+  webhookDeliveries: number | undefined;
+  /** Its CPU profile summed over (a) and (b), or why there is none. */
+  profile: ServerProfile;
 }
+
+export interface EvmBenchResult {
+  ours: Side;
+  reference: Side;
+  profileIntervalUs: number;
+}
+
+/** What is measured of a side while it runs; its profile is read after it exits. */
+type Measured = Omit<Side, "profile"> & { verifyWindow: TimeWindow; settleWindow: TimeWindow };
 
 async function signAll(
   keys: Hex[],
@@ -85,14 +118,28 @@ async function signAll(
   return out;
 }
 
-export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; reference: Side }> {
+export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult> {
   const say = opts.progress;
   say("starting devnet (anvil, 1 s blocks)…");
   const payers = 40;
   const devnet = await startDevnet({ blockTimeSeconds: 1, payers, facilitators: 8, outFile: null });
   const info = devnet.networks["eip155:8453"]!;
   const usdc = info.assets["USDC"]!;
+  const receiver = await startWebhookReceiver();
+  const keptProfileDir = process.env["BENCH_CPU_PROFILE_DIR"] || undefined;
+  if (keptProfileDir) mkdirSync(keptProfileDir, { recursive: true });
+  // A fresh directory each run, so no earlier run's files are summed in.
+  const profileDir = mkdtempSync(join(keptProfileDir ?? tmpdir(), "bench-profile-"));
+  const profileIntervalUs =
+    Number(process.env["BENCH_CPU_PROFILE_INTERVAL_US"]) || PROFILE_INTERVAL_US;
+  // A directory per server: Node writes one file per thread into it.
+  const profiles: CpuProfileOptions[] = ["this-service", "reference"].map((name) => ({
+    dir: join(profileDir, name),
+    intervalUs: profileIntervalUs,
+  }));
   const children: ChildProcess[] = [];
+  const measured: Measured[] = [];
+  let exits: ServerExit[] = [];
   try {
     const base = (payTo: Hex): PaymentRequirements => ({
       scheme: "exact",
@@ -133,32 +180,47 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
     // every settle, and a per-key limit (RATE_LIMIT_PLAN_MAX below) above the load.
     await setAccountPlan(seeded.db, account.id, "max");
     const key = await createApiKey(seeded.db, account.id, "bench");
+    // Webhooks on, as for a customer who set an endpoint: every settlement
+    // outcome writes an outbox event in its transaction, and the delivery
+    // worker sends it. Without an endpoint neither happens.
+    await setWebhookEndpoint(seeded.db, account.id, receiver.url, { allowPrivateTargets: true });
     await seeded.close();
     const ourPort = await freePort();
-    const ours = spawnServer("src/main.ts", {
-      EVM_RPC_URLS_8453: info.rpcUrl,
-      // Keys 1–7; key 0 is the reference's.
-      EVM_PRIVATE_KEYS: (info.facilitatorPrivateKeys as Hex[]).slice(1).join(","),
-      DATA_DIR: dataDir,
-      ...(opts.databaseUrl ? { DATABASE_URL: opts.databaseUrl } : {}),
-      HOST: "127.0.0.1",
-      PORT: String(ourPort),
-      LOG_LEVEL: "error",
-      // Every limit on, as a customer meets them: the load carries the
-      // bench key, so it counts against the key's plan, never the address's.
-      // The max plan is configured at 1,000,000 requests a minute, far above
-      // what this machine's load generator sends (about 2,500 a second), so
-      // no request is refused and none is flattered by a fast 429.
-      RATE_LIMIT_PLAN_MAX: "1000000",
-    });
+    const ours = spawnServer(
+      "src/main.ts",
+      {
+        EVM_RPC_URLS_8453: info.rpcUrl,
+        // Keys 1–7; key 0 is the reference's.
+        EVM_PRIVATE_KEYS: (info.facilitatorPrivateKeys as Hex[]).slice(1).join(","),
+        DATA_DIR: dataDir,
+        ...(opts.databaseUrl ? { DATABASE_URL: opts.databaseUrl } : {}),
+        HOST: "127.0.0.1",
+        PORT: String(ourPort),
+        LOG_LEVEL: "error",
+        // Every limit on, as a customer meets them: the load carries the
+        // bench key, so it counts against the key's plan, never the address's.
+        // The max plan is configured at 1,000,000 requests a minute, far above
+        // what this machine's load generator sends (about 2,500 a second), so
+        // no request is refused and none is flattered by a fast 429.
+        RATE_LIMIT_PLAN_MAX: "1000000",
+        // The receiver is on loopback, which the SSRF guard refuses by
+        // default; a customer's endpoint is public and passes it anyway.
+        WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+      },
+      profiles[0],
+    );
     children.push(ours);
     const refPort = await freePort();
-    const reference = spawnServer("bench/reference/server.ts", {
-      RPC_URL: info.rpcUrl,
-      PRIVATE_KEY: info.facilitatorPrivateKeys[0]!,
-      PORT: String(refPort),
-      CHAIN_ID: "8453",
-    });
+    const reference = spawnServer(
+      "bench/reference/server.ts",
+      {
+        RPC_URL: info.rpcUrl,
+        PRIVATE_KEY: info.facilitatorPrivateKeys[0]!,
+        PORT: String(refPort),
+        CHAIN_ID: "8453",
+      },
+      profiles[1],
+    );
     children.push(reference);
     await waitFor(`http://127.0.0.1:${ourPort}/supported`);
     await waitFor(`http://127.0.0.1:${refPort}/supported`);
@@ -170,6 +232,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
       countsDb: boolean;
       headers: Record<string, string>;
       settle: string[];
+      webhooks: boolean;
     }[] = [
       {
         name: "this service",
@@ -178,6 +241,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
         countsDb: true,
         headers: { "x-api-key": key.key },
         settle: oursSettle,
+        webhooks: true,
       },
       {
         name: "reference",
@@ -186,14 +250,15 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
         countsDb: false,
         headers: {},
         settle: refSettle,
+        webhooks: false,
       },
     ];
-    const results: Side[] = [];
     for (const side of sides) {
       say(
         `(a) ${side.name}: /verify, concurrency ${opts.verifyConcurrency}, ${opts.verifySeconds} s…`,
       );
       const verifyCpu = measureCpu(side.pid);
+      const verifyFrom = monotonicUs();
       const verify = await runLoad({
         url: `${side.url}/verify`,
         headers: side.headers,
@@ -202,6 +267,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
         durationMs: opts.verifySeconds * 1000,
         classify: classifyVerify,
       });
+      const verifyWindow = { fromUs: verifyFrom, toUs: monotonicUs() };
       const verifyShare = verifyCpu();
       say(
         `    ${validPerSecond(verify).toFixed(0)} valid verifications/s (${[...verify.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")})`,
@@ -211,6 +277,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
       );
       const settleCpu = measureCpu(side.pid);
       const dbBefore = side.countsDb ? await readDbTraffic(side.url) : undefined;
+      const settleFrom = monotonicUs();
       const settle = await runLoad({
         url: `${side.url}/settle`,
         headers: side.headers,
@@ -219,12 +286,15 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
         capMs: opts.settleCapSeconds * 1000,
         classify: classifySettle,
       });
+      const settleWindow = { fromUs: settleFrom, toUs: monotonicUs() };
       say(
         `    ${[...settle.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${settle.seconds.toFixed(1)} s`,
       );
       const settleShare = settleCpu();
       const dbAfter = dbBefore ? await readDbTraffic(side.url) : undefined;
-      results.push({
+      measured.push({
+        verifyWindow,
+        settleWindow,
         verify,
         verifyRepeats: Math.max(0, verify.count - verifyBodies.length),
         settle,
@@ -238,13 +308,27 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<{ ours: Side; 
                 roundTrips: (dbAfter.roundTrips - dbBefore.roundTrips) / settle.count,
               }
             : undefined,
+        webhookDeliveries: side.webhooks ? receiver.received() : undefined,
       });
     }
-    return { ours: results[0]!, reference: results[1]! };
   } finally {
-    await stopServers(children);
+    // SIGTERM, as a supervisor stops them: each exits by itself and Node
+    // writes its profile. The receiver stays up until then, for deliveries
+    // in flight during shutdown.
+    exits = await stopServers(children);
+    await receiver.close();
     await devnet.stop();
   }
+  const [ours, reference] = measured.map(({ verifyWindow, settleWindow, ...side }, i) => ({
+    ...side,
+    profile: serverProfile(profiles[i]!.dir, exits[i], [
+      { label: "(a) verify", window: verifyWindow },
+      { label: "(b) settle", window: settleWindow },
+    ]),
+  }));
+  if (keptProfileDir) say(`CPU profiles kept in ${profileDir}`);
+  else rmSync(profileDir, { recursive: true, force: true });
+  return { ours: ours!, reference: reference!, profileIntervalUs };
 }
 
 export function evmTable(ours: Side, ref: Side): string {
@@ -333,6 +417,12 @@ export function evmTable(ours: Side, ref: Side): string {
       "",
     ],
     ["(b) failures by reason", failures(ours.settle), failures(ref.settle), ""],
+    [
+      "(b) webhook deliveries received by the end of (b)",
+      ours.webhookDeliveries === undefined ? "–" : String(ours.webhookDeliveries),
+      ref.webhookDeliveries === undefined ? "– (no webhooks)" : String(ref.webhookDeliveries),
+      "",
+    ],
     [
       "(a) CPU cores busy: node / server / load generator",
       cpu(ours.verifyCpu),

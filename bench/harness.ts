@@ -1,7 +1,7 @@
 /**
  * What every benchmark shares: free ports, waiting for a server, peak RSS,
- * starting a compiled server, stopping servers (a CPU profile is written on
- * exit), and how answers are counted.
+ * starting a compiled server (optionally CPU-profiled), stopping servers (the
+ * profile is written on exit), and how answers are counted.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -38,33 +38,85 @@ export function peakRssMb(pid: number): number {
   return kb / 1024;
 }
 
+/** Where and how finely `node --cpu-prof` profiles a server (written when it exits). */
+export interface CpuProfileOptions {
+  /** A directory of its own: one file per thread, named by Node. */
+  dir: string;
+  /** Sampling interval; Node's default (1,000 µs) when absent. */
+  intervalUs?: number | undefined;
+}
+
 /**
  * Both servers run as compiled JavaScript from dist/ (`npm run build`, done
  * by bench/run.ts), as production runs: no TypeScript loader in either
  * process's memory or start-up.
  */
-export function spawnServer(script: string, env: Record<string, string>): ChildProcess {
-  // BENCH_CPU_PROFILE_DIR=dir writes a .cpuprofile of each server on exit
-  // (open it in Chrome DevTools): the profile behind every "limited by" line.
+export function spawnServer(
+  script: string,
+  env: Record<string, string>,
+  profile?: CpuProfileOptions,
+): ChildProcess {
+  // Without options, BENCH_CPU_PROFILE_DIR=dir writes a .cpuprofile of each
+  // server on exit (open it in Chrome DevTools, or bench/profile-summary.ts).
   const profileDir = process.env["BENCH_CPU_PROFILE_DIR"];
-  const profile = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
-  return spawn(process.execPath, [...profile, join("dist", script.replace(/\.ts$/, ".js"))], {
+  const flags = profile
+    ? [
+        "--cpu-prof",
+        `--cpu-prof-dir=${profile.dir}`,
+        ...(profile.intervalUs ? [`--cpu-prof-interval=${profile.intervalUs}`] : []),
+      ]
+    : profileDir
+      ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`]
+      : [];
+  return spawn(process.execPath, [...flags, join("dist", script.replace(/\.ts$/, ".js"))], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "ignore", "inherit"],
   });
 }
 
-/** Stops the servers and waits for them (SIGKILL after 15 s). */
-export async function stopServers(children: readonly ChildProcess[]): Promise<void> {
-  await Promise.all(
+/** How a server ended. A CPU profile exists only if it exited by itself. */
+export interface ServerExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** It had ended before it was asked to stop (a crash). */
+  early: boolean;
+  /** It did not exit within the grace time after SIGTERM and was killed. */
+  forced: boolean;
+  /** From SIGTERM to exit. */
+  stopMs: number;
+}
+
+/** How long a server gets to exit after SIGTERM before SIGKILL. */
+export const STOP_GRACE_MS = 15_000;
+
+/**
+ * Stops the servers with SIGTERM, as a supervisor does, and waits for them
+ * (SIGKILL after STOP_GRACE_MS). A server that handles SIGTERM and exits
+ * writes its CPU profile; one that is killed writes none.
+ */
+export async function stopServers(children: readonly ChildProcess[]): Promise<ServerExit[]> {
+  return Promise.all(
     children.map(
       (c) =>
-        new Promise<void>((resolve) => {
-          if (c.exitCode !== null) return resolve();
-          const force = setTimeout(() => c.kill("SIGKILL"), 15_000);
-          c.once("exit", () => {
+        new Promise<ServerExit>((resolve) => {
+          const started = Date.now();
+          if (c.exitCode !== null || c.signalCode !== null) {
+            return resolve({
+              code: c.exitCode,
+              signal: c.signalCode,
+              early: true,
+              forced: false,
+              stopMs: 0,
+            });
+          }
+          let forced = false;
+          const force = setTimeout(() => {
+            forced = true;
+            c.kill("SIGKILL");
+          }, STOP_GRACE_MS);
+          c.once("exit", (code, signal) => {
             clearTimeout(force);
-            resolve();
+            resolve({ code, signal, early: false, forced, stopMs: Date.now() - started });
           });
           c.kill("SIGTERM");
         }),

@@ -1,6 +1,19 @@
 /**
- * A small closed-loop load generator: N workers, each sending its next
- * request as soon as the previous one answered, over keep-alive connections.
+ * A small load generator over keep-alive connections, in one of two shapes:
+ *
+ * - closed loop (the default): N workers, each sending its next request as
+ *   soon as the previous one answered;
+ * - open loop (`ratePerSecond`): request i is due at i / rate seconds, the
+ *   way independent clients arrive, with at most N in flight.
+ *
+ * The two differ on a chain. In a closed loop every settle mined in a block
+ * is answered at once, and its worker's next request then waits for the
+ * following block: the workers fall into step with the blocks and each
+ * settle takes a whole block time, however fast the service is. Arrivals
+ * that do not wait for answers meet the block at a random point and wait
+ * half a block on average, which is what a paid API sees from many clients.
+ * An open-loop latency runs from the moment the request was due, so a
+ * request held back by the in-flight cap counts its wait.
  */
 import { Agent, request } from "undici";
 
@@ -28,6 +41,8 @@ export async function runLoad(opts: {
   durationMs?: number;
   /** Hard stop for a list that does not finish. */
   capMs?: number;
+  /** Open loop: requests are due at this rate, with at most `concurrency` in flight. */
+  ratePerSecond?: number;
   classify: (status: number, json: unknown) => string;
 }): Promise<LoadResult> {
   const agent = new Agent({
@@ -51,7 +66,12 @@ export async function runLoad(opts: {
       const i = next++;
       if (i >= total) return;
       const body = opts.bodies ? opts.bodies[i]! : opts.body!(i);
-      const t0 = performance.now();
+      let t0 = performance.now();
+      if (opts.ratePerSecond) {
+        const due = start + (i * 1000) / opts.ratePerSecond;
+        if (due > t0) await new Promise((r) => setTimeout(r, due - t0));
+        t0 = due;
+      }
       let label: string;
       try {
         const res = await request(opts.url, {
