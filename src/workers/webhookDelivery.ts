@@ -104,10 +104,22 @@ export class WebhookDeliveryWorker {
     await this.running;
   }
 
+  /**
+   * A pass that attempted something is followed by the next one at once,
+   * and only an idle pass waits for the poll interval. Each pass takes at
+   * most one event per account (the order rule), so an account with a
+   * backlog (a busy merchant: hundreds of settlements a second) would
+   * otherwise get one event per interval while its outbox grew. Failed
+   * attempts are not due again before their back-off, so a receiver that is
+   * down costs one empty pass, not a busy loop.
+   */
   private schedule(ms: number): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      void this.runOnce().finally(() => this.schedule(this.pollIntervalMs));
+      void this.runOnce().then(
+        (attempts) => this.schedule(attempts > 0 ? 0 : this.pollIntervalMs),
+        () => this.schedule(this.pollIntervalMs),
+      );
     }, ms);
     this.timer.unref();
   }

@@ -255,6 +255,58 @@ for (const backend of availableBackends()) {
       }
     });
 
+    test("one account's backlog drains pass after pass, without waiting for the poll interval", async () => {
+      const db = database.db;
+      const recorder = new SettlementRecorder(db, log);
+      const p = await principal(db, "backlog");
+      const ep = await setWebhookEndpoint(db, p.accountId, `${url}?a=${p.accountId}`, {
+        allowPrivateTargets: true,
+      });
+      secrets.set(p.accountId, ep.secret);
+      const written: string[] = [];
+      for (let n = 0; n < 8; n++) {
+        const id = (await recorder.begin(intent(p, 300 + n)))!;
+        await recorder.finish(
+          id,
+          { success: true, transaction: "0xcc", network: "eip155:8453" },
+          Date.now(),
+        );
+        written.push(id);
+      }
+      received.length = 0;
+      inFlight = new Set();
+      // An hour between idle passes: only passes that follow a delivery at
+      // once can deliver more than the first event.
+      const worker = new WebhookDeliveryWorker({
+        db,
+        log,
+        allowPrivateTargets: true,
+        pollIntervalMs: 3_600_000,
+        timeoutMs: 2_000,
+      });
+      worker.start();
+      const mine = () => received.filter((r) => r.accountId === p.accountId);
+      try {
+        const deadline = Date.now() + 30_000;
+        while (mine().length < written.length && Date.now() < deadline)
+          await new Promise((r) => setTimeout(r, 20));
+      } finally {
+        await worker.stop();
+      }
+      assert.deepEqual(
+        mine().map((r) => r.settlementId),
+        written,
+        "every event of the backlog, once each, in order",
+      );
+      const pending = await db
+        .selectFrom("webhook_events")
+        .select("id")
+        .where("account_id", "=", p.accountId)
+        .where("status", "=", "pending")
+        .execute();
+      assert.equal(pending.length, 0);
+    });
+
     test("an event given up after maxAttempts lets the next one through", async () => {
       const db = database.db;
       const recorder = new SettlementRecorder(db, log);
