@@ -91,6 +91,8 @@ export interface Config {
     readonly batchAuthorizerKey: `0x${string}` | undefined;
     /** Recover EOA signatures inside viem with libsecp256k1 (chains/evm/viemNativeRecovery.ts). */
     readonly nativeRecovery: boolean;
+    /** Hash keccak-256 inside viem natively (chains/evm/viemNativeKeccak.ts). */
+    readonly nativeKeccak: boolean;
     /** Largest JSON-RPC batch sent to an EVM RPC URL that accepts batches; 0 = never batch. */
     readonly rpcBatchSize: number;
     /** Replace a transaction not mined after this long (ms); undefined = 3 block times. */
@@ -213,6 +215,7 @@ const EnvSchema = z.object({
     .default("2000000000000000"),
   EVM_STUCK_TX_MS: z.string().optional(),
   EVM_NATIVE_RECOVERY: z.enum(["true", "false", ""]).default("true"),
+  EVM_NATIVE_KECCAK: z.enum(["true", "false", ""]).default("true"),
   BUILDER_CODE: z
     .string()
     .regex(BUILDER_CODE_FORMAT, "BUILDER_CODE must be 1-32 characters of a-z, 0-9 and _")
@@ -550,6 +553,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         .filter(Boolean) as `0x${string}`[],
       batchAuthorizerKey,
       nativeRecovery: e.EVM_NATIVE_RECOVERY !== "false",
+      nativeKeccak: e.EVM_NATIVE_KECCAK !== "false",
       rpcBatchSize: e.EVM_RPC_BATCH_SIZE,
       stuckTxMs,
     },

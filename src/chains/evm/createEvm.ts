@@ -11,6 +11,7 @@ import type { FamilyContext } from "../ports.js";
 import { EvmChainAdapter, type EvmNetworkSetup } from "./index.js";
 import { batchingUrls } from "./rpcBatchProbe.js";
 import { routeViemRecoveryToNative } from "./viemNativeRecovery.js";
+import { routeViemKeccakToNative } from "./viemNativeKeccak.js";
 
 /** The EVM part of the chain configuration. */
 export interface EvmSetup {
@@ -21,6 +22,8 @@ export interface EvmSetup {
 export interface EvmSettings {
   /** Recover EOA signatures with libsecp256k1 inside viem. */
   nativeRecovery: boolean;
+  /** Hash keccak-256 natively inside viem. */
+  nativeKeccak: boolean;
   /** JSON-RPC batch size for URLs that accept batches; 0 = off. */
   rpcBatchSize: number;
   minSignerBalanceWei: bigint;
@@ -49,6 +52,12 @@ export async function createEvm(
     }
   } else {
     settings.onNativeRecovery?.(false);
+  }
+  if (settings.nativeKeccak) {
+    const hashing = await routeViemKeccakToNative();
+    if (!hashing.active) {
+      log.warn({ why: hashing.why }, "native keccak hashing is off; viem hashes in pure JS");
+    }
   }
   const rpcUrls = setup.networks.flatMap((n) => n.rpcUrls);
   const rpcBatching =
