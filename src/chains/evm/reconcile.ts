@@ -72,8 +72,12 @@ export async function reconcileEvmSettlement(
       args: [found.auth.from, found.auth.nonce],
     });
     if (used) {
-      // Ours was not mined (no receipt for any of our hashes), so another
-      // transaction consumed the authorization. Nothing of ours moved money.
+      // Used, and no receipt when we looked: either ours was mined in the
+      // moment between the two reads, or another transaction consumed the
+      // authorization. A second look tells which; only then is it a failure,
+      // with nothing of ours moved.
+      const late = await findReceipt(client, transactions);
+      if (late) return reconcileEvmSettlement(client, request, transactions);
       return {
         status: "failed",
         reason: Reason.settlementInterrupted,
