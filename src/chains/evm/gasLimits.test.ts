@@ -49,8 +49,11 @@ describe("gas limits", () => {
     data: encodeFunctionData({ abi: erc20Abi, functionName: "transfer", args: [to, amount] }),
   });
   const count = (method: string) => calls.get(method) ?? 0;
+  // No zero byte: calldata costs 4 gas per zero byte and 16 per other, so
+  // addresses with zeros would differ in cost and make a limit with no room
+  // fail for one fresh address and not for another.
   const freshAddress = () =>
-    `0x${[...crypto.getRandomValues(new Uint8Array(20))].map((b) => b.toString(16).padStart(2, "0")).join("")}` as Hex;
+    `0x${[...crypto.getRandomValues(new Uint8Array(20))].map((b) => ((b % 255) + 1).toString(16).padStart(2, "0")).join("")}` as Hex;
 
   test("one estimate per shape; the next call of that shape is one simulation under the remembered limit", async () => {
     const limits = new GasLimits(client);
