@@ -31,9 +31,15 @@ export class GasPriceTooHighError extends Error {
 /** The multiple of the current base fee a new transaction offers. */
 const BASE_FEE_HEADROOM = 2n;
 
+/** Fees as read from the chain, with the base fee they were computed from (absent on a chain without one). */
+interface Reading {
+  fees: Fees;
+  baseFeePerGas: bigint | undefined;
+}
+
 export class FeeOracle {
-  private cached: { fees: Fees; at: number } | undefined;
-  private inflight: Promise<Fees> | undefined;
+  private cached: { reading: Reading; at: number } | undefined;
+  private inflight: Promise<Reading> | undefined;
 
   constructor(
     private readonly client: PublicClient,
@@ -43,18 +49,22 @@ export class FeeOracle {
   ) {}
 
   async current(): Promise<Fees> {
+    return (await this.reading()).fees;
+  }
+
+  private async reading(): Promise<Reading> {
     const now = Date.now();
-    if (this.cached && now - this.cached.at < this.refreshMs) return this.cached.fees;
-    this.inflight ??= this.fetch()
-      .then((fees) => {
-        this.cached = { fees, at: Date.now() };
-        return fees;
+    if (this.cached && now - this.cached.at < this.refreshMs) return this.cached.reading;
+    this.inflight ??= this.read()
+      .then((reading) => {
+        this.cached = { reading, at: Date.now() };
+        return reading;
       })
       .finally(() => (this.inflight = undefined));
     return this.inflight;
   }
 
-  private async fetch(): Promise<Fees> {
+  private async read(): Promise<Reading> {
     const [block, tip] = await Promise.all([
       this.client.getBlock({ blockTag: "latest" }),
       this.client.estimateMaxPriorityFeePerGas(),
@@ -63,23 +73,28 @@ export class FeeOracle {
     // A chain without a base fee: viem's estimate says what it supports.
     if (base === null || base === undefined) {
       const f = await this.client.estimateFeesPerGas();
-      return { maxFeePerGas: f.maxFeePerGas, maxPriorityFeePerGas: f.maxPriorityFeePerGas };
+      return {
+        fees: { maxFeePerGas: f.maxFeePerGas, maxPriorityFeePerGas: f.maxPriorityFeePerGas },
+        baseFeePerGas: undefined,
+      };
     }
-    return { maxFeePerGas: base * BASE_FEE_HEADROOM + tip, maxPriorityFeePerGas: tip };
+    return {
+      fees: { maxFeePerGas: base * BASE_FEE_HEADROOM + tip, maxPriorityFeePerGas: tip },
+      baseFeePerGas: base,
+    };
   }
 
   /**
    * Fees for a new transaction. Over the operator's ceiling the maximum is
-   * lowered to it, as long as today's price (the base fee the headroom was
-   * added to, plus the tip) is still under it; otherwise GasPriceTooHighError.
+   * lowered to it, as long as today's price (the base fee plus the tip) is
+   * still under it; otherwise GasPriceTooHighError.
    */
   async forNewTransaction(): Promise<Fees> {
-    const fees = await this.current();
+    const { fees, baseFeePerGas } = await this.reading();
     if (this.ceilingWei === undefined || fees.maxFeePerGas <= this.ceilingWei) return fees;
-    const today =
-      (fees.maxFeePerGas - fees.maxPriorityFeePerGas) / BASE_FEE_HEADROOM +
-      fees.maxPriorityFeePerGas;
-    this.assertUnderCeiling(today);
+    this.assertUnderCeiling(
+      baseFeePerGas === undefined ? fees.maxFeePerGas : baseFeePerGas + fees.maxPriorityFeePerGas,
+    );
     return { ...fees, maxFeePerGas: this.ceilingWei };
   }
 
