@@ -18,9 +18,9 @@ import {
   type PublicClient,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { startDevnet, type Devnet } from "../../../devnet/index.js";
-import { requirementsFor, signPayment } from "../../../test/support/payments.js";
-import { reconcileEvmSettlement } from "./reconcile.js";
+import { startDevnet, type Devnet } from "../../devnet/index.js";
+import { requirementsFor, signPayment } from "../support/payments.js";
+import { reconcileEvmSettlement } from "../../src/chains/evm/reconcile.js";
 
 const TRANSFER = parseAbi([
   "function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)",
