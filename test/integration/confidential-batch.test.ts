@@ -8,11 +8,14 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
 import { availableBackends } from "../support/database.js";
 import { paymentRequest, post, signPayment } from "../support/payments.js";
-import { confidentialRequirements, pastNextMidnight } from "../support/confidential.js";
+import {
+  confidentialRequirements,
+  enableWithNewWallet,
+  pastNextMidnight,
+} from "../support/confidential.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { DailyBatch } from "../../src/features/confidential/dailyBatch.js";
@@ -36,13 +39,7 @@ for (const backend of availableBackends()) {
       const vault = confidential.vault!;
       const account = await createAccount(db, "merchant");
       const apiKey = (await createApiKey(db, account.id, "k")).key;
-      const wallet = privateKeyToAccount(generatePrivateKey());
-      const message = confidential.merchants.enablementMessage(wallet.address, account.id);
-      const merchant = await confidential.merchants.enable(
-        account.id,
-        wallet.address,
-        await wallet.signMessage({ message }),
-      );
+      const { wallet, merchant } = await enableWithNewWallet(confidential.merchants, account.id);
       const requirements = confidentialRequirements({
         usdc: stack.usdc,
         vault: vault.address,
@@ -136,13 +133,7 @@ describe("confidential daily batch and a payment still settling", () => {
     const vault = confidential.vault!;
     const account = await createAccount(db, "late merchant");
     const apiKey = (await createApiKey(db, account.id, "k")).key;
-    const wallet = privateKeyToAccount(generatePrivateKey());
-    const message = confidential.merchants.enablementMessage(wallet.address, account.id);
-    const merchant = await confidential.merchants.enable(
-      account.id,
-      wallet.address,
-      await wallet.signMessage({ message }),
-    );
+    const { wallet, merchant } = await enableWithNewWallet(confidential.merchants, account.id);
     const requirements = confidentialRequirements({
       usdc: stack.usdc,
       vault: vault.address,

@@ -1,11 +1,26 @@
 /**
- * Confidential settlement helpers for tests: the confidential offer's
- * requirements, and a withdrawal request's typed data back from JSON (the
- * dashboard sends it with decimal strings; a wallet signs bigints).
+ * Confidential settlement helpers for tests: a merchant enabled with a new
+ * wallet, the confidential offer's requirements, and a withdrawal request's
+ * typed data back from JSON (the dashboard sends it with decimal strings; a
+ * wallet signs bigints).
  */
 import type { PaymentRequirements } from "@x402/core/types";
 import { createTestClient, http, type Address, type TypedDataDefinition } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import type { ConfidentialMerchants } from "../../src/features/confidential/merchants.js";
 import { requirementsFor } from "./payments.js";
+
+/** Enables `accountId` with a new wallet, signing the enablement message as the dashboard's wallet does. */
+export async function enableWithNewWallet(merchants: ConfidentialMerchants, accountId: string) {
+  const wallet = privateKeyToAccount(generatePrivateKey());
+  const message = merchants.enablementMessage(wallet.address, accountId);
+  const merchant = await merchants.enable(
+    accountId,
+    wallet.address,
+    await wallet.signMessage({ message }),
+  );
+  return { wallet, merchant };
+}
 
 export function confidentialRequirements(opts: {
   usdc: string;

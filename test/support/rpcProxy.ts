@@ -9,7 +9,7 @@
  */
 import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { keccak256, type Hex } from "viem";
+import { createPublicClient, http, keccak256, type Hex } from "viem";
 import { until } from "./processes.js";
 
 export interface RpcProxy {
@@ -88,20 +88,10 @@ async function minedOn(target: string, body: Buffer): Promise<void> {
   const hashes = (Array.isArray(parsed) ? parsed : [parsed])
     .filter((c) => c.method === "eth_sendRawTransaction")
     .map((c) => keccak256(c.params[0] as Hex));
+  const chain = createPublicClient({ transport: http(target) });
   for (const hash of hashes) {
-    await until(`transaction ${hash} to be mined`, async () => {
-      const res = await fetch(target, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "eth_getTransactionReceipt",
-          params: [hash],
-        }),
-      });
-      return ((await res.json()) as { result: unknown }).result !== null;
-    });
+    // Not mined yet is an error ("receipt not found"), which `until` retries.
+    await until(`transaction ${hash} to be mined`, () => chain.getTransactionReceipt({ hash }));
   }
 }
 
