@@ -382,5 +382,22 @@ for (const backend of availableBackends()) {
         undefined,
       ]);
     });
+
+    test("the pending-settlement store deletes without a statement only what it never saw stored", async () => {
+      // Another replica stored sig-4; this one has not read it yet.
+      await new DbPendingSettlementStore(database.db).set("sig-4", tx(4));
+      const store = new DbPendingSettlementStore(database.db);
+      const unseen = await measure(() => store.delete("sig-5"));
+      assert.equal(unseen.statements, 0, "a key never stored costs no statement");
+      assert.equal(await store.get("sig-4"), tx(4));
+      const seen = await measure(() => store.delete("sig-4"));
+      assert.equal(seen.statements, 1);
+      const rows = await database.db
+        .selectFrom("pending_settlements")
+        .select("key")
+        .where("key", "in", ["sig-4", "sig-5"])
+        .execute();
+      assert.deepEqual(rows, [], "the row another replica stored is gone once read and deleted");
+    });
   });
 }

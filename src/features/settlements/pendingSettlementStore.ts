@@ -6,6 +6,15 @@
  * The mechanism asks `get` before every settle and `delete` after every
  * final outcome; concurrent settles share one statement for each (group
  * commit), answered once it has run.
+ *
+ * Only a settle that ended `settlement_pending` writes a row, so nearly every
+ * `delete` is of a key that was never stored. A delete reaches the database
+ * only for a key this store has seen stored: written here, or found by `get`
+ * (another replica's, or one from before a restart). A settle always asks
+ * `get` before it can `delete`, and the intent record lets only one request
+ * at a time settle an authorization, so no row can appear for a key between
+ * its `get` and its `delete` unseen. That takes a database flush off the path
+ * between the receipt and the answer.
  */
 import type { PendingSettlementStore } from "@x402/core/facilitator";
 import type { Db } from "../../storage/db.js";
@@ -14,9 +23,17 @@ import { DEFAULT_MAX_BATCH, GroupCommit } from "../../storage/groupCommit.js";
 // Long enough for any EVM transaction to land or be dropped.
 const TTL_MS = 30 * 60 * 1000;
 
+// A key whose settle is never retried is never deleted; past this many the
+// oldest are forgotten. A forgotten key's row is only left to expire, and a
+// row left over is harmless: a later settle of that signature finds the
+// transaction and waits for its receipt, as it would anyway.
+const MAX_REMEMBERED = 10_000;
+
 export class DbPendingSettlementStore implements PendingSettlementStore {
   private readonly reads: GroupCommit<string, string | undefined>;
   private readonly deletes: GroupCommit<string, undefined>;
+  /** Keys with a row, as far as this store has seen. */
+  private readonly stored = new Set<string>();
 
   constructor(private readonly db: Db) {
     this.reads = new GroupCommit(
@@ -28,6 +45,7 @@ export class DbPendingSettlementStore implements PendingSettlementStore {
           .where("expires_at", ">", new Date())
           .execute();
         const found = new Map(rows.map((r) => [r.key, r.tx_hash]));
+        for (const key of found.keys()) this.remember(key);
         return keys.map((k) => ({ status: "fulfilled", value: found.get(k) }) as const);
       },
       { maxBatch: DEFAULT_MAX_BATCH },
@@ -49,6 +67,8 @@ export class DbPendingSettlementStore implements PendingSettlementStore {
   }
 
   async set(key: string, txHash: string): Promise<void> {
+    // Before the write: if its answer is lost, a later delete still runs.
+    this.remember(key);
     const expires = new Date(Date.now() + TTL_MS);
     await this.db
       .insertInto("pending_settlements")
@@ -57,7 +77,17 @@ export class DbPendingSettlementStore implements PendingSettlementStore {
       .execute();
   }
 
+  private remember(key: string): void {
+    this.stored.delete(key);
+    this.stored.add(key);
+    if (this.stored.size > MAX_REMEMBERED) {
+      this.stored.delete(this.stored.values().next().value!);
+    }
+  }
+
   async delete(key: string): Promise<void> {
+    if (!this.stored.has(key)) return;
     await this.deletes.submit(key);
+    this.stored.delete(key);
   }
 }
