@@ -24,7 +24,12 @@ import stringify from "safe-stable-stringify";
 import type { SettleResponse } from "@x402/core/types";
 import type { Db } from "../../storage/db.js";
 import { DEFAULT_MAX_BATCH, GroupCommit } from "../../storage/groupCommit.js";
-import type { Database, NewSettlement, SettlementRow } from "../../storage/schema.js";
+import type {
+  Database,
+  NewSettlement,
+  SettlementOutcomeRow,
+  SettlementRow,
+} from "../../storage/schema.js";
 import { ServiceError, describeError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import type { PaymentRequest } from "../../protocol.js";
@@ -409,7 +414,7 @@ export class SettlementRecorder {
    */
   private async afterTransitions(
     trx: Transaction<Database>,
-    rows: readonly SettlementRow[],
+    rows: readonly SettlementOutcomeRow[],
     reservations: readonly QuotaReservation[] = [],
   ): Promise<void> {
     const final = rows.filter((r) => r.status !== "pending" && r.status !== "not_attempted");

@@ -10,7 +10,7 @@
  */
 import { sql, type Kysely, type Transaction } from "kysely";
 import type { JournalEntry } from "../../chains/ports.js";
-import type { Database, NewSettlement, SettlementRow } from "../../storage/schema.js";
+import type { Database, NewSettlement, SettlementOutcomeRow } from "../../storage/schema.js";
 
 /** A transition of a pending row: the outcome's columns (null = left as it is). */
 export interface RowTransition {
@@ -112,22 +112,49 @@ export async function journalMined(
     where t.reference = m.reference`.execute(db);
 }
 
+// Every column but the stored request; a Record, so a new column must be listed.
+const OUTCOME_COLUMNS = Object.keys({
+  id: true,
+  account_id: true,
+  api_key_id: true,
+  network: true,
+  scheme: true,
+  payer: true,
+  pay_to: true,
+  asset: true,
+  amount: true,
+  payload_fingerprint: true,
+  status: true,
+  transaction: true,
+  error_reason: true,
+  error_message: true,
+  started_at: true,
+  finished_at: true,
+  duration_ms: true,
+  units: true,
+  authorization_key: true,
+  attempts: true,
+  billed: true,
+} satisfies Record<keyof SettlementOutcomeRow, true>);
+
 /**
  * Moves pending rows to their outcomes, in the caller's transaction, and
  * returns the rows it moved. Guarded like a lone transition: a row no longer
  * pending (a retry or the reconciler learned the outcome first) is left as
  * it is and not returned. One transition per row: a second one for the same
  * row in the same call is dropped (the first wins, as it would in sequence).
+ * The stored request is not read back: nothing after an outcome needs it,
+ * and it is most of a row's bytes.
  */
 export async function transitionRows(
   trx: Transaction<Database>,
   transitions: readonly RowTransition[],
-): Promise<SettlementRow[]> {
+): Promise<SettlementOutcomeRow[]> {
   const byId = new Map<string, RowTransition>();
   for (const t of transitions) if (!byId.has(t.id)) byId.set(t.id, t);
   const rows = [...byId.values()];
   const column = <T>(pick: (t: RowTransition) => T) => rows.map(pick);
-  const moved = await sql<SettlementRow>`
+  const moved = await sql<SettlementOutcomeRow>`
     update settlements s
     set status = o.status,
         transaction = coalesce(o.transaction, s.transaction),
@@ -147,6 +174,6 @@ export async function transitionRows(
       ${column((t) => t.durationMs)}::int[]
     ) as o(id, status, transaction, error_reason, error_message, payer, finished_at, duration_ms)
     where s.id = o.id and s.status = 'pending'
-    returning s.*`.execute(trx);
+    returning ${sql.join(OUTCOME_COLUMNS.map((c) => sql.ref(`s.${c}`)))}`.execute(trx);
   return moved.rows;
 }

@@ -9,7 +9,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Transaction } from "kysely";
-import type { Database, SettlementRow } from "../../storage/schema.js";
+import type { Database, SettlementOutcomeRow } from "../../storage/schema.js";
 
 export type SettlementEventType = "settlement.succeeded" | "settlement.failed";
 
@@ -41,7 +41,7 @@ const iso = (d: Date | string | null): string | null =>
   d === null ? null : (d instanceof Date ? d : new Date(d)).toISOString();
 
 export function settlementEvent(
-  row: SettlementRow,
+  row: SettlementOutcomeRow,
   apiKeyName: string | null,
   now = new Date(),
 ): SettlementEvent {
@@ -79,7 +79,7 @@ export function settlementEvent(
  */
 export async function recordSettlementEvents(
   trx: Transaction<Database>,
-  rows: readonly SettlementRow[],
+  rows: readonly SettlementOutcomeRow[],
 ): Promise<(string | undefined)[]> {
   // Only outcomes are events: a pending row has none yet, and a settlement
   // that was never attempted (an outage) is nobody's news.
@@ -121,12 +121,12 @@ export async function recordSettlementEvents(
 /** The outbox row for one just-finished settlement (see `recordSettlementEvents`). */
 export async function recordSettlementEvent(
   trx: Transaction<Database>,
-  row: SettlementRow,
+  row: SettlementOutcomeRow,
 ): Promise<string | undefined> {
   return (await recordSettlementEvents(trx, [row]))[0];
 }
 
-const eventType = (row: SettlementRow): SettlementEventType =>
+const eventType = (row: SettlementOutcomeRow): SettlementEventType =>
   row.status === "succeeded" ? "settlement.succeeded" : "settlement.failed";
 
 const unique = <T>(values: readonly T[]): T[] => [...new Set(values)];
