@@ -5,6 +5,15 @@
  *   (a) /verify throughput and p50/p99 at concurrency 64 for 30 s
  *   (b) /settle of 2,000 distinct payments at concurrency 200 (500 on PostgreSQL)
  *   (c) peak RSS of each server process
+ *   (d) /settle of 2,000 more, arriving at a steady 200 a second (400 on
+ *       PostgreSQL) whether or not earlier ones were answered
+ *
+ * (b) is a closed loop: each worker sends its next payment when the last is
+ * answered. Every payment mined in a block is answered at once, so the
+ * workers fall into step with the blocks and a settle takes one block time
+ * however fast the server is; (b) can show at most one payment per worker
+ * per block. (d) is how customers' payments actually arrive (independently),
+ * and its p50 shows what the server adds to the wait for the next block.
  *
  * Both servers run CPU-profiled at a coarse interval; each profile is summed
  * over (a) and (b) once the server has exited. This service runs as
@@ -58,6 +67,9 @@ export interface EvmBenchOptions {
   settleCount: number;
   settleConcurrency: number;
   verifyConcurrency: number;
+  /** (d): payments a second, sent on schedule whatever is still in flight. */
+  steadyRatePerSecond: number;
+  steadyCount: number;
   /** Give up on a settle run after this long (the reference can be very slow). */
   settleCapSeconds: number;
   progress: (line: string) => void;
@@ -76,6 +88,8 @@ export interface Side {
   /** Verify requests whose payload this side had already verified. */
   verifyRepeats: number;
   settle: LoadResult;
+  /** (d): settles arriving at a steady rate. */
+  steady: LoadResult;
   peakRssMb: number;
   verifyCpu: CpuShare | undefined;
   settleCpu: CpuShare | undefined;
@@ -94,7 +108,11 @@ export interface EvmBenchResult {
 }
 
 /** What is measured of a side while it runs; its profile is read after it exits. */
-type Measured = Omit<Side, "profile"> & { verifyWindow: TimeWindow; settleWindow: TimeWindow };
+type Measured = Omit<Side, "profile"> & {
+  verifyWindow: TimeWindow;
+  settleWindow: TimeWindow;
+  steadyWindow: TimeWindow;
+};
 
 async function signAll(
   keys: Hex[],
@@ -150,7 +168,9 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
       maxTimeoutSeconds: 3600,
       extra: { name: "USD Coin", version: "2" },
     });
-    say(`signing ${opts.settleCount * 2 + opts.verifyPayloads} payments with the official client…`);
+    say(
+      `signing ${(opts.settleCount + opts.steadyCount) * 2 + opts.verifyPayloads} payments with the official client…`,
+    );
     const payerKeys = info.payerPrivateKeys as Hex[];
     const verifyBodies = await signAll(
       payerKeys,
@@ -167,6 +187,16 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
       payerKeys,
       base("0x000000000000000000000000000000000000cccc"),
       opts.settleCount,
+    );
+    const oursSteady = await signAll(
+      payerKeys,
+      base("0x000000000000000000000000000000000000bbbb"),
+      opts.steadyCount,
+    );
+    const refSteady = await signAll(
+      payerKeys,
+      base("0x000000000000000000000000000000000000cccc"),
+      opts.steadyCount,
     );
 
     // This service: production mode against the devnet chain, on embedded
@@ -232,6 +262,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
       countsDb: boolean;
       headers: Record<string, string>;
       settle: string[];
+      steady: string[];
       webhooks: boolean;
     }[] = [
       {
@@ -241,6 +272,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
         countsDb: true,
         headers: { "x-api-key": key.key },
         settle: oursSettle,
+        steady: oursSteady,
         webhooks: true,
       },
       {
@@ -250,6 +282,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
         countsDb: false,
         headers: {},
         settle: refSettle,
+        steady: refSteady,
         webhooks: false,
       },
     ];
@@ -292,12 +325,33 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
       );
       const settleShare = settleCpu();
       const dbAfter = dbBefore ? await readDbTraffic(side.url) : undefined;
+      say(
+        `(d) ${side.name}: /settle ${opts.steadyCount} payments arriving at ${opts.steadyRatePerSecond} a second…`,
+      );
+      const steadyFrom = monotonicUs();
+      const steady = await runLoad({
+        url: `${side.url}/settle`,
+        headers: side.headers,
+        // Only a bound on what is in flight, never reached while the server
+        // keeps up: three seconds of arrivals.
+        concurrency: opts.steadyRatePerSecond * 3,
+        bodies: side.steady,
+        ratePerSecond: opts.steadyRatePerSecond,
+        capMs: opts.settleCapSeconds * 1000,
+        classify: classifySettle,
+      });
+      const steadyWindow = { fromUs: steadyFrom, toUs: monotonicUs() };
+      say(
+        `    ${[...steady.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${steady.seconds.toFixed(1)} s`,
+      );
       measured.push({
         verifyWindow,
         settleWindow,
+        steadyWindow,
         verify,
         verifyRepeats: Math.max(0, verify.count - verifyBodies.length),
         settle,
+        steady,
         peakRssMb: peakRssMb(side.pid),
         verifyCpu: verifyShare,
         settleCpu: settleShare,
@@ -319,13 +373,16 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
     await receiver.close();
     await devnet.stop();
   }
-  const [ours, reference] = measured.map(({ verifyWindow, settleWindow, ...side }, i) => ({
-    ...side,
-    profile: serverProfile(profiles[i]!.dir, exits[i], [
-      { label: "(a) verify", window: verifyWindow },
-      { label: "(b) settle", window: settleWindow },
-    ]),
-  }));
+  const [ours, reference] = measured.map(
+    ({ verifyWindow, settleWindow, steadyWindow, ...side }, i) => ({
+      ...side,
+      profile: serverProfile(profiles[i]!.dir, exits[i], [
+        { label: "(a) verify", window: verifyWindow },
+        { label: "(b) settle", window: settleWindow },
+        { label: "(d) steady settle", window: steadyWindow },
+      ]),
+    }),
+  );
   if (keptProfileDir) say(`CPU profiles kept in ${profileDir}`);
   else rmSync(profileDir, { recursive: true, force: true });
   return { ours: ours!, reference: reference!, profileIntervalUs };
@@ -435,6 +492,31 @@ export function evmTable(ours: Side, ref: Side): string {
       cpu(ref.settleCpu),
       "",
     ],
+    [
+      "(d) settled / sent, arriving at a steady rate",
+      `${settled(ours.steady)} / ${ours.steady.count}`,
+      `${settled(ref.steady)} / ${ref.steady.count}`,
+      ratio(settled(ours.steady), settled(ref.steady)),
+    ],
+    [
+      "(d) settled/s (first arrival to last answer)",
+      fmt(rate(ours.steady), 1),
+      fmt(rate(ref.steady), 1),
+      ratio(rate(ours.steady), rate(ref.steady)),
+    ],
+    [
+      "(d) settle p50 (ms, from each payment's due time)",
+      fmt(p(ours.steady, 50)),
+      fmt(p(ref.steady, 50)),
+      ratio(p(ours.steady, 50), p(ref.steady, 50), true),
+    ],
+    [
+      "(d) settle p99 (ms)",
+      fmt(p(ours.steady, 99)),
+      fmt(p(ref.steady, 99)),
+      ratio(p(ours.steady, 99), p(ref.steady, 99), true),
+    ],
+    ["(d) failures by reason", failures(ours.steady), failures(ref.steady), ""],
     [
       "(c) peak RSS (MB)",
       fmt(ours.peakRssMb),

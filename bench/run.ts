@@ -61,6 +61,7 @@ async function evmBench(): Promise<void> {
   const settleConcurrency = databaseUrl ? 500 : 200;
   // A quick run still fills every slot once.
   const settleCount = quick ? Math.max(300, settleConcurrency) : 2000;
+  const steadyRatePerSecond = databaseUrl ? 400 : 200;
   const { ours, reference, profileIntervalUs } = await runEvmBench({
     databaseUrl,
     verifySeconds: quick ? 5 : 30,
@@ -70,6 +71,9 @@ async function evmBench(): Promise<void> {
     settleCount,
     settleConcurrency,
     settleCapSeconds: quick ? 60 : 240,
+    // (d): the rate each database's target names, for 10 s (3 s quick).
+    steadyRatePerSecond,
+    steadyCount: steadyRatePerSecond * (quick ? 3 : 10),
     progress: say,
   });
 
@@ -84,8 +88,8 @@ async function evmBench(): Promise<void> {
     `(dist/src/main.js, production mode): ${databaseUrl ? "PostgreSQL (a separate server process, not in its RSS)" : "embedded PGlite (inside its RSS)"}; metering on; per-key rate limits on`,
     `(max plan, above the load); webhooks on (an endpoint on a loopback receiver that answers 200).`,
     quick
-      ? `Quick run: 5 s of verify at concurrency 64; ${count} settles at concurrency ${settleConcurrency}.`
-      : `Full run: 30 s of verify at concurrency 64; ${count} distinct settles at concurrency ${settleConcurrency}.`,
+      ? `Quick run: 5 s of verify at concurrency 64; ${count} settles at concurrency ${settleConcurrency}; 3 s of settles arriving at ${steadyRatePerSecond} a second.`
+      : `Full run: 30 s of verify at concurrency 64; ${count} distinct settles at concurrency ${settleConcurrency}; 10 s of settles arriving at ${steadyRatePerSecond} a second.`,
     ``,
   ].join("\n");
   const report = [
@@ -96,6 +100,7 @@ async function evmBench(): Promise<void> {
       evmTargets(ours, reference, {
         database: databaseUrl ? "postgres" : "pglite",
         settleConcurrency,
+        steadyRatePerSecond,
       }),
     ),
     ``,

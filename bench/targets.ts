@@ -12,6 +12,7 @@ export type DatabaseKind = "pglite" | "postgres";
 export interface TargetRun {
   database: DatabaseKind;
   settleConcurrency: number;
+  steadyRatePerSecond: number;
 }
 
 interface Target {
@@ -30,6 +31,9 @@ const SETTLE = {
 const RSS_MB = { pglite: 400, postgres: 300 } as const;
 const VERIFY_RATIO = 10;
 
+/** (d) kept up if its last answer came within this long after its last arrival. */
+const KEPT_UP_SLACK_S = 3;
+
 const settled = (r: LoadResult) => r.outcomes.get("settled") ?? 0;
 const sent = (r: LoadResult) => [...r.outcomes.values()].reduce((a, n) => a + n, 0);
 
@@ -42,6 +46,11 @@ export function evmTargets(ours: Side, ref: Side, run: TargetRun): Target[] {
   const rate = settled(ours.settle) / ours.settle.seconds;
   const p50 = percentile(ours.settle.latenciesMs, 50);
   const settleMeasured = `${rate.toFixed(1)}/s, p50 ${p50.toFixed(0)} ms at concurrency ${run.settleConcurrency}`;
+
+  const steadyP50 = percentile(ours.steady.latenciesMs, 50);
+  const arrivalsSeconds = sent(ours.steady) / run.steadyRatePerSecond;
+  const keptUp = ours.steady.seconds <= arrivalsSeconds + KEPT_UP_SLACK_S;
+  const steadyAllSettled = settled(ours.steady) === sent(ours.steady);
 
   const rssLimit = RSS_MB[run.database];
   const failed = sent(ours.settle) - settled(ours.settle);
@@ -60,14 +69,22 @@ export function evmTargets(ours: Side, ref: Side, run: TargetRun): Target[] {
         run.settleConcurrency === s.concurrency ? rate >= s.perSecond && p50 <= s.p50Ms : undefined,
     },
     {
+      target: `settles arriving at a steady ${s.perSecond}/s on ${s.name}: every one settled, kept up (done within ${KEPT_UP_SLACK_S} s of the last arrival), p50 ≤ ${s.p50Ms} ms`,
+      measured: `${settled(ours.steady)} of ${sent(ours.steady)} settled in ${ours.steady.seconds.toFixed(1)} s (arrivals over ${arrivalsSeconds.toFixed(1)} s), p50 ${steadyP50.toFixed(0)} ms`,
+      met:
+        run.steadyRatePerSecond === s.perSecond
+          ? steadyAllSettled && keptUp && steadyP50 <= s.p50Ms
+          : undefined,
+    },
+    {
       target: `peak RSS ≤ ${rssLimit} MB on ${s.name}${run.database === "pglite" ? " (database included)" : ""}`,
       measured: `${ours.peakRssMb.toFixed(0)} MB`,
       met: ours.peakRssMb <= rssLimit,
     },
     {
       target: "zero failed settles",
-      measured: `${failed} of ${sent(ours.settle)} failed`,
-      met: failed === 0,
+      measured: `${failed} of ${sent(ours.settle)} failed in (b), ${sent(ours.steady) - settled(ours.steady)} of ${sent(ours.steady)} in (d)`,
+      met: failed === 0 && steadyAllSettled,
     },
   ];
 }
