@@ -20,10 +20,10 @@ import { API_KEYS_CHANGED } from "./features/keys/apiKeys.js";
 import { pruneExpiredSessions } from "./features/identity/sessions.js";
 import type { ChainFamily, FamilyContext } from "./chains/ports.js";
 import { createEvm, type EvmSetup } from "./chains/evm/createEvm.js";
-import { createSvm, type SvmSetup } from "./chains/svm/index.js";
-import { createXrpl, type XrplSetup } from "./chains/xrpl/index.js";
-import { createNear, type NearSetup } from "./chains/near/index.js";
-import { createStarknet, type StarknetSetup } from "./chains/starknet/index.js";
+import type { SvmSetup } from "./chains/svm/index.js";
+import type { XrplSetup } from "./chains/xrpl/index.js";
+import type { NearSetup } from "./chains/near/index.js";
+import type { StarknetSetup } from "./chains/starknet/index.js";
 import { createFacilitator } from "./facilitator/createFacilitator.js";
 import type { PaymentFacilitator } from "./facilitator/paymentFacilitator.js";
 import { ApiKeyAuthenticator } from "./features/keys/authenticator.js";
@@ -106,7 +106,12 @@ export interface Service {
   close(options?: { drainMs?: number }): Promise<void>;
 }
 
-/** One line per chain family. */
+/**
+ * One entry per chain family. The EVM family is always loaded (its support
+ * also serves the dashboard and the confidential vault); every other family
+ * is imported only when a network of it is configured, so its SDK costs an
+ * EVM-only deployment neither start-up time nor memory.
+ */
 async function createFamilies(
   chains: ChainSetup,
   config: Config,
@@ -128,10 +133,20 @@ async function createFamilies(
       ),
     );
   }
-  if (chains.svm?.networks.length) families.push(await createSvm(chains.svm, config.svm, ctx));
-  if (chains.xrpl?.networks.length) families.push(createXrpl(chains.xrpl, config.xrpl, ctx));
-  if (chains.near?.networks.length) families.push(createNear(chains.near, config.near, ctx));
+  if (chains.svm?.networks.length) {
+    const { createSvm } = await import("./chains/svm/index.js");
+    families.push(await createSvm(chains.svm, config.svm, ctx));
+  }
+  if (chains.xrpl?.networks.length) {
+    const { createXrpl } = await import("./chains/xrpl/index.js");
+    families.push(createXrpl(chains.xrpl, config.xrpl, ctx));
+  }
+  if (chains.near?.networks.length) {
+    const { createNear } = await import("./chains/near/index.js");
+    families.push(createNear(chains.near, config.near, ctx));
+  }
   if (chains.starknet?.networks.length) {
+    const { createStarknet } = await import("./chains/starknet/index.js");
     families.push(createStarknet(chains.starknet, config.starknet, ctx));
   }
   return families;
