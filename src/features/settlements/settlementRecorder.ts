@@ -399,11 +399,13 @@ export class SettlementRecorder {
           finishedAt: now,
           durationMs: now.getTime() - w.startedAt,
         })),
+        { markBilled: this.metering !== undefined },
       );
       await this.afterTransitions(
         trx,
         moved,
         writes.flatMap((w) => (w.reservation ? [w.reservation] : [])),
+        "marked",
       );
     });
   }
@@ -411,25 +413,32 @@ export class SettlementRecorder {
   /**
    * The outbox events and the quota charges that belong to rows' final
    * states, and the reservations their settles held, given back.
+   * `billing`: "mark" finds the rows to bill and marks them here; "marked"
+   * means the transition already marked them (transitionRows' markBilled),
+   * and exactly those are charged, which saves a second write of each row.
    */
   private async afterTransitions(
     trx: Transaction<Database>,
     rows: readonly SettlementOutcomeRow[],
     reservations: readonly QuotaReservation[] = [],
+    billing: "mark" | "marked" = "mark",
   ): Promise<void> {
     const final = rows.filter((r) => r.status !== "pending" && r.status !== "not_attempted");
     if (final.length > 0) await recordSettlementEvents(trx, final);
     if (!this.metering) return;
     // A success that sent nothing (an `upto` settled at zero) moved no money
     // and is not billed.
-    const billable = final.filter((r) => r.status === "succeeded" && r.transaction && !r.billed);
+    const billable =
+      billing === "marked"
+        ? final.filter((r) => r.billed)
+        : final.filter((r) => r.status === "succeeded" && r.transaction && !r.billed);
     if (billable.length === 0 && reservations.length === 0) return;
     await this.metering.chargeAndReleaseIn(
       trx,
       billable.map((r) => ({ accountId: r.account_id, units: r.units, settlementId: r.id })),
       reservations,
     );
-    if (billable.length === 0) return;
+    if (billable.length === 0 || billing === "marked") return;
     await trx
       .updateTable("settlements")
       .set({ billed: true })

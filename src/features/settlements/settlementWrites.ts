@@ -149,6 +149,16 @@ const OUTCOME_COLUMNS = Object.keys({
 export async function transitionRows(
   trx: Transaction<Database>,
   transitions: readonly RowTransition[],
+  opts: {
+    /**
+     * Also mark a success that sent a transaction as billed, in the same
+     * statement: the caller charges exactly the returned rows whose
+     * `billed` is true. (A pending row is never billed, since only a final
+     * outcome is charged, so `billed` true on a returned row means this
+     * transition marked it.)
+     */
+    markBilled: boolean;
+  } = { markBilled: false },
 ): Promise<SettlementOutcomeRow[]> {
   const byId = new Map<string, RowTransition>();
   for (const t of transitions) if (!byId.has(t.id)) byId.set(t.id, t);
@@ -162,7 +172,10 @@ export async function transitionRows(
         error_message = o.error_message,
         payer = coalesce(o.payer, s.payer),
         finished_at = o.finished_at,
-        duration_ms = o.duration_ms
+        duration_ms = o.duration_ms,
+        billed = s.billed or (${opts.markBilled}
+          and o.status = 'succeeded'
+          and coalesce(o.transaction, s.transaction) is not null)
     from unnest(
       ${column((t) => t.id)}::uuid[],
       ${column((t) => t.status)}::text[],
