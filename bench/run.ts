@@ -104,6 +104,11 @@ async function evmBench(): Promise<void> {
       }),
     ),
     ``,
+    `(b) is a closed loop on 1 s blocks: a worker's next payment leaves when its last one is answered, and every`,
+    `payment of a block is answered at once, so each worker settles at most once a block and (b)'s p50 cannot fall`,
+    `below about one block, whatever the server does. (d) sends at the target rate whatever is in flight, as`,
+    `independent customers do, and its p50 is the half block a payment waits on average plus what the server adds.`,
+    ``,
     cpuSection(
       [
         { name: "This service", profile: ours.profile },
