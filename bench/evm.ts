@@ -91,6 +91,8 @@ export interface Side {
   /** (d): settles arriving at a steady rate. */
   steady: LoadResult;
   peakRssMb: number;
+  /** The peak so far (VmHWM) read at the end of (a), (b) and (d): what each phase added. */
+  peakRssAfterMb: { verify: number; settle: number; steady: number };
   verifyCpu: CpuShare | undefined;
   settleCpu: CpuShare | undefined;
   /** Database statements and round trips per settle request (this service only). */
@@ -301,6 +303,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
         classify: classifyVerify,
       });
       const verifyWindow = { fromUs: verifyFrom, toUs: monotonicUs() };
+      const rssAfterVerify = peakRssMb(side.pid);
       const verifyShare = verifyCpu();
       say(
         `    ${validPerSecond(verify).toFixed(0)} valid verifications/s (${[...verify.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")})`,
@@ -325,6 +328,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
       );
       const settleShare = settleCpu();
       const dbAfter = dbBefore ? await readDbTraffic(side.url) : undefined;
+      const rssAfterSettle = peakRssMb(side.pid);
       say(
         `(d) ${side.name}: /settle ${opts.steadyCount} payments arriving at ${opts.steadyRatePerSecond} a second…`,
       );
@@ -353,6 +357,11 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
         settle,
         steady,
         peakRssMb: peakRssMb(side.pid),
+        peakRssAfterMb: {
+          verify: rssAfterVerify,
+          settle: rssAfterSettle,
+          steady: peakRssMb(side.pid),
+        },
         verifyCpu: verifyShare,
         settleCpu: settleShare,
         dbPerSettle:
@@ -517,6 +526,12 @@ export function evmTable(ours: Side, ref: Side): string {
       ratio(p(ours.steady, 99), p(ref.steady, 99), true),
     ],
     ["(d) failures by reason", failures(ours.steady), failures(ref.steady), ""],
+    [
+      "(c) peak RSS by the end of (a) / (b) / (d) (MB)",
+      `${fmt(ours.peakRssAfterMb.verify)} / ${fmt(ours.peakRssAfterMb.settle)} / ${fmt(ours.peakRssAfterMb.steady)}`,
+      `${fmt(ref.peakRssAfterMb.verify)} / ${fmt(ref.peakRssAfterMb.settle)} / ${fmt(ref.peakRssAfterMb.steady)}`,
+      "",
+    ],
     [
       "(c) peak RSS (MB)",
       fmt(ours.peakRssMb),
