@@ -33,9 +33,27 @@ export interface Artifact {
 export type Artifacts = Record<string, Artifact>;
 
 const require = createRequire(import.meta.url);
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const CONTRACTS_DIR = join(ROOT, "devnet", "contracts");
-const CACHE_DIR = join(ROOT, ".devnet", "artifacts");
+const HERE = dirname(fileURLToPath(import.meta.url));
+// The sources sit beside this module: devnet/contracts, or dist/devnet/contracts
+// in the compiled service (the build copies them).
+const CONTRACTS_DIR = join(HERE, "contracts");
+
+/**
+ * The nearest directory above `dir` that holds a package.json: the project
+ * root, both for devnet/ and for the compiled dist/devnet/ (dist/ has no
+ * package.json).
+ */
+export function projectRootFrom(dir: string): string {
+  for (let d = resolve(dir); ; d = dirname(d)) {
+    if (existsSync(join(d, "package.json"))) return d;
+    if (dirname(d) === d) return resolve(dir, "..");
+  }
+}
+
+// At the project root, not beside this module: every build recreates dist/,
+// and a cache inside it would have the first start after each build compile
+// again (seconds, and solc's memory held by the service for good).
+export const CACHE_DIR = join(projectRootFrom(HERE), ".devnet", "artifacts");
 
 /** Part of the cache key: changing a setting must not serve stale bytecode. */
 const SETTINGS = {

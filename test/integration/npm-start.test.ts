@@ -15,6 +15,7 @@ import {
   cpSync,
   existsSync,
   mkdtempSync,
+  readdirSync,
   renameSync,
   rmSync,
   symlinkSync,
@@ -105,6 +106,10 @@ test("npm start: compiles once, serves from dist/, stops on SIGTERM", async () =
       assert.equal(await stop(child), 0, stderr());
     }
   }
+  // The devnet contracts were compiled once, into the project's cache, not
+  // into dist/ (which every build recreates).
+  const cached = readdirSync(join(copy, ".devnet", "artifacts")).filter((f) => f.endsWith(".json"));
+  assert.equal(cached.length, 1, "one compiled set of devnet contracts at the project root");
 
   // A changed source makes the build stale; an untouched tree does not.
   const build = (await import(pathToFileURL(join(copy, "scripts", "build.mjs")).href)) as {
@@ -115,6 +120,17 @@ test("npm start: compiles once, serves from dist/, stops on SIGTERM", async () =
   const later = new Date(Date.now() + 60_000);
   utimesSync(source, later, later);
   assert.equal(build.isStale(), true);
+
+  // The next start rebuilds dist/ and still finds the compiled contracts.
+  {
+    const { child, stderr } = await start();
+    try {
+      assert.match(stderr(), /build: compiled in [\d.]+ s/);
+      assert.doesNotMatch(stderr(), /compiling devnet contracts/);
+    } finally {
+      assert.equal(await stop(child), 0, stderr());
+    }
+  }
   const earlier = new Date(Date.now() - 3_600_000);
   utimesSync(source, earlier, earlier);
   assert.equal(build.isStale(), false);
