@@ -14,6 +14,7 @@
  * Adding a contract is adding a file: it is compiled by the same step and
  * shows up in `loadArtifacts()` under its contract name.
  */
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir, readFile, readdir, rename, writeFile } from "node:fs/promises";
@@ -100,18 +101,60 @@ export function loadArtifacts(): Promise<Artifacts> {
 
 async function compileOrLoad(): Promise<Artifacts> {
   const sources = await readSources();
-  const key = cacheKey(sources);
-  const cacheFile = join(CACHE_DIR, `${key}.json`);
+  const cacheFile = join(CACHE_DIR, `${cacheKey(sources)}.json`);
   const cached = await readCache(cacheFile);
   if (cached) return cached;
+  await compileInChild();
+  const compiled = await readCache(cacheFile);
+  if (!compiled) throw new Error(`the devnet contract compiler wrote no ${cacheFile}`);
+  return compiled;
+}
 
+/**
+ * Compiles the current sources into the cache, in this process. Run by
+ * compileChild.ts, in a process of its own.
+ */
+export async function compileToCache(): Promise<void> {
+  const sources = await readSources();
+  const cacheFile = join(CACHE_DIR, `${cacheKey(sources)}.json`);
   process.stderr.write("compiling devnet contracts…\n");
   const artifacts = compile(sources);
   await mkdir(CACHE_DIR, { recursive: true });
   const tmp = `${cacheFile}.${process.pid}.${Date.now()}.tmp`;
   await writeFile(tmp, JSON.stringify(artifacts));
   await rename(tmp, cacheFile);
-  return artifacts;
+}
+
+/**
+ * solc is WebAssembly, and its memory (some 200 MB for these contracts) stays
+ * with a process until it exits: compiled in the service's own process, it
+ * would be held for as long as the service runs. A short-lived child keeps
+ * it out. Compiled, the child is plain JavaScript; under the TypeScript
+ * loader (tests, `npm run dev`) it registers the loader first.
+ */
+async function compileInChild(): Promise<void> {
+  const typescript = import.meta.url.endsWith(".ts");
+  const child = new URL(`./compileChild.${typescript ? "ts" : "js"}`, import.meta.url);
+  const args = typescript
+    ? [
+        "--input-type=module",
+        "-e",
+        `const tsx = await import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))}); tsx.register(); await import(${JSON.stringify(child.href)});`,
+      ]
+    : [fileURLToPath(child)];
+  const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>(
+    (done, fail) => {
+      const proc = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"] });
+      let text = "";
+      proc.stderr.setEncoding("utf8");
+      proc.stderr.on("data", (chunk: string) => (text += chunk));
+      proc.once("error", fail);
+      proc.once("close", (exitCode) => done({ code: exitCode, stderr: text }));
+    },
+  );
+  if (code !== 0) throw new Error(stderr.trim() || `the devnet contract compiler exited ${code}`);
+  // "compiling devnet contracts…" and any warning in this project's own contracts.
+  process.stderr.write(stderr);
 }
 
 async function readSources(): Promise<Record<string, { content: string }>> {
