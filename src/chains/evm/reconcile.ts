@@ -4,7 +4,7 @@
  * re-sends the exact transaction that was signed and journaled for it, which
  * has the same hash and nonce and so cannot move money twice.
  */
-import { BaseError, parseAbi, type Hex, type PublicClient } from "viem";
+import { BaseError, parseAbi, type Hex, type PublicClient, type TransactionReceipt } from "viem";
 import { Reason } from "../../lib/reasons.js";
 
 export interface JournaledTransaction {
@@ -45,22 +45,25 @@ async function findReceipt(client: PublicClient, txs: readonly JournaledTransact
   return undefined;
 }
 
+/** What the receipt of one of our transactions says of the settlement. */
+function outcomeOfReceipt(mined: TransactionReceipt): ReconcileOutcome {
+  return mined.status === "success"
+    ? { status: "succeeded", transaction: mined.transactionHash }
+    : {
+        status: "failed",
+        reason: "invalid_exact_evm_transaction_failed",
+        message: "the settlement transaction reverted",
+        transaction: mined.transactionHash,
+      };
+}
+
 export async function reconcileEvmSettlement(
   client: PublicClient,
   request: unknown,
   transactions: readonly JournaledTransaction[],
 ): Promise<ReconcileOutcome> {
   const mined = await findReceipt(client, transactions);
-  if (mined) {
-    return mined.status === "success"
-      ? { status: "succeeded", transaction: mined.transactionHash }
-      : {
-          status: "failed",
-          reason: "invalid_exact_evm_transaction_failed",
-          message: "the settlement transaction reverted",
-          transaction: mined.transactionHash,
-        };
-  }
+  if (mined) return outcomeOfReceipt(mined);
 
   const found = authorizationOf(request);
   const now = BigInt(Math.floor(Date.now() / 1000));
@@ -77,7 +80,7 @@ export async function reconcileEvmSettlement(
       // authorization. A second look tells which; only then is it a failure,
       // with nothing of ours moved.
       const late = await findReceipt(client, transactions);
-      if (late) return reconcileEvmSettlement(client, request, transactions);
+      if (late) return outcomeOfReceipt(late);
       return {
         status: "failed",
         reason: Reason.settlementInterrupted,
