@@ -22,6 +22,7 @@ import { createRequire } from "node:module";
 import { dirname, join, normalize, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Abi, Hex } from "viem";
+import { siblingEntry } from "../src/lib/siblingEntry.js";
 
 export interface Artifact {
   abi: Abi;
@@ -129,19 +130,12 @@ export async function compileToCache(): Promise<void> {
  * solc is WebAssembly, and its memory (some 200 MB for these contracts) stays
  * with a process until it exits: compiled in the service's own process, it
  * would be held for as long as the service runs. A short-lived child keeps
- * it out. Compiled, the child is plain JavaScript; under the TypeScript
- * loader (tests, `npm run dev`) it registers the loader first.
+ * it out.
  */
 async function compileInChild(): Promise<void> {
-  const typescript = import.meta.url.endsWith(".ts");
-  const child = new URL(`./compileChild.${typescript ? "ts" : "js"}`, import.meta.url);
-  const args = typescript
-    ? [
-        "--input-type=module",
-        "-e",
-        `const tsx = await import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))}); tsx.register(); await import(${JSON.stringify(child.href)});`,
-      ]
-    : [fileURLToPath(child)];
+  const entry = siblingEntry(import.meta.url, "compileChild");
+  const args =
+    "file" in entry ? [fileURLToPath(entry.file)] : ["--input-type=module", "-e", entry.script];
   const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>(
     (done, fail) => {
       const proc = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"] });

@@ -18,6 +18,7 @@
 import { readFile } from "node:fs/promises";
 import { Worker } from "node:worker_threads";
 import type { PGliteOptions } from "@electric-sql/pglite";
+import { siblingEntry } from "../lib/siblingEntry.js";
 import type { EmbeddedDatabase, EmbeddedResult } from "./pgliteDialect.js";
 
 export interface WorkerInput {
@@ -87,28 +88,17 @@ export class EmbeddedDbError extends Error {
   }
 }
 
-/**
- * Compiled, this module is .js and so is the worker. Under the TypeScript
- * loader (tests, `npm run dev`) both are .ts, and on Node 20 a worker does
- * not inherit the loader's hooks: a small start script registers the loader
- * in the worker before importing it.
- */
 // The thread's JavaScript only moves rows between PGlite and messages: short-
 // lived garbage that a small young generation collects as well, with less
 // memory held (PGlite's own memory is WebAssembly, outside these limits).
 const THREAD_LIMITS = { maxYoungGenerationSizeMb: 8 };
 
 function startWorker(input: WorkerInput): Worker {
-  if (!import.meta.url.endsWith(".ts")) {
-    return new Worker(new URL("./pgliteWorker.js", import.meta.url), {
-      workerData: input,
-      resourceLimits: THREAD_LIMITS,
-    });
-  }
-  const worker = new URL("./pgliteWorker.ts", import.meta.url).href;
-  const loader = import.meta.resolve("tsx/esm/api");
-  const start = `import(${JSON.stringify(loader)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(worker)}); });`;
-  return new Worker(start, { eval: true, workerData: input, resourceLimits: THREAD_LIMITS });
+  const entry = siblingEntry(import.meta.url, "pgliteWorker");
+  const options = { workerData: input, resourceLimits: THREAD_LIMITS };
+  return "file" in entry
+    ? new Worker(entry.file, options)
+    : new Worker(entry.script, { ...options, eval: true });
 }
 
 interface Pending {
