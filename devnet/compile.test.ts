@@ -5,7 +5,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,11 +13,15 @@ import { CACHE_DIR, projectRootFrom } from "./compile.js";
 
 test("devnet/ and the compiled dist/devnet/ find the same project root", () => {
   const root = mkdtempSync(join(tmpdir(), "devnet-root-"));
-  writeFileSync(join(root, "package.json"), "{}");
-  mkdirSync(join(root, "devnet"), { recursive: true });
-  mkdirSync(join(root, "dist", "devnet"), { recursive: true });
-  assert.equal(projectRootFrom(join(root, "devnet")), root);
-  assert.equal(projectRootFrom(join(root, "dist", "devnet")), root);
+  try {
+    writeFileSync(join(root, "package.json"), "{}");
+    mkdirSync(join(root, "devnet"), { recursive: true });
+    mkdirSync(join(root, "dist", "devnet"), { recursive: true });
+    assert.equal(projectRootFrom(join(root, "devnet")), root);
+    assert.equal(projectRootFrom(join(root, "dist", "devnet")), root);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
 });
 
 test("the artifact cache is the project's .devnet/artifacts, outside dist/", () => {
