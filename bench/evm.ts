@@ -16,7 +16,7 @@
  * and its p50 shows what the server adds to the wait for the next block.
  *
  * Both servers run CPU-profiled at a coarse interval; each profile is summed
- * over (a) and (b) once the server has exited. This service runs as
+ * over (a), (b) and (d) once the server has exited. This service runs as
  * `npm start` runs it, with a webhook endpoint for the bench account.
  */
 import type { ChildProcess } from "node:child_process";
@@ -90,9 +90,10 @@ export interface Side {
   settle: LoadResult;
   /** (d): settles arriving at a steady rate. */
   steady: LoadResult;
+  /** Over the whole run, i.e. as it stood at the end of (d). */
   peakRssMb: number;
-  /** The peak so far (VmHWM) read at the end of (a), (b) and (d): what each phase added. */
-  peakRssAfterMb: { verify: number; settle: number; steady: number };
+  /** The peak so far (VmHWM) at the end of (a) and of (b): what each phase added. */
+  peakRssAfterMb: { verify: number; settle: number };
   verifyCpu: CpuShare | undefined;
   settleCpu: CpuShare | undefined;
   /** Database statements and round trips per settle request (this service only). */
@@ -357,11 +358,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
         settle,
         steady,
         peakRssMb: peakRssMb(side.pid),
-        peakRssAfterMb: {
-          verify: rssAfterVerify,
-          settle: rssAfterSettle,
-          steady: peakRssMb(side.pid),
-        },
+        peakRssAfterMb: { verify: rssAfterVerify, settle: rssAfterSettle },
         verifyCpu: verifyShare,
         settleCpu: settleShare,
         dbPerSettle:
@@ -415,6 +412,35 @@ export function evmTable(ours: Side, ref: Side): string {
       .join("; ") || "none";
   const cpu = (c: CpuShare | undefined) =>
     c ? `${c.node.toFixed(2)} / ${c.server.toFixed(2)} / ${c.loadGenerator.toFixed(2)}` : "–";
+  /** The same rows for each settle phase; `notes` say how a phase measures them. */
+  const settleRows = (
+    phase: string,
+    pick: (side: Side) => LoadResult,
+    notes: { sent?: string; rate?: string; latency?: string } = {},
+  ) => {
+    const [o, r] = [pick(ours), pick(ref)];
+    return [
+      [
+        `${phase} settled / sent${notes.sent ?? ""}`,
+        `${settled(o)} / ${o.count}`,
+        `${settled(r)} / ${r.count}`,
+        ratio(settled(o), settled(r)),
+      ],
+      [
+        `${phase} settle throughput (settled/s)${notes.rate ?? ""}`,
+        fmt(rate(o), 1),
+        fmt(rate(r), 1),
+        ratio(rate(o), rate(r)),
+      ],
+      ...[50, 99].map((q) => [
+        `${phase} settle p${q} (ms${notes.latency ?? ""})`,
+        fmt(p(o, q)),
+        fmt(p(r, q)),
+        ratio(p(o, q), p(r, q), true),
+      ]),
+      [`${phase} failures by reason`, failures(o), failures(r), ""],
+    ];
+  };
   const rows = [
     [
       "(a) valid verifications per second",
@@ -440,30 +466,7 @@ export function evmTable(ours: Side, ref: Side): string {
       fmt(p(ref.verify, 99), 1),
       ratio(p(ours.verify, 99), p(ref.verify, 99), true),
     ],
-    [
-      "(b) settled / sent",
-      `${settled(ours.settle)} / ${ours.settle.count}`,
-      `${settled(ref.settle)} / ${ref.settle.count}`,
-      ratio(settled(ours.settle), settled(ref.settle)),
-    ],
-    [
-      "(b) settle throughput (settled/s)",
-      fmt(rate(ours.settle), 1),
-      fmt(rate(ref.settle), 1),
-      ratio(rate(ours.settle), rate(ref.settle)),
-    ],
-    [
-      "(b) settle p50 (ms)",
-      fmt(p(ours.settle, 50)),
-      fmt(p(ref.settle, 50)),
-      ratio(p(ours.settle, 50), p(ref.settle, 50), true),
-    ],
-    [
-      "(b) settle p99 (ms)",
-      fmt(p(ours.settle, 99)),
-      fmt(p(ref.settle, 99)),
-      ratio(p(ours.settle, 99), p(ref.settle, 99), true),
-    ],
+    ...settleRows("(b)", (side) => side.settle),
     [
       "(b) database statements per settle",
       fmt(ours.dbPerSettle?.statements ?? NaN, 2),
@@ -482,7 +485,6 @@ export function evmTable(ours: Side, ref: Side): string {
       String(nonceFailures(ref.settle)),
       "",
     ],
-    ["(b) failures by reason", failures(ours.settle), failures(ref.settle), ""],
     [
       "(b) webhook deliveries received by the end of (b)",
       ours.webhookDeliveries === undefined ? "–" : String(ours.webhookDeliveries),
@@ -501,35 +503,15 @@ export function evmTable(ours: Side, ref: Side): string {
       cpu(ref.settleCpu),
       "",
     ],
-    [
-      "(d) settled / sent, arriving at a steady rate",
-      `${settled(ours.steady)} / ${ours.steady.count}`,
-      `${settled(ref.steady)} / ${ref.steady.count}`,
-      ratio(settled(ours.steady), settled(ref.steady)),
-    ],
-    [
-      "(d) settled/s (first arrival to last answer)",
-      fmt(rate(ours.steady), 1),
-      fmt(rate(ref.steady), 1),
-      ratio(rate(ours.steady), rate(ref.steady)),
-    ],
-    [
-      "(d) settle p50 (ms, from each payment's due time)",
-      fmt(p(ours.steady, 50)),
-      fmt(p(ref.steady, 50)),
-      ratio(p(ours.steady, 50), p(ref.steady, 50), true),
-    ],
-    [
-      "(d) settle p99 (ms)",
-      fmt(p(ours.steady, 99)),
-      fmt(p(ref.steady, 99)),
-      ratio(p(ours.steady, 99), p(ref.steady, 99), true),
-    ],
-    ["(d) failures by reason", failures(ours.steady), failures(ref.steady), ""],
+    ...settleRows("(d)", (side) => side.steady, {
+      sent: ", arriving at a steady rate",
+      rate: " (first arrival to last answer)",
+      latency: ", from each payment's due time",
+    }),
     [
       "(c) peak RSS by the end of (a) / (b) / (d) (MB)",
-      `${fmt(ours.peakRssAfterMb.verify)} / ${fmt(ours.peakRssAfterMb.settle)} / ${fmt(ours.peakRssAfterMb.steady)}`,
-      `${fmt(ref.peakRssAfterMb.verify)} / ${fmt(ref.peakRssAfterMb.settle)} / ${fmt(ref.peakRssAfterMb.steady)}`,
+      `${fmt(ours.peakRssAfterMb.verify)} / ${fmt(ours.peakRssAfterMb.settle)} / ${fmt(ours.peakRssMb)}`,
+      `${fmt(ref.peakRssAfterMb.verify)} / ${fmt(ref.peakRssAfterMb.settle)} / ${fmt(ref.peakRssMb)}`,
       "",
     ],
     [
