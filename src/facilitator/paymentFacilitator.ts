@@ -147,7 +147,15 @@ export class PaymentFacilitator {
       };
     const family = this.familyOf(network);
     const block = await this.ask(network, () => family?.currentBlock(network));
-    const run = () => this.engine.verify(req.paymentPayload, pre.requirements);
+    // A refusal reached while the RPC was failing says nothing about the
+    // payment (a failed code or balance read reads as a bad signature): it
+    // throws, so the block's cache forgets it and the next ask checks afresh.
+    const run = async () => {
+      const ranAt = Date.now();
+      const verdict = await this.engine.verify(req.paymentPayload, pre.requirements);
+      if (!verdict.isValid) this.assertChainAnswered(network, ranAt);
+      return verdict;
+    };
     const result =
       block === undefined
         ? await run()

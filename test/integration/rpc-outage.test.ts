@@ -166,6 +166,23 @@ describe("an RPC outage", () => {
     assert.equal(await usdcBalance(info.rpcUrl, info.assets["USDC"]!, PAY_TO), paidBefore + 700n);
   });
 
+  test("a payment refused only because the RPC failed is checked afresh once it is back", async () => {
+    // The block's verify cache must not keep a verdict reached while the RPC
+    // failed (a failed code read reads as a bad signature). No block is mined
+    // here, so a kept verdict would be served for as long as the test runs.
+    const b = await body(3);
+    assert.equal((await post(url, "/verify", await body(1), apiKey)).status, 200);
+    proxy.state.down = true;
+    try {
+      assert.equal((await post(url, "/verify", b, apiKey)).status, 503);
+    } finally {
+      proxy.state.down = false;
+    }
+    await until("/ready to see the RPC again", async () => (await fetch(`${url}/ready`)).ok);
+    const again = (await (await post(url, "/verify", b, apiKey)).json()) as Record<string, unknown>;
+    assert.equal(again["isValid"], true, JSON.stringify(again));
+  });
+
   test("a database that fails to journal the transaction: 503, nothing broadcast, not the payer's failure", async () => {
     const info = devnet.networks["eip155:8453"]!;
     const b = await body(2);
