@@ -5,6 +5,8 @@
  * new thread or process does not inherit the loader's hooks: a small start
  * script registers tsx there first, then imports the sibling.
  */
+import { Worker, type WorkerOptions } from "node:worker_threads";
+
 export type SiblingEntry = { file: URL } | { script: string };
 
 /** `name` without extension, e.g. `siblingEntry(import.meta.url, "pgliteWorker")`. */
@@ -15,4 +17,12 @@ export function siblingEntry(callerUrl: string, name: string): SiblingEntry {
   return {
     script: `import(${JSON.stringify(loader)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(sibling)}); });`,
   };
+}
+
+/** Starts the sibling module `name` in a new thread. */
+export function siblingWorker(callerUrl: string, name: string, options: WorkerOptions): Worker {
+  const entry = siblingEntry(callerUrl, name);
+  return "file" in entry
+    ? new Worker(entry.file, options)
+    : new Worker(entry.script, { ...options, eval: true });
 }

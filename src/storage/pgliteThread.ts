@@ -16,9 +16,9 @@
  * (strings for numeric and int8, Date, Uint8Array, parsed JSON).
  */
 import { readFile } from "node:fs/promises";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import type { PGliteOptions } from "@electric-sql/pglite";
-import { siblingEntry } from "../lib/siblingEntry.js";
+import { siblingWorker } from "../lib/siblingEntry.js";
 import type { EmbeddedDatabase, EmbeddedResult } from "./pgliteDialect.js";
 
 export interface WorkerInput {
@@ -94,11 +94,10 @@ export class EmbeddedDbError extends Error {
 const THREAD_LIMITS = { maxYoungGenerationSizeMb: 8 };
 
 function startWorker(input: WorkerInput): Worker {
-  const entry = siblingEntry(import.meta.url, "pgliteWorker");
-  const options = { workerData: input, resourceLimits: THREAD_LIMITS };
-  return "file" in entry
-    ? new Worker(entry.file, options)
-    : new Worker(entry.script, { ...options, eval: true });
+  return siblingWorker(import.meta.url, "pgliteWorker", {
+    workerData: input,
+    resourceLimits: THREAD_LIMITS,
+  });
 }
 
 interface Pending {
