@@ -26,6 +26,7 @@ import type { NearSetup } from "./chains/near/index.js";
 import type { StarknetSetup } from "./chains/starknet/index.js";
 import { createFacilitator } from "./facilitator/createFacilitator.js";
 import type { PaymentFacilitator } from "./facilitator/paymentFacilitator.js";
+import { VerifyThreadPool } from "./facilitator/verifyThreadPool.js";
 import { ApiKeyAuthenticator } from "./features/keys/authenticator.js";
 import { SettlementRecorder } from "./features/settlements/settlementRecorder.js";
 import { DbTransactionJournal } from "./features/settlements/transactionJournal.js";
@@ -57,6 +58,9 @@ import {
 } from "./workers/confidentialWorker.js";
 import { SignIn } from "./features/identity/signIn.js";
 
+/** Verify threads stop after a minute without an EVM verification, giving back their memory. */
+const VERIFY_THREADS_IDLE_STOP_MS = 60_000;
+
 /** The chains to serve, keyed by family (production: from config; devnet: from the devnet). */
 export interface ChainSetup {
   evm?: EvmSetup;
@@ -87,6 +91,8 @@ export interface ServiceOptions {
   confidential?: ConfidentialVaultOptions;
   /** Confidential worker: false disables it; an object overrides its clock and pace (tests). */
   confidentialWorker?: false | Partial<Pick<ConfidentialWorkerOptions, "now" | "pollMs">>;
+  /** How long verify threads stay without an EVM verification (default a minute; tests). */
+  verifyThreadsIdleStopMs?: number;
 }
 
 export interface Service {
@@ -94,6 +100,8 @@ export interface Service {
   db: Db;
   dbKind: "pglite" | "postgres";
   facilitator: PaymentFacilitator;
+  /** Absent when verification runs only on the service's thread (EVM_VERIFY_THREADS=0). */
+  verifyThreads: VerifyThreadPool | undefined;
   reconciler: SettlementReconciler;
   webhooks: WebhookDeliveryWorker;
   confidential: ConfidentialFeature;
@@ -202,6 +210,32 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     metrics,
   );
   const facilitator = createFacilitator(families, config, log);
+  const { verifyThreads: threadCount, verifyThreadsAbove, ...evmSettings } = config.evm;
+  let verifyThreads: VerifyThreadPool | undefined;
+  if (opts.chains.evm?.networks.length && threadCount > 0) {
+    verifyThreads = new VerifyThreadPool(
+      {
+        logLevel: config.logLevel,
+        evm: opts.chains.evm,
+        evmSettings,
+        facilitator: {
+          builderCode: config.builderCode,
+          builderServiceCode: config.builderServiceCode,
+        },
+        settleTimeoutMs: config.settleTimeoutMs,
+        pollingIntervalMs: opts.pollingIntervalMs,
+      },
+      {
+        count: threadCount,
+        startAtPerSecond: verifyThreadsAbove,
+        idleStopMs: opts.verifyThreadsIdleStopMs ?? VERIFY_THREADS_IDLE_STOP_MS,
+        onReady: (n) => metrics.verifyThreads.set(n),
+        onAnswered: () => metrics.verifiedOnThread.inc(),
+      },
+      log.child({ component: "verify-threads" }),
+    );
+    facilitator.verifyOn(verifyThreads);
+  }
   await Promise.all(families.map((f) => f.start()));
 
   const chainSince = await checkChains(db, families, log);
@@ -334,6 +368,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     db,
     dbKind: database.kind,
     facilitator,
+    verifyThreads,
     reconciler,
     webhooks,
     confidential,

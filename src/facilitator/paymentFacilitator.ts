@@ -29,6 +29,7 @@ import { runInSettlementScope } from "../chains/settlementScope.js";
 import { X402_VERSION, type PaymentRequest, type SupportedResponse } from "../protocol.js";
 import { sanitizeMessage } from "./sanitize.js";
 import { PerBlockVerifyCache } from "./verifyCache.js";
+import { VerifyThreadGoneError, type VerifyThreadPool } from "./verifyThreadPool.js";
 
 export { X402_VERSION, type PaymentRequest, type SupportedResponse };
 
@@ -36,6 +37,7 @@ export { X402_VERSION, type PaymentRequest, type SupportedResponse };
 export class PaymentFacilitator {
   private supportedCache: { at: number; value: SupportedResponse } | undefined;
   private readonly verifyCache = new PerBlockVerifyCache();
+  private verifyThreads: VerifyThreadPool | undefined;
 
   constructor(
     readonly engine: x402Facilitator,
@@ -133,7 +135,25 @@ export class PaymentFacilitator {
     return family.reconcile(pending);
   }
 
+  /** Verifications of the networks these threads serve run there (see verifyThreadPool.ts). */
+  verifyOn(threads: VerifyThreadPool): void {
+    this.verifyThreads = threads;
+  }
+
   async verify(req: PaymentRequest): Promise<VerifyResponse> {
+    const onThread = this.verifyThreads?.verify(req);
+    if (onThread) {
+      try {
+        return await onThread;
+      } catch (e) {
+        // Only reads were lost with the thread: verify here instead.
+        if (!(e instanceof VerifyThreadGoneError)) throw e;
+      }
+    }
+    return this.verifyHere(req);
+  }
+
+  private async verifyHere(req: PaymentRequest): Promise<VerifyResponse> {
     const startedAt = Date.now();
     const network = req.paymentRequirements.network;
     const payer = this.payerOf(req);
@@ -319,6 +339,7 @@ export class PaymentFacilitator {
   }
 
   async close(): Promise<void> {
+    await this.verifyThreads?.close();
     await Promise.all(this.families.map((f) => f.close()));
   }
 }

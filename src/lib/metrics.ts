@@ -13,6 +13,8 @@ export interface Metrics {
   rpcReachable: Gauge<"network">;
   reconciled: Counter<"network" | "status">;
   nativeRecovery: Gauge;
+  verifyThreads: Gauge;
+  verifiedOnThread: Counter;
   dbStatements: Counter;
   dbRoundTrips: Counter;
 }
@@ -68,6 +70,16 @@ export function createMetrics(collectProcess = true): Metrics {
     nativeRecovery: new Gauge({
       name: "x402_native_signature_recovery",
       help: "1 when EVM signature recovery runs on libsecp256k1, 0 when it fell back to pure JavaScript",
+      registers: [registry],
+    }),
+    verifyThreads: new Gauge({
+      name: "x402_verify_threads",
+      help: "Verify threads ready to answer EVM verifications (they start when verification is busy)",
+      registers: [registry],
+    }),
+    verifiedOnThread: new Counter({
+      name: "x402_verifications_on_thread_total",
+      help: "EVM verifications answered by a verify thread rather than the service's own thread",
       registers: [registry],
     }),
     dbStatements: new Counter({

@@ -6,8 +6,9 @@
  * either at once or, with `dropWhenMined`, once the chain has mined the
  * transactions the call sent (so the sender's retry finds them mined).
  * `answers` keeps the chain's answers to the matching calls, lost or not.
+ * `hold()` keeps every call waiting (a provider that stalls) until `release()`.
  */
-import { createServer, request, type Server } from "node:http";
+import { createServer, request, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createPublicClient, http, keccak256, type Hex } from "viem";
 import { until } from "./processes.js";
@@ -23,6 +24,10 @@ export interface RpcProxy {
     dropWhenMined: boolean;
     answers: string[];
   };
+  /** From now on, calls wait here instead of reaching the chain. */
+  hold(): void;
+  /** Sends the held calls on, and the ones after them straight through. */
+  release(): void;
   close(): Promise<void>;
 }
 
@@ -35,45 +40,57 @@ export async function startRpcProxy(target: string, dropMatching = ""): Promise<
     dropWhenMined: false,
     answers: [] as string[],
   };
+  let held: (() => void)[] | undefined;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      const body = Buffer.concat(chunks);
-      if (state.down) {
-        res.writeHead(502, { "content-type": "text/plain" });
-        res.end("bad gateway");
-        return;
-      }
-      const matches = state.dropMatching !== "" && body.includes(state.dropMatching);
-      const upstream = request(
-        target,
-        { method: "POST", headers: { "content-type": "application/json" } },
-        (up) => {
-          const out: Buffer[] = [];
-          up.on("data", (c: Buffer) => out.push(c));
-          up.on("end", () => {
-            if (matches) state.answers.push(Buffer.concat(out).toString("utf8"));
-            if (matches && state.drops > 0) {
-              state.drops--;
-              state.dropped++;
-              const cut = () => res.socket?.destroy();
-              if (state.dropWhenMined) void minedOn(target, body).then(cut, cut);
-              else cut();
-              return;
-            }
-            res.writeHead(up.statusCode ?? 200, { "content-type": "application/json" });
-            res.end(Buffer.concat(out));
-          });
-        },
-      );
-      upstream.end(body);
+      if (held) held.push(() => forward(res, Buffer.concat(chunks)));
+      else forward(res, Buffer.concat(chunks));
     });
   });
+  const forward = (res: ServerResponse, body: Buffer) => {
+    if (state.down) {
+      res.writeHead(502, { "content-type": "text/plain" });
+      res.end("bad gateway");
+      return;
+    }
+    const matches = state.dropMatching !== "" && body.includes(state.dropMatching);
+    const upstream = request(
+      target,
+      { method: "POST", headers: { "content-type": "application/json" } },
+      (up) => {
+        const out: Buffer[] = [];
+        up.on("data", (c: Buffer) => out.push(c));
+        up.on("end", () => {
+          if (matches) state.answers.push(Buffer.concat(out).toString("utf8"));
+          if (matches && state.drops > 0) {
+            state.drops--;
+            state.dropped++;
+            const cut = () => res.socket?.destroy();
+            if (state.dropWhenMined) void minedOn(target, body).then(cut, cut);
+            else cut();
+            return;
+          }
+          res.writeHead(up.statusCode ?? 200, { "content-type": "application/json" });
+          res.end(Buffer.concat(out));
+        });
+      },
+    );
+    upstream.end(body);
+  };
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     state,
+    hold: () => {
+      held ??= [];
+    },
+    release: () => {
+      const waiting = held ?? [];
+      held = undefined;
+      for (const send of waiting) send();
+    },
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();
