@@ -39,6 +39,7 @@ import {
   classifyVerify,
   freePort,
   peakRssMb,
+  readCounters,
   readDbTraffic,
   spawnServer,
   stopServers,
@@ -98,6 +99,8 @@ export interface Side {
   settleCpu: CpuShare | undefined;
   /** Database statements and round trips per settle request (this service only). */
   dbPerSettle: { statements: number; roundTrips: number } | undefined;
+  /** Verifications answered by verify threads during (a) (this service only; 0 when none ran). */
+  verifiedOnThreads: number | undefined;
   /** Webhook deliveries the receiver had by the end of (b) (this service only). */
   webhookDeliveries: number | undefined;
   /** Its CPU profile summed over (a) and (b), or why there is none. */
@@ -305,6 +308,9 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
       });
       const verifyWindow = { fromUs: verifyFrom, toUs: monotonicUs() };
       const rssAfterVerify = peakRssMb(side.pid);
+      const onThreads = side.countsDb
+        ? (await readCounters(side.url, { n: "x402_verifications_on_thread_total" })).n
+        : undefined;
       const verifyShare = verifyCpu();
       say(
         `    ${validPerSecond(verify).toFixed(0)} valid verifications/s (${[...verify.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")})`,
@@ -368,6 +374,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
                 roundTrips: (dbAfter.roundTrips - dbBefore.roundTrips) / settle.count,
               }
             : undefined,
+        verifiedOnThreads: onThreads,
         webhookDeliveries: side.webhooks ? receiver.received() : undefined,
       });
     }
@@ -452,6 +459,14 @@ export function evmTable(ours: Side, ref: Side): string {
       "(a) verify requests repeating an earlier payload",
       String(ours.verifyRepeats),
       String(ref.verifyRepeats),
+      "",
+    ],
+    [
+      "(a) verifications answered on verify threads (EVM_VERIFY_THREADS)",
+      ours.verifiedOnThreads === undefined
+        ? "–"
+        : `${fmt(ours.verifiedOnThreads || 0)} of ${fmt(ours.verify.count)}`,
+      "– (one thread)",
       "",
     ],
     [

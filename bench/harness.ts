@@ -146,12 +146,22 @@ export interface DbTraffic {
   roundTrips: number;
 }
 
-export async function readDbTraffic(baseUrl: string): Promise<DbTraffic> {
+/** Unlabelled counters from the service's /metrics (NaN for one it does not export). */
+export async function readCounters<K extends string>(
+  baseUrl: string,
+  names: Record<K, string>,
+): Promise<Record<K, number>> {
   const text = await (await fetch(`${baseUrl}/metrics`)).text();
-  const counter = (name: string) =>
-    Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? NaN);
-  return {
-    statements: counter("x402_db_statements_total"),
-    roundTrips: counter("x402_db_round_trips_total"),
-  };
+  const out = {} as Record<K, number>;
+  for (const [key, name] of Object.entries(names) as [K, string][]) {
+    out[key] = Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? NaN);
+  }
+  return out;
+}
+
+export function readDbTraffic(baseUrl: string): Promise<DbTraffic> {
+  return readCounters(baseUrl, {
+    statements: "x402_db_statements_total",
+    roundTrips: "x402_db_round_trips_total",
+  });
 }
