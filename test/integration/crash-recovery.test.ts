@@ -15,7 +15,7 @@ import { startDevnet, type Devnet } from "../../devnet/index.js";
 import { openMigratedDb } from "../../src/storage/db.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
-import { freePort, until } from "../support/processes.js";
+import { freePort, signalAndWait, until } from "../support/processes.js";
 import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
 
 const PAY_TO = "0x7777777777777777777777777777777777777777" as Hex;
@@ -37,7 +37,7 @@ before(async () => {
   devnet = await startDevnet({ blockTimeSeconds: 4, outFile: null });
 });
 after(async () => {
-  child?.kill("SIGKILL");
+  if (child) await signalAndWait(child, "SIGKILL");
   await devnet.stop();
 });
 
@@ -95,7 +95,8 @@ test("SIGKILL between broadcast and receipt: restart reconciles, one transfer, r
     const pool = (await rpc(info.rpcUrl, "txpool_content")) as { pending: Record<string, unknown> };
     return Object.keys(pool.pending).length > 0;
   });
-  child.kill("SIGKILL");
+  // Reaped before the restart: the embedded database's lock checks the pid.
+  await signalAndWait(child, "SIGKILL");
   assert.ok((await inFlight) instanceof Error, "the client saw the connection drop");
   assert.equal(
     await usdcBalance(info.rpcUrl, usdc, PAY_TO),
@@ -115,8 +116,7 @@ test("SIGKILL between broadcast and receipt: restart reconciles, one transfer, r
       await (await fetch(`${url}/metrics`)).text(),
     ),
   );
-  child.kill("SIGTERM");
-  await new Promise((r) => child!.once("exit", r));
+  await signalAndWait(child, "SIGTERM");
   child = undefined;
 
   assert.equal(

@@ -1,4 +1,5 @@
 /** Helpers for tests that run the service as a separate process. */
+import type { ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
 
 /** A free loopback port. */
@@ -24,4 +25,21 @@ export async function until<T>(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * Sends `signal` and resolves with the exit code once the process has been
+ * reaped. A killed process keeps its pid until then, so anything that checks
+ * whether that pid is alive (the embedded database's lock) must wait for this.
+ */
+export async function signalAndWait(
+  child: ChildProcess,
+  signal: NodeJS.Signals,
+): Promise<number | null> {
+  const exited =
+    child.exitCode !== null || child.signalCode !== null
+      ? Promise.resolve(child.exitCode)
+      : new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  child.kill(signal);
+  return exited;
 }

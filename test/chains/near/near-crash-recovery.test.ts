@@ -16,7 +16,7 @@ import { startNearLedger, type RunningNear } from "../../../devnet/near/index.js
 import { openMigratedDb } from "../../../src/storage/db.js";
 import { createAccount } from "../../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../../src/features/keys/apiKeys.js";
-import { freePort, until } from "../../support/processes.js";
+import { freePort, signalAndWait, until } from "../../support/processes.js";
 import { post } from "../../support/payments.js";
 import { nearPayment, nearRequirements, payerKey } from "../../support/nearPayments.js";
 
@@ -27,7 +27,7 @@ before(async () => {
   near = await startNearLedger({ blockMs: 300 });
 });
 after(async () => {
-  child?.kill("SIGKILL");
+  if (child) await signalAndWait(child, "SIGKILL");
   await near.stop();
 });
 
@@ -78,19 +78,26 @@ test("SIGKILL with a relayed payment in the pool, then the node loses it: restar
     },
   );
   near.ledger.withhold();
-  const inFlight = post(url, "/settle", body, key.key).catch((e: unknown) => e);
-  await until("the relayed transaction waits in the pool", async () =>
-    near.ledger.waiting > 0 ? true : undefined,
-  );
-  child.kill("SIGKILL");
-  assert.ok((await inFlight) instanceof Error, "the client saw the connection drop");
-  // The node drops what it held: only the journal still has the transaction.
-  const db1 = await openMigratedDb({ dataDir: join(dataDir, "pglite") });
-  const journaled = await db1.db.selectFrom("settlement_transactions").selectAll().execute();
-  await db1.close();
-  assert.equal(journaled.length, 1, "journaled before it left");
-  near.ledger.forget(journaled[0]!.reference);
-  near.ledger.release();
+  let journaled: { reference: string }[] = [];
+  try {
+    const inFlight = post(url, "/settle", body, key.key).catch((e: unknown) => e);
+    await until("the relayed transaction waits in the pool", async () =>
+      near.ledger.waiting > 0 ? true : undefined,
+    );
+    await signalAndWait(child, "SIGKILL");
+    child = undefined;
+    assert.ok((await inFlight) instanceof Error, "the client saw the connection drop");
+    // The node drops what it held: only the journal still has the transaction.
+    const db1 = await openMigratedDb({ dataDir: join(dataDir, "pglite") });
+    journaled = await db1.db.selectFrom("settlement_transactions").selectAll().execute();
+    await db1.close();
+    assert.equal(journaled.length, 1, "journaled before it left");
+    near.ledger.forget(journaled[0]!.reference);
+  } finally {
+    // Whatever happened above, the pool is not left holding transactions
+    // that a later test's relayer nonces would collide with.
+    near.ledger.release();
+  }
   assert.equal(near.ledger.transaction(journaled[0]!.reference), undefined);
 
   child = await service(dataDir, port);
@@ -99,8 +106,7 @@ test("SIGKILL with a relayed payment in the pool, then the node loses it: restar
       await (await fetch(`${url}/metrics`)).text(),
     ),
   );
-  child.kill("SIGTERM");
-  const code = await new Promise((r) => child!.once("exit", r));
+  const code = await signalAndWait(child, "SIGTERM");
   child = undefined;
   assert.equal(code, 0);
 
@@ -142,8 +148,7 @@ test("SIGTERM with NEAR settles in flight: each is answered, the process exits 0
   await until("every relayed transaction waits in the pool", async () =>
     near.ledger.waiting >= 3 ? true : undefined,
   );
-  const exited = new Promise((r) => child!.once("exit", r));
-  child.kill("SIGTERM");
+  const exited = signalAndWait(child, "SIGTERM");
   near.ledger.release();
   const out = await Promise.all(answers);
   assert.deepEqual(
