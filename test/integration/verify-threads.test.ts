@@ -11,88 +11,60 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { startDevnet, type Devnet } from "../../devnet/index.js";
-import { createService, type Service } from "../../src/app.js";
-import { loadConfig } from "../../src/config/index.js";
-import { createAccount } from "../../src/features/accounts/accounts.js";
-import { createApiKey } from "../../src/features/keys/apiKeys.js";
-import { openTestDb } from "../support/database.js";
 import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
 import { until } from "../support/processes.js";
 import { startRpcProxy, type RpcProxy } from "../support/rpcProxy.js";
+import { startStack, type TestStack } from "../support/stack.js";
 
 const PAY_TO = "0x7373737373737373737373737373737373737373" as Hex;
-const NETWORK = "eip155:8453";
 /** Verifications in one second that start the threads. */
 const START_AT = 5;
 
 describe("verify threads", () => {
-  let devnet: Devnet;
+  let stack: TestStack;
   let proxy: RpcProxy;
-  let service: Service;
-  let url: string;
-  let apiKey: string;
-  let closeDb: () => Promise<void>;
   let amount = 1_000;
 
   before(async () => {
-    devnet = await startDevnet({ blockTimeSeconds: 0, outFile: null });
-    proxy = await startRpcProxy(devnet.networks[NETWORK]!.rpcUrl);
-    const db = await openTestDb("pglite");
-    closeDb = db.close;
-    service = await createService({
-      config: loadConfig({
-        FACILITATOR_MODE: "devnet",
-        PORT: "0",
-        HOST: "127.0.0.1",
-        LOG_LEVEL: "silent",
+    stack = await startStack({
+      env: {
         EVM_RPC_BATCH_SIZE: "0",
         EVM_VERIFY_THREADS: "1",
         EVM_VERIFY_THREADS_ABOVE: String(START_AT),
-      }),
-      database: db,
-      collectProcessMetrics: false,
-      pollingIntervalMs: 50,
+      },
       verifyThreadsIdleStopMs: 1_500,
-      chains: {
-        evm: {
-          networks: [{ id: NETWORK, rpcUrls: [proxy.url] }],
-          privateKeys: devnet.networks[NETWORK]!.facilitatorPrivateKeys as Hex[],
-        },
+      evmRpcUrl: async (nodeUrl) => {
+        proxy = await startRpcProxy(nodeUrl);
+        return proxy.url;
       },
     });
-    url = await service.listen();
-    const account = await createAccount(service.db, "threads");
-    apiKey = (await createApiKey(service.db, account.id, "threads")).key;
   });
   after(async () => {
-    await service.close();
-    await closeDb();
+    await stack.stop();
     await proxy.close();
-    await devnet.stop();
   });
 
-  const pool = () => service.verifyThreads!;
-  const gauge = async () => (await service.metrics.verifyThreads.get()).values[0]?.value ?? 0;
-  const onThread = async () => (await service.metrics.verifiedOnThread.get()).values[0]?.value ?? 0;
+  const pool = () => stack.service.verifyThreads!;
+  const gauge = async () => (await stack.service.metrics.verifyThreads.get()).values[0]?.value ?? 0;
+  const onThread = async () =>
+    (await stack.service.metrics.verifiedOnThread.get()).values[0]?.value ?? 0;
 
   /** A distinct payment each time (a new amount), so no cache answers it. */
   const body = async (payer = 0) => {
-    const info = devnet.networks[NETWORK]!;
     const requirements = requirementsFor({
-      network: NETWORK,
-      usdc: info.assets["USDC"]!,
+      network: stack.network,
+      usdc: stack.usdc,
       payTo: PAY_TO,
       amount: String(amount++),
     });
     return {
       x402Version: 2,
-      paymentPayload: await signPayment(info.payerPrivateKeys[payer] as Hex, requirements),
+      paymentPayload: await signPayment(stack.payerKeys[payer]!, requirements),
       paymentRequirements: requirements,
     };
   };
   const verify = async (b: unknown) => {
-    const res = await post(url, "/verify", b, apiKey);
+    const res = await post(stack.url, "/verify", b, stack.apiKey);
     return { status: res.status, json: (await res.json()) as Record<string, unknown> };
   };
   /** Keeps verification busy until a thread is ready (busy enough to start one). */
@@ -121,10 +93,7 @@ describe("verify threads", () => {
     const answer = await verify(await body(1));
     assert.equal(answer.status, 200);
     assert.equal(answer.json["isValid"], true);
-    assert.equal(
-      answer.json["payer"],
-      privateKeyToAccount(devnet.networks[NETWORK]!.payerPrivateKeys[1] as Hex).address,
-    );
+    assert.equal(answer.json["payer"], privateKeyToAccount(stack.payerKeys[1]!).address);
     assert.equal(await onThread(), atReady + 1, "the ready thread answered it");
 
     await until("the idle thread stopped", async () => pool().workers.length === 0);
@@ -168,7 +137,7 @@ describe("verify threads", () => {
     const b = await body(2);
     proxy.state.down = true;
     try {
-      const res = await post(url, "/verify", b, apiKey);
+      const res = await post(stack.url, "/verify", b, stack.apiKey);
       assert.equal(res.status, 503, await res.clone().text());
       const json = (await res.json()) as Record<string, unknown>;
       assert.equal(json["error"], "service_unavailable");
@@ -182,21 +151,17 @@ describe("verify threads", () => {
 
   test("settling while threads verify moves the money once, from the service's thread", async () => {
     await busyUntilReady();
-    const info = devnet.networks[NETWORK]!;
     const b = await body(3);
     const verified = await verify(b);
     assert.equal(verified.json["isValid"], true);
-    const paidBefore = await usdcBalance(info.rpcUrl, info.assets["USDC"]!, PAY_TO);
-    const settled = await post(url, "/settle", b, apiKey);
+    const paidBefore = await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO);
+    const settled = await post(stack.url, "/settle", b, stack.apiKey);
     assert.equal(settled.status, 200);
     const answer = (await settled.json()) as Record<string, unknown>;
     assert.equal(answer["success"], true);
     const amountPaid = BigInt(b.paymentRequirements.amount);
-    assert.equal(
-      await usdcBalance(info.rpcUrl, info.assets["USDC"]!, PAY_TO),
-      paidBefore + amountPaid,
-    );
-    const rows = await service.db
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO), paidBefore + amountPaid);
+    const rows = await stack.service.db
       .selectFrom("settlements")
       .select(["status", "transaction"])
       .where("amount", "=", b.paymentRequirements.amount)

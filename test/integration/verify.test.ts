@@ -70,16 +70,15 @@ for (const mode of MODES)
       };
     }
 
+    const verifyPayment = (paymentPayload: unknown, paymentRequirements: unknown) =>
+      verify({ x402Version: 2, paymentPayload, paymentRequirements });
+
     test("a payment signed by the official client is valid and names the payer; nothing moves", async () => {
       const requirements = reqs();
       const payer = privateKeyToAccount(payerKey).address;
       const before = await usdcBalance(stack.rpcUrl, stack.usdc, payer);
       const payload = await signPayment(payerKey, requirements);
-      const result = await verify({
-        x402Version: 2,
-        paymentPayload: payload,
-        paymentRequirements: requirements,
-      });
+      const result = await verifyPayment(payload, requirements);
       assert.deepEqual(result, { isValid: true, payer });
       assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payer), before);
       const rows = await stack.service.db.selectFrom("settlements").selectAll().execute();
@@ -90,22 +89,14 @@ for (const mode of MODES)
       const requirements = reqs();
       const payload = await signPayment(payerKey, requirements);
       const { extra: _extra, ...bare } = requirements;
-      const result = await verify({
-        x402Version: 2,
-        paymentPayload: payload,
-        paymentRequirements: bare,
-      });
+      const result = await verifyPayment(payload, bare);
       assert.equal(result.isValid, true);
     });
 
     test("a domain name the token does not use is named plainly", async () => {
       const requirements = { ...reqs(), extra: { name: "Wrong Coin", version: "2" } };
       const payload = await signPayment(payerKey, requirements);
-      const result = await verify({
-        x402Version: 2,
-        paymentPayload: payload,
-        paymentRequirements: requirements,
-      });
+      const result = await verifyPayment(payload, requirements);
       assert.equal(result.isValid, false);
       assert.equal(result.invalidReason, "invalid_exact_evm_eip712_domain_mismatch");
       assert.match(result.invalidMessage ?? "", /USD Coin/);
@@ -117,11 +108,7 @@ for (const mode of MODES)
       const forged = await signPayment(stack.payerKeys[2]!, requirements);
       const inner = payload.payload as { signature: string };
       inner.signature = (forged.payload as { signature: string }).signature;
-      const result = await verify({
-        x402Version: 2,
-        paymentPayload: payload,
-        paymentRequirements: requirements,
-      });
+      const result = await verifyPayment(payload, requirements);
       assert.equal(result.isValid, false);
       assert.equal(result.invalidReason, "invalid_exact_evm_signature");
     });
@@ -129,11 +116,7 @@ for (const mode of MODES)
     test("insufficient funds: a payer holding no USDC", async () => {
       const requirements = reqs();
       const payload = await signPayment(generatePrivateKey(), requirements);
-      const result = await verify({
-        x402Version: 2,
-        paymentPayload: payload,
-        paymentRequirements: requirements,
-      });
+      const result = await verifyPayment(payload, requirements);
       assert.equal(result.isValid, false);
       assert.equal(result.invalidReason, "insufficient_funds");
     });
@@ -146,11 +129,7 @@ for (const mode of MODES)
         validAfter: 0n,
         validBefore: nowSeconds() + 300n,
       });
-      const result = await verify({
-        x402Version: 2,
-        paymentPayload: payload,
-        paymentRequirements: requirements,
-      });
+      const result = await verifyPayment(payload, requirements);
       assert.equal(result.isValid, false);
       assert.equal(result.invalidReason, "invalid_exact_evm_payload_authorization_value_mismatch");
     });
@@ -161,11 +140,7 @@ for (const mode of MODES)
         ...requirements,
         payTo: "0x2222222222222222222222222222222222222222",
       });
-      const result = await verify({
-        x402Version: 2,
-        paymentPayload: payload,
-        paymentRequirements: requirements,
-      });
+      const result = await verifyPayment(payload, requirements);
       assert.equal(result.isValid, false);
       assert.equal(result.invalidReason, "invalid_exact_evm_recipient_mismatch");
     });
@@ -178,11 +153,7 @@ for (const mode of MODES)
         validAfter: 0n,
         validBefore: nowSeconds() - 10n,
       });
-      const result = await verify({
-        x402Version: 2,
-        paymentPayload: payload,
-        paymentRequirements: requirements,
-      });
+      const result = await verifyPayment(payload, requirements);
       assert.equal(result.isValid, false);
       assert.equal(result.invalidReason, "invalid_exact_evm_payload_authorization_valid_before");
     });
@@ -195,11 +166,7 @@ for (const mode of MODES)
         validAfter: nowSeconds() + 3600n,
         validBefore: nowSeconds() + 7200n,
       });
-      const result = await verify({
-        x402Version: 2,
-        paymentPayload: payload,
-        paymentRequirements: requirements,
-      });
+      const result = await verifyPayment(payload, requirements);
       assert.equal(result.isValid, false);
       assert.equal(result.invalidReason, "invalid_exact_evm_payload_authorization_valid_after");
     });
@@ -218,11 +185,7 @@ for (const mode of MODES)
     test("unsupported network", async () => {
       const requirements = reqs({ network: "eip155:1" });
       const payload = await signPayment(payerKey, requirements);
-      const result = await verify({
-        x402Version: 2,
-        paymentPayload: payload,
-        paymentRequirements: requirements,
-      });
+      const result = await verifyPayment(payload, requirements);
       assert.equal(result.isValid, false);
       assert.equal(result.invalidReason, "invalid_network");
     });
@@ -230,11 +193,7 @@ for (const mode of MODES)
     test("unsupported scheme", async () => {
       const requirements = { ...reqs(), scheme: "streaming" };
       const payload = await signPayment(payerKey, reqs());
-      const result = await verify({
-        x402Version: 2,
-        paymentPayload: payload,
-        paymentRequirements: requirements,
-      });
+      const result = await verifyPayment(payload, requirements);
       assert.equal(result.isValid, false);
       assert.equal(result.invalidReason, "unsupported_scheme");
     });

@@ -50,6 +50,10 @@ export interface StackOptions {
   networks?: string[];
   env?: Record<string, string>;
   maxGasPriceWei?: bigint;
+  /** Puts something (a failing proxy) between the service and each EVM chain: gets its URL, returns the one to use. */
+  evmRpcUrl?: (nodeUrl: string) => Promise<string>;
+  /** How long verify threads stay without an EVM verification (ServiceOptions). */
+  verifyThreadsIdleStopMs?: number;
   /** Runs after the chains are up and before the service starts. */
   beforeService?: (devnet: Devnet) => Promise<void>;
   facilitators?: number;
@@ -125,15 +129,20 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     ...(opts.confidentialWorker !== undefined
       ? { confidentialWorker: opts.confidentialWorker }
       : {}),
+    ...(opts.verifyThreadsIdleStopMs !== undefined
+      ? { verifyThreadsIdleStopMs: opts.verifyThreadsIdleStopMs }
+      : {}),
     collectProcessMetrics: false,
     pollingIntervalMs: 50,
     chains: {
       evm: {
-        networks: infos.map(([id, info]) => ({
-          id,
-          rpcUrls: [info.rpcUrl],
-          maxGasPriceWei: opts.maxGasPriceWei,
-        })),
+        networks: await Promise.all(
+          infos.map(async ([id, info]) => ({
+            id,
+            rpcUrls: [opts.evmRpcUrl ? await opts.evmRpcUrl(info.rpcUrl) : info.rpcUrl],
+            maxGasPriceWei: opts.maxGasPriceWei,
+          })),
+        ),
         privateKeys: first[1].facilitatorPrivateKeys as Hex[],
       },
       ...(solana
