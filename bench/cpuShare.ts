@@ -72,3 +72,19 @@ export function measureCpu(serverPid: number): () => CpuShare | undefined {
     };
   };
 }
+
+/** The shares of several spans as one, each weighted by how long it lasted. */
+export function combineCpuShares(
+  spans: readonly { share: CpuShare | undefined; seconds: number }[],
+): CpuShare | undefined {
+  const measured = spans.filter((s): s is { share: CpuShare; seconds: number } => !!s.share);
+  const seconds = measured.reduce((a, s) => a + s.seconds, 0);
+  if (measured.length === 0 || seconds === 0) return undefined;
+  const weighted = (pick: (c: CpuShare) => number) =>
+    measured.reduce((a, s) => a + pick(s.share) * s.seconds, 0) / seconds;
+  return {
+    node: weighted((c) => c.node),
+    server: weighted((c) => c.server),
+    loadGenerator: weighted((c) => c.loadGenerator),
+  };
+}

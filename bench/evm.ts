@@ -2,7 +2,8 @@
  * The EVM settlement benchmark: this service against the reference
  * facilitator, on one devnet (anvil, 1 s blocks), in one run.
  *
- *   (a) /verify throughput and p50/p99 at concurrency 64 for 30 s
+ *   (a) /verify throughput and p50/p99 at concurrency 64 for 30 s, in rounds
+ *       that alternate between the two servers
  *   (b) /settle of 2,000 distinct payments at concurrency 200 (500 on PostgreSQL)
  *   (c) peak RSS of each server process
  *   (d) /settle of 2,000 more, arriving at a steady 200 a second (400 on
@@ -33,7 +34,7 @@ import { createAccount } from "../src/features/accounts/accounts.js";
 import { setAccountPlan } from "../src/features/plans/quotaLedger.js";
 import { createApiKey } from "../src/features/keys/apiKeys.js";
 import { setWebhookEndpoint } from "../src/features/webhooks/webhookRepository.js";
-import { percentile, runLoad, type LoadResult } from "./load.js";
+import { mergeLoadResults, percentile, runLoad, type LoadResult } from "./load.js";
 import {
   classifySettle,
   classifyVerify,
@@ -48,7 +49,7 @@ import {
   type CpuProfileOptions,
   type ServerExit,
 } from "./harness.js";
-import { measureCpu, type CpuShare } from "./cpuShare.js";
+import { combineCpuShares, measureCpu, type CpuShare } from "./cpuShare.js";
 import { monotonicUs, type TimeWindow } from "./cpuProfile.js";
 import { serverProfile, type ServerProfile } from "./serverProfile.js";
 import { startWebhookReceiver } from "./webhookReceiver.js";
@@ -64,7 +65,11 @@ import { startWebhookReceiver } from "./webhookReceiver.js";
 const PROFILE_INTERVAL_US = 5_000;
 
 export interface EvmBenchOptions {
+  /** Measured verify time per server, split into rounds that alternate between the two. */
   verifySeconds: number;
+  verifyRounds: number;
+  /** An unmeasured first round per server, so neither is measured while its code is still cold. */
+  verifyWarmupSeconds: number;
   settleCount: number;
   settleConcurrency: number;
   verifyConcurrency: number;
@@ -115,7 +120,7 @@ export interface EvmBenchResult {
 
 /** What is measured of a side while it runs; its profile is read after it exits. */
 type Measured = Omit<Side, "profile"> & {
-  verifyWindow: TimeWindow;
+  verifyWindows: TimeWindow[];
   settleWindow: TimeWindow;
   steadyWindow: TimeWindow;
 };
@@ -292,29 +297,10 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
         webhooks: false,
       },
     ];
-    for (const side of sides) {
-      say(
-        `(a) ${side.name}: /verify, concurrency ${opts.verifyConcurrency}, ${opts.verifySeconds} s…`,
-      );
-      const verifyCpu = measureCpu(side.pid);
-      const verifyFrom = monotonicUs();
-      const verify = await runLoad({
-        url: `${side.url}/verify`,
-        headers: side.headers,
-        concurrency: opts.verifyConcurrency,
-        body: (i) => verifyBodies[i % verifyBodies.length]!,
-        durationMs: opts.verifySeconds * 1000,
-        classify: classifyVerify,
-      });
-      const verifyWindow = { fromUs: verifyFrom, toUs: monotonicUs() };
-      const rssAfterVerify = peakRssMb(side.pid);
-      const onThreads = side.countsDb
-        ? (await readCounters(side.url, { n: "x402_verifications_on_thread_total" })).n
-        : undefined;
-      const verifyShare = verifyCpu();
-      say(
-        `    ${validPerSecond(verify).toFixed(0)} valid verifications/s (${[...verify.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")})`,
-      );
+    const verified = await verifyAlternating(sides, verifyBodies, opts);
+    for (const [sideIndex, side] of sides.entries()) {
+      const { verify, verifyWindows, verifyShare, payloadsUsed, rssAfterVerify, onThreads } =
+        verified[sideIndex]!;
       say(
         `(b) ${side.name}: /settle ${opts.settleCount} payments, concurrency ${opts.settleConcurrency}…`,
       );
@@ -356,11 +342,11 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
         `    ${[...steady.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${steady.seconds.toFixed(1)} s`,
       );
       measured.push({
-        verifyWindow,
+        verifyWindows,
         settleWindow,
         steadyWindow,
         verify,
-        verifyRepeats: Math.max(0, verify.count - verifyBodies.length),
+        verifyRepeats: Math.max(0, payloadsUsed - verifyBodies.length),
         settle,
         steady,
         peakRssMb: peakRssMb(side.pid),
@@ -387,12 +373,12 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
     await devnet.stop();
   }
   const [ours, reference] = measured.map(
-    ({ verifyWindow, settleWindow, steadyWindow, ...side }, i) => ({
+    ({ verifyWindows, settleWindow, steadyWindow, ...side }, i) => ({
       ...side,
       profile: serverProfile(profiles[i]!.dir, exits[i], [
-        { label: "(a) verify", window: verifyWindow },
-        { label: "(b) settle", window: settleWindow },
-        { label: "(d) steady settle", window: steadyWindow },
+        { label: "(a) verify", windows: verifyWindows },
+        { label: "(b) settle", windows: [settleWindow] },
+        { label: "(d) steady settle", windows: [steadyWindow] },
       ]),
     }),
   );
@@ -541,4 +527,93 @@ export function evmTable(ours: Side, ref: Side): string {
     "|---|---|---|---|",
     ...rows.map((r) => `| ${r.join(" | ")} |`),
   ].join("\n");
+}
+
+interface VerifySide {
+  name: string;
+  url: string;
+  pid: number;
+  countsDb: boolean;
+  headers: Record<string, string>;
+}
+
+interface VerifiedSide {
+  verify: LoadResult;
+  verifyWindows: TimeWindow[];
+  verifyShare: CpuShare | undefined;
+  payloadsUsed: number;
+  rssAfterVerify: number;
+  onThreads: number | undefined;
+}
+
+/**
+ * (a): verify on both servers in turns (A B A B …), after an unmeasured
+ * warm-up round each. The machine's own speed drifts by tens of per cent
+ * over minutes (other work on the host, CPU frequency), and a server run
+ * once after the other would carry that drift into the ratio; in turns,
+ * both see the same machine. Each server gets every payload at most once
+ * (each keeps its own place in the list), so no cache can answer for it.
+ */
+async function verifyAlternating(
+  sides: readonly VerifySide[],
+  bodies: readonly string[],
+  opts: EvmBenchOptions,
+): Promise<VerifiedSide[]> {
+  const say = opts.progress;
+  const next = sides.map(() => 0);
+  const rounds = sides.map(
+    () => [] as { result: LoadResult; window: TimeWindow; share: CpuShare | undefined }[],
+  );
+  const roundSeconds = opts.verifySeconds / opts.verifyRounds;
+  const run = async (i: number, seconds: number) => {
+    const side = sides[i]!;
+    const from = next[i]!;
+    const cpu = measureCpu(side.pid);
+    const fromUs = monotonicUs();
+    const result = await runLoad({
+      url: `${side.url}/verify`,
+      headers: side.headers,
+      concurrency: opts.verifyConcurrency,
+      body: (k) => bodies[(from + k) % bodies.length]!,
+      durationMs: seconds * 1000,
+      classify: classifyVerify,
+    });
+    next[i] = from + result.count;
+    return { result, window: { fromUs, toUs: monotonicUs() }, share: cpu() };
+  };
+  say(
+    `(a) /verify at concurrency ${opts.verifyConcurrency}: a ${opts.verifyWarmupSeconds} s warm-up each, then ${opts.verifyRounds} rounds of ${roundSeconds} s each, in turns…`,
+  );
+  for (const i of sides.keys()) await run(i, opts.verifyWarmupSeconds);
+  for (let round = 0; round < opts.verifyRounds; round++) {
+    for (const [i, side] of sides.entries()) {
+      const r = await run(i, roundSeconds);
+      rounds[i]!.push(r);
+      say(
+        `    round ${round + 1}, ${side.name}: ${validPerSecond(r.result).toFixed(0)} valid verifications/s`,
+      );
+    }
+  }
+  return Promise.all(
+    sides.map(async (side, i) => {
+      const own = rounds[i]!;
+      const verify = mergeLoadResults(own.map((r) => r.result));
+      say(
+        `    ${side.name}: ${validPerSecond(verify).toFixed(0)} valid verifications/s over ${verify.seconds.toFixed(1)} s (${[...verify.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")})`,
+      );
+      return {
+        verify,
+        verifyWindows: own.map((r) => r.window),
+        verifyShare: combineCpuShares(
+          own.map((r) => ({ share: r.share, seconds: r.result.seconds })),
+        ),
+        // The warm-up's payloads count too: a repeat is a repeat.
+        payloadsUsed: next[i]!,
+        rssAfterVerify: peakRssMb(side.pid),
+        onThreads: side.countsDb
+          ? (await readCounters(side.url, { n: "x402_verifications_on_thread_total" })).n
+          : undefined,
+      };
+    }),
+  );
 }

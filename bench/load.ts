@@ -18,7 +18,9 @@
 import { Agent, request } from "undici";
 
 export interface LoadResult {
+  /** Answers counted (a timed run: those that came within its time). */
   count: number;
+  /** How long it ran (a timed run: the time it was given). */
   seconds: number;
   latenciesMs: number[];
   /** outcome label → count (e.g. "ok", an errorReason, "http_500"). */
@@ -87,15 +89,34 @@ export async function runLoad(opts: {
       } catch (e) {
         label = `transport_error:${(e as Error).name}`;
       }
-      latencies.push(performance.now() - t0);
+      const doneAt = performance.now();
+      // A timed run counts what was answered within its time: an answer still
+      // in flight at the end would stretch the run by the server's tail
+      // latency, which charges a slow server once per run (per round, when a
+      // phase runs in rounds) instead of measuring it.
+      if (opts.durationMs && doneAt > deadline) return;
+      latencies.push(doneAt - t0);
       outcomes.set(label, (outcomes.get(label) ?? 0) + 1);
     }
   };
   await Promise.all(Array.from({ length: opts.concurrency }, worker));
-  const seconds = (performance.now() - start) / 1000;
+  const seconds = opts.durationMs ? opts.durationMs / 1000 : (performance.now() - start) / 1000;
   await agent.close();
   latencies.sort((a, b) => a - b);
   const notStarted = Number.isFinite(total) ? total - Math.min(next, total) : 0;
   if (notStarted > 0) outcomes.set("not_sent_before_cap", notStarted);
   return { count: latencies.length, seconds, latenciesMs: latencies, outcomes };
+}
+
+/** Several runs against one server as one result: counts and times added, latencies pooled. */
+export function mergeLoadResults(runs: readonly LoadResult[]): LoadResult {
+  const outcomes = new Map<string, number>();
+  for (const r of runs)
+    for (const [k, n] of r.outcomes) outcomes.set(k, (outcomes.get(k) ?? 0) + n);
+  return {
+    count: runs.reduce((a, r) => a + r.count, 0),
+    seconds: runs.reduce((a, r) => a + r.seconds, 0),
+    latenciesMs: runs.flatMap((r) => r.latenciesMs).sort((a, b) => a - b),
+    outcomes,
+  };
 }

@@ -19,7 +19,8 @@ import { STOP_GRACE_MS, type ServerExit } from "./harness.js";
 
 export interface Phase {
   label: string;
-  window: TimeWindow;
+  /** One or more spans (a phase run in rounds, alternating with the other server, has several). */
+  windows: readonly TimeWindow[];
 }
 
 export interface ProfiledPhase {
@@ -78,7 +79,7 @@ export function serverProfile(
   const stopped = exit
     ? `exited ${(exit.stopMs / 1000).toFixed(1)} s after SIGTERM, code ${exit.code}`
     : "exit not observed";
-  const windows = phases.map((p) => p.window);
+  const windows = phases.flatMap((p) => p.windows);
   // The windows come from this process's clock; should it not be the
   // profiles', summing them whole is the honest fallback.
   if (!profiles.some((p) => coversAny(p, windows))) {
@@ -93,10 +94,10 @@ export function serverProfile(
   return {
     ok: true,
     phases: phases.map((phase) => {
-      const threads = profiles.map((p) => selfTimes(p, [phase.window]));
+      const threads = profiles.map((p) => selfTimes(p, phase.windows));
       return {
         label: phase.label,
-        seconds: (phase.window.toUs - phase.window.fromUs) / 1e6,
+        seconds: phase.windows.reduce((sum, w) => sum + (w.toUs - w.fromUs) / 1e6, 0),
         cpu: breakdown(combine(threads)),
         threadBusyMs: threads.map((t) => t.totalMs - t.idleMs),
       };
