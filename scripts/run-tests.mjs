@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Runs every *.test.ts under src/, devnet/ and test/ with node's built-in test
+// Runs every *.test.ts under src/, devnet/, bench/ and test/ with node's built-in test
 // runner (through tsx), prints the spec report, and ends with the plain line
 // "N passed, N failed" that CI reads.
 //
@@ -8,7 +8,7 @@ import { spawn } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 
-const ROOTS = ["src", "devnet", "test"];
+const ROOTS = ["src", "devnet", "bench", "test"];
 const filters = process.argv.slice(2);
 
 function find(dir) {
