@@ -24,6 +24,7 @@ import {
   getBase64Encoder,
   getCompiledTransactionMessageDecoder,
   getTransactionDecoder,
+  type Address,
   type KeyPairSigner,
   type Signature,
 } from "@solana/kit";
@@ -58,6 +59,9 @@ export interface SvmSettings {
   minFeePayerLamports: bigint;
 }
 
+/** How long a token account seen to exist is taken to still exist. */
+const TOKEN_ACCOUNT_KEPT_MS = 60_000;
+
 export const SVM_PAY_TO_WITHOUT_TOKEN_ACCOUNT = "invalid_exact_svm_pay_to_token_account_missing";
 
 /** The official scheme, offering its fee payers in rotation instead of at random. */
@@ -83,7 +87,7 @@ interface SvmRuntime {
   /** The confirmed slot, read at most every 100 ms however many ask (the verify cache's key). */
   slot: RecentRead<bigint>;
   /** Token accounts known to exist, or being looked up (one lookup however many ask). */
-  tokenAccounts: Map<string, Promise<boolean>>;
+  tokenAccounts: Map<string, { at: number; exists: Promise<boolean> }>;
 }
 
 export class SvmChainAdapter implements ChainFamily {
@@ -196,11 +200,7 @@ export class SvmChainAdapter implements ChainFamily {
       mint,
       tokenProgram: TOKEN_PROGRAM_ADDRESS,
     });
-    if (runtime.tokenAccounts.has(ata)) return { ok: true, requirements };
-    const { value } = await runtime.feePayers.rpc
-      .getAccountInfo(ata, { encoding: "base64" })
-      .send();
-    if (!value) {
+    if (!(await this.tokenAccountExists(runtime, ata))) {
       return {
         ok: false,
         reason: SVM_PAY_TO_WITHOUT_TOKEN_ACCOUNT,
@@ -208,6 +208,31 @@ export class SvmChainAdapter implements ChainFamily {
       };
     }
     return { ok: true, requirements };
+  }
+
+  /**
+   * Whether the token account exists, read once for however many ask at the
+   * same time, and remembered for a while once it does: every verification
+   * and settle to the same payTo would otherwise add a read to the ledger's
+   * load, doubling it beside the simulation. Only existence is kept. A
+   * missing account may be created at any moment, and a failed read says
+   * nothing, so both are asked again next time. An account closed after it
+   * was seen still fails the payment's simulation, only with a less specific
+   * reason, until the entry expires.
+   */
+  private tokenAccountExists(runtime: SvmRuntime, ata: Address): Promise<boolean> {
+    const known = runtime.tokenAccounts.get(ata);
+    if (known && Date.now() - known.at < TOKEN_ACCOUNT_KEPT_MS) return known.exists;
+    const exists = runtime.feePayers.rpc
+      .getAccountInfo(ata, { encoding: "base64" })
+      .send()
+      .then(({ value }) => value !== null);
+    runtime.tokenAccounts.set(ata, { at: Date.now(), exists });
+    const forget = () => {
+      if (runtime.tokenAccounts.get(ata)?.exists === exists) runtime.tokenAccounts.delete(ata);
+    };
+    exists.then((found) => found || forget(), forget);
+    return exists;
   }
 
   async currentBlock(network: string): Promise<bigint | undefined> {
