@@ -40,11 +40,8 @@ import {
 } from "../../../devnet/svm/index.js";
 import { createTokenAccount } from "../../../devnet/svm/setup.js";
 import type { SolanaLedger } from "../../../devnet/svm/ledger.js";
-import { createSvm, type SvmChainAdapter } from "../../../src/chains/svm/index.js";
-import { noopJournal } from "../../../src/chains/ports.js";
-import { createLogger } from "../../../src/lib/logger.js";
-
-const NETWORK = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
+import type { SvmChainAdapter } from "../../../src/chains/svm/index.js";
+import { SOLANA_NETWORK as NETWORK, testSvmFamily } from "../../support/svmFamily.js";
 
 describe("hand-built Solana payments an attacker would try", () => {
   let devnet: RunningSolana & { ledger: SolanaLedger };
@@ -55,26 +52,10 @@ describe("hand-built Solana payments an attacker would try", () => {
 
   before(async () => {
     devnet = await startSolanaLedger({ slotMs: 100 });
-    family = await createSvm(
-      {
-        networks: [{ id: NETWORK, rpcUrl: devnet.info.rpcUrl }],
-        secretKeys: devnet.info.facilitatorSecretKeys.slice(0, 1),
-      },
-      {
-        commitment: "confirmed",
-        maxComputeUnits: 200_000,
-        maxPriorityFeeMicroLamports: 50_000,
-        minFeePayerLamports: 1n,
-      },
-      {
-        log: createLogger("silent"),
-        journal: noopJournal,
-        leases: { port: { sync: async () => [], releaseAll: async () => {} }, holder: "t" },
-        settleTimeoutMs: 5_000,
-        onSignerHealth: () => {},
-        pollingIntervalMs: 50,
-      },
-    );
+    family = await testSvmFamily({
+      rpcUrl: devnet.info.rpcUrl,
+      secretKeys: devnet.info.facilitatorSecretKeys.slice(0, 1),
+    });
     engine = new x402Facilitator();
     family.register(engine);
     feePayer = engine.getSupported().kinds.find((k) => k.network === NETWORK)!.extra![

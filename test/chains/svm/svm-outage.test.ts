@@ -16,16 +16,15 @@ import {
   type RunningSolana,
 } from "../../../devnet/svm/index.js";
 import type { SolanaLedger } from "../../../devnet/svm/ledger.js";
-import { createSvm, type SvmChainAdapter } from "../../../src/chains/svm/index.js";
-import { ChainUnavailableError, noopJournal } from "../../../src/chains/ports.js";
+import type { SvmChainAdapter } from "../../../src/chains/svm/index.js";
+import { ChainUnavailableError } from "../../../src/chains/ports.js";
 import { createFacilitator } from "../../../src/facilitator/createFacilitator.js";
 import type { PaymentFacilitator } from "../../../src/facilitator/paymentFacilitator.js";
 import { createLogger } from "../../../src/lib/logger.js";
 import { startRpcProxy, type RpcProxy } from "../../support/rpcProxy.js";
 import { until } from "../../support/processes.js";
 import { solanaPaymentRequest } from "../../support/solanaPayments.js";
-
-const NETWORK = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
+import { SOLANA_NETWORK as NETWORK, testSvmFamily } from "../../support/svmFamily.js";
 
 describe("a Solana RPC outage", () => {
   let devnet: RunningSolana & { ledger: SolanaLedger };
@@ -37,26 +36,10 @@ describe("a Solana RPC outage", () => {
     devnet = await startSolanaLedger({ slotMs: 100 });
     proxy = await startRpcProxy(devnet.info.rpcUrl);
     const log = createLogger("silent");
-    family = await createSvm(
-      {
-        networks: [{ id: NETWORK, rpcUrl: proxy.url }],
-        secretKeys: devnet.info.facilitatorSecretKeys,
-      },
-      {
-        commitment: "confirmed",
-        maxComputeUnits: 200_000,
-        maxPriorityFeeMicroLamports: 50_000,
-        minFeePayerLamports: 1n,
-      },
-      {
-        log,
-        journal: noopJournal,
-        leases: { port: { sync: async () => [], releaseAll: async () => {} }, holder: "t" },
-        settleTimeoutMs: 5_000,
-        onSignerHealth: () => {},
-        pollingIntervalMs: 50,
-      },
-    );
+    family = await testSvmFamily({
+      rpcUrl: proxy.url,
+      secretKeys: devnet.info.facilitatorSecretKeys,
+    });
     facilitator = createFacilitator(
       [family],
       { builderCode: undefined, builderServiceCode: undefined },

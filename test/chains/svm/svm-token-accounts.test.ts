@@ -13,15 +13,11 @@ import { startSolanaLedger, type RunningSolana } from "../../../devnet/svm/index
 import type { SolanaLedger } from "../../../devnet/svm/ledger.js";
 import {
   SVM_PAY_TO_WITHOUT_TOKEN_ACCOUNT,
-  createSvm,
   type SvmChainAdapter,
 } from "../../../src/chains/svm/index.js";
-import { noopJournal } from "../../../src/chains/ports.js";
-import { createLogger } from "../../../src/lib/logger.js";
+import { SOLANA_NETWORK as NETWORK, testSvmFamily } from "../../support/svmFamily.js";
 import { startRpcProxy, type RpcProxy } from "../../support/rpcProxy.js";
 import { solanaPaymentRequest } from "../../support/solanaPayments.js";
-
-const NETWORK = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
 
 describe("Solana payTo token accounts", () => {
   let devnet: RunningSolana & { ledger: SolanaLedger };
@@ -35,26 +31,10 @@ describe("Solana payTo token accounts", () => {
     devnet = await startSolanaLedger({ slotMs: 100 });
     // Keeps the ledger's answer to every getAccountInfo call: one per read.
     proxy = await startRpcProxy(devnet.info.rpcUrl, "getAccountInfo");
-    family = await createSvm(
-      {
-        networks: [{ id: NETWORK, rpcUrl: proxy.url }],
-        secretKeys: devnet.info.facilitatorSecretKeys,
-      },
-      {
-        commitment: "confirmed",
-        maxComputeUnits: 200_000,
-        maxPriorityFeeMicroLamports: 50_000,
-        minFeePayerLamports: 1n,
-      },
-      {
-        log: createLogger("silent"),
-        journal: noopJournal,
-        leases: { port: { sync: async () => [], releaseAll: async () => {} }, holder: "t" },
-        settleTimeoutMs: 5_000,
-        onSignerHealth: () => {},
-        pollingIntervalMs: 50,
-      },
-    );
+    family = await testSvmFamily({
+      rpcUrl: proxy.url,
+      secretKeys: devnet.info.facilitatorSecretKeys,
+    });
     feePayer = (
       await createKeyPairSignerFromBytes(
         getBase58Encoder().encode(devnet.info.facilitatorSecretKeys[0]!),
