@@ -578,7 +578,8 @@ async function verifyAlternating(
       durationMs: seconds * 1000,
       classify: classifyVerify,
     });
-    next[i] = from + result.count;
+    // An answer that came too late to count still used its payload up.
+    next[i] = from + result.sent;
     return { result, window: { fromUs, toUs: monotonicUs() }, share: cpu() };
   };
   say(

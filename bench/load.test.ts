@@ -34,6 +34,7 @@ test("a timed run counts only the answers that came within its time, and lasts t
     assert.equal(result.count, 2);
     assert.deepEqual([...result.outcomes], [["valid", 2]]);
     assert.equal(result.seconds, 0.3);
+    assert.equal(result.sent, 4);
     assert.equal(seen, 4);
   } finally {
     clearTimeout(released);
@@ -44,10 +45,11 @@ test("a timed run counts only the answers that came within its time, and lasts t
 
 test("merged runs add their counts, times and outcomes and pool their latencies in order", () => {
   const merged = mergeLoadResults([
-    { count: 2, seconds: 10, latenciesMs: [5, 30], outcomes: new Map([["valid", 2]]) },
+    { count: 2, seconds: 10, sent: 3, latenciesMs: [5, 30], outcomes: new Map([["valid", 2]]) },
     {
       count: 3,
       seconds: 10,
+      sent: 3,
       latenciesMs: [1, 10, 40],
       outcomes: new Map([
         ["valid", 2],
@@ -57,6 +59,7 @@ test("merged runs add their counts, times and outcomes and pool their latencies 
   ]);
   assert.equal(merged.count, 5);
   assert.equal(merged.seconds, 20);
+  assert.equal(merged.sent, 6);
   assert.deepEqual(merged.latenciesMs, [1, 5, 10, 30, 40]);
   assert.deepEqual(
     [...merged.outcomes],

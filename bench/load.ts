@@ -22,6 +22,8 @@ export interface LoadResult {
   count: number;
   /** How long it ran (a timed run: the time it was given). */
   seconds: number;
+  /** Requests sent, answered in time or not: the bodies the run used up. */
+  sent: number;
   latenciesMs: number[];
   /** outcome label → count (e.g. "ok", an errorReason, "http_500"). */
   outcomes: Map<string, number>;
@@ -105,7 +107,13 @@ export async function runLoad(opts: {
   latencies.sort((a, b) => a - b);
   const notStarted = Number.isFinite(total) ? total - Math.min(next, total) : 0;
   if (notStarted > 0) outcomes.set("not_sent_before_cap", notStarted);
-  return { count: latencies.length, seconds, latenciesMs: latencies, outcomes };
+  return {
+    count: latencies.length,
+    seconds,
+    sent: Math.min(next, total),
+    latenciesMs: latencies,
+    outcomes,
+  };
 }
 
 /** Several runs against one server as one result: counts and times added, latencies pooled. */
@@ -116,6 +124,7 @@ export function mergeLoadResults(runs: readonly LoadResult[]): LoadResult {
   return {
     count: runs.reduce((a, r) => a + r.count, 0),
     seconds: runs.reduce((a, r) => a + r.seconds, 0),
+    sent: runs.reduce((a, r) => a + r.sent, 0),
     latenciesMs: runs.flatMap((r) => r.latenciesMs).sort((a, b) => a - b),
     outcomes,
   };
