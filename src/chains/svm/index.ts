@@ -42,6 +42,7 @@ import type {
 } from "../ports.js";
 import { SvmFeePayers, type Commitment } from "./feePayers.js";
 import { svmAuthorizationKey, svmPayerOf, svmShapeError } from "./paymentIdentity.js";
+import { rememberBounded } from "../../lib/boundedMap.js";
 
 export interface SvmSetup {
   networks: readonly { id: string; rpcUrl: string }[];
@@ -61,6 +62,8 @@ export interface SvmSettings {
 
 /** How long a token account seen to exist is taken to still exist. */
 const TOKEN_ACCOUNT_KEPT_MS = 60_000;
+/** How many token accounts are remembered at most (the oldest go first). */
+const TOKEN_ACCOUNTS_KEPT = 10_000;
 
 export const SVM_PAY_TO_WITHOUT_TOKEN_ACCOUNT = "invalid_exact_svm_pay_to_token_account_missing";
 
@@ -227,7 +230,8 @@ export class SvmChainAdapter implements ChainFamily {
       .getAccountInfo(ata, { encoding: "base64" })
       .send()
       .then(({ value }) => value !== null);
-    runtime.tokenAccounts.set(ata, { at: Date.now(), exists });
+    // Bounded: any payTo a request names may land here.
+    rememberBounded(runtime.tokenAccounts, ata, { at: Date.now(), exists }, TOKEN_ACCOUNTS_KEPT);
     const forget = () => {
       if (runtime.tokenAccounts.get(ata)?.exists === exists) runtime.tokenAccounts.delete(ata);
     };

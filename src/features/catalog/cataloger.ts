@@ -28,6 +28,7 @@ import type { Db } from "../../storage/db.js";
 import { upsertCatalogEntry } from "./catalogRepository.js";
 import { readDeclaration, type CatalogDraft } from "./declaration.js";
 import { CATALOG_WRITE_BUDGET_MS, VERIFY_REFRESH_INTERVAL_MS } from "./limits.js";
+import { rememberBounded } from "../../lib/boundedMap.js";
 
 /**
  * The `bazaar` member of the EXTENSION-RESPONSES header. `status` and
@@ -69,16 +70,6 @@ function hash(value: unknown): string {
   return createHash("sha256")
     .update(stringify(value) ?? "")
     .digest("base64url");
-}
-
-/** Bounded insertion-ordered map: the oldest entries go first. */
-function remember<V>(map: Map<string, V>, key: string, value: V): void {
-  map.delete(key);
-  map.set(key, value);
-  if (map.size > MAX_REMEMBERED) {
-    const oldest = map.keys().next();
-    if (!oldest.done) map.delete(oldest.value);
-  }
 }
 
 export class Cataloger {
@@ -160,7 +151,7 @@ export class Cataloger {
     const known = this.validations.get(key);
     if (known) return known;
     const verdict = validateDiscoveryExtension(extension);
-    remember(this.validations, key, verdict);
+    rememberBounded(this.validations, key, verdict, MAX_REMEMBERED);
     return verdict;
   }
 
@@ -178,9 +169,14 @@ export class Cataloger {
     const key = `${draft.resource}\n${draft.toolName}`;
     const content = hash(draft);
     const write = upsertCatalogEntry(this.db, draft, accountId).then((result) => {
-      remember(this.recentlyStored, fingerprint, { at: this.now(), resource: draft.resource });
+      rememberBounded(
+        this.recentlyStored,
+        fingerprint,
+        { at: this.now(), resource: draft.resource },
+        MAX_REMEMBERED,
+      );
       const changed = result.inserted || this.storedContent.get(key) !== content;
-      remember(this.storedContent, key, content);
+      rememberBounded(this.storedContent, key, content, MAX_REMEMBERED);
       if (changed) this.opts.onChange?.();
       return result;
     });
