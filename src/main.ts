@@ -8,12 +8,14 @@ import type { ConfidentialVaultOptions } from "./chains/evm/confidential/vault.j
 import { createLogger } from "./lib/logger.js";
 import type { RunningDevnet } from "../devnet/serviceMode.js";
 import { printDevnetBanner, printProductionBanner } from "./banner.js";
+import { limitHeapGrowth } from "./lib/heapGrowth.js";
 
 function progress(line: string): void {
   process.stderr.write(`${line}\n`);
 }
 
 async function main(): Promise<void> {
+  limitHeapGrowth();
   let config: Config;
   try {
     config = loadConfig();
