@@ -10,8 +10,8 @@
  * In order per account: only the oldest pending event of an account is ever
  * eligible, so event N+1 waits until N was delivered or given up.
  *
- * Across replicas: an attempt is claimed by one atomic UPDATE over a
- * `FOR UPDATE SKIP LOCKED` selection that sets a lease (`locked_until`), so two
+ * Across replicas: an attempt is claimed by one atomic UPDATE that sets a
+ * lease (`locked_until`) and re-checks it on the locked row, so two
  * replicas never send the same attempt at once; a replica that dies mid-send
  * loses the lease and the attempt is retried. The claim and the result are
  * two short statements/transactions; nothing is held open across the HTTP
@@ -28,7 +28,7 @@
 import http from "node:http";
 import https from "node:https";
 import { isIP } from "node:net";
-import { sql } from "kysely";
+import { sql, type RawBuilder } from "kysely";
 import type { Db } from "../storage/db.js";
 import type { Logger } from "../lib/logger.js";
 import { describeError } from "../lib/errors.js";
@@ -54,7 +54,51 @@ export interface WebhookDeliveryOptions {
   batchSize?: number;
 }
 
-interface Claimed {
+/**
+ * The claim: the oldest pending event of each account (its head), if due and
+ * not leased, oldest first, leased and counted as an attempt in one atomic
+ * UPDATE.
+ *
+ * The heads are found by walking the pending index one account at a time
+ * (each step jumps to the first pending event of the next account id), so a
+ * claim reads about one index entry and one row per account with pending
+ * events, whatever their backlog. The claimed rows are then updated by
+ * primary key. (Their status is checked as "neither delivered nor failed",
+ * which the table's CHECK makes the same as pending: written as
+ * \`status = 'pending'\` it lets the planner combine the pending index, whose
+ * every entry it would then read, with the key lookup.) Asking each pending event instead whether an older one of
+ * its account was pending read the whole backlog on every pass, and a busy
+ * account drains one event per pass: a backlog of N cost about N²/2 index
+ * probes (1.4 million for 1,700 events in a benchmark run).
+ *
+ * Two replicas may pick the same head. The UPDATE checks the lease again on
+ * the row it locks (PostgreSQL re-reads a row another transaction changed
+ * before updating it), so the second finds it leased and leaves it.
+ */
+export function claimDueEvents(leaseMs: number, batchSize: number): RawBuilder<Claimed> {
+  const due = sql`next_attempt_at <= now() AND (locked_until IS NULL OR locked_until < now())`;
+  return sql<Claimed>`
+    WITH RECURSIVE heads AS (
+      (SELECT id, account_id, seq, next_attempt_at, locked_until FROM webhook_events
+        WHERE status = 'pending'
+        ORDER BY account_id, seq LIMIT 1)
+      UNION ALL
+      SELECT next.* FROM heads h
+      CROSS JOIN LATERAL (
+        SELECT id, account_id, seq, next_attempt_at, locked_until FROM webhook_events
+         WHERE status = 'pending' AND account_id > h.account_id
+         ORDER BY account_id, seq LIMIT 1) next
+    )
+    UPDATE webhook_events
+       SET locked_until = now() + ${leaseMs}::int * interval '1 millisecond',
+           attempts = attempts + 1
+     WHERE id = ANY(ARRAY(
+             SELECT id FROM heads WHERE ${due} ORDER BY seq LIMIT ${batchSize}::int))
+       AND status NOT IN ('delivered', 'failed') AND ${due}
+    RETURNING id, account_id, payload, attempts`;
+}
+
+export interface Claimed {
   id: string;
   account_id: string;
   payload: string;
@@ -169,23 +213,7 @@ export class WebhookDeliveryWorker {
 
   private async claim(): Promise<Claimed[]> {
     const leaseMs = this.timeoutMs * 3 + 5_000;
-    const res = await sql<Claimed>`
-      UPDATE webhook_events
-         SET locked_until = now() + ${leaseMs}::int * interval '1 millisecond',
-             attempts = attempts + 1
-       WHERE id IN (
-         SELECT e.id FROM webhook_events e
-          WHERE e.status = 'pending'
-            AND e.next_attempt_at <= now()
-            AND (e.locked_until IS NULL OR e.locked_until < now())
-            AND NOT EXISTS (
-              SELECT 1 FROM webhook_events p
-               WHERE p.account_id = e.account_id AND p.status = 'pending' AND p.seq < e.seq)
-          ORDER BY e.seq
-          LIMIT ${this.batchSize}::int
-          FOR UPDATE OF e SKIP LOCKED)
-         AND status = 'pending'
-      RETURNING id, account_id, payload, attempts`.execute(this.opts.db);
+    const res = await claimDueEvents(leaseMs, this.batchSize).execute(this.opts.db);
     return res.rows;
   }
 

@@ -9,7 +9,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { sql } from "kysely";
+import { CompiledQuery, sql } from "kysely";
 import { Webhook } from "standardwebhooks";
 import { openTestDb, availableBackends } from "../support/database.js";
 import type { OpenedDb } from "../../src/storage/db.js";
@@ -17,7 +17,7 @@ import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { SettlementRecorder } from "../../src/features/settlements/settlementRecorder.js";
 import { SettlementReconciler } from "../../src/workers/settlementReconciler.js";
-import { WebhookDeliveryWorker } from "../../src/workers/webhookDelivery.js";
+import { WebhookDeliveryWorker, claimDueEvents } from "../../src/workers/webhookDelivery.js";
 import {
   listWebhookDeliveries,
   setWebhookEndpoint,
@@ -359,5 +359,102 @@ for (const backend of availableBackends()) {
       assert.equal(attempts[2]!.nextRetryAt, null, "the last attempt has no next retry");
       assert.ok(attempts[0]!.nextRetryAt);
     });
+    test("a claim reads each account's head, not its backlog", async () => {
+      const db = database.db;
+      const recorder = new SettlementRecorder(db, log);
+      const busy = await principal(db, "claim-backlog");
+      const others = [await principal(db, "claim-a"), await principal(db, "claim-b")];
+      const finishOne = async (p: Awaited<ReturnType<typeof principal>>, n: number) => {
+        const id = (await recorder.begin(intent(p, n)))!;
+        await recorder.finish(
+          id,
+          { success: true, transaction: "0xab", network: "eip155:8453" },
+          Date.now(),
+        );
+      };
+      for (const p of [busy, ...others])
+        await setWebhookEndpoint(db, p.accountId, `${url}?a=${p.accountId}`, {
+          allowPrivateTargets: true,
+        });
+      const backlog = 300;
+      await Promise.all(Array.from({ length: backlog }, (_, n) => finishOne(busy, 500 + n)));
+      await Promise.all(others.map((p) => finishOne(p, 900)));
+      const mine = [busy, ...others].map((p) => p.accountId);
+      try {
+        // EXPLAIN ANALYZE runs the claim and counts the rows each plan node
+        // read from webhook_events.
+        const claim = claimDueEvents(60_000, 20).compile(db);
+        const explained = await db.executeQuery<{ "QUERY PLAN": unknown }>(
+          CompiledQuery.raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${claim.sql}`, [...claim.parameters]),
+        );
+        const raw = explained.rows[0]!["QUERY PLAN"];
+        const plan = (typeof raw === "string" ? JSON.parse(raw) : raw) as [{ Plan: PlanNode }];
+        const rowsRead = readFrom(plan[0].Plan, "webhook_events");
+          console.log(
+            JSON.stringify(
+              plan[0].Plan,
+              (k, v) =>
+                [
+                  "Output",
+                  "Startup Cost",
+                  "Total Cost",
+                  "Plan Width",
+                  "Actual Startup Time",
+                  "Actual Total Time",
+                  "Parallel Aware",
+                  "Async Capable",
+                ].includes(k)
+                  ? undefined
+                  : v,
+              1,
+            ),
+          );
+        // Three accounts have pending events: a walk of about two entries per
+        // account, and the three heads themselves. Reading the backlog costs
+        // at least one entry per pending event (300 here).
+        assert.ok(rowsRead < 30, `the claim read ${rowsRead} rows of webhook_events`);
+        const leased = await db
+          .selectFrom("webhook_events")
+          .select(["account_id", "seq"])
+          .where("account_id", "in", mine)
+          .where("locked_until", "is not", null)
+          .execute();
+        assert.equal(leased.length, 3, "one head per account claimed");
+        const firstOfBusy = await db
+          .selectFrom("webhook_events")
+          .select((eb) => eb.fn.min("seq").as("seq"))
+          .where("account_id", "=", busy.accountId)
+          .executeTakeFirstOrThrow();
+        assert.equal(
+          String(leased.find((l) => l.account_id === busy.accountId)?.seq),
+          String(firstOfBusy.seq),
+          "the busy account's claimed event is its oldest",
+        );
+      } finally {
+        // Nothing of this test is left for another test's workers to deliver.
+        await db
+          .updateTable("webhook_events")
+          .set({ status: "failed", locked_until: null })
+          .where("account_id", "in", mine)
+          .execute();
+      }
+    });
   });
+}
+
+interface PlanNode {
+  "Relation Name"?: string;
+  "Index Name"?: string;
+  "Actual Rows"?: number;
+  "Actual Loops"?: number;
+  Plans?: PlanNode[];
+}
+
+/** Rows and index entries a plan's nodes read from `table`, over all their loops. */
+function readFrom(node: PlanNode, table: string): number {
+  const reads =
+    node["Relation Name"] === table || node["Index Name"]?.startsWith(`${table}_`)
+      ? (node["Actual Rows"] ?? 0) * (node["Actual Loops"] ?? 1)
+      : 0;
+  return reads + (node.Plans ?? []).reduce((sum, child) => sum + readFrom(child, table), 0);
 }
