@@ -34,13 +34,12 @@ import { createAccount } from "../src/features/accounts/accounts.js";
 import { setAccountPlan } from "../src/features/plans/quotaLedger.js";
 import { createApiKey } from "../src/features/keys/apiKeys.js";
 import { setWebhookEndpoint } from "../src/features/webhooks/webhookRepository.js";
-import { mergeLoadResults, percentile, runLoad, type LoadResult } from "./load.js";
+import { percentile, runLoad, type LoadResult } from "./load.js";
+import { verifyInTurns } from "./verifyInTurns.js";
 import {
   classifySettle,
-  classifyVerify,
   freePort,
   peakRssMb,
-  readCounters,
   readDbTraffic,
   spawnServer,
   stopServers,
@@ -49,7 +48,7 @@ import {
   type CpuProfileOptions,
   type ServerExit,
 } from "./harness.js";
-import { combineCpuShares, measureCpu, type CpuShare } from "./cpuShare.js";
+import { measureCpu, type CpuShare } from "./cpuShare.js";
 import { monotonicUs, type TimeWindow } from "./cpuProfile.js";
 import { serverProfile, type ServerProfile } from "./serverProfile.js";
 import { startWebhookReceiver } from "./webhookReceiver.js";
@@ -297,7 +296,16 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
         webhooks: false,
       },
     ];
-    const verified = await verifyAlternating(sides, verifyBodies, opts);
+    const verified = await verifyInTurns(
+      sides.map((side) => ({ ...side, bodies: verifyBodies })),
+      {
+        seconds: opts.verifySeconds,
+        rounds: opts.verifyRounds,
+        warmupSeconds: opts.verifyWarmupSeconds,
+        concurrency: opts.verifyConcurrency,
+        progress: opts.progress,
+      },
+    );
     for (const [sideIndex, side] of sides.entries()) {
       const { verify, verifyWindows, verifyShare, payloadsUsed, rssAfterVerify, onThreads } =
         verified[sideIndex]!;
@@ -527,94 +535,4 @@ export function evmTable(ours: Side, ref: Side): string {
     "|---|---|---|---|",
     ...rows.map((r) => `| ${r.join(" | ")} |`),
   ].join("\n");
-}
-
-interface VerifySide {
-  name: string;
-  url: string;
-  pid: number;
-  countsDb: boolean;
-  headers: Record<string, string>;
-}
-
-interface VerifiedSide {
-  verify: LoadResult;
-  verifyWindows: TimeWindow[];
-  verifyShare: CpuShare | undefined;
-  payloadsUsed: number;
-  rssAfterVerify: number;
-  onThreads: number | undefined;
-}
-
-/**
- * (a): verify on both servers in turns (A B A B …), after an unmeasured
- * warm-up round each. The machine's own speed drifts by tens of per cent
- * over minutes (other work on the host, CPU frequency), and a server run
- * once after the other would carry that drift into the ratio; in turns,
- * both see the same machine. Each server gets every payload at most once
- * (each keeps its own place in the list), so no cache can answer for it.
- */
-async function verifyAlternating(
-  sides: readonly VerifySide[],
-  bodies: readonly string[],
-  opts: EvmBenchOptions,
-): Promise<VerifiedSide[]> {
-  const say = opts.progress;
-  const next = sides.map(() => 0);
-  const rounds = sides.map(
-    () => [] as { result: LoadResult; window: TimeWindow; share: CpuShare | undefined }[],
-  );
-  const roundSeconds = opts.verifySeconds / opts.verifyRounds;
-  const run = async (i: number, seconds: number) => {
-    const side = sides[i]!;
-    const from = next[i]!;
-    const cpu = measureCpu(side.pid);
-    const fromUs = monotonicUs();
-    const result = await runLoad({
-      url: `${side.url}/verify`,
-      headers: side.headers,
-      concurrency: opts.verifyConcurrency,
-      body: (k) => bodies[(from + k) % bodies.length]!,
-      durationMs: seconds * 1000,
-      classify: classifyVerify,
-    });
-    // An answer that came too late to count still used its payload up.
-    next[i] = from + result.sent;
-    return { result, window: { fromUs, toUs: monotonicUs() }, share: cpu() };
-  };
-  say(
-    `(a) /verify at concurrency ${opts.verifyConcurrency}: a ${opts.verifyWarmupSeconds} s warm-up each, then ${opts.verifyRounds} rounds of ${roundSeconds} s each, in turns…`,
-  );
-  for (const i of sides.keys()) await run(i, opts.verifyWarmupSeconds);
-  for (let round = 0; round < opts.verifyRounds; round++) {
-    for (const [i, side] of sides.entries()) {
-      const r = await run(i, roundSeconds);
-      rounds[i]!.push(r);
-      say(
-        `    round ${round + 1}, ${side.name}: ${validPerSecond(r.result).toFixed(0)} valid verifications/s`,
-      );
-    }
-  }
-  return Promise.all(
-    sides.map(async (side, i) => {
-      const own = rounds[i]!;
-      const verify = mergeLoadResults(own.map((r) => r.result));
-      say(
-        `    ${side.name}: ${validPerSecond(verify).toFixed(0)} valid verifications/s over ${verify.seconds.toFixed(1)} s (${[...verify.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")})`,
-      );
-      return {
-        verify,
-        verifyWindows: own.map((r) => r.window),
-        verifyShare: combineCpuShares(
-          own.map((r) => ({ share: r.share, seconds: r.result.seconds })),
-        ),
-        // The warm-up's payloads count too: a repeat is a repeat.
-        payloadsUsed: next[i]!,
-        rssAfterVerify: peakRssMb(side.pid),
-        onThreads: side.countsDb
-          ? (await readCounters(side.url, { n: "x402_verifications_on_thread_total" })).n
-          : undefined,
-      };
-    }),
-  );
 }

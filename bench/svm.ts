@@ -3,12 +3,13 @@
  * facilitator (bench/reference/svmServer.ts), on one local Solana ledger
  * (LiteSVM, a slot every 400 ms), in one run, both compiled.
  *
- *   (a) /verify throughput and p50/p99 at concurrency 100, distinct payments
+ *   (a) /verify throughput and p50/p99 at concurrency 100, distinct payments,
+ *       the two servers in turns (bench/verifyInTurns.ts)
  *   (b) /settle of distinct payments at concurrency 100
  *   (c) peak RSS of each server
  *
  * Payments are signed with the official `@x402/svm` client just before each
- * phase: a Solana payment carries a blockhash valid for about a minute, and
+ * run: a Solana payment carries a blockhash valid for about a minute, and
  * names the fee payer that will sign it, so each side gets its own.
  */
 import type { ChildProcess } from "node:child_process";
@@ -24,9 +25,9 @@ import { createAccount } from "../src/features/accounts/accounts.js";
 import { setAccountPlan } from "../src/features/plans/quotaLedger.js";
 import { createApiKey } from "../src/features/keys/apiKeys.js";
 import { percentile, runLoad, type LoadResult } from "./load.js";
+import { verifyInTurns } from "./verifyInTurns.js";
 import {
   classifySettle,
-  classifyVerify,
   freePort,
   peakRssMb,
   spawnServer,
@@ -36,8 +37,12 @@ import {
 } from "./harness.js";
 
 export interface SvmBenchOptions {
+  /** Measured verify seconds per server, in rounds that alternate between them. */
   verifySeconds: number;
-  verifyPayloads: number;
+  verifyRounds: number;
+  verifyWarmupSeconds: number;
+  /** Payments signed for each run of a server (more than it can verify in one). */
+  verifyPayloadsPerRun: number;
   settleCount: number;
   concurrency: number;
   progress: (line: string) => void;
@@ -129,50 +134,57 @@ export async function runSvmBench(
         headers: {} as Record<string, string>,
       },
     ];
-    const results: SvmSide[] = [];
-    for (const side of sides) {
-      const url = `http://127.0.0.1:${side.port}`;
-      const supported = (await (await fetch(`${url}/supported`)).json()) as {
-        kinds: { network: string; extra?: Record<string, unknown> }[];
-      };
-      const feePayer = supported.kinds.find((k) => k.network === SOLANA_MAINNET)!.extra![
-        "feePayer"
-      ];
-      const requirements = (amount: string): PaymentRequirements =>
-        ({
-          scheme: "exact",
-          network: SOLANA_MAINNET,
-          asset: info.assets.USDC,
-          amount,
-          payTo: info.payTo,
-          maxTimeoutSeconds: 60,
-          extra: { feePayer },
-        }) as PaymentRequirements;
-      say(
-        `(a) ${side.name}: signing ${opts.verifyPayloads} payments, then /verify for ${opts.verifySeconds} s…`,
-      );
-      const verifyBodies = await signAll(
-        payers,
-        info.rpcUrl,
-        requirements("1000"),
-        opts.verifyPayloads,
-      );
-      const verify = await runLoad({
-        url: `${url}/verify`,
+    const sideRequirements = await Promise.all(
+      sides.map(async (side) => {
+        const url = `http://127.0.0.1:${side.port}`;
+        const supported = (await (await fetch(`${url}/supported`)).json()) as {
+          kinds: { network: string; extra?: Record<string, unknown> }[];
+        };
+        const feePayer = supported.kinds.find((k) => k.network === SOLANA_MAINNET)!.extra![
+          "feePayer"
+        ];
+        return (amount: string): PaymentRequirements =>
+          ({
+            scheme: "exact",
+            network: SOLANA_MAINNET,
+            asset: info.assets.USDC,
+            amount,
+            payTo: info.payTo,
+            maxTimeoutSeconds: 60,
+            extra: { feePayer },
+          }) as PaymentRequirements;
+      }),
+    );
+    // (a) in turns, as the EVM bench does. Each run signs its payments just
+    // before it starts: a blockhash expires within a minute, less than the
+    // whole phase takes.
+    const verified = await verifyInTurns(
+      sides.map((side, i) => ({
+        name: side.name,
+        url: `http://127.0.0.1:${side.port}`,
+        pid: side.pid,
+        countsDb: i === 0,
         headers: side.headers,
+        bodies: [],
+        signRun: () =>
+          signAll(payers, info.rpcUrl, sideRequirements[i]!("1000"), opts.verifyPayloadsPerRun),
+      })),
+      {
+        seconds: opts.verifySeconds,
+        rounds: opts.verifyRounds,
+        warmupSeconds: opts.verifyWarmupSeconds,
         concurrency: opts.concurrency,
-        body: (i) => verifyBodies[i % verifyBodies.length]!,
-        durationMs: opts.verifySeconds * 1000,
-        classify: classifyVerify,
-      });
-      say(
-        `    ${validPerSecond(verify).toFixed(0)} valid verifications/s (${[...verify.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")})`,
-      );
+        progress: say,
+      },
+    );
+    const results: SvmSide[] = [];
+    for (const [i, side] of sides.entries()) {
+      const url = `http://127.0.0.1:${side.port}`;
       say(`(b) ${side.name}: signing and settling ${opts.settleCount} payments…`);
       const settleBodies = await signAll(
         payers,
         info.rpcUrl,
-        requirements("1001"),
+        sideRequirements[i]!("1001"),
         opts.settleCount,
       );
       const settle = await runLoad({
@@ -186,7 +198,7 @@ export async function runSvmBench(
       say(
         `    ${[...settle.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${settle.seconds.toFixed(1)} s`,
       );
-      results.push({ verify, settle, peakRssMb: peakRssMb(side.pid) });
+      results.push({ verify: verified[i]!.verify, settle, peakRssMb: peakRssMb(side.pid) });
     }
     return { ours: results[0]!, reference: results[1]! };
   } finally {

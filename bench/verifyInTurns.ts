@@ -1,0 +1,119 @@
+/**
+ * (a) of every benchmark: verify on each server in turns (A B A B …), after
+ * an unmeasured warm-up round each.
+ *
+ * The machine's own speed drifts by tens of per cent over minutes (other
+ * work on the host, CPU frequency), and a server run once after the other
+ * would carry that drift into the ratio; in turns, both see the same
+ * machine. Each server gets every payload of its list at most once (each
+ * keeps its own place), so no cache can answer for it. The servers may
+ * share one list (EVM: any facilitator accepts the same payment) or have
+ * their own (Solana: a payment names its fee payer).
+ */
+import { combineCpuShares, measureCpu, type CpuShare } from "./cpuShare.js";
+import { monotonicUs, type TimeWindow } from "./cpuProfile.js";
+import { classifyVerify, peakRssMb, readCounters, validPerSecond } from "./harness.js";
+import { mergeLoadResults, runLoad, type LoadResult } from "./load.js";
+
+export interface VerifySide {
+  name: string;
+  url: string;
+  pid: number;
+  /** This service (it exports the verify-thread counter), not the reference. */
+  countsDb: boolean;
+  headers: Record<string, string>;
+  /** Distinct /verify request bodies for this server, used in order across its runs. */
+  bodies: readonly string[];
+  /**
+   * Instead of \`bodies\`: signs a fresh list just before each run (Solana:
+   * a payment's blockhash expires within a minute). A run never repeats a
+   * payload of its list.
+   */
+  signRun?: () => Promise<readonly string[]>;
+}
+
+export interface VerifiedSide {
+  verify: LoadResult;
+  verifyWindows: TimeWindow[];
+  verifyShare: CpuShare | undefined;
+  payloadsUsed: number;
+  rssAfterVerify: number;
+  onThreads: number | undefined;
+}
+
+export interface InTurnsOptions {
+  /** Measured seconds per server, split evenly over the rounds. */
+  seconds: number;
+  rounds: number;
+  warmupSeconds: number;
+  concurrency: number;
+  progress: (line: string) => void;
+}
+
+export async function verifyInTurns(
+  sides: readonly VerifySide[],
+  opts: InTurnsOptions,
+): Promise<VerifiedSide[]> {
+  const say = opts.progress;
+  const next = sides.map(() => 0);
+  const rounds = sides.map(
+    () => [] as { result: LoadResult; window: TimeWindow; share: CpuShare | undefined }[],
+  );
+  const roundSeconds = opts.seconds / opts.rounds;
+  const run = async (i: number, seconds: number) => {
+    const side = sides[i]!;
+    const fresh = side.signRun ? await side.signRun() : undefined;
+    const bodies = fresh ?? side.bodies;
+    const from = fresh ? 0 : next[i]!;
+    const cpu = measureCpu(side.pid);
+    const fromUs = monotonicUs();
+    const result = await runLoad({
+      url: `${side.url}/verify`,
+      headers: side.headers,
+      concurrency: opts.concurrency,
+      body: (k) => bodies[(from + k) % bodies.length]!,
+      durationMs: seconds * 1000,
+      classify: classifyVerify,
+    });
+    if (fresh && result.sent > fresh.length)
+      say(`    ${side.name}: ${result.sent} sent from ${fresh.length} signed; some repeated`);
+    // An answer that came too late to count still used its payload up.
+    next[i] = (fresh ? next[i]! : from) + result.sent;
+    return { result, window: { fromUs, toUs: monotonicUs() }, share: cpu() };
+  };
+  say(
+    `(a) /verify at concurrency ${opts.concurrency}: a ${opts.warmupSeconds} s warm-up each, then ${opts.rounds} rounds of ${roundSeconds} s each, in turns…`,
+  );
+  for (const i of sides.keys()) await run(i, opts.warmupSeconds);
+  for (let round = 0; round < opts.rounds; round++) {
+    for (const [i, side] of sides.entries()) {
+      const r = await run(i, roundSeconds);
+      rounds[i]!.push(r);
+      say(
+        `    round ${round + 1}, ${side.name}: ${validPerSecond(r.result).toFixed(0)} valid verifications/s`,
+      );
+    }
+  }
+  return Promise.all(
+    sides.map(async (side, i) => {
+      const own = rounds[i]!;
+      const verify = mergeLoadResults(own.map((r) => r.result));
+      say(
+        `    ${side.name}: ${validPerSecond(verify).toFixed(0)} valid verifications/s over ${verify.seconds.toFixed(1)} s (${[...verify.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")})`,
+      );
+      return {
+        verify,
+        verifyWindows: own.map((r) => r.window),
+        verifyShare: combineCpuShares(
+          own.map((r) => ({ share: r.share, seconds: r.result.seconds })),
+        ),
+        // The warm-up's payloads count too: a repeat is a repeat.
+        payloadsUsed: next[i]!,
+        rssAfterVerify: peakRssMb(side.pid),
+        onThreads: side.countsDb
+          ? (await readCounters(side.url, { n: "x402_verifications_on_thread_total" })).n
+          : undefined,
+      };
+    }),
+  );
+}
