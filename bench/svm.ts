@@ -165,8 +165,7 @@ export async function runSvmBench(
         pid: side.pid,
         countsDb: i === 0,
         headers: side.headers,
-        bodies: [],
-        signRun: () =>
+        bodies: () =>
           signAll(payers, info.rpcUrl, sideRequirements[i]!("1000"), opts.verifyPayloadsPerRun),
       })),
       {

@@ -22,14 +22,12 @@ export interface VerifySide {
   /** This service (it exports the verify-thread counter), not the reference. */
   countsDb: boolean;
   headers: Record<string, string>;
-  /** Distinct /verify request bodies for this server, used in order across its runs. */
-  bodies: readonly string[];
   /**
-   * Instead of \`bodies\`: signs a fresh list just before each run (Solana:
-   * a payment's blockhash expires within a minute). A run never repeats a
-   * payload of its list.
+   * Distinct /verify request bodies for this server: one list, used in order
+   * across its runs, or a function that signs a fresh list just before each
+   * run (Solana: a payment's blockhash expires within a minute).
    */
-  signRun?: () => Promise<readonly string[]>;
+  bodies: readonly string[] | (() => Promise<readonly string[]>);
 }
 
 export interface VerifiedSide {
@@ -62,9 +60,9 @@ export async function verifyInTurns(
   const roundSeconds = opts.seconds / opts.rounds;
   const run = async (i: number, seconds: number) => {
     const side = sides[i]!;
-    const fresh = side.signRun ? await side.signRun() : undefined;
-    const bodies = fresh ?? side.bodies;
-    const from = fresh ? 0 : next[i]!;
+    const signed = typeof side.bodies === "function";
+    const bodies = typeof side.bodies === "function" ? await side.bodies() : side.bodies;
+    const from = signed ? 0 : next[i]!;
     const cpu = measureCpu(side.pid);
     const fromUs = monotonicUs();
     const result = await runLoad({
@@ -75,10 +73,10 @@ export async function verifyInTurns(
       durationMs: seconds * 1000,
       classify: classifyVerify,
     });
-    if (fresh && result.sent > fresh.length)
-      say(`    ${side.name}: ${result.sent} sent from ${fresh.length} signed; some repeated`);
+    if (signed && result.sent > bodies.length)
+      say(`    ${side.name}: ${result.sent} sent from ${bodies.length} signed; some repeated`);
     // An answer that came too late to count still used its payload up.
-    next[i] = (fresh ? next[i]! : from) + result.sent;
+    next[i] = (signed ? next[i]! : from) + result.sent;
     return { result, window: { fromUs, toUs: monotonicUs() }, share: cpu() };
   };
   say(

@@ -65,11 +65,13 @@ export interface WebhookDeliveryOptions {
  * events, whatever their backlog. The claimed rows are then updated by
  * primary key. (Their status is checked as "neither delivered nor failed",
  * which the table's CHECK makes the same as pending: written as
- * \`status = 'pending'\` it lets the planner combine the pending index, whose
- * every entry it would then read, with the key lookup.) Asking each pending event instead whether an older one of
- * its account was pending read the whole backlog on every pass, and a busy
- * account drains one event per pass: a backlog of N cost about N²/2 index
- * probes (1.4 million for 1,700 events in a benchmark run).
+ * `status = 'pending'` it lets the planner combine the pending index, whose
+ * every entry it would then read, with the key lookup.)
+ *
+ * Asking each pending event instead whether an older one of its account was
+ * pending read the whole backlog on every pass, and a busy account drains one
+ * event per pass: a backlog of N cost about N²/2 index probes (1.4 million
+ * for 1,700 events in a benchmark run).
  *
  * Two replicas may pick the same head. The UPDATE checks the lease again on
  * the row it locks (PostgreSQL re-reads a row another transaction changed
@@ -190,9 +192,10 @@ export class WebhookDeliveryWorker {
     if (claimed.length === 0) return 0;
     await Promise.all(
       claimed.map(async (event) => {
-        const hasEndpoint = event.url !== null && event.secret !== null;
+        const { url, secret } = event;
+        const hasEndpoint = url !== null && secret !== null;
         const result: AttemptResult = hasEndpoint
-          ? await this.send(event.url!, event.secret!, event)
+          ? await this.send(url, secret, event)
           : { url: "", statusCode: null, latencyMs: 0, error: "no webhook endpoint" };
         try {
           await this.record(event, result, !hasEndpoint);
