@@ -213,7 +213,7 @@ for (const backend of availableBackends()) {
         accounts.push(p);
       }
       const written = new Map<string, string[]>();
-      for (let n = 0; n < 5; n++) {
+      for (let n = 0; n < 12; n++) {
         for (const p of accounts) {
           const id = (await recorder.begin(intent(p, 100 + n)))!;
           await recorder.finish(
@@ -234,18 +234,21 @@ for (const backend of availableBackends()) {
             allowPrivateTargets: true,
             pollIntervalMs: 5,
             timeoutMs: 2_000,
+            // Runs of three: each account's backlog is split into several
+            // runs, which the two workers race for.
+            runLength: 3,
           }),
       );
       workers.forEach((w) => w.start());
       try {
         const deadline = Date.now() + 30_000;
-        while (received.length < 20 && Date.now() < deadline)
+        while (received.length < 48 && Date.now() < deadline)
           await new Promise((r) => setTimeout(r, 20));
       } finally {
         await Promise.all(workers.map((w) => w.stop()));
       }
-      assert.equal(received.length, 20, "every event delivered exactly once");
-      assert.equal(new Set(received.map((r) => r.eventId)).size, 20);
+      assert.equal(received.length, 48, "every event delivered exactly once");
+      assert.equal(new Set(received.map((r) => r.eventId)).size, 48);
       assert.equal(overlaps, 0);
       for (const p of accounts) {
         assert.deepEqual(
@@ -254,12 +257,12 @@ for (const backend of availableBackends()) {
           "in order per account",
         );
         const attempts = await listWebhookDeliveries(db, p.accountId);
-        assert.equal(attempts.length, 5);
+        assert.equal(attempts.length, 12);
         assert.ok(attempts.every((a) => a.statusCode === 200 && a.attempt === 1));
       }
     });
 
-    test("one account's backlog drains pass after pass, without waiting for the poll interval", async () => {
+    test("one account's backlog drains in runs, pass after pass, without waiting for the poll interval", async () => {
       const db = database.db;
       const recorder = new SettlementRecorder(db, log);
       const p = await principal(db, "backlog");
@@ -288,6 +291,7 @@ for (const backend of availableBackends()) {
         allowPrivateTargets: true,
         pollIntervalMs: 3_600_000,
         timeoutMs: 2_000,
+        runLength: 3,
       });
       worker.start();
       const mine = () => received.filter((r) => r.accountId === p.accountId);
@@ -303,11 +307,11 @@ for (const backend of availableBackends()) {
         written,
         "every event of the backlog, once each, in order",
       );
-      // Each pass is one claim (which reads the endpoint too) and one
-      // statement recording the attempt with the event's new state; the
-      // last pass finds nothing.
+      // Three runs (3 + 3 + 2 events), each one claim (which reads the
+      // endpoint too) and one statement recording all its attempts with
+      // their events' new state; the last pass's claim finds nothing.
       assert.ok(
-        traffic.roundTrips <= 2 * written.length + 1,
+        traffic.roundTrips <= 2 * 3 + 1,
         `${traffic.roundTrips} round trips to deliver ${written.length} events`,
       );
       const pending = await db
@@ -317,6 +321,182 @@ for (const backend of availableBackends()) {
         .where("status", "=", "pending")
         .execute();
       assert.equal(pending.length, 0);
+    });
+
+    test("a failed attempt ends its run: the events behind it are handed back, and go out in order after the retry", async () => {
+      const db = database.db;
+      const p = await principal(db, "run-failure");
+      // A receiver that refuses the third event once.
+      const order: string[] = [];
+      let refused = false;
+      const flaky = await listen((settlementId, res) => {
+        order.push(settlementId);
+        if (settlementId === written[2] && !refused) {
+          refused = true;
+          res.writeHead(503).end();
+        } else res.writeHead(200).end();
+      });
+      // Events are written only for an account with an endpoint.
+      await setWebhookEndpoint(db, p.accountId, flaky.url, { allowPrivateTargets: true });
+      const written = await finishMany(db, p, 6, 1_000);
+      const worker = new WebhookDeliveryWorker({
+        db,
+        log,
+        allowPrivateTargets: true,
+        timeoutMs: 2_000,
+        backoffBaseMs: 3_600_000,
+      });
+      const states = () =>
+        db
+          .selectFrom("webhook_events")
+          .select(["settlement_id", "status", "attempts", "locked_until"])
+          .where("account_id", "=", p.accountId)
+          .orderBy("seq")
+          .execute();
+      try {
+        await worker.runOnce();
+        assert.deepEqual(order, written.slice(0, 3), "the run stopped at the refused event");
+        const after = await states();
+        assert.deepEqual(
+          after.map((e) => [e.status, e.attempts, e.locked_until]),
+          [
+            ["delivered", 1, null],
+            ["delivered", 1, null],
+            ["pending", 1, null],
+            ["pending", 0, null],
+            ["pending", 0, null],
+            ["pending", 0, null],
+          ],
+          "the events behind it are neither leased nor counted as attempted",
+        );
+        const attempts = (await listWebhookDeliveries(db, p.accountId)).reverse();
+        assert.deepEqual(
+          attempts.map((a) => a.statusCode),
+          [200, 200, 503],
+        );
+        assert.ok(attempts[2]!.nextRetryAt, "the refused attempt has its retry");
+        await worker.runOnce();
+        assert.equal(order.length, 3, "nothing goes out before the refused event's retry is due");
+
+        await db
+          .updateTable("webhook_events")
+          .set({ next_attempt_at: new Date(Date.now() - 1_000) })
+          .where("settlement_id", "=", written[2]!)
+          .execute();
+        await worker.runOnce();
+        assert.deepEqual(order, [...written.slice(0, 3), ...written.slice(2)]);
+        const finished = await states();
+        assert.deepEqual(
+          finished.map((e) => [e.status, e.attempts]),
+          [
+            ["delivered", 1],
+            ["delivered", 1],
+            ["delivered", 2],
+            ["delivered", 1],
+            ["delivered", 1],
+            ["delivered", 1],
+          ],
+        );
+      } finally {
+        await flaky.close();
+        await retire(db, [p.accountId]);
+      }
+    });
+
+    test("a worker stopped mid-run records what it sent and hands back the rest", async () => {
+      const db = database.db;
+      const p = await principal(db, "run-stop");
+      const got: string[] = [];
+      const slow = await listen((settlementId, res) => {
+        got.push(settlementId);
+        setTimeout(() => res.writeHead(200).end(), 30);
+      });
+      await setWebhookEndpoint(db, p.accountId, slow.url, { allowPrivateTargets: true });
+      await finishMany(db, p, 10, 2_000);
+      const worker = new WebhookDeliveryWorker({ db, log, allowPrivateTargets: true });
+      try {
+        worker.start();
+        const deadline = Date.now() + 10_000;
+        while (got.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+        await worker.stop();
+        const events = await db
+          .selectFrom("webhook_events")
+          .select(["settlement_id", "status", "attempts", "locked_until"])
+          .where("account_id", "=", p.accountId)
+          .orderBy("seq")
+          .execute();
+        const delivered = events.filter((e) => e.status === "delivered");
+        assert.ok(delivered.length >= 2 && delivered.length < 10, `${delivered.length} delivered`);
+        assert.deepEqual(
+          delivered.map((e) => e.settlement_id),
+          got,
+          "every event the receiver got is recorded as delivered, and no other",
+        );
+        assert.deepEqual(
+          events.slice(delivered.length).map((e) => [e.status, e.attempts, e.locked_until]),
+          Array.from({ length: 10 - delivered.length }, () => ["pending", 0, null]),
+          "the rest are free for the next worker, with no attempt counted",
+        );
+        assert.equal((await listWebhookDeliveries(db, p.accountId)).length, delivered.length);
+      } finally {
+        await slow.close();
+        await retire(db, [p.accountId]);
+      }
+    });
+
+    test("a run is taken only behind a head the claim leased, and only as far as every event is due", async () => {
+      const db = database.db;
+      const busy = await principal(db, "run-bounds");
+      const held = await principal(db, "run-held");
+      const mine = [busy.accountId, held.accountId];
+      for (const p of [busy, held])
+        await setWebhookEndpoint(db, p.accountId, `${url}?a=${p.accountId}`, {
+          allowPrivateTargets: true,
+        });
+      const busyEvents = await finishMany(db, busy, 8, 3_000);
+      await finishMany(db, held, 3, 3_100);
+      try {
+        // The busy account's fifth event is not due (as after a crash left it
+        // leased); the held account's head is leased by another worker.
+        await db
+          .updateTable("webhook_events")
+          .set({ locked_until: new Date(Date.now() + 60_000) })
+          .where("settlement_id", "=", busyEvents[4]!)
+          .execute();
+        const heldHead = await db
+          .selectFrom("webhook_events")
+          .select("id")
+          .where("account_id", "=", held.accountId)
+          .orderBy("seq")
+          .limit(1)
+          .executeTakeFirstOrThrow();
+        await db
+          .updateTable("webhook_events")
+          .set({ locked_until: new Date(Date.now() + 60_000) })
+          .where("id", "=", heldHead.id)
+          .execute();
+
+        const claimed = (await claimDueEvents(60_000, 20, 6).execute(db)).rows.filter((c) =>
+          mine.includes(c.account_id),
+        );
+        const settlementOf = new Map(
+          (
+            await db
+              .selectFrom("webhook_events")
+              .select(["id", "settlement_id"])
+              .where("account_id", "in", mine)
+              .execute()
+          ).map((e) => [e.id, e.settlement_id]),
+        );
+        assert.deepEqual(
+          claimed.map((c) => settlementOf.get(c.id)),
+          busyEvents.slice(0, 4),
+          "the busy account's four oldest, in order, and nothing of the held account",
+        );
+        assert.ok(claimed.every((c) => c.attempts === 1 && c.url?.includes(busy.accountId)));
+      } finally {
+        await retire(db, mine);
+      }
     });
 
     test("an event given up after maxAttempts lets the next one through", async () => {
@@ -469,4 +649,57 @@ function readFrom(node: PlanNode, table: string): number {
       ? (node["Actual Rows"] ?? 0) * (node["Actual Loops"] ?? 1)
       : 0;
   return reads + (node.Plans ?? []).reduce((sum, child) => sum + readFrom(child, table), 0);
+}
+
+/** `n` finished settlements of `p`, each writing its webhook event; their ids, oldest first. */
+async function finishMany(
+  db: OpenedDb["db"],
+  p: Awaited<ReturnType<typeof principal>>,
+  n: number,
+  first: number,
+): Promise<string[]> {
+  const recorder = new SettlementRecorder(db, log);
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const id = (await recorder.begin(intent(p, first + i)))!;
+    await recorder.finish(
+      id,
+      { success: true, transaction: "0xfe", network: "eip155:8453" },
+      Date.now(),
+    );
+    ids.push(id);
+  }
+  return ids;
+}
+
+/** Nothing of these accounts is left for another test's workers to deliver. */
+async function retire(db: OpenedDb["db"], accountIds: string[]): Promise<void> {
+  await db
+    .updateTable("webhook_events")
+    .set({ status: "failed", locked_until: null })
+    .where("account_id", "in", accountIds)
+    .where("status", "=", "pending")
+    .execute();
+}
+
+/** A webhook receiver on loopback that hands each event's settlement id to `answer`. */
+async function listen(
+  answer: (settlementId: string, res: http.ServerResponse) => void,
+): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const event = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { data: { id: string } };
+      answer(event.data.id, res);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
 }
