@@ -105,8 +105,8 @@ export interface Side {
   dbPerSettle: { statements: number; roundTrips: number } | undefined;
   /** Verifications answered by verify threads during (a) (this service only; 0 when none ran). */
   verifiedOnThreads: number | undefined;
-  /** Webhook deliveries the receiver had by the end of (b) (this service only). */
-  webhookDeliveries: number | undefined;
+  /** Webhook deliveries the receiver had by the end of (b) and of (d) (this service only). */
+  webhookDeliveries: { settle: number; steady: number } | undefined;
   /** Its CPU profile summed over (a) and (b), or why there is none. */
   profile: ServerProfile;
 }
@@ -330,6 +330,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
       const settleShare = settleCpu();
       const dbAfter = dbBefore ? await readDbTraffic(side.url) : undefined;
       const rssAfterSettle = peakRssMb(side.pid);
+      const deliveredAfterSettle = receiver.received();
       say(
         `(d) ${side.name}: /settle ${opts.steadyCount} payments arriving at ${opts.steadyRatePerSecond} a second…`,
       );
@@ -369,7 +370,9 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
               }
             : undefined,
         verifiedOnThreads: onThreads,
-        webhookDeliveries: side.webhooks ? receiver.received() : undefined,
+        webhookDeliveries: side.webhooks
+          ? { settle: deliveredAfterSettle, steady: receiver.received() }
+          : undefined,
       });
     }
   } finally {
@@ -495,9 +498,9 @@ export function evmTable(ours: Side, ref: Side): string {
       "",
     ],
     [
-      "(b) webhook deliveries received by the end of (b)",
-      ours.webhookDeliveries === undefined ? "–" : String(ours.webhookDeliveries),
-      ref.webhookDeliveries === undefined ? "– (no webhooks)" : String(ref.webhookDeliveries),
+      "webhook deliveries received by the end of (b) / of (d)",
+      deliveries(ours.webhookDeliveries, settled(ours.settle), settled(ours.steady)),
+      deliveries(ref.webhookDeliveries, settled(ref.settle), settled(ref.steady)),
       "",
     ],
     [
@@ -535,4 +538,10 @@ export function evmTable(ours: Side, ref: Side): string {
     "|---|---|---|---|",
     ...rows.map((r) => `| ${r.join(" | ")} |`),
   ].join("\n");
+}
+
+/** "delivered of settled" at the end of (b) and of (d), the settled counted from the start of (b). */
+function deliveries(received: Side["webhookDeliveries"], settled: number, steady: number): string {
+  if (!received) return "– (no webhooks)";
+  return `${received.settle} of ${settled} / ${received.steady} of ${settled + steady}`;
 }
