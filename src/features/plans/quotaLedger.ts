@@ -154,10 +154,13 @@ export class QuotaLedger {
 
   /**
    * Charges settlements that just succeeded and gives reservations back, in
-   * the caller's transaction (the one that records the outcomes). When that
-   * touches several accounts' rows, they are locked first, in one sorted
-   * pass as reservations lock them, so two replicas' transactions never hold
-   * one row each while waiting for the other's (a deadlock).
+   * the caller's transaction (the one that records the outcomes), in one
+   * statement however many accounts: each account's month row gets its
+   * charge and its release in one write. The rows are written, and so
+   * locked, in sorted order, as reservations lock them, so two replicas'
+   * transactions never hold one row each while waiting for the other's (a
+   * deadlock). For pay-as-you-go, the charges past the free allowance are
+   * inserted after it.
    */
   async chargeAndReleaseIn(
     tx: Transaction<Database>,
@@ -165,28 +168,61 @@ export class QuotaLedger {
     reservations: readonly QuotaReservation[],
   ): Promise<void> {
     const month = monthOf(this.now());
-    const touched = new Map<string, { accountId: string; month: string }>();
-    for (const c of charges) {
-      if (c.units > 0) touched.set(`${c.accountId} ${month}`, { accountId: c.accountId, month });
-    }
-    for (const r of reservations) {
-      touched.set(`${r.accountId} ${r.month}`, { accountId: r.accountId, month: r.month });
-    }
-    if (touched.size > 1) {
-      const rows = [...touched.values()];
-      await sql`
-        select 1 from quota_usage
-        where (account_id, month) in (
-          select * from unnest(
-            ${rows.map((r) => r.accountId)}::uuid[],
-            ${rows.map((r) => r.month)}::text[]
-          )
-        )
-        order by account_id, month
-        for update`.execute(tx);
-    }
-    await this.chargeAllIn(tx, charges);
-    await this.releaseAllIn(tx, reservations);
+    const counted = charges.filter((c) => c.units > 0);
+    const deltas = new Map<
+      string,
+      { accountId: string; month: string; used: number; freed: number }
+    >();
+    const delta = (accountId: string, m: string) => {
+      const key = `${accountId} ${m}`;
+      let d = deltas.get(key);
+      if (!d) deltas.set(key, (d = { accountId, month: m, used: 0, freed: 0 }));
+      return d;
+    };
+    for (const c of counted) delta(c.accountId, month).used += c.units;
+    for (const r of reservations) delta(r.accountId, r.month).freed += r.units;
+    if (deltas.size === 0) return;
+    const rows = [...deltas.values()].sort((a, b) =>
+      a.accountId === b.accountId
+        ? a.month.localeCompare(b.month)
+        : a.accountId < b.accountId
+          ? -1
+          : 1,
+    );
+    const column = <T>(pick: (d: (typeof rows)[number]) => T) => rows.map(pick);
+    const written = await sql<{
+      account_id: string;
+      month: string;
+      used: number;
+      plan: string | null;
+    }>`
+      with deltas as (
+        select * from unnest(
+          ${column((d) => d.accountId)}::uuid[],
+          ${column((d) => d.month)}::text[],
+          ${column((d) => d.used)}::int[],
+          ${column((d) => d.freed)}::int[]
+        ) with ordinality as d(account_id, month, used, freed, ord)
+      )
+      insert into quota_usage (account_id, month, used)
+      select account_id, month, used from deltas order by ord
+      on conflict (account_id, month) do update set
+        used = quota_usage.used + excluded.used,
+        reserved = greatest(
+          quota_usage.reserved - (
+            select d.freed from deltas d
+             where d.account_id = excluded.account_id and d.month = excluded.month),
+          0),
+        updated_at = ${new Date()}
+      returning account_id, month, used,
+        (select plan from accounts a where a.id = quota_usage.account_id) as plan`.execute(tx);
+    const charged = new Map(
+      written.rows.filter((r) => r.month === month).map((r) => [r.account_id, r]),
+    );
+    await this.insertPaygCharges(tx, counted, month, (accountId) => {
+      const row = charged.get(accountId);
+      return row && { used: row.used - deltas.get(`${accountId} ${month}`)!.used, plan: row.plan };
+    });
   }
 
   /** One charge (see `chargeAllIn`). */
@@ -226,16 +262,32 @@ export class QuotaLedger {
       )
       .returning((eb) => ["account_id", "used", accountOf(eb).select("plan").as("plan")])
       .execute();
-    const plans = new Map(rows.map((r) => [r.account_id, planRule(r.plan ?? "free", this.limits)]));
-    // Pay-as-you-go bills the units past the free allowance, each charge
-    // against the usage before it, in the order given.
-    const usedBefore = new Map(rows.map((r) => [r.account_id, r.used - totals.get(r.account_id)!]));
+    const byAccount = new Map(rows.map((r) => [r.account_id, r]));
+    await this.insertPaygCharges(tx, counted, month, (accountId) => {
+      const row = byAccount.get(accountId);
+      return row && { used: row.used - totals.get(accountId)!, plan: row.plan };
+    });
+  }
+
+  /**
+   * Pay-as-you-go bills the units past the free allowance, each charge
+   * against the usage before it, in the order given. `before` gives an
+   * account's usage before these charges, with its plan.
+   */
+  private async insertPaygCharges(
+    tx: Transaction<Database>,
+    counted: readonly QuotaCharge[],
+    month: string,
+    before: (accountId: string) => { used: number; plan: string | null } | undefined,
+  ): Promise<void> {
+    const usedBefore = new Map<string, number>();
     const billed = [];
     for (const c of counted) {
-      if (plans.get(c.accountId)?.name !== "payg") continue;
-      const before = usedBefore.get(c.accountId)!;
-      usedBefore.set(c.accountId, before + c.units);
-      const billable = paygBillableUnits(before, before + c.units);
+      const account = before(c.accountId);
+      if (!account || planRule(account.plan ?? "free", this.limits).name !== "payg") continue;
+      const from = usedBefore.get(c.accountId) ?? account.used;
+      usedBefore.set(c.accountId, from + c.units);
+      const billable = paygBillableUnits(from, from + c.units);
       if (billable <= 0) continue;
       billed.push({
         id: randomUUID(),

@@ -11,6 +11,7 @@
 import { sql, type Kysely, type Transaction } from "kysely";
 import type { JournalEntry } from "../../chains/ports.js";
 import type { Database, NewSettlement, SettlementOutcomeRow } from "../../storage/schema.js";
+import type { EventContext } from "../webhooks/events.js";
 
 /** A transition of a pending row: the outcome's columns (null = left as it is). */
 export interface RowTransition {
@@ -144,7 +145,9 @@ const OUTCOME_COLUMNS = Object.keys({
  * it is and not returned. One transition per row: a second one for the same
  * row in the same call is dropped (the first wins, as it would in sequence).
  * The stored request is not read back: nothing after an outcome needs it,
- * and it is most of a row's bytes.
+ * and it is most of a row's bytes. What the rows' webhook events need (the
+ * endpoint's chosen events, the key's name) is read in the same statement,
+ * which saves the outcome transaction two round trips.
  */
 export async function transitionRows(
   trx: Transaction<Database>,
@@ -159,12 +162,12 @@ export async function transitionRows(
      */
     markBilled: boolean;
   } = { markBilled: false },
-): Promise<SettlementOutcomeRow[]> {
+): Promise<(SettlementOutcomeRow & EventContext)[]> {
   const byId = new Map<string, RowTransition>();
   for (const t of transitions) if (!byId.has(t.id)) byId.set(t.id, t);
   const rows = [...byId.values()];
   const column = <T>(pick: (t: RowTransition) => T) => rows.map(pick);
-  const moved = await sql<SettlementOutcomeRow>`
+  const moved = await sql<SettlementOutcomeRow & EventContext>`
     update settlements s
     set status = o.status,
         transaction = coalesce(o.transaction, s.transaction),
@@ -187,6 +190,9 @@ export async function transitionRows(
       ${column((t) => t.durationMs)}::int[]
     ) as o(id, status, transaction, error_reason, error_message, payer, finished_at, duration_ms)
     where s.id = o.id and s.status = 'pending'
-    returning ${sql.join(OUTCOME_COLUMNS.map((c) => sql.ref(`s.${c}`)))}`.execute(trx);
+    returning ${sql.join(OUTCOME_COLUMNS.map((c) => sql.ref(`s.${c}`)))},
+      (select w.events from webhook_endpoints w where w.account_id = s.account_id)
+        as endpoint_events,
+      (select k.name from api_keys k where k.id = s.api_key_id) as api_key_name`.execute(trx);
   return moved.rows;
 }
