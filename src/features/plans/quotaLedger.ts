@@ -2,13 +2,14 @@
  * Monthly quota: reserve before a settle runs, commit or release after.
  *
  * Invariant: for an account and month, `used + reserved` never exceeds the
- * plan's hard limit. Concurrent reservations share one transaction (group
- * commit) that first locks each account's month row, then grants the
- * requests in arrival order while they fit under the limit, then adds what
- * it granted: another transaction (another replica) waits for the lock, so N
- * parallel settles with one unit left give exactly one reservation. The plan
- * is read from the account row on every flush, so an upgrade (or
- * suspension) applies to the very next request.
+ * plan's hard limit. Concurrent reservations share one flush (group
+ * commit). When they are all one account's and all fit, one guarded UPDATE
+ * grants them. Otherwise one transaction first locks each account's month
+ * row, then grants the requests in arrival order while they fit under the
+ * limit, then adds what it granted. Either way another replica waits for
+ * the row's lock, so N parallel settles with one unit left give exactly one
+ * reservation. The plan is read from the account row on every flush, so an
+ * upgrade (or suspension) applies to the very next request.
  */
 import { randomUUID } from "node:crypto";
 import { sql, type ExpressionBuilder, type Transaction } from "kysely";
@@ -20,6 +21,7 @@ import { announceChange } from "../../storage/changeFeed.js";
 import { API_KEYS_CHANGED } from "../keys/apiKeys.js";
 import {
   PAYG_UNIT_PRICE_MICRO_USD,
+  PLAN_NAMES,
   UPGRADE_PATH,
   monthOf,
   paygBillableUnits,
@@ -92,6 +94,64 @@ export class QuotaLedger {
     const month = monthOf(at);
     // Sorted, so two flushes (two replicas) lock shared rows in the same order.
     const accountIds = unique(requests.map((r) => r.accountId)).sort();
+    if (accountIds.length === 1) {
+      const granted = await this.reserveAllOfOne(accountIds[0]!, requests, month, at);
+      if (granted) return granted;
+    }
+    return this.reserveInTurn(requests, accountIds, month, at);
+  }
+
+  /**
+   * The common case of a busy account, in one statement: when all of one
+   * account's requests in a flush fit under its limit together, a single
+   * guarded UPDATE grants them all, which is what granting them in turn
+   * would do. The guard is checked again on the locked row (PostgreSQL
+   * re-reads a row another transaction changed before updating it), so
+   * `used + reserved` still never passes the limit; and the row is locked
+   * only while the statement runs, not across a transaction's round trips.
+   * Anything else (no row for the month yet, a suspension, too few units
+   * left for all of them) writes nothing here and is decided in turn.
+   */
+  private async reserveAllOfOne(
+    accountId: string,
+    requests: readonly ReserveRequest[],
+    month: string,
+    at: Date,
+  ): Promise<PromiseSettledResult<QuotaReservation>[] | undefined> {
+    const units = requests.reduce((n, r) => n + r.units, 0);
+    const limit = sql`(case coalesce(a.plan, 'free') ${sql.join(
+      PLAN_NAMES.map(
+        (name) => sql`when ${name} then ${planRule(name, this.limits).hardLimit}::int`,
+      ),
+      sql` `,
+    )} else ${planRule("", this.limits).hardLimit}::int end)`;
+    const granted = await sql<{ plan: string | null }>`
+      update quota_usage q
+      set reserved = q.reserved + ${units}::int, updated_at = ${at}
+      from accounts a
+      where q.account_id = ${accountId} and q.month = ${month} and a.id = q.account_id
+        and a.suspended_at is null
+        and (${limit} is null or q.used + q.reserved + ${units}::int <= ${limit})
+      returning a.plan`.execute(this.db);
+    const row = granted.rows[0];
+    if (!row) return undefined;
+    const plan = planRule(row.plan ?? "free", this.limits).name;
+    return requests.map((r) => ({
+      status: "fulfilled",
+      value: { accountId, month, units: r.units, plan },
+    }));
+  }
+
+  /**
+   * Decides each request in arrival order, in one transaction that first
+   * locks (creating where needed) every account's month row.
+   */
+  private async reserveInTurn(
+    requests: readonly ReserveRequest[],
+    accountIds: readonly string[],
+    month: string,
+    at: Date,
+  ): Promise<PromiseSettledResult<QuotaReservation>[]> {
     return this.db.transaction().execute(async (tx) => {
       // An upsert whose update changes nothing: it creates the month's row
       // where there is none, locks every row until this transaction ends,
