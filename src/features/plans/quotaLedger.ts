@@ -119,12 +119,14 @@ export class QuotaLedger {
     at: Date,
   ): Promise<PromiseSettledResult<QuotaReservation>[] | undefined> {
     const units = requests.reduce((n, r) => n + r.units, 0);
+    // Each plan's hard limit (null: none); an unknown plan is held to the
+    // free plan's, as planRule holds it.
     const limit = sql`(case coalesce(a.plan, 'free') ${sql.join(
       PLAN_NAMES.map(
         (name) => sql`when ${name} then ${planRule(name, this.limits).hardLimit}::int`,
       ),
       sql` `,
-    )} else ${planRule("", this.limits).hardLimit}::int end)`;
+    )} else ${planRule("free", this.limits).hardLimit}::int end)`;
     const granted = await sql<{ plan: string | null }>`
       update quota_usage q
       set reserved = q.reserved + ${units}::int, updated_at = ${at}
@@ -206,10 +208,15 @@ export class QuotaLedger {
 
   /** Turns the reservation into usage; for pay-as-you-go, accrues the charge in the same transaction. */
   async commit(r: QuotaReservation, settlementId: string | null): Promise<void> {
-    await this.db.transaction().execute(async (tx) => {
-      await this.releaseIn(tx, r);
-      await this.chargeIn(tx, r.accountId, r.units, settlementId);
-    });
+    await this.db
+      .transaction()
+      .execute((tx) =>
+        this.chargeAndReleaseIn(
+          tx,
+          [{ accountId: r.accountId, units: r.units, settlementId }],
+          [r],
+        ),
+      );
   }
 
   /**
@@ -285,48 +292,20 @@ export class QuotaLedger {
     });
   }
 
-  /** One charge (see `chargeAllIn`). */
+  /**
+   * Adds the usage of a settlement that just succeeded, in the caller's
+   * transaction (the one that records the success), so a payment is billed
+   * exactly when, and exactly once, its success is committed. The plan is
+   * read now: a late success (a retry or the reconciler learning it from the
+   * chain) bills the month and plan in force when it is learned.
+   */
   async chargeIn(
     tx: Transaction<Database>,
     accountId: string,
     units: number,
     settlementId: string | null,
   ): Promise<void> {
-    await this.chargeAllIn(tx, [{ accountId, units, settlementId }]);
-  }
-
-  /**
-   * Adds the usage of settlements that just succeeded, in the caller's
-   * transaction (the one that records the successes), so a payment is billed
-   * exactly when, and exactly once, its success is committed. The plan is
-   * read now: a late success (a retry or the reconciler learning it from the
-   * chain) bills the month and plan in force when it is learned. One upsert
-   * of the month's usage (which reads the plans too) and, for pay-as-you-go,
-   * one insert of charges, however many settlements.
-   */
-  async chargeAllIn(tx: Transaction<Database>, charges: readonly QuotaCharge[]): Promise<void> {
-    const counted = charges.filter((c) => c.units > 0);
-    if (counted.length === 0) return;
-    const month = monthOf(this.now());
-    const totals = new Map<string, number>();
-    for (const c of counted) totals.set(c.accountId, (totals.get(c.accountId) ?? 0) + c.units);
-    const accountIds = [...totals.keys()].sort();
-    const rows = await tx
-      .insertInto("quota_usage")
-      .values(accountIds.map((id) => ({ account_id: id, month, used: totals.get(id)! })))
-      .onConflict((oc) =>
-        oc.columns(["account_id", "month"]).doUpdateSet({
-          used: sql<number>`quota_usage.used + excluded.used`,
-          updated_at: new Date(),
-        }),
-      )
-      .returning((eb) => ["account_id", "used", accountOf(eb).select("plan").as("plan")])
-      .execute();
-    const byAccount = new Map(rows.map((r) => [r.account_id, r]));
-    await this.insertPaygCharges(tx, counted, month, (accountId) => {
-      const row = byAccount.get(accountId);
-      return row && { used: row.used - totals.get(accountId)!, plan: row.plan };
-    });
+    await this.chargeAndReleaseIn(tx, [{ accountId, units, settlementId }], []);
   }
 
   /**
@@ -359,42 +338,6 @@ export class QuotaLedger {
       });
     }
     if (billed.length > 0) await tx.insertInto("usage_charges").values(billed).execute();
-  }
-
-  /** Gives a reservation's units back, in the caller's transaction. */
-  async releaseIn(tx: Transaction<Database>, r: QuotaReservation): Promise<void> {
-    await this.releaseAllIn(tx, [r]);
-  }
-
-  /** Gives reservations' units back, in the caller's transaction: one statement. */
-  async releaseAllIn(
-    tx: Transaction<Database>,
-    reservations: readonly QuotaReservation[],
-  ): Promise<void> {
-    const held = new Map<string, { accountId: string; month: string; units: number }>();
-    for (const r of reservations) {
-      const key = `${r.accountId} ${r.month}`;
-      const entry = held.get(key) ?? { accountId: r.accountId, month: r.month, units: 0 };
-      entry.units += r.units;
-      held.set(key, entry);
-    }
-    if (held.size === 0) return;
-    const rows = [...held.values()].sort((a, b) =>
-      a.accountId === b.accountId
-        ? a.month.localeCompare(b.month)
-        : a.accountId < b.accountId
-          ? -1
-          : 1,
-    );
-    await sql`
-      update quota_usage q
-      set reserved = greatest(q.reserved - h.units, 0), updated_at = ${new Date()}
-      from unnest(
-        ${rows.map((r) => r.accountId)}::uuid[],
-        ${rows.map((r) => r.month)}::text[],
-        ${rows.map((r) => r.units)}::int[]
-      ) as h(account_id, month, units)
-      where q.account_id = h.account_id and q.month = h.month`.execute(tx);
   }
 
   /** Gives the reserved units back (the settle failed or never ran). */
