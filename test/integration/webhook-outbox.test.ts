@@ -346,13 +346,7 @@ for (const backend of availableBackends()) {
         timeoutMs: 2_000,
         backoffBaseMs: 3_600_000,
       });
-      const states = () =>
-        db
-          .selectFrom("webhook_events")
-          .select(["settlement_id", "status", "attempts", "locked_until"])
-          .where("account_id", "=", p.accountId)
-          .orderBy("seq")
-          .execute();
+      const states = () => eventStates(db, p.accountId);
       try {
         await worker.runOnce();
         assert.deepEqual(order, written.slice(0, 3), "the run stopped at the refused event");
@@ -419,12 +413,7 @@ for (const backend of availableBackends()) {
         const deadline = Date.now() + 10_000;
         while (got.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
         await worker.stop();
-        const events = await db
-          .selectFrom("webhook_events")
-          .select(["settlement_id", "status", "attempts", "locked_until"])
-          .where("account_id", "=", p.accountId)
-          .orderBy("seq")
-          .execute();
+        const events = await eventStates(db, p.accountId);
         const delivered = events.filter((e) => e.status === "delivered");
         assert.ok(delivered.length >= 2 && delivered.length < 10, `${delivered.length} delivered`);
         assert.deepEqual(
@@ -623,12 +612,7 @@ for (const backend of availableBackends()) {
           "the busy account's claimed event is its oldest",
         );
       } finally {
-        // Nothing of this test is left for another test's workers to deliver.
-        await db
-          .updateTable("webhook_events")
-          .set({ status: "failed", locked_until: null })
-          .where("account_id", "in", mine)
-          .execute();
+        await retire(db, mine);
       }
     });
   });
@@ -670,6 +654,16 @@ async function finishMany(
     ids.push(id);
   }
   return ids;
+}
+
+/** An account's outbox events, oldest first, with their delivery state. */
+function eventStates(db: OpenedDb["db"], accountId: string) {
+  return db
+    .selectFrom("webhook_events")
+    .select(["settlement_id", "status", "attempts", "locked_until"])
+    .where("account_id", "=", accountId)
+    .orderBy("seq")
+    .execute();
 }
 
 /** Nothing of these accounts is left for another test's workers to deliver. */
