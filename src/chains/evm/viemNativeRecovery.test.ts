@@ -6,9 +6,16 @@
 import { before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { recoverAddress, recoverPublicKey, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { routeViemRecoveryToNative, type NativeRecoveryState } from "./viemNativeRecovery.js";
+
+interface NoblePointLike {
+  toHex(compressed?: boolean): string;
+}
 
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 const hex32 = (n: bigint) => n.toString(16).padStart(64, "0");
@@ -79,6 +86,32 @@ describe("viem recovery routed to libsecp256k1", () => {
       assert.equal(got, expected[i], `case ${i}: ${c.signature}`);
     }
     assert.ok(errors >= 3, "the garbage cases include failures");
+  });
+
+  test("the recovered key reads the same as noble's point, compressed or not", async () => {
+    // viem's own noble instance, the one the route patches.
+    const fromViem = createRequire(createRequire(import.meta.url).resolve("viem/package.json"));
+    const file = join(dirname(fromViem.resolve("@noble/curves/secp256k1")), "esm", "secp256k1.js");
+    const { secp256k1 } = (await import(pathToFileURL(file).href)) as {
+      secp256k1: {
+        Signature: {
+          fromCompact(hex: string): {
+            addRecoveryBit(bit: number): { recoverPublicKey(hash: string): NoblePointLike };
+          };
+        };
+        ProjectivePoint: { fromHex(hex: string): NoblePointLike };
+      };
+    };
+    for (const c of cases.slice(0, 40)) {
+      const bit = parseInt(c.signature.slice(130), 16) - 27;
+      const point = secp256k1.Signature.fromCompact(c.signature.slice(2, 130))
+        .addRecoveryBit(bit)
+        .recoverPublicKey(c.hash.slice(2));
+      const noble = secp256k1.ProjectivePoint.fromHex(point.toHex(false));
+      assert.equal(point.toHex(false), noble.toHex(false));
+      assert.equal(point.toHex(true), noble.toHex(true));
+      assert.equal(point.toHex(), noble.toHex());
+    }
   });
 
   test("a second install is a no-op that reports the first outcome", async () => {

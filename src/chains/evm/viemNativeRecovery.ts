@@ -35,7 +35,6 @@ interface NobleSignature {
 }
 interface NobleSecp256k1 {
   Signature: { prototype: NobleSignature };
-  ProjectivePoint: { fromHex(bytes: Uint8Array): NoblePoint };
 }
 
 export type NativeRecoveryState =
@@ -76,6 +75,23 @@ async function viemsNoble(): Promise<NobleSecp256k1 | string> {
   return curve;
 }
 
+/**
+ * The recovered key as viem reads it: `toHex(false)`, nothing else. noble's
+ * own point would parse the 65 bytes into field elements, check the curve
+ * equation and encode them back, a few per cent of a verification, for a key
+ * libsecp256k1 has just produced on the curve. A viem that asked for more
+ * would fail the self-check below, which then leaves noble's path in place.
+ */
+class RecoveredPoint implements NoblePoint {
+  constructor(private readonly uncompressed: Uint8Array) {}
+
+  toHex(compressed = true): string {
+    if (!compressed) return Buffer.from(this.uncompressed).toString("hex");
+    const prefix = (this.uncompressed[64]! & 1) === 1 ? "03" : "02";
+    return prefix + Buffer.from(this.uncompressed.subarray(1, 33)).toString("hex");
+  }
+}
+
 let state: NativeRecoveryState | undefined;
 
 /** Installs the native path once per process; later calls return the first outcome. */
@@ -105,7 +121,7 @@ export async function routeViemRecoveryToNative(): Promise<NativeRecoveryState> 
       return original.call(this, msgHash);
     }
     calls++;
-    return curve.ProjectivePoint.fromHex(publicKey);
+    return new RecoveredPoint(publicKey);
   };
 
   // Self-check through viem's public API, the path @x402/evm takes.
