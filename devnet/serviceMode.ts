@@ -133,6 +133,7 @@ export async function bootDevnet(
     () => startStarknetLedger({}),
   );
   const infos = Object.entries(devnet.networks);
+  const blockTimeMs = config.devnet.blockTimeSeconds * 1000;
   const keys = infos[0]?.[1].facilitatorPrivateKeys ?? [];
   const base = devnet.networks["eip155:8453"];
   const confidential =
@@ -157,7 +158,13 @@ export async function bootDevnet(
     confidential,
     chains: {
       evm: {
-        networks: infos.map(([id, info]) => ({ id, rpcUrls: [info.rpcUrl] })),
+        // Its anvil mines at the devnet's pace, not the mainnet's, and the
+        // receipt watcher and fee quotes should keep to that pace.
+        networks: infos.map(([id, info]) => ({
+          id,
+          rpcUrls: [info.rpcUrl],
+          ...(blockTimeMs > 0 ? { blockTimeMs } : {}),
+        })),
         privateKeys: keys as Hex[],
       },
       ...(solana

@@ -203,6 +203,20 @@ test("a per-network gas price ceiling is read in gwei", () => {
   );
 });
 
+test("a per-network block time overrides the registry's, in whole milliseconds", () => {
+  const base = { EVM_RPC_URLS_8453: "https://a.example", EVM_PRIVATE_KEYS: KEY };
+  assert.equal(loadConfig(base).chains.evm!.networks[0]!.blockTimeMs, undefined);
+  const c = loadConfig({ ...base, EVM_BLOCK_TIME_MS_8453: "1000" });
+  assert.equal(c.chains.evm!.networks[0]!.blockTimeMs, 1000);
+  for (const bad of ["fast", "0", "49", "1.5", "600001"]) {
+    assert.throws(
+      () => loadConfig({ ...base, EVM_BLOCK_TIME_MS_8453: bad }),
+      (e: Error) => e.message.includes("EVM_BLOCK_TIME_MS_8453") && e.message.includes(bad),
+      bad,
+    );
+  }
+});
+
 test("the XRP Ledger alone is a production configuration: one JSON-RPC URL, no keys", () => {
   const c = loadConfig({ XRPL_RPC_URL: "https://xrpl.example/rpc" });
   assert.equal(c.mode, "production");

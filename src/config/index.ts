@@ -39,6 +39,8 @@ export interface EvmNetworkConfig {
   readonly rpcUrls: readonly string[];
   /** Refuse to settle when maxFeePerGas would exceed this (wei). */
   readonly maxGasPriceWei?: bigint | undefined;
+  /** How often the chain makes a block, when the operator says otherwise than the registry. */
+  readonly blockTimeMs?: number | undefined;
 }
 
 export interface Config {
@@ -372,7 +374,17 @@ function parseEvmNetworks(env: NodeJS.ProcessEnv): EvmNetworkConfig[] {
       }
       maxGasPriceWei = BigInt(Math.round(gwei * 1e9));
     }
-    out.push({ id, rpcUrls: urls, maxGasPriceWei });
+    const blockTime = env[`EVM_BLOCK_TIME_MS_${m[1]}`];
+    let blockTimeMs: number | undefined;
+    if (blockTime !== undefined && blockTime !== "") {
+      blockTimeMs = Number(blockTime);
+      if (!Number.isInteger(blockTimeMs) || blockTimeMs < 50 || blockTimeMs > 600_000) {
+        throw new ConfigError(
+          `EVM_BLOCK_TIME_MS_${m[1]} must be a whole number of milliseconds from 50 to 600000, got "${blockTime}"`,
+        );
+      }
+    }
+    out.push({ id, rpcUrls: urls, maxGasPriceWei, ...(blockTimeMs ? { blockTimeMs } : {}) });
   }
   return out.sort((a, b) => a.id.localeCompare(b.id));
 }

@@ -27,6 +27,7 @@ import type {
 } from "../ports.js";
 import { runInSettlement, type SettlementScope } from "./settlementContext.js";
 import { evmAuthorizationKey, evmPayerOf, evmQuotaUnits } from "./paymentIdentity.js";
+import { chainTimings } from "./chainTimings.js";
 import { RpcHealth } from "./rpcHealth.js";
 import { evmExactPayloadShapeError, evmUptoPayloadShapeError } from "./payloadShape.js";
 import type { Logger } from "../../lib/logger.js";
@@ -44,6 +45,8 @@ export interface EvmNetworkSetup {
   rpcUrls: readonly string[];
   /** Highest maxFeePerGas (wei) this network may cost; undefined = no ceiling. */
   maxGasPriceWei?: bigint | undefined;
+  /** How often this chain makes a block, when not what the registry says (a devnet's). */
+  blockTimeMs?: number | undefined;
 }
 
 export interface RegisterEvmOptions {
@@ -97,23 +100,25 @@ export class EvmChainAdapter implements ChainFamily {
     for (const setup of opts.networks) {
       const network = findEvmNetwork(setup.id);
       if (!network) throw new Error(`unknown EVM network ${setup.id}`);
-      const tick = opts.pollingIntervalMs ?? Math.max(25, Math.floor(network.blockTimeMs / 8));
+      const timings = chainTimings(setup.blockTimeMs ?? network.blockTimeMs, opts);
       const health = new RpcHealth();
-      const client = createEvmPublicClient(network, setup.rpcUrls, tick, opts.rpcBatching, health);
+      const client = createEvmPublicClient(
+        network,
+        setup.rpcUrls,
+        timings.pollMs,
+        opts.rpcBatching,
+        health,
+      );
       const pool = new EvmSignerPool({
         network: network.id,
         chain: chainFor(network, setup.rpcUrls),
         client,
         privateKeys: opts.privateKeys,
         journal: opts.journal ?? noopJournal,
-        fees: new FeeOracle(client, Math.max(250, network.blockTimeMs / 2), setup.maxGasPriceWei),
+        fees: new FeeOracle(client, timings.feeMaxAgeMs, setup.maxGasPriceWei),
         log: opts.log,
-        // A settle is answered once its receipt is seen, so the tick is
-        // latency every settle pays (half a tick on average): a twentieth
-        // of the block, one eth_blockNumber per tick, and only while a
-        // transaction is waited for.
-        receiptTickMs: opts.pollingIntervalMs ?? Math.max(25, Math.floor(network.blockTimeMs / 20)),
-        stuckAfterMs: opts.stuckAfterMs ?? Math.max(5_000, network.blockTimeMs * 3),
+        receiptTickMs: timings.receiptTickMs,
+        stuckAfterMs: timings.stuckAfterMs,
         minBalanceWei: opts.minSignerBalanceWei ?? 2_000_000_000_000_000n,
         ...(opts.leases ? { leases: opts.leases } : {}),
         onSignerHealth: (address, healthy, balance) =>
