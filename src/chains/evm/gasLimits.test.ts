@@ -105,4 +105,47 @@ describe("gas limits", () => {
     assert.equal(count("eth_estimateGas"), 1);
     assert.equal(count("eth_call"), 0);
   });
+  test("a burst of one shape with no limit yet sends one estimate; the rest are checked under it", async () => {
+    const limits = new GasLimits(client);
+    calls.clear();
+    const burst = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => limits.forCall(payer, transfer(holder, BigInt(i + 1)))),
+    );
+    assert.equal(count("eth_estimateGas"), 1, "one estimate for the burst");
+    assert.equal(count("eth_call"), 19, "each other call proven by one simulation");
+    // Every call got the remembered limit, the estimate with its 20% of room.
+    assert.equal(new Set(burst).size, 1, burst.join(", "));
+    // The same after the limit expires: one fresh estimate for a burst, not one each.
+    let now = 1_000_000;
+    const expiring = new GasLimits(client, { ttlMs: 60_000, now: () => now });
+    await expiring.forCall(payer, transfer(holder, 1n));
+    now += 60_001;
+    calls.clear();
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        expiring.forCall(payer, transfer(holder, BigInt(i + 1))),
+      ),
+    );
+    assert.equal(count("eth_estimateGas"), 1);
+    assert.equal(count("eth_call"), 9);
+  });
+
+  test("a burst whose first call reverts: that call throws, the others still get their limits", async () => {
+    const limits = new GasLimits(client);
+    calls.clear();
+    const [bad, ...good] = await Promise.allSettled([
+      limits.forCall(payer, transfer(holder, 10n ** 30n)),
+      ...Array.from({ length: 5 }, (_, i) =>
+        limits.forCall(payer, transfer(holder, BigInt(i + 1))),
+      ),
+    ]);
+    assert.equal(bad!.status, "rejected");
+    assert.match(String((bad as PromiseRejectedResult).reason), /revert|exceeds/i);
+    for (const g of good) {
+      assert.equal(g.status, "fulfilled");
+      assert.ok((g as PromiseFulfilledResult<bigint>).value > 21_000n);
+    }
+    // They waited for the failed one once, then estimated for themselves.
+    assert.ok(count("eth_estimateGas") <= 6, `${count("eth_estimateGas")} estimates`);
+  });
 });

@@ -15,6 +15,11 @@
  * A remembered limit is re-estimated after `ttlMs`, so it follows what a
  * chain's gas prices put into gas units (the L1 part on some rollups).
  *
+ * One estimate per shape at a time: calls of a shape with no limit yet (the
+ * first burst after a start, or every call in flight when a limit expires)
+ * wait for the estimate under way and are then checked under its limit,
+ * instead of each sending an estimate of its own.
+ *
  * The room kept is the same 20% as on a fresh estimate, not more: a block is
  * filled by gas limits, not by gas used, so a limit far above the call's
  * cost takes block space from other settlements. On a 30M-gas block, USDC's
@@ -42,6 +47,8 @@ const MAX_SHAPES = 1_000;
 
 export class GasLimits {
   private readonly shapes = new Map<string, Remembered>();
+  /** The estimate under way for a shape, which later calls of it wait for. */
+  private readonly estimating = new Map<string, Promise<bigint>>();
   private readonly estimateMargin: bigint;
   private readonly rememberMargin: bigint;
   private readonly ttlMs: number;
@@ -60,8 +67,18 @@ export class GasLimits {
   /** Resolves with a limit the call fits in; throws what the node says when it would revert. */
   async forCall(from: Hex, call: { to: Hex; data: Hex }): Promise<bigint> {
     const shape = `${call.to.toLowerCase()}:${call.data.slice(0, 10)}`;
-    const known = this.shapes.get(shape);
-    if (known && known.until > this.now()) {
+    let known = this.fresh(shape);
+    const leader = this.estimating.get(shape);
+    if (!known && leader) {
+      // A burst of one shape with no limit yet (a first burst, or the limit
+      // just expired) would otherwise send one estimate per call, each a
+      // search of many executions on the node. Wait for the one under way,
+      // once, and check this call under the limit it leaves. A leader that
+      // failed (its own call reverts) leaves none: estimate as before.
+      await leader.catch(() => undefined);
+      known = this.fresh(shape);
+    }
+    if (known) {
       try {
         // No retry: a failure here is an answer (revert, too little gas),
         // and the estimate below is the second opinion.
@@ -77,13 +94,40 @@ export class GasLimits {
         // A revert or too little gas: the estimate below tells which.
       }
     }
-    const estimate = await this.client.estimateGas({ account: from, to: call.to, data: call.data });
-    if (this.shapes.size >= MAX_SHAPES) this.shapes.clear();
-    const remembered = (estimate * this.rememberMargin) / 100n;
-    // Keep the larger of the two: a shape's costlier calls (a first payment
-    // to an address, say) should not shrink the limit for the rest.
-    const gas = known && known.gas > remembered ? known.gas : remembered;
-    this.shapes.set(shape, { gas, until: this.now() + this.ttlMs });
+    const estimate = await this.estimate(shape, from, call);
     return (estimate * this.estimateMargin) / 100n;
+  }
+
+  /**
+   * Estimates a call and remembers the limit for its shape. The first
+   * estimate of a shape under way is the one later calls wait for.
+   */
+  private estimate(shape: string, from: Hex, call: { to: Hex; data: Hex }): Promise<bigint> {
+    const run = (async () => {
+      const estimate = await this.client.estimateGas({
+        account: from,
+        to: call.to,
+        data: call.data,
+      });
+      if (this.shapes.size >= MAX_SHAPES) this.shapes.clear();
+      const remembered = (estimate * this.rememberMargin) / 100n;
+      // Keep the larger of the two: a shape's costlier calls (a first payment
+      // to an address, say) should not shrink the limit for the rest.
+      const previous = this.shapes.get(shape);
+      const gas = previous && previous.gas > remembered ? previous.gas : remembered;
+      this.shapes.set(shape, { gas, until: this.now() + this.ttlMs });
+      return estimate;
+    })();
+    if (!this.estimating.has(shape)) {
+      const tracked: Promise<bigint> = run.finally(() => this.estimating.delete(shape));
+      tracked.catch(() => undefined); // its own caller sees the failure through `run`
+      this.estimating.set(shape, tracked);
+    }
+    return run;
+  }
+
+  private fresh(shape: string): Remembered | undefined {
+    const known = this.shapes.get(shape);
+    return known && known.until > this.now() ? known : undefined;
   }
 }
