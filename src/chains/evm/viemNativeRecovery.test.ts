@@ -6,12 +6,13 @@
 import { before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { recoverAddress, recoverPublicKey, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { routeViemRecoveryToNative, type NativeRecoveryState } from "./viemNativeRecovery.js";
+import {
+  routeViemRecoveryToNative,
+  viemsNoble,
+  type NativeRecoveryState,
+} from "./viemNativeRecovery.js";
 
 interface NoblePointLike {
   toHex(compressed?: boolean): string;
@@ -90,17 +91,15 @@ describe("viem recovery routed to libsecp256k1", () => {
 
   test("the recovered key reads the same as noble's point, compressed or not", async () => {
     // viem's own noble instance, the one the route patches.
-    const fromViem = createRequire(createRequire(import.meta.url).resolve("viem/package.json"));
-    const file = join(dirname(fromViem.resolve("@noble/curves/secp256k1")), "esm", "secp256k1.js");
-    const { secp256k1 } = (await import(pathToFileURL(file).href)) as {
-      secp256k1: {
-        Signature: {
-          fromCompact(hex: string): {
-            addRecoveryBit(bit: number): { recoverPublicKey(hash: string): NoblePointLike };
-          };
+    const found = await viemsNoble();
+    assert.notEqual(typeof found, "string", String(found));
+    const secp256k1 = found as unknown as {
+      Signature: {
+        fromCompact(hex: string): {
+          addRecoveryBit(bit: number): { recoverPublicKey(hash: string): NoblePointLike };
         };
-        ProjectivePoint: { fromHex(hex: string): NoblePointLike };
       };
+      ProjectivePoint: { fromHex(hex: string): NoblePointLike };
     };
     for (const c of cases.slice(0, 40)) {
       const bit = parseInt(c.signature.slice(130), 16) - 27;

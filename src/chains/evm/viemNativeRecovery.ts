@@ -54,8 +54,11 @@ function bigintTo32Bytes(n: bigint, out: Uint8Array, offset: number): void {
   out.set(Buffer.from(hex, "hex"), offset);
 }
 
-/** The noble secp256k1 module instance that viem's recovery imports. */
-async function viemsNoble(): Promise<NobleSecp256k1 | string> {
+/**
+ * The noble secp256k1 module instance that viem's recovery imports (a
+ * sentence saying why not, when it cannot be found). Exported for its test.
+ */
+export async function viemsNoble(): Promise<NobleSecp256k1 | string> {
   const require = createRequire(import.meta.url);
   const fromViem = createRequire(require.resolve("viem/package.json"));
   let nobleDir: string;
