@@ -12,6 +12,7 @@ import {
   type PublicClient,
 } from "viem";
 import type { EvmNetwork } from "../../networks/registry.js";
+import { createRpcFetch } from "./rpcFetch.js";
 import { trackedTransport, type RpcHealth } from "./rpcHealth.js";
 
 export function chainFor(network: EvmNetwork, rpcUrls: readonly string[]): Chain {
@@ -41,6 +42,7 @@ export function transportFor(rpcUrls: readonly string[], batching?: RpcBatching)
           : false,
       retryCount: 1,
       timeout: 10_000,
+      fetchFn: createRpcFetch(),
     }),
   );
   return transports.length === 1
