@@ -108,6 +108,8 @@ export interface Side {
   dbPerSettle: { statements: number; roundTrips: number } | undefined;
   /** Verifications answered by verify threads during (a) (this service only; 0 when none ran). */
   verifiedOnThreads: number | undefined;
+  /** /verify requests sent in (a)'s measured rounds, answered in time or not. */
+  verifySent: number;
   /** Webhook deliveries the receiver had by the end of (b) and of (d) (this service only). */
   webhookDeliveries: { settle: number; steady: number } | undefined;
   /** Its CPU profile summed over (a) and (b), or why there is none. */
@@ -319,8 +321,15 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
       },
     );
     for (const [sideIndex, side] of sides.entries()) {
-      const { verify, verifyWindows, verifyShare, payloadsUsed, rssAfterVerify, onThreads } =
-        verified[sideIndex]!;
+      const {
+        verify,
+        verifyWindows,
+        verifyShare,
+        payloadsUsed,
+        rssAfterVerify,
+        onThreads,
+        sentInRounds,
+      } = verified[sideIndex]!;
       say(
         `(b) ${side.name}: /settle ${opts.settleCount} payments, concurrency ${opts.settleConcurrency}…`,
       );
@@ -382,6 +391,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
               }
             : undefined,
         verifiedOnThreads: onThreads,
+        verifySent: sentInRounds,
         webhookDeliveries: side.webhooks
           ? { settle: deliveredAfterSettle, steady: receiver.received() }
           : undefined,
@@ -474,7 +484,7 @@ export function evmTable(ours: Side, ref: Side): string {
       "(a) verifications answered on verify threads (EVM_VERIFY_THREADS)",
       ours.verifiedOnThreads === undefined
         ? "–"
-        : `${fmt(ours.verifiedOnThreads || 0)} of ${fmt(ours.verify.count)}`,
+        : `${fmt(ours.verifiedOnThreads || 0)} of ${fmt(ours.verifySent)} sent`,
       "– (one thread)",
       "",
     ],

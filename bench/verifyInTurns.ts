@@ -36,7 +36,10 @@ export interface VerifiedSide {
   verifyShare: CpuShare | undefined;
   payloadsUsed: number;
   rssAfterVerify: number;
+  /** Verifications the service's verify threads answered in the measured rounds. */
   onThreads: number | undefined;
+  /** Requests sent in the measured rounds (answered in time or not). */
+  sentInRounds: number;
 }
 
 export interface InTurnsOptions {
@@ -83,6 +86,8 @@ export async function verifyInTurns(
     `(a) /verify at concurrency ${opts.concurrency}: a ${opts.warmupSeconds} s warm-up each, then ${opts.rounds} rounds of ${roundSeconds} s each, in turns…`,
   );
   for (const i of sides.keys()) await run(i, opts.warmupSeconds);
+  // The thread counter also counted the warm-up: read it now, to subtract.
+  const onThreadsBefore = await Promise.all(sides.map((side) => verifiedOnThreads(side)));
   for (let round = 0; round < opts.rounds; round++) {
     for (const [i, side] of sides.entries()) {
       const r = await run(i, roundSeconds);
@@ -109,9 +114,16 @@ export async function verifyInTurns(
         payloadsUsed: next[i]!,
         rssAfterVerify: peakRssMb(side.pid),
         onThreads: side.countsDb
-          ? (await readCounters(side.url, { n: "x402_verifications_on_thread_total" })).n
+          ? (await verifiedOnThreads(side))! - onThreadsBefore[i]!
           : undefined,
+        sentInRounds: own.reduce((n, r) => n + r.result.sent, 0),
       };
     }),
   );
+}
+
+/** Verifications a side's verify threads answered so far (undefined: it has no such counter). */
+async function verifiedOnThreads(side: { url: string; countsDb: boolean }) {
+  if (!side.countsDb) return undefined;
+  return (await readCounters(side.url, { n: "x402_verifications_on_thread_total" })).n;
 }
