@@ -43,6 +43,9 @@ export function transportFor(rpcUrls: readonly string[], batching?: RpcBatching)
       retryCount: 1,
       timeout: 10_000,
       fetchFn: createRpcFetch(),
+      // The fetch above refuses an oversized answer as it arrives (viem's
+      // own 10 MiB); viem's check would encode every answer again to count it.
+      maxResponseBodySize: false,
     }),
   );
   return transports.length === 1

@@ -42,6 +42,8 @@ function client(opts: { batch?: boolean; timeout?: number; maxBodyBytes?: number
       batch: opts.batch ? { batchSize: 100, wait: 0 } : false,
       retryCount: 0,
       timeout: opts.timeout ?? 5_000,
+      // As transportFor sets it: the fetch enforces the limit itself.
+      maxResponseBodySize: false,
       fetchFn: createRpcFetch(
         opts.maxBodyBytes === undefined ? {} : { maxBodyBytes: opts.maxBodyBytes },
       ),
@@ -113,6 +115,17 @@ test("an HTTP error keeps its status and the JSON-RPC error it carried", async (
   await assert.rejects(client().request({ method: "eth_chainId" }), (e: unknown) => {
     assert.match(describe(e), /HTTP request failed/);
     assert.equal(statusOf(e), 502);
+    return true;
+  });
+
+  // An empty body: the reason phrase is what tells an operator what happened.
+  handler = (_body, _req, res) => {
+    res.writeHead(503);
+    res.end();
+  };
+  await assert.rejects(client().request({ method: "eth_chainId" }), (e: unknown) => {
+    assert.match(describe(e), /Service Unavailable/);
+    assert.equal(statusOf(e), 503);
     return true;
   });
 });

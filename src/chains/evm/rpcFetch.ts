@@ -14,6 +14,7 @@
  * which cancels the request here), retries, batching and error classes, and
  * a response larger than viem's limit is refused before it is all read.
  */
+import { STATUS_CODES } from "node:http";
 import { Agent, request } from "undici";
 
 /** What viem's HTTP client reads from a response. */
@@ -96,7 +97,8 @@ export function createRpcFetch(opts: { maxBodyBytes?: number } = {}) {
     return {
       ok: res.statusCode >= 200 && res.statusCode < 300,
       status: res.statusCode,
-      statusText: "",
+      // undici gives no reason phrase; viem shows it when the body says nothing.
+      statusText: STATUS_CODES[res.statusCode] ?? "",
       headers: headerGetter(res.headers),
       body: null,
       text: () => Promise.resolve(text),
