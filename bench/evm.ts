@@ -41,6 +41,9 @@ import {
   freePort,
   peakRssMb,
   readDbTraffic,
+  readHistograms,
+  STAGE_HISTOGRAMS,
+  timeByStage,
   spawnServer,
   stopServers,
   validPerSecond,
@@ -106,6 +109,8 @@ export interface Side {
   settleCpu: CpuShare | undefined;
   /** Database statements and round trips per settle request (this service only). */
   dbPerSettle: { statements: number; roundTrips: number } | undefined;
+  /** Mean own time per settle stage in (b) and (d), as text (this service only). */
+  stageTimes: { settle: string; steady: string } | undefined;
   /** Verifications answered by verify threads during (a) (this service only; 0 when none ran). */
   verifiedOnThreads: number | undefined;
   /** /verify requests sent in (a)'s measured rounds, answered in time or not. */
@@ -335,6 +340,9 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
       );
       const settleCpu = measureCpu(side.pid);
       const dbBefore = side.countsDb ? await readDbTraffic(side.url) : undefined;
+      const timers = () =>
+        side.countsDb ? readHistograms(side.url, STAGE_HISTOGRAMS) : Promise.resolve(undefined);
+      const timedBeforeSettle = await timers();
       const settleFrom = monotonicUs();
       const settle = await runLoad({
         url: `${side.url}/settle`,
@@ -350,6 +358,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
       );
       const settleShare = settleCpu();
       const dbAfter = dbBefore ? await readDbTraffic(side.url) : undefined;
+      const timedAfterSettle = await timers();
       const rssAfterSettle = peakRssMb(side.pid);
       const deliveredAfterSettle = receiver.received();
       say(
@@ -368,6 +377,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
         classify: classifySettle,
       });
       const steadyWindow = { fromUs: steadyFrom, toUs: monotonicUs() };
+      const timedAfterSteady = await timers();
       say(
         `    ${[...steady.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${steady.seconds.toFixed(1)} s`,
       );
@@ -388,6 +398,13 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
             ? {
                 statements: (dbAfter.statements - dbBefore.statements) / settle.count,
                 roundTrips: (dbAfter.roundTrips - dbBefore.roundTrips) / settle.count,
+              }
+            : undefined,
+        stageTimes:
+          timedBeforeSettle && timedAfterSettle && timedAfterSteady
+            ? {
+                settle: timeByStage(timedBeforeSettle, timedAfterSettle),
+                steady: timeByStage(timedAfterSettle, timedAfterSteady),
               }
             : undefined,
         verifiedOnThreads: onThreads,
@@ -514,6 +531,12 @@ export function evmTable(ours: Side, ref: Side): string {
       "",
     ],
     [
+      "(b) where a settle's time went: mean ms per stage, on the service's own timers",
+      ours.stageTimes?.settle ?? "–",
+      "–",
+      "",
+    ],
+    [
       "(b) nonce failures",
       String(nonceFailures(ours.settle)),
       String(nonceFailures(ref.settle)),
@@ -542,6 +565,12 @@ export function evmTable(ours: Side, ref: Side): string {
       rate: " (first arrival to last answer)",
       latency: ", from each payment's due time",
     }),
+    [
+      "(d) where a settle's time went: mean ms per stage, on the service's own timers",
+      ours.stageTimes?.steady ?? "–",
+      "–",
+      "",
+    ],
     [
       "(c) peak RSS by the end of (a) / (b) / (d) (MB)",
       `${fmt(ours.peakRssAfterMb.verify)} / ${fmt(ours.peakRssAfterMb.settle)} / ${fmt(ours.peakRssMb)}`,

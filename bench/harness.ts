@@ -159,6 +159,58 @@ export async function readCounters<K extends string>(
   return out;
 }
 
+/** Count and sum of every series of some histograms on /metrics, keyed `name{labels}`. */
+export type HistogramSnapshot = Map<string, { count: number; sum: number }>;
+
+export async function readHistograms(
+  baseUrl: string,
+  names: readonly string[],
+): Promise<HistogramSnapshot> {
+  return parseHistograms(await (await fetch(`${baseUrl}/metrics`)).text(), names);
+}
+
+/** The Prometheus text format's `_count` and `_sum` lines of the named histograms. */
+export function parseHistograms(text: string, names: readonly string[]): HistogramSnapshot {
+  const out: HistogramSnapshot = new Map();
+  for (const line of text.split("\n")) {
+    const m = /^(\w+)_(count|sum)(\{[^}]*\})? (\S+)$/.exec(line);
+    if (!m || !names.includes(m[1]!)) continue;
+    const key = `${m[1]}${m[3] ?? ""}`;
+    const entry = out.get(key) ?? { count: 0, sum: 0 };
+    entry[m[2] as "count" | "sum"] = Number(m[4]);
+    out.set(key, entry);
+  }
+  return out;
+}
+
+/**
+ * Where a phase's settles spent their time, from the service's own timers:
+ * the mean own time of each settle stage, and of the transaction's broadcast
+ * and inclusion inside the mechanism, in ms ("–" when nothing was timed).
+ */
+export function timeByStage(before: HistogramSnapshot, after: HistogramSnapshot): string {
+  const stages: [string, number][] = [];
+  const inner: [string, number][] = [];
+  for (const [key, a] of after) {
+    const b = before.get(key) ?? { count: 0, sum: 0 };
+    const count = a.count - b.count;
+    if (count <= 0) continue;
+    const label = /(?:stage|phase)="([^"]+)"/.exec(key)?.[1] ?? key;
+    const into = key.startsWith("x402_transaction_phase_seconds") ? inner : stages;
+    into.push([label, ((a.sum - b.sum) / count) * 1000]);
+  }
+  // Largest first: the figures are read to find what held a settle.
+  const list = (xs: [string, number][]) =>
+    xs
+      .sort((x, y) => y[1] - x[1])
+      .map(([label, ms]) => `${label} ${ms < 10 ? ms.toFixed(1) : ms.toFixed(0)}`)
+      .join(" · ");
+  if (stages.length === 0) return "–";
+  return list(stages) + (inner.length ? ` (in the mechanism: ${list(inner)})` : "");
+}
+
+export const STAGE_HISTOGRAMS = ["x402_settle_stage_seconds", "x402_transaction_phase_seconds"];
+
 export function readDbTraffic(baseUrl: string): Promise<DbTraffic> {
   return readCounters(baseUrl, {
     statements: "x402_db_statements_total",

@@ -203,6 +203,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
         metrics.signerHealthy.set({ network, signer }, healthy ? 1 : 0);
         metrics.signerBalance.set({ network, signer }, balance);
       },
+      onTransactionPhase: (network, phase, seconds) =>
+        metrics.transactionPhase.observe({ network, phase }, seconds),
       ...(opts.pollingIntervalMs !== undefined
         ? { pollingIntervalMs: opts.pollingIntervalMs }
         : {}),
@@ -305,6 +307,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     ...(quota ? { quota } : {}),
     confidential: confidential.gate,
     confidentialUnits: confidential.units,
+    timeStage: (stage, seconds) => metrics.settleStage.observe({ stage }, seconds),
     paymentIds: new PaymentIdentifierStore(db, {
       maxWaitMs: config.settleTimeoutMs + 10_000,
       staleAfterMs: 2 * config.settleTimeoutMs + 30_000,

@@ -110,6 +110,8 @@ export interface NetworkProbe {
   error?: string;
 }
 
+export type TransactionPhase = "broadcast" | "inclusion";
+
 /**
  * What the composition root hands every family's factory: the service-wide
  * settings and ports a family may use, and nothing else.
@@ -123,6 +125,12 @@ export interface FamilyContext {
   settleTimeoutMs: number;
   /** A sending account entered or left the rotation (the service turns it into metrics). */
   onSignerHealth: (network: string, address: string, healthy: boolean, balance: number) => void;
+  /**
+   * How long a settlement transaction took to broadcast (everything before
+   * the node accepted it) and to be included (from then to its receipt).
+   * A family that cannot tell the two apart reports neither.
+   */
+  onTransactionPhase?: (network: string, phase: TransactionPhase, seconds: number) => void;
   /** Tests poll faster than a chain's block time. */
   pollingIntervalMs?: number;
 }

@@ -8,6 +8,8 @@ export interface Metrics {
   verifications: Counter<"network" | "result">;
   settlements: Counter<"network" | "outcome">;
   httpDuration: Histogram<"route" | "method" | "status">;
+  settleStage: Histogram<"stage">;
+  transactionPhase: Histogram<"network" | "phase">;
   signerHealthy: Gauge<"network" | "signer">;
   signerBalance: Gauge<"network" | "signer">;
   rpcReachable: Gauge<"network">;
@@ -41,6 +43,24 @@ export function createMetrics(collectProcess = true): Metrics {
       help: "HTTP request duration by route",
       labelNames: ["route", "method", "status"],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers: [registry],
+    }),
+    settleStage: new Histogram({
+      name: "x402_settle_stage_seconds",
+      help:
+        "Time each /settle stage took on its own, the stages after it left out: " +
+        "intent and commit are database writes, mechanism is verifying, sending and waiting for the chain",
+      labelNames: ["stage"],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    transactionPhase: new Histogram({
+      name: "x402_transaction_phase_seconds",
+      help:
+        "A settlement transaction's phases: broadcast (simulate, sign, journal, hand to the node) " +
+        "and inclusion (from the node's acceptance to its receipt)",
+      labelNames: ["network", "phase"],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60],
       registers: [registry],
     }),
     signerHealthy: new Gauge({

@@ -2,7 +2,8 @@
  * Settlement under load and under pressure, on a chain that mines a block
  * every second like a real one:
  * - 120 distinct payments settled concurrently all succeed, with no nonce
- *   failures, each in its own transaction, and the money adds up;
+ *   failures, each in its own transaction, and the money adds up; each
+ *   stage and transaction phase is timed once per payment on /metrics;
  * - a transaction priced below the base fee is replaced with higher fees and
  *   the answer names the replacement that was mined;
  * - a gas price over the configured ceiling is refused before anything is sent.
@@ -16,6 +17,16 @@ import { startStack, type TestStack } from "../support/stack.js";
 import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
 
 const PAY_TO = "0x6666666666666666666666666666666666666666" as Hex;
+
+/** `<name>_count` and `_sum` of one labelled histogram series on /metrics. */
+async function histogram(url: string, name: string, labels: string) {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const read = (suffix: string) => {
+    const line = text.split("\n").find((l) => l.startsWith(`${name}_${suffix}{${labels}}`));
+    return line ? Number(line.slice(line.lastIndexOf(" ") + 1)) : 0;
+  };
+  return { count: read("count"), sum: read("sum") };
+}
 
 interface Settle {
   success: boolean;
@@ -49,6 +60,14 @@ describe("settlement pipeline (1 s blocks)", () => {
       })),
     );
     const before = await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO);
+    const series = [
+      ["x402_settle_stage_seconds", 'stage="intent"'],
+      ["x402_settle_stage_seconds", 'stage="commit"'],
+      ["x402_settle_stage_seconds", 'stage="mechanism"'],
+      ["x402_transaction_phase_seconds", `network="${stack.network}",phase="broadcast"`],
+      ["x402_transaction_phase_seconds", `network="${stack.network}",phase="inclusion"`],
+    ] as const;
+    const timedBefore = await Promise.all(series.map(([n, l]) => histogram(stack.url, n, l)));
     const results = await Promise.all(
       bodies.map(
         async (b) => (await (await post(stack.url, "/settle", b, stack.apiKey)).json()) as Settle,
@@ -74,6 +93,18 @@ describe("settlement pipeline (1 s blocks)", () => {
       .execute();
     assert.ok(journaled.length >= 120);
     assert.ok(new Set(journaled.map((j) => j.signer)).size > 1, "the signer pool spreads the load");
+    // Timed once per payment, however many fee bumps a transaction needed.
+    const timedAfter = await Promise.all(series.map(([n, l]) => histogram(stack.url, n, l)));
+    series.forEach(([n, l], i) => {
+      assert.equal(timedAfter[i]!.count - timedBefore[i]!.count, 120, `${n}{${l}} count`);
+      assert.ok(timedAfter[i]!.sum > timedBefore[i]!.sum, `${n}{${l}} sum`);
+    });
+    // Waiting for the block is the mechanism's, not the stages around it.
+    const mechanism = timedAfter[2]!.sum - timedBefore[2]!.sum;
+    const commit = timedAfter[1]!.sum - timedBefore[1]!.sum;
+    const inclusion = timedAfter[4]!.sum - timedBefore[4]!.sum;
+    assert.ok(mechanism >= inclusion, `mechanism ${mechanism} s covers inclusion ${inclusion} s`);
+    assert.ok(commit < mechanism, `commit ${commit} s excludes the chain's wait`);
   });
 
   test("a transaction not mined in time is replaced with higher fees; the answer names the mined one", async () => {

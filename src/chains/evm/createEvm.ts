@@ -80,6 +80,7 @@ export async function createEvm(
     leases: ctx.leases,
     onSignerHealth: (network, address, healthy, balanceWei) =>
       ctx.onSignerHealth(network, address, healthy, Number(balanceWei) / 1e18),
+    ...(ctx.onTransactionPhase ? { onTransactionPhase: ctx.onTransactionPhase } : {}),
     ...(settings.stuckTxMs !== undefined ? { stuckAfterMs: settings.stuckTxMs } : {}),
     ...(ctx.pollingIntervalMs !== undefined ? { pollingIntervalMs: ctx.pollingIntervalMs } : {}),
   });

@@ -24,6 +24,7 @@ import type {
   PreparedPayment,
   ReconcileOutcome,
   SettlementRun,
+  TransactionPhase,
 } from "../ports.js";
 import { runInSettlement, type SettlementScope } from "./settlementContext.js";
 import { evmAuthorizationKey, evmPayerOf, evmQuotaUnits } from "./paymentIdentity.js";
@@ -68,6 +69,7 @@ export interface RegisterEvmOptions {
   /** Signers below this balance leave the rotation. Default 0.002 ETH; 0 disables. */
   minSignerBalanceWei?: bigint;
   onSignerHealth?: (network: string, address: string, healthy: boolean, balanceWei: bigint) => void;
+  onTransactionPhase?: (network: string, phase: TransactionPhase, seconds: number) => void;
   /** JSON-RPC batching per URL; absent = every call on its own request. */
   rpcBatching?: RpcBatching;
   /** Factories allowed to deploy a counterfactual (ERC-6492) payer wallet at settle. */
@@ -123,6 +125,7 @@ export class EvmChainAdapter implements ChainFamily {
         ...(opts.leases ? { leases: opts.leases } : {}),
         onSignerHealth: (address, healthy, balance) =>
           opts.onSignerHealth?.(network.id, address, healthy, balance),
+        onPhase: (phase, seconds) => opts.onTransactionPhase?.(network.id, phase, seconds),
       });
       const signer = createEvmSigner({
         publicClient: client,

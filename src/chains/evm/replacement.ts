@@ -25,6 +25,8 @@ export interface InFlight {
   resolve(r: TransactionReceipt): void;
   timer: NodeJS.Timeout | undefined;
   bumps: number;
+  /** When the node first accepted it (performance.now()), for the inclusion time. */
+  acceptedAt: number;
 }
 
 export interface ReplacementHooks {

@@ -13,7 +13,7 @@
  */
 import type { Chain, Hex, PublicClient, TransactionReceipt } from "viem";
 import type { Logger } from "../../lib/logger.js";
-import type { TransactionJournal } from "../ports.js";
+import type { TransactionJournal, TransactionPhase } from "../ports.js";
 import type { FeeOracle, Fees } from "./feeOracle.js";
 import { ReceiptWatcher } from "./receiptWatcher.js";
 import { currentSettlement } from "./settlementContext.js";
@@ -43,6 +43,8 @@ export interface SignerPoolOptions {
   minBalanceWei: bigint;
   balanceCheckMs?: number;
   onSignerHealth?: (address: string, healthy: boolean, balanceWei: bigint) => void;
+  /** A transaction's broadcast time, and its time from acceptance to receipt. */
+  onPhase?: (phase: TransactionPhase, seconds: number) => void;
   /**
    * Cross-replica leasing of the accounts (several replicas, one key set).
    * Without it this process uses every account.
@@ -130,6 +132,7 @@ export class EvmSignerPool {
    * transaction hash once the node accepted it.
    */
   async send(call: { to: Hex; data: Hex; gas?: bigint; from?: Hex }): Promise<Hex> {
+    const started = performance.now();
     const lane = call.from ? this.lanes.named(call.from) : this.lanes.pick();
     // Simulation first: a call that would revert throws here, before a nonce
     // or any gas is spent.
@@ -140,6 +143,7 @@ export class EvmSignerPool {
       const nonce = await this.lanes.takeNonce(lane);
       try {
         const hash = await this.broadcaster.send(lane, nonce, tx, fees);
+        this.opts.onPhase?.("broadcast", (performance.now() - started) / 1000);
         this.track(lane, nonce, tx, fees, hash);
         return hash;
       } catch (e) {
@@ -184,6 +188,7 @@ export class EvmSignerPool {
       resolve,
       timer: undefined,
       bumps: 0,
+      acceptedAt: performance.now(),
     };
     this.inflight.set(hash.toLowerCase(), f);
     this.watchHash(f, hash);
@@ -195,6 +200,10 @@ export class EvmSignerPool {
   }
 
   private settleInFlight(f: InFlight, r: TransactionReceipt): void {
+    // Only once per transaction, whichever of its versions was mined.
+    if (f.hashes.some((h) => this.inflight.has(h.toLowerCase()))) {
+      this.opts.onPhase?.("inclusion", (performance.now() - f.acceptedAt) / 1000);
+    }
     if (f.timer) clearTimeout(f.timer);
     f.timer = undefined;
     for (const h of f.hashes) {

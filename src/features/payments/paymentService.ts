@@ -24,7 +24,12 @@ import {
 } from "../idempotency/paymentIdentifiers.js";
 import type { PaymentEngine } from "./engine.js";
 import { SettlementJoiner } from "./settlementJoiner.js";
-import { runStages, type ExtensionResponses, type SettleStage } from "./stages/pipeline.js";
+import {
+  runStages,
+  type ExtensionResponses,
+  type SettleStage,
+  type StageTimer,
+} from "./stages/pipeline.js";
 import { idempotencyStage } from "./stages/idempotencyStage.js";
 import { catalogStage } from "./stages/catalogStage.js";
 import { quotaStage } from "./stages/quotaStage.js";
@@ -52,6 +57,8 @@ export interface PaymentServiceDeps {
   confidential?: ConfidentialGate;
   /** Quota units a confidential settlement costs (its tier fee); default 1. */
   confidentialUnits?: number;
+  /** Told each settle stage's own time (the service turns it into a metric). */
+  timeStage?: StageTimer;
 }
 
 export class PaymentService {
@@ -112,6 +119,7 @@ export class PaymentService {
         startedAt: Date.now(),
       },
       () => Promise.reject(new Error("the settle stages ended without an answer")),
+      this.deps.timeStage,
     );
   }
 
