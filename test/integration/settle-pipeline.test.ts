@@ -4,6 +4,8 @@
  * - 120 distinct payments settled concurrently all succeed, with no nonce
  *   failures, each in its own transaction, and the money adds up; each
  *   stage and transaction phase is timed once per payment on /metrics;
+ * - timers that fail change no settle (the transfer, its one transaction and
+ *   the answer are as without them);
  * - a transaction priced below the base fee is replaced with higher fees and
  *   the answer names the replacement that was mined;
  * - a gas price over the configured ceiling is refused before anything is sent.
@@ -105,6 +107,53 @@ describe("settlement pipeline (1 s blocks)", () => {
     const inclusion = timedAfter[4]!.sum - timedBefore[4]!.sum;
     assert.ok(mechanism >= inclusion, `mechanism ${mechanism} s covers inclusion ${inclusion} s`);
     assert.ok(commit < mechanism, `commit ${commit} s excludes the chain's wait`);
+  });
+
+  test("timers that fail change no settle: one transfer, one transaction, answered success", async () => {
+    const payTo = "0x7777777777777777777777777777777777777777" as Hex;
+    const requirements = requirementsFor({
+      network: stack.network,
+      usdc: stack.usdc,
+      payTo,
+      amount: "3000",
+    });
+    const body = {
+      x402Version: 2,
+      paymentPayload: await signPayment(stack.payerKeys[1]!, requirements),
+      paymentRequirements: requirements,
+    };
+    const { settleStage, transactionPhase } = stack.service.metrics;
+    const observed = [settleStage.observe, transactionPhase.observe] as const;
+    const broken = () => {
+      throw new TypeError("Value is not a valid number");
+    };
+    settleStage.observe = broken;
+    transactionPhase.observe = broken;
+    let res: Settle;
+    try {
+      res = (await (await post(stack.url, "/settle", body, stack.apiKey)).json()) as Settle;
+    } finally {
+      [settleStage.observe, transactionPhase.observe] = observed;
+    }
+    assert.equal(res.success, true, JSON.stringify(res));
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payTo), 3000n, "moved exactly once");
+    const row = await stack.service.db
+      .selectFrom("settlements")
+      .select(["id", "status", "transaction"])
+      .where("pay_to", "=", payTo.toLowerCase())
+      .executeTakeFirstOrThrow();
+    assert.equal(row.status, "succeeded");
+    assert.equal(row.transaction, res.transaction);
+    const sent = await stack.service.db
+      .selectFrom("settlement_transactions")
+      .select("reference")
+      .where("settlement_id", "=", row.id)
+      .execute();
+    assert.deepEqual(
+      sent.map((t) => t.reference),
+      [res.transaction],
+      "one transaction, and no gap filler after it",
+    );
   });
 
   test("a transaction not mined in time is replaced with higher fees; the answer names the mined one", async () => {

@@ -143,8 +143,8 @@ export class EvmSignerPool {
       const nonce = await this.lanes.takeNonce(lane);
       try {
         const hash = await this.broadcaster.send(lane, nonce, tx, fees);
-        this.opts.onPhase?.("broadcast", (performance.now() - started) / 1000);
         this.track(lane, nonce, tx, fees, hash);
+        this.reportPhase("broadcast", started);
         return hash;
       } catch (e) {
         if (e instanceof AmbiguousBroadcastError) {
@@ -166,6 +166,19 @@ export class EvmSignerPool {
         void this.broadcaster.fillGap(lane, nonce, fees);
         throw e;
       }
+    }
+  }
+
+  /**
+   * Tells the phase timer how long since `since`. A timer that throws must
+   * not reach the send or the receipt: the transaction is out either way,
+   * and treating it as failed would send a gap filler at its nonce.
+   */
+  private reportPhase(phase: TransactionPhase, since: number): void {
+    try {
+      this.opts.onPhase?.(phase, (performance.now() - since) / 1000);
+    } catch (e) {
+      this.opts.log.warn({ err: String(e), phase }, "transaction phase timer failed");
     }
   }
 
@@ -202,7 +215,7 @@ export class EvmSignerPool {
   private settleInFlight(f: InFlight, r: TransactionReceipt): void {
     // Only once per transaction, whichever of its versions was mined.
     if (f.hashes.some((h) => this.inflight.has(h.toLowerCase()))) {
-      this.opts.onPhase?.("inclusion", (performance.now() - f.acceptedAt) / 1000);
+      this.reportPhase("inclusion", f.acceptedAt);
     }
     if (f.timer) clearTimeout(f.timer);
     f.timer = undefined;

@@ -1,7 +1,8 @@
 /**
  * The settle pipeline's stage timer: each stage is told its own time (the
  * stages after it left out), also when it answers early or throws, and the
- * figures of one settle add up to its whole time. A hand-moved clock makes
+ * figures of one settle add up to its whole time; a timer that fails changes
+ * no answer. A hand-moved clock makes
  * every figure exact.
  */
 import { describe, test } from "node:test";
@@ -106,6 +107,26 @@ describe("runStages with a stage timer", () => {
       /chain down/,
     );
     assert.deepEqual(told, ["mechanism=0.007", "commit=0.001"]);
+  });
+
+  test("a timer that throws changes no answer: the result and the error are the stages' own", async () => {
+    const c = clock();
+    const broken = () => {
+      throw new TypeError("Value is not a valid number");
+    };
+    const r = await runStages(
+      [wrapping("commit", c, 1, 1), last(c, 3)],
+      ctx,
+      unreachable,
+      broken,
+      c.now,
+    );
+    assert.deepEqual(r, answer);
+    const failing: SettleStage = {
+      name: "mechanism",
+      run: () => Promise.reject(new Error("chain down")),
+    };
+    await assert.rejects(runStages([failing], ctx, unreachable, broken, c.now), /chain down/);
   });
 
   test("without a timer the stages run as before", async () => {

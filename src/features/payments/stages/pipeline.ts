@@ -32,7 +32,10 @@ export interface SettleStage {
   run(ctx: SettleContext, next: () => Promise<SettleResponse>): Promise<SettleResponse>;
 }
 
-/** Told each stage's own time, in seconds, when the stage returns or throws. */
+/**
+ * Told each stage's own time, in seconds, when the stage returns or throws.
+ * What it throws is ignored.
+ */
 export type StageTimer = (stage: string, seconds: number) => void;
 
 /**
@@ -63,7 +66,15 @@ export function runStages(
         inLater += clock() - entered;
       }
     };
-    const own = () => timeStage(stage.name, (clock() - started - inLater) / 1000);
+    const own = () => {
+      // Timing only observes: a timer that fails must not change an answer
+      // (a settle whose transfer landed is never turned into an error).
+      try {
+        timeStage(stage.name, (clock() - started - inLater) / 1000);
+      } catch {
+        /* the figure is lost, the settle is not */
+      }
+    };
     let running: Promise<SettleResponse>;
     try {
       running = stage.run(ctx, next);
