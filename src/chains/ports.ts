@@ -175,6 +175,13 @@ export interface ChainFamily {
    * transaction message hash). Duplicates of one key settle once.
    */
   authorizationKey(payload: PaymentPayload, requirements: PaymentRequirements): string | undefined;
+  /**
+   * The reason a settle of an authorization that was already consumed (or
+   * whose nonce another signed payment reuses) is refused with: the
+   * family's own nonce reason, as its chain would answer. Absent:
+   * `duplicate_settlement`.
+   */
+  replayReason?(payload: PaymentPayload, requirements: PaymentRequirements): string;
   /** Quota units a settlement of this payload costs (0: never counted). */
   quotaUnits(payload: PaymentPayload, requirements: PaymentRequirements): number;
   /** A message naming the first malformed field of a scheme payload, or undefined. */

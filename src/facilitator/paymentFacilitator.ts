@@ -116,6 +116,15 @@ export class PaymentFacilitator {
     return `${network}:payload:${digest}`;
   }
 
+  /** The reason a replay of a consumed authorization gets (see ChainFamily.replayReason). */
+  replayReason(req: PaymentRequest): string {
+    const family = this.familyOf(req.paymentRequirements.network);
+    return (
+      family?.replayReason?.(req.paymentPayload, req.paymentRequirements) ??
+      Reason.duplicateSettlement
+    );
+  }
+
   /** Quota units a success costs; 1 where no family says otherwise. */
   quotaUnits(req: PaymentRequest): number {
     const family = this.familyOf(req.paymentRequirements.network);

@@ -60,6 +60,12 @@ export interface SettlementsTable {
   attempts: ColumnType<number, number | undefined, number>;
   /** 0008: whether the row's units were added to the quota. */
   billed: ColumnType<boolean, boolean | undefined, boolean>;
+  /** 0018: when the payment's one `success: true` was answered (null: not yet). */
+  success_answered_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** 0018: the request id that got that answer. */
+  success_request_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** 0018: the amount the success named, when the mechanism said it. */
+  settled_amount: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface ChainIdentitiesTable {

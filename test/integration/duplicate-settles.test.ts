@@ -1,12 +1,17 @@
 /**
- * One authorization, one transaction, one record, and answers that tell the
- * truth about it:
+ * One authorization, one transaction, one record, one success answer, and
+ * answers that tell the truth about it:
  * - a retry after `settlement_pending` learns the outcome from the chain:
  *   pending again while unmined, success with the mined transaction once it
- *   is, billed once, one record, no `settlement.failed` event;
+ *   is (once), billed once, one record, no `settlement.failed` event; any
+ *   later copy is refused as a replay;
  * - a retry whose authorization was consumed by an unrelated transaction is
  *   a failure;
- * - concurrent duplicates send one transaction and all answer it;
+ * - concurrent duplicates send one transaction; one of them is answered
+ *   success, the others `duplicate_settlement` with no transaction;
+ * - a replay after success, and another authorization reusing the settled
+ *   nonce (another amount, another deadline), are refused with the nonce
+ *   reason and sent nowhere; `/verify` says so without the chain;
  * - the same payment through another account is not answered as paid.
  *
  * The chain is held still (anvil's automine off) so "not mined yet" is a
@@ -18,7 +23,14 @@ import { createPublicClient, createWalletClient, http, parseAbi, type Hex } from
 import { privateKeyToAccount } from "viem/accounts";
 import type { PaymentPayload } from "@x402/core/types";
 import { startStack, type TestStack } from "../support/stack.js";
-import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
+import {
+  onlyOneSuccess,
+  post,
+  requirementsFor,
+  signPayment,
+  usdcBalance,
+} from "../support/payments.js";
+import { signAuthorization } from "../support/authorization.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { setWebhookEndpoint } from "../../src/features/webhooks/webhookRepository.js";
@@ -126,7 +138,11 @@ describe("duplicates and retries of one authorization", () => {
     assert.equal(retry.transaction, first.transaction);
 
     const again = await settle(b);
-    assert.deepEqual([again.success, again.transaction], [true, first.transaction]);
+    assert.deepEqual(
+      [again.success, again.errorReason, again.transaction],
+      [false, "invalid_exact_evm_nonce_already_used", ""],
+      "the one success was answered: a later copy is a replay",
+    );
 
     const rows = await rowsOf(payer);
     assert.equal(rows.length, 1, "retries fold into one record");
@@ -209,18 +225,16 @@ describe("duplicates and retries of one authorization", () => {
     );
   });
 
-  test("30 concurrent duplicates send one transaction and all answer it", async () => {
+  test("30 concurrent duplicates send one transaction; one answer is the success, 29 are duplicate_settlement", async () => {
     const b = await body(2);
     const payer = privateKeyToAccount(stack.payerKeys[2]!).address;
     const noncesBefore = await signerNonces();
     const paidBefore = await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO);
+    const usedBefore = await used();
     const answers = await Promise.all(Array.from({ length: 30 }, () => settle(b)));
-    const hashes = new Set(answers.map((a) => a.transaction));
-    assert.ok(
-      answers.every((a) => a.success),
-      JSON.stringify(answers.find((a) => !a.success)),
-    );
-    assert.equal(hashes.size, 1);
+    const success = onlyOneSuccess(answers);
+    assert.match(success.transaction, /^0x[0-9a-f]{64}$/);
+    assert.equal(await used(), usedBefore + 1, "one unit of quota");
     assert.equal(
       await signerNonces(),
       noncesBefore + 1,
@@ -229,8 +243,112 @@ describe("duplicates and retries of one authorization", () => {
     assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO), paidBefore + 1000n);
     const rows = await rowsOf(payer);
     assert.deepEqual(
-      rows.map((r) => [r.status, r.attempts]),
-      [["succeeded", 30]],
+      rows.map((r) => [r.status, r.attempts, r.transaction]),
+      [["succeeded", 30, success.transaction]],
+    );
+    assert.ok(rows[0]!.success_answered_at, "the one success answer is recorded");
+  });
+
+  test("a replay after success, and other authorizations reusing the settled nonce, are refused and send nothing; /verify says so", async () => {
+    const requirements = requirementsFor({
+      network: stack.network,
+      usdc: stack.usdc,
+      payTo: PAY_TO,
+      amount: "1000",
+    });
+    const validBefore = BigInt(Math.floor(Date.now() / 1000) + 600);
+    const signed = (value: bigint, before: bigint, nonce?: Hex) =>
+      signAuthorization(stack.payerKeys[4]!, requirements, {
+        to: PAY_TO,
+        value,
+        validAfter: 0n,
+        validBefore: before,
+        ...(nonce ? { nonce } : {}),
+      });
+    const request = (paymentPayload: PaymentPayload, amount = "1000") => ({
+      x402Version: 2,
+      paymentPayload,
+      paymentRequirements: { ...requirements, amount },
+    });
+    const first = request(await signed(1000n, validBefore));
+    const nonce = (first.paymentPayload.payload as { authorization: { nonce: Hex } }).authorization
+      .nonce;
+    const paid = await settle(first);
+    assert.equal(paid.success, true, JSON.stringify(paid));
+
+    const noncesBefore = await signerNonces();
+    const paidBefore = await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO);
+    const replay = await settle(first);
+    const otherDeadline = await settle(request(await signed(1000n, validBefore + 60n, nonce)));
+    const otherAmount = await settle(request(await signed(5_000n, validBefore, nonce), "5000"));
+    for (const answer of [replay, otherDeadline, otherAmount]) {
+      assert.deepEqual(
+        [answer.success, answer.errorReason, answer.transaction],
+        [false, "invalid_exact_evm_nonce_already_used", ""],
+        JSON.stringify(answer),
+      );
+    }
+    assert.equal(await signerNonces(), noncesBefore, "nothing was sent");
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO), paidBefore);
+
+    const verify = async (b: unknown) =>
+      (await (await post(stack.url, "/verify", b, stack.apiKey)).json()) as {
+        isValid: boolean;
+        invalidReason?: string;
+      };
+    assert.deepEqual(await verify(first), {
+      isValid: false,
+      invalidReason: "duplicate_settlement",
+      invalidMessage:
+        "this payment was already settled and answered as paid; a copy of it is not paid again",
+      payer: privateKeyToAccount(stack.payerKeys[4]!).address,
+    });
+    const reused = await verify(request(await signed(1000n, validBefore + 120n, nonce)));
+    assert.equal(reused.isValid, false);
+    assert.equal(reused.invalidReason, "duplicate_settlement");
+  });
+
+  test("while a payment is settling, another authorization reusing its nonce is refused, not answered with the first one's outcome", async () => {
+    const requirements = requirementsFor({
+      network: stack.network,
+      usdc: stack.usdc,
+      payTo: PAY_TO,
+      amount: "10000",
+    });
+    const validBefore = BigInt(Math.floor(Date.now() / 1000) + 600);
+    const cheap = await signAuthorization(stack.payerKeys[5]!, requirements, {
+      to: PAY_TO,
+      value: 10_000n,
+      validAfter: 0n,
+      validBefore,
+    });
+    const nonce = (cheap.payload as { authorization: { nonce: Hex } }).authorization.nonce;
+    const dear = await signAuthorization(
+      stack.payerKeys[5]!,
+      { ...requirements, amount: "5000000" },
+      { to: PAY_TO, value: 5_000_000n, validAfter: 0n, validBefore, nonce },
+    );
+    await automine(false);
+    let dearAnswer: Settle;
+    try {
+      const first = await settle({
+        x402Version: 2,
+        paymentPayload: cheap,
+        paymentRequirements: requirements,
+      });
+      assert.equal(first.errorReason, "settlement_pending", JSON.stringify(first));
+      dearAnswer = await settle({
+        x402Version: 2,
+        paymentPayload: dear,
+        paymentRequirements: { ...requirements, amount: "5000000" },
+      });
+      await mine();
+    } finally {
+      await automine(true);
+    }
+    assert.deepEqual(
+      [dearAnswer.success, dearAnswer.errorReason, dearAnswer.transaction],
+      [false, "invalid_exact_evm_nonce_already_used", ""],
     );
   });
 
@@ -244,6 +362,14 @@ describe("duplicates and retries of one authorization", () => {
     assert.equal(theirs.success, false);
     assert.equal(theirs.errorReason, "duplicate_settlement");
     assert.equal(theirs.transaction, "");
+    const theirVerify = (await (await post(stack.url, "/verify", b, otherKey)).json()) as {
+      isValid: boolean;
+      invalidReason?: string;
+    };
+    assert.deepEqual(
+      [theirVerify.isValid, theirVerify.invalidReason],
+      [false, "duplicate_settlement"],
+    );
     const theirRows = await stack.service.db
       .selectFrom("settlements")
       .select("id")

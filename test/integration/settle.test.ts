@@ -35,7 +35,7 @@ for (const backend of availableBackends()) {
     const rows = () =>
       stack.service.db.selectFrom("settlements").selectAll().orderBy("started_at").execute();
 
-    test("settles once; a replay of the same payment answers that settlement and moves nothing", async () => {
+    test("settles once; a replay of the same payment is refused and moves nothing", async () => {
       const payerKey = stack.payerKeys[3]!;
       const payer = privateKeyToAccount(payerKey).address;
       const requirements = reqs();
@@ -53,12 +53,17 @@ for (const backend of availableBackends()) {
       assert.equal(first.payer, payer);
       assert.match(first.transaction, /^0x[0-9a-f]{64}$/);
 
-      // The same signed payment again: its one record answers, nothing is sent.
+      // The same signed payment again: refused as a replay (its one success
+      // was answered), nothing is sent.
       const again = await post(stack.url, "/settle", body, stack.apiKey);
       assert.equal(again.status, 200);
       const second = (await again.json()) as Settle;
-      assert.equal(second.success, true);
-      assert.equal(second.transaction, first.transaction);
+      assert.equal(second.success, false);
+      assert.equal(second.transaction, "");
+      assert.equal(
+        (second as Settle & { errorReason?: string }).errorReason,
+        "invalid_exact_evm_nonce_already_used",
+      );
 
       assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payer), payerBefore - 10000n);
       assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO), toBefore + 10000n);

@@ -10,7 +10,7 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { Hex } from "viem";
+import { createWalletClient, http, parseAbi, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
 import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
@@ -171,13 +171,46 @@ for (const mode of MODES)
       assert.equal(result.invalidReason, "invalid_exact_evm_payload_authorization_valid_after");
     });
 
-    test("replay: an authorization nonce already used on-chain", async () => {
+    test("replay: a payment this service settled and answered as paid", async () => {
       const requirements = reqs();
       const payload = await signPayment(payerKey, requirements);
       const body = { x402Version: 2, paymentPayload: payload, paymentRequirements: requirements };
       const settled = await post(stack.url, "/settle", body, stack.apiKey);
       assert.equal(((await settled.json()) as { success: boolean }).success, true);
       const result = await verify(body);
+      assert.equal(result.isValid, false);
+      assert.equal(result.invalidReason, "duplicate_settlement");
+    });
+
+    test("replay: an authorization nonce already used on-chain by someone else", async () => {
+      const requirements = reqs();
+      const payload = await signPayment(payerKey, requirements);
+      const { authorization: a, signature } = payload.payload as {
+        authorization: Record<string, string>;
+        signature: Hex;
+      };
+      // Submitted straight to the token by another account: the chain alone knows.
+      await createWalletClient({
+        account: privateKeyToAccount(stack.payerKeys[0]!),
+        transport: http(stack.rpcUrl),
+      }).writeContract({
+        chain: null,
+        address: stack.usdc,
+        abi: parseAbi([
+          "function transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)",
+        ]),
+        functionName: "transferWithAuthorization",
+        args: [
+          a["from"] as Hex,
+          a["to"] as Hex,
+          BigInt(a["value"]!),
+          BigInt(a["validAfter"]!),
+          BigInt(a["validBefore"]!),
+          a["nonce"] as Hex,
+          signature,
+        ],
+      });
+      const result = await verifyPayment(payload, requirements);
       assert.equal(result.isValid, false);
       assert.equal(result.invalidReason, "invalid_exact_evm_nonce_already_used");
     });

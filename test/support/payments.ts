@@ -104,3 +104,26 @@ export function settleAtOnce(
     }),
   );
 }
+
+/**
+ * The one-success rule on a set of answers to copies of one payment: exactly
+ * one `success: true`, every other a refusal with `reason` and an empty
+ * transaction (what keeps a resource server from delivering or retrying).
+ * Returns the success.
+ */
+export function onlyOneSuccess(
+  answers: readonly SettleAnswer[],
+  reason = "duplicate_settlement",
+): SettleAnswer {
+  const successes = answers.filter((a) => a.success);
+  if (successes.length !== 1) {
+    throw new Error(
+      `expected exactly one success, got ${successes.length}: ${JSON.stringify(answers)}`,
+    );
+  }
+  const others = answers.filter((a) => !a.success);
+  const wrong = others.find((a) => a.errorReason !== reason || a.transaction !== "");
+  if (wrong)
+    throw new Error(`expected ${reason} with no transaction, got ${JSON.stringify(wrong)}`);
+  return successes[0]!;
+}

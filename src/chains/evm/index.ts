@@ -27,7 +27,12 @@ import type {
   TransactionPhase,
 } from "../ports.js";
 import { runInSettlement, type SettlementScope } from "./settlementContext.js";
-import { evmAuthorizationKey, evmPayerOf, evmQuotaUnits } from "./paymentIdentity.js";
+import {
+  evmAuthorizationKey,
+  evmPayerOf,
+  evmQuotaUnits,
+  evmReplayReason,
+} from "./paymentIdentity.js";
 import { chainTimings } from "./chainTimings.js";
 import { RpcHealth } from "./rpcHealth.js";
 import { evmExactPayloadShapeError, evmUptoPayloadShapeError } from "./payloadShape.js";
@@ -176,6 +181,10 @@ export class EvmChainAdapter implements ChainFamily {
 
   quotaUnits(payload: PaymentPayload, requirements: PaymentRequirements): number {
     return evmQuotaUnits(payload, requirements);
+  }
+
+  replayReason(payload: PaymentPayload): string {
+    return evmReplayReason(payload);
   }
 
   async runSettlement<T>(settle: () => Promise<T>): Promise<SettlementRun<T>> {

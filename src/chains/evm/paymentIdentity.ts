@@ -68,3 +68,15 @@ export function evmQuotaUnits(payload: PaymentPayload, requirements: PaymentRequ
   if (type === "deposit" || type === "settle" || type === "refund") return 0;
   return 1;
 }
+
+/**
+ * The reason a settle of a consumed authorization gets, as the reference
+ * mechanisms answer a replay: EIP-3009's nonce-used reason, Permit2's
+ * invalid-nonce reason, and `duplicate_settlement` for batch payloads.
+ */
+export function evmReplayReason(payload: PaymentPayload): string {
+  const body = inner(payload);
+  if (body["authorization"]) return "invalid_exact_evm_nonce_already_used";
+  if (body["permit2Authorization"]) return "permit2_invalid_nonce";
+  return "duplicate_settlement";
+}

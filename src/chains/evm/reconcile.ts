@@ -3,8 +3,21 @@
  * stopped before recording the outcome. Never sends anything new: at most it
  * re-sends the exact transaction that was signed and journaled for it, which
  * has the same hash and nonce and so cannot move money twice.
+ *
+ * A settlement succeeded only when one of its transactions was mined with
+ * the transfer the payment promised (the token's `Transfer` from the payer
+ * to the recipient for the amount), as the mechanism itself checks at
+ * settle. A settlement sends more than its transfer at times (an ERC-6492
+ * wallet's deployment first): a mined deployment is not a payment.
  */
-import { BaseError, parseAbi, type Hex, type PublicClient, type TransactionReceipt } from "viem";
+import {
+  BaseError,
+  parseAbi,
+  parseEventLogs,
+  type Hex,
+  type PublicClient,
+  type TransactionReceipt,
+} from "viem";
 import { Reason } from "../../lib/reasons.js";
 
 export interface JournaledTransaction {
@@ -20,6 +33,58 @@ export type ReconcileOutcome =
 const EIP3009_ABI = parseAbi([
   "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
 ]);
+
+const TRANSFER_ABI = parseAbi([
+  "event Transfer(address indexed from, address indexed to, uint256 value)",
+]);
+
+/** The token movement a payment promised. */
+export interface ExpectedTransfer {
+  token: string;
+  from: string;
+  to: string;
+  value: bigint;
+}
+
+/**
+ * What an `exact` or `upto` payment must move: the requirements' amount of
+ * their asset, from the payer to their recipient. Undefined for payloads
+ * whose transfers go elsewhere (batch-settlement escrow).
+ */
+export function expectedTransferOf(request: unknown): ExpectedTransfer | undefined {
+  const r = request as {
+    paymentPayload?: {
+      payload?: {
+        authorization?: { from?: string };
+        permit2Authorization?: { from?: string };
+      };
+    };
+    paymentRequirements?: { scheme?: string; asset?: string; payTo?: string; amount?: string };
+  };
+  const req = r.paymentRequirements;
+  if (!req || (req.scheme !== "exact" && req.scheme !== "upto")) return undefined;
+  const inner = r.paymentPayload?.payload;
+  const from = inner?.authorization?.from ?? inner?.permit2Authorization?.from;
+  if (!from || !req.asset || !req.payTo || !/^\d+$/.test(req.amount ?? "")) return undefined;
+  return {
+    token: req.asset.toLowerCase(),
+    from: from.toLowerCase(),
+    to: req.payTo.toLowerCase(),
+    value: BigInt(req.amount!),
+  };
+}
+
+/** Whether a receipt carries the promised transfer. */
+export function carriesTransfer(receipt: TransactionReceipt, expected: ExpectedTransfer): boolean {
+  const transfers = parseEventLogs({ abi: TRANSFER_ABI, logs: receipt.logs, strict: true });
+  return transfers.some(
+    (t) =>
+      t.address.toLowerCase() === expected.token &&
+      t.args.from.toLowerCase() === expected.from &&
+      t.args.to.toLowerCase() === expected.to &&
+      t.args.value === expected.value,
+  );
+}
 
 interface Eip3009Authorization {
   from: Hex;
@@ -37,24 +102,38 @@ function authorizationOf(request: unknown): { asset: Hex; auth: Eip3009Authoriza
   return auth && asset ? { asset, auth } : undefined;
 }
 
-async function findReceipt(client: PublicClient, txs: readonly JournaledTransaction[]) {
-  for (const tx of txs) {
-    const r = await client.getTransactionReceipt({ hash: tx.hash }).catch(() => undefined);
-    if (r) return r;
-  }
-  return undefined;
+function receiptsOf(
+  client: PublicClient,
+  txs: readonly JournaledTransaction[],
+): Promise<(TransactionReceipt | undefined)[]> {
+  return Promise.all(
+    txs.map((tx) => client.getTransactionReceipt({ hash: tx.hash }).catch(() => undefined)),
+  );
 }
 
-/** What the receipt of one of our transactions says of the settlement. */
-function outcomeOfReceipt(mined: TransactionReceipt): ReconcileOutcome {
-  return mined.status === "success"
-    ? { status: "succeeded", transaction: mined.transactionHash }
-    : {
-        status: "failed",
-        reason: "invalid_exact_evm_transaction_failed",
-        message: "the settlement transaction reverted",
-        transaction: mined.transactionHash,
-      };
+/**
+ * What the mined transactions say of the settlement, or undefined while the
+ * payment's own transaction is not among them.
+ */
+function outcomeOfReceipts(
+  receipts: readonly (TransactionReceipt | undefined)[],
+  expected: ExpectedTransfer | undefined,
+): ReconcileOutcome | undefined {
+  const mined = receipts.filter((r): r is TransactionReceipt => r !== undefined);
+  const paid = mined.find(
+    (r) => r.status === "success" && (!expected || carriesTransfer(r, expected)),
+  );
+  if (paid) return { status: "succeeded", transaction: paid.transactionHash };
+  const reverted = mined.find((r) => r.status === "reverted");
+  if (reverted) {
+    return {
+      status: "failed",
+      reason: "invalid_exact_evm_transaction_failed",
+      message: "the settlement transaction reverted",
+      transaction: reverted.transactionHash,
+    };
+  }
+  return undefined;
 }
 
 export async function reconcileEvmSettlement(
@@ -62,8 +141,10 @@ export async function reconcileEvmSettlement(
   request: unknown,
   transactions: readonly JournaledTransaction[],
 ): Promise<ReconcileOutcome> {
-  const mined = await findReceipt(client, transactions);
-  if (mined) return outcomeOfReceipt(mined);
+  const expected = expectedTransferOf(request);
+  const receipts = await receiptsOf(client, transactions);
+  const decided = outcomeOfReceipts(receipts, expected);
+  if (decided) return decided;
 
   const found = authorizationOf(request);
   const now = BigInt(Math.floor(Date.now() / 1000));
@@ -79,8 +160,8 @@ export async function reconcileEvmSettlement(
       // moment between the two reads, or another transaction consumed the
       // authorization. A second look tells which; only then is it a failure,
       // with nothing of ours moved.
-      const late = await findReceipt(client, transactions);
-      if (late) return outcomeOfReceipt(late);
+      const late = outcomeOfReceipts(await receiptsOf(client, transactions), expected);
+      if (late) return late;
       return {
         status: "failed",
         reason: Reason.settlementInterrupted,
@@ -97,13 +178,24 @@ export async function reconcileEvmSettlement(
     }
   }
 
-  const latest = transactions[transactions.length - 1];
-  if (!latest) {
+  if (transactions.length === 0) {
     // The journal is written before any broadcast: no entry, no broadcast.
     return {
       status: "failed",
       reason: Reason.settlementInterrupted,
       message: "the settlement was interrupted before anything was sent; nothing was transferred",
+    };
+  }
+  const unmined = transactions.filter((_, i) => receipts[i] === undefined);
+  const latest = unmined[unmined.length - 1];
+  if (!latest) {
+    // Everything it sent was mined and none of it was the payment (a wallet
+    // deployment whose transfer never followed): the payment was not made.
+    return {
+      status: "failed",
+      reason: Reason.settlementInterrupted,
+      message:
+        "the settlement was interrupted after its preparatory transaction and before the transfer; nothing was transferred",
     };
   }
   try {
@@ -114,7 +206,7 @@ export async function reconcileEvmSettlement(
       return { status: "pending", transaction: latest.hash };
     // Nonce used by something else: ours can no longer be mined, unless it
     // was mined just now.
-    const late = await findReceipt(client, transactions);
+    const late = await client.getTransactionReceipt({ hash: latest.hash }).catch(() => undefined);
     if (late) return reconcileEvmSettlement(client, request, transactions);
     if (/nonce too low|nonce.*already/i.test(text)) {
       return {

@@ -126,6 +126,11 @@ export class NearChainAdapter implements ChainFamily {
     return d ? `${requirements.network}:delegate:${delegateKey(d)}` : undefined;
   }
 
+  /** A consumed (or reused) delegate-action nonce, as NEAR's own check reports it. */
+  replayReason(): string {
+    return NearReason.nonce;
+  }
+
   quotaUnits(): number {
     return 1;
   }

@@ -29,6 +29,7 @@ import {
   parseFelt,
   parseOutsideExecution,
   payerOf,
+  StarknetReason,
 } from "./outsideExecution.js";
 import { StarknetRpc } from "./rpc.js";
 
@@ -124,6 +125,11 @@ export class StarknetChainAdapter implements ChainFamily {
     const { from, nonce, chainId } = parsed.oe;
     const signed = typedData.getMessageHash(canonicalTypedData(chainId, parsed.oe), feltHex(from));
     return `${requirements.network}:snip9:${addressHex(from)}:${feltHex(nonce)}:${signed}`;
+  }
+
+  /** A consumed SNIP-9 nonce, as the account contract reports it. */
+  replayReason(): string {
+    return StarknetReason.nonceUsed;
   }
 
   quotaUnits(): number {

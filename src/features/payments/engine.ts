@@ -14,6 +14,12 @@ export interface PaymentEngine {
   /** The key shared by every copy of the signed authorization. */
   authorizationKey(req: PaymentRequest): string;
   quotaUnits(req: PaymentRequest): number;
+  /**
+   * The reason a settle of an authorization already consumed (or reused by
+   * another signed payment) gets: the family's own nonce reason where it
+   * has one, as the chain would answer it.
+   */
+  replayReason(req: PaymentRequest): string;
   /** Throws `ChainUnavailableError` when the chain could not be asked. */
   verify(req: PaymentRequest): Promise<VerifyResponse>;
   /** Throws `ChainUnavailableError` when the chain could not be asked and nothing was sent. */

@@ -3,19 +3,22 @@
  *
  * A settle runs the stages of `stages/` in order: idempotency, catalog,
  * confidential receipt, intent, quota, commit, confidential gate, mechanism
- * (see `settleStages`). The intent stage is
- * also where duplicates meet: its insert is refused for an authorization
- * that already has a live record, and the request joins that record. A
- * verify asks the engine and catalogs a valid payment. Infrastructure
- * failures become 503 `service_unavailable`, never a payment reason.
+ * (see `settleStages`). The intent stage is also where duplicates meet: its
+ * insert is refused for an authorization that already has a live record,
+ * and that record decides the answer (duplicates.ts). A verify asks the
+ * engine and the payment's record together, and catalogs a valid payment.
+ * Infrastructure failures become 503 `service_unavailable`, never a payment
+ * reason.
  */
+import { randomUUID } from "node:crypto";
 import type { SettleResponse, VerifyResponse } from "@x402/core/types";
 import { ChainUnavailableError } from "../../chains/ports.js";
-import { ServiceError } from "../../lib/errors.js";
+import { ServiceError, describeError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import type { PaymentRequest } from "../../protocol.js";
 import type { ApiKeyPrincipal } from "../keys/authenticator.js";
 import type { SettlementRecorder } from "../settlements/settlementRecorder.js";
+import type { SettlementRow } from "../../storage/schema.js";
 import type { Cataloger } from "../catalog/cataloger.js";
 import type { QuotaLedger } from "../plans/quotaLedger.js";
 import {
@@ -23,7 +26,7 @@ import {
   type PaymentIdentifierStore,
 } from "../idempotency/paymentIdentifiers.js";
 import type { PaymentEngine } from "./engine.js";
-import { SettlementJoiner } from "./settlementJoiner.js";
+import { DuplicateSettles, verdictFromRecord } from "./duplicates.js";
 import {
   runStages,
   type ExtensionResponses,
@@ -45,7 +48,7 @@ export interface PaymentServiceDeps {
   engine: PaymentEngine;
   recorder: SettlementRecorder;
   log: Logger;
-  /** How long a duplicate waits for the first attempt's outcome. */
+  /** How long a re-presented pending payment follows the chain before answering pending again. */
   settleTimeoutMs: number;
   /** A pending record older than this has lost its owner. */
   reconcileAfterMs: number;
@@ -65,11 +68,11 @@ export class PaymentService {
   private readonly stages: readonly SettleStage[];
 
   constructor(private readonly deps: PaymentServiceDeps) {
-    const joiner = new SettlementJoiner(deps.engine, deps.recorder, deps.log, {
+    const duplicates = new DuplicateSettles(deps.engine, deps.recorder, deps.log, {
       waitMs: deps.settleTimeoutMs,
       ownerGoneAfterMs: deps.reconcileAfterMs,
     });
-    this.stages = settleStages(deps, joiner);
+    this.stages = settleStages(deps, duplicates);
   }
 
   async verify(
@@ -88,7 +91,26 @@ export class PaymentService {
         ...(this.deps.engine.payerOf(request) ? { payer: this.deps.engine.payerOf(request)! } : {}),
       };
     }
-    const result = await unavailableAs503(() => this.deps.engine.verify(request));
+    const { engine } = this.deps;
+    // The record and the chain are asked together: a payment already
+    // settled must not verify (the chain alone cannot always tell, e.g. a
+    // Solana transaction already executed), and one settling for this
+    // account is owed its delivery even once the chain has consumed it.
+    // Both are awaited (nothing of a verification outlives its answer);
+    // where the record decides, the chain's verdict, or its outage, is moot.
+    const [record, verdict] = await Promise.allSettled([
+      this.recordOf(engine.authorizationKey(request)),
+      unavailableAs503(() => engine.verify(request)),
+    ]);
+    const fromRecord = verdictFromRecord(
+      record.status === "fulfilled" ? record.value : undefined,
+      request,
+      principal.accountId,
+      engine.replayReason(request),
+      engine.payerOf(request),
+    );
+    if (!fromRecord && verdict.status === "rejected") throw verdict.reason;
+    const result = fromRecord ?? (verdict as PromiseFulfilledResult<VerifyResponse>).value;
     const catalog = this.deps.catalog;
     if (catalog) {
       const { paymentPayload, paymentRequirements } = request;
@@ -100,10 +122,25 @@ export class PaymentService {
     return result;
   }
 
+  /**
+   * The live record of a payment, for a verify. A database that cannot be
+   * read leaves the chain's verdict to stand (logged): a settle of the
+   * payment checks its record again, and fails closed.
+   */
+  private async recordOf(authorizationKey: string): Promise<SettlementRow | undefined> {
+    try {
+      return await this.deps.recorder.lookUpLive(authorizationKey);
+    } catch (e) {
+      this.deps.log.warn({ err: describeError(e) }, "verify could not read the payment's record");
+      return undefined;
+    }
+  }
+
   async settle(
     principal: ApiKeyPrincipal,
     request: PaymentRequest,
     extensionResponses: ExtensionResponses = {},
+    requestId: string = randomUUID(),
   ): Promise<SettleResponse> {
     this.assertWellFormed(request);
     const { engine } = this.deps;
@@ -112,6 +149,7 @@ export class PaymentService {
       {
         principal,
         request,
+        requestId,
         extensionResponses,
         authorizationKey: engine.authorizationKey(request),
         payer: engine.payerOf(request),
@@ -138,12 +176,12 @@ export class PaymentService {
 }
 
 /** The settle stages in order; the mechanism is last. */
-function settleStages(deps: PaymentServiceDeps, joiner: SettlementJoiner): SettleStage[] {
+function settleStages(deps: PaymentServiceDeps, duplicates: DuplicateSettles): SettleStage[] {
   return [
     ...(deps.paymentIds ? [idempotencyStage(deps.paymentIds)] : []),
     ...(deps.catalog ? [catalogStage(deps.catalog)] : []),
     ...(deps.confidential ? [confidentialReceiptStage(deps.confidential)] : []),
-    intentStage(deps.recorder, joiner),
+    intentStage(deps.recorder, duplicates),
     ...(deps.quota ? [quotaStage(deps.quota, deps.recorder)] : []),
     commitStage(deps.recorder),
     ...(deps.confidential ? [confidentialGateStage(deps.confidential, deps.recorder)] : []),

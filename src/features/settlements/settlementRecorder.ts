@@ -6,9 +6,12 @@
  * - The row is written `pending` before the mechanism may broadcast (a crash
  *   mid-settle leaves a trace to reconcile), and finished before the
  *   response leaves.
- * - One live row (`pending` or `succeeded`) per payment authorization: the
- *   unique index of migration 0008 makes `begin` refuse a second one, so
- *   duplicates join the first attempt instead of sending again.
+ * - One live row (`pending`, or `succeeded` with a transaction) per payment
+ *   authorization: the unique index of migrations 0008 and 0018 makes
+ *   `begin` refuse a second one, so a duplicate never sends again.
+ * - One success answer per payment: the guarded write that records it
+ *   (`success_answered_at`) is the only way a request may answer
+ *   `success: true` (see features/payments/duplicates.ts).
  * - A row leaves `pending` exactly once (every transition is guarded on
  *   `status = 'pending'`), and its webhook event and its quota charge are
  *   written in the same transaction as that transition, whoever makes it.
@@ -42,6 +45,7 @@ import {
   journalMined,
   journalSent,
   transitionRows,
+  HOLDS_AUTHORIZATION,
   type MinedTransaction,
   type RowTransition,
   type SentTransaction,
@@ -50,6 +54,25 @@ import {
 /** Stable identity of a signed payment: the same payload always maps here. */
 export function paymentFingerprint(req: PaymentRequest): string {
   const canonical = stringify(req.paymentPayload.payload) ?? "";
+  return createHash("sha256").update(canonical).digest("hex");
+}
+
+/**
+ * Stable identity of a signed payment together with what it was asked to
+ * pay (network, scheme, asset, amount, recipient): two requests with the
+ * same fingerprint ask for the same transfer.
+ */
+export function requestFingerprint(req: PaymentRequest): string {
+  const r = req.paymentRequirements;
+  const canonical =
+    stringify({
+      payload: req.paymentPayload.payload,
+      network: r.network,
+      scheme: r.scheme,
+      asset: r.asset.toLowerCase(),
+      amount: r.amount,
+      payTo: r.payTo.toLowerCase(),
+    }) ?? "";
   return createHash("sha256").update(canonical).digest("hex");
 }
 
@@ -84,8 +107,22 @@ export type ChainOutcome =
 /** What a settle learned, to be written over its pending row. */
 type Outcome = Pick<
   RowTransition,
-  "status" | "transaction" | "errorReason" | "errorMessage" | "payer"
+  | "status"
+  | "transaction"
+  | "errorReason"
+  | "errorMessage"
+  | "payer"
+  | "settledAmount"
+  | "answeredTo"
 >;
+
+/** What became of a settle's outcome write. */
+export interface FinishOutcome {
+  /** False when the outcome could not be written (the row stays pending for the reconciler). */
+  recorded: boolean;
+  /** For a success: whether this request holds the payment's one success answer. */
+  successAnswered: boolean;
+}
 
 interface OutcomeWrite {
   id: string;
@@ -99,7 +136,8 @@ export class SettlementRecorder {
   private readonly intents: GroupCommit<NewSettlement, boolean>;
   private readonly sent: GroupCommit<SentTransaction, undefined>;
   private readonly mined: GroupCommit<MinedTransaction, undefined>;
-  private readonly outcomes: GroupCommit<OutcomeWrite, undefined>;
+  private readonly outcomes: GroupCommit<OutcomeWrite, boolean>;
+  private readonly liveReads: GroupCommit<string, SettlementRow | undefined>;
 
   constructor(
     private readonly db: Db,
@@ -122,19 +160,39 @@ export class SettlementRecorder {
       return done(mined);
     }, opts);
     this.outcomes = new GroupCommit(async (writes) => {
-      await this.writeOutcomes(writes);
-      return done(writes);
+      const answered = await this.writeOutcomes(writes);
+      return writes.map((w) => ({ status: "fulfilled", value: answered.has(w.id) }) as const);
+    }, opts);
+    // Verifications ask for the records of the payments they check: the
+    // look-ups of concurrent verifications share one indexed read.
+    this.liveReads = new GroupCommit(async (keys) => {
+      const rows = await this.db
+        .selectFrom("settlements")
+        .selectAll()
+        .where("authorization_key", "in", [...new Set(keys)])
+        .where(HOLDS_AUTHORIZATION)
+        .execute();
+      const byKey = new Map(rows.map((r) => [r.authorization_key, r]));
+      return keys.map((k) => ({ status: "fulfilled", value: byKey.get(k) }) as const);
     }, opts);
   }
 
-  /** The live (pending or succeeded) row of an authorization, if any. */
+  /**
+   * The live row of an authorization, if any, read together with the
+   * look-ups of concurrent callers (the verify path's one database read).
+   */
+  lookUpLive(authorizationKey: string): Promise<SettlementRow | undefined> {
+    return this.liveReads.submit(authorizationKey);
+  }
+
+  /** The live row (pending, or succeeded with a transaction) of an authorization, if any. */
   async findLive(authorizationKey: string): Promise<SettlementRow | undefined> {
     try {
       return await this.db
         .selectFrom("settlements")
         .selectAll()
         .where("authorization_key", "=", authorizationKey)
-        .where("status", "in", ["pending", "succeeded"])
+        .where(HOLDS_AUTHORIZATION)
         .executeTakeFirst();
     } catch (e) {
       this.log.error({ err: describeError(e) }, "could not read settlement records");
@@ -288,17 +346,21 @@ export class SettlementRecorder {
 
   /**
    * Finishes the row with the mechanism's outcome and gives the quota
-   * reservation back (a success is charged by the transition itself).
-   * Retries briefly; a row it cannot finish stays pending for reconciliation.
+   * reservation back (a success is charged by the transition itself). A
+   * success is recorded as answered to `requestId`, unless another request
+   * already holds that answer (then `successAnswered` is false and the
+   * caller must not answer success). Retries briefly; a row it cannot
+   * finish stays pending for reconciliation (`recorded` false).
    */
   async finish(
     id: string,
     result: SettleResponse,
     startedAt: number,
     reservation?: QuotaReservation,
-  ): Promise<void> {
+    requestId: string = randomUUID(),
+  ): Promise<FinishOutcome> {
     const pending = !result.success && result.errorReason === "settlement_pending";
-    await this.transition(
+    return this.transition(
       id,
       {
         status: result.success ? "succeeded" : pending ? "pending" : "failed",
@@ -306,10 +368,30 @@ export class SettlementRecorder {
         errorReason: result.success ? null : (result.errorReason ?? null),
         errorMessage: result.success ? null : (result.errorMessage ?? null),
         payer: storablePayer(result.payer),
+        settledAmount: result.success && result.amount !== undefined ? String(result.amount) : null,
+        answeredTo: result.success ? requestId : null,
       },
       startedAt,
       reservation,
     );
+  }
+
+  /**
+   * Records `requestId` as the one request answered `success: true` for a
+   * succeeded row that no request was answered for yet (its settle could
+   * only say `settlement_pending`, or its process died). True for exactly
+   * one caller, whichever replica it runs on.
+   */
+  async claimSuccessAnswer(id: string, requestId: string): Promise<boolean> {
+    const claimed = await this.db
+      .updateTable("settlements")
+      .set({ success_answered_at: new Date(), success_request_id: requestId })
+      .where("id", "=", id)
+      .where("status", "=", "succeeded")
+      .where("success_answered_at", "is", null)
+      .returning("id")
+      .executeTakeFirst();
+    return claimed !== undefined;
   }
 
   /** Nothing was sent because the chain or a store could not be reached: nobody's fault. */
@@ -327,6 +409,8 @@ export class SettlementRecorder {
         errorReason: "service_unavailable",
         errorMessage: message,
         payer: null,
+        settledAmount: null,
+        answeredTo: null,
       },
       startedAt,
       reservation,
@@ -363,18 +447,18 @@ export class SettlementRecorder {
     outcome: Outcome,
     startedAt: number,
     reservation: QuotaReservation | undefined,
-  ): Promise<void> {
+  ): Promise<FinishOutcome> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.outcomes.submit({ id, outcome, startedAt, reservation });
-        return;
+        const successAnswered = await this.outcomes.submit({ id, outcome, startedAt, reservation });
+        return { recorded: true, successAnswered };
       } catch (e) {
         if (attempt >= 3) {
           this.log.error(
             { err: describeError(e), settlementId: id, tx: outcome.transaction },
             "could not record settlement outcome",
           );
-          return;
+          return { recorded: false, successAnswered: false };
         }
         await new Promise((r) => setTimeout(r, 50 * attempt));
       }
@@ -384,11 +468,12 @@ export class SettlementRecorder {
   /**
    * One flush of outcomes, in one transaction: the guarded transitions, then
    * the outbox events and quota charges of the rows that moved, and the
-   * reservations given back.
+   * reservations given back. Returns the ids whose success answer the
+   * writing request now holds.
    */
-  private async writeOutcomes(writes: readonly OutcomeWrite[]): Promise<void> {
+  private async writeOutcomes(writes: readonly OutcomeWrite[]): Promise<Set<string>> {
     const now = new Date();
-    await this.db.transaction().execute(async (trx) => {
+    return this.db.transaction().execute(async (trx) => {
       // Guarded: a retry or the reconciler may have learned the outcome
       // from the chain first; that answer stands and is not rewritten.
       const moved = await transitionRows(
@@ -407,6 +492,26 @@ export class SettlementRecorder {
         writes.flatMap((w) => (w.reservation ? [w.reservation] : [])),
         "marked",
       );
+      const answered = new Set(
+        moved.filter((r) => r.status === "succeeded" && r.success_request_id).map((r) => r.id),
+      );
+      // A success whose row was finished first by someone else (a retry or
+      // the reconciler that read the chain): the answer is this request's
+      // only if nobody was answered yet.
+      const movedIds = new Set(moved.map((r) => r.id));
+      const late = writes.filter((w) => w.outcome.answeredTo !== null && !movedIds.has(w.id));
+      for (const w of late) {
+        const claimed = await trx
+          .updateTable("settlements")
+          .set({ success_answered_at: now, success_request_id: w.outcome.answeredTo })
+          .where("id", "=", w.id)
+          .where("status", "=", "succeeded")
+          .where("success_answered_at", "is", null)
+          .returning("id")
+          .executeTakeFirst();
+        if (claimed) answered.add(w.id);
+      }
+      return answered;
     });
   }
 

@@ -23,9 +23,22 @@ export interface RowTransition {
   errorMessage: string | null;
   /** Null keeps the row's own. */
   payer: string | null;
+  /** The amount a success named (null: the requirements' own). */
+  settledAmount: string | null;
+  /**
+   * The request answered with this success, recorded as the payment's one
+   * success answer (null: none is answered by this transition).
+   */
+  answeredTo: string | null;
   finishedAt: Date;
   durationMs: number;
 }
+
+/**
+ * The rows that hold their authorization: one at a time per key (migration
+ * 0018). A success that moved nothing does not hold it.
+ */
+export const HOLDS_AUTHORIZATION = sql<boolean>`(status = 'pending' or (status = 'succeeded' and transaction is not null))`;
 
 export interface SentTransaction {
   entry: JournalEntry;
@@ -52,7 +65,8 @@ export async function insertIntents(
     .insertInto("settlements")
     .values([...rows])
     .onConflict((oc) =>
-      oc.column("authorization_key").where("status", "in", ["pending", "succeeded"]).doNothing(),
+      // The predicate names the partial unique index it is arbitrated by.
+      oc.column("authorization_key").where(HOLDS_AUTHORIZATION).doNothing(),
     )
     .returning("id")
     .execute();
@@ -136,6 +150,9 @@ const OUTCOME_COLUMNS = Object.keys({
   authorization_key: true,
   attempts: true,
   billed: true,
+  success_answered_at: true,
+  success_request_id: true,
+  settled_amount: true,
 } satisfies Record<keyof SettlementOutcomeRow, true>);
 
 /**
@@ -178,7 +195,12 @@ export async function transitionRows(
         duration_ms = o.duration_ms,
         billed = s.billed or (${opts.markBilled}
           and o.status = 'succeeded'
-          and coalesce(o.transaction, s.transaction) is not null)
+          and coalesce(o.transaction, s.transaction) is not null),
+        settled_amount = coalesce(o.settled_amount, s.settled_amount),
+        success_answered_at = case when o.status = 'succeeded' and o.answered_to is not null
+          then o.finished_at else s.success_answered_at end,
+        success_request_id = case when o.status = 'succeeded' and o.answered_to is not null
+          then o.answered_to else s.success_request_id end
     from unnest(
       ${column((t) => t.id)}::uuid[],
       ${column((t) => t.status)}::text[],
@@ -186,9 +208,12 @@ export async function transitionRows(
       ${column((t) => t.errorReason)}::text[],
       ${column((t) => t.errorMessage)}::text[],
       ${column((t) => t.payer)}::text[],
+      ${column((t) => t.settledAmount)}::text[],
+      ${column((t) => t.answeredTo)}::text[],
       ${column((t) => t.finishedAt)}::timestamptz[],
       ${column((t) => t.durationMs)}::int[]
-    ) as o(id, status, transaction, error_reason, error_message, payer, finished_at, duration_ms)
+    ) as o(id, status, transaction, error_reason, error_message, payer, settled_amount,
+      answered_to, finished_at, duration_ms)
     where s.id = o.id and s.status = 'pending'
     returning ${sql.join(OUTCOME_COLUMNS.map((c) => sql.ref(`s.${c}`)))},
       (select w.events from webhook_endpoints w where w.account_id = s.account_id)

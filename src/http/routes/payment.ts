@@ -71,6 +71,7 @@ export function registerPaymentRoutes(
       request.principal!,
       parsed.request,
       extensionResponses,
+      request.id,
     );
     setExtensionResponses(reply, extensionResponses);
     deps.metrics.settlements.inc({

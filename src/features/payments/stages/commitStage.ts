@@ -3,7 +3,16 @@
  * a success and the release of the reservation go in one transaction,
  * shared with the outcomes of concurrent settles (group commit), and the
  * answer leaves only once that transaction has committed.
+ *
+ * A success is answered only when that transaction recorded it as this
+ * request's: the payment's one success answer. Were it already given to
+ * another request (a retry that learned the outcome from the chain first),
+ * this one is a duplicate. Were the outcome not recorded at all (the
+ * database failing), the answer is `settlement_pending` with the hash: the
+ * payment landed, and the record the reconciler finishes later lets exactly
+ * one re-presentation collect it.
  */
+import { Reason } from "../../../lib/reasons.js";
 import type { SettlementRecorder } from "../../settlements/settlementRecorder.js";
 import type { SettleStage } from "./pipeline.js";
 
@@ -12,9 +21,31 @@ export function commitStage(recorder: SettlementRecorder): SettleStage {
     name: "commit",
     async run(ctx, next) {
       const result = await next();
-      await recorder.finish(ctx.settlementId!, result, ctx.startedAt, ctx.reservation);
+      const written = await recorder.finish(
+        ctx.settlementId!,
+        result,
+        ctx.startedAt,
+        ctx.reservation,
+        ctx.requestId,
+      );
       ctx.reservation = undefined;
-      return result;
+      if (!result.success || written.successAnswered) return result;
+      if (!written.recorded) {
+        return {
+          ...result,
+          success: false,
+          errorReason: Reason.settlementPending,
+          errorMessage:
+            "the payment was sent but its outcome could not be recorded yet; retry the same payment to collect it",
+        };
+      }
+      return {
+        ...result,
+        success: false,
+        errorReason: Reason.duplicateSettlement,
+        errorMessage: "this payment's success was already answered to another request",
+        transaction: "",
+      };
     },
   };
 }

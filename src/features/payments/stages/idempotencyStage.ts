@@ -1,12 +1,15 @@
 /**
  * Stage: `payment-identifier` idempotency. A replay answers the stored
- * response verbatim; a conflict is 409; a first use runs the rest.
+ * response verbatim; a conflict is 409; a first use runs the rest. "The same
+ * payment" is the same signed payload asked to pay the same thing (network,
+ * scheme, asset, amount, recipient): an id replayed with other requirements
+ * is a conflict, not a copy of the first answer.
  */
 import {
   readPaymentIdentifier,
   type PaymentIdentifierStore,
 } from "../../idempotency/paymentIdentifiers.js";
-import { paymentFingerprint } from "../../settlements/settlementRecorder.js";
+import { requestFingerprint } from "../../settlements/settlementRecorder.js";
 import type { SettleStage } from "./pipeline.js";
 
 export function idempotencyStage(store: PaymentIdentifierStore): SettleStage {
@@ -15,7 +18,7 @@ export function idempotencyStage(store: PaymentIdentifierStore): SettleStage {
     run(ctx, next) {
       const id = readPaymentIdentifier(ctx.request.paymentPayload);
       if (id === null) return next();
-      return store.settleOnce(ctx.principal.keyId, id, paymentFingerprint(ctx.request), next);
+      return store.settleOnce(ctx.principal.keyId, id, requestFingerprint(ctx.request), next);
     },
   };
 }

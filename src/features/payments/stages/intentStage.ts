@@ -1,20 +1,23 @@
 /**
  * Stage: intent before broadcast, and one authorization, one transaction.
  * Writes the `pending` row that makes this request the one owner of its
- * authorization. If the authorization already has a live record (pending or
- * succeeded: a duplicate, a retry, a replay), the insert is refused by the
- * unique index and this request joins that record and sends nothing. One
- * statement either way, shared with the intents of concurrent settles (group
- * commit): the common case, a new payment, reads nothing first, and nothing
- * is sent before the insert that carries this row has committed.
- * Duplicates in this process wait on the owner's answer directly.
+ * authorization. If the authorization already has a live record (a
+ * duplicate, a retry, a replay, another payment reusing its nonce), the
+ * insert is refused by the unique index, this request sends nothing, and
+ * the record decides its answer (see ../duplicates.ts). One statement
+ * either way, shared with the intents of concurrent settles (group commit):
+ * the common case, a new payment, reads nothing first, and nothing is sent
+ * before the insert that carries this row has committed.
  */
-import type { SettlementJoiner } from "../settlementJoiner.js";
+import type { DuplicateSettles } from "../duplicates.js";
 import type { SettlementRecorder } from "../../settlements/settlementRecorder.js";
 import { ServiceError } from "../../../lib/errors.js";
 import type { SettleStage } from "./pipeline.js";
 
-export function intentStage(recorder: SettlementRecorder, joiner: SettlementJoiner): SettleStage {
+export function intentStage(
+  recorder: SettlementRecorder,
+  duplicates: DuplicateSettles,
+): SettleStage {
   return {
     name: "intent",
     async run(ctx, next) {
@@ -31,11 +34,11 @@ export function intentStage(recorder: SettlementRecorder, joiner: SettlementJoin
         });
         if (id !== undefined) {
           ctx.settlementId = id;
-          return joiner.own(id, next());
+          return duplicates.own(id, next());
         }
         // The authorization has a live record: nothing of ours is recorded or sent.
         const live = await recorder.findLive(ctx.authorizationKey);
-        const answer = live ? await joiner.join(ctx, live) : undefined;
+        const answer = live ? await duplicates.answer(ctx, live) : undefined;
         if (answer) return answer;
       }
       throw new ServiceError(

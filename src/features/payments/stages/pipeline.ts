@@ -16,6 +16,8 @@ export type ExtensionResponses = Record<string, unknown>;
 export interface SettleContext {
   readonly principal: ApiKeyPrincipal;
   readonly request: PaymentRequest;
+  /** The HTTP request's id: recorded as the one answered success, when it is. */
+  readonly requestId: string;
   readonly extensionResponses: ExtensionResponses;
   readonly authorizationKey: string;
   readonly payer: string | undefined;
