@@ -228,7 +228,7 @@ describe("upto through Permit2, settled at the amount used", () => {
     );
   });
 
-  test("a settle-time amount of zero succeeds with no transaction and moves nothing", async () => {
+  test("a settle-time amount of zero succeeds with no transaction, moves nothing and holds nothing: a later settle of the permit moves its amount once", async () => {
     const payer = privateKeyToAccount(stack.payerKeys[1]!);
     await approvePermit2(payer);
     const before = await usdcBalance(stack.rpcUrl, stack.usdc, payer.address);
@@ -254,6 +254,35 @@ describe("upto through Permit2, settled at the amount used", () => {
       .where("account_id", "=", stack.accountId)
       .executeTakeFirstOrThrow();
     assert.deepEqual(usage, { used: 1, reserved: 0 }, "only the earlier paid request counted");
+
+    // Nothing moved, so nothing is answered as paid from that row: the same
+    // signed permit settled again at an amount moves that amount, once.
+    const charged = {
+      ...body,
+      paymentRequirements: { ...body.paymentRequirements, amount: "700" },
+    };
+    const paid = (await (await post(stack.url, "/settle", charged, stack.apiKey)).json()) as {
+      success: boolean;
+      transaction: string;
+      amount?: string;
+    };
+    assert.equal(paid.success, true, JSON.stringify(paid));
+    assert.match(paid.transaction, /^0x[0-9a-f]{64}$/);
+    assert.equal(paid.amount, "700");
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payer.address), before - 700n);
+    for (const again of [charged, body]) {
+      const out = (await (await post(stack.url, "/settle", again, stack.apiKey)).json()) as {
+        success: boolean;
+        transaction: string;
+        errorReason?: string;
+      };
+      assert.deepEqual(
+        [out.success, out.transaction],
+        [false, ""],
+        `a replay at ${again.paymentRequirements.amount}: ${JSON.stringify(out)}`,
+      );
+    }
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payer.address), before - 700n);
   });
 
   test("a settle-time amount above the signed maximum fails clearly and moves nothing", async () => {

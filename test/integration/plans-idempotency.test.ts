@@ -373,6 +373,34 @@ for (const backend of availableBackends()) {
       assert.deepEqual(await usage(acc.accountId), { used: 1, reserved: 0 });
     });
 
+    test("3.2 / 7: the same id and payload with other requirements is 409, not a copy of the first answer", async () => {
+      const acc = await freshAccount("conflict-req");
+      const id = "pay_conflict_req_0000001";
+      const payment = await body(stack.payerKeys[1]!, id);
+      const first = await post(stack.url, "/settle", payment, acc.apiKey);
+      assert.equal(first.status, 200);
+      assert.equal(((await first.json()) as { success: boolean }).success, true);
+      const before = await paidTo();
+      for (const paymentRequirements of [
+        { ...payment.paymentRequirements, amount: "1" },
+        { ...payment.paymentRequirements, payTo: "0x000000000000000000000000000000000000beef" },
+      ]) {
+        const res = await post(
+          stack.url,
+          "/settle",
+          { ...payment, paymentRequirements },
+          acc.apiKey,
+        );
+        assert.equal(res.status, 409, await res.clone().text());
+        assert.equal(
+          ((await res.json()) as { error: string }).error,
+          "payment_identifier_conflict",
+        );
+      }
+      assert.equal(await paidTo(), before);
+      assert.equal((await settlementsOf(acc.accountId)).length, 1);
+    });
+
     test("ids are scoped to the API key: another key may use the same id", async () => {
       const a = await freshAccount("scope-a");
       const b = await freshAccount("scope-b");

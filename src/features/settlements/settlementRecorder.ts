@@ -210,7 +210,7 @@ export class SettlementRecorder {
 
   /**
    * Writes the intent row. Returns its id, or undefined when a live row for
-   * the same authorization exists (the caller joins that one). Fails closed:
+   * the same authorization exists (that record decides the caller's answer). Fails closed:
    * if it cannot be written, nothing is settled.
    */
   async begin(intent: SettleIntent): Promise<string | undefined> {

@@ -1,8 +1,8 @@
 /**
  * Stages: confidential settlement (spec 4.6).
  *
- * The receipt stage sits before the intent stage, so a duplicate or a retry
- * that joins an earlier attempt gets the receipt too. The gate stage sits
+ * The receipt stage sits before the intent stage, so the re-presentation of
+ * a pending payment that collects its success gets the receipt too. The gate stage sits
  * just before the mechanism: a refusal there is recorded as a failed
  * settlement by the commit stage like any other, and the credit row is
  * committed before the transfer can be broadcast.
