@@ -107,13 +107,16 @@ export function settleAtOnce(
 
 /**
  * The one-success rule on a set of answers to copies of one payment: exactly
- * one `success: true`, every other a refusal with `reason` and an empty
- * transaction (what keeps a resource server from delivering or retrying).
+ * one `success: true`, every other a refusal with an empty transaction (what
+ * keeps a resource server from delivering or retrying) and one of
+ * `reasons`: `duplicate_settlement` for a copy that came while the first
+ * was settling, or the family's replay reason for one that came after its
+ * success was answered (which of the two a copy meets is a matter of timing).
  * Returns the success.
  */
 export function onlyOneSuccess(
   answers: readonly SettleAnswer[],
-  reason = "duplicate_settlement",
+  reasons: readonly string[] = ["duplicate_settlement"],
 ): SettleAnswer {
   const successes = answers.filter((a) => a.success);
   if (successes.length !== 1) {
@@ -122,8 +125,11 @@ export function onlyOneSuccess(
     );
   }
   const others = answers.filter((a) => !a.success);
-  const wrong = others.find((a) => a.errorReason !== reason || a.transaction !== "");
-  if (wrong)
-    throw new Error(`expected ${reason} with no transaction, got ${JSON.stringify(wrong)}`);
+  const wrong = others.find((a) => !reasons.includes(a.errorReason ?? "") || a.transaction !== "");
+  if (wrong) {
+    throw new Error(
+      `expected ${reasons.join(" or ")} with no transaction, got ${JSON.stringify(wrong)}`,
+    );
+  }
   return successes[0]!;
 }
