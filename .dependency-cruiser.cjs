@@ -1,14 +1,30 @@
 /**
  * The layer arrows of the design, checked on every `npm test`
- * (`npm run arrows`): http -> features -> storage; facilitator -> chains ->
- * networks; only the composition root (src/app.ts) wires them together.
- * A chain family is one folder that nothing but the composition root names.
+ * (`npm run arrows`): http -> features -> storage; facilitator -> chains;
+ * only the composition root (src/app.ts) wires them together. A chain
+ * family is one folder (src/chains/<family>/) that nothing outside
+ * src/chains/ names but through the family table (src/chains/index.ts).
  */
 const FAMILY = "^src/chains/[^/]+/";
 const notTest = "\\.test\\.ts$";
 
 module.exports = {
   forbidden: [
+    {
+      name: "no-circular",
+      comment: "No import circle anywhere: each module can be read after the ones it imports.",
+      severity: "error",
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: "families-through-the-table",
+      comment:
+        "Outside src/chains/, the service reaches a family only through src/chains/index.ts and the ports.",
+      severity: "error",
+      from: { path: "^src/(?!chains/)" },
+      to: { path: FAMILY },
+    },
     {
       name: "features-not-to-facilitator",
       comment: "Features declare the engine interface they need (features/payments/engine.ts).",
@@ -66,10 +82,20 @@ module.exports = {
     {
       name: "clients-stand-alone",
       comment:
-        "src/clients is what resource servers and their customers import: it needs the network registry and nothing of the service.",
+        "A family's clients/ is what resource servers and their customers import: its own network data and the shared server scheme, nothing of the service.",
+      severity: "error",
+      from: { path: "^src/chains/([^/]+)/clients/" },
+      to: {
+        path: "^src/",
+        pathNot: "^src/chains/($1/(clients/|networks\\.ts$)|exactServerScheme\\.ts$)",
+      },
+    },
+    {
+      name: "offers-stand-alone",
+      comment: "src/clients is for resource servers: nothing of the service.",
       severity: "error",
       from: { path: "^src/clients" },
-      to: { path: "^src/(?!clients/|networks/)" },
+      to: { path: "^src/(?!clients/)" },
     },
     {
       name: "lib-is-a-leaf",
@@ -79,17 +105,24 @@ module.exports = {
     },
     {
       name: "only-the-root-wires",
-      comment:
-        "src/app.ts is the composition root; in src only main.ts and the devnet bootstrap use it.",
+      comment: "src/app.ts is the composition root; in src only main.ts uses it.",
       severity: "error",
-      from: { path: "^src/", pathNot: "^src/(main|devnetMode|banner)\\.ts$" },
+      from: { path: "^src/", pathNot: "^src/main\\.ts$" },
       to: { path: "^src/app\\.ts$" },
     },
     {
-      name: "devnet-only-in-devnet-mode",
-      comment: "The service loads the devnet (compiler, anvil) only in devnet mode, dynamically.",
+      name: "no-devnet-in-production",
+      comment:
+        "No production file imports the devnet; the entry point loads it in devnet mode only, dynamically.",
       severity: "error",
-      from: { path: "^src/", pathNot: notTest },
+      from: { path: "^src/", pathNot: `${notTest}|^src/main\\.ts$` },
+      to: { path: "^devnet/" },
+    },
+    {
+      name: "devnet-only-in-devnet-mode",
+      comment: "The entry point loads the devnet (compiler, anvil) only in devnet mode, dynamically.",
+      severity: "error",
+      from: { path: "^src/main\\.ts$" },
       to: { path: "^devnet/", dependencyTypesNot: ["dynamic-import", "type-only"] },
     },
     {

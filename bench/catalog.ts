@@ -241,6 +241,7 @@ export async function runCatalogBench(
 
     const info = devnet.networks["eip155:8453"]!;
     const service = await createService({
+      overrides: { collectProcessMetrics: false, reconcile: false },
       config: loadConfig({
         FACILITATOR_MODE: "devnet",
         HOST: "127.0.0.1",
@@ -252,10 +253,8 @@ export async function runCatalogBench(
         RATE_LIMIT_MAX: "10000000",
       }),
       database: opened,
-      collectProcessMetrics: false,
-      reconcile: false,
       chains: {
-        evm: {
+        eip155: {
           networks: [{ id: "eip155:8453", rpcUrls: [info.rpcUrl] }],
           privateKeys: info.facilitatorPrivateKeys as Hex[],
         },

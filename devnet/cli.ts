@@ -15,7 +15,7 @@
  */
 import { parseArgs } from "node:util";
 import { privateKeyToAccount } from "viem/accounts";
-import { findEvmNetwork } from "../src/networks/registry.js";
+import { findEvmNetwork } from "../src/chains/evm/networks.js";
 import {
   DEFAULT_DEVNET_FILE,
   allDevnetNetworkIds,

@@ -11,7 +11,7 @@
  *   - The devnet file is written only after every network is ready, so its
  *     existence means "usable".
  */
-import { EVM_NETWORKS, findEvmNetwork, type EvmNetwork } from "../src/networks/registry.js";
+import { EVM_NETWORKS, findEvmNetwork, type EvmNetwork } from "../src/chains/evm/networks.js";
 import { startAnvil, type AnvilNode } from "./anvil.js";
 import { loadArtifacts } from "./compile.js";
 import { deployNetwork } from "./deploy.js";

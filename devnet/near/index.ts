@@ -11,7 +11,7 @@
 import { createHash } from "node:crypto";
 import { KeyPairEd25519, KeyPairSecp256k1, type KeyPair } from "@near-js/crypto";
 import { baseEncode } from "@near-js/utils";
-import { NEAR_MAINNET_ID, NEAR_USDC } from "../../src/networks/near.js";
+import { NEAR_MAINNET_ID, NEAR_USDC } from "../../src/chains/near/networks.js";
 import { FungibleToken } from "./fungibleToken.js";
 import { NearLedger } from "./ledger.js";
 import { serveNear } from "./rpcServer.js";

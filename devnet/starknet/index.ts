@@ -15,7 +15,7 @@ import {
   STARKNET_STRK,
   STARKNET_USDC,
   findStarknetNetwork,
-} from "../../src/networks/starknet.js";
+} from "../../src/chains/starknet/networks.js";
 import { StarknetLedger } from "./ledger.js";
 import { serveStarknet } from "./rpcServer.js";
 

@@ -6,7 +6,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Account, RpcError, RpcProvider, outsideExecution, stark, typedData } from "starknet";
-import { STARKNET_STRK, STARKNET_USDC } from "../../src/networks/starknet.js";
+import { STARKNET_STRK, STARKNET_USDC } from "../../src/chains/starknet/networks.js";
 import { devnetStarknetAccount, startStarknetLedger, type RunningStarknet } from "./index.js";
 
 describe("the local Starknet", () => {

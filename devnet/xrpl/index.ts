@@ -9,7 +9,7 @@
  */
 import { createHash } from "node:crypto";
 import { Wallet, type ECDSA } from "xrpl";
-import { RLUSD_CURRENCY, RLUSD_ISSUER, XRPL_MAINNET_ID } from "../../src/networks/xrpl.js";
+import { RLUSD_CURRENCY, RLUSD_ISSUER, XRPL_MAINNET_ID } from "../../src/chains/xrpl/networks.js";
 import { XrplLedger } from "./ledger.js";
 import { serveXrpl } from "./rpcServer.js";
 

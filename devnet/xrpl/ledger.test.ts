@@ -15,7 +15,7 @@ import {
   type Payment,
   type TransactionMetadata,
 } from "xrpl";
-import { RLUSD_CURRENCY, RLUSD_ISSUER } from "../../src/networks/xrpl.js";
+import { RLUSD_CURRENCY, RLUSD_ISSUER } from "../../src/chains/xrpl/networks.js";
 import { devnetXrplWallet, startXrplLedger, type RunningXrpl } from "./index.js";
 
 describe("local XRP Ledger", () => {

@@ -171,3 +171,87 @@ export interface ConfidentialVault {
   chainTime(): Promise<bigint>;
   close(): Promise<void>;
 }
+
+/** The part of Zama's relayer SDK `FhevmInstance` the vault uses (the devnet's mock has it too). */
+export interface FhevmInstanceLike {
+  createEncryptedInput(
+    contractAddress: string,
+    userAddress: string,
+  ): {
+    add64(value: bigint): unknown;
+    encrypt(): Promise<{ handles: Uint8Array[]; inputProof: Uint8Array }>;
+  };
+  publicDecrypt(handles: string[]): Promise<{
+    clearValues: Record<string, bigint | boolean | string>;
+    abiEncodedClearValues: string;
+    decryptionProof: string;
+  }>;
+  generateKeypair(): { publicKey: string; privateKey: string };
+  createEIP712(
+    publicKey: string,
+    contractAddresses: string[],
+    startTimestamp: number,
+    durationDays: number,
+  ): {
+    domain: Record<string, unknown>;
+    types: Record<string, { name: string; type: string }[]>;
+    primaryType?: string;
+    message: Record<string, unknown>;
+  };
+  userDecrypt(
+    handles: { handle: string; contractAddress: string }[],
+    privateKey: string,
+    publicKey: string,
+    signature: string,
+    contractAddresses: string[],
+    userAddress: string,
+    startTimestamp: number,
+    durationDays: number,
+  ): Promise<Record<string, bigint | boolean | string>>;
+}
+
+/** Where the fhEVM lives for a chain, and the relayer in front of its KMS. */
+export interface FhevmNetworkSettings {
+  relayerUrl: string;
+  aclAddress: Address;
+  executorAddress: Address;
+  kmsVerifierAddress: Address;
+  inputVerifierAddress: Address;
+  /** The gateway chain's decryption contract (the KMS signatures' EIP-712 verifyingContract). */
+  decryptionAddress: Address;
+  /** The gateway chain's input verification contract (the input proofs' verifyingContract). */
+  inputVerificationAddress: Address;
+  gatewayChainId: number;
+}
+
+export interface ConfidentialVaultLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+/** How to reach a vault: its chain, its contract, the service's keys for it, and the fhEVM. */
+export interface ConfidentialVaultOptions {
+  rpcUrl: string;
+  chainId: number;
+  contractAddress: Address;
+  /** Assigns slots, submits batches, withdrawals and finalizations, and pays their gas. */
+  operatorKey: Hex;
+  /** Signs receipts; the contract's `receiptSigner`. */
+  receiptSignerKey: Hex;
+  /**
+   * Zama's relayer and the chain's fhEVM addresses, or (devnet and tests) a
+   * starter of an in-process mock coprocessor and KMS with the relayer
+   * SDK's interface, which the caller supplies (devnet/fhevm.ts): nothing
+   * in the service loads the devnet.
+   */
+  mode:
+    FhevmNetworkSettings | { mock: () => Promise<{ instance: FhevmInstanceLike; close(): void }> };
+  log?: ConfidentialVaultLog;
+  /** Slots per `creditSlots` transaction (1…32). Default 16. */
+  slotsPerTransaction?: number;
+}
+
+/** Builds a vault client (the family that runs the vault's chain supplies it). */
+export type ConfidentialVaultFactory = (
+  opts: ConfidentialVaultOptions,
+) => Promise<ConfidentialVault>;

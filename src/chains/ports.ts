@@ -1,14 +1,80 @@
 /**
  * The seam between the service and every chain family: what a family
  * (`src/chains/<family>/`) supplies, and the family-neutral ports it may use.
- * Nothing here names a chain. A family never imports a feature; the service
- * never imports a family's folder except through this interface (only the
- * composition root names the families).
+ * Nothing here names a chain. A family never imports a feature; nothing
+ * outside `src/chains/` imports a family's folder: the service reaches a
+ * family through the table in `src/chains/index.ts` and these interfaces.
  */
-import type { x402Facilitator } from "@x402/core/facilitator";
+import type { PendingSettlementStore, x402Facilitator } from "@x402/core/facilitator";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import type { PaymentRequest } from "../protocol.js";
 import type { Logger } from "../lib/logger.js";
+import type { ConfidentialVaultFactory } from "./confidentialPort.js";
+
+/** An asset a network settles, as `paymentRequirements.asset` names it. */
+export interface AssetDescription {
+  /** The asset id in requirements: a token address, a mint, a currency code, "XRP". */
+  readonly id: string;
+  readonly symbol: string;
+  readonly decimals: number;
+}
+
+/** A network as the service describes it to people: the dashboard, the banner, docs. */
+export interface NetworkDescription {
+  /** CAIP-2 id. */
+  readonly id: string;
+  readonly name: string;
+  readonly schemes: readonly string[];
+  readonly assets: readonly AssetDescription[];
+  /** A public explorer's transaction page, `{tx}` standing for the reference. */
+  readonly explorerTx?: string;
+}
+
+/**
+ * A family before it is loaded: what the service may know of it without its
+ * SDK (its networks, how its configuration reads, how its payments are
+ * written), and how to load the rest. `src/chains/index.ts` lists one per
+ * CAIP-2 namespace.
+ */
+export interface FamilyEntry<Setup = unknown, Settings = unknown> {
+  /** CAIP-2 namespace: `eip155`, `solana`, `near`, `xrpl`, `starknet`. */
+  readonly namespace: string;
+  /** A name for people: "EVM", "Solana". */
+  readonly label: string;
+  readonly networks: readonly NetworkDescription[];
+  /**
+   * The one spelling of an asset id, for comparing (hex addresses without
+   * case; Starknet felts without padding). Absent: ids compare as written.
+   */
+  assetKey?(id: string): string;
+  readonly config: FamilyConfig<Setup, Settings>;
+  /** Loads the family's code (and its SDK) and builds it. */
+  load(): Promise<(setup: Setup, settings: Settings, ctx: FamilyContext) => Promise<ChainFamily>>;
+  /**
+   * How many verify threads the family's verifications earn (CPU-bound
+   * signature checks), and from what rate they start; absent: none.
+   */
+  verifyThreads?(settings: Settings): { count: number; startAtPerSecond: number };
+  /** Loads the confidential settlement vault client, for the family whose chain holds it. */
+  confidentialVault?(): Promise<ConfidentialVaultFactory>;
+}
+
+/** How a family reads its environment variables (never `process.env` itself). */
+export interface FamilyConfig<Setup, Settings> {
+  /** Whether any variable that configures this family for production is set. */
+  present(env: NodeJS.ProcessEnv): boolean;
+  /** What to set to serve this family in production, for an error message. */
+  readonly hint: string;
+  /**
+   * Parses the family's variables. `setup` (what to serve: networks, RPC
+   * URLs, keys) is present only when configured for production; `settings`
+   * (limits and switches) always, with defaults.
+   */
+  parse(
+    env: NodeJS.ProcessEnv,
+    mode: "devnet" | "production",
+  ): { setup?: Setup; settings: Settings };
+}
 
 /** A payment after the family's last per-chain check, ready for the mechanism. */
 export type PreparedPayment =
@@ -133,6 +199,13 @@ export interface FamilyContext {
   onTransactionPhase?: (network: string, phase: TransactionPhase, seconds: number) => void;
   /** Tests poll faster than a chain's block time. */
   pollingIntervalMs?: number;
+  /**
+   * Shared store of settlements answered `settlement_pending`, for
+   * mechanisms that follow a retry's transaction by it (`@x402/core`'s port).
+   */
+  pendingSettlements?: PendingSettlementStore;
+  /** Told whether the family's signature checks run on native code (a metric). */
+  onNativeRecovery?: (active: boolean) => void;
 }
 
 /** What the transaction layer saw while a mechanism settled one payment. */
@@ -159,6 +232,13 @@ export type SettlementRun<T> = ({ ok: true; value: T } | { ok: false; error: unk
 export interface ChainFamily {
   /** CAIP-2 namespace: `eip155`, `solana`, `near`, `xrpl`, `starknet`. */
   readonly family: string;
+  /** The key of `GET /supported`'s `signers` its addresses are listed under. */
+  readonly signersKey: string;
+  /**
+   * Whether `paymentRequirements.amount` may be a decimal value (issued
+   * currencies) rather than whole smallest units.
+   */
+  readonly decimalAmounts: boolean;
   /** CAIP-2 ids served, with the schemes registered on each. */
   networks(): ReadonlyMap<string, readonly string[]>;
   /** Registers the family's mechanisms on the shared engine (once, before start). */

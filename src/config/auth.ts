@@ -20,7 +20,7 @@
  * - `DASHBOARD_DIR`: the built dashboard served under /dashboard/
  *   (default `dashboard/dist`).
  */
-import { ConfigError } from "./configError.js";
+import { ConfigError } from "../lib/configError.js";
 
 export interface AuthProviderConfig {
   id: string;

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { parseConfidentialConfig } from "./confidential.js";
-import { ConfigError } from "./configError.js";
+import { ConfigError } from "../lib/configError.js";
 
 const A = (n: number) => `0x${n.toString(16).padStart(40, "0")}`;
 const FULL = {

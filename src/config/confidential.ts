@@ -19,7 +19,9 @@
  *   `CONFIDENTIAL_GATEWAY_CHAIN_ID`: the gateway chain's contracts and id that
  *   the KMS and coprocessor signatures are bound to.
  */
-import { ConfigError } from "./configError.js";
+import { ConfigError } from "../lib/configError.js";
+import { rpcUrlOf, type ChainSetups } from "../chains/index.js";
+import { CONFIDENTIAL_NETWORK, type ConfidentialVaultOptions } from "../chains/confidentialPort.js";
 
 export interface ConfidentialConfig {
   contractAddress: `0x${string}`;
@@ -121,5 +123,27 @@ export function parseConfidentialConfig(
     operatorKey: operatorKey as `0x${string}`,
     receiptSignerKey: receiptSignerKey as `0x${string}`,
     fhevm: { relayerUrl, gatewayChainId, ...hostAddresses },
+  };
+}
+
+/**
+ * The vault the service reaches in production: the configured contract and
+ * keys, on the confidential network's first configured RPC URL. Undefined
+ * when confidential settlement is not configured.
+ */
+export function confidentialVaultOptions(config: {
+  confidentialVault: ConfidentialConfig | undefined;
+  chains: ChainSetups;
+}): ConfidentialVaultOptions | undefined {
+  const c = config.confidentialVault;
+  const rpcUrl = rpcUrlOf(config.chains, CONFIDENTIAL_NETWORK);
+  if (!c || !rpcUrl) return undefined;
+  return {
+    rpcUrl,
+    chainId: Number(CONFIDENTIAL_NETWORK.split(":")[1]),
+    contractAddress: c.contractAddress,
+    operatorKey: c.operatorKey,
+    receiptSignerKey: c.receiptSignerKey,
+    mode: c.fhevm,
   };
 }

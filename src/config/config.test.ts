@@ -31,14 +31,14 @@ test("RPC URLs and keys switch to production mode", () => {
   });
   assert.equal(c.mode, "production");
   assert.equal(c.host, "0.0.0.0");
-  assert.deepEqual(c.chains.evm!.networks, [
+  assert.deepEqual(c.chains.eip155!.networks, [
     {
       id: "eip155:8453",
       rpcUrls: ["https://a.example", "https://b.example"],
       maxGasPriceWei: undefined,
     },
   ]);
-  assert.equal(c.chains.evm!.privateKeys.length, 2);
+  assert.equal(c.chains.eip155!.privateKeys.length, 2);
 });
 
 test("production config never falls back to devnet: a missing piece is an error naming it", () => {
@@ -55,7 +55,7 @@ test("keys can come from a file, and a bad key is reported by position, never ec
   const file = join(dir, "keys");
   writeFileSync(file, `# signer keys\n${KEY}\n`);
   const c = loadConfig({ EVM_RPC_URLS_8453: "https://a.example", EVM_PRIVATE_KEYS_FILE: file });
-  assert.deepEqual(c.chains.evm!.privateKeys, [KEY]);
+  assert.deepEqual(c.chains.eip155!.privateKeys, [KEY]);
   const secret = "0xdeadbeef";
   try {
     loadConfig({ EVM_RPC_URLS_8453: "https://a.example", EVM_PRIVATE_KEYS: `${KEY},${secret}` });
@@ -156,15 +156,18 @@ const SVM_KEY = "5".repeat(87);
 test("Solana alone is a production configuration: RPC and fee-payer keys, with safe caps", () => {
   const c = loadConfig({ SVM_RPC_URL: "https://sol.example/key123", SVM_PRIVATE_KEYS: SVM_KEY });
   assert.equal(c.mode, "production");
-  assert.deepEqual(c.chains.svm, {
+  assert.deepEqual(c.chains.solana, {
     networks: [
       { id: "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", rpcUrl: "https://sol.example/key123" },
     ],
     secretKeys: [SVM_KEY],
   });
-  assert.equal(c.chains.evm, undefined);
-  assert.equal(c.svm.commitment, "confirmed");
-  assert.ok(c.svm.maxPriorityFeeMicroLamports < 5_000_000, "below the scheme's own cap");
+  assert.equal(c.chains.eip155, undefined);
+  assert.equal(c.families.solana.commitment, "confirmed");
+  assert.ok(
+    c.families.solana.maxPriorityFeeMicroLamports < 5_000_000,
+    "below the scheme's own cap",
+  );
 });
 
 test("half a Solana configuration is refused with what to set", () => {
@@ -191,7 +194,7 @@ test("a per-network gas price ceiling is read in gwei", () => {
     EVM_PRIVATE_KEYS: KEY,
     EVM_MAX_GAS_PRICE_GWEI_8453: "0.5",
   });
-  assert.equal(c.chains.evm!.networks[0]!.maxGasPriceWei, 500_000_000n);
+  assert.equal(c.chains.eip155!.networks[0]!.maxGasPriceWei, 500_000_000n);
   assert.throws(
     () =>
       loadConfig({
@@ -205,9 +208,9 @@ test("a per-network gas price ceiling is read in gwei", () => {
 
 test("a per-network block time overrides the registry's, in whole milliseconds", () => {
   const base = { EVM_RPC_URLS_8453: "https://a.example", EVM_PRIVATE_KEYS: KEY };
-  assert.equal(loadConfig(base).chains.evm!.networks[0]!.blockTimeMs, undefined);
+  assert.equal(loadConfig(base).chains.eip155!.networks[0]!.blockTimeMs, undefined);
   const c = loadConfig({ ...base, EVM_BLOCK_TIME_MS_8453: "1000" });
-  assert.equal(c.chains.evm!.networks[0]!.blockTimeMs, 1000);
+  assert.equal(c.chains.eip155!.networks[0]!.blockTimeMs, 1000);
   for (const bad of ["fast", "0", "49", "1.5", "600001"]) {
     assert.throws(
       () => loadConfig({ ...base, EVM_BLOCK_TIME_MS_8453: bad }),
@@ -223,8 +226,8 @@ test("the XRP Ledger alone is a production configuration: one JSON-RPC URL, no k
   assert.deepEqual(c.chains.xrpl, {
     networks: [{ id: "xrpl:0", rpcUrl: "https://xrpl.example/rpc" }],
   });
-  assert.equal(c.xrpl.maxFeeDrops, 10_000n);
-  assert.equal(c.xrpl.minLedgerCloseSeconds, 3);
+  assert.equal(c.families.xrpl.maxFeeDrops, 10_000n);
+  assert.equal(c.families.xrpl.minLedgerCloseSeconds, 3);
   assert.throws(() => loadConfig({ XRPL_RPC_URL: "wss://xrpl.example" }), /JSON-RPC over http/);
   assert.throws(
     () => loadConfig({ XRPL_RPC_URL: "https://x.example", XRPL_MAX_FEE_DROPS: "5" }),
@@ -240,9 +243,9 @@ test("NEAR is a production configuration: an RPC URL and relayer keys, both or n
     networks: [{ id: "near:mainnet", rpcUrl: "https://near.example" }],
     relayerKeys: [relayer],
   });
-  assert.equal(c.near.minRelayerBalanceYocto, 10n ** 24n);
-  assert.equal(c.near.maxGas, 100n * 10n ** 12n);
-  assert.equal(c.near.minBlockSeconds, 1);
+  assert.equal(c.families.near.minRelayerBalanceYocto, 10n ** 24n);
+  assert.equal(c.families.near.maxGas, 100n * 10n ** 12n);
+  assert.equal(c.families.near.minBlockSeconds, 1);
   assert.throws(() => loadConfig({ NEAR_RPC_URL: "https://near.example" }), /no relayer keys/);
   assert.throws(() => loadConfig({ NEAR_RELAYER_KEYS: relayer }), /NEAR_RPC_URL/);
   assert.throws(
@@ -274,8 +277,8 @@ test("Starknet is a production configuration: one JSON-RPC URL and executor addr
       { address: "0xdef", privateKey: key },
     ],
   });
-  assert.equal(c.starknet.minExecutorFeeBalance, 5n * 10n ** 18n);
-  assert.equal(c.starknet.timeSkewSeconds, 30);
+  assert.equal(c.families.starknet.minExecutorFeeBalance, 5n * 10n ** 18n);
+  assert.equal(c.families.starknet.timeSkewSeconds, 30);
   assert.throws(
     () => loadConfig({ STARKNET_RPC_URL: "https://s.example" }),
     /STARKNET_EXECUTOR_KEYS_FILE/,

@@ -10,38 +10,23 @@
  * signer key is present it runs in **production** mode, and a missing piece is
  * an error, never a silent fall-back to devnet.
  */
-import { readFileSync } from "node:fs";
-import { availableParallelism } from "node:os";
-import { ConfigError } from "./configError.js";
-import { parseSvmConfig, type SvmConfig } from "./svm.js";
-import { parseXrplConfig, type XrplConfig } from "./xrpl.js";
-import { parseNearConfig, type NearConfig } from "./near.js";
-import { SVM_NETWORKS } from "../networks/svm.js";
-import { XRPL_NETWORKS } from "../networks/xrpl.js";
-import { NEAR_NETWORKS } from "../networks/near.js";
-import { parseStarknetConfig, type StarknetConfig } from "./starknet.js";
-import { STARKNET_NETWORKS } from "../networks/starknet.js";
+import { ConfigError } from "../lib/configError.js";
+import { intVar, optionalMs, parseEnv, readSecret } from "../lib/envVars.js";
+import { CONFIDENTIAL_NETWORK } from "../chains/confidentialPort.js";
+import {
+  FAMILIES,
+  NAMESPACES,
+  describeNetworks,
+  rpcUrlOf,
+  type ChainSetups,
+  type FamilySettings,
+} from "../chains/index.js";
 import { parseAuthConfig, type AuthConfig } from "./auth.js";
 import { parseConfidentialConfig, type ConfidentialConfig } from "./confidential.js";
 import { z } from "zod";
-import {
-  DEVNET_WALLET_FACTORY_ADDRESS,
-  EVM_NETWORKS,
-  findEvmNetwork,
-} from "../networks/registry.js";
 
 export { ConfigError };
 export type { AuthConfig, AuthProviderConfig } from "./auth.js";
-
-export interface EvmNetworkConfig {
-  /** CAIP-2 id. */
-  readonly id: string;
-  readonly rpcUrls: readonly string[];
-  /** Refuse to settle when maxFeePerGas would exceed this (wei). */
-  readonly maxGasPriceWei?: bigint | undefined;
-  /** How often the chain makes a block, when the operator says otherwise than the registry. */
-  readonly blockTimeMs?: number | undefined;
-}
 
 export interface Config {
   readonly mode: "devnet" | "production";
@@ -55,56 +40,13 @@ export interface Config {
   /** How long /settle waits for a receipt before answering `settlement_pending`. */
   readonly settleTimeoutMs: number;
   /**
-   * The chains to serve in production, keyed by family (each family's
-   * settings below). Empty in devnet mode: the devnet supplies them.
+   * The chains to serve in production, keyed by CAIP-2 namespace (each
+   * family reads its own variables: src/chains/<family>/config.ts). Empty in
+   * devnet mode: the devnet supplies them.
    */
-  readonly chains: {
-    readonly evm?: {
-      /** Facilitator signer keys (hex). Never logged. */
-      readonly privateKeys: readonly `0x${string}`[];
-      readonly networks: readonly EvmNetworkConfig[];
-    };
-    readonly svm?: NonNullable<SvmConfig["setup"]>;
-    readonly xrpl?: NonNullable<XrplConfig["setup"]>;
-    readonly near?: NonNullable<NearConfig["setup"]>;
-    readonly starknet?: NonNullable<StarknetConfig["setup"]>;
-  };
-  /** Settings of the Solana family (chains/svm). */
-  readonly svm: SvmConfig["settings"];
-  /** Settings of the XRP Ledger family (chains/xrpl). */
-  readonly xrpl: XrplConfig["settings"];
-  /** Settings of the NEAR family (chains/near). */
-  readonly near: NearConfig["settings"];
-  /** Settings of the Starknet family (chains/starknet). */
-  readonly starknet: StarknetConfig["settings"];
-  /** Settings of the EVM family (chains/evm/createEvm.ts). */
-  readonly evm: {
-    /** Signers with less native balance than this (wei) leave the rotation. */
-    readonly minSignerBalanceWei: bigint;
-    /**
-     * Factories the service may call to deploy a counterfactual (ERC-6492)
-     * payer wallet at settle. Empty: such wallets cannot pay until deployed.
-     */
-    readonly erc6492AllowedFactories: readonly `0x${string}`[];
-    /**
-     * Key that co-signs batch-settlement claims and refunds for resource
-     * servers that delegate to this service (`receiverAuthorizer`). Absent:
-     * not advertised, and servers sign their own.
-     */
-    readonly batchAuthorizerKey: `0x${string}` | undefined;
-    /** Recover EOA signatures inside viem with libsecp256k1 (chains/evm/viemNativeRecovery.ts). */
-    readonly nativeRecovery: boolean;
-    /** Hash keccak-256 inside viem natively (chains/evm/viemNativeKeccak.ts). */
-    readonly nativeKeccak: boolean;
-    /** Largest JSON-RPC batch sent to an EVM RPC URL that accepts batches; 0 = never batch. */
-    readonly rpcBatchSize: number;
-    /** Replace a transaction not mined after this long (ms); undefined = 3 block times. */
-    readonly stuckTxMs: number | undefined;
-    /** Threads that answer EVM verifications beside the service's own (facilitator/verifyThreadPool.ts). */
-    readonly verifyThreads: number;
-    /** They start once EVM verifications reach this many in a second; 0 = at start. */
-    readonly verifyThreadsAbove: number;
-  };
+  readonly chains: ChainSetups;
+  /** Each family's limits and switches, keyed by CAIP-2 namespace, with defaults. */
+  readonly families: FamilySettings;
   /**
    * ERC-8021 attribution this service adds to every settlement it sends: its
    * own builder code (`w`) and service code (`s`). Absent: none of its own;
@@ -180,27 +122,8 @@ export interface Config {
   };
 }
 
-const PRIVATE_KEY = /^0x[0-9a-fA-F]{64}$/;
 /** ERC-8021 Schema 2 code, as `@x402/extensions/builder-code` accepts it. */
 const BUILDER_CODE_FORMAT = /^[a-z0-9_]{1,32}$/;
-
-function intVar(name: string, min: number, max: number, fallback: number) {
-  return z
-    .string()
-    .optional()
-    .transform((v, ctx) => {
-      if (v === undefined || v.trim() === "") return fallback;
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < min || n > max) {
-        ctx.addIssue({
-          code: "custom",
-          message: `${name} must be a whole number from ${min} to ${max}, got "${v}"`,
-        });
-        return z.NEVER;
-      }
-      return n;
-    });
-}
 
 const EnvSchema = z.object({
   FACILITATOR_MODE: z.enum(["devnet", "production"]).optional(),
@@ -216,13 +139,6 @@ const EnvSchema = z.object({
   // Official clients give up after 90 s; answering well before that lets a
   // pending settlement be reported with its hash instead of a client timeout.
   SETTLE_TIMEOUT_MS: intVar("SETTLE_TIMEOUT_MS", 1000, 85_000, 60_000),
-  EVM_MIN_SIGNER_BALANCE_WEI: z
-    .string()
-    .regex(/^\d{1,40}$/, "EVM_MIN_SIGNER_BALANCE_WEI must be a whole number of wei")
-    .default("2000000000000000"),
-  EVM_STUCK_TX_MS: z.string().optional(),
-  EVM_NATIVE_RECOVERY: z.enum(["true", "false", ""]).default("true"),
-  EVM_NATIVE_KECCAK: z.enum(["true", "false", ""]).default("true"),
   BUILDER_CODE: z
     .string()
     .regex(BUILDER_CODE_FORMAT, "BUILDER_CODE must be 1-32 characters of a-z, 0-9 and _")
@@ -231,29 +147,6 @@ const EnvSchema = z.object({
     .string()
     .regex(BUILDER_CODE_FORMAT, "BUILDER_SERVICE_CODE must be 1-32 characters of a-z, 0-9 and _")
     .optional(),
-  EVM_RPC_BATCH_SIZE: intVar("EVM_RPC_BATCH_SIZE", 0, 1000, 100),
-  // Two cores stay with the service's thread and what runs beside it (the
-  // database thread, the RPC client's sockets, the OS); each core past them
-  // (up to 4) gets a verify thread. On 2 cores a thread measured about 15%
-  // more verifications for about 100 MB more peak memory: off by default.
-  EVM_VERIFY_THREADS: intVar(
-    "EVM_VERIFY_THREADS",
-    0,
-    64,
-    Math.max(0, Math.min(4, availableParallelism() - 2)),
-  ),
-  EVM_VERIFY_THREADS_ABOVE: intVar("EVM_VERIFY_THREADS_ABOVE", 0, 1_000_000, 50),
-  EVM_ERC6492_FACTORIES: z
-    .string()
-    .optional()
-    .refine(
-      (v) =>
-        v === undefined ||
-        v.split(",").every((a) => a.trim() === "" || /^0x[0-9a-fA-F]{40}$/.test(a.trim())),
-      {
-        message: "EVM_ERC6492_FACTORIES must be comma-separated 0x-prefixed 20-byte addresses",
-      },
-    ),
   RECONCILE_AFTER_MS: z.string().optional(),
   SHUTDOWN_DRAIN_MS: z.string().optional(),
   TRUST_PROXY: z.string().default("false"),
@@ -304,145 +197,41 @@ const PLAN_RATE_LIMIT_VARS = [
   "RATE_LIMIT_PLAN_PAYG",
 ] as const;
 
-function formatIssues(error: z.ZodError): string {
-  return error.issues.map((i) => `${i.path.join(".") || "env"}: ${i.message}`).join("; ");
-}
-
-/** Reads a secret from VAR, or from the file named by VAR_FILE. */
-function readSecret(env: NodeJS.ProcessEnv, name: string): string | undefined {
-  const inline = env[name];
-  const file = env[`${name}_FILE`];
-  if (inline && file) throw new ConfigError(`set either ${name} or ${name}_FILE, not both`);
-  if (file) {
-    try {
-      return readFileSync(file, "utf8");
-    } catch (e) {
-      throw new ConfigError(`${name}_FILE: cannot read ${file} (${(e as Error).message})`);
-    }
-  }
-  return inline;
-}
-
-function parseKeys(raw: string | undefined, name: string): `0x${string}`[] {
-  if (!raw) return [];
-  const keys = raw
-    .split("\n")
-    .map((line) => line.replace(/#.*$/, ""))
-    .flatMap((line) => line.split(/[\s,]+/))
-    .map((k) => k.trim())
-    .filter((k) => k.length > 0);
-  keys.forEach((k, i) => {
-    // Never echo the key itself: only its position.
-    if (!PRIVATE_KEY.test(k)) {
-      throw new ConfigError(
-        `${name}: entry #${i + 1} is not a 32-byte hex private key (0x + 64 hex)`,
-      );
-    }
-  });
-  return keys as `0x${string}`[];
-}
-
-function parseEvmNetworks(env: NodeJS.ProcessEnv): EvmNetworkConfig[] {
-  const out: EvmNetworkConfig[] = [];
-  for (const [name, value] of Object.entries(env)) {
-    const m = /^EVM_RPC_URLS_(\d+)$/.exec(name);
-    if (!m || !value) continue;
-    const id = `eip155:${m[1]}`;
-    if (!findEvmNetwork(id)) {
-      const known = EVM_NETWORKS.map((n) => n.chainId).join(", ");
-      throw new ConfigError(
-        `${name}: chain ${m[1]} is not a supported network (supported: ${known})`,
-      );
-    }
-    const urls = value
-      .split(",")
-      .map((u) => u.trim())
-      .filter(Boolean);
-    for (const u of urls) {
-      if (!/^(https?|wss?):\/\//.test(u)) {
-        throw new ConfigError(`${name}: "${u}" is not an http(s) or ws(s) URL`);
-      }
-    }
-    const ceiling = env[`EVM_MAX_GAS_PRICE_GWEI_${m[1]}`];
-    let maxGasPriceWei: bigint | undefined;
-    if (ceiling !== undefined && ceiling !== "") {
-      const gwei = Number(ceiling);
-      if (!Number.isFinite(gwei) || gwei <= 0) {
-        throw new ConfigError(
-          `EVM_MAX_GAS_PRICE_GWEI_${m[1]} must be a positive number of gwei, got "${ceiling}"`,
-        );
-      }
-      maxGasPriceWei = BigInt(Math.round(gwei * 1e9));
-    }
-    const blockTime = env[`EVM_BLOCK_TIME_MS_${m[1]}`];
-    let blockTimeMs: number | undefined;
-    if (blockTime !== undefined && blockTime !== "") {
-      blockTimeMs = Number(blockTime);
-      if (!Number.isInteger(blockTimeMs) || blockTimeMs < 50 || blockTimeMs > 600_000) {
-        throw new ConfigError(
-          `EVM_BLOCK_TIME_MS_${m[1]} must be a whole number of milliseconds from 50 to 600000, got "${blockTime}"`,
-        );
-      }
-    }
-    out.push({ id, rpcUrls: urls, maxGasPriceWei, ...(blockTimeMs ? { blockTimeMs } : {}) });
-  }
-  return out.sort((a, b) => a.id.localeCompare(b.id));
-}
-
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = EnvSchema.safeParse(env);
-  if (!parsed.success) throw new ConfigError(formatIssues(parsed.error));
-  const e = parsed.data;
+  const e = parseEnv(EnvSchema, env);
 
-  const evmPrivateKeys = parseKeys(readSecret(env, "EVM_PRIVATE_KEYS"), "EVM_PRIVATE_KEYS");
-  const evmNetworks = parseEvmNetworks(env);
-  const [batchAuthorizerKey, ...extraAuthorizers] = parseKeys(
-    readSecret(env, "EVM_BATCH_AUTHORIZER_KEY"),
-    "EVM_BATCH_AUTHORIZER_KEY",
-  );
-  if (extraAuthorizers.length > 0) {
-    throw new ConfigError("EVM_BATCH_AUTHORIZER_KEY takes exactly one key");
-  }
-  const svm = parseSvmConfig(env);
-  const hasEvm = evmPrivateKeys.length > 0 || evmNetworks.length > 0;
-  const xrpl = parseXrplConfig(env);
-  const near = parseNearConfig(env);
-  const starknet = parseStarknetConfig(env, readSecret(env, "STARKNET_EXECUTOR_KEYS"));
-  const hasChainConfig =
-    hasEvm ||
-    svm.setup !== undefined ||
-    xrpl.setup !== undefined ||
-    near.setup !== undefined ||
-    starknet.present;
+  const hasChainConfig = NAMESPACES.some((ns) => FAMILIES[ns].config.present(env));
   const mode = e.FACILITATOR_MODE ?? (hasChainConfig ? "production" : "devnet");
-
   if (mode === "devnet" && hasChainConfig) {
+    const set = NAMESPACES.filter((ns) => FAMILIES[ns].config.present(env))
+      .map((ns) => FAMILIES[ns].label)
+      .join(", ");
     throw new ConfigError(
-      "FACILITATOR_MODE=devnet but chain configuration (EVM_RPC_URLS_*, EVM_PRIVATE_KEYS, SVM_RPC_URL, SVM_PRIVATE_KEYS, XRPL_RPC_URL, NEAR_RPC_URL, NEAR_RELAYER_KEYS, STARKNET_RPC_URL, STARKNET_EXECUTOR_KEYS) is set: remove one of them",
+      `FACILITATOR_MODE=devnet but chain configuration is set (${set}): remove one of them`,
     );
   }
-  if (mode === "production") {
-    if (!hasChainConfig) {
-      throw new ConfigError(
-        "production mode needs at least one network: set EVM_RPC_URLS_<chainId> (e.g. EVM_RPC_URLS_8453=https://…) with EVM_PRIVATE_KEYS_FILE, or SVM_RPC_URL with SVM_PRIVATE_KEYS_FILE, or XRPL_RPC_URL, or NEAR_RPC_URL with NEAR_RELAYER_KEYS_FILE, or STARKNET_RPC_URL with STARKNET_EXECUTOR_KEYS_FILE",
-      );
-    }
-    if (hasEvm && evmNetworks.length === 0) {
-      throw new ConfigError(
-        "EVM signer keys are set but no network: set EVM_RPC_URLS_<chainId>, e.g. EVM_RPC_URLS_8453=https://…",
-      );
-    }
-    if (hasEvm && evmPrivateKeys.length === 0) {
-      throw new ConfigError(
-        "production mode needs signer keys: set EVM_PRIVATE_KEYS_FILE (or EVM_PRIVATE_KEYS)",
-      );
-    }
+  if (mode === "production" && !hasChainConfig) {
+    throw new ConfigError(
+      `production mode needs at least one network: set ${NAMESPACES.map((ns) => FAMILIES[ns].config.hint).join(", or ")}`,
+    );
+  }
+  // Each family parses its own variables: settings always, what to serve
+  // only when configured.
+  const parsedFamilies = Object.fromEntries(
+    NAMESPACES.map((ns) => [ns, FAMILIES[ns].config.parse(env, mode)]),
+  ) as { [N in keyof FamilySettings]: { setup?: ChainSetups[N]; settings: FamilySettings[N] } };
+  const chains: ChainSetups = {};
+  const families = {} as Record<string, unknown>;
+  for (const ns of NAMESPACES) {
+    const { setup, settings } = parsedFamilies[ns];
+    if (setup && mode === "production") (chains as Record<string, unknown>)[ns] = setup;
+    families[ns] = settings;
   }
 
   const confidential = parseConfidentialConfig(env, (name) => readSecret(env, name));
-  if (confidential && mode === "production" && !evmNetworks.some((n) => n.id === "eip155:8453")) {
+  if (confidential && mode === "production" && !rpcUrlOf(chains, CONFIDENTIAL_NETWORK)) {
     throw new ConfigError(
-      "confidential settlement runs on eip155:8453: set EVM_RPC_URLS_8453 as well",
+      `confidential settlement runs on ${CONFIDENTIAL_NETWORK}: serve that network as well`,
     );
   }
   if (confidential && mode === "devnet") {
@@ -451,14 +240,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     );
   }
 
-  // Every network of every family, in the registry's order.
-  const allNetworkIds = [
-    ...EVM_NETWORKS,
-    ...SVM_NETWORKS,
-    ...XRPL_NETWORKS,
-    ...NEAR_NETWORKS,
-    ...STARKNET_NETWORKS,
-  ].map((n) => n.id as string);
+  // Every network of every family, in the table's order.
+  const allNetworkIds = describeNetworks().map((n) => n.id);
   const devnetNetworks =
     e.DEVNET_NETWORKS.trim() === "all"
       ? // Every network: the devnet has a local chain for each family and a
@@ -475,14 +258,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
   }
 
-  const optionalMs = (name: string, raw: string | undefined, min: number): number | undefined => {
-    if (raw === undefined || raw === "") return undefined;
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min)
-      throw new ConfigError(`${name} must be a whole number of milliseconds, at least ${min}`);
-    return n;
-  };
-  const stuckTxMs = optionalMs("EVM_STUCK_TX_MS", e.EVM_STUCK_TX_MS, 500);
   const reconcileAfterMs =
     optionalMs("RECONCILE_AFTER_MS", e.RECONCILE_AFTER_MS, 0) ?? e.SETTLE_TIMEOUT_MS + 30_000;
 
@@ -553,40 +328,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     auth: parseAuthConfig(env, mode, (name) => readSecret(env, name)),
     confidentialVault: confidential,
-    chains:
-      mode === "production"
-        ? {
-            ...(hasEvm ? { evm: { privateKeys: evmPrivateKeys, networks: evmNetworks } } : {}),
-            ...(svm.setup ? { svm: svm.setup } : {}),
-            ...(xrpl.setup ? { xrpl: xrpl.setup } : {}),
-            ...(near.setup ? { near: near.setup } : {}),
-            ...(starknet.setup ? { starknet: starknet.setup } : {}),
-          }
-        : {},
-    svm: svm.settings,
-    xrpl: xrpl.settings,
-    near: near.settings,
-    starknet: starknet.settings,
-    evm: {
-      minSignerBalanceWei: BigInt(e.EVM_MIN_SIGNER_BALANCE_WEI),
-      erc6492AllowedFactories: (e.EVM_ERC6492_FACTORIES === undefined
-        ? // The devnet's own factory, so counterfactual wallets work out of the box.
-          mode === "devnet"
-          ? DEVNET_WALLET_FACTORY_ADDRESS
-          : ""
-        : e.EVM_ERC6492_FACTORIES
-      )
-        .split(",")
-        .map((a) => a.trim())
-        .filter(Boolean) as `0x${string}`[],
-      batchAuthorizerKey,
-      nativeRecovery: e.EVM_NATIVE_RECOVERY !== "false",
-      nativeKeccak: e.EVM_NATIVE_KECCAK !== "false",
-      rpcBatchSize: e.EVM_RPC_BATCH_SIZE,
-      stuckTxMs,
-      verifyThreads: e.EVM_VERIFY_THREADS,
-      verifyThreadsAbove: e.EVM_VERIFY_THREADS_ABOVE,
-    },
+    chains,
+    families: families as unknown as FamilySettings,
     builderCode: e.BUILDER_CODE || undefined,
     builderServiceCode: e.BUILDER_SERVICE_CODE || undefined,
     reconcileAfterMs,

@@ -12,7 +12,7 @@
  */
 import { createHash } from "node:crypto";
 import stringify from "safe-stable-stringify";
-import { x402Facilitator } from "@x402/core/facilitator";
+import type { x402Facilitator } from "@x402/core/facilitator";
 import type { SettleResponse, VerifyResponse } from "@x402/core/types";
 import { describeError } from "../lib/errors.js";
 import { Reason, publicReason } from "../lib/reasons.js";
@@ -20,6 +20,7 @@ import type { Logger } from "../lib/logger.js";
 import {
   ChainUnavailableError,
   type ChainFamily,
+  type NetworkProbe,
   type PendingSettlement,
   type PreparedPayment,
   type ReconcileOutcome,
@@ -54,11 +55,11 @@ export class PaymentFacilitator {
     if (!this.supportedCache || Date.now() - this.supportedCache.at > 1_000) {
       const raw = this.engine.getSupported();
       const signers: Record<string, string[]> = {};
-      // Mechanisms report their CAIP family as a pattern (`eip155:*`); the
-      // service advertises plain namespaces (`eip155`), as its spec shows,
-      // except Starknet, which the spec keys by the pattern (`starknet:*`).
-      for (const [family, list] of Object.entries(raw.signers)) {
-        const key = family.endsWith(":*") && family !== "starknet:*" ? family.slice(0, -2) : family;
+      // Mechanisms report their CAIP family as a pattern (`<namespace>:*`);
+      // each family says the key the service's specification lists it under.
+      const keys = new Map(this.families.map((f) => [`${f.family}:*`, f.signersKey]));
+      for (const [pattern, list] of Object.entries(raw.signers)) {
+        const key = keys.get(pattern) ?? pattern;
         signers[key] = [...new Set([...(signers[key] ?? []), ...list])];
       }
       this.supportedCache = {
@@ -84,10 +85,12 @@ export class PaymentFacilitator {
 
   /** A message naming the first malformed field of the scheme payload, or undefined. */
   shapeError(req: PaymentRequest): string | undefined {
-    return this.familyOf(req.paymentRequirements.network)?.shapeError(
-      req.paymentPayload,
-      req.paymentRequirements,
-    );
+    const family = this.familyOf(req.paymentRequirements.network);
+    if (!family) return undefined;
+    if (!family.decimalAmounts && !/^\d+$/.test(req.paymentRequirements.amount)) {
+      return "paymentRequirements.amount must be a string of digits: the amount in the token's smallest unit";
+    }
+    return family.shapeError(req.paymentPayload, req.paymentRequirements);
   }
 
   /** The payer the payload names (unverified), if its family can tell. */
@@ -147,6 +150,21 @@ export class PaymentFacilitator {
   /** Verifications of the networks these threads serve run there (see verifyThreadPool.ts). */
   verifyOn(threads: VerifyThreadPool): void {
     this.verifyThreads = threads;
+  }
+
+  /** The verify threads, when verifications run on any (tests and benchmarks read them). */
+  get threads(): VerifyThreadPool | undefined {
+    return this.verifyThreads;
+  }
+
+  /** The families served, for start-up checks of their chains. */
+  get servedFamilies(): readonly ChainFamily[] {
+    return this.families;
+  }
+
+  /** Every network's reachability, by one cheap read each (readiness). */
+  async probe(): Promise<NetworkProbe[]> {
+    return (await Promise.all(this.families.map((f) => f.probe()))).flat();
   }
 
   async verify(req: PaymentRequest): Promise<VerifyResponse> {
@@ -360,8 +378,4 @@ async function runPlain<T>(settle: () => Promise<T>): Promise<SettlementRun<T>> 
   } catch (error) {
     return { ok: false, error, notes: { sent: false } };
   }
-}
-
-export function createEngine(): x402Facilitator {
-  return new x402Facilitator();
 }

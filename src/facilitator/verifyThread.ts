@@ -1,13 +1,13 @@
 /**
- * A verify thread: the EVM family and the protocol engine built a second
- * time, from the same setup and through the same factories as the service's
- * own, answering EVM verifications so they run on another core.
+ * A verify thread: the families that earn threads and the protocol engine
+ * built a second time, from the same setup and through the same factories
+ * as the service's own, answering their verifications on another core.
  *
  * Why it is safe to answer here: verification only reads (the chain, and
  * caches of what the chain said). This copy never starts its signer pool,
  * holds no leases, has no journal and no pending-settlement store, so it
  * cannot send a transaction or write anything; the service settles only on
- * its own thread. The engine is built by `createFacilitator`, so every
+ * its own thread. The engine is built by `assembleFacilitator`, so every
  * extension and mechanism option the service registers is registered here
  * too.
  */
@@ -16,8 +16,8 @@ import type { PendingSettlementStore } from "@x402/core/facilitator";
 import { createLogger } from "../lib/logger.js";
 import { describeError } from "../lib/errors.js";
 import { ChainUnavailableError, noopJournal, type SignerLeases } from "../chains/ports.js";
-import { createEvm } from "../chains/evm/createEvm.js";
-import { createFacilitator } from "./createFacilitator.js";
+import { createFamilies } from "../chains/index.js";
+import { assembleFacilitator } from "./assemble.js";
 import type { FromVerifyThread, ToVerifyThread, VerifyThreadInput } from "./verifyThreadPool.js";
 
 const input = workerData as VerifyThreadInput;
@@ -40,21 +40,18 @@ const noPendingStore: PendingSettlementStore = {
 const log = createLogger(input.logLevel).child({ component: "verify-thread" });
 
 async function build() {
-  const evm = await createEvm(
-    input.evm,
-    { ...input.evmSettings, pendingSettlementStore: noPendingStore },
-    {
-      log,
-      journal: noopJournal,
-      leases: { port: noLeases, holder: "verify-thread" },
-      settleTimeoutMs: input.settleTimeoutMs,
-      onSignerHealth: () => {},
-      ...(input.pollingIntervalMs !== undefined
-        ? { pollingIntervalMs: input.pollingIntervalMs }
-        : {}),
-    },
-  );
-  return createFacilitator([evm], input.facilitator, log);
+  const families = await createFamilies(input.chains, input.settings, {
+    log,
+    journal: noopJournal,
+    leases: { port: noLeases, holder: "verify-thread" },
+    settleTimeoutMs: input.settleTimeoutMs,
+    onSignerHealth: () => {},
+    pendingSettlements: noPendingStore,
+    ...(input.pollingIntervalMs !== undefined
+      ? { pollingIntervalMs: input.pollingIntervalMs }
+      : {}),
+  });
+  return assembleFacilitator(families, input.facilitator, log);
 }
 
 try {

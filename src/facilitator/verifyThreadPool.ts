@@ -1,12 +1,13 @@
 /**
- * Verify threads: EVM verifications answered on other cores.
+ * Verify threads: verifications answered on other cores.
  *
  * Verification is CPU work on the service's thread (typed-data encoding,
  * hashing, signature recovery, the RPC client), and one thread is one core.
- * Each verify thread (verifyThread.ts) builds its own EVM family and engine
- * from the service's setup and answers `PaymentFacilitator.verify` for EVM
- * networks; the service's thread keeps HTTP, keys, quotas, the catalog and
- * every settle.
+ * Each verify thread (verifyThread.ts) builds its own copy of the families
+ * whose verifications earn threads (their table entry says so: the EVM
+ * family's signature checks) and an engine, from the service's setup, and
+ * answers `PaymentFacilitator.verify` for their networks; the service's
+ * thread keeps HTTP, keys, quotas, the catalog and every settle.
  *
  * Nothing depends on a thread being there. Until one is ready, after it
  * failed to build, or while it is being replaced after a crash, the service
@@ -18,14 +19,15 @@ import type { VerifyResponse } from "@x402/core/types";
 import type { Logger } from "../lib/logger.js";
 import { siblingWorker } from "../lib/siblingEntry.js";
 import { ChainUnavailableError } from "../chains/ports.js";
-import type { EvmSettings, EvmSetup } from "../chains/evm/createEvm.js";
+import type { ChainSetups, FamilySettings } from "../chains/index.js";
 import type { PaymentRequest } from "../protocol.js";
-import type { FacilitatorSettings } from "./createFacilitator.js";
+import type { FacilitatorSettings } from "./settings.js";
 
 export interface VerifyThreadInput {
   logLevel: string;
-  evm: EvmSetup;
-  evmSettings: Omit<EvmSettings, "pendingSettlementStore" | "onNativeRecovery">;
+  /** The setups of the families the threads verify for (and only those). */
+  chains: ChainSetups;
+  settings: FamilySettings;
   facilitator: FacilitatorSettings;
   settleTimeoutMs: number;
   pollingIntervalMs?: number | undefined;
@@ -72,12 +74,12 @@ export interface VerifyThreadPoolOptions {
   /** Threads to run while verification is busy. */
   count: number;
   /**
-   * Start them once EVM verifications reach this many in one second; 0
-   * starts them at once. A quiet service keeps the memory a thread holds
-   * (its own copy of the EVM libraries and caches, tens of MB).
+   * Start them once verifications reach this many in one second; 0 starts
+   * them at once. A quiet service keeps the memory a thread holds (its own
+   * copy of the families' libraries and caches, tens of MB).
    */
   startAtPerSecond: number;
-  /** Stop them after this long without an EVM verification. */
+  /** Stop them after this long without a verification for them. */
   idleStopMs: number;
   /** Told how many threads are ready whenever that changes (a gauge). */
   onReady?: (ready: number) => void;
@@ -168,7 +170,11 @@ export class VerifyThreadPool {
     private readonly opts: VerifyThreadPoolOptions,
     private readonly log: Logger,
   ) {
-    this.networks = new Set(input.evm.networks.map((n) => n.id));
+    this.networks = new Set(
+      Object.values(input.chains).flatMap((setup) =>
+        (setup as { networks: readonly { id: string }[] }).networks.map((n) => n.id),
+      ),
+    );
     if (opts.startAtPerSecond === 0) this.startThreads();
   }
 

@@ -34,7 +34,7 @@ test("another protocol version is a version verdict, not a list of shape errors"
 test("shape errors name the field", () => {
   const r = parsePaymentRequestBody({
     ...good,
-    paymentRequirements: { ...requirements, amount: "1.5" },
+    paymentRequirements: { ...requirements, amount: "1.5e6" },
   });
   assert.equal(r.kind, "invalid");
   assert.match(
@@ -47,16 +47,7 @@ test("shape errors name the field", () => {
     paymentPayload: { ...good.paymentPayload, accepted: xrplRequirements },
     paymentRequirements: xrplRequirements,
   });
-  assert.equal(xrpl.kind, "ok", "a decimal value is an XRPL issued-currency amount");
-  const longDecimal = parsePaymentRequestBody({
-    ...good,
-    paymentRequirements: { ...requirements, amount: `${"1".repeat(50)}.5` },
-  });
-  assert.match(
-    (longDecimal as { message: string }).message,
-    /^paymentRequirements\.amount must be a string of digits/,
-    "a decimal is refused off the XRP Ledger however long its whole part",
-  );
+  assert.equal(xrpl.kind, "ok", "a decimal value passes the envelope (the family decides)");
   const big = parsePaymentRequestBody({
     ...good,
     paymentRequirements: { ...requirements, amount: "9".repeat(78) },

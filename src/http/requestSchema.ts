@@ -13,7 +13,11 @@ const caip2 = z
   .string()
   .regex(/^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$/, "must be a CAIP-2 network id such as eip155:8453");
 
-/** Whole smallest units; a decimal value passes here and is allowed only where the network says (below). */
+/**
+ * Whole smallest units, or a decimal value: which one a network takes is its
+ * chain family's to say (issued currencies on the XRP Ledger are decimal),
+ * and the family's shape check refuses the other.
+ */
 const amountText = z
   .string()
   .regex(
@@ -30,32 +34,15 @@ const addressLike = z
   .string()
   .regex(/^[\x21-\x7e]{1,256}$/, "must be an address or token id of 1 to 256 printable characters");
 
-/**
- * The XRP Ledger states issued-currency amounts (RLUSD) as decimal values,
- * as its clients and facilitators do; every other family states whole
- * smallest units.
- */
-const DECIMAL_AMOUNT_NETWORKS = /^xrpl:/;
-
-const requirements = z
-  .object({
-    scheme: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be a scheme name such as exact"),
-    network: caip2,
-    asset: addressLike,
-    amount: amountText,
-    payTo: addressLike,
-    maxTimeoutSeconds: z.number().int().min(0).max(31_536_000),
-    extra: z.record(z.string(), z.unknown()).optional(),
-  })
-  .superRefine((r, ctx) => {
-    if (r.amount.includes(".") && !DECIMAL_AMOUNT_NETWORKS.test(r.network)) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["amount"],
-        message: "must be a string of digits: the amount in the token's smallest unit",
-      });
-    }
-  });
+const requirements = z.object({
+  scheme: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be a scheme name such as exact"),
+  network: caip2,
+  asset: addressLike,
+  amount: amountText,
+  payTo: addressLike,
+  maxTimeoutSeconds: z.number().int().min(0).max(31_536_000),
+  extra: z.record(z.string(), z.unknown()).optional(),
+});
 
 const payload = z.object({
   x402Version: z.number().int(),

@@ -195,3 +195,22 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
   await app.ready();
   return app;
 }
+
+/**
+ * Stops accepting and lets in-flight requests finish (each answer closes
+ * its connection); past `drainMs` the rest are cut, and their settlements
+ * stay pending for the reconciler of whichever replica runs next.
+ */
+export async function closeGracefully(
+  app: FastifyInstance,
+  drainMs: number | undefined,
+): Promise<void> {
+  const drain =
+    drainMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          app.log.warn({ drainMs }, "drain time passed; closing open connections");
+          app.server.closeAllConnections();
+        }, drainMs);
+  await app.close().finally(() => clearTimeout(drain));
+}

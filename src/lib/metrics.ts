@@ -19,13 +19,34 @@ export interface Metrics {
   verifiedOnThread: Counter;
   dbStatements: Counter;
   dbRoundTrips: Counter;
+  /** The database's traffic counters, as storage/db.ts reports traffic. */
+  dbTraffic: { statement(): void; transactionControl(): void };
 }
 
 export function createMetrics(collectProcess = true): Metrics {
   const registry = new Registry();
   if (collectProcess) collectDefaultMetrics({ register: registry });
+  const dbStatements = new Counter({
+    name: "x402_db_statements_total",
+    help: "SQL statements that read or wrote data (transaction commands not included)",
+    registers: [registry],
+  });
+  const dbRoundTrips = new Counter({
+    name: "x402_db_round_trips_total",
+    help: "Exchanges with the database: every statement, BEGIN, COMMIT and ROLLBACK",
+    registers: [registry],
+  });
   return {
     registry,
+    dbStatements,
+    dbRoundTrips,
+    dbTraffic: {
+      statement: () => {
+        dbStatements.inc();
+        dbRoundTrips.inc();
+      },
+      transactionControl: () => dbRoundTrips.inc(),
+    },
     verifications: new Counter({
       name: "x402_verifications_total",
       help: "Processed /verify calls by network and result (valid or the invalid reason)",
@@ -100,16 +121,6 @@ export function createMetrics(collectProcess = true): Metrics {
     verifiedOnThread: new Counter({
       name: "x402_verifications_on_thread_total",
       help: "EVM verifications answered by a verify thread rather than the service's own thread",
-      registers: [registry],
-    }),
-    dbStatements: new Counter({
-      name: "x402_db_statements_total",
-      help: "SQL statements that read or wrote data (transaction commands not included)",
-      registers: [registry],
-    }),
-    dbRoundTrips: new Counter({
-      name: "x402_db_round_trips_total",
-      help: "Exchanges with the database: every statement, BEGIN, COMMIT and ROLLBACK",
       registers: [registry],
     }),
   };

@@ -26,8 +26,8 @@ import {
   signedDelegateFor,
 } from "../support/nearPayments.js";
 import { NEAR_MAINNET } from "../../devnet/near/index.js";
-import { ExactNearClientScheme } from "../../src/clients/near/exactClient.js";
-import { ExactNearServerScheme } from "../../src/clients/near/exactServer.js";
+import { ExactNearClientScheme } from "../../src/chains/near/clients/exactClient.js";
+import { ExactNearServerScheme } from "../../src/chains/near/clients/exactServer.js";
 import { monthOf } from "../../src/features/plans/plans.js";
 import { until } from "../support/processes.js";
 

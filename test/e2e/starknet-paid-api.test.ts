@@ -19,12 +19,12 @@ import { startStack, type TestStack } from "../support/stack.js";
 import { onlyOneSuccess, paymentRequest, post, settleAtOnce } from "../support/payments.js";
 import { STARKNET_MAINNET, devnetStarknetAccount } from "../../devnet/starknet/index.js";
 import { TRANSFER_EVENT_KEY } from "../../devnet/starknet/ledger.js";
-import { STARKNET_USDC } from "../../src/networks/starknet.js";
+import { STARKNET_USDC } from "../../src/chains/starknet/networks.js";
 import {
   ExactStarknetClientScheme,
   outsideExecutionFor,
-} from "../../src/clients/starknet/exactClient.js";
-import { ExactStarknetServerScheme } from "../../src/clients/starknet/exactServer.js";
+} from "../../src/chains/starknet/clients/exactClient.js";
+import { ExactStarknetServerScheme } from "../../src/chains/starknet/clients/exactServer.js";
 
 describe("Starknet end to end through the service", () => {
   let stack: TestStack;

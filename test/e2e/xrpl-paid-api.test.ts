@@ -18,9 +18,9 @@ import { facilitatorClient, listenOnLoopback, type Listening } from "../support/
 import { startStack, type TestStack } from "../support/stack.js";
 import { onlyOneSuccess, paymentRequest, post, settleAtOnce } from "../support/payments.js";
 import { XRPL_MAINNET, devnetXrplWallet } from "../../devnet/xrpl/index.js";
-import { RLUSD_CURRENCY, RLUSD_ISSUER } from "../../src/networks/xrpl.js";
-import { ExactXrplClientScheme, paymentFor } from "../../src/clients/xrpl/exactClient.js";
-import { ExactXrplServerScheme } from "../../src/clients/xrpl/exactServer.js";
+import { RLUSD_CURRENCY, RLUSD_ISSUER } from "../../src/chains/xrpl/networks.js";
+import { ExactXrplClientScheme, paymentFor } from "../../src/chains/xrpl/clients/exactClient.js";
+import { ExactXrplServerScheme } from "../../src/chains/xrpl/clients/exactServer.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { monthOf } from "../../src/features/plans/plans.js";

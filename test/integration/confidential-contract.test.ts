@@ -40,6 +40,7 @@ import {
 } from "../../src/chains/evm/confidential/vault.js";
 import { confidentialVaultAbi } from "../../src/chains/evm/confidential/vaultAbi.js";
 import { loadArtifacts } from "../../devnet/compile.js";
+import { startDevnetFhevm } from "../../devnet/fhevm.js";
 import {
   decryptConfirmation,
   merchantWallet,
@@ -93,7 +94,9 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
       contractAddress: confidential.contractAddress,
       operatorKey: confidential.operatorPrivateKey,
       receiptSignerKey: confidential.receiptSignerPrivateKey,
-      mode: { devnet: { cleartextFile } },
+      mode: {
+        mock: () => startDevnetFhevm({ rpcUrl: info.rpcUrl, chainId: CHAIN_ID, cleartextFile }),
+      },
       slotsPerTransaction: 8,
     });
   });

@@ -126,6 +126,14 @@ describe("HTTP API", () => {
           /paymentRequirements\.amount must be a string of digits/,
         ],
         [
+          // A decimal value is an issued currency's amount: not on an EVM network.
+          {
+            ...goodBody,
+            paymentRequirements: { ...(goodBody["paymentRequirements"] as object), amount: "1.5" },
+          },
+          /paymentRequirements\.amount must be a string of digits/,
+        ],
+        [
           {
             ...goodBody,
             paymentRequirements: {

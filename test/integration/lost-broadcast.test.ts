@@ -38,6 +38,7 @@ describe("a broadcast whose answer is lost", () => {
     const db = await openTestDb("pglite");
     closeDb = db.close;
     service = await createService({
+      overrides: { collectProcessMetrics: false, pollingIntervalMs: 50, reconcile: false },
       config: loadConfig({
         FACILITATOR_MODE: "devnet",
         PORT: "0",
@@ -46,14 +47,11 @@ describe("a broadcast whose answer is lost", () => {
         RECONCILE_AFTER_MS: "0",
       }),
       database: db,
-      collectProcessMetrics: false,
-      pollingIntervalMs: 50,
       // The test runs the reconciler itself, after /settle answered: running
       // in the background it could re-send the journalled bytes while the
       // settle is still retrying and take one of the lost answers.
-      reconcile: false,
       chains: {
-        evm: {
+        eip155: {
           networks: [{ id: "eip155:8453", rpcUrls: [proxyUrl] }],
           privateKeys: info.facilitatorPrivateKeys as Hex[],
         },
@@ -140,7 +138,7 @@ describe("a broadcast whose answer is lost", () => {
     assert.equal(res.errorReason, "settlement_pending");
     assert.match(res.transaction, /^0x[0-9a-f]{64}$/);
     const row = await until("the reconciler to finish the row", async () => {
-      await service.reconciler.runOnce();
+      await service.workers.reconciler.runOnce();
       const r = await service.db
         .selectFrom("settlements")
         .selectAll()

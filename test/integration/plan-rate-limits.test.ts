@@ -274,6 +274,7 @@ if (redisUrl && process.env["TEST_DATABASE_URL"]) {
         // Each instance with its own connection pool, as separate replicas have.
         const db = await openMigratedDb({ databaseUrl: database.url! });
         const service = await createService({
+          overrides: { collectProcessMetrics: false, reconcile: false, webhooks: false },
           config: loadConfig({
             FACILITATOR_MODE: "devnet",
             HOST: "127.0.0.1",
@@ -285,11 +286,8 @@ if (redisUrl && process.env["TEST_DATABASE_URL"]) {
             RATE_LIMIT_PLAN_FREE: "4",
           }),
           database: db,
-          collectProcessMetrics: false,
-          reconcile: false,
-          webhooks: false,
           chains: {
-            evm: {
+            eip155: {
               networks: [{ id: "eip155:8453", rpcUrls: [info.rpcUrl] }],
               privateKeys: info.facilitatorPrivateKeys as Hex[],
             },

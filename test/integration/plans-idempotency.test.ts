@@ -105,6 +105,7 @@ for (const backend of availableBackends()) {
         database = await openMigratedDb({ databaseUrl: url.toString(), poolSize: 10 });
       }
       const service = await createService({
+        overrides: { collectProcessMetrics: false, pollingIntervalMs: 50, reconcile: false },
         config: loadConfig({
           FACILITATOR_MODE: "devnet",
           PORT: "0",
@@ -114,11 +115,8 @@ for (const backend of availableBackends()) {
           METER_SETTLEMENTS: "true",
         }),
         database,
-        collectProcessMetrics: false,
-        pollingIntervalMs: 50,
-        reconcile: false,
         chains: {
-          evm: {
+          eip155: {
             networks: [{ id: stack.network, rpcUrls: [info.rpcUrl] }],
             privateKeys: info.facilitatorPrivateKeys as Hex[],
           },

@@ -8,7 +8,7 @@ import { createServer, type Server } from "node:http";
 import { startDevnet, type Devnet } from "../../devnet/index.js";
 import { acceptsBatches, batchingUrls } from "../../src/chains/evm/rpcBatchProbe.js";
 import { createEvmPublicClient } from "../../src/chains/evm/rpc.js";
-import { findEvmNetwork } from "../../src/networks/registry.js";
+import { findEvmNetwork } from "../../src/chains/evm/networks.js";
 import { createLogger } from "../../src/lib/logger.js";
 import { freePort } from "../support/processes.js";
 

@@ -43,6 +43,7 @@ describe("an RPC outage", () => {
     const db = await openTestDb("pglite");
     closeDb = db.close;
     service = await createService({
+      overrides: { collectProcessMetrics: false, pollingIntervalMs: 50 },
       config: loadConfig({
         FACILITATOR_MODE: "devnet",
         PORT: "0",
@@ -51,10 +52,8 @@ describe("an RPC outage", () => {
         EVM_RPC_BATCH_SIZE: "0",
       }),
       database: db,
-      collectProcessMetrics: false,
-      pollingIntervalMs: 50,
       chains: {
-        evm: {
+        eip155: {
           networks: [{ id: "eip155:8453", rpcUrls: [proxyUrl] }],
           privateKeys: info.facilitatorPrivateKeys as Hex[],
         },

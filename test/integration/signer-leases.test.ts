@@ -65,6 +65,7 @@ describe(
       await until("replica A", async () => (await fetch(`${urlA}/health`)).ok);
 
       serviceB = await createService({
+        overrides: { collectProcessMetrics: false, pollingIntervalMs: 50 },
         config: loadConfig({
           FACILITATOR_MODE: "devnet",
           PORT: "0",
@@ -72,10 +73,8 @@ describe(
           LOG_LEVEL: "silent",
         }),
         database: db,
-        collectProcessMetrics: false,
-        pollingIntervalMs: 50,
         chains: {
-          evm: { networks: [{ id: "eip155:8453", rpcUrls: [info.rpcUrl] }], privateKeys: keys },
+          eip155: { networks: [{ id: "eip155:8453", rpcUrls: [info.rpcUrl] }], privateKeys: keys },
         },
       });
       const urlB = await serviceB.listen();

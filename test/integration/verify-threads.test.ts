@@ -44,7 +44,7 @@ describe("verify threads", () => {
     await proxy.close();
   });
 
-  const pool = () => stack.service.verifyThreads!;
+  const pool = () => stack.service.facilitator.threads!;
   const gauge = async () => (await stack.service.metrics.verifyThreads.get()).values[0]?.value ?? 0;
   const onThread = async () =>
     (await stack.service.metrics.verifiedOnThread.get()).values[0]?.value ?? 0;

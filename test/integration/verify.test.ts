@@ -37,7 +37,10 @@ for (const mode of MODES)
       stack = await startStack({ env: mode.env });
       payerKey = stack.payerKeys[1]!;
       if (mode.onThread) {
-        await until("the verify thread", async () => stack.service.verifyThreads?.readyCount === 1);
+        await until(
+          "the verify thread",
+          async () => stack.service.facilitator.threads?.readyCount === 1,
+        );
       }
     });
     after(() => stack.stop());

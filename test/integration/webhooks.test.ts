@@ -202,7 +202,7 @@ for (const backend of availableBackends()) {
 
     test("a receiver that is down and comes back gets every event, in order", async () => {
       // Swap the service's worker for one with a fast back-off.
-      await stack.service.webhooks.stop();
+      await stack.service.workers.webhooks.stop();
       const worker = new WebhookDeliveryWorker({
         db: stack.service.db,
         log: createLogger("silent"),

@@ -15,6 +15,7 @@ import {
   type RunningStarknet,
 } from "../../devnet/starknet/index.js";
 import { createService, type Service, type ServiceOptions } from "../../src/app.js";
+import { startDevnetFhevm } from "../../devnet/fhevm.js";
 import { loadConfig } from "../../src/config/index.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
@@ -78,7 +79,7 @@ export interface StackOptions {
   /** Serve confidential settlement with the devnet's vault on eip155:8453 (mock coprocessor in-process). */
   confidential?: boolean;
   /** The confidential worker: false (tests drive its passes) or its clock. */
-  confidentialWorker?: ServiceOptions["confidentialWorker"];
+  confidentialWorker?: NonNullable<ServiceOptions["overrides"]>["confidentialWorker"];
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
@@ -122,20 +123,25 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
             contractAddress: vault.contractAddress,
             operatorKey: vault.operatorPrivateKey,
             receiptSignerKey: vault.receiptSignerPrivateKey,
-            mode: "devnet" as const,
+            mode: {
+              mock: () =>
+                startDevnetFhevm({ rpcUrl: devnet.networks["eip155:8453"]!.rpcUrl, chainId: 8453 }),
+            },
           },
         }
       : {}),
-    ...(opts.confidentialWorker !== undefined
-      ? { confidentialWorker: opts.confidentialWorker }
-      : {}),
-    ...(opts.verifyThreadsIdleStopMs !== undefined
-      ? { verifyThreadsIdleStopMs: opts.verifyThreadsIdleStopMs }
-      : {}),
-    collectProcessMetrics: false,
-    pollingIntervalMs: 50,
+    overrides: {
+      collectProcessMetrics: false,
+      pollingIntervalMs: 50,
+      ...(opts.confidentialWorker !== undefined
+        ? { confidentialWorker: opts.confidentialWorker }
+        : {}),
+      ...(opts.verifyThreadsIdleStopMs !== undefined
+        ? { verifyThreadsIdleStopMs: opts.verifyThreadsIdleStopMs }
+        : {}),
+    },
     chains: {
-      evm: {
+      eip155: {
         networks: await Promise.all(
           infos.map(async ([id, info]) => ({
             id,
@@ -147,7 +153,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       },
       ...(solana
         ? {
-            svm: {
+            solana: {
               networks: [{ id: SOLANA_MAINNET, rpcUrl: solana.info.rpcUrl }],
               secretKeys: solana.info.facilitatorSecretKeys,
             },

@@ -4,36 +4,15 @@
  * the gas floor in wei, the batch authorizer's key) happens here, so the
  * composition root only names the family.
  */
-import type { PendingSettlementStore } from "@x402/core/facilitator";
-import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { FamilyContext } from "../ports.js";
-import { EvmChainAdapter, type EvmNetworkSetup } from "./index.js";
+import type { EvmSettings, EvmSetup } from "./config.js";
+import { EvmChainAdapter } from "./index.js";
 import { batchingUrls } from "./rpcBatchProbe.js";
 import { routeViemRecoveryToNative } from "./viemNativeRecovery.js";
 import { routeViemKeccakToNative } from "./viemNativeKeccak.js";
 
-/** The EVM part of the chain configuration. */
-export interface EvmSetup {
-  networks: readonly EvmNetworkSetup[];
-  privateKeys: readonly Hex[];
-}
-
-export interface EvmSettings {
-  /** Recover EOA signatures with libsecp256k1 inside viem. */
-  nativeRecovery: boolean;
-  /** Hash keccak-256 natively inside viem. */
-  nativeKeccak: boolean;
-  /** JSON-RPC batch size for URLs that accept batches; 0 = off. */
-  rpcBatchSize: number;
-  minSignerBalanceWei: bigint;
-  erc6492AllowedFactories: readonly `0x${string}`[];
-  batchAuthorizerKey: Hex | undefined;
-  stuckTxMs: number | undefined;
-  pendingSettlementStore: PendingSettlementStore;
-  /** Told whether native recovery is on (a metric, so an upstream change that turns it off shows). */
-  onNativeRecovery?: (active: boolean) => void;
-}
+export type { EvmSettings, EvmSetup };
 
 export async function createEvm(
   setup: EvmSetup,
@@ -43,7 +22,8 @@ export async function createEvm(
   const log = ctx.log.child({ component: "evm" });
   if (settings.nativeRecovery) {
     const recovery = await routeViemRecoveryToNative();
-    settings.onNativeRecovery?.(recovery.active);
+    // A metric, so an upstream change that turns it off shows.
+    ctx.onNativeRecovery?.(recovery.active);
     if (!recovery.active) {
       log.warn(
         { why: recovery.why },
@@ -51,7 +31,7 @@ export async function createEvm(
       );
     }
   } else {
-    settings.onNativeRecovery?.(false);
+    ctx.onNativeRecovery?.(false);
   }
   if (settings.nativeKeccak) {
     const hashing = await routeViemKeccakToNative();
@@ -70,7 +50,7 @@ export async function createEvm(
     confirmationTimeoutMs: ctx.settleTimeoutMs,
     log,
     journal: ctx.journal,
-    pendingSettlementStore: settings.pendingSettlementStore,
+    ...(ctx.pendingSettlements ? { pendingSettlementStore: ctx.pendingSettlements } : {}),
     minSignerBalanceWei: settings.minSignerBalanceWei,
     eip6492AllowedFactories: settings.erc6492AllowedFactories,
     ...(rpcBatching ? { rpcBatching } : {}),

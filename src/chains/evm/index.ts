@@ -14,7 +14,7 @@ import { UptoEvmScheme } from "@x402/evm/upto/facilitator";
 import { BatchSettlementEvmScheme } from "@x402/evm/batch-settlement/facilitator";
 import type { LocalAccount } from "viem/accounts";
 import { isAddress, type Hex, type PublicClient } from "viem";
-import { findEvmNetwork, type EvmNetwork } from "../../networks/registry.js";
+import { findEvmNetwork, type EvmNetwork } from "./networks.js";
 import { Reason } from "../../lib/reasons.js";
 import { networkNotServed, probeNetworks } from "../familySupport.js";
 import type {
@@ -100,6 +100,8 @@ interface EvmNetworkRuntime {
 
 export class EvmChainAdapter implements ChainFamily {
   readonly family = "eip155";
+  readonly signersKey = "eip155";
+  readonly decimalAmounts = false;
   private readonly runtimes = new Map<string, EvmNetworkRuntime>();
   private readonly schemes = new Map<string, readonly string[]>();
 

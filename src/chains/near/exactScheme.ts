@@ -27,7 +27,7 @@ import type {
   VerifyResponse,
 } from "@x402/core/types";
 import { Reason } from "../../lib/reasons.js";
-import type { NearNetwork } from "../../networks/near.js";
+import type { NearNetwork } from "./networks.js";
 import type { TransactionJournal } from "../ports.js";
 import type { NearRelayers } from "./relayers.js";
 import { NearRpcError, type NearRpc } from "./rpc.js";

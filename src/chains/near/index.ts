@@ -11,7 +11,7 @@ import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { KeyPair, type KeyPairString } from "@near-js/crypto";
 import { baseDecode } from "@near-js/utils";
 import { Reason } from "../../lib/reasons.js";
-import { findNearNetwork, type NearNetwork } from "../../networks/near.js";
+import { findNearNetwork, type NearNetwork } from "./networks.js";
 import { networkNotServed, nothingWasSent, probeNetworks, RecentRead } from "../familySupport.js";
 import type {
   ChainFamily,
@@ -58,6 +58,8 @@ export function parseRelayerKey(entry: string): { accountId: string; keyPair: Ke
 
 export class NearChainAdapter implements ChainFamily {
   readonly family = "near";
+  readonly signersKey = "near";
+  readonly decimalAmounts = false;
   private readonly runtimes = new Map<string, NearRuntime>();
   private readonly schemes = new Map<string, readonly string[]>();
 

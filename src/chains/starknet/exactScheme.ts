@@ -27,7 +27,7 @@ import type {
   VerifyResponse,
 } from "@x402/core/types";
 import { Reason } from "../../lib/reasons.js";
-import type { StarknetNetwork } from "../../networks/starknet.js";
+import type { StarknetNetwork } from "./networks.js";
 import type { TransactionJournal } from "../ports.js";
 import { ExecutorRefusal, type ExecutorPool, type ResourceBounds } from "./executors.js";
 import {

@@ -9,7 +9,7 @@
 import type { x402Facilitator } from "@x402/core/facilitator";
 import { typedData } from "starknet";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { findStarknetNetwork, type StarknetNetwork } from "../../networks/starknet.js";
+import { findStarknetNetwork, type StarknetNetwork } from "./networks.js";
 import { Reason } from "../../lib/reasons.js";
 import { networkNotServed, nothingWasSent, probeNetworks, RecentRead } from "../familySupport.js";
 import type {
@@ -57,6 +57,9 @@ interface StarknetRuntime {
 
 export class StarknetChainAdapter implements ChainFamily {
   readonly family = "starknet";
+  // The specification keys Starknet signers by the CAIP family pattern.
+  readonly signersKey = "starknet:*";
+  readonly decimalAmounts = false;
   private readonly runtimes = new Map<string, StarknetRuntime>();
   private readonly schemes = new Map<string, readonly string[]>();
 

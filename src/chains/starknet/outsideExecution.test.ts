@@ -2,8 +2,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import type { TypedData } from "starknet";
-import { outsideExecutionFor } from "../../clients/starknet/exactClient.js";
-import { STARKNET_USDC } from "../../networks/starknet.js";
+import { outsideExecutionFor } from "./clients/exactClient.js";
+import { STARKNET_USDC } from "./networks.js";
 import { holdsExpectedTransfer } from "./exactScheme.js";
 import {
   ANY_CALLER,

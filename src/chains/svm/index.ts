@@ -31,7 +31,7 @@ import {
 import { TOKEN_PROGRAM_ADDRESS, findAssociatedTokenPda } from "@solana-program/token";
 import { Reason } from "../../lib/reasons.js";
 import { networkNotServed, nothingWasSent, probeNetworks, RecentRead } from "../familySupport.js";
-import { findSvmNetwork, type SvmNetwork } from "../../networks/svm.js";
+import { findSvmNetwork, type SvmNetwork } from "./networks.js";
 import type {
   ChainFamily,
   FamilyContext,
@@ -95,6 +95,8 @@ interface SvmRuntime {
 
 export class SvmChainAdapter implements ChainFamily {
   readonly family = "solana";
+  readonly signersKey = "solana";
+  readonly decimalAmounts = false;
   private readonly runtimes = new Map<string, SvmRuntime>();
   private readonly schemes = new Map<string, readonly string[]>();
 

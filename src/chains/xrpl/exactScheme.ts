@@ -27,7 +27,7 @@ import type {
   VerifyResponse,
 } from "@x402/core/types";
 import { Reason } from "../../lib/reasons.js";
-import type { XrplNetwork } from "../../networks/xrpl.js";
+import type { XrplNetwork } from "./networks.js";
 import type { TransactionJournal } from "../ports.js";
 import { XrplRpcError, type XrplRpc } from "./rpc.js";
 import { XrplReason, checkSignedPayment, type PaymentTx } from "./signedPayment.js";

@@ -9,7 +9,7 @@
 import type { x402Facilitator } from "@x402/core/facilitator";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { Reason } from "../../lib/reasons.js";
-import { findXrplNetwork, type XrplNetwork } from "../../networks/xrpl.js";
+import { findXrplNetwork, type XrplNetwork } from "./networks.js";
 import type {
   ChainFamily,
   FamilyContext,
@@ -51,6 +51,9 @@ interface XrplRuntime {
 
 export class XrplChainAdapter implements ChainFamily {
   readonly family = "xrpl";
+  readonly signersKey = "xrpl";
+  // Issued currencies (RLUSD) are stated as decimal values, as XRPL clients write them.
+  readonly decimalAmounts = true;
   private readonly runtimes = new Map<string, XrplRuntime>();
   private readonly schemes = new Map<string, readonly string[]>();
 

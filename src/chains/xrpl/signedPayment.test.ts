@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Wallet, type Payment } from "xrpl";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { RLUSD_CURRENCY, RLUSD_ISSUER } from "../../networks/xrpl.js";
+import { RLUSD_CURRENCY, RLUSD_ISSUER } from "./networks.js";
 import { checkSignedPayment, invoiceHash } from "./signedPayment.js";
 
 const payTo = Wallet.generate().classicAddress;

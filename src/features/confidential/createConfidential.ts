@@ -4,7 +4,12 @@
  * privacy contract (`vault` absent) only the status answers, saying it is
  * not available, and payments that name the feature are refused.
  */
+import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
+import type {
+  ConfidentialVaultFactory,
+  ConfidentialVaultOptions,
+} from "../../chains/confidentialPort.js";
 import type { Logger } from "../../lib/logger.js";
 import type { Database } from "../../storage/schema.js";
 import { ConfidentialCredits } from "./credits.js";
@@ -58,4 +63,29 @@ export function createConfidential(opts: {
     batch: new DailyBatch(db, vault, { owner: opts.owner, leaseMs: opts.batchLeaseMs, log }),
     withdrawals: new ConfidentialWithdrawals(db, vault, merchants, log),
   };
+}
+
+/**
+ * Confidential settlement as the service opens it: the vault client when a
+ * vault is configured (loaded through `loadVault`, from the family whose
+ * chain holds it), and the feature over it; `close` lets the client go.
+ */
+export async function openConfidential(opts: {
+  db: Kysely<Database>;
+  vault: ConfidentialVaultOptions | undefined;
+  loadVault: () => Promise<ConfidentialVaultFactory>;
+  log: Logger;
+  settings: { unitsPerSettlement: number; batchLeaseMs: number };
+}): Promise<ConfidentialFeature & { close(): Promise<void> }> {
+  const log = opts.log.child({ component: "confidential" });
+  const vault = opts.vault ? await (await opts.loadVault())({ ...opts.vault, log }) : undefined;
+  const feature = createConfidential({
+    db: opts.db,
+    vault,
+    log,
+    units: opts.settings.unitsPerSettlement,
+    owner: randomUUID(),
+    batchLeaseMs: opts.settings.batchLeaseMs,
+  });
+  return { ...feature, close: async () => void (await vault?.close()) };
 }

@@ -1,59 +1,33 @@
 /**
  * What the dashboard needs to show an amount in token units and link a
  * transaction: each (network, asset)'s symbol and decimals, and each
- * network's block explorer. The registries name the mainnet tokens; the
- * devnet adds its own token copies through `extra`.
+ * network's block explorer, from the descriptions the chain families give
+ * (and the devnet's own token copies beside them). Asset ids are compared in
+ * the family's one spelling (`assetKey`): EVM addresses without case,
+ * Starknet felts without padding.
  */
-import { EVM_NETWORKS } from "../../networks/registry.js";
-import { SVM_NETWORKS } from "../../networks/svm.js";
-import { XRPL_NETWORKS } from "../../networks/xrpl.js";
-
-export interface KnownAsset {
-  network: string;
-  address: string;
-  symbol: string;
-  decimals: number;
-}
-
-/** Mainnet explorers of the EVM networks (the registry holds chains, not explorers). */
-const EVM_EXPLORERS: Record<number, string> = {
-  8453: "https://basescan.org/tx/{tx}",
-  42161: "https://arbiscan.io/tx/{tx}",
-  10: "https://optimistic.etherscan.io/tx/{tx}",
-  137: "https://polygonscan.com/tx/{tx}",
-  43114: "https://snowtrace.io/tx/{tx}",
-  42220: "https://celoscan.io/tx/{tx}",
-  59144: "https://lineascan.build/tx/{tx}",
-  130: "https://uniscan.xyz/tx/{tx}",
-  480: "https://worldscan.org/tx/{tx}",
-  143: "https://monadscan.com/tx/{tx}",
-};
+import type { NetworkDescription } from "../../chains/ports.js";
 
 export class AssetCatalog {
-  private readonly assets = new Map<string, KnownAsset>();
+  private readonly assets = new Map<string, { symbol: string; decimals: number }>();
   private readonly explorers = new Map<string, string>();
 
   /** `explorers: false` (devnet): local chains have no public explorer. */
-  constructor(extra: readonly KnownAsset[] = [], opts: { explorers?: boolean } = {}) {
-    for (const n of EVM_NETWORKS) {
-      for (const a of n.assets) this.add({ network: n.id, ...a });
-      const explorer = EVM_EXPLORERS[n.chainId];
-      if (explorer) this.explorers.set(n.id, explorer);
+  constructor(
+    networks: readonly NetworkDescription[],
+    private readonly assetKey: (network: string, id: string) => string = (_n, id) => id,
+    opts: { explorers?: boolean } = {},
+  ) {
+    for (const n of networks) {
+      if (n.explorerTx && opts.explorers !== false) this.explorers.set(n.id, n.explorerTx);
+      for (const a of n.assets) {
+        this.assets.set(this.key(n.id, a.id), { symbol: a.symbol, decimals: a.decimals });
+      }
     }
-    for (const n of SVM_NETWORKS) {
-      this.explorers.set(n.id, n.explorerTx);
-      for (const a of assetsOf(n)) this.add({ network: n.id, ...a });
-    }
-    for (const n of XRPL_NETWORKS) {
-      this.explorers.set(n.id, n.explorerTx);
-      for (const a of assetsOf(n)) this.add({ network: n.id, ...a });
-    }
-    for (const a of extra) this.add(a);
-    if (opts.explorers === false) this.explorers.clear();
   }
 
   describe(network: string, asset: string): { symbol: string; decimals: number } | undefined {
-    return this.assets.get(key(network, asset));
+    return this.assets.get(this.key(network, asset));
   }
 
   explorerUrl(network: string, transaction: string | null): string | null {
@@ -63,26 +37,9 @@ export class AssetCatalog {
       : null;
   }
 
-  private add(a: KnownAsset): void {
-    this.assets.set(key(a.network, a.address), a);
+  private key(network: string, asset: string): string {
+    return `${network}|${this.assetKey(network, asset)}`;
   }
-}
-
-const key = (network: string, asset: string) =>
-  `${network}|${network.startsWith("eip155:") ? asset.toLowerCase() : asset}`;
-
-/** The assets of a non-EVM registry entry, read loosely: their shapes differ per family. */
-function assetsOf(n: object): { address: string; symbol: string; decimals: number }[] {
-  const list = (n as { assets?: unknown }).assets;
-  if (!Array.isArray(list)) return [];
-  return list.flatMap((a: Record<string, unknown>) => {
-    const address = a["address"] ?? a["mint"] ?? a["asset"];
-    return typeof address === "string" &&
-      typeof a["symbol"] === "string" &&
-      typeof a["decimals"] === "number"
-      ? [{ address, symbol: a["symbol"], decimals: a["decimals"] }]
-      : [];
-  });
 }
 
 /** An atomic amount as token units, exactly (no floating point): "1500000", 6 → "1.5". */

@@ -33,7 +33,10 @@ import {
   type WebhookEventType,
 } from "../webhooks/endpointSettings.js";
 import { removeWebhookEndpoint } from "../webhooks/webhookRepository.js";
-import type { AssetCatalog } from "./assets.js";
+import { AssetCatalog } from "./assets.js";
+import type { NetworkDescription } from "../../chains/ports.js";
+import type { AuthConfig } from "../../config/auth.js";
+import { SignIn } from "../identity/signIn.js";
 import { readMetrics, readOverview, type MetricRange } from "./activity.js";
 import { listSettlements, settlementsCsv, type SettlementFilters } from "./settlementList.js";
 
@@ -122,3 +125,40 @@ export function createDashboard(opts: DashboardOptions) {
 }
 
 export type Dashboard = ReturnType<typeof createDashboard>;
+
+/**
+ * The dashboard as the service opens it: the feature, its sign-in providers
+ * and session settings, and the asset names it shows amounts and explorer
+ * links with (the chain families' descriptions, plus any local copies).
+ */
+export function openDashboard(opts: {
+  db: Db;
+  config: {
+    mode: "devnet" | "production";
+    plans: PlanLimits & { metering: boolean };
+    auth: AuthConfig;
+    webhooks: { allowPrivateTargets: boolean };
+  };
+  networks: readonly NetworkDescription[];
+  assetKey: (network: string, id: string) => string;
+  onKeyDeleted: () => void;
+}) {
+  const { config } = opts;
+  return {
+    dashboard: createDashboard({
+      db: opts.db,
+      // Local chains have no public explorer.
+      assets: new AssetCatalog(opts.networks, opts.assetKey, {
+        explorers: config.mode !== "devnet",
+      }),
+      plans: config.plans,
+      sessionTtlMs: config.auth.sessionTtlMs,
+      allowPrivateWebhookTargets: config.webhooks.allowPrivateTargets,
+      onKeyDeleted: opts.onKeyDeleted,
+    }),
+    signIn: new SignIn(config.auth.providers),
+    sessionTtlMs: config.auth.sessionTtlMs,
+    publicUrl: config.auth.publicUrl,
+    staticDir: config.auth.dashboardDir,
+  };
+}

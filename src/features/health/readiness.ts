@@ -8,7 +8,11 @@
  * and reused for a second, so a load balancer polling every replica cannot
  * turn readiness into load on the RPC provider.
  */
+import { sql } from "kysely";
+import type { Redis } from "ioredis";
 import type { NetworkProbe } from "../../chains/ports.js";
+import type { Metrics } from "../../lib/metrics.js";
+import type { Db } from "../../storage/db.js";
 
 export interface ReadinessReport {
   ready: boolean;
@@ -71,4 +75,24 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
       timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
     }),
   ]).finally(() => clearTimeout(timer));
+}
+
+/** The service's readiness: its database, its networks, its Redis, reported as a metric too. */
+export function serviceReadiness(opts: {
+  db: Db;
+  networks: () => Promise<NetworkProbe[]>;
+  redis: Redis | undefined;
+  metrics: Metrics;
+}): () => Promise<ReadinessReport> {
+  const { redis, metrics } = opts;
+  return createReadiness({
+    database: async () => void (await sql`select 1`.execute(opts.db)),
+    networks: opts.networks,
+    ...(redis ? { redis: async () => void (await redis.ping()) } : {}),
+    onReport: (report) => {
+      for (const n of report.networks) {
+        metrics.rpcReachable.set({ network: n.network }, n.reachable ? 1 : 0);
+      }
+    },
+  });
 }

@@ -18,7 +18,7 @@ import {
 import type { SolanaLedger } from "../../../devnet/svm/ledger.js";
 import type { SvmChainAdapter } from "../../../src/chains/svm/index.js";
 import { ChainUnavailableError } from "../../../src/chains/ports.js";
-import { createFacilitator } from "../../../src/facilitator/createFacilitator.js";
+import { assembleFacilitator } from "../../../src/facilitator/assemble.js";
 import type { PaymentFacilitator } from "../../../src/facilitator/paymentFacilitator.js";
 import { createLogger } from "../../../src/lib/logger.js";
 import { startRpcProxy, type RpcProxy } from "../../support/rpcProxy.js";
@@ -40,7 +40,7 @@ describe("a Solana RPC outage", () => {
       rpcUrl: proxy.url,
       secretKeys: devnet.info.facilitatorSecretKeys,
     });
-    facilitator = createFacilitator(
+    facilitator = assembleFacilitator(
       [family],
       { builderCode: undefined, builderServiceCode: undefined },
       log,

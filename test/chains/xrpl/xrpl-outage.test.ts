@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import type { PaymentRequirements } from "@x402/core/types";
 import { Client, Wallet } from "xrpl";
 import { XRPL_MAINNET } from "../../../devnet/xrpl/index.js";
-import { paymentFor } from "../../../src/clients/xrpl/exactClient.js";
+import { paymentFor } from "../../../src/chains/xrpl/clients/exactClient.js";
 import { startStack, type TestStack } from "../../support/stack.js";
 import { startRpcProxy, type RpcProxy } from "../../support/rpcProxy.js";
 import { paymentRequest, post } from "../../support/payments.js";

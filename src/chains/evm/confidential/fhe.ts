@@ -11,57 +11,9 @@
  */
 import { bytesToHex, type Address, type Hex, type LocalAccount } from "viem";
 
-/** The part of the relayer SDK's `FhevmInstance` used here (the mock has it too). */
-export interface FhevmInstanceLike {
-  createEncryptedInput(
-    contractAddress: string,
-    userAddress: string,
-  ): {
-    add64(value: bigint): unknown;
-    encrypt(): Promise<{ handles: Uint8Array[]; inputProof: Uint8Array }>;
-  };
-  publicDecrypt(handles: string[]): Promise<{
-    clearValues: Record<string, bigint | boolean | string>;
-    abiEncodedClearValues: string;
-    decryptionProof: string;
-  }>;
-  generateKeypair(): { publicKey: string; privateKey: string };
-  createEIP712(
-    publicKey: string,
-    contractAddresses: string[],
-    startTimestamp: number,
-    durationDays: number,
-  ): {
-    domain: Record<string, unknown>;
-    types: Record<string, { name: string; type: string }[]>;
-    primaryType?: string;
-    message: Record<string, unknown>;
-  };
-  userDecrypt(
-    handles: { handle: string; contractAddress: string }[],
-    privateKey: string,
-    publicKey: string,
-    signature: string,
-    contractAddresses: string[],
-    userAddress: string,
-    startTimestamp: number,
-    durationDays: number,
-  ): Promise<Record<string, bigint | boolean | string>>;
-}
+import type { FhevmInstanceLike, FhevmNetworkSettings } from "../../confidentialPort.js";
 
-/** Where the fhEVM lives for a chain, and the relayer in front of its KMS. */
-export interface FhevmNetworkSettings {
-  relayerUrl: string;
-  aclAddress: Address;
-  executorAddress: Address;
-  kmsVerifierAddress: Address;
-  inputVerifierAddress: Address;
-  /** The gateway chain's decryption contract (the KMS signatures' EIP-712 verifyingContract). */
-  decryptionAddress: Address;
-  /** The gateway chain's input verification contract (the input proofs' verifyingContract). */
-  inputVerificationAddress: Address;
-  gatewayChainId: number;
-}
+export type { FhevmInstanceLike, FhevmNetworkSettings };
 
 export interface PublicDecryption {
   /** One value per handle, in order. */

@@ -49,7 +49,7 @@ import {
   type TransactionReceipt,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { fheClient, relayerFheClient, type FheClient, type FhevmNetworkSettings } from "./fhe.js";
+import { fheClient, relayerFheClient, type FheClient } from "./fhe.js";
 import {
   enablementMessage,
   receiptKey,
@@ -66,6 +66,7 @@ import {
   CONFIDENTIAL_NETWORK,
   utcDay,
   type ConfidentialVault,
+  type ConfidentialVaultOptions,
   type WithdrawalInfo,
   type WithdrawalLookup,
   type WithdrawalState,
@@ -82,32 +83,10 @@ const RECEIPT_TIMEOUT_MS = 120_000;
 /** How long a withdrawal request the wallet signs stays valid, by default. */
 const DEFAULT_WITHDRAW_VALIDITY_S = 3_600n;
 
-export interface ConfidentialVaultLog {
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-}
-
-export interface ConfidentialVaultOptions {
-  rpcUrl: string;
-  chainId: number;
-  contractAddress: Address;
-  /** Assigns slots, submits batches, withdrawals and finalizations, and pays their gas. */
-  operatorKey: Hex;
-  /** Signs receipts; the contract's `receiptSigner`. */
-  receiptSignerKey: Hex;
-  /**
-   * `"devnet"`: the in-process mock coprocessor and KMS (devnet/fhevm.ts;
-   * `cleartextFile` keeps encrypted inputs decryptable across restarts).
-   * Otherwise Zama's relayer and the chain's fhEVM addresses.
-   */
-  mode: "devnet" | { devnet: { cleartextFile?: string } } | FhevmNetworkSettings;
-  log?: ConfidentialVaultLog;
-  /** Slots per `creditSlots` transaction (1…32). Default 16. */
-  slotsPerTransaction?: number;
-}
-
 export type {
   ConfidentialVault,
+  ConfidentialVaultLog,
+  ConfidentialVaultOptions,
   CreditDayResult,
   DayCredit,
   SignedReceipt,
@@ -131,14 +110,9 @@ async function createFheClient(opts: ConfidentialVaultOptions): Promise<{
   fhe: FheClient;
   close: () => void;
 }> {
-  if (opts.mode === "devnet" || "devnet" in opts.mode) {
-    const devnet = await import("../../../../devnet/fhevm.js");
-    const running = await devnet.startDevnetFhevm({
-      rpcUrl: opts.rpcUrl,
-      chainId: opts.chainId,
-      cleartextFile: opts.mode === "devnet" ? undefined : opts.mode.devnet.cleartextFile,
-    });
-    return { fhe: fheClient(running.instance), close: running.close };
+  if ("mock" in opts.mode) {
+    const running = await opts.mode.mock();
+    return { fhe: fheClient(running.instance), close: () => running.close() };
   }
   const fhe = await relayerFheClient(opts.mode, { chainId: opts.chainId, rpcUrl: opts.rpcUrl });
   return { fhe, close: () => undefined };

@@ -19,7 +19,7 @@ import type {
   PaymentRequirements,
   SchemeNetworkClient,
 } from "@x402/core/types";
-import { NEAR_USDC } from "../../networks/near.js";
+import { NEAR_USDC } from "../networks.js";
 
 export interface ExactNearClientOptions {
   /** A NEAR JSON-RPC URL, or pass a `provider`. */

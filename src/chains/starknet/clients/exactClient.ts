@@ -17,7 +17,7 @@ import type {
   PaymentRequirements,
   SchemeNetworkClient,
 } from "@x402/core/types";
-import { findStarknetNetwork } from "../../networks/starknet.js";
+import { findStarknetNetwork } from "../networks.js";
 
 /** What the scheme needs of a payer: its address and SNIP-12 signing (a starknet.js `Account`). */
 export interface StarknetPayer {

@@ -13,8 +13,11 @@
  *   trail the wall clock (default 30): `Execute After` must lie that far in
  *   the past, and `Execute Before` at least that far ahead.
  */
-import { STARKNET_MAINNET_ID } from "../networks/starknet.js";
-import { ConfigError } from "./configError.js";
+import { STARKNET_MAINNET_ID } from "./networks.js";
+import { ConfigError } from "../../lib/configError.js";
+import type { FamilyConfig } from "../ports.js";
+import type { StarknetSettings, StarknetSetup } from "./index.js";
+import { readSecret } from "../../lib/envVars.js";
 
 export interface StarknetConfig {
   setup:
@@ -101,3 +104,17 @@ export function parseStarknetConfig(
     present,
   };
 }
+
+export const starknetConfig: FamilyConfig<StarknetSetup, StarknetSettings> = {
+  present: (env) =>
+    !!(
+      env["STARKNET_RPC_URL"] ||
+      env["STARKNET_EXECUTOR_KEYS"] ||
+      env["STARKNET_EXECUTOR_KEYS_FILE"]
+    ),
+  hint: "STARKNET_RPC_URL with STARKNET_EXECUTOR_KEYS_FILE",
+  parse: (env) => {
+    const { setup, settings } = parseStarknetConfig(env, readSecret(env, "STARKNET_EXECUTOR_KEYS"));
+    return setup ? { setup, settings } : { settings };
+  },
+};

@@ -11,7 +11,6 @@
  * and caches it, so a wrong guess here can never make a real payment fail.
  */
 
-export type ChainFamily = "eip155" | "solana" | "near" | "xrpl" | "starknet";
 export type SchemeName = "exact" | "upto" | "batch-settlement";
 
 /** How a token is moved for the `exact` scheme. */
@@ -39,6 +38,8 @@ export interface EvmNetwork {
   readonly schemes: readonly SchemeName[];
   /** Typical block time, used to size receipt polling. */
   readonly blockTimeMs: number;
+  /** A public explorer's transaction page, `{tx}` standing for the hash; absent: none known. */
+  readonly explorerTx?: string;
 }
 
 const EVM_SCHEMES: readonly SchemeName[] = ["exact", "upto", "batch-settlement"];
@@ -59,6 +60,7 @@ function evm(
   name: string,
   assets: readonly AssetInfo[],
   blockTimeMs: number,
+  explorer?: string,
 ): EvmNetwork {
   return {
     family: "eip155",
@@ -68,25 +70,81 @@ function evm(
     assets,
     schemes: EVM_SCHEMES,
     blockTimeMs,
+    ...(explorer ? { explorerTx: `${explorer}/tx/{tx}` } : {}),
   };
 }
 
 export const EVM_NETWORKS: readonly EvmNetwork[] = [
-  evm(8453, "Base", [usdc("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "USD Coin")], 2000),
-  evm(42161, "Arbitrum One", [usdc("0xaf88d065e77c8cC2239327C5EDb3A432268e5831", "USD Coin")], 250),
-  evm(10, "OP Mainnet", [usdc("0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85", "USD Coin")], 2000),
-  evm(137, "Polygon PoS", [usdc("0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359", "USD Coin")], 2000),
+  evm(
+    8453,
+    "Base",
+    [usdc("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "USD Coin")],
+    2000,
+    "https://basescan.org",
+  ),
+  evm(
+    42161,
+    "Arbitrum One",
+    [usdc("0xaf88d065e77c8cC2239327C5EDb3A432268e5831", "USD Coin")],
+    250,
+    "https://arbiscan.io",
+  ),
+  evm(
+    10,
+    "OP Mainnet",
+    [usdc("0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85", "USD Coin")],
+    2000,
+    "https://optimistic.etherscan.io",
+  ),
+  evm(
+    137,
+    "Polygon PoS",
+    [usdc("0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359", "USD Coin")],
+    2000,
+    "https://polygonscan.com",
+  ),
   evm(
     43114,
     "Avalanche C-Chain",
     [usdc("0xB97EF9Ef8734C71904D8002F8b6Bc66Dd9c48a6E", "USD Coin")],
     2000,
+    "https://snowtrace.io",
   ),
-  evm(42220, "Celo", [usdc("0xcebA9300f2b948710d2653dD7B07f33A8B32118C", "USDC")], 1000),
-  evm(59144, "Linea", [usdc("0x176211869cA2b568f2A7D4EE941E073a821EE1ff", "USD Coin")], 2000),
-  evm(130, "Unichain", [usdc("0x078D782b760474a361dDA0AF3839290b0EF57AD6", "USDC")], 1000),
-  evm(480, "World Chain", [usdc("0x79A02482A880bCE3F13e09Da970dC34db4CD24d1", "USDC")], 2000),
-  evm(143, "Monad", [usdc("0x754704Bc059F8C67012fEd69BC8A327a5aafb603", "USDC")], 500),
+  evm(
+    42220,
+    "Celo",
+    [usdc("0xcebA9300f2b948710d2653dD7B07f33A8B32118C", "USDC")],
+    1000,
+    "https://celoscan.io",
+  ),
+  evm(
+    59144,
+    "Linea",
+    [usdc("0x176211869cA2b568f2A7D4EE941E073a821EE1ff", "USD Coin")],
+    2000,
+    "https://lineascan.build",
+  ),
+  evm(
+    130,
+    "Unichain",
+    [usdc("0x078D782b760474a361dDA0AF3839290b0EF57AD6", "USDC")],
+    1000,
+    "https://uniscan.xyz",
+  ),
+  evm(
+    480,
+    "World Chain",
+    [usdc("0x79A02482A880bCE3F13e09Da970dC34db4CD24d1", "USDC")],
+    2000,
+    "https://worldscan.org",
+  ),
+  evm(
+    143,
+    "Monad",
+    [usdc("0x754704Bc059F8C67012fEd69BC8A327a5aafb603", "USDC")],
+    500,
+    "https://monadscan.com",
+  ),
   evm(
     4663,
     "USDG chain",
@@ -112,9 +170,6 @@ const BY_ID = new Map<string, EvmNetwork>(EVM_NETWORKS.map((n) => [n.id, n]));
 export function findEvmNetwork(id: string): EvmNetwork | undefined {
   return BY_ID.get(id);
 }
-
-/** CAIP-2 syntax: namespace ":" reference. */
-export const CAIP2_PATTERN = /^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$/;
 
 /**
  * The devnet's smart-wallet factory (a devnet contract, not a mainnet one):

@@ -6,8 +6,8 @@
  * registered with the token (`storage_deposit`).
  */
 import type { Network } from "@x402/core/types";
-import { NEAR_USDC } from "../../networks/near.js";
-import { ExactServerScheme, type DollarAsset } from "../exactServerScheme.js";
+import { NEAR_USDC } from "../networks.js";
+import { ExactServerScheme, type DollarAsset } from "../../exactServerScheme.js";
 
 export class ExactNearServerScheme extends ExactServerScheme {
   protected dollarAsset(): DollarAsset {

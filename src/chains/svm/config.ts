@@ -10,8 +10,10 @@
  * - `SVM_MIN_FEE_PAYER_LAMPORTS`: fee payers below it leave the rotation.
  */
 import { readFileSync } from "node:fs";
-import { SOLANA_MAINNET_ID } from "../networks/svm.js";
-import { ConfigError } from "./configError.js";
+import { SOLANA_MAINNET_ID } from "./networks.js";
+import { ConfigError } from "../../lib/configError.js";
+import type { FamilyConfig } from "../ports.js";
+import type { SvmSettings, SvmSetup } from "./index.js";
 
 export interface SvmConfig {
   /** Present when the family is configured. */
@@ -97,3 +99,13 @@ export function parseSvmConfig(env: NodeJS.ProcessEnv): SvmConfig {
     },
   };
 }
+
+export const svmConfig: FamilyConfig<SvmSetup, SvmSettings> = {
+  present: (env) =>
+    !!(env["SVM_RPC_URL"] || env["SVM_PRIVATE_KEYS"] || env["SVM_PRIVATE_KEYS_FILE"]),
+  hint: "SVM_RPC_URL with SVM_PRIVATE_KEYS_FILE",
+  parse: (env) => {
+    const { setup, settings } = parseSvmConfig(env);
+    return setup ? { setup, settings } : { settings };
+  },
+};

@@ -16,8 +16,10 @@
  */
 import { readFileSync } from "node:fs";
 import { parseNearAmount } from "@near-js/utils";
-import { NEAR_MAINNET_ID } from "../networks/near.js";
-import { ConfigError } from "./configError.js";
+import { NEAR_MAINNET_ID } from "./networks.js";
+import { ConfigError } from "../../lib/configError.js";
+import type { FamilyConfig } from "../ports.js";
+import type { NearSettings, NearSetup } from "./index.js";
 
 export interface NearConfig {
   setup: { networks: { id: string; rpcUrl: string }[]; relayerKeys: string[] } | undefined;
@@ -98,3 +100,13 @@ export function parseNearConfig(env: NodeJS.ProcessEnv): NearConfig {
     settings: { minRelayerBalanceYocto: BigInt(yocto), minGas, maxGas, minBlockSeconds: block },
   };
 }
+
+export const nearConfig: FamilyConfig<NearSetup, NearSettings> = {
+  present: (env) =>
+    !!(env["NEAR_RPC_URL"] || env["NEAR_RELAYER_KEYS"] || env["NEAR_RELAYER_KEYS_FILE"]),
+  hint: "NEAR_RPC_URL with NEAR_RELAYER_KEYS_FILE",
+  parse: (env) => {
+    const { setup, settings } = parseNearConfig(env);
+    return setup ? { setup, settings } : { settings };
+  },
+};

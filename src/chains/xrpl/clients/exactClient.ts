@@ -19,7 +19,7 @@ import type {
   PaymentRequirements,
   SchemeNetworkClient,
 } from "@x402/core/types";
-import { RLUSD_CURRENCY } from "../../networks/xrpl.js";
+import { RLUSD_CURRENCY } from "../networks.js";
 
 export interface ExactXrplClientOptions {
   /** A rippled WebSocket URL (`wss://…`); or pass a connected `client`. */

@@ -10,8 +10,10 @@
  *   bounding `LastLedgerSequence` by `maxTimeoutSeconds` (default 3; mainnet
  *   closes every 3 to 5 s).
  */
-import { XRPL_MAINNET_ID } from "../networks/xrpl.js";
-import { ConfigError } from "./configError.js";
+import { XRPL_MAINNET_ID } from "./networks.js";
+import { ConfigError } from "../../lib/configError.js";
+import type { FamilyConfig } from "../ports.js";
+import type { XrplSettings, XrplSetup } from "./index.js";
 
 export interface XrplConfig {
   setup: { networks: { id: string; rpcUrl: string }[] } | undefined;
@@ -41,3 +43,12 @@ export function parseXrplConfig(env: NodeJS.ProcessEnv): XrplConfig {
     settings: { maxFeeDrops: BigInt(maxFee), minLedgerCloseSeconds: close },
   };
 }
+
+export const xrplConfig: FamilyConfig<XrplSetup, XrplSettings> = {
+  present: (env) => !!env["XRPL_RPC_URL"],
+  hint: "XRPL_RPC_URL",
+  parse: (env) => {
+    const { setup, settings } = parseXrplConfig(env);
+    return setup ? { setup, settings } : { settings };
+  },
+};

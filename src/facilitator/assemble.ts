@@ -1,6 +1,8 @@
 /**
- * Builds the protocol engine: the official `x402Facilitator` with the
- * extensions this service advertises and every chain family's mechanisms.
+ * Assembles the protocol engine from built families: the official
+ * `x402Facilitator` with the extensions this service advertises and every
+ * family's mechanisms, fronted by `PaymentFacilitator`. The service and each
+ * verify thread assemble theirs here, so both register the same things.
  */
 import { x402Facilitator } from "@x402/core/facilitator";
 import { BAZAAR } from "@x402/extensions/bazaar";
@@ -10,13 +12,11 @@ import { BuilderCodeFacilitatorExtension } from "@x402/extensions/builder-code";
 import type { Logger } from "../lib/logger.js";
 import type { ChainFamily } from "../chains/ports.js";
 import { PaymentFacilitator } from "./paymentFacilitator.js";
+import type { FacilitatorSettings } from "./settings.js";
 
-export interface FacilitatorSettings {
-  builderCode: string | undefined;
-  builderServiceCode: string | undefined;
-}
+export type { FacilitatorSettings };
 
-export function createFacilitator(
+export function assembleFacilitator(
   families: readonly ChainFamily[],
   settings: FacilitatorSettings,
   log: Logger,

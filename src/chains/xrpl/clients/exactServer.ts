@@ -6,8 +6,8 @@
  * drops, or a currency code with `extra.issuer`).
  */
 import type { Network } from "@x402/core/types";
-import { RLUSD_CURRENCY, RLUSD_ISSUER } from "../../networks/xrpl.js";
-import { ExactServerScheme, type DollarAsset } from "../exactServerScheme.js";
+import { RLUSD_CURRENCY, RLUSD_ISSUER } from "../networks.js";
+import { ExactServerScheme, type DollarAsset } from "../../exactServerScheme.js";
 
 export class ExactXrplServerScheme extends ExactServerScheme {
   protected dollarAsset(): DollarAsset {

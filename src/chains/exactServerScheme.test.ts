@@ -5,11 +5,11 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ExactNearServerScheme } from "./near/exactServer.js";
-import { ExactXrplServerScheme } from "./xrpl/exactServer.js";
-import { ExactStarknetServerScheme } from "./starknet/exactServer.js";
-import { NEAR_USDC } from "../networks/near.js";
-import { RLUSD_CURRENCY, RLUSD_ISSUER } from "../networks/xrpl.js";
+import { ExactNearServerScheme } from "./near/clients/exactServer.js";
+import { ExactXrplServerScheme } from "./xrpl/clients/exactServer.js";
+import { ExactStarknetServerScheme } from "./starknet/clients/exactServer.js";
+import { NEAR_USDC } from "./near/networks.js";
+import { RLUSD_CURRENCY, RLUSD_ISSUER } from "./xrpl/networks.js";
 
 test("a dollar price is the stablecoin's amount on each network", async () => {
   assert.deepEqual(await new ExactNearServerScheme().parsePrice("$0.25", "near:mainnet"), {

@@ -6,8 +6,8 @@
  * the facilitator's `/supported` entry.
  */
 import type { Network } from "@x402/core/types";
-import { findStarknetNetwork } from "../../networks/starknet.js";
-import { ExactServerScheme, type DollarAsset } from "../exactServerScheme.js";
+import { findStarknetNetwork } from "../networks.js";
+import { ExactServerScheme, type DollarAsset } from "../../exactServerScheme.js";
 
 export class ExactStarknetServerScheme extends ExactServerScheme {
   protected dollarAsset(network: Network): DollarAsset | undefined {

@@ -1,0 +1,26 @@
+/**
+ * The Solana family as the service knows it before loading it: its
+ * networks, its configuration, and how to build it (index.ts, with
+ * `@solana/kit`, loaded only when a Solana network is served).
+ */
+import type { FamilyEntry } from "../ports.js";
+import { svmConfig } from "./config.js";
+import type { SvmSettings, SvmSetup } from "./index.js";
+import { SVM_NETWORKS } from "./networks.js";
+
+export const svmFamily: FamilyEntry<SvmSetup, SvmSettings> = {
+  namespace: "solana",
+  label: "Solana",
+  networks: SVM_NETWORKS.map((n) => ({
+    id: n.id,
+    name: n.name,
+    schemes: n.schemes,
+    assets: n.assets.map((a) => ({ id: a.mint, symbol: a.symbol, decimals: a.decimals })),
+    explorerTx: n.explorerTx,
+  })),
+  config: svmConfig,
+  async load() {
+    const { createSvm } = await import("./index.js");
+    return createSvm;
+  },
+};

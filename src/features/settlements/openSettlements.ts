@@ -1,0 +1,34 @@
+/**
+ * The settlement records and what the chain families write through: the
+ * monthly quota (absent when settlements are not metered), the recorder
+ * (the settlements table's one writer), and the ports the families get from
+ * the service (the transaction journal, the signer leases shared between
+ * replicas, the store of settlements answered `settlement_pending`).
+ */
+import type { Logger } from "../../lib/logger.js";
+import type { Db } from "../../storage/db.js";
+import type { PlanLimits } from "../plans/plans.js";
+import { createQuotaLedger } from "../plans/quotaLedger.js";
+import { DbSignerLeases } from "../signers/dbSignerLeases.js";
+import { DbPendingSettlementStore } from "./pendingSettlementStore.js";
+import { SettlementRecorder } from "./settlementRecorder.js";
+import { DbTransactionJournal } from "./transactionJournal.js";
+
+export function openSettlements(
+  db: Db,
+  plans: PlanLimits & { metering: boolean },
+  log: Logger,
+  reportError: (e: unknown, what: string) => void,
+) {
+  const quota = createQuotaLedger(db, plans, reportError);
+  const recorder = new SettlementRecorder(db, log.child({ component: "settlements" }), quota);
+  return {
+    quota,
+    recorder,
+    ports: {
+      journal: new DbTransactionJournal(recorder),
+      leases: new DbSignerLeases(db),
+      pendingSettlements: new DbPendingSettlementStore(db),
+    },
+  };
+}

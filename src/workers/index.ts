@@ -1,0 +1,89 @@
+/**
+ * The background loops, started together and stopped with one call: the
+ * reconciler of interrupted settlements, webhook delivery, the pruning of
+ * expired dashboard sessions, and confidential settlement's daily batch and
+ * withdrawals (when a vault is configured). Tests turn loops off or speed
+ * them up through `WorkerOverrides`.
+ */
+import type { Logger } from "../lib/logger.js";
+import type { Metrics } from "../lib/metrics.js";
+import type { Db } from "../storage/db.js";
+import type { PendingSettlement, ReconcileOutcome } from "../chains/ports.js";
+import type { SettlementRecorder } from "../features/settlements/settlementRecorder.js";
+import type { ConfidentialFeature } from "../features/confidential/createConfidential.js";
+import { pruneExpiredSessions } from "../features/identity/sessions.js";
+import { SettlementReconciler } from "./settlementReconciler.js";
+import { WebhookDeliveryWorker, type WebhookDeliveryOptions } from "./webhookDelivery.js";
+import { startSessionPruner } from "./sessionPruner.js";
+import { ConfidentialWorker, type ConfidentialWorkerOptions } from "./confidentialWorker.js";
+
+export interface WorkerOverrides {
+  /** Run the background reconciler of interrupted settlements (default true). */
+  reconcile?: boolean;
+  /** Webhook delivery: false disables it; an object overrides timings. */
+  webhooks?: false | Partial<Omit<WebhookDeliveryOptions, "db" | "log">>;
+  /** The confidential worker: false disables it; an object overrides its clock and pace. */
+  confidentialWorker?: false | Partial<Pick<ConfidentialWorkerOptions, "now" | "pollMs">>;
+}
+
+export interface Workers {
+  reconciler: SettlementReconciler;
+  webhooks: WebhookDeliveryWorker;
+  confidential: ConfidentialWorker | undefined;
+  /** Stops every loop; each finishes the pass it is in. */
+  stop(): Promise<void>;
+}
+
+export function startWorkers(opts: {
+  db: Db;
+  recorder: SettlementRecorder;
+  reconcile: (pending: PendingSettlement) => Promise<ReconcileOutcome>;
+  /** Per network, the instant before which records belong to an earlier chain. */
+  chainSince: ReadonlyMap<string, Date>;
+  config: { reconcileAfterMs: number; webhooks: { allowPrivateTargets: boolean } };
+  confidential: ConfidentialFeature;
+  metrics: Metrics;
+  log: Logger;
+  overrides?: WorkerOverrides;
+}): Workers {
+  const { log, overrides = {} } = opts;
+  const reconciler = new SettlementReconciler({
+    recorder: opts.recorder,
+    chainSince: (network) => opts.chainSince.get(network),
+    reconcile: opts.reconcile,
+    log: log.child({ component: "reconciler" }),
+    olderThanMs: opts.config.reconcileAfterMs,
+    onFinished: (row) => opts.metrics.reconciled.inc({ network: row.network, status: row.status }),
+  });
+  if (overrides.reconcile !== false) reconciler.start();
+  const webhooks = new WebhookDeliveryWorker({
+    db: opts.db,
+    log: log.child({ component: "webhooks" }),
+    allowPrivateTargets: opts.config.webhooks.allowPrivateTargets,
+    ...(overrides.webhooks || {}),
+  });
+  if (overrides.webhooks !== false) webhooks.start();
+  const sessions = startSessionPruner(() => pruneExpiredSessions(opts.db), log);
+  const { batch, withdrawals } = opts.confidential;
+  const confidential =
+    batch && withdrawals && overrides.confidentialWorker !== false
+      ? new ConfidentialWorker({
+          batch,
+          withdrawals,
+          log: log.child({ component: "confidential" }),
+          ...(overrides.confidentialWorker || {}),
+        })
+      : undefined;
+  confidential?.start();
+  return {
+    reconciler,
+    webhooks,
+    confidential,
+    async stop() {
+      await reconciler.stop();
+      await webhooks.stop();
+      await confidential?.stop();
+      sessions.stop();
+    },
+  };
+}
