@@ -120,7 +120,8 @@ module.exports = {
     },
     {
       name: "devnet-only-in-devnet-mode",
-      comment: "The entry point loads the devnet (compiler, anvil) only in devnet mode, dynamically.",
+      comment:
+        "The entry point loads the devnet (compiler, anvil) only in devnet mode, dynamically.",
       severity: "error",
       from: { path: "^src/main\\.ts$" },
       to: { path: "^devnet/", dependencyTypesNot: ["dynamic-import", "type-only"] },
