@@ -98,6 +98,14 @@ module.exports = {
       to: { path: "^src/(?!clients/)" },
     },
     {
+      name: "protocol-is-low",
+      comment:
+        "src/protocol is x402 itself (envelope, reasons, answers, pre-checks): every layer may use it; it uses only lib.",
+      severity: "error",
+      from: { path: "^src/protocol" },
+      to: { path: "^src/(?!protocol/|lib/)" },
+    },
+    {
       name: "lib-is-a-leaf",
       severity: "error",
       from: { path: "^src/lib" },

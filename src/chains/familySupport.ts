@@ -2,7 +2,7 @@
  * Small answers every chain family gives the same way, kept in one place so
  * families differ only where their chains do.
  */
-import { Reason } from "../lib/reasons.js";
+import { Reason } from "../protocol/reasons.js";
 import type { NetworkProbe, ReconcileOutcome } from "./ports.js";
 
 /** A pending settlement on a network the family no longer serves. */

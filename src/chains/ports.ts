@@ -7,7 +7,7 @@
  */
 import type { PendingSettlementStore, x402Facilitator } from "@x402/core/facilitator";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import type { PaymentRequest } from "../protocol.js";
+import type { PaymentRequest } from "../protocol/index.js";
 import type { Logger } from "../lib/logger.js";
 import type { ConfidentialVaultFactory } from "./confidentialPort.js";
 
@@ -208,7 +208,10 @@ export interface FamilyContext {
   onNativeRecovery?: (active: boolean) => void;
 }
 
-/** What the transaction layer saw while a mechanism settled one payment. */
+/**
+ * What the transaction layer saw while a mechanism settled one payment,
+ * written into the settlement's scope (settlementScope.ts).
+ */
 export interface SettlementNotes {
   /** Something was journaled and handed to the node for this settlement. */
   sent: boolean;
@@ -218,12 +221,20 @@ export interface SettlementNotes {
   ambiguousReference?: string;
   /** The transaction layer refused to send, with the reason to answer (gas ceiling, no signer). */
   refusal?: { reason: string; message: string };
+  /** A transaction's journal entry could not be written, so it was not broadcast. */
+  journalFailed?: boolean;
 }
 
-/** The outcome of running one settlement's mechanism call, as a value. */
-export type SettlementRun<T> = ({ ok: true; value: T } | { ok: false; error: unknown }) & {
-  notes: SettlementNotes;
-};
+/**
+ * Thrown when a settlement stopped before anything was sent because a store
+ * it needs (the journal's database) failed: nobody's fault, answered 503.
+ */
+export class NothingSentError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "NothingSentError";
+  }
+}
 
 /**
  * One chain family. Adding a family is a folder implementing this, one line
@@ -262,6 +273,11 @@ export interface ChainFamily {
    * `duplicate_settlement`.
    */
   replayReason?(payload: PaymentPayload, requirements: PaymentRequirements): string;
+  /**
+   * The reason the service answers for one its mechanisms gave, where the
+   * specification spells the same condition otherwise. Absent: as given.
+   */
+  publicReason?(reason: string): string;
   /** Quota units a settlement of this payload costs (0: never counted). */
   quotaUnits(payload: PaymentPayload, requirements: PaymentRequirements): number;
   /** A message naming the first malformed field of a scheme payload, or undefined. */
@@ -290,11 +306,4 @@ export interface ChainFamily {
    * reconciled against it.
    */
   identity?(network: string): Promise<string | undefined>;
-  /**
-   * Runs one settlement's mechanism call (`settle`) and returns, with its
-   * outcome, what the family's transaction layer saw meanwhile. Families
-   * whose mechanisms report all of that in their own response need not
-   * implement it.
-   */
-  runSettlement?<T>(settle: () => Promise<T>): Promise<SettlementRun<T>>;
 }

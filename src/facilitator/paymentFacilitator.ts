@@ -15,7 +15,9 @@ import stringify from "safe-stable-stringify";
 import type { x402Facilitator } from "@x402/core/facilitator";
 import type { SettleResponse, VerifyResponse } from "@x402/core/types";
 import { describeError } from "../lib/errors.js";
-import { Reason, publicReason } from "../lib/reasons.js";
+import { Reason } from "../protocol/reasons.js";
+import { settlePending, settleRefusal, verifyRefusal } from "../protocol/answers.js";
+import { protocolRefusal } from "../protocol/precheck.js";
 import type { Logger } from "../lib/logger.js";
 import {
   ChainUnavailableError,
@@ -24,10 +26,16 @@ import {
   type PendingSettlement,
   type PreparedPayment,
   type ReconcileOutcome,
-  type SettlementRun,
+  type SettlementNotes,
+  NothingSentError,
 } from "../chains/ports.js";
 import { runInSettlementScope } from "../chains/settlementScope.js";
-import { X402_VERSION, type PaymentRequest, type SupportedResponse } from "../protocol.js";
+import {
+  X402_VERSION,
+  type InspectedPayment,
+  type PaymentRequest,
+  type SupportedResponse,
+} from "../protocol/index.js";
 import { sanitizeMessage } from "./sanitize.js";
 import { PerBlockVerifyCache } from "./verifyCache.js";
 import { VerifyThreadGoneError, type VerifyThreadPool } from "./verifyThreadPool.js";
@@ -83,55 +91,31 @@ export class PaymentFacilitator {
     return this.families.find((f) => f.networks().has(network));
   }
 
-  /** A message naming the first malformed field of the scheme payload, or undefined. */
-  shapeError(req: PaymentRequest): string | undefined {
-    const family = this.familyOf(req.paymentRequirements.network);
-    if (!family) return undefined;
-    if (!family.decimalAmounts && !/^\d+$/.test(req.paymentRequirements.amount)) {
-      return "paymentRequirements.amount must be a string of digits: the amount in the token's smallest unit";
-    }
-    return family.shapeError(req.paymentPayload, req.paymentRequirements);
-  }
-
-  /** The payer the payload names (unverified), if its family can tell. */
-  payerOf(req: PaymentRequest): string | undefined {
-    return this.familyOf(req.paymentRequirements.network)?.payerOf(
-      req.paymentPayload,
-      req.paymentRequirements,
-    );
-  }
-
   /**
-   * The key shared by every copy of this signed authorization. Falls back to
-   * the network and a hash of the payload, which still catches byte-identical
-   * duplicates on a network no family serves.
+   * Reads a request once, at the edge: the family that serves its network
+   * (the one lookup of a request), the payer its payload names, the key
+   * shared by every copy of its signed authorization, the quota units a
+   * success costs, the first malformed field, and the reason a replay gets.
+   * The service's stages carry the result; verify and settle take it back.
    */
-  authorizationKey(req: PaymentRequest): string {
-    const { network } = req.paymentRequirements;
-    const own = this.familyOf(network)?.authorizationKey(
-      req.paymentPayload,
-      req.paymentRequirements,
-    );
-    if (own) return own;
-    const digest = createHash("sha256")
-      .update(stringify(req.paymentPayload.payload) ?? "")
-      .digest("hex");
-    return `${network}:payload:${digest}`;
-  }
-
-  /** The reason a replay of a consumed authorization gets (see ChainFamily.replayReason). */
-  replayReason(req: PaymentRequest): string {
-    const family = this.familyOf(req.paymentRequirements.network);
-    return (
-      family?.replayReason?.(req.paymentPayload, req.paymentRequirements) ??
-      Reason.duplicateSettlement
-    );
-  }
-
-  /** Quota units a success costs; 1 where no family says otherwise. */
-  quotaUnits(req: PaymentRequest): number {
-    const family = this.familyOf(req.paymentRequirements.network);
-    return family ? family.quotaUnits(req.paymentPayload, req.paymentRequirements) : 1;
+  inspect(request: PaymentRequest): RoutedPayment {
+    const { paymentPayload: payload, paymentRequirements: requirements } = request;
+    const family = this.familyOf(requirements.network);
+    return {
+      request,
+      family,
+      payer: family?.payerOf(payload, requirements),
+      // Without a family: the network and a hash of the payload, which still
+      // catches byte-identical duplicates on a network nobody serves.
+      authorizationKey:
+        family?.authorizationKey(payload, requirements) ??
+        `${requirements.network}:payload:${createHash("sha256")
+          .update(stringify(payload.payload) ?? "")
+          .digest("hex")}`,
+      units: family ? family.quotaUnits(payload, requirements) : 1,
+      shapeError: family ? shapeErrorOf(family, request) : undefined,
+      replayReason: family?.replayReason?.(payload, requirements) ?? Reason.duplicateSettlement,
+    };
   }
 
   /** What the chain says became of a pending settlement. */
@@ -167,8 +151,13 @@ export class PaymentFacilitator {
     return (await Promise.all(this.families.map((f) => f.probe()))).flat();
   }
 
-  async verify(req: PaymentRequest): Promise<VerifyResponse> {
-    const onThread = this.verifyThreads?.verify(req);
+  /** A verification of a request not inspected yet (a verify thread's). */
+  verifyRequest(request: PaymentRequest): Promise<VerifyResponse> {
+    return this.verify(this.inspect(request));
+  }
+
+  async verify(payment: InspectedPayment): Promise<VerifyResponse> {
+    const onThread = this.verifyThreads?.verify(payment.request);
     if (onThread) {
       try {
         return await onThread;
@@ -177,22 +166,15 @@ export class PaymentFacilitator {
         if (!(e instanceof VerifyThreadGoneError)) throw e;
       }
     }
-    return this.verifyHere(req);
+    return this.verifyHere(this.routed(payment));
   }
 
-  private async verifyHere(req: PaymentRequest): Promise<VerifyResponse> {
+  private async verifyHere(payment: RoutedPayment): Promise<VerifyResponse> {
     const startedAt = Date.now();
+    const { request: req, family, payer } = payment;
     const network = req.paymentRequirements.network;
-    const payer = this.payerOf(req);
-    const pre = await this.precheck(req);
-    if (!pre.ok)
-      return {
-        isValid: false,
-        invalidReason: pre.reason,
-        invalidMessage: pre.message,
-        ...(payer ? { payer } : {}),
-      };
-    const family = this.familyOf(network);
+    const pre = await this.precheck(payment);
+    if (!pre.ok) return verifyRefusal({ ...pre, payer });
     const block = await this.ask(network, () => family?.currentBlock(network));
     // A refusal reached while the RPC was failing says nothing about the
     // payment (a failed code or balance read reads as a bad signature): it
@@ -200,7 +182,7 @@ export class PaymentFacilitator {
     const run = async () => {
       const ranAt = Date.now();
       const verdict = await this.engine.verify(req.paymentPayload, pre.requirements);
-      if (!verdict.isValid) this.assertChainAnswered(network, ranAt);
+      if (!verdict.isValid) assertChainAnswered(family, network, ranAt);
       return verdict;
     };
     const result =
@@ -212,11 +194,11 @@ export class PaymentFacilitator {
             run,
           );
     if (result.isValid) return result;
-    this.assertChainAnswered(network, startedAt);
+    assertChainAnswered(family, network, startedAt);
     const message = sanitizeMessage(result.invalidMessage);
     return {
       ...result,
-      invalidReason: publicReason(result.invalidReason ?? Reason.unexpectedVerifyError),
+      invalidReason: publicReason(family, result.invalidReason ?? Reason.unexpectedVerifyError),
       ...(message ? { invalidMessage: message } : {}),
       ...(result.payer || payer ? { payer: result.payer ?? payer } : {}),
     };
@@ -226,31 +208,31 @@ export class PaymentFacilitator {
    * Settles a payment. `settlementId` ties the transactions sent on its
    * behalf to the settlement record (see the transaction journal). Throws
    * `ChainUnavailableError` when the chain could not be asked and nothing
-   * was sent.
+   * was sent, `NothingSentError` when a store it needed failed first.
    */
-  async settle(req: PaymentRequest, settlementId?: string): Promise<SettleResponse> {
+  async settle(payment: InspectedPayment, settlementId = ""): Promise<SettleResponse> {
     const startedAt = Date.now();
+    const routed = this.routed(payment);
+    const { request: req, family, payer } = routed;
     // The requirements are what the resource server asked for: the answer
     // names their network, never one a payload merely claims.
     const network = req.paymentRequirements.network;
-    const payer = this.payerOf(req);
-    const pre = await this.precheck(req);
-    if (!pre.ok) {
-      return {
-        success: false,
-        errorReason: pre.reason,
-        errorMessage: pre.message,
-        transaction: "",
-        network,
-        ...(payer ? { payer } : {}),
-      } as SettleResponse;
+    const pre = await this.precheck(routed);
+    if (!pre.ok) return settleRefusal({ ...pre, payer }, network);
+    // The transaction layer and the journal write their notes into the scope.
+    const notes: SettlementNotes = { sent: false };
+    let run: { ok: true; value: SettleResponse } | { ok: false; error: unknown };
+    try {
+      const value = await runInSettlementScope({ settlementId, notes }, () =>
+        this.engine.settle(req.paymentPayload, pre.requirements),
+      );
+      run = { ok: true, value };
+    } catch (error) {
+      run = { ok: false, error };
     }
-    const family = this.familyOf(network)!;
-    const settle = () => this.engine.settle(req.paymentPayload, pre.requirements);
-    const run = await runInSettlementScope(settlementId ?? "", () =>
-      family.runSettlement ? family.runSettlement(settle) : runPlain(settle),
-    );
-    const { notes } = run;
+    if (notes.journalFailed && !notes.sent && !(run.ok && run.value.transaction)) {
+      throw new NothingSentError("the settlement could not be journaled, so nothing was sent");
+    }
     if (!run.ok) {
       const e = run.error;
       if (e instanceof ChainUnavailableError && !notes.sent) throw e;
@@ -258,16 +240,16 @@ export class PaymentFacilitator {
       // something unexpected, and nothing is known to have been broadcast.
       this.log.error({ err: describeError(e), network }, "settle threw");
       if (notes.ambiguousReference) {
-        return this.pendingAnswer(notes.ambiguousReference, network, payer);
+        return settlePending(notes.ambiguousReference, network, LOST_ANSWER, payer);
       }
-      return {
-        success: false,
-        errorReason: Reason.unexpectedSettleError,
-        errorMessage: "settlement could not be completed; nothing was charged",
-        transaction: "",
+      return settleRefusal(
+        {
+          reason: Reason.unexpectedSettleError,
+          message: "settlement could not be completed; nothing was charged",
+          payer,
+        },
         network,
-        ...(payer ? { payer } : {}),
-      } as SettleResponse;
+      );
     }
     let result = run.value;
     // A fee bump may have replaced the transaction the mechanism sent: report
@@ -279,19 +261,20 @@ export class PaymentFacilitator {
     // Never report a payment that may still land as failed: the row stays
     // pending and the reconciler (or a retry) decides it from the chain.
     if (notes.ambiguousReference) {
-      return this.pendingAnswer(notes.ambiguousReference, network, payer);
+      return settlePending(notes.ambiguousReference, network, LOST_ANSWER, payer);
     }
     // A refusal reached while the chain could not be read is not the payer's:
     // if nothing was sent, nothing is lost by saying so and retrying.
     // (A transaction in the answer was sent: its outcome stands.)
     if (!notes.sent && !notes.refusal && !result.transaction) {
-      this.assertChainAnswered(network, startedAt);
+      assertChainAnswered(family, network, startedAt);
     }
     const message = sanitizeMessage(notes.refusal?.message ?? result.errorMessage);
     return {
       ...result,
       errorReason:
-        notes.refusal?.reason ?? publicReason(result.errorReason ?? Reason.unexpectedSettleError),
+        notes.refusal?.reason ??
+        publicReason(family, result.errorReason ?? Reason.unexpectedSettleError),
       errorMessage: message,
       transaction: result.errorReason === Reason.settlementPending ? result.transaction : "",
       network,
@@ -299,15 +282,9 @@ export class PaymentFacilitator {
     } as SettleResponse;
   }
 
-  private pendingAnswer(hash: string, network: string, payer: string | undefined): SettleResponse {
-    return {
-      success: false,
-      errorReason: Reason.settlementPending,
-      errorMessage: "the transaction was sent but the node's answer was lost; it is being followed",
-      transaction: hash,
-      network,
-      ...(payer ? { payer } : {}),
-    } as SettleResponse;
+  /** A payment inspected by this engine, or inspected now. */
+  private routed(payment: InspectedPayment): RoutedPayment {
+    return "family" in payment ? (payment as RoutedPayment) : this.inspect(payment.request);
   }
 
   /** Runs a chain read; a failure to reach the chain becomes `ChainUnavailableError`. */
@@ -326,42 +303,14 @@ export class PaymentFacilitator {
     }
   }
 
-  private assertChainAnswered(network: string, sinceMs: number): void {
-    if (this.familyOf(network)?.rpcFailedSince?.(network, sinceMs)) {
-      throw new ChainUnavailableError(
-        network,
-        `the ${network} RPC failed while this payment was checked; nothing was decided about it`,
-      );
-    }
-  }
-
-  /** Version, network and scheme support, then the chain family's own checks. */
-  private async precheck(req: PaymentRequest): Promise<PreparedPayment> {
-    if (req.x402Version !== X402_VERSION || req.paymentPayload.x402Version !== X402_VERSION) {
-      return {
-        ok: false,
-        reason: Reason.invalidX402Version,
-        message: `x402Version must be ${X402_VERSION} in the request and in paymentPayload`,
-      };
-    }
-    const { network, scheme } = req.paymentRequirements;
-    const family = this.familyOf(network);
-    if (!family) {
-      return {
-        ok: false,
-        reason: Reason.invalidNetwork,
-        message: `network ${network} is not supported here; see GET /supported`,
-      };
-    }
-    if (!family.networks().get(network)?.includes(scheme)) {
-      return {
-        ok: false,
-        reason: Reason.unsupportedScheme,
-        message: `scheme ${scheme} is not supported on ${network}; see GET /supported`,
-      };
-    }
+  /** The protocol's checks (version, network, scheme), then the family's own. */
+  private async precheck(payment: RoutedPayment): Promise<PreparedPayment> {
+    const { request: req, family } = payment;
+    const { network } = req.paymentRequirements;
+    const refused = protocolRefusal(req, family?.networks().get(network));
+    if (refused) return { ok: false, ...refused };
     return this.ask(network, () =>
-      family.prepare(req.paymentPayload, req.paymentRequirements),
+      family!.prepare(req.paymentPayload, req.paymentRequirements),
     ).then((p) => p!);
   }
 
@@ -371,11 +320,39 @@ export class PaymentFacilitator {
   }
 }
 
-/** A mechanism call for a family with no transaction notes of its own. */
-async function runPlain<T>(settle: () => Promise<T>): Promise<SettlementRun<T>> {
-  try {
-    return { ok: true, value: await settle(), notes: { sent: false } };
-  } catch (error) {
-    return { ok: false, error, notes: { sent: false } };
+const LOST_ANSWER = "the transaction was sent but the node's answer was lost; it is being followed";
+
+/** The payment as the engine read it at the edge, with the family that serves it. */
+export interface RoutedPayment extends InspectedPayment {
+  readonly family: ChainFamily | undefined;
+}
+
+/** The first malformed field, the amount's syntax first (decimal only where the family takes it). */
+function shapeErrorOf(family: ChainFamily, req: PaymentRequest): string | undefined {
+  if (!family.decimalAmounts && !/^\d+$/.test(req.paymentRequirements.amount)) {
+    return "paymentRequirements.amount must be a string of digits: the amount in the token's smallest unit";
+  }
+  return family.shapeError(req.paymentPayload, req.paymentRequirements);
+}
+
+/** The reason the service answers for a mechanism's (see ChainFamily.publicReason). */
+function publicReason(family: ChainFamily | undefined, reason: string): string {
+  return family?.publicReason?.(reason) ?? reason;
+}
+
+/**
+ * A refusal reached while the family's RPC was failing is not believed: the
+ * chain could not be asked (see ChainFamily.rpcFailedSince).
+ */
+function assertChainAnswered(
+  family: ChainFamily | undefined,
+  network: string,
+  sinceMs: number,
+): void {
+  if (family?.rpcFailedSince?.(network, sinceMs)) {
+    throw new ChainUnavailableError(
+      network,
+      `the ${network} RPC failed while this payment was checked; nothing was decided about it`,
+    );
   }
 }

@@ -57,7 +57,7 @@ async function build() {
 try {
   const facilitator = await build();
   port.on("message", (message: ToVerifyThread) => {
-    facilitator.verify(message.request).then(
+    facilitator.verifyRequest(message.request).then(
       (value) =>
         port.postMessage({ kind: "answer", id: message.id, value } satisfies FromVerifyThread),
       (e: unknown) =>

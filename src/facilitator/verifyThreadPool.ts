@@ -20,7 +20,7 @@ import type { Logger } from "../lib/logger.js";
 import { siblingWorker } from "../lib/siblingEntry.js";
 import { ChainUnavailableError } from "../chains/ports.js";
 import type { ChainSetups, FamilySettings } from "../chains/index.js";
-import type { PaymentRequest } from "../protocol.js";
+import type { PaymentRequest } from "../protocol/index.js";
 import type { FacilitatorSettings } from "./settings.js";
 
 export interface VerifyThreadInput {

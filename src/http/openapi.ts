@@ -12,7 +12,7 @@
 import swagger from "@fastify/swagger";
 import type { FastifyInstance, FastifySchema } from "fastify";
 import { z } from "zod";
-import { paymentRequestBody } from "./requestSchema.js";
+import { paymentRequestBody } from "../protocol/envelope.js";
 
 const PUBLIC_DOCS: Record<string, FastifySchema & Record<string, unknown>> = {
   "POST /verify": {

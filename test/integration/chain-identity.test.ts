@@ -12,7 +12,7 @@ import { SettlementRecorder } from "../../src/features/settlements/settlementRec
 import { SettlementReconciler } from "../../src/workers/settlementReconciler.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
-import type { PaymentRequest } from "../../src/protocol.js";
+import type { PaymentRequest } from "../../src/protocol/index.js";
 import { availableBackends, openTestDb } from "../support/database.js";
 import type { OpenedDb } from "../../src/storage/db.js";
 

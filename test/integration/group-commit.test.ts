@@ -16,6 +16,9 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import type { SettlementNotes } from "../../src/chains/ports.js";
+import { runInSettlementScope } from "../../src/chains/settlementScope.js";
+import { DbTransactionJournal } from "../../src/features/settlements/transactionJournal.js";
 import { availableBackends, openTestDb } from "../support/database.js";
 import type { OpenedDb } from "../../src/storage/db.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
@@ -31,7 +34,7 @@ import { DbPendingSettlementStore } from "../../src/features/settlements/pending
 import { setWebhookEndpoint } from "../../src/features/webhooks/webhookRepository.js";
 import { ServiceError } from "../../src/lib/errors.js";
 import { createLogger } from "../../src/lib/logger.js";
-import type { PaymentRequest } from "../../src/protocol.js";
+import type { PaymentRequest } from "../../src/protocol/index.js";
 
 const log = createLogger("silent");
 const LIMITS = { starterLimit: 3, proLimit: 100, maxLimit: 1000 };
@@ -259,8 +262,8 @@ for (const backend of availableBackends()) {
                 network: "eip155:8453",
               },
           Date.now(),
-          reservations[i],
         );
+      ids.forEach((id, i) => recorder.holdReservation(id, reservations[i]!));
       const one = await measure(() => finish(0));
       const rest = await measure(() => Promise.all(ids.slice(1).map((_, i) => finish(i + 1))));
       assert.equal(rest.roundTrips, one.roundTrips, "eleven outcomes cost what one does");
@@ -306,6 +309,7 @@ for (const backend of availableBackends()) {
       const owners = [a, b, a, b, b];
       const ids = (await Promise.all(owners.map((p) => begin(p)))) as string[];
       const reservations = await Promise.all(owners.map((p) => ledger.reserve(p.accountId, 1)));
+      ids.forEach((id, i) => recorder.holdReservation(id, reservations[i]!));
       await Promise.all(
         ids.map((id, i) =>
           recorder.finish(
@@ -314,7 +318,6 @@ for (const backend of availableBackends()) {
               ? { success: true, transaction: tx(3000 + i), network: "eip155:8453" }
               : { success: false, errorReason: "x", transaction: "", network: "eip155:8453" },
             Date.now(),
-            reservations[i],
           ),
         ),
       );
@@ -379,7 +382,15 @@ for (const backend of availableBackends()) {
         results.map((r) => r.status),
         ["fulfilled", "rejected", "fulfilled"],
       );
-      assert.equal(recorder.takeJournalFailure(orphan), true, "remembered as not sent");
+      // Through the journal port, inside the settlement's scope, the failure
+      // is noted for the engine (which answers 503: nothing was sent).
+      const notes: SettlementNotes = { sent: false };
+      await assert.rejects(
+        runInSettlementScope({ settlementId: orphan, notes }, () =>
+          new DbTransactionJournal(recorder).sent(entry(13)),
+        ),
+      );
+      assert.equal(notes.journalFailed, true, "noted as not sent");
       const rows = await database.db
         .selectFrom("settlements")
         .select(["id", "transaction"])

@@ -17,7 +17,7 @@ import {
   isNonceError,
   isTransportError,
 } from "./broadcastErrors.js";
-import { currentSettlement } from "./settlementContext.js";
+import { currentSettlement } from "../settlementScope.js";
 
 export interface TransactionCall {
   to: Hex;
@@ -60,7 +60,7 @@ export class Broadcaster {
       ...(replaces ? { replaces } : {}),
       detail: { nonce, raw },
     });
-    const scope = currentSettlement();
+    const scope = currentSettlement()?.notes;
     if (scope) scope.sent = true;
     // Re-sending the same signed bytes is harmless (same hash, same nonce), so
     // a lost answer is retried; "already known" means the node has it.

@@ -15,7 +15,8 @@ import { BatchSettlementEvmScheme } from "@x402/evm/batch-settlement/facilitator
 import type { LocalAccount } from "viem/accounts";
 import { isAddress, type Hex, type PublicClient } from "viem";
 import { findEvmNetwork, type EvmNetwork } from "./networks.js";
-import { Reason } from "../../lib/reasons.js";
+import { Reason } from "../../protocol/reasons.js";
+import { EvmReason, evmPublicReason } from "./reasons.js";
 import { networkNotServed, probeNetworks } from "../familySupport.js";
 import type {
   ChainFamily,
@@ -23,10 +24,8 @@ import type {
   PendingSettlement,
   PreparedPayment,
   ReconcileOutcome,
-  SettlementRun,
   TransactionPhase,
 } from "../ports.js";
-import { runInSettlement, type SettlementScope } from "./settlementContext.js";
 import {
   evmAuthorizationKey,
   evmPayerOf,
@@ -189,23 +188,8 @@ export class EvmChainAdapter implements ChainFamily {
     return evmReplayReason(payload);
   }
 
-  async runSettlement<T>(settle: () => Promise<T>): Promise<SettlementRun<T>> {
-    const scope: SettlementScope = {};
-    let outcome: { ok: true; value: T } | { ok: false; error: unknown };
-    try {
-      outcome = { ok: true, value: await runInSettlement(scope, settle) };
-    } catch (error) {
-      outcome = { ok: false, error };
-    }
-    return {
-      ...outcome,
-      notes: {
-        sent: scope.sent ?? false,
-        ...(scope.minedHash ? { minedReference: scope.minedHash } : {}),
-        ...(scope.ambiguousHash ? { ambiguousReference: scope.ambiguousHash } : {}),
-        ...(scope.refusal ? { refusal: scope.refusal } : {}),
-      },
-    };
+  publicReason(reason: string): string {
+    return evmPublicReason(reason);
   }
 
   async identity(network: string): Promise<string | undefined> {
@@ -307,14 +291,14 @@ export class EvmChainAdapter implements ChainFamily {
     if (name !== undefined && name !== domain.name) {
       return {
         ok: false,
-        reason: Reason.eip712DomainMismatch,
+        reason: EvmReason.eip712DomainMismatch,
         message: `paymentRequirements.extra.name is "${name}" but the token's EIP-712 domain name is "${domain.name}"`,
       };
     }
     if (version !== undefined && version !== domain.version) {
       return {
         ok: false,
-        reason: Reason.eip712DomainMismatch,
+        reason: EvmReason.eip712DomainMismatch,
         message: `paymentRequirements.extra.version is "${version}" but the token's EIP-712 domain version is "${domain.version}"`,
       };
     }

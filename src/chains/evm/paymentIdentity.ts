@@ -14,6 +14,8 @@
  *   and the service falls back to a hash of the whole payload.
  */
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import { Reason } from "../../protocol/reasons.js";
+import { EvmReason } from "./reasons.js";
 
 type Fields = Record<string, unknown>;
 
@@ -76,7 +78,7 @@ export function evmQuotaUnits(payload: PaymentPayload, requirements: PaymentRequ
  */
 export function evmReplayReason(payload: PaymentPayload): string {
   const body = inner(payload);
-  if (body["authorization"]) return "invalid_exact_evm_nonce_already_used";
-  if (body["permit2Authorization"]) return "permit2_invalid_nonce";
-  return "duplicate_settlement";
+  if (body["authorization"]) return EvmReason.nonceAlreadyUsed;
+  if (body["permit2Authorization"]) return EvmReason.permit2InvalidNonce;
+  return Reason.duplicateSettlement;
 }

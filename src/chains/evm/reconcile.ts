@@ -18,7 +18,7 @@ import {
   type PublicClient,
   type TransactionReceipt,
 } from "viem";
-import { Reason } from "../../lib/reasons.js";
+import { Reason } from "../../protocol/reasons.js";
 
 export interface JournaledTransaction {
   hash: Hex;

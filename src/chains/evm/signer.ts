@@ -5,9 +5,9 @@
  */
 import type { FacilitatorEvmSigner } from "@x402/evm";
 import { concatHex, encodeFunctionData, type Hex, type PublicClient } from "viem";
-import { Reason } from "../../lib/reasons.js";
+import { Reason } from "../../protocol/reasons.js";
 import { GasPriceTooHighError } from "./feeOracle.js";
-import { currentSettlement } from "./settlementContext.js";
+import { currentSettlement } from "../settlementScope.js";
 import { NoHealthySignerError, SignerUnavailableError, type EvmSignerPool } from "./signerPool.js";
 import { pinnedSender } from "./pinnedSender.js";
 import { CodeCache } from "./codeCache.js";
@@ -24,7 +24,7 @@ async function refusingClearly<T>(send: () => Promise<T>): Promise<T> {
   try {
     return await send();
   } catch (e) {
-    const scope = currentSettlement();
+    const scope = currentSettlement()?.notes;
     if (scope && e instanceof GasPriceTooHighError) {
       scope.refusal = { reason: Reason.gasPriceTooHigh, message: e.message };
     } else if (

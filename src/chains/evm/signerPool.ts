@@ -16,7 +16,7 @@ import type { Logger } from "../../lib/logger.js";
 import type { TransactionJournal, TransactionPhase } from "../ports.js";
 import type { FeeOracle, Fees } from "./feeOracle.js";
 import { ReceiptWatcher } from "./receiptWatcher.js";
-import { currentSettlement } from "./settlementContext.js";
+import { currentSettlement } from "../settlementScope.js";
 import { NonceLanes, type Lane } from "./nonceLanes.js";
 import { Broadcaster } from "./broadcaster.js";
 import { Replacement, type InFlight } from "./replacement.js";
@@ -151,8 +151,8 @@ export class EvmSignerPool {
           // It may be in the pool: keep its nonce, follow it like any other
           // transaction, and let the caller report the settlement as pending.
           this.track(lane, nonce, tx, fees, e.hash);
-          const scope = currentSettlement();
-          if (scope) scope.ambiguousHash = e.hash;
+          const scope = currentSettlement()?.notes;
+          if (scope) scope.ambiguousReference = e.hash;
           throw e;
         }
         if (isNonceError(e) && attempt < 2) {
@@ -254,9 +254,9 @@ export class EvmSignerPool {
     });
     try {
       const r = await Promise.race([receipt, timeout]);
-      const scope = currentSettlement();
+      const scope = currentSettlement()?.notes;
       if (scope && r.transactionHash.toLowerCase() !== hash.toLowerCase()) {
-        scope.minedHash = r.transactionHash;
+        scope.minedReference = r.transactionHash;
       }
       return r;
     } finally {

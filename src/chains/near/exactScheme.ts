@@ -18,7 +18,7 @@
  * token contract's receipt returned a value. Past the time budget:
  * `settlement_pending` with the hash; a retry or the reconciler decides.
  */
-import { refusedSettle, verifyAnswer } from "../checkedPayment.js";
+import { refusedSettle, verifyAnswer } from "../../protocol/answers.js";
 import type {
   PaymentPayload,
   PaymentRequirements,
@@ -26,7 +26,7 @@ import type {
   SettleResponse,
   VerifyResponse,
 } from "@x402/core/types";
-import { Reason } from "../../lib/reasons.js";
+import { Reason } from "../../protocol/reasons.js";
 import type { NearNetwork } from "./networks.js";
 import type { TransactionJournal } from "../ports.js";
 import type { NearRelayers } from "./relayers.js";

@@ -10,7 +10,7 @@ import type { x402Facilitator } from "@x402/core/facilitator";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { KeyPair, type KeyPairString } from "@near-js/crypto";
 import { baseDecode } from "@near-js/utils";
-import { Reason } from "../../lib/reasons.js";
+import { Reason } from "../../protocol/reasons.js";
 import { findNearNetwork, type NearNetwork } from "./networks.js";
 import { networkNotServed, nothingWasSent, probeNetworks, RecentRead } from "../familySupport.js";
 import type {

@@ -18,7 +18,7 @@
  * with the hash, decided later from the chain.
  */
 import { outsideExecution, typedData, type Call } from "starknet";
-import { refusedSettle, verifyAnswer } from "../checkedPayment.js";
+import { refusedSettle, settleRefusal, verifyAnswer } from "../../protocol/answers.js";
 import type {
   PaymentPayload,
   PaymentRequirements,
@@ -26,7 +26,7 @@ import type {
   SettleResponse,
   VerifyResponse,
 } from "@x402/core/types";
-import { Reason } from "../../lib/reasons.js";
+import { Reason } from "../../protocol/reasons.js";
 import type { StarknetNetwork } from "./networks.js";
 import type { TransactionJournal } from "../ports.js";
 import { ExecutorRefusal, type ExecutorPool, type ResourceBounds } from "./executors.js";
@@ -176,14 +176,7 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
       });
     } catch (e) {
       if (e instanceof ExecutorRefusal) {
-        return {
-          success: false,
-          errorReason: e.reason,
-          errorMessage: e.message,
-          transaction: "",
-          network,
-          payer,
-        };
+        return settleRefusal({ reason: e.reason, message: e.message, payer }, network);
       }
       throw e;
     }

@@ -10,7 +10,7 @@ import type { x402Facilitator } from "@x402/core/facilitator";
 import { typedData } from "starknet";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { findStarknetNetwork, type StarknetNetwork } from "./networks.js";
-import { Reason } from "../../lib/reasons.js";
+import { Reason } from "../../protocol/reasons.js";
 import { networkNotServed, nothingWasSent, probeNetworks, RecentRead } from "../familySupport.js";
 import type {
   ChainFamily,

@@ -21,7 +21,7 @@
  */
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { OutsideExecutionTypesV2, hash, shortString, type TypedData } from "starknet";
-import { Reason } from "../../lib/reasons.js";
+import { Reason } from "../../protocol/reasons.js";
 
 export const StarknetReason = {
   payload: "invalid_exact_starknet_payload",

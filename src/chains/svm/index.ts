@@ -29,7 +29,7 @@ import {
   type Signature,
 } from "@solana/kit";
 import { TOKEN_PROGRAM_ADDRESS, findAssociatedTokenPda } from "@solana-program/token";
-import { Reason } from "../../lib/reasons.js";
+import { Reason } from "../../protocol/reasons.js";
 import { networkNotServed, nothingWasSent, probeNetworks, RecentRead } from "../familySupport.js";
 import { findSvmNetwork, type SvmNetwork } from "./networks.js";
 import type {

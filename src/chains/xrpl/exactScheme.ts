@@ -18,7 +18,7 @@
  * finishes it).
  */
 import { deriveAddress } from "xrpl";
-import { refusedSettle, verifyAnswer } from "../checkedPayment.js";
+import { refusedSettle, settleRefusal, verifyAnswer } from "../../protocol/answers.js";
 import type {
   PaymentPayload,
   PaymentRequirements,
@@ -26,7 +26,7 @@ import type {
   SettleResponse,
   VerifyResponse,
 } from "@x402/core/types";
-import { Reason } from "../../lib/reasons.js";
+import { Reason } from "../../protocol/reasons.js";
 import type { XrplNetwork } from "./networks.js";
 import type { TransactionJournal } from "../ports.js";
 import { XrplRpcError, type XrplRpc } from "./rpc.js";
@@ -174,11 +174,14 @@ export class ExactXrplScheme implements SchemeNetworkFacilitator {
         .then((validated) => this.status(hash, { first: range.first, last: validated }))
         .catch(() => undefined);
       if (seen?.state === "missing") {
-        return answer({
-          transaction: "",
-          errorReason: reasonForResult(preliminary, XrplReason.transactionFailed),
-          errorMessage: `the ledger refused the payment (${preliminary}); nothing was transferred`,
-        });
+        return settleRefusal(
+          {
+            reason: reasonForResult(preliminary, XrplReason.transactionFailed),
+            message: `the ledger refused the payment (${preliminary}); nothing was transferred`,
+            payer,
+          },
+          network,
+        );
       }
     }
     const deadline = Date.now() + this.settings.settleTimeoutMs;
@@ -187,11 +190,14 @@ export class ExactXrplScheme implements SchemeNetworkFacilitator {
       if (status?.state === "validated") return this.finish(hash, status, payer, network);
       // Missing from every ledger up to its LastLedgerSequence: it can never land.
       if (status?.state === "missing") {
-        return answer({
-          transaction: "",
-          errorReason: XrplReason.expired,
-          errorMessage: `the payment was not validated by ledger ${range.last} (its LastLedgerSequence) and can no longer land; nothing was transferred`,
-        });
+        return settleRefusal(
+          {
+            reason: XrplReason.expired,
+            message: `the payment was not validated by ledger ${range.last} (its LastLedgerSequence) and can no longer land; nothing was transferred`,
+            payer,
+          },
+          network,
+        );
       }
       if (Date.now() >= deadline) {
         return answer({

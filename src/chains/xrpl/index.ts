@@ -8,7 +8,7 @@
  */
 import type { x402Facilitator } from "@x402/core/facilitator";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { Reason } from "../../lib/reasons.js";
+import { Reason } from "../../protocol/reasons.js";
 import { findXrplNetwork, type XrplNetwork } from "./networks.js";
 import type {
   ChainFamily,

@@ -8,7 +8,7 @@
  */
 import { getAddress, isAddress, type Address, type Hex } from "viem";
 import type { SettleResponse } from "@x402/core/types";
-import type { PaymentRequest } from "../../protocol.js";
+import type { PaymentRequest } from "../../protocol/index.js";
 import { ServiceError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import type { ConfidentialCredits } from "./credits.js";

@@ -8,7 +8,7 @@
  * `payTo` is the contract (it would move USDC in with no slot to credit).
  */
 import { getAddress, isAddress, type Address } from "viem";
-import type { PaymentRequest } from "../../protocol.js";
+import type { PaymentRequest } from "../../protocol/index.js";
 import type { MerchantRecord } from "./merchants.js";
 
 export const CONFIDENTIAL_REASONS = {

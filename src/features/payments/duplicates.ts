@@ -32,8 +32,9 @@
 import type { SettleResponse, VerifyResponse } from "@x402/core/types";
 import { ServiceError, describeError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
-import { Reason } from "../../lib/reasons.js";
-import type { PaymentRequest } from "../../protocol.js";
+import { Reason } from "../../protocol/reasons.js";
+import type { InspectedPayment, PaymentRequest } from "../../protocol/index.js";
+import { settlePending, settleRefusal, verifyRefusal } from "../../protocol/answers.js";
 import type { SettlementRow } from "../../storage/schema.js";
 import { paymentFingerprint, type SettlementRecorder } from "../settlements/settlementRecorder.js";
 import type { PaymentEngine } from "./engine.js";
@@ -74,25 +75,20 @@ const ALREADY_ANSWERED =
  */
 export function verdictFromRecord(
   row: SettlementRow | undefined,
-  request: PaymentRequest,
+  payment: InspectedPayment,
   accountId: string,
-  replayReason: string,
-  payer: string | undefined,
 ): VerifyResponse | undefined {
   if (!row) return undefined;
-  const who = payer || row.payer ? { payer: payer ?? row.payer! } : {};
-  const invalid = (reason: string, message: string): VerifyResponse => ({
-    isValid: false,
-    invalidReason: reason,
-    invalidMessage: message,
-    ...who,
-  });
+  const payer = payment.payer ?? row.payer ?? undefined;
+  const invalid = (reason: string, message: string) => verifyRefusal({ reason, message, payer });
   if (row.success_answered_at) return invalid(Reason.duplicateSettlement, ALREADY_ANSWERED);
   if (row.account_id !== accountId) return invalid(Reason.duplicateSettlement, ANOTHER_ACCOUNT);
-  if (!samePayment(row, request, { amount: false })) return invalid(replayReason, NONCE_REUSED);
+  if (!samePayment(row, payment.request, { amount: false })) {
+    return invalid(payment.replayReason, NONCE_REUSED);
+  }
   // Settling or settled for this account and not yet answered as paid: the
   // payer has paid (or will have), and is owed one delivery.
-  return { isValid: true, ...who };
+  return { isValid: true, ...(payer ? { payer } : {}) };
 }
 
 export interface DuplicateSettlesOptions {
@@ -131,7 +127,7 @@ export class DuplicateSettles {
   async answer(ctx: SettleContext, row: SettlementRow): Promise<SettleResponse | undefined> {
     await this.recorder.countAttempt(row.id);
     const refuse = (reason: string, message: string) => refusal(ctx, row, reason, message);
-    const replay = this.engine.replayReason(ctx.request);
+    const replay = ctx.payment.replayReason;
     if (row.account_id !== ctx.principal.accountId) {
       return refuse(Reason.duplicateSettlement, ANOTHER_ACCOUNT);
     }
@@ -188,14 +184,14 @@ export class DuplicateSettles {
   /** The success, if this request is the first to be answered it. */
   private async deliver(ctx: SettleContext, row: SettlementRow): Promise<SettleResponse> {
     if (!(await this.recorder.claimSuccessAnswer(row.id, ctx.requestId))) {
-      return refusal(ctx, row, this.engine.replayReason(ctx.request), ALREADY_ANSWERED);
+      return refusal(ctx, row, ctx.payment.replayReason, ALREADY_ANSWERED);
     }
     return {
       success: true,
       transaction: row.transaction ?? "",
       network: ctx.request.paymentRequirements.network,
       amount: row.settled_amount ?? row.amount,
-      ...payerOf(ctx, row),
+      ...(payerOf(ctx, row) ? { payer: payerOf(ctx, row) } : {}),
     } as SettleResponse;
   }
 
@@ -221,9 +217,8 @@ export class DuplicateSettles {
   }
 }
 
-function payerOf(ctx: SettleContext, row: SettlementRow): { payer?: string } {
-  const payer = ctx.payer ?? row.payer;
-  return payer ? { payer } : {};
+function payerOf(ctx: SettleContext, row: SettlementRow): string | undefined {
+  return ctx.payment.payer ?? row.payer ?? undefined;
 }
 
 function refusal(
@@ -232,26 +227,19 @@ function refusal(
   reason: string,
   message: string,
 ): SettleResponse {
-  return {
-    success: false,
-    errorReason: reason,
-    errorMessage: message,
-    transaction: "",
-    network: ctx.request.paymentRequirements.network,
-    ...payerOf(ctx, row),
-  } as SettleResponse;
+  return settleRefusal(
+    { reason, message, payer: payerOf(ctx, row) },
+    ctx.request.paymentRequirements.network,
+  );
 }
 
 function pendingAnswer(ctx: SettleContext, row: SettlementRow): SettleResponse {
-  return {
-    success: false,
-    errorReason: Reason.settlementPending,
-    errorMessage:
-      "this payment's settlement is still being followed on the chain; retry the same payment to learn its outcome",
-    transaction: row.transaction ?? "",
-    network: ctx.request.paymentRequirements.network,
-    ...payerOf(ctx, row),
-  } as SettleResponse;
+  return settlePending(
+    row.transaction ?? "",
+    ctx.request.paymentRequirements.network,
+    "this payment's settlement is still being followed on the chain; retry the same payment to learn its outcome",
+    payerOf(ctx, row),
+  );
 }
 
 function failure(ctx: SettleContext, row: SettlementRow): SettleResponse {

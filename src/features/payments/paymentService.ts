@@ -15,7 +15,8 @@ import type { SettleResponse, VerifyResponse } from "@x402/core/types";
 import { ChainUnavailableError } from "../../chains/ports.js";
 import { ServiceError, describeError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
-import type { PaymentRequest } from "../../protocol.js";
+import type { InspectedPayment, PaymentRequest } from "../../protocol/index.js";
+import { verifyRefusal } from "../../protocol/answers.js";
 import type { ApiKeyPrincipal } from "../keys/authenticator.js";
 import type { SettlementRecorder } from "../settlements/settlementRecorder.js";
 import type { SettlementRow } from "../../storage/schema.js";
@@ -80,18 +81,12 @@ export class PaymentService {
     request: PaymentRequest,
     extensionResponses: ExtensionResponses = {},
   ): Promise<VerifyResponse> {
-    this.assertWellFormed(request);
+    const { engine } = this.deps;
+    const payment = engine.inspect(request);
+    assertWellFormed(payment);
     readPaymentIdentifier(request.paymentPayload); // 400 when malformed; verify never claims it
     const refusal = await this.deps.confidential?.refusal(principal.accountId, request);
-    if (refusal) {
-      return {
-        isValid: false,
-        invalidReason: refusal.reason,
-        invalidMessage: refusal.message,
-        ...(this.deps.engine.payerOf(request) ? { payer: this.deps.engine.payerOf(request)! } : {}),
-      };
-    }
-    const { engine } = this.deps;
+    if (refusal) return verifyRefusal({ ...refusal, payer: payment.payer });
     // The record and the chain are asked together: a payment already
     // settled must not verify (the chain alone cannot always tell, e.g. a
     // Solana transaction already executed), and one settling for this
@@ -99,15 +94,13 @@ export class PaymentService {
     // Both are awaited (nothing of a verification outlives its answer);
     // where the record decides, the chain's verdict, or its outage, is moot.
     const [record, verdict] = await Promise.allSettled([
-      this.recordOf(engine.authorizationKey(request)),
-      unavailableAs503(() => engine.verify(request)),
+      this.recordOf(payment.authorizationKey),
+      unavailableAs503(() => engine.verify(payment)),
     ]);
     const fromRecord = verdictFromRecord(
       record.status === "fulfilled" ? record.value : undefined,
-      request,
+      payment,
       principal.accountId,
-      engine.replayReason(request),
-      engine.payerOf(request),
     );
     if (!fromRecord && verdict.status === "rejected") throw verdict.reason;
     const result = fromRecord ?? (verdict as PromiseFulfilledResult<VerifyResponse>).value;
@@ -142,18 +135,17 @@ export class PaymentService {
     extensionResponses: ExtensionResponses = {},
     requestId: string = randomUUID(),
   ): Promise<SettleResponse> {
-    this.assertWellFormed(request);
-    const { engine } = this.deps;
+    const payment = this.deps.engine.inspect(request);
+    assertWellFormed(payment);
     return runStages(
       this.stages,
       {
         principal,
         request,
+        payment,
         requestId,
         extensionResponses,
-        authorizationKey: engine.authorizationKey(request),
-        payer: engine.payerOf(request),
-        units: this.unitsOf(request),
+        units: this.unitsOf(payment),
         startedAt: Date.now(),
       },
       () => Promise.reject(new Error("the settle stages ended without an answer")),
@@ -161,18 +153,17 @@ export class PaymentService {
     );
   }
 
-  private unitsOf(request: PaymentRequest): number {
-    const units = this.deps.engine.quotaUnits(request);
+  private unitsOf(payment: InspectedPayment): number {
     const gate = this.deps.confidential;
-    return gate && gate.concerns(request) && units > 0
-      ? units * (this.deps.confidentialUnits ?? 1)
-      : units;
+    return gate && gate.concerns(payment.request) && payment.units > 0
+      ? payment.units * (this.deps.confidentialUnits ?? 1)
+      : payment.units;
   }
+}
 
-  private assertWellFormed(request: PaymentRequest): void {
-    const problem = this.deps.engine.shapeError(request);
-    if (problem) throw new ServiceError("invalid_request", problem);
-  }
+/** A malformed payment is the caller's 400, before any stage runs. */
+function assertWellFormed(payment: InspectedPayment): void {
+  if (payment.shapeError) throw new ServiceError("invalid_request", payment.shapeError);
 }
 
 /** The settle stages in order; the mechanism is last. */

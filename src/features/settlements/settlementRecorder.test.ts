@@ -8,7 +8,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { openMigratedDb, type OpenedDb } from "../../storage/db.js";
 import { createLogger } from "../../lib/logger.js";
-import type { PaymentRequest } from "../../protocol.js";
+import type { PaymentRequest } from "../../protocol/index.js";
 import { createAccount } from "../accounts/accounts.js";
 import { createApiKey } from "../keys/apiKeys.js";
 import { QuotaLedger } from "../plans/quotaLedger.js";

@@ -35,7 +35,7 @@ import type {
 } from "../../storage/schema.js";
 import { ServiceError, describeError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
-import type { PaymentRequest } from "../../protocol.js";
+import type { PaymentRequest } from "../../protocol/index.js";
 import type { JournalEntry, PendingSettlement } from "../../chains/ports.js";
 import type { ApiKeyPrincipal } from "../keys/authenticator.js";
 import type { QuotaCharge, QuotaReservation } from "../plans/quotaLedger.js";
@@ -132,7 +132,8 @@ interface OutcomeWrite {
 }
 
 export class SettlementRecorder {
-  private readonly unjournaled = new Set<string>();
+  /** Quota reservations of settlements in flight, given back by their outcome's write. */
+  private readonly held = new Map<string, QuotaReservation>();
   private readonly intents: GroupCommit<NewSettlement, boolean>;
   private readonly sent: GroupCommit<SentTransaction, undefined>;
   private readonly mined: GroupCommit<MinedTransaction, undefined>;
@@ -256,22 +257,43 @@ export class SettlementRecorder {
    * learns the first one's reference in the same statement.
    */
   async recordSent(entry: JournalEntry, settlementId: string | undefined): Promise<void> {
+    await this.sent.submit({ entry, settlementId });
+  }
+
+  /**
+   * Holds a settlement's quota reservation until its outcome is written:
+   * the write that records the outcome gives it back (a success is charged
+   * in the same transaction). The recorder is the reservation's one owner
+   * from here on.
+   */
+  holdReservation(settlementId: string, reservation: QuotaReservation): void {
+    this.held.set(settlementId, reservation);
+  }
+
+  /**
+   * Gives back a reservation still held when the settle ended without an
+   * outcome written (it threw, or the database refused the outcome).
+   * Nothing happens when the outcome's write took it.
+   */
+  async releaseHeld(settlementId: string): Promise<void> {
+    const reservation = this.takeHeld(settlementId);
+    if (!reservation || !this.metering) return;
     try {
-      await this.sent.submit({ entry, settlementId });
+      await this.db
+        .transaction()
+        .execute((trx) => this.metering!.chargeAndReleaseIn(trx, [], [reservation]));
     } catch (e) {
-      // Nothing is broadcast without its journal entry, so this settlement
-      // sent nothing: remembered so its answer is 503, not a payer's failure.
-      if (settlementId) {
-        if (this.unjournaled.size > 10_000) this.unjournaled.clear();
-        this.unjournaled.add(settlementId);
-      }
-      throw e;
+      this.log.error(
+        { err: describeError(e), settlementId },
+        "could not give back a quota reservation",
+      );
     }
   }
 
-  /** Whether a journal write failed for this settlement (asked once, then forgotten). */
-  takeJournalFailure(settlementId: string): boolean {
-    return this.unjournaled.delete(settlementId);
+  private takeHeld(settlementId: string): QuotaReservation | undefined {
+    const reservation = this.held.get(settlementId);
+    this.held.delete(settlementId);
+    return reservation;
   }
 
   /** The chain's final word on a journaled transaction. */
@@ -356,7 +378,6 @@ export class SettlementRecorder {
     id: string,
     result: SettleResponse,
     startedAt: number,
-    reservation?: QuotaReservation,
     requestId: string = randomUUID(),
   ): Promise<FinishOutcome> {
     const pending = !result.success && result.errorReason === "settlement_pending";
@@ -372,7 +393,6 @@ export class SettlementRecorder {
         answeredTo: result.success ? requestId : null,
       },
       startedAt,
-      reservation,
     );
   }
 
@@ -395,12 +415,7 @@ export class SettlementRecorder {
   }
 
   /** Nothing was sent because the chain or a store could not be reached: nobody's fault. */
-  async notAttempted(
-    id: string,
-    message: string,
-    startedAt: number,
-    reservation?: QuotaReservation,
-  ): Promise<void> {
+  async notAttempted(id: string, message: string, startedAt: number): Promise<void> {
     await this.transition(
       id,
       {
@@ -413,7 +428,6 @@ export class SettlementRecorder {
         answeredTo: null,
       },
       startedAt,
-      reservation,
     );
   }
 
@@ -446,8 +460,8 @@ export class SettlementRecorder {
     id: string,
     outcome: Outcome,
     startedAt: number,
-    reservation: QuotaReservation | undefined,
   ): Promise<FinishOutcome> {
+    const reservation = this.takeHeld(id);
     for (let attempt = 1; ; attempt++) {
       try {
         const successAnswered = await this.outcomes.submit({ id, outcome, startedAt, reservation });
@@ -458,6 +472,8 @@ export class SettlementRecorder {
             { err: describeError(e), settlementId: id, tx: outcome.transaction },
             "could not record settlement outcome",
           );
+          // Still held: the quota stage gives it back when the settle ends.
+          if (reservation) this.held.set(id, reservation);
           return { recorded: false, successAnswered: false };
         }
         await new Promise((r) => setTimeout(r, 50 * attempt));

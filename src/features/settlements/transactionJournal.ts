@@ -6,14 +6,22 @@
  * through the recorder (its one repository).
  */
 import type { JournalEntry, TransactionJournal } from "../../chains/ports.js";
-import { currentSettlementId } from "../../chains/settlementScope.js";
+import { currentSettlement } from "../../chains/settlementScope.js";
 import type { SettlementRecorder } from "./settlementRecorder.js";
 
 export class DbTransactionJournal implements TransactionJournal {
   constructor(private readonly recorder: SettlementRecorder) {}
 
-  sent(entry: JournalEntry): Promise<void> {
-    return this.recorder.recordSent(entry, currentSettlementId());
+  async sent(entry: JournalEntry): Promise<void> {
+    const scope = currentSettlement();
+    try {
+      await this.recorder.recordSent(entry, scope?.settlementId || undefined);
+    } catch (e) {
+      // Nothing is broadcast without its journal entry, so this settlement
+      // sent nothing: the note turns its answer into a 503, not a payer's failure.
+      if (scope) scope.notes.journalFailed = true;
+      throw e;
+    }
   }
 
   finished(reference: string, status: "success" | "reverted", block?: bigint): Promise<void> {

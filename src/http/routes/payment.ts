@@ -5,11 +5,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ExtensionResponses, PaymentService } from "../../features/payments/paymentService.js";
 import type { ApiKeyAuthenticator } from "../../features/keys/authenticator.js";
-import { Reason } from "../../lib/reasons.js";
+import { Reason } from "../../protocol/reasons.js";
+import { settleRefusal, verifyRefusal } from "../../protocol/answers.js";
 import type { Metrics } from "../../lib/metrics.js";
 import { sendError } from "../errorEnvelope.js";
 import { setExtensionResponses } from "../extensionResponses.js";
-import { parsePaymentRequestBody } from "../requestSchema.js";
+import { parsePaymentRequestBody } from "../../protocol/envelope.js";
 
 const VERSION_MESSAGE =
   "this facilitator speaks x402 version 2: set x402Version to 2 in the body and in paymentPayload";
@@ -34,11 +35,9 @@ export function registerPaymentRoutes(
         network: networkOf(request.body),
         result: Reason.invalidX402Version,
       });
-      return reply.send({
-        isValid: false,
-        invalidReason: Reason.invalidX402Version,
-        invalidMessage: VERSION_MESSAGE,
-      });
+      return reply.send(
+        verifyRefusal({ reason: Reason.invalidX402Version, message: VERSION_MESSAGE }),
+      );
     }
     const extensionResponses: ExtensionResponses = {};
     const result = await deps.payments.verify(
@@ -58,13 +57,12 @@ export function registerPaymentRoutes(
     const parsed = parsePaymentRequestBody(request.body);
     if (parsed.kind === "invalid") return sendError(reply, "invalid_request", parsed.message);
     if (parsed.kind === "wrong_version") {
-      return reply.send({
-        success: false,
-        errorReason: Reason.invalidX402Version,
-        errorMessage: VERSION_MESSAGE,
-        transaction: "",
-        network: networkOf(request.body),
-      });
+      return reply.send(
+        settleRefusal(
+          { reason: Reason.invalidX402Version, message: VERSION_MESSAGE },
+          networkOf(request.body),
+        ),
+      );
     }
     const extensionResponses: ExtensionResponses = {};
     const result = await deps.payments.settle(

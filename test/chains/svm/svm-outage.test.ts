@@ -72,7 +72,7 @@ describe("a Solana RPC outage", () => {
     };
     const before = await paid();
     // Warm the token-account lookup, as a running service has it.
-    assert.equal((await facilitator.verify(request)).isValid, true);
+    assert.equal((await facilitator.verifyRequest(request)).isValid, true);
 
     proxy.state.down = true;
     try {
@@ -84,13 +84,16 @@ describe("a Solana RPC outage", () => {
           () => true,
         ),
       );
-      await assert.rejects(facilitator.verify(request), ChainUnavailableError);
-      await assert.rejects(facilitator.settle(request, "settlement-1"), ChainUnavailableError);
+      await assert.rejects(facilitator.verifyRequest(request), ChainUnavailableError);
+      await assert.rejects(
+        facilitator.settle(facilitator.inspect(request), "settlement-1"),
+        ChainUnavailableError,
+      );
     } finally {
       proxy.state.down = false;
     }
     assert.equal(await paid(), before, "nothing moved during the outage");
-    const settled = await facilitator.settle(request, "settlement-2");
+    const settled = await facilitator.settle(facilitator.inspect(request), "settlement-2");
     assert.equal(settled.success, true, JSON.stringify(settled));
     assert.equal(await paid(), before + 900n);
   });

@@ -12,7 +12,8 @@
  * payment landed, and the record the reconciler finishes later lets exactly
  * one re-presentation collect it.
  */
-import { Reason } from "../../../lib/reasons.js";
+import { Reason } from "../../../protocol/reasons.js";
+import { settlePending, settleRefusal } from "../../../protocol/answers.js";
 import type { SettlementRecorder } from "../../settlements/settlementRecorder.js";
 import type { SettleStage } from "./pipeline.js";
 
@@ -25,27 +26,25 @@ export function commitStage(recorder: SettlementRecorder): SettleStage {
         ctx.settlementId!,
         result,
         ctx.startedAt,
-        ctx.reservation,
         ctx.requestId,
       );
-      ctx.reservation = undefined;
       if (!result.success || written.successAnswered) return result;
       if (!written.recorded) {
-        return {
-          ...result,
-          success: false,
-          errorReason: Reason.settlementPending,
-          errorMessage:
-            "the payment was sent but its outcome could not be recorded yet; retry the same payment to collect it",
-        };
+        return settlePending(
+          result.transaction,
+          result.network,
+          "the payment was sent but its outcome could not be recorded yet; retry the same payment to collect it",
+          result.payer,
+        );
       }
-      return {
-        ...result,
-        success: false,
-        errorReason: Reason.duplicateSettlement,
-        errorMessage: "this payment's success was already answered to another request",
-        transaction: "",
-      };
+      return settleRefusal(
+        {
+          reason: Reason.duplicateSettlement,
+          message: "this payment's success was already answered to another request",
+          payer: result.payer,
+        },
+        result.network,
+      );
     },
   };
 }

@@ -9,6 +9,7 @@
  */
 import type { ConfidentialGate } from "../../confidential/confidentialGate.js";
 import { isServiceError } from "../../../lib/errors.js";
+import { settleRefusal } from "../../../protocol/answers.js";
 import type { SettlementRecorder } from "../../settlements/settlementRecorder.js";
 import type { SettleStage } from "./pipeline.js";
 
@@ -18,7 +19,12 @@ export function confidentialReceiptStage(gate: ConfidentialGate): SettleStage {
     async run(ctx, next) {
       const result = await next();
       if (!gate.concerns(ctx.request)) return result;
-      return gate.withReceipt(ctx.principal.accountId, ctx.authorizationKey, ctx.request, result);
+      return gate.withReceipt(
+        ctx.principal.accountId,
+        ctx.payment.authorizationKey,
+        ctx.request,
+        result,
+      );
     },
   };
 }
@@ -35,25 +41,24 @@ export function confidentialGateStage(
       try {
         refusal = await gate.refusal(ctx.principal.accountId, ctx.request);
         if (!refusal) {
-          await gate.recordCredit(ctx.principal.accountId, ctx.authorizationKey, ctx.request);
+          await gate.recordCredit(
+            ctx.principal.accountId,
+            ctx.payment.authorizationKey,
+            ctx.request,
+          );
         }
       } catch (e) {
         // Its records unreachable, nothing was sent: the row says so, and
         // the caller gets the 503 (an outage, never the payer's failure).
         if (!isServiceError(e) || e.code !== "service_unavailable") throw e;
-        await recorder.notAttempted(ctx.settlementId!, e.message, ctx.startedAt, ctx.reservation);
-        ctx.reservation = undefined;
+        await recorder.notAttempted(ctx.settlementId!, e.message, ctx.startedAt);
         throw e;
       }
       if (refusal) {
-        return {
-          success: false,
-          errorReason: refusal.reason,
-          errorMessage: refusal.message,
-          transaction: "",
-          network: ctx.request.paymentRequirements.network,
-          ...(ctx.payer ? { payer: ctx.payer } : {}),
-        };
+        return settleRefusal(
+          { ...refusal, payer: ctx.payment.payer },
+          ctx.request.paymentRequirements.network,
+        );
       }
       return next();
     },

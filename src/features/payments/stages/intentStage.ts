@@ -28,8 +28,8 @@ export function intentStage(
         const id = await recorder.begin({
           principal: ctx.principal,
           request: ctx.request,
-          authorizationKey: ctx.authorizationKey,
-          payer: ctx.payer,
+          authorizationKey: ctx.payment.authorizationKey,
+          payer: ctx.payment.payer,
           units: ctx.units,
         });
         if (id !== undefined) {
@@ -37,7 +37,7 @@ export function intentStage(
           return duplicates.own(id, next());
         }
         // The authorization has a live record: nothing of ours is recorded or sent.
-        const live = await recorder.findLive(ctx.authorizationKey);
+        const live = await recorder.findLive(ctx.payment.authorizationKey);
         const answer = live ? await duplicates.answer(ctx, live) : undefined;
         if (answer) return answer;
       }

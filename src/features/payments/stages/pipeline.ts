@@ -6,9 +6,8 @@
  * concern is one more entry in the list.
  */
 import type { SettleResponse } from "@x402/core/types";
-import type { PaymentRequest } from "../../../protocol.js";
+import type { InspectedPayment, PaymentRequest } from "../../../protocol/index.js";
 import type { ApiKeyPrincipal } from "../../keys/authenticator.js";
-import type { QuotaReservation } from "../../plans/quotaLedger.js";
 
 /** Extension outcomes for the EXTENSION-RESPONSES header, keyed by extension. */
 export type ExtensionResponses = Record<string, unknown>;
@@ -16,14 +15,13 @@ export type ExtensionResponses = Record<string, unknown>;
 export interface SettleContext {
   readonly principal: ApiKeyPrincipal;
   readonly request: PaymentRequest;
+  /** The request as read once at the edge: payer, authorization key, units, replay reason. */
+  readonly payment: InspectedPayment;
   /** The HTTP request's id: recorded as the one answered success, when it is. */
   readonly requestId: string;
   readonly extensionResponses: ExtensionResponses;
-  readonly authorizationKey: string;
-  readonly payer: string | undefined;
+  /** Quota units a success costs (the payment's, times a confidential tier fee). */
   readonly units: number;
-  /** Set by the quota stage when units were reserved. */
-  reservation?: QuotaReservation;
   /** Set by the intent stage once the row is written. */
   settlementId?: string;
   startedAt: number;

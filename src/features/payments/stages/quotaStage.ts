@@ -3,10 +3,11 @@
  * one owner of its authorization, so duplicates of one payment never hold
  * quota. Reserves the payment's units before anything is sent (402 when
  * exhausted, and the intent row is withdrawn: nothing was attempted), in one
- * transaction with the reservations of concurrent settles (group commit). The
- * commit stage gives the reservation back in the transaction that records
- * the outcome, where a success is charged; a settle that throws before that
- * gives it back here.
+ * transaction with the reservations of concurrent settles (group commit).
+ * The reservation is then the recorder's: the write that records the
+ * outcome gives it back (charging a success) in the same transaction, and
+ * when the settle ends without one, this stage has the recorder give it
+ * back.
  */
 import type { QuotaLedger } from "../../plans/quotaLedger.js";
 import type { SettlementRecorder } from "../../settlements/settlementRecorder.js";
@@ -17,21 +18,17 @@ export function quotaStage(quota: QuotaLedger, recorder: SettlementRecorder): Se
     name: "quota",
     async run(ctx, next) {
       if (ctx.units <= 0) return next();
+      const id = ctx.settlementId!;
       try {
-        ctx.reservation = await quota.reserve(ctx.principal.accountId, ctx.units);
+        recorder.holdReservation(id, await quota.reserve(ctx.principal.accountId, ctx.units));
       } catch (e) {
-        await recorder.withdraw(ctx.settlementId!);
+        await recorder.withdraw(id);
         throw e;
       }
       try {
         return await next();
-      } catch (e) {
-        // Only reached when the outcome was not recorded (the commit stage
-        // releases in its own transaction).
-        if (ctx.reservation) await quota.settle(ctx.reservation, false, null);
-        throw e;
       } finally {
-        ctx.reservation = undefined;
+        await recorder.releaseHeld(id);
       }
     },
   };

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { valueAt } from "../lib/valueAt.js";
-import type { PaymentRequest } from "../facilitator/paymentFacilitator.js";
+import type { PaymentRequest } from "./index.js";
 
 const UINT256_MAX = (1n << 256n) - 1n;
 

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { parsePaymentRequestBody } from "./requestSchema.js";
+import { parsePaymentRequestBody } from "./envelope.js";
 
 const requirements = {
   scheme: "exact",
