@@ -1,0 +1,71 @@
+/**
+ * EVM `exact` with EIP-3009 USDC on eip155:8453, paid with the official
+ * `@x402/evm` client scheme. An EIP-3009 nonce is the payer's choice, so a
+ * second authorization can carry one already consumed.
+ */
+import { x402Client } from "@x402/core/client";
+import type { PaymentRequirements } from "@x402/core/types";
+import { authorizationTypes } from "@x402/evm";
+import { ExactEvmScheme as ExactEvmClientScheme } from "@x402/evm/exact/client";
+import { ExactEvmScheme as ExactEvmServerScheme } from "@x402/evm/exact/server";
+import { getAddress, type Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { usdcBalance } from "../support/payments.js";
+import { assembled, usdcPrice, type FamilyAdapter } from "./adapter.js";
+
+const NETWORK = "eip155:8453";
+
+// An address no other test pays, so its balance moves only with this suite.
+const PAY_TO = "0x00000000000000000000000000000000000d0e11";
+
+const payerAccount = (stack: { payerKeys: Hex[] }, i: number) =>
+  privateKeyToAccount(stack.payerKeys[i]!);
+
+export const evm: FamilyAdapter = {
+  name: "EVM EIP-3009",
+  network: NETWORK,
+  stack: { networks: [NETWORK] },
+  replayReason: "invalid_exact_evm_nonce_already_used",
+  registerServer: (server) => server.register(NETWORK, new ExactEvmServerScheme()),
+  payTo: () => PAY_TO,
+  price: usdcPrice,
+  client: async (stack, i) =>
+    new x402Client().register("eip155:*", new ExactEvmClientScheme(payerAccount(stack, i))),
+  payer: async (stack, i) => payerAccount(stack, i).address,
+  balanceOf: (stack, address) => usdcBalance(stack.rpcUrl, stack.usdc, address as Hex),
+  async signReusingNonce(stack, i, first, requirements) {
+    const used = (first.payload as { authorization: { nonce: Hex; validBefore: string } })
+      .authorization;
+    const account = payerAccount(stack, i);
+    const authorization = {
+      from: account.address,
+      to: getAddress(requirements.payTo),
+      value: requirements.amount,
+      validAfter: "0",
+      validBefore: used.validBefore,
+      nonce: used.nonce,
+    };
+    const signature = await account.signTypedData({
+      domain: domainOf(requirements),
+      types: authorizationTypes,
+      primaryType: "TransferWithAuthorization",
+      message: {
+        ...authorization,
+        value: BigInt(authorization.value),
+        validAfter: 0n,
+        validBefore: BigInt(authorization.validBefore),
+      },
+    });
+    return assembled(first, requirements, { authorization, signature });
+  },
+};
+
+function domainOf(requirements: PaymentRequirements) {
+  const extra = requirements.extra as { name: string; version: string };
+  return {
+    name: extra.name,
+    version: extra.version,
+    chainId: Number(requirements.network.split(":")[1]),
+    verifyingContract: getAddress(requirements.asset),
+  };
+}

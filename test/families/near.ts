@@ -1,0 +1,55 @@
+/**
+ * NEAR `exact` with USDC, paid with this project's NEAR client scheme (no
+ * official one is published). A delegate action's nonce belongs to the
+ * payer's access key, so a second delegate action can carry one already
+ * consumed.
+ */
+import { x402Client } from "@x402/core/client";
+import { SCHEMA } from "@near-js/transactions";
+import { deserialize } from "borsh";
+import { NEAR_MAINNET } from "../../devnet/near/index.js";
+import { ExactNearClientScheme } from "../../src/clients/near/exactClient.js";
+import { ExactNearServerScheme } from "../../src/clients/near/exactServer.js";
+import { payerKey, signedDelegateFor } from "../support/nearPayments.js";
+import { assembled, usdcPrice, type FamilyAdapter } from "./adapter.js";
+
+export const near: FamilyAdapter = {
+  name: "NEAR",
+  network: NEAR_MAINNET,
+  stack: { near: true },
+  replayReason: "invalid_exact_near_nonce",
+  registerServer: (server) => server.register(NEAR_MAINNET, new ExactNearServerScheme()),
+  // Registered with the token: a transfer to an unregistered account fails.
+  payTo: (stack) => stack.near!.info.payTo,
+  price: usdcPrice,
+  client: async (stack, i) => {
+    const payer = payerKey(stack.near!, i);
+    return new x402Client().register(
+      "near:*",
+      new ExactNearClientScheme(payer.accountId, payer.key, { rpcUrl: stack.near!.info.rpcUrl }),
+    );
+  },
+  payer: async (stack, i) => payerKey(stack.near!, i).accountId,
+  balanceOf: async (stack, account) =>
+    stack.near!.ledger.token(stack.near!.info.asset)!.balanceOf(account),
+  async signReusingNonce(stack, i, first, requirements) {
+    const used = delegateNonce(first);
+    const payer = payerKey(stack.near!, i);
+    const key = stack.near!.ledger.accessKey(payer.accountId, payer.key.getPublicKey().toString())!;
+    // signedDelegateFor signs the key's next nonce plus an offset: aim it back at the used one.
+    const signedDelegateAction = await signedDelegateFor(stack.near!, i, requirements, {
+      nonceOffset: used - (key.nonce + 1n),
+    });
+    const second = assembled(first, requirements, { signedDelegateAction });
+    if (delegateNonce(second) !== used) throw new Error("the second delegate missed the nonce");
+    return second;
+  },
+};
+
+function delegateNonce(payment: { payload: Record<string, unknown> }): bigint {
+  const bytes = Buffer.from(String(payment.payload["signedDelegateAction"]), "base64");
+  const decoded = deserialize(SCHEMA.SignedDelegate, new Uint8Array(bytes)) as {
+    delegateAction: { nonce: bigint | number };
+  };
+  return BigInt(decoded.delegateAction.nonce);
+}

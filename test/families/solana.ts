@@ -1,0 +1,39 @@
+/**
+ * Solana `exact` with USDC, paid with the official `@x402/svm` client
+ * scheme against the local ledger's RPC. A payment is a signed transaction
+ * whose identity is its message: there is no nonce a second message could
+ * reuse, so the suite's nonce test does not apply.
+ */
+import { x402Client } from "@x402/core/client";
+import { ExactSvmScheme as ExactSvmClientScheme } from "@x402/svm/exact/client";
+import { ExactSvmScheme as ExactSvmServerScheme } from "@x402/svm/exact/server";
+import { address, createKeyPairSignerFromBytes, getBase58Encoder } from "@solana/kit";
+import { getTokenDecoder } from "@solana-program/token";
+import { SOLANA_MAINNET, associatedTokenAccount } from "../../devnet/svm/index.js";
+import type { TestStack } from "../support/stack.js";
+import { usdcPrice, type FamilyAdapter } from "./adapter.js";
+
+const signer = (stack: TestStack, i: number) =>
+  createKeyPairSignerFromBytes(getBase58Encoder().encode(stack.solana!.info.payerSecretKeys[i]!));
+
+export const solana: FamilyAdapter = {
+  name: "Solana",
+  network: SOLANA_MAINNET,
+  stack: { solana: true },
+  replayReason: "duplicate_settlement",
+  registerServer: (server) => server.register(SOLANA_MAINNET, new ExactSvmServerScheme()),
+  // The devnet's payTo is the one address given a USDC token account: `exact` needs one.
+  payTo: (stack) => stack.solana!.info.payTo,
+  price: usdcPrice,
+  client: async (stack, i) =>
+    new x402Client().register(
+      "solana:*",
+      new ExactSvmClientScheme(await signer(stack, i), { rpcUrl: stack.solana!.info.rpcUrl }),
+    ),
+  payer: async (stack, i) => (await signer(stack, i)).address,
+  async balanceOf(stack, owner) {
+    const account = stack.solana!.ledger.account(await associatedTokenAccount(address(owner)));
+    if (!account.exists) throw new Error(`${owner} has no USDC token account`);
+    return getTokenDecoder().decode(account.data).amount;
+  },
+};

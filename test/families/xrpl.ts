@@ -1,0 +1,39 @@
+/**
+ * XRP Ledger `exact` paid in XRP, with this project's XRPL client scheme (no
+ * official one is published). Balances are in drops. A payment is a signed
+ * transaction identified by its hash: a copy of it is refused with
+ * `duplicate_settlement`, while another transaction reusing a consumed
+ * Sequence is refused by the ledger's sequence check as a payment of its
+ * own, so the suite's nonce test does not apply.
+ */
+import { x402Client } from "@x402/core/client";
+import { Wallet } from "xrpl";
+import { XRPL_MAINNET } from "../../devnet/xrpl/index.js";
+import { ExactXrplClientScheme } from "../../src/clients/xrpl/exactClient.js";
+import { ExactXrplServerScheme } from "../../src/clients/xrpl/exactServer.js";
+import type { TestStack } from "../support/stack.js";
+import type { FamilyAdapter } from "./adapter.js";
+
+const wallet = (stack: TestStack, i: number) => Wallet.fromSeed(stack.xrpl!.info.payerSeeds[i]!);
+
+export const xrpl: FamilyAdapter = {
+  name: "XRP Ledger",
+  network: XRPL_MAINNET,
+  stack: { xrpl: true },
+  replayReason: "duplicate_settlement",
+  registerServer: (server) => server.register(XRPL_MAINNET, new ExactXrplServerScheme()),
+  payTo: (stack) => stack.xrpl!.info.payTo,
+  price: (drops) => ({ amount: drops.toString(), asset: "XRP" }),
+  client: async (stack, i) =>
+    new x402Client()
+      .register(
+        "xrpl:*",
+        new ExactXrplClientScheme(wallet(stack, i), { wsUrl: stack.xrpl!.info.wsUrl }),
+      )
+      // XRP is not a dollar: a payer allows it explicitly, capped in drops.
+      .setSpendControls({
+        allowedAssets: [{ network: XRPL_MAINNET, asset: "XRP", maxAmountPerPayment: "100000" }],
+      }),
+  payer: async (stack, i) => wallet(stack, i).classicAddress,
+  balanceOf: async (stack, account) => stack.xrpl!.ledger.xrpBalance(account),
+};
