@@ -73,8 +73,11 @@ export async function createService(opts: ServiceOptions) {
   const reportError = (e: unknown, what: string) => log.error({ err: String(e) }, `${what} failed`);
 
   const { quota, recorder, ports } = openSettlements(db, config.plans, log, reportError);
+  // The networks as the families describe them, the operator's assets and
+  // any local copies beside: what is settled, and how the dashboard names it.
+  const networks = [...describeNetworks(), ...config.extraAssets, ...(opts.networks ?? [])];
   const facilitator = await createEngine({
-    ...{ config, chains: opts.chains, log, metrics, overrides, ...ports },
+    ...{ config, chains: opts.chains, networks, log, metrics, overrides, ...ports },
   });
   closers.push(() => facilitator.close());
   const { auth, close: closeKeyAuth } = createKeyAuth(db, config.databaseUrl, log);
@@ -117,8 +120,7 @@ export async function createService(opts: ServiceOptions) {
   const dashboard = openDashboard({
     db,
     config,
-    networks: [...describeNetworks(), ...(opts.networks ?? [])],
-    assetKey,
+    ...{ networks, assetKey },
     // This replica forgets a deleted key at once; the others on the change feed.
     onKeyDeleted: () => auth.invalidate(),
   });

@@ -13,6 +13,7 @@
 import { ConfigError } from "../lib/configError.js";
 import { intVar, optionalMs, parseEnv, readSecret } from "../lib/envVars.js";
 import { CONFIDENTIAL_NETWORK } from "../chains/confidentialPort.js";
+import type { AssetDescription, NetworkDescription } from "../chains/ports.js";
 import {
   FAMILIES,
   NAMESPACES,
@@ -47,6 +48,11 @@ export interface Config {
   readonly chains: ChainSetups;
   /** Each family's limits and switches, keyed by CAIP-2 namespace, with defaults. */
   readonly families: FamilySettings;
+  /**
+   * Assets the operator settles beside the ones the families list
+   * (`EXTRA_ASSETS`); every other asset is refused with `unsupported_asset`.
+   */
+  readonly extraAssets: readonly NetworkDescription[];
   /**
    * ERC-8021 attribution this service adds to every settlement it sends: its
    * own builder code (`w`) and service code (`s`). Absent: none of its own;
@@ -185,7 +191,53 @@ const EnvSchema = z.object({
     })
     .transform(Number),
   DEVNET_FILE: z.string().default(".devnet/devnet.json"),
+  EXTRA_ASSETS: z.string().optional(),
 });
+
+/**
+ * `EXTRA_ASSETS`: entries `network,asset,symbol,decimals`, separated by `;`
+ * or new lines, e.g. `eip155:8453,0x60a3…,EURC,6`. Each names a token the
+ * operator vouches for: its code will run inside our signers' transactions.
+ */
+function parseExtraAssets(raw: string | undefined): NetworkDescription[] {
+  const known = new Map(describeNetworks().map((n) => [n.id, n]));
+  const byNetwork = new Map<string, NetworkDescription & { assets: AssetDescription[] }>();
+  const entries = (raw ?? "")
+    .split(/[;\n]/)
+    .map((e) => e.trim())
+    .filter(Boolean);
+  entries.forEach((entry, i) => {
+    const [network, asset, symbol, decimals, ...rest] = entry.split(",").map((p) => p.trim());
+    const base = network ? known.get(network) : undefined;
+    if (!base) {
+      throw new ConfigError(
+        `EXTRA_ASSETS entry #${i + 1}: "${network ?? ""}" is not a supported network (write network,asset,symbol,decimals)`,
+      );
+    }
+    if (
+      rest.length > 0 ||
+      !asset ||
+      !/^[\x21-\x7e]{1,256}$/.test(asset) ||
+      !symbol ||
+      !/^[A-Za-z0-9.$-]{1,16}$/.test(symbol) ||
+      !/^\d{1,2}$/.test(decimals ?? "")
+    ) {
+      throw new ConfigError(
+        `EXTRA_ASSETS entry #${i + 1} must read network,asset,symbol,decimals (e.g. eip155:8453,0x…,EURC,6)`,
+      );
+    }
+    const listed = byNetwork.get(network!) ?? {
+      id: base.id,
+      name: base.name,
+      schemes: base.schemes,
+      assets: [],
+      ...(base.explorerTx ? { explorerTx: base.explorerTx } : {}),
+    };
+    listed.assets.push({ id: asset, symbol, decimals: Number(decimals) });
+    byNetwork.set(network!, listed);
+  });
+  return [...byNetwork.values()];
+}
 
 /** The per-key (per plan) rate-limit settings, which need per-key limits on. */
 const PLAN_RATE_LIMIT_VARS = [
@@ -330,6 +382,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     confidentialVault: confidential,
     chains,
     families: families as unknown as FamilySettings,
+    extraAssets: parseExtraAssets(e.EXTRA_ASSETS),
     builderCode: e.BUILDER_CODE || undefined,
     builderServiceCode: e.BUILDER_SERVICE_CODE || undefined,
     reconcileAfterMs,

@@ -10,7 +10,9 @@ import { PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
 import { EIP2612_GAS_SPONSORING } from "@x402/extensions";
 import { BuilderCodeFacilitatorExtension } from "@x402/extensions/builder-code";
 import type { Logger } from "../lib/logger.js";
-import type { ChainFamily } from "../chains/ports.js";
+import type { ChainFamily, NetworkDescription } from "../chains/ports.js";
+import { assetKey } from "../chains/index.js";
+import { AcceptedAssets } from "./acceptedAssets.js";
 import { PaymentFacilitator } from "./paymentFacilitator.js";
 import type { FacilitatorSettings } from "./settings.js";
 
@@ -20,6 +22,8 @@ export function assembleFacilitator(
   families: readonly ChainFamily[],
   settings: FacilitatorSettings,
   log: Logger,
+  /** The networks' settled assets (the families' and the operator's); absent: not checked. */
+  networks?: readonly NetworkDescription[],
 ): PaymentFacilitator {
   const engine = new x402Facilitator();
   // Advertised in GET /supported; cataloging itself is a settle stage.
@@ -38,5 +42,10 @@ export function assembleFacilitator(
     }),
   );
   for (const family of families) family.register(engine);
-  return new PaymentFacilitator(engine, families, log.child({ component: "facilitator" }));
+  return new PaymentFacilitator(
+    engine,
+    families,
+    log.child({ component: "facilitator" }),
+    networks ? new AcceptedAssets(networks, assetKey) : undefined,
+  );
 }

@@ -19,6 +19,7 @@ import {
 import type {
   FamilyContext,
   FamilyEntry,
+  NetworkDescription,
   SignerLeases,
   TransactionJournal,
 } from "../chains/ports.js";
@@ -38,6 +39,8 @@ export interface EngineOptions {
     logLevel: string;
   };
   chains: ChainSetups;
+  /** Every network's settled assets: the families' own and the operator's additions. */
+  networks: readonly NetworkDescription[];
   log: Logger;
   metrics: Metrics;
   journal: TransactionJournal;
@@ -82,7 +85,7 @@ export async function createEngine(opts: EngineOptions): Promise<PaymentFacilita
     builderCode: config.builderCode,
     builderServiceCode: config.builderServiceCode,
   };
-  const facilitator = assembleFacilitator(families, settings, log);
+  const facilitator = assembleFacilitator(families, settings, log, opts.networks);
   const threads = startVerifyThreads(opts, settings);
   if (threads) facilitator.verifyOn(threads);
   await Promise.all(families.map((f) => f.start()));
@@ -115,6 +118,7 @@ function startVerifyThreads(
       facilitator,
       settleTimeoutMs: config.settleTimeoutMs,
       pollingIntervalMs: overrides.pollingIntervalMs,
+      networks: opts.networks,
     },
     {
       count,

@@ -39,6 +39,7 @@ import {
 import { sanitizeMessage } from "./sanitize.js";
 import { PerBlockVerifyCache } from "./verifyCache.js";
 import { VerifyThreadGoneError, type VerifyThreadPool } from "./verifyThreadPool.js";
+import type { AcceptedAssets } from "./acceptedAssets.js";
 
 export { X402_VERSION, type PaymentRequest, type SupportedResponse };
 
@@ -52,6 +53,12 @@ export class PaymentFacilitator {
     readonly engine: x402Facilitator,
     private readonly families: readonly ChainFamily[],
     private readonly log: Logger,
+    /**
+     * The assets settled on each network (absent: any the mechanisms take).
+     * A payment in any other asset is refused before any chain call: an
+     * arbitrary contract never runs inside our signers' transactions.
+     */
+    private readonly assets?: AcceptedAssets,
   ) {}
 
   /**
@@ -76,6 +83,7 @@ export class PaymentFacilitator {
           kinds: raw.kinds.filter((k) => k.x402Version === X402_VERSION),
           extensions: raw.extensions,
           signers,
+          ...(this.assets ? { assets: this.assets.listed(this.networks()) } : {}),
         },
       };
     }
@@ -306,8 +314,9 @@ export class PaymentFacilitator {
   /** The protocol's checks (version, network, scheme), then the family's own. */
   private async precheck(payment: RoutedPayment): Promise<PreparedPayment> {
     const { request: req, family } = payment;
-    const { network } = req.paymentRequirements;
-    const refused = protocolRefusal(req, family?.networks().get(network));
+    const { network, asset } = req.paymentRequirements;
+    const refused =
+      protocolRefusal(req, family?.networks().get(network)) ?? this.assets?.refusal(network, asset);
     if (refused) return { ok: false, ...refused };
     return this.ask(network, () =>
       family!.prepare(req.paymentPayload, req.paymentRequirements),

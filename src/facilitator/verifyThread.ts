@@ -51,7 +51,7 @@ async function build() {
       ? { pollingIntervalMs: input.pollingIntervalMs }
       : {}),
   });
-  return assembleFacilitator(families, input.facilitator, log);
+  return assembleFacilitator(families, input.facilitator, log, input.networks);
 }
 
 try {

@@ -18,7 +18,7 @@ import type { Worker } from "node:worker_threads";
 import type { VerifyResponse } from "@x402/core/types";
 import type { Logger } from "../lib/logger.js";
 import { siblingWorker } from "../lib/siblingEntry.js";
-import { ChainUnavailableError } from "../chains/ports.js";
+import { ChainUnavailableError, type NetworkDescription } from "../chains/ports.js";
 import type { ChainSetups, FamilySettings } from "../chains/index.js";
 import type { PaymentRequest } from "../protocol/index.js";
 import type { FacilitatorSettings } from "./settings.js";
@@ -31,6 +31,8 @@ export interface VerifyThreadInput {
   facilitator: FacilitatorSettings;
   settleTimeoutMs: number;
   pollingIntervalMs?: number | undefined;
+  /** The networks' settled assets, checked on the thread as on the service's. */
+  networks: readonly NetworkDescription[];
 }
 
 export interface ToVerifyThread {

@@ -23,6 +23,8 @@ export interface SupportedResponse {
   }[];
   extensions: string[];
   signers: Record<string, string[]>;
+  /** The assets each served network settles (anything else is `unsupported_asset`). */
+  assets?: Record<string, { asset: string; symbol: string; decimals: number }[]>;
 }
 
 /**

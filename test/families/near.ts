@@ -8,8 +8,8 @@ import { x402Client } from "@x402/core/client";
 import { SCHEMA } from "@near-js/transactions";
 import { deserialize } from "borsh";
 import { NEAR_MAINNET } from "../../devnet/near/index.js";
-import { ExactNearClientScheme } from "../../src/clients/near/exactClient.js";
-import { ExactNearServerScheme } from "../../src/clients/near/exactServer.js";
+import { ExactNearClientScheme } from "../../src/chains/near/clients/exactClient.js";
+import { ExactNearServerScheme } from "../../src/chains/near/clients/exactServer.js";
 import { payerKey, signedDelegateFor } from "../support/nearPayments.js";
 import { assembled, usdcPrice, type FamilyAdapter } from "./adapter.js";
 

@@ -236,7 +236,11 @@ for (const family of families) {
         ];
 
         const checked = await verify(second, requirements);
-        assert.equal(checked.isValid, false, "a consumed nonce is not valid");
+        assert.deepEqual(
+          [checked.isValid, checked.invalidReason],
+          [false, family.replayReason],
+          "a consumed nonce is not valid, and /verify says why",
+        );
         const out = await settle(second, requirements);
         assert.deepEqual(
           [out.success, out.errorReason, out.transaction],

@@ -7,12 +7,12 @@
 import { x402Client } from "@x402/core/client";
 import { Account, RpcProvider, stark } from "starknet";
 import { STARKNET_MAINNET } from "../../devnet/starknet/index.js";
-import { STARKNET_USDC } from "../../src/networks/starknet.js";
+import { STARKNET_USDC } from "../../src/chains/starknet/networks.js";
 import {
   ExactStarknetClientScheme,
   outsideExecutionFor,
-} from "../../src/clients/starknet/exactClient.js";
-import { ExactStarknetServerScheme } from "../../src/clients/starknet/exactServer.js";
+} from "../../src/chains/starknet/clients/exactClient.js";
+import { ExactStarknetServerScheme } from "../../src/chains/starknet/clients/exactServer.js";
 import type { TestStack } from "../support/stack.js";
 import { assembled, usdcPrice, type FamilyAdapter } from "./adapter.js";
 

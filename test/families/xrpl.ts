@@ -9,8 +9,8 @@
 import { x402Client } from "@x402/core/client";
 import { Wallet } from "xrpl";
 import { XRPL_MAINNET } from "../../devnet/xrpl/index.js";
-import { ExactXrplClientScheme } from "../../src/clients/xrpl/exactClient.js";
-import { ExactXrplServerScheme } from "../../src/clients/xrpl/exactServer.js";
+import { ExactXrplClientScheme } from "../../src/chains/xrpl/clients/exactClient.js";
+import { ExactXrplServerScheme } from "../../src/chains/xrpl/clients/exactServer.js";
 import type { TestStack } from "../support/stack.js";
 import type { FamilyAdapter } from "./adapter.js";
 

@@ -308,7 +308,7 @@ describe("duplicates and retries of one authorization", () => {
     });
     const reused = await verify(request(await signed(1000n, validBefore + 120n, nonce)));
     assert.equal(reused.isValid, false);
-    assert.equal(reused.invalidReason, "duplicate_settlement");
+    assert.equal(reused.invalidReason, "invalid_exact_evm_nonce_already_used");
   });
 
   test("while a payment is settling, another authorization reusing its nonce is refused, not answered with the first one's outcome", async () => {

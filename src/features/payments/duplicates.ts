@@ -81,11 +81,13 @@ export function verdictFromRecord(
   if (!row) return undefined;
   const payer = payment.payer ?? row.payer ?? undefined;
   const invalid = (reason: string, message: string) => verifyRefusal({ reason, message, payer });
-  if (row.success_answered_at) return invalid(Reason.duplicateSettlement, ALREADY_ANSWERED);
-  if (row.account_id !== accountId) return invalid(Reason.duplicateSettlement, ANOTHER_ACCOUNT);
+  // Another signed payment reusing the authorization is told so, whatever
+  // became of the first; a copy of the first is a duplicate.
   if (!samePayment(row, payment.request, { amount: false })) {
     return invalid(payment.replayReason, NONCE_REUSED);
   }
+  if (row.success_answered_at) return invalid(Reason.duplicateSettlement, ALREADY_ANSWERED);
+  if (row.account_id !== accountId) return invalid(Reason.duplicateSettlement, ANOTHER_ACCOUNT);
   // Settling or settled for this account and not yet answered as paid: the
   // payer has paid (or will have), and is owed one delivery.
   return { isValid: true, ...(payer ? { payer } : {}) };
