@@ -40,6 +40,12 @@ export interface EvmSettings {
   /** Signers with less native balance than this (wei) leave the rotation. */
   readonly minSignerBalanceWei: bigint;
   /**
+   * The most gas one settlement transaction may be given: with the price
+   * ceiling per network (EVM_MAX_GAS_PRICE_GWEI_<chainId>), the most one
+   * settlement can cost us. Above it: refused, nothing sent.
+   */
+  readonly maxGasPerTransaction: bigint;
+  /**
    * Factories the service may call to deploy a counterfactual (ERC-6492)
    * payer wallet at settle. Empty: such wallets cannot pay until deployed.
    */
@@ -72,6 +78,9 @@ const EvmEnv = z.object({
     .regex(/^\d{1,40}$/, "EVM_MIN_SIGNER_BALANCE_WEI must be a whole number of wei")
     .default("2000000000000000"),
   EVM_STUCK_TX_MS: z.string().optional(),
+  // The largest honest shape is a batch-settlement claim of many vouchers
+  // (tens of thousands of gas each); a USDC transfer takes about 60,000.
+  EVM_MAX_GAS_PER_TX: intVar("EVM_MAX_GAS_PER_TX", 100_000, 30_000_000, 3_000_000),
   EVM_NATIVE_RECOVERY: z.enum(["true", "false", ""]).default("true"),
   EVM_NATIVE_KECCAK: z.enum(["true", "false", ""]).default("true"),
   EVM_RPC_BATCH_SIZE: intVar("EVM_RPC_BATCH_SIZE", 0, 1000, 100),
@@ -196,6 +205,7 @@ export const evmConfig: FamilyConfig<EvmSetup, EvmSettings> = {
       ...(present ? { setup: { networks, privateKeys } } : {}),
       settings: {
         minSignerBalanceWei: BigInt(e.EVM_MIN_SIGNER_BALANCE_WEI),
+        maxGasPerTransaction: BigInt(e.EVM_MAX_GAS_PER_TX),
         erc6492AllowedFactories: factories
           .split(",")
           .map((a) => a.trim())

@@ -52,6 +52,7 @@ export async function createEvm(
     journal: ctx.journal,
     ...(ctx.pendingSettlements ? { pendingSettlementStore: ctx.pendingSettlements } : {}),
     minSignerBalanceWei: settings.minSignerBalanceWei,
+    maxGasPerTransaction: settings.maxGasPerTransaction,
     eip6492AllowedFactories: settings.erc6492AllowedFactories,
     ...(rpcBatching ? { rpcBatching } : {}),
     ...(settings.batchAuthorizerKey

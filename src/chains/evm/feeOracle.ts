@@ -28,6 +28,22 @@ export class GasPriceTooHighError extends Error {
   }
 }
 
+/**
+ * A call that needs more gas than one settlement may cost us: a token or
+ * wallet that burns gas, or a payload far larger than any honest payment.
+ */
+export class GasLimitTooHighError extends Error {
+  constructor(
+    readonly gas: bigint,
+    readonly ceiling: bigint,
+  ) {
+    super(
+      `the settlement would need ${gas} gas, above the ceiling of ${ceiling} per transaction (EVM_MAX_GAS_PER_TX); nothing was sent`,
+    );
+    this.name = "GasLimitTooHighError";
+  }
+}
+
 /** The multiple of the current base fee a new transaction offers. */
 const BASE_FEE_HEADROOM = 2n;
 

@@ -72,6 +72,8 @@ export interface RegisterEvmOptions {
   stuckAfterMs?: number;
   /** Signers below this balance leave the rotation. Default 0.002 ETH; 0 disables. */
   minSignerBalanceWei?: bigint;
+  /** The most gas one settlement transaction may be given. */
+  maxGasPerTransaction?: bigint;
   onSignerHealth?: (network: string, address: string, healthy: boolean, balanceWei: bigint) => void;
   onTransactionPhase?: (network: string, phase: TransactionPhase, seconds: number) => void;
   /** JSON-RPC batching per URL; absent = every call on its own request. */
@@ -128,6 +130,9 @@ export class EvmChainAdapter implements ChainFamily {
         receiptTickMs: timings.receiptTickMs,
         stuckAfterMs: timings.stuckAfterMs,
         minBalanceWei: opts.minSignerBalanceWei ?? 2_000_000_000_000_000n,
+        ...(opts.maxGasPerTransaction !== undefined
+          ? { maxGasPerTransaction: opts.maxGasPerTransaction }
+          : {}),
         ...(opts.leases ? { leases: opts.leases } : {}),
         onSignerHealth: (address, healthy, balance) =>
           opts.onSignerHealth?.(network.id, address, healthy, balance),

@@ -6,6 +6,8 @@ export const EvmReason = {
   eip712DomainMismatch: "invalid_exact_evm_eip712_domain_mismatch",
   nonceAlreadyUsed: "invalid_exact_evm_nonce_already_used",
   permit2InvalidNonce: "permit2_invalid_nonce",
+  /** The settlement would need more gas than one may cost us (EVM_MAX_GAS_PER_TX). */
+  gasLimitTooHigh: "gas_limit_too_high",
 } as const;
 
 /**

@@ -6,7 +6,8 @@
 import type { FacilitatorEvmSigner } from "@x402/evm";
 import { concatHex, encodeFunctionData, type Hex, type PublicClient } from "viem";
 import { Reason } from "../../protocol/reasons.js";
-import { GasPriceTooHighError } from "./feeOracle.js";
+import { GasLimitTooHighError, GasPriceTooHighError } from "./feeOracle.js";
+import { EvmReason } from "./reasons.js";
 import { currentSettlement } from "../settlementScope.js";
 import { NoHealthySignerError, SignerUnavailableError, type EvmSignerPool } from "./signerPool.js";
 import { pinnedSender } from "./pinnedSender.js";
@@ -27,6 +28,8 @@ async function refusingClearly<T>(send: () => Promise<T>): Promise<T> {
     const scope = currentSettlement()?.notes;
     if (scope && e instanceof GasPriceTooHighError) {
       scope.refusal = { reason: Reason.gasPriceTooHigh, message: e.message };
+    } else if (scope && e instanceof GasLimitTooHighError) {
+      scope.refusal = { reason: EvmReason.gasLimitTooHigh, message: e.message };
     } else if (
       scope &&
       (e instanceof NoHealthySignerError || e instanceof SignerUnavailableError)

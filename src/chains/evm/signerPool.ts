@@ -23,6 +23,7 @@ import { Replacement, type InFlight } from "./replacement.js";
 import { LeaseKeeper, type LeaseSettings } from "./leaseKeeper.js";
 import { SignerHealthCheck } from "./signerHealth.js";
 import { GasLimits } from "./gasLimits.js";
+import { GasLimitTooHighError } from "./feeOracle.js";
 import { AmbiguousBroadcastError, isNonceError } from "./broadcastErrors.js";
 
 export { NoHealthySignerError, SignerUnavailableError } from "./broadcastErrors.js";
@@ -41,6 +42,8 @@ export interface SignerPoolOptions {
   stuckAfterMs: number;
   /** Accounts below this balance (wei) leave the rotation. 0 disables the check. */
   minBalanceWei: bigint;
+  /** The most gas one transaction may be given; above it nothing is sent. */
+  maxGasPerTransaction?: bigint;
   balanceCheckMs?: number;
   onSignerHealth?: (address: string, healthy: boolean, balanceWei: bigint) => void;
   /** A transaction's broadcast time, and its time from acceptance to receipt. */
@@ -137,6 +140,8 @@ export class EvmSignerPool {
     // Simulation first: a call that would revert throws here, before a nonce
     // or any gas is spent.
     const gas = call.gas ?? (await this.gasLimits.forCall(lane.account.address, call));
+    const ceiling = this.opts.maxGasPerTransaction;
+    if (ceiling !== undefined && gas > ceiling) throw new GasLimitTooHighError(gas, ceiling);
     const fees = await this.opts.fees.forNewTransaction();
     const tx = { to: call.to, data: call.data, gas };
     for (let attempt = 0; ; attempt++) {

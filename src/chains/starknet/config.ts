@@ -26,7 +26,7 @@ export interface StarknetConfig {
         executors: { address: string; privateKey: string }[];
       }
     | undefined;
-  settings: { minExecutorFeeBalance: bigint; timeSkewSeconds: number };
+  settings: { minExecutorFeeBalance: bigint; timeSkewSeconds: number; maxFeeFri: bigint };
   /** Whether any Starknet production setting is present (for devnet/production mode). */
   present: boolean;
 }
@@ -96,11 +96,20 @@ export function parseStarknetConfig(
       "STARKNET_TIME_SKEW_SECONDS must be a whole number of seconds from 5 to 120",
     );
   }
+  // A USDC transfer through an outside execution costs a few hundredths of
+  // a STRK; one STRK leaves room for heavy account contracts and fee spikes.
+  const maxFeeRaw = env["STARKNET_MAX_FEE_STRK"]?.trim() || "1";
+  const maxFeeFri = strkToFri(maxFeeRaw);
+  if (maxFeeFri === undefined || maxFeeFri === 0n) {
+    throw new ConfigError(
+      "STARKNET_MAX_FEE_STRK must be a positive amount of STRK, e.g. 1 or 0.25",
+    );
+  }
   return {
     setup: present
       ? { networks: [{ id: STARKNET_MAINNET_ID, rpcUrl: rpcUrl! }], executors }
       : undefined,
-    settings: { minExecutorFeeBalance, timeSkewSeconds: skew },
+    settings: { minExecutorFeeBalance, timeSkewSeconds: skew, maxFeeFri },
     present,
   };
 }

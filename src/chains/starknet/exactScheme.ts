@@ -45,6 +45,24 @@ export interface StarknetSchemeSettings {
   skewSeconds: number;
   settleTimeoutMs: number;
   pollMs: number;
+  /**
+   * The most one settlement may cost the executor, in FRI: the sum over the
+   * simulation's resource bounds of amount times price. Above it: refused,
+   * nothing sent (a payer's account contract is arbitrary code).
+   */
+  maxFeeFri?: bigint;
+}
+
+/** The most a transaction with these bounds can cost, in FRI. */
+export function maxFeeOf(bounds: ResourceBounds): bigint {
+  const all = bounds as unknown as Record<
+    string,
+    { max_amount: unknown; max_price_per_unit: unknown }
+  >;
+  return Object.values(all).reduce(
+    (sum, b) => sum + BigInt(String(b.max_amount)) * BigInt(String(b.max_price_per_unit)),
+    0n,
+  );
 }
 
 type ChainChecked =
@@ -435,6 +453,14 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
     });
     if (!held.ok)
       return fail(StarknetReason.simulation, `a simulation of the settlement: ${held.message}`);
+    const ceiling = this.settings.maxFeeFri;
+    const fee = maxFeeOf(sim.resourceBounds);
+    if (ceiling !== undefined && fee > ceiling) {
+      return fail(
+        StarknetReason.feeTooHigh,
+        `the settlement could cost up to ${fee} FRI, above the ceiling of ${ceiling} per transaction (STARKNET_MAX_FEE_STRK); nothing was sent`,
+      );
+    }
     return { ok: true, oe, payer, calls, bounds: sim.resourceBounds };
   }
 }

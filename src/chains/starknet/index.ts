@@ -44,6 +44,8 @@ export interface StarknetSettings {
   minExecutorFeeBalance: bigint;
   /** Tolerance for a sequencer timestamp behind the wall clock (time window checks). */
   timeSkewSeconds: number;
+  /** The most one settlement may cost an executor, in FRI (STARKNET_MAX_FEE_STRK). */
+  maxFeeFri: bigint;
 }
 
 interface StarknetRuntime {
@@ -86,6 +88,7 @@ export class StarknetChainAdapter implements ChainFamily {
         skewSeconds: settings.timeSkewSeconds,
         settleTimeoutMs: ctx.settleTimeoutMs,
         pollMs: ctx.pollingIntervalMs ?? 1000,
+        maxFeeFri: settings.maxFeeFri,
       });
       const block = new RecentRead(() => rpc.ask((p) => p.getBlockNumber()), 250);
       this.runtimes.set(id, { network, rpc, executors, scheme, block });

@@ -42,6 +42,8 @@ export const StarknetReason = {
   simulation: "invalid_exact_starknet_simulation_failed",
   reverted: "invalid_exact_starknet_transaction_reverted",
   transferMissing: "invalid_exact_starknet_transfer_missing",
+  /** The settlement could cost more than one may (STARKNET_MAX_FEE_STRK). */
+  feeTooHigh: "invalid_exact_starknet_fee_too_high",
 } as const;
 
 /** The SNIP-9 wildcard caller (`'ANY_CALLER'`): never acceptable for a bound payment. */
