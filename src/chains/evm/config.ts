@@ -180,7 +180,7 @@ const VARIABLES: readonly ConfigVariable[] = [
   {
     name: "EVM_PRIVATE_KEYS",
     description:
-      "The facilitator's signer keys, `0x` and 64 hex each, comma-, space- or line-separated (`#` comments allowed in the file, the preferred form). Never logged or returned; an error names only an entry's position.",
+      "The facilitator's signer keys, `0x` and 64 hex each, comma-, space- or line-separated (`#` comments allowed in the file, the preferred form). An error names only an entry's position.",
     secret: true,
     example: "EVM_PRIVATE_KEYS_FILE=/run/secrets/facilitator-keys",
   },

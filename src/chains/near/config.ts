@@ -116,7 +116,7 @@ const VARIABLES: readonly ConfigVariable[] = [
   {
     name: "NEAR_RELAYER_KEYS",
     description:
-      "Relayer full-access keys, `account_id:ed25519:<base58 secret>` each, comma- or line-separated (`#` comments allowed). Several keys of one account settle in parallel, each with its own nonce. Never logged.",
+      "Relayer full-access keys, `account_id:ed25519:<base58 secret>` each, comma- or line-separated (`#` comments allowed). Several keys of one account settle in parallel, each with its own nonce.",
     secret: true,
   },
   {

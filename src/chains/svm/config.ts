@@ -114,7 +114,7 @@ const VARIABLES: readonly ConfigVariable[] = [
   {
     name: "SVM_PRIVATE_KEYS",
     description:
-      "Fee-payer secret keys: base58 of 64 bytes (as Solana wallets export them), one per line or comma-separated (`#` comments allowed). Never logged.",
+      "Fee-payer secret keys: base58 of 64 bytes (as Solana wallets export them), one per line or comma-separated (`#` comments allowed).",
     secret: true,
   },
   {
