@@ -2,7 +2,7 @@
 // What `npm start` runs: the compiled service, built first when dist/ is
 // missing or older than a source file. Compiled JavaScript instead of the
 // TypeScript loader is the production path: no transform at start and less
-// memory (the README gives the figures). `npm run dev` keeps the loader and
+// memory (docs/devnet.md gives the figures). `npm run dev` keeps the loader and
 // restarts on every change.
 //
 // The service runs in this same process (an import, not a child), so signals

@@ -9,6 +9,7 @@ import type { PendingSettlementStore, x402Facilitator } from "@x402/core/facilit
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import type { PaymentRequest } from "../protocol/index.js";
 import type { Logger } from "../lib/logger.js";
+import type { ConfigVariable } from "../lib/envVars.js";
 import type { ConfidentialVaultFactory } from "./confidentialPort.js";
 
 /** An asset a network settles, as `paymentRequirements.asset` names it. */
@@ -65,6 +66,11 @@ export interface FamilyConfig<Setup, Settings> {
   present(env: NodeJS.ProcessEnv): boolean;
   /** What to set to serve this family in production, for an error message. */
   readonly hint: string;
+  /**
+   * Every variable `parse` and `present` read, for docs/configuration.md
+   * (`npm run docs:config`; a test fails when one read is missing).
+   */
+  readonly variables: readonly ConfigVariable[];
   /**
    * Parses the family's variables. `setup` (what to serve: networks, RPC
    * URLs, keys) is present only when configured for production; `settings`

@@ -21,6 +21,7 @@
  *   (default `dashboard/dist`).
  */
 import { ConfigError } from "../lib/configError.js";
+import type { ConfigVariable } from "../lib/envVars.js";
 
 export interface AuthProviderConfig {
   id: string;
@@ -125,3 +126,77 @@ export function parseAuthConfig(
     dashboardDir: env["DASHBOARD_DIR"]?.trim() || "dashboard/dist",
   };
 }
+
+/**
+ * The variables this file reads, for docs/configuration.md (`npm run
+ * docs:config`; a test fails when one read here is missing). `<ID>` is a
+ * provider id of `AUTH_PROVIDERS` in upper case, `-` as `_`.
+ */
+export const VARIABLES: readonly ConfigVariable[] = [
+  {
+    name: "AUTH_PROVIDERS",
+    default: "none (devnet: two local providers)",
+    description:
+      "Dashboard sign-in providers, comma-separated ids (lower-case letters, digits and `-`). Empty: the dashboard offers no sign-in.",
+    example: "AUTH_PROVIDERS=google,github",
+  },
+  {
+    name: "AUTH_<ID>_KIND",
+    default: "`github` for the id `github`, else `oidc`",
+    description:
+      "`oidc`: any OpenID Connect provider; `github`: GitHub OAuth 2.0 and its user API (`/user`, and `/user/emails` for a verified email).",
+  },
+  {
+    name: "AUTH_<ID>_ISSUER",
+    default: "GitHub: `https://github.com`",
+    description:
+      "The OpenID issuer URL (discovery runs against it); for GitHub, only the identity's issuer. `https://` only, `http://` on loopback. Required for `oidc`.",
+  },
+  {
+    name: "AUTH_<ID>_CLIENT_ID",
+    description:
+      "The OAuth client id registered with the provider (required); its redirect URI is `<PUBLIC_URL>/auth/callback/<id>`.",
+  },
+  {
+    name: "AUTH_<ID>_CLIENT_SECRET",
+    description: "That client's secret (required).",
+    secret: true,
+  },
+  {
+    name: "AUTH_<ID>_LABEL",
+    default: "the id, capitalised",
+    description: "The sign-in button's text.",
+  },
+  {
+    name: "AUTH_<ID>_AUTHORIZATION_URL",
+    default: "`https://github.com/login/oauth/authorize`",
+    description: "GitHub only: the authorization endpoint (GitHub Enterprise, or a test double).",
+  },
+  {
+    name: "AUTH_<ID>_TOKEN_URL",
+    default: "`https://github.com/login/oauth/access_token`",
+    description: "GitHub only: the token endpoint.",
+  },
+  {
+    name: "AUTH_<ID>_API_URL",
+    default: "`https://api.github.com`",
+    description: "GitHub only: the user API.",
+  },
+  {
+    name: "PUBLIC_URL",
+    default: "none (devnet: the request's loopback origin)",
+    description:
+      "The service's public origin, for sign-in redirects and the dashboard's quick-start panel. Required in production with `AUTH_PROVIDERS`.",
+    example: "PUBLIC_URL=https://facilitator.example.com",
+  },
+  {
+    name: "SESSION_TTL_HOURS",
+    default: "`12`",
+    description: "How long a dashboard session lasts, in hours (0.01 to 720).",
+  },
+  {
+    name: "DASHBOARD_DIR",
+    default: "`dashboard/dist`",
+    description: "The built dashboard served under `/dashboard/`.",
+  },
+];

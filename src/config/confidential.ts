@@ -20,6 +20,7 @@
  *   the KMS and coprocessor signatures are bound to.
  */
 import { ConfigError } from "../lib/configError.js";
+import type { ConfigVariable } from "../lib/envVars.js";
 import { rpcUrlOf, type ChainSetups } from "../chains/index.js";
 import { CONFIDENTIAL_NETWORK, type ConfidentialVaultOptions } from "../chains/confidentialPort.js";
 
@@ -147,3 +148,60 @@ export function confidentialVaultOptions(config: {
     mode: c.fhevm,
   };
 }
+
+/**
+ * The variables this file reads, for docs/configuration.md (`npm run
+ * docs:config`; a test fails when one read here is missing). All or
+ * nothing, production only (see the header).
+ */
+export const VARIABLES: readonly ConfigVariable[] = [
+  {
+    name: "CONFIDENTIAL_CONTRACT_ADDRESS",
+    description: "The vault on eip155:8453 (the confidential offers' `payTo`).",
+  },
+  {
+    name: "CONFIDENTIAL_OPERATOR_KEY",
+    description:
+      "The vault's operator: assigns slots, submits daily batches, withdrawals and finalizations, and pays their gas. Its own key, not one of `EVM_PRIVATE_KEYS`, so its transactions never share nonces with the settlement signers.",
+    secret: true,
+  },
+  {
+    name: "CONFIDENTIAL_RECEIPT_SIGNER_KEY",
+    description:
+      "Signs the payment receipts merchants can redeem on-chain; must differ from the operator key.",
+    secret: true,
+  },
+  {
+    name: "CONFIDENTIAL_RELAYER_URL",
+    description: "Zama's relayer (`https://`): encrypted-input proofs and KMS decryptions.",
+  },
+  {
+    name: "CONFIDENTIAL_ACL_ADDRESS",
+    description: "The chain's fhEVM host contract: the ACL.",
+  },
+  {
+    name: "CONFIDENTIAL_EXECUTOR_ADDRESS",
+    description: "The chain's fhEVM host contract: the FHE executor.",
+  },
+  {
+    name: "CONFIDENTIAL_KMS_VERIFIER_ADDRESS",
+    description: "The chain's fhEVM host contract: the KMS verifier.",
+  },
+  {
+    name: "CONFIDENTIAL_INPUT_VERIFIER_ADDRESS",
+    description: "The chain's fhEVM host contract: the input verifier.",
+  },
+  {
+    name: "CONFIDENTIAL_DECRYPTION_ADDRESS",
+    description: "The gateway chain's decryption contract, which the KMS signatures are bound to.",
+  },
+  {
+    name: "CONFIDENTIAL_INPUT_VERIFICATION_ADDRESS",
+    description:
+      "The gateway chain's input-verification contract, which the coprocessor signatures are bound to.",
+  },
+  {
+    name: "CONFIDENTIAL_GATEWAY_CHAIN_ID",
+    description: "The gateway chain's id (a positive whole number).",
+  },
+];

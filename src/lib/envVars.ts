@@ -73,3 +73,29 @@ export function optionalMs(name: string, raw: string | undefined, min: number): 
     throw new ConfigError(`${name} must be a whole number of milliseconds, at least ${min}`);
   return n;
 }
+
+/**
+ * One environment variable as docs/configuration.md lists it. Each parser
+ * keeps a catalogue of these beside the code that reads them, so the
+ * reference is generated from the code (`npm run docs:config`) and a test
+ * fails when a variable is read but not catalogued.
+ */
+export interface ConfigVariable {
+  /**
+   * The variable's name, or a pattern with a placeholder in angle brackets
+   * for a family of names: `EVM_RPC_URLS_<chainId>`.
+   */
+  readonly name: string;
+  /** What applies when it is unset, as a person reads it (`60000`, "3 block times"). */
+  readonly default?: string;
+  /** What it does, in a sentence or a few; Markdown. */
+  readonly description: string;
+  /**
+   * A key or password: never logged or echoed in an error, and it may be
+   * given instead as a file whose path is in `<name>_FILE` (one or the
+   * other, not both).
+   */
+  readonly secret?: boolean;
+  /** A value to copy, as `NAME=value`. */
+  readonly example?: string;
+}

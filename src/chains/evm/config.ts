@@ -14,7 +14,14 @@ import { availableParallelism } from "node:os";
 import { z } from "zod";
 import type { Hex } from "viem";
 import { ConfigError } from "../../lib/configError.js";
-import { intVar, listEntries, optionalMs, parseEnv, readSecret } from "../../lib/envVars.js";
+import {
+  intVar,
+  listEntries,
+  optionalMs,
+  parseEnv,
+  readSecret,
+  type ConfigVariable,
+} from "../../lib/envVars.js";
 import type { FamilyConfig } from "../ports.js";
 import { DEVNET_WALLET_FACTORY_ADDRESS, EVM_NETWORKS, findEvmNetwork } from "./networks.js";
 
@@ -168,6 +175,94 @@ function parseNetworks(env: NodeJS.ProcessEnv): EvmNetworkConfig[] {
   return out.sort((a, b) => a.id.localeCompare(b.id));
 }
 
+/**
+ * The variables this family reads, for docs/configuration.md (`npm run
+ * docs:config`; a test fails when one read here is missing).
+ */
+const VARIABLES: readonly ConfigVariable[] = [
+  {
+    name: "EVM_RPC_URLS_<chainId>",
+    description:
+      "Comma-separated RPC URLs for a network (`http(s)://` or `ws(s)://`). Several URLs fail over (viem fallback). A network is served if and only if it has URLs.",
+    example: "EVM_RPC_URLS_8453=https://base-a.example,https://base-b.example",
+  },
+  {
+    name: "EVM_PRIVATE_KEYS",
+    description:
+      "The facilitator's signer keys, `0x` and 64 hex each, comma-, space- or line-separated (`#` comments allowed in the file, the preferred form). An error names only an entry's position.",
+    secret: true,
+    example: "EVM_PRIVATE_KEYS_FILE=/run/secrets/facilitator-keys",
+  },
+  {
+    name: "EVM_MAX_GAS_PRICE_GWEI_<chainId>",
+    default: "no ceiling",
+    description:
+      "Highest gas price a settlement on that network may cost, in gwei. Above it the settle is refused with `gas_price_too_high` and nothing is signed.",
+    example: "EVM_MAX_GAS_PRICE_GWEI_8453=5",
+  },
+  {
+    name: "EVM_BLOCK_TIME_MS_<chainId>",
+    default: "the network's own (Base: 2000)",
+    description:
+      "How often that network makes a block, in milliseconds (50 to 600000), when it is not what the service knows of it, e.g. after a chain upgrade or for a test network. The receipt watcher ticks at a twentieth of it (every settle waits half a tick on average), block numbers are trusted for an eighth, fee quotes for half (at least 250 ms), and a transaction not mined after three blocks (at least 5 s) is replaced. The devnet of `npm start` sets it from `DEVNET_BLOCK_TIME`.",
+  },
+  {
+    name: "EVM_MIN_SIGNER_BALANCE_WEI",
+    default: "`2000000000000000` (0.002 ETH)",
+    description:
+      "A signer account with less native balance leaves the rotation (logged, and `x402_signer_in_rotation` drops to 0) until it is topped up. `0` disables the check.",
+  },
+  {
+    name: "EVM_STUCK_TX_MS",
+    default: "3 block times, at least 5 s",
+    description:
+      "A settlement transaction not mined after this long (at least 500) is replaced at the same nonce with higher fees.",
+  },
+  {
+    name: "EVM_RPC_BATCH_SIZE",
+    default: "`100`",
+    description:
+      "Largest JSON-RPC batch (0 to 1000). Calls made together (many concurrent verifications and settlements) travel in one HTTP request to each RPC URL that answered a test batch at start; a URL that did not is called one by one (logged). `0` never batches.",
+  },
+  {
+    name: "EVM_NATIVE_RECOVERY",
+    default: "`true`",
+    description:
+      "Recover EOA signatures inside viem with libsecp256k1 instead of pure JavaScript (about 10× less CPU per signature; checked against viem at start, off by itself if the check fails; `x402_native_signature_recovery` says which). `false` leaves viem untouched.",
+  },
+  {
+    name: "EVM_NATIVE_KECCAK",
+    default: "`true`",
+    description:
+      "Hash keccak-256 inside viem with the `keccak` package's native build instead of pure JavaScript (typed-data hashes and address checksums of every verification; checked against viem at start, off by itself if the check fails). `false` leaves viem untouched.",
+  },
+  {
+    name: "EVM_VERIFY_THREADS",
+    default: "one per core past two, at most 4 (0 on 2 cores)",
+    description:
+      "Threads (0 to 64) that answer EVM verifications beside the service's own thread, each with its own copy of the EVM mechanisms, built from the same configuration. They only read the chain; every settle stays on the service's thread. A thread holds about 80–100 MB under load, so they start only when verification is busy (`EVM_VERIFY_THREADS_ABOVE`) and stop after a minute without an EVM verification. A thread that dies is replaced, and what it held is verified on the service's thread. On 2 cores one thread gave about 30% more verifications for about 85 MB (see [Benchmarks](benchmarks.md)); set `1` there if verification, not memory, is what you are short of. `0` verifies on the service's thread only.",
+  },
+  {
+    name: "EVM_VERIFY_THREADS_ABOVE",
+    default: "`50`",
+    description:
+      "EVM verifications in one second that start the verify threads. `0` starts them with the service.",
+  },
+  {
+    name: "EVM_ERC6492_FACTORIES",
+    default: "none (devnet mode: the devnet factory)",
+    description:
+      "Comma-separated factory addresses the service may call to deploy a counterfactual (ERC-6492) payer wallet at settle. Empty: such payers are refused until their wallet exists.",
+  },
+  {
+    name: "EVM_BATCH_AUTHORIZER_KEY",
+    default: "none (devnet mode: a devnet key)",
+    description:
+      "One key that co-signs `batch-settlement` claims and refunds for resource servers that delegate to this service; its address is advertised as `receiverAuthorizer` in `/supported`. Without it servers sign their own.",
+    secret: true,
+  },
+];
+
 export const evmConfig: FamilyConfig<EvmSetup, EvmSettings> = {
   present: (env) =>
     Object.entries(env).some(
@@ -175,6 +270,7 @@ export const evmConfig: FamilyConfig<EvmSetup, EvmSettings> = {
         !!value && (/^EVM_RPC_URLS_\d+$/.test(name) || /^EVM_PRIVATE_KEYS(_FILE)?$/.test(name)),
     ),
   hint: "EVM_RPC_URLS_<chainId> (e.g. EVM_RPC_URLS_8453=https://…) with EVM_PRIVATE_KEYS_FILE",
+  variables: VARIABLES,
   parse(env, mode) {
     const e = parseEnv(EvmEnv, env);
     const privateKeys = parseKeys(readSecret(env, "EVM_PRIVATE_KEYS"), "EVM_PRIVATE_KEYS");

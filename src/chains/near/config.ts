@@ -19,6 +19,7 @@ import { parseNearAmount } from "@near-js/utils";
 import { NEAR_MAINNET_ID } from "./networks.js";
 import { ConfigError } from "../../lib/configError.js";
 import type { FamilyConfig } from "../ports.js";
+import type { ConfigVariable } from "../../lib/envVars.js";
 import type { NearSettings, NearSetup } from "./index.js";
 
 export interface NearConfig {
@@ -101,10 +102,54 @@ export function parseNearConfig(env: NodeJS.ProcessEnv): NearConfig {
   };
 }
 
+/**
+ * The variables this family reads, for docs/configuration.md (`npm run
+ * docs:config`; a test fails when one read here is missing).
+ */
+const VARIABLES: readonly ConfigVariable[] = [
+  {
+    name: "NEAR_RPC_URL",
+    description:
+      "nearcore JSON-RPC (`http(s)://`) for `near:mainnet`; with relayer keys it serves NEAR.",
+    example: "NEAR_RPC_URL=https://rpc.mainnet.near.org",
+  },
+  {
+    name: "NEAR_RELAYER_KEYS",
+    description:
+      "Relayer full-access keys, `account_id:ed25519:<base58 secret>` each, comma- or line-separated (`#` comments allowed). Several keys of one account settle in parallel, each with its own nonce.",
+    secret: true,
+  },
+  {
+    name: "NEAR_MIN_RELAYER_BALANCE",
+    default: "`1`",
+    description:
+      "NEAR below which a relayer account leaves the rotation (logged; `x402_signer_in_rotation` drops to 0).",
+  },
+  {
+    name: "NEAR_MIN_GAS_TGAS",
+    default: "`5`",
+    description:
+      "Least gas (TGas, 1 to 300) a payment's `ft_transfer` may attach: less runs out before the transfer.",
+  },
+  {
+    name: "NEAR_MAX_GAS_TGAS",
+    default: "`100`",
+    description:
+      "Most gas (TGas, 1 to 300) a payment's `ft_transfer` may attach: our relayer prepays it, so more only costs us.",
+  },
+  {
+    name: "NEAR_MIN_BLOCK_SECONDS",
+    default: "`1`",
+    description:
+      "Fastest block time assumed (0.1 to 10 s) when bounding `max_block_height` by `maxTimeoutSeconds`; 1 is what clients use.",
+  },
+];
+
 export const nearConfig: FamilyConfig<NearSetup, NearSettings> = {
   present: (env) =>
     !!(env["NEAR_RPC_URL"] || env["NEAR_RELAYER_KEYS"] || env["NEAR_RELAYER_KEYS_FILE"]),
   hint: "NEAR_RPC_URL with NEAR_RELAYER_KEYS_FILE",
+  variables: VARIABLES,
   parse: (env) => {
     const { setup, settings } = parseNearConfig(env);
     return setup ? { setup, settings } : { settings };

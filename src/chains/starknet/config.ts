@@ -17,7 +17,7 @@ import { STARKNET_MAINNET_ID } from "./networks.js";
 import { ConfigError } from "../../lib/configError.js";
 import type { FamilyConfig } from "../ports.js";
 import type { StarknetSettings, StarknetSetup } from "./index.js";
-import { readSecret } from "../../lib/envVars.js";
+import { readSecret, type ConfigVariable } from "../../lib/envVars.js";
 
 export interface StarknetConfig {
   setup:
@@ -114,6 +114,36 @@ export function parseStarknetConfig(
   };
 }
 
+/**
+ * The variables this family reads, for docs/configuration.md (`npm run
+ * docs:config`; a test fails when one read here is missing).
+ */
+const VARIABLES: readonly ConfigVariable[] = [
+  {
+    name: "STARKNET_RPC_URL",
+    description:
+      "Starknet JSON-RPC (spec 0.10) over HTTP(S) for `starknet:SN_MAIN`. Needs executor keys.",
+  },
+  {
+    name: "STARKNET_EXECUTOR_KEYS",
+    description:
+      "The executor accounts that submit payments and pay their fees in STRK: one `address:privateKey` per entry, both `0x` hex felts, separated by newlines, spaces or commas (`#` comments allowed). Deployed accounts holding STRK.",
+    secret: true,
+  },
+  {
+    name: "STARKNET_MIN_EXECUTOR_STRK",
+    default: "`5`",
+    description:
+      "An executor with less STRK leaves the rotation (logged; `x402_signer_in_rotation` drops to 0) until topped up.",
+  },
+  {
+    name: "STARKNET_TIME_SKEW_SECONDS",
+    default: "`30`",
+    description:
+      "How far the sequencer's timestamp may trail ours (5 to 120 s), when checking `Execute After` / `Execute Before`.",
+  },
+];
+
 export const starknetConfig: FamilyConfig<StarknetSetup, StarknetSettings> = {
   present: (env) =>
     !!(
@@ -122,6 +152,7 @@ export const starknetConfig: FamilyConfig<StarknetSetup, StarknetSettings> = {
       env["STARKNET_EXECUTOR_KEYS_FILE"]
     ),
   hint: "STARKNET_RPC_URL with STARKNET_EXECUTOR_KEYS_FILE",
+  variables: VARIABLES,
   parse: (env) => {
     const { setup, settings } = parseStarknetConfig(env, readSecret(env, "STARKNET_EXECUTOR_KEYS"));
     return setup ? { setup, settings } : { settings };

@@ -13,6 +13,7 @@ import { readFileSync } from "node:fs";
 import { SOLANA_MAINNET_ID } from "./networks.js";
 import { ConfigError } from "../../lib/configError.js";
 import type { FamilyConfig } from "../ports.js";
+import type { ConfigVariable } from "../../lib/envVars.js";
 import type { SvmSettings, SvmSetup } from "./index.js";
 
 export interface SvmConfig {
@@ -100,10 +101,52 @@ export function parseSvmConfig(env: NodeJS.ProcessEnv): SvmConfig {
   };
 }
 
+/**
+ * The variables this family reads, for docs/configuration.md (`npm run
+ * docs:config`; a test fails when one read here is missing).
+ */
+const VARIABLES: readonly ConfigVariable[] = [
+  {
+    name: "SVM_RPC_URL",
+    description:
+      "Solana mainnet RPC URL (`http(s)://`). With fee-payer keys, `solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp` is served.",
+  },
+  {
+    name: "SVM_PRIVATE_KEYS",
+    description:
+      "Fee-payer secret keys: base58 of 64 bytes (as Solana wallets export them), one per line or comma-separated (`#` comments allowed).",
+    secret: true,
+  },
+  {
+    name: "SVM_COMMITMENT",
+    default: "`confirmed`",
+    description: "What a Solana settlement waits for: `confirmed` or `finalized`.",
+  },
+  {
+    name: "SVM_MAX_COMPUTE_UNITS",
+    default: "`200000`",
+    description:
+      "Highest compute-unit limit a payment's transaction may set (1 to 1400000; the official client sets 20,000).",
+  },
+  {
+    name: "SVM_MAX_PRIORITY_FEE_MICROLAMPORTS",
+    default: "`50000`",
+    description:
+      "Highest compute-unit price a payment may make a fee payer pay (0 to 5000000; the official scheme would accept up to 5,000,000).",
+  },
+  {
+    name: "SVM_MIN_FEE_PAYER_LAMPORTS",
+    default: "`10000000` (0.01 SOL)",
+    description:
+      "A fee payer with less leaves the rotation (logged; `x402_signer_in_rotation` drops to 0) until topped up.",
+  },
+];
+
 export const svmConfig: FamilyConfig<SvmSetup, SvmSettings> = {
   present: (env) =>
     !!(env["SVM_RPC_URL"] || env["SVM_PRIVATE_KEYS"] || env["SVM_PRIVATE_KEYS_FILE"]),
   hint: "SVM_RPC_URL with SVM_PRIVATE_KEYS_FILE",
+  variables: VARIABLES,
   parse: (env) => {
     const { setup, settings } = parseSvmConfig(env);
     return setup ? { setup, settings } : { settings };

@@ -13,6 +13,7 @@
 import { XRPL_MAINNET_ID } from "./networks.js";
 import { ConfigError } from "../../lib/configError.js";
 import type { FamilyConfig } from "../ports.js";
+import type { ConfigVariable } from "../../lib/envVars.js";
 import type { XrplSettings, XrplSetup } from "./index.js";
 
 export interface XrplConfig {
@@ -44,9 +45,35 @@ export function parseXrplConfig(env: NodeJS.ProcessEnv): XrplConfig {
   };
 }
 
+/**
+ * The variables this family reads, for docs/configuration.md (`npm run
+ * docs:config`; a test fails when one read here is missing).
+ */
+const VARIABLES: readonly ConfigVariable[] = [
+  {
+    name: "XRPL_RPC_URL",
+    description:
+      "rippled JSON-RPC over HTTP(S) for `xrpl:0` (not `ws://`). Alone it serves the XRP Ledger (keyless: no keys to set). Point it at a node that keeps at least the last 1,000 ledgers, or an expired payment stays `settlement_pending`.",
+    example: "XRPL_RPC_URL=https://xrplcluster.com",
+  },
+  {
+    name: "XRPL_MAX_FEE_DROPS",
+    default: "`10000` (0.01 XRP)",
+    description:
+      "Highest fee (drops, at least 10) a payment may carry; above it the payment is refused.",
+  },
+  {
+    name: "XRPL_MIN_LEDGER_CLOSE_SECONDS",
+    default: "`3`",
+    description:
+      "Fastest ledger close assumed (0.5 to 60 s) when bounding `LastLedgerSequence` by `maxTimeoutSeconds`; mainnet closes every 3 to 5 s.",
+  },
+];
+
 export const xrplConfig: FamilyConfig<XrplSetup, XrplSettings> = {
   present: (env) => !!env["XRPL_RPC_URL"],
   hint: "XRPL_RPC_URL",
+  variables: VARIABLES,
   parse: (env) => {
     const { setup, settings } = parseXrplConfig(env);
     return setup ? { setup, settings } : { settings };

@@ -1,9 +1,9 @@
 /**
- * A settle as an ordered list of named stages (DESIGN "A settle, step by
- * step"). Each stage receives the shared context and `next`, the rest of the
- * list; it may answer without calling `next` (a replay, a duplicate), act
- * before it (reserve, record intent) and after it (commit, release). A new
- * concern is one more entry in the list.
+ * A settle as an ordered list of named stages (docs/architecture.md, "The
+ * settle path, stage by stage"). Each stage receives the shared context and
+ * `next`, the rest of the list; it may answer without calling `next` (a
+ * replay, a duplicate), act before it (reserve, record intent) and after it
+ * (commit, release). A new concern is one more entry in the list.
  */
 import type { SettleResponse } from "@x402/core/types";
 import type { InspectedPayment, PaymentRequest } from "../../../protocol/index.js";
