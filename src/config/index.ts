@@ -455,6 +455,11 @@ export const VARIABLES: {
         "On `SIGTERM`, how long in-flight requests may finish before their connections are cut (their settlements stay `pending` for the reconciler); at least 1000. The process exits 0 after closing the database and handing back its signer leases.",
     },
     {
+      name: "EXTRA_ASSETS",
+      description:
+        "Assets settled beside the ones each family lists (USDC, USDG, XRP and RLUSD): entries `network,asset,symbol,decimals` separated by `;`, e.g. `eip155:8453,0x…,EURC,6`. Every other asset is refused with `unsupported_asset` before any chain call: a token's code runs inside our signers' transactions, so list only tokens you vouch for.",
+    },
+    {
       name: "BUILDER_CODE",
       description:
         "ERC-8021 attribution this service adds to every EVM settlement: its builder code (`w`), 1–32 characters of `a-z`, `0-9`, `_`. Codes from resource servers (`a`) and clients (`s`) are stamped either way.",

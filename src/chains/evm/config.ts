@@ -213,6 +213,12 @@ const VARIABLES: readonly ConfigVariable[] = [
       "A signer account with less native balance leaves the rotation (logged, and `x402_signer_in_rotation` drops to 0) until it is topped up. `0` disables the check.",
   },
   {
+    name: "EVM_MAX_GAS_PER_TX",
+    default: "`3000000`",
+    description:
+      "The most gas one settlement transaction may be given (100,000 to 30,000,000); above it the settle is refused `gas_limit_too_high` and nothing is sent. With `EVM_MAX_GAS_PRICE_GWEI_<chainId>` it bounds what one settlement can cost.",
+  },
+  {
     name: "EVM_STUCK_TX_MS",
     default: "3 block times, at least 5 s",
     description:

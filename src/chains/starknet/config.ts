@@ -142,6 +142,12 @@ const VARIABLES: readonly ConfigVariable[] = [
     description:
       "How far the sequencer's timestamp may trail ours (5 to 120 s), when checking `Execute After` / `Execute Before`.",
   },
+  {
+    name: "STARKNET_MAX_FEE_STRK",
+    default: "`1`",
+    description:
+      "The most one settlement may cost an executor, in STRK: the simulation's resource bounds (amount times price, summed) above it are refused `invalid_exact_starknet_fee_too_high` and nothing is sent.",
+  },
 ];
 
 export const starknetConfig: FamilyConfig<StarknetSetup, StarknetSettings> = {
