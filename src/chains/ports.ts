@@ -114,7 +114,13 @@ export interface JournalEntry {
  */
 export interface TransactionJournal {
   sent(entry: JournalEntry): Promise<void>;
-  finished(reference: string, status: "success" | "reverted", block?: bigint): Promise<void>;
+  /** `fee`: what it cost the account that sent it, in the chain's smallest native unit. */
+  finished(
+    reference: string,
+    status: "success" | "reverted",
+    block?: bigint,
+    fee?: bigint,
+  ): Promise<void>;
 }
 
 export const noopJournal: TransactionJournal = {
@@ -212,6 +218,8 @@ export interface FamilyContext {
   pendingSettlements?: PendingSettlementStore;
   /** Told whether the family's signature checks run on native code (a metric). */
   onNativeRecovery?: (active: boolean) => void;
+  /** What one of our transactions cost, in whole native units, once mined (a metric). */
+  onFeePaid?: (network: string, status: "success" | "reverted", fee: number) => void;
 }
 
 /**

@@ -102,6 +102,8 @@ export interface Config {
     readonly starterLimit: number;
     readonly proLimit: number;
     readonly maxLimit: number;
+    /** Settlements failing on-chain per network per hour before an account is held off. */
+    readonly failuresPerHour: { readonly free: number; readonly paid: number };
   };
   readonly webhooks: {
     /** Let webhook endpoints be private, loopback or link-local addresses (SSRF guard off). */
@@ -179,6 +181,10 @@ const EnvSchema = z.object({
   PLAN_STARTER_LIMIT: intVar("PLAN_STARTER_LIMIT", 0, 2_000_000_000, 10_000),
   PLAN_PRO_LIMIT: intVar("PLAN_PRO_LIMIT", 0, 2_000_000_000, 100_000),
   PLAN_MAX_LIMIT: intVar("PLAN_MAX_LIMIT", 0, 2_000_000_000, 1_000_000),
+  // An honest merchant's settles fail before anything is sent (a balance, a
+  // signature) and never count; these are failures that cost us gas.
+  FAILED_SETTLES_PER_HOUR_FREE: intVar("FAILED_SETTLES_PER_HOUR_FREE", 1, 1_000_000, 20),
+  FAILED_SETTLES_PER_HOUR_PAID: intVar("FAILED_SETTLES_PER_HOUR_PAID", 1, 1_000_000, 500),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(["true", "false", ""]).default("false"),
   // Every network, as production lists them: a fresh `npm start` serves what
   // `GET /supported` lists in production. DEVNET_NETWORKS narrows it.
@@ -372,6 +378,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       starterLimit: e.PLAN_STARTER_LIMIT,
       proLimit: e.PLAN_PRO_LIMIT,
       maxLimit: e.PLAN_MAX_LIMIT,
+      failuresPerHour: {
+        free: e.FAILED_SETTLES_PER_HOUR_FREE,
+        paid: e.FAILED_SETTLES_PER_HOUR_PAID,
+      },
     },
     webhooks: { allowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === "true" },
     confidential: {
@@ -593,6 +603,17 @@ export const VARIABLES: {
       name: "PLAN_MAX_LIMIT",
       default: "`1000000`",
       description: "Settlements a month on the `max` plan.",
+    },
+    {
+      name: "FAILED_SETTLES_PER_HOUR_FREE",
+      default: "`20`",
+      description:
+        "How many of a free account's settlements on one network may fail on-chain (after something was sent, so at our gas cost) in an hour; past it, its settles on that network answer 429 `too_many_failed_settlements` with `Retry-After` until the hour has passed. Failures found before sending never count.",
+    },
+    {
+      name: "FAILED_SETTLES_PER_HOUR_PAID",
+      default: "`500`",
+      description: "The same limit for accounts on a paid plan.",
     },
   ],
   webhooks: [

@@ -76,6 +76,7 @@ export async function createEngine(opts: EngineOptions): Promise<PaymentFacilita
     onTransactionPhase: (network, phase, seconds) =>
       metrics.transactionPhase.observe({ network, phase }, seconds),
     onNativeRecovery: (on) => metrics.nativeRecovery.set(on ? 1 : 0),
+    onFeePaid: (network, outcome, fee) => metrics.gasSpent.inc({ network, outcome }, fee),
     ...(overrides.pollingIntervalMs !== undefined
       ? { pollingIntervalMs: overrides.pollingIntervalMs }
       : {}),

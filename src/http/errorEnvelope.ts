@@ -18,7 +18,9 @@ export function sendError(
 }
 
 export function sendServiceError(reply: FastifyReply, e: ServiceError): FastifyReply {
-  if (e.retryable && httpStatusOf(e.code) >= 500) reply.header("Retry-After", "1");
+  const after = e.details?.["retryAfterSeconds"];
+  if (typeof after === "number") reply.header("Retry-After", String(after));
+  else if (e.retryable && httpStatusOf(e.code) >= 500) reply.header("Retry-After", "1");
   return sendError(reply, e.code, e.message, e.details);
 }
 

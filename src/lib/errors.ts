@@ -21,6 +21,7 @@ export const ERROR_STATUS = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,
+  too_many_failed_settlements: 429,
   internal_error: 500,
   service_unavailable: 503,
 } as const;

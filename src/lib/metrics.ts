@@ -14,6 +14,7 @@ export interface Metrics {
   signerBalance: Gauge<"network" | "signer">;
   rpcReachable: Gauge<"network">;
   reconciled: Counter<"network" | "status">;
+  gasSpent: Counter<"network" | "outcome">;
   nativeRecovery: Gauge;
   verifyThreads: Gauge;
   verifiedOnThread: Counter;
@@ -100,6 +101,14 @@ export function createMetrics(collectProcess = true): Metrics {
       name: "x402_settlements_reconciled_total",
       help: "Interrupted settlements decided from the chain by the reconciler, by outcome",
       labelNames: ["network", "status"],
+      registers: [registry],
+    }),
+    gasSpent: new Counter({
+      name: "x402_signer_gas_spent_total",
+      help:
+        "What our signers' mined settlement transactions cost, in whole native units (ETH, STRK), " +
+        "by outcome: success, or reverted (gas spent for nothing)",
+      labelNames: ["network", "outcome"],
       registers: [registry],
     }),
     rpcReachable: new Gauge({

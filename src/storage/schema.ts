@@ -89,6 +89,8 @@ export interface SettlementTransactionsTable {
     "sent" | "success" | "reverted"
   >;
   block_number: ColumnType<string | null, never, string | number | bigint | null>;
+  /** 0019: what it cost the sending account, in the chain's smallest native unit. */
+  fee: ColumnType<string | null, never, string | null>;
   created_at: CreatedAt;
 }
 

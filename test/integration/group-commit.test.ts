@@ -165,10 +165,10 @@ for (const backend of availableBackends()) {
       const pro = await principal("pro");
       const suspended = await principal("suspended", "payg");
       await setAccountSuspended(database.db, suspended.accountId, true);
-      const one = await measure(() => ledger.reserve(pro.accountId, 1));
+      const one = await measure(() => ledger.reserve(pro.accountId, 1, "eip155:8453"));
       const order = [starter, pro, starter, starter, pro, starter, suspended, starter, pro];
       const { result, roundTrips } = await measure(() =>
-        Promise.allSettled(order.map((p) => ledger.reserve(p.accountId, 1))),
+        Promise.allSettled(order.map((p) => ledger.reserve(p.accountId, 1, "eip155:8453"))),
       );
       // The lone first reservation of a month tries the one-statement grant,
       // finds no row yet, and is decided in turn: it costs one round trip
@@ -203,9 +203,12 @@ for (const backend of availableBackends()) {
     test("one account's reservations that all fit are one statement; near the limit they are decided in turn", async () => {
       const p = await principal("one-account", "starter");
       // The month's row is created by the first reservation.
-      await ledger.reserve(p.accountId, 1);
+      await ledger.reserve(p.accountId, 1, "eip155:8453");
       const fit = await measure(() =>
-        Promise.all([ledger.reserve(p.accountId, 1), ledger.reserve(p.accountId, 1)]),
+        Promise.all([
+          ledger.reserve(p.accountId, 1, "eip155:8453"),
+          ledger.reserve(p.accountId, 1, "eip155:8453"),
+        ]),
       );
       assert.equal(fit.statements, 1, "two reservations that fit: one UPDATE");
       assert.equal(fit.roundTrips, 1);
@@ -214,7 +217,10 @@ for (const backend of availableBackends()) {
 
       // The starter limit is 3: nothing more fits, and nothing is written.
       const over = await measure(() =>
-        Promise.allSettled([ledger.reserve(p.accountId, 1), ledger.reserve(p.accountId, 1)]),
+        Promise.allSettled([
+          ledger.reserve(p.accountId, 1, "eip155:8453"),
+          ledger.reserve(p.accountId, 1, "eip155:8453"),
+        ]),
       );
       assert.deepEqual(
         over.result.map((r) =>
@@ -232,7 +238,7 @@ for (const backend of availableBackends()) {
         plan: "starter",
       });
       const turn = await measure(() =>
-        Promise.allSettled([1, 2, 3].map(() => ledger.reserve(p.accountId, 1))),
+        Promise.allSettled([1, 2, 3].map(() => ledger.reserve(p.accountId, 1, "eip155:8453"))),
       );
       assert.deepEqual(
         turn.result.map((r) =>
@@ -249,7 +255,9 @@ for (const backend of availableBackends()) {
         allowPrivateTargets: true,
       });
       const ids = (await Promise.all(Array.from({ length: 12 }, () => begin(p)))) as string[];
-      const reservations = await Promise.all(ids.map(() => ledger.reserve(p.accountId, 1)));
+      const reservations = await Promise.all(
+        ids.map(() => ledger.reserve(p.accountId, 1, "eip155:8453")),
+      );
       const finish = (i: number) =>
         recorder.finish(
           ids[i]!,
@@ -308,7 +316,9 @@ for (const backend of availableBackends()) {
       const b = await principal("several-b");
       const owners = [a, b, a, b, b];
       const ids = (await Promise.all(owners.map((p) => begin(p)))) as string[];
-      const reservations = await Promise.all(owners.map((p) => ledger.reserve(p.accountId, 1)));
+      const reservations = await Promise.all(
+        owners.map((p) => ledger.reserve(p.accountId, 1, "eip155:8453")),
+      );
       ids.forEach((id, i) => recorder.holdReservation(id, reservations[i]!));
       await Promise.all(
         ids.map((id, i) =>

@@ -62,6 +62,7 @@ export async function createEvm(
     onSignerHealth: (network, address, healthy, balanceWei) =>
       ctx.onSignerHealth(network, address, healthy, Number(balanceWei) / 1e18),
     ...(ctx.onTransactionPhase ? { onTransactionPhase: ctx.onTransactionPhase } : {}),
+    ...(ctx.onFeePaid ? { onFeePaid: ctx.onFeePaid } : {}),
     ...(settings.stuckTxMs !== undefined ? { stuckAfterMs: settings.stuckTxMs } : {}),
     ...(ctx.pollingIntervalMs !== undefined ? { pollingIntervalMs: ctx.pollingIntervalMs } : {}),
   });

@@ -33,6 +33,7 @@ import {
   evmReplayReason,
 } from "./paymentIdentity.js";
 import { chainTimings } from "./chainTimings.js";
+import { foreignRefundClaim } from "./refundClaims.js";
 import { RpcHealth } from "./rpcHealth.js";
 import { evmExactPayloadShapeError, evmUptoPayloadShapeError } from "./payloadShape.js";
 import type { Logger } from "../../lib/logger.js";
@@ -76,6 +77,7 @@ export interface RegisterEvmOptions {
   maxGasPerTransaction?: bigint;
   onSignerHealth?: (network: string, address: string, healthy: boolean, balanceWei: bigint) => void;
   onTransactionPhase?: (network: string, phase: TransactionPhase, seconds: number) => void;
+  onFeePaid?: (network: string, status: "success" | "reverted", fee: number) => void;
   /** JSON-RPC batching per URL; absent = every call on its own request. */
   rpcBatching?: RpcBatching;
   /** Factories allowed to deploy a counterfactual (ERC-6492) payer wallet at settle. */
@@ -137,6 +139,7 @@ export class EvmChainAdapter implements ChainFamily {
         onSignerHealth: (address, healthy, balance) =>
           opts.onSignerHealth?.(network.id, address, healthy, balance),
         onPhase: (phase, seconds) => opts.onTransactionPhase?.(network.id, phase, seconds),
+        onFeePaid: (status, wei) => opts.onFeePaid?.(network.id, status, Number(wei) / 1e18),
       });
       const signer = createEvmSigner({
         publicClient: client,
@@ -279,6 +282,8 @@ export class EvmChainAdapter implements ChainFamily {
       };
     }
     const inner = payload.payload as Record<string, unknown>;
+    const foreign = foreignRefundClaim(inner, requirements.network);
+    if (foreign) return { ok: false, reason: Reason.invalidPayload, message: foreign };
     if (!("authorization" in inner)) return { ok: true, requirements };
     return this.withTokenDomain(runtime, requirements);
   }

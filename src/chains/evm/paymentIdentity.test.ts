@@ -79,9 +79,17 @@ describe("EVM quota units (spec section 8)", () => {
     );
   });
 
-  test("batch-settlement deposit, settle and refund count zero", () => {
+  test("batch-settlement deposit, settle and a refund with no claims count zero", () => {
     for (const type of ["deposit", "settle", "refund"]) {
       assert.equal(evmQuotaUnits(payload({ type }), requirements("batch-settlement")), 0, type);
     }
+  });
+
+  test("a refund counts the vouchers its claims settle: they are claims like any other", () => {
+    const claims = [{ v: 1 }, { v: 2 }];
+    assert.equal(
+      evmQuotaUnits(payload({ type: "refund", claims }), requirements("batch-settlement")),
+      2,
+    );
   });
 });

@@ -56,18 +56,19 @@ export function evmAuthorizationKey(
 
 /**
  * Quota units a success costs (spec section 8): for `batch-settlement`, one
- * per voucher of a `claim` and none for `deposit`, `settle` and `refund`;
- * one for everything else.
+ * per voucher claimed, by a `claim` or by the claims a `refund` carries
+ * (the refund itself, a `deposit` and a `settle` cost none); one for
+ * everything else.
  */
 export function evmQuotaUnits(payload: PaymentPayload, requirements: PaymentRequirements): number {
   if (requirements.scheme !== "batch-settlement") return 1;
   const body = inner(payload);
   const type = body["type"];
-  if (type === "claim") {
+  if (type === "claim" || type === "refund") {
     const claims = body["claims"];
     return Array.isArray(claims) ? claims.length : 0;
   }
-  if (type === "deposit" || type === "settle" || type === "refund") return 0;
+  if (type === "deposit" || type === "settle") return 0;
   return 1;
 }
 

@@ -48,6 +48,8 @@ export interface SignerPoolOptions {
   onSignerHealth?: (address: string, healthy: boolean, balanceWei: bigint) => void;
   /** A transaction's broadcast time, and its time from acceptance to receipt. */
   onPhase?: (phase: TransactionPhase, seconds: number) => void;
+  /** What a mined transaction of ours cost, in wei. */
+  onFeePaid?: (status: "success" | "reverted", wei: bigint) => void;
   /**
    * Cross-replica leasing of the accounts (several replicas, one key set).
    * Without it this process uses every account.
@@ -228,8 +230,10 @@ export class EvmSignerPool {
       this.inflight.delete(h.toLowerCase());
       if (h.toLowerCase() !== r.transactionHash.toLowerCase()) this.watcher.forget(h);
     }
+    const fee = r.gasUsed * r.effectiveGasPrice;
+    this.opts.onFeePaid?.(r.status, fee);
     void this.opts.journal
-      .finished(r.transactionHash, r.status, r.blockNumber)
+      .finished(r.transactionHash, r.status, r.blockNumber, fee)
       .catch((e: unknown) =>
         this.opts.log.error({ err: String(e), tx: r.transactionHash }, "could not journal receipt"),
       );

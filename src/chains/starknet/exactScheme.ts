@@ -51,6 +51,19 @@ export interface StarknetSchemeSettings {
    * nothing sent (a payer's account contract is arbitrary code).
    */
   maxFeeFri?: bigint;
+  /** What a mined transaction of ours cost, in whole STRK (a metric). */
+  onFeePaid?: (status: "success" | "reverted", strk: number) => void;
+}
+
+/** What a receipt says the transaction cost, in FRI, when it says so in FRI. */
+function feeOf(receipt: { actual_fee?: { amount?: unknown; unit?: unknown } }): bigint | undefined {
+  const fee = receipt.actual_fee;
+  if (!fee || fee.unit !== "FRI" || fee.amount === undefined) return undefined;
+  try {
+    return BigInt(String(fee.amount));
+  } catch {
+    return undefined;
+  }
 }
 
 /** The most a transaction with these bounds can cost, in FRI. */
@@ -160,6 +173,10 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
     private readonly journal: TransactionJournal,
     private readonly settings: StarknetSchemeSettings,
   ) {}
+
+  private report(status: "success" | "reverted", fee: bigint | undefined): void {
+    if (fee !== undefined) this.settings.onFeePaid?.(status, Number(fee) / 1e18);
+  }
 
   /** The executor to name as `Caller`, in rotation among healthy ones. */
   getExtra(): Record<string, unknown> {
@@ -273,6 +290,7 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
       block_number?: number;
       revert_reason?: string;
       events?: EmittedEvent[];
+      actual_fee?: { amount?: unknown; unit?: unknown };
     };
     try {
       receipt = (await this.rpc.ask((p) =>
@@ -295,8 +313,10 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
       receipt.finality_status === "ACCEPTED_ON_L2" || receipt.finality_status === "ACCEPTED_ON_L1";
     if (!accepted || receipt.block_number === undefined) return { state: "pending" };
     const block = BigInt(receipt.block_number);
+    const fee = feeOf(receipt);
     if (receipt.execution_status !== "SUCCEEDED") {
-      await this.journal.finished(txHash, "reverted", block);
+      this.report("reverted", fee);
+      await this.journal.finished(txHash, "reverted", block, fee);
       return {
         state: "failed",
         reason:
@@ -307,7 +327,8 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
       };
     }
     const held = holdsExpectedTransfer(receipt.events ?? [], want);
-    await this.journal.finished(txHash, "success", block);
+    this.report("success", fee);
+    await this.journal.finished(txHash, "success", block, fee);
     if (!held.ok) {
       return { state: "failed", reason: StarknetReason.transferMissing, message: held.message };
     }

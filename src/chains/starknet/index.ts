@@ -89,6 +89,7 @@ export class StarknetChainAdapter implements ChainFamily {
         settleTimeoutMs: ctx.settleTimeoutMs,
         pollMs: ctx.pollingIntervalMs ?? 1000,
         maxFeeFri: settings.maxFeeFri,
+        ...(ctx.onFeePaid ? { onFeePaid: (status, strk) => ctx.onFeePaid!(id, status, strk) } : {}),
       });
       const block = new RecentRead(() => rpc.ask((p) => p.getBlockNumber()), 250);
       this.runtimes.set(id, { network, rpc, executors, scheme, block });

@@ -28,6 +28,12 @@ export interface PlanLimits {
   starterLimit: number;
   proLimit: number;
   maxLimit: number;
+  /**
+   * Settlements an account may see fail on-chain (our gas spent) on one
+   * network in an hour before its settles there are refused for a while;
+   * free accounts get fewer. Absent: 20 free, 500 paid.
+   */
+  failuresPerHour?: { free: number; paid: number };
 }
 
 /**

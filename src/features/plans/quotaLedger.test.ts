@@ -35,7 +35,7 @@ describe("quota ledger", () => {
     const account = await createAccount(database.db, "starter");
     await setAccountPlan(database.db, account.id, "starter");
     const results = await Promise.allSettled(
-      Array.from({ length: 10 }, () => ledger.reserve(account.id, 1)),
+      Array.from({ length: 10 }, () => ledger.reserve(account.id, 1, "eip155:8453")),
     );
     const granted = results.filter((r) => r.status === "fulfilled");
     const refused = results.filter((r) => r.status === "rejected");
@@ -49,8 +49,8 @@ describe("quota ledger", () => {
   test("release gives units back; commit turns them into usage", async () => {
     const account = await createAccount(database.db, "release");
     await setAccountPlan(database.db, account.id, "starter");
-    const a = await ledger.reserve(account.id, 1);
-    const b = await ledger.reserve(account.id, 1);
+    const a = await ledger.reserve(account.id, 1, "eip155:8453");
+    const b = await ledger.reserve(account.id, 1, "eip155:8453");
     await ledger.release(a);
     await ledger.commit(b, null);
     assert.deepEqual(await usage(account.id), { used: 1, reserved: 0 });
@@ -92,7 +92,7 @@ describe("quota ledger", () => {
   test("a suspended account is refused with account_suspended", async () => {
     const account = await createAccount(database.db, "suspended");
     await setAccountSuspended(database.db, account.id, true);
-    await assert.rejects(ledger.reserve(account.id, 1), (e: unknown) => {
+    await assert.rejects(ledger.reserve(account.id, 1, "eip155:8453"), (e: unknown) => {
       return e instanceof ServiceError && e.code === "account_suspended";
     });
   });

@@ -47,7 +47,13 @@ export interface QuotaCharge {
 interface ReserveRequest {
   accountId: string;
   units: number;
+  /** The network the settle is for: the failure limit is counted per network. */
+  network: string;
 }
+
+/** How long failed settlements count against an account. */
+const FAILURE_WINDOW_MS = 60 * 60 * 1000;
+const DEFAULT_FAILURES_PER_HOUR = { free: 20, paid: 500 };
 
 export class QuotaLedger {
   private readonly reservations: GroupCommit<ReserveRequest, QuotaReservation>;
@@ -80,10 +86,14 @@ export class QuotaLedger {
 
   /**
    * Reserves `units` for the account's current month, or throws 402
-   * (`quota_exceeded`, or `account_suspended`) with the body of spec 2.8.
+   * (`quota_exceeded`, or `account_suspended`) with the body of spec 2.8,
+   * or 429 (`too_many_failed_settlements`) when the account's settlements
+   * on `network` failed on-chain too often in the last hour. Every settle
+   * asks, whatever its units (0 reserves nothing): a suspended or
+   * throttled account is refused even a settle that costs no quota.
    */
-  reserve(accountId: string, units: number): Promise<QuotaReservation> {
-    return this.reservations.submit({ accountId, units });
+  reserve(accountId: string, units: number, network: string): Promise<QuotaReservation> {
+    return this.reservations.submit({ accountId, units, network });
   }
 
   /** One flush of reservations: each is granted or refused on its own, in arrival order. */
@@ -98,7 +108,81 @@ export class QuotaLedger {
       const granted = await this.reserveAllOfOne(accountIds[0]!, requests, month, at);
       if (granted) return granted;
     }
-    return this.reserveInTurn(requests, accountIds, month, at);
+    const throttled = await this.throttled(requests, at);
+    const rest = requests.filter((r) => !throttled.has(failureKey(r)));
+    const granted =
+      rest.length > 0
+        ? await this.reserveInTurn(rest, unique(rest.map((r) => r.accountId)).sort(), month, at)
+        : [];
+    let next = 0;
+    return requests.map(
+      (r) =>
+        (throttled.has(failureKey(r))
+          ? { status: "rejected", reason: throttled.get(failureKey(r)) }
+          : granted[next++]!) as PromiseSettledResult<QuotaReservation>,
+    );
+  }
+
+  /**
+   * The refusals of the requests whose account and network are over the
+   * failure limit: settlements that failed after something was sent (our
+   * gas spent) in the last hour. One indexed read per flush, which finds
+   * nothing for an honest account; the plan is read only for the few that
+   * are near a limit.
+   */
+  private async throttled(
+    requests: readonly ReserveRequest[],
+    at: Date,
+  ): Promise<Map<string, ServiceError>> {
+    const pairs = [...new Map(requests.map((r) => [failureKey(r), r])).values()];
+    const since = new Date(at.getTime() - FAILURE_WINDOW_MS);
+    const limits = this.limits.failuresPerHour ?? DEFAULT_FAILURES_PER_HOUR;
+    const rows = await sql<{ account_id: string; network: string; failed_at: Date[] }>`
+      select s.account_id, s.network,
+        array_agg(s.finished_at order by s.finished_at desc) as failed_at
+      from settlements s
+      join unnest(${pairs.map((p) => p.accountId)}::uuid[], ${pairs.map((p) => p.network)}::text[])
+        as r(account_id, network) on s.account_id = r.account_id and s.network = r.network
+      where s.status = 'failed' and s.transaction is not null and s.finished_at > ${since}
+      group by s.account_id, s.network
+      having count(*) >= ${Math.min(limits.free, limits.paid)}`.execute(this.db);
+    const refusals = new Map<string, ServiceError>();
+    if (rows.rows.length === 0) return refusals;
+    const plans = new Map(
+      (
+        await this.db
+          .selectFrom("accounts")
+          .select(["id", "plan"])
+          .where(
+            "id",
+            "in",
+            rows.rows.map((r) => r.account_id),
+          )
+          .execute()
+      ).map((a) => [a.id, planRule(a.plan ?? "free", this.limits).name]),
+    );
+    for (const row of rows.rows) {
+      const plan = plans.get(row.account_id) ?? "free";
+      const limit = plan === "free" ? limits.free : limits.paid;
+      const failures = row.failed_at.length;
+      if (failures < limit) continue;
+      // Settles resume once the failures in the window are fewer than the
+      // limit: when the limit-th most recent one is an hour old.
+      const lifts = new Date(row.failed_at[limit - 1]!).getTime() + FAILURE_WINDOW_MS;
+      const retryAfterSeconds = Math.max(1, Math.ceil((lifts - at.getTime()) / 1000));
+      refusals.set(
+        `${row.account_id}|${row.network}`,
+        new ServiceError(
+          "too_many_failed_settlements",
+          `${failures} of this account's settlements on ${row.network} failed on-chain in the last hour, each at our gas cost; the ${plan} plan allows ${limit}. Settles on ${row.network} resume in ${retryAfterSeconds} s: check the payments you send (an asset, balance or signature that fails on-chain) before retrying`,
+          {
+            retryable: true,
+            details: { network: row.network, failures, limit, plan, retryAfterSeconds },
+          },
+        ),
+      );
+    }
+    return refusals;
   }
 
   /**
@@ -127,6 +211,12 @@ export class QuotaLedger {
       ),
       sql` `,
     )} else ${planRule("free", this.limits).hardLimit}::int end)`;
+    // The account's on-chain failures on these networks in the last hour,
+    // under its plan's failure limit (counted together: stricter than per
+    // network; one over it is decided in turn, per network, exactly).
+    const failures = this.limits.failuresPerHour ?? DEFAULT_FAILURES_PER_HOUR;
+    const networks = unique(requests.map((r) => r.network));
+    const since = new Date(at.getTime() - FAILURE_WINDOW_MS);
     const granted = await sql<{ plan: string | null }>`
       update quota_usage q
       set reserved = q.reserved + ${units}::int, updated_at = ${at}
@@ -134,6 +224,11 @@ export class QuotaLedger {
       where q.account_id = ${accountId} and q.month = ${month} and a.id = q.account_id
         and a.suspended_at is null
         and (${limit} is null or q.used + q.reserved + ${units}::int <= ${limit})
+        and (select count(*) from settlements s
+          where s.account_id = q.account_id and s.network = any(${networks}::text[])
+            and s.status = 'failed' and s.transaction is not null and s.finished_at > ${since})
+          < (case coalesce(a.plan, 'free') when 'free' then ${failures.free}::int
+              else ${failures.paid}::int end)
       returning a.plan`.execute(this.db);
     const row = granted.rows[0];
     if (!row) return undefined;
@@ -417,4 +512,8 @@ export async function setAccountSuspended(
     })
     .where("id", "=", accountId)
     .execute();
+}
+
+function failureKey(r: { accountId: string; network: string }): string {
+  return `${r.accountId}|${r.network}`;
 }

@@ -301,8 +301,9 @@ export class SettlementRecorder {
     reference: string,
     status: "success" | "reverted",
     block?: bigint,
+    fee?: bigint,
   ): Promise<void> {
-    await this.mined.submit({ reference, status, block });
+    await this.mined.submit({ reference, status, block, fee });
   }
 
   /** A pending row with its journaled transactions, as the chain families reconcile it. */

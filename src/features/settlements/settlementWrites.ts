@@ -49,6 +49,8 @@ export interface MinedTransaction {
   reference: string;
   status: "success" | "reverted";
   block: bigint | undefined;
+  /** What it cost the sending account, in the chain's smallest native unit. */
+  fee?: bigint | undefined;
 }
 
 /**
@@ -118,12 +120,14 @@ export async function journalMined(
 ): Promise<void> {
   await sql`
     update settlement_transactions t
-    set status = m.status, block_number = coalesce(m.block_number, t.block_number)
+    set status = m.status, block_number = coalesce(m.block_number, t.block_number),
+      fee = coalesce(m.fee, t.fee)
     from unnest(
       ${mined.map((m) => m.reference)}::text[],
       ${mined.map((m) => m.status)}::text[],
-      ${mined.map((m) => (m.block === undefined ? null : m.block.toString()))}::bigint[]
-    ) as m(reference, status, block_number)
+      ${mined.map((m) => (m.block === undefined ? null : m.block.toString()))}::bigint[],
+      ${mined.map((m) => (m.fee === undefined ? null : m.fee.toString()))}::numeric[]
+    ) as m(reference, status, block_number, fee)
     where t.reference = m.reference`.execute(db);
 }
 

@@ -24,7 +24,12 @@ export class DbTransactionJournal implements TransactionJournal {
     }
   }
 
-  finished(reference: string, status: "success" | "reverted", block?: bigint): Promise<void> {
-    return this.recorder.recordFinished(reference, status, block);
+  finished(
+    reference: string,
+    status: "success" | "reverted",
+    block?: bigint,
+    fee?: bigint,
+  ): Promise<void> {
+    return this.recorder.recordFinished(reference, status, block, fee);
   }
 }

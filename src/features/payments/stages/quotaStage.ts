@@ -7,7 +7,9 @@
  * The reservation is then the recorder's: the write that records the
  * outcome gives it back (charging a success) in the same transaction, and
  * when the settle ends without one, this stage has the recorder give it
- * back.
+ * back. Every settle asks, whatever its units (0 reserves nothing): a
+ * suspended account is refused even a settle that costs no quota, and so is
+ * an account over the on-chain failure limit on the network.
  */
 import type { QuotaLedger } from "../../plans/quotaLedger.js";
 import type { SettlementRecorder } from "../../settlements/settlementRecorder.js";
@@ -17,10 +19,16 @@ export function quotaStage(quota: QuotaLedger, recorder: SettlementRecorder): Se
   return {
     name: "quota",
     async run(ctx, next) {
-      if (ctx.units <= 0) return next();
+      // Every settle asks, whatever its units: a suspended account, or one
+      // whose settles keep failing on-chain at our gas cost, is refused even
+      // a settle that costs no quota (a batch deposit, a refund, xrpl:0).
       const id = ctx.settlementId!;
+      const network = ctx.request.paymentRequirements.network;
       try {
-        recorder.holdReservation(id, await quota.reserve(ctx.principal.accountId, ctx.units));
+        recorder.holdReservation(
+          id,
+          await quota.reserve(ctx.principal.accountId, ctx.units, network),
+        );
       } catch (e) {
         await recorder.withdraw(id);
         throw e;
