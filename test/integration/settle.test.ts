@@ -129,6 +129,18 @@ for (const backend of availableBackends()) {
       assert.equal(row.error_reason, "invalid_exact_evm_payload_authorization_valid_before");
       assert.equal(row.transaction, null);
       assert.equal(row.api_key_id !== null, true);
+      // A final row keeps the payment's facts, not its signature: a signed
+      // authorization of a failed settle cannot be lifted from the database.
+      const stored = row.request as {
+        paymentPayload: { payload: { authorization: { from: string }; signature?: string } };
+        paymentRequirements: { amount: string };
+      };
+      assert.equal(stored.paymentPayload.payload.signature, undefined);
+      assert.equal(
+        stored.paymentPayload.payload.authorization.from,
+        privateKeyToAccount(payerKey).address,
+      );
+      assert.equal(stored.paymentRequirements.amount, requirements.amount);
     });
 
     test("an unsupported network is a recorded failure with a reason", async () => {

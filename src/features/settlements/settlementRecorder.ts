@@ -46,6 +46,7 @@ import {
   journalSent,
   transitionRows,
   HOLDS_AUTHORIZATION,
+  REDACTED_REQUEST,
   type MinedTransaction,
   type RowTransition,
   type SentTransaction,
@@ -439,8 +440,9 @@ export class SettlementRecorder {
   async finishFromChain(id: string, outcome: ChainOutcome): Promise<SettlementRow | undefined> {
     return this.db.transaction().execute(async (trx) => {
       const row = await trx
-        .updateTable("settlements")
+        .updateTable("settlements as s")
         .set({
+          request: REDACTED_REQUEST as never,
           status: outcome.status,
           ...(outcome.transaction ? { transaction: outcome.transaction } : {}),
           error_reason: outcome.status === "failed" ? outcome.reason : null,

@@ -35,6 +35,15 @@ export interface RowTransition {
 }
 
 /**
+ * A final row's stored request without its signatures and signed
+ * transactions (migration 0020): only a pending row may need them, to be
+ * reconciled.
+ */
+export const REDACTED_REQUEST = sql<string>`case when s.request ? 'paymentPayload'
+  then jsonb_set(s.request, '{paymentPayload}', redact_signed(s.request -> 'paymentPayload'))
+  else s.request end`;
+
+/**
  * The rows that hold their authorization: one at a time per key (migration
  * 0018). A success that moved nothing does not hold it.
  */
@@ -204,7 +213,8 @@ export async function transitionRows(
         success_answered_at = case when o.status = 'succeeded' and o.answered_to is not null
           then o.finished_at else s.success_answered_at end,
         success_request_id = case when o.status = 'succeeded' and o.answered_to is not null
-          then o.answered_to else s.success_request_id end
+          then o.answered_to else s.success_request_id end,
+        request = case when o.status <> 'pending' then ${REDACTED_REQUEST} else s.request end
     from unnest(
       ${column((t) => t.id)}::uuid[],
       ${column((t) => t.status)}::text[],
