@@ -283,6 +283,16 @@ describe("XRP Ledger end to end through the service", () => {
         },
       ],
       ["invalid_exact_xrpl_payload", base, async () => "ABCD"],
+      [
+        // RLUSD's code from another issuer is another asset: not settled here.
+        "unsupported_asset",
+        requirements({
+          asset: RLUSD_CURRENCY,
+          amount: "1",
+          extra: { issuer: stranger.classicAddress },
+        }),
+        () => sign(wallet, base),
+      ],
     ];
     // The stranger must exist for a trust-line miss to be tecPATH_DRY rather than tecNO_DST.
     ledger().fund(stranger.classicAddress, 50_000_000n);

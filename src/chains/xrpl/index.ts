@@ -135,6 +135,20 @@ export class XrplChainAdapter implements ChainFamily {
     if (typeof asset === "string") {
       return { ok: false, reason: Reason.invalidPaymentRequirements, message: asset };
     }
+    // An issued currency is its code and its issuer: the same code from
+    // another issuer is another asset, settled only when listed.
+    if (asset.kind === "issued") {
+      const listed = this.runtimes
+        .get(requirements.network)
+        ?.network.assets.find((a) => a.kind === "issued" && a.currency === asset.currency);
+      if (listed && listed.kind === "issued" && listed.issuer !== asset.issuer) {
+        return {
+          ok: false,
+          reason: Reason.unsupportedAsset,
+          message: `${listed.symbol} on ${requirements.network} is issued by ${listed.issuer}; paymentRequirements.extra.issuer names ${asset.issuer}`,
+        };
+      }
+    }
     return { ok: true, requirements };
   }
 
