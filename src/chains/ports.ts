@@ -80,8 +80,6 @@ export interface FamilyConfig<Setup, Settings> {
 export type PreparedPayment =
   { ok: true; requirements: PaymentRequirements } | { ok: false; reason: string; message: string };
 
-export type { PaymentRequest };
-
 /**
  * A transaction sent on behalf of a settlement, as the journal keeps it.
  * `reference` is the chain's own id for it (a hash or a signature); `detail`

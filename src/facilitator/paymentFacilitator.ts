@@ -40,7 +40,7 @@ import { sanitizeMessage } from "./sanitize.js";
 import { PerBlockVerifyCache } from "./verifyCache.js";
 import { VerifyThreadGoneError, type VerifyThreadPool } from "./verifyThreadPool.js";
 
-export { X402_VERSION, type PaymentRequest, type SupportedResponse };
+export type { PaymentRequest, SupportedResponse };
 
 /** The payment engine as the service sees it (features declare their own view of it). */
 export class PaymentFacilitator {

@@ -328,7 +328,6 @@ export interface Database {
 }
 
 export type Account = Selectable<AccountsTable>;
-export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type SettlementRow = Selectable<SettlementsTable>;
 /** A settlement without its stored request: what an outcome write reads back. */
 export type SettlementOutcomeRow = Omit<SettlementRow, "request">;

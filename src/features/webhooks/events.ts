@@ -147,14 +147,6 @@ async function readEventContext(
   });
 }
 
-/** The outbox row for one just-finished settlement (see `recordSettlementEvents`). */
-export async function recordSettlementEvent(
-  trx: Transaction<Database>,
-  row: SettlementOutcomeRow,
-): Promise<string | undefined> {
-  return (await recordSettlementEvents(trx, [row]))[0];
-}
-
 const eventType = (row: SettlementOutcomeRow): SettlementEventType =>
   row.status === "succeeded" ? "settlement.succeeded" : "settlement.failed";
 
