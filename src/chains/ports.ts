@@ -12,7 +12,7 @@ import type { Logger } from "../lib/logger.js";
 import type { ConfidentialVaultFactory } from "./confidentialPort.js";
 
 /** An asset a network settles, as `paymentRequirements.asset` names it. */
-export interface AssetDescription {
+interface AssetDescription {
   /** The asset id in requirements: a token address, a mint, a currency code, "XRP". */
   readonly id: string;
   readonly symbol: string;

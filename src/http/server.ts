@@ -16,7 +16,7 @@ import { findBodyProblem } from "./bodyGuard.js";
 import { requireApiKey } from "./auth.js";
 import { requireSession } from "./sessionAuth.js";
 
-export interface RouteEntry {
+interface RouteEntry {
   method: string;
   url: string;
   auth: "apiKey" | "session" | "none";

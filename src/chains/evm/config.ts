@@ -18,7 +18,7 @@ import { intVar, listEntries, optionalMs, parseEnv, readSecret } from "../../lib
 import type { FamilyConfig } from "../ports.js";
 import { DEVNET_WALLET_FACTORY_ADDRESS, EVM_NETWORKS, findEvmNetwork } from "./networks.js";
 
-export interface EvmNetworkConfig {
+interface EvmNetworkConfig {
   /** CAIP-2 id. */
   readonly id: string;
   readonly rpcUrls: readonly string[];

@@ -11,9 +11,9 @@ import { randomUUID } from "node:crypto";
 import type { Transaction } from "kysely";
 import type { Database, SettlementOutcomeRow } from "../../storage/schema.js";
 
-export type SettlementEventType = "settlement.succeeded" | "settlement.failed";
+type SettlementEventType = "settlement.succeeded" | "settlement.failed";
 
-export interface SettlementEventData {
+interface SettlementEventData {
   id: string;
   network: string;
   scheme: string;
@@ -40,7 +40,7 @@ export interface SettlementEvent {
 const iso = (d: Date | string | null): string | null =>
   d === null ? null : (d instanceof Date ? d : new Date(d)).toISOString();
 
-export function settlementEvent(
+function settlementEvent(
   row: SettlementOutcomeRow,
   apiKeyName: string | null,
   now = new Date(),

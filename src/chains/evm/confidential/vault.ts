@@ -88,7 +88,7 @@ export type {
   SignedReceipt,
 } from "../../confidentialPort.js";
 
-export function withdrawTypedData(chainId: number, vault: Address, request: WithdrawRequest) {
+function withdrawTypedData(chainId: number, vault: Address, request: WithdrawRequest) {
   return {
     domain: vaultDomain(chainId, vault),
     types: withdrawTypes,
