@@ -132,7 +132,7 @@ function entry(i: number, rand: () => number): CatalogDraft {
 }
 
 /** Seeds `count` varied entries, the same ones on every run. */
-export async function seedCatalog(opened: OpenedDb, count: number): Promise<void> {
+async function seedCatalog(opened: OpenedDb, count: number): Promise<void> {
   const rand = prng(402);
   for (let i = 0; i < count; i++) await upsertCatalogEntry(opened.db, entry(i, rand), null);
 }

@@ -14,7 +14,7 @@ export interface Share<K> {
 }
 
 /** A function, with the category its time counted for (a native one can count for several). */
-export interface FunctionKey {
+interface FunctionKey {
   label: string;
   category: Category;
 }

@@ -15,7 +15,7 @@
  */
 import type { CallFrame, FrameTime } from "./cpuProfile.js";
 
-export const CATEGORY = {
+const CATEGORY = {
   database: "embedded database (PGlite)",
   databaseClient: "SQL building and driver (kysely, pg)",
   hashing: "hashing (keccak, node:crypto)",

@@ -23,7 +23,7 @@ export interface Phase {
   windows: readonly TimeWindow[];
 }
 
-export interface ProfiledPhase {
+interface ProfiledPhase {
   label: string;
   seconds: number;
   /** All threads together. */

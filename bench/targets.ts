@@ -7,7 +7,7 @@ import { percentile, type LoadResult } from "./load.js";
 import { validPerSecond } from "./harness.js";
 import type { Side } from "./evm.js";
 
-export type DatabaseKind = "pglite" | "postgres";
+type DatabaseKind = "pglite" | "postgres";
 
 export interface TargetRun {
   database: DatabaseKind;

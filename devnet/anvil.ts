@@ -56,7 +56,7 @@ const STOP_GRACE_MS = 2_000;
 const PORT_ATTEMPTS = 3;
 
 /** The anvil binary: the platform package first, the npm bin wrapper second. */
-export function anvilBinary(): string {
+function anvilBinary(): string {
   const arch = process.arch === "x64" ? "amd64" : process.arch;
   const exe = process.platform === "win32" ? "anvil.exe" : "anvil";
   const pkg = `@foundry-rs/anvil-${process.platform}-${arch}`;

@@ -24,7 +24,7 @@ import { fileURLToPath } from "node:url";
 import type { Abi, Hex } from "viem";
 import { siblingEntry } from "../src/lib/siblingEntry.js";
 
-export interface Artifact {
+interface Artifact {
   abi: Abi;
   /** Creation code (constructor included). */
   bytecode: Hex;

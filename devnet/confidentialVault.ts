@@ -23,7 +23,7 @@ import { FHEVM_HOST, placeFhevmHost } from "./fhevm.js";
 import { devnetConfidentialOperatorKey, devnetReceiptSignerKey } from "./keys.js";
 
 /** Where the devnet keeps the vault: fixed, so a resource server's configuration never changes. */
-export const CONFIDENTIAL_VAULT_ADDRESS: Address = "0x4020C0F1De000000000000000000000000000008";
+const CONFIDENTIAL_VAULT_ADDRESS: Address = "0x4020C0F1De000000000000000000000000000008";
 
 /** The only network with a confidential vault (spec 2.7). */
 export const CONFIDENTIAL_NETWORK_ID = "eip155:8453";

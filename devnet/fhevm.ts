@@ -55,7 +55,7 @@ export const FHEVM_HOST = {
  * and coprocessor signatures). On the devnet nothing runs there; these are
  * the values Zama's own mock setup uses.
  */
-export const FHEVM_GATEWAY = {
+const FHEVM_GATEWAY = {
   chainId: 10901,
   decryption: "0x5ffdaAB0373E62E2ea2944776209aEf29E631A64",
   inputVerification: "0x812b06e1CDCE800494b79fFE4f925A504a9A9810",

@@ -74,8 +74,7 @@ export {
   updateDevnetFile,
   writeDevnetFile,
 } from "./devnetFile.js";
-export type { DevnetFile, DevnetNetworkInfo } from "./devnetFile.js";
-export { devnetDeployerKey, devnetFacilitatorKeys, devnetPayerKeys } from "./keys.js";
+export type { DevnetFile } from "./devnetFile.js";
 
 export interface DevnetOptions {
   /** CAIP-2 ids; default `["eip155:8453"]`. The caller expands "all" (see allDevnetNetworkIds). */

@@ -17,7 +17,7 @@ import { HDKey, hdKeyToAccount } from "viem/accounts";
 export const DEVNET_MNEMONIC = "test test test test test test test test test test test junk";
 
 /** First payer index; facilitator keys live below it. */
-export const PAYER_INDEX_BASE = 100;
+const PAYER_INDEX_BASE = 100;
 
 let master: HDKey | undefined;
 const cache = new Map<string, Hex>();

@@ -1,15 +1,52 @@
 #!/usr/bin/env node
-// Runs every *.test.ts under src/, devnet/, bench/ and test/ with node's built-in test
-// runner (through tsx), prints the spec report, and ends with the plain line
-// "N passed, N failed" that CI reads.
+// Runs the *.test.ts files with node's built-in test runner (through tsx),
+// prints the spec report, and ends with the plain line "N passed, N failed"
+// that CI reads (scripts/summary-reporter.mjs).
 //
+//   node scripts/run-tests.mjs --unit          the unit lane (`npm run test:unit`): every
+//                                              src/**/*.test.ts, several files at once (one
+//                                              per core, at least 2)
+//   node scripts/run-tests.mjs --integration   the integration lane (`npm run test:integration`):
+//                                              everything under test/, devnet/ and bench/,
+//                                              one file at a time
+//   node scripts/run-tests.mjs --all           the unit lane, then the integration lane
+//                                              (`npm test`): each lane's count on a labelled
+//                                              line, and last the two lanes' total; both
+//                                              lanes run even when the first fails
 //   node scripts/run-tests.mjs [path-filter ...]
+//                                              the files under src/, devnet/, bench/ and test/
+//                                              whose path contains a filter, one at a time
+//
+// A lane takes path filters too (`npm run test:integration -- test/e2e/`).
 import { spawn } from "node:child_process";
-import { readdirSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
+import { parseSummary, summaryLine } from "./summary-reporter.mjs";
 
-const ROOTS = ["src", "devnet", "bench", "test"];
-const filters = process.argv.slice(2);
+const LANES = {
+  unit: {
+    roots: ["src"],
+    // Unit files start their own anvil (on a free port) or an in-memory
+    // PGlite at most, so they run side by side, one per core.
+    concurrency: Math.max(2, availableParallelism()),
+  },
+  integration: {
+    roots: ["test", "devnet", "bench"],
+    // Integration tests start chains and servers: one file at a time keeps a
+    // 2-core machine responsive and the output readable.
+    concurrency: 1,
+  },
+};
+
+const args = process.argv.slice(2);
+const mode = ["unit", "integration", "all"].find((m) => args.includes(`--${m}`));
+const filters = args.filter((a) => !a.startsWith("--"));
+const unknown = args.filter((a) => a.startsWith("--") && a !== `--${mode}`);
+if (unknown.length > 0) {
+  console.error(`unknown option ${unknown.join(" ")} (--unit, --integration or --all)`);
+  process.exit(2);
+}
 
 function find(dir) {
   let out = [];
@@ -28,29 +65,83 @@ function find(dir) {
   return out;
 }
 
-const files = ROOTS.flatMap(find)
-  .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
-  .sort();
+function filesUnder(roots) {
+  return roots
+    .flatMap(find)
+    .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
+    .sort();
+}
+
+/**
+ * Runs `files` in one `node --test`; the spec report goes to stdout, the
+ * summary line to `summaryFile` when given (else to stdout as well).
+ * Resolves with the exit code.
+ */
+function runFiles(files, concurrency, summaryFile) {
+  const nodeArgs = [
+    "--import",
+    "tsx",
+    "--test",
+    `--test-concurrency=${concurrency}`,
+    "--test-reporter=spec",
+    "--test-reporter-destination=stdout",
+    "--test-reporter=./scripts/summary-reporter.mjs",
+    `--test-reporter-destination=${summaryFile ?? "stdout"}`,
+    ...files,
+  ];
+  const child = spawn(process.execPath, nodeArgs, {
+    stdio: "inherit",
+    env: { ...process.env, NODE_ENV: "test" },
+  });
+  return new Promise((resolve) => {
+    child.on("exit", (code, signal) => resolve(signal ? 1 : (code ?? 1)));
+  });
+}
+
+if (mode === "all") {
+  const dir = mkdtempSync(join(tmpdir(), "run-tests-"));
+  const total = { passed: 0, failed: 0, skipped: 0 };
+  let failedLanes = 0;
+  let ran = 0;
+  for (const [name, lane] of Object.entries(LANES)) {
+    const files = filesUnder(lane.roots);
+    if (files.length === 0) {
+      console.log(`\n${name} lane: no test files matched`);
+      continue;
+    }
+    ran++;
+    console.log(
+      `\n${name} lane: ${files.length} file${files.length === 1 ? "" : "s"}, ${lane.concurrency} at a time\n`,
+    );
+    const summaryFile = join(dir, `${name}.txt`);
+    const code = await runFiles(files, lane.concurrency, summaryFile);
+    let counts;
+    try {
+      counts = parseSummary(readFileSync(summaryFile, "utf8"));
+    } catch {
+      counts = undefined;
+    }
+    if (counts) {
+      for (const k of Object.keys(total)) total[k] += counts[k];
+      console.log(`\n${name} lane: ${summaryLine(counts)}`);
+    } else {
+      console.log(`\n${name} lane: no summary (the test runner exited with ${code})`);
+    }
+    if (code !== 0 || !counts) failedLanes++;
+  }
+  rmSync(dir, { recursive: true, force: true });
+  if (ran === 0) {
+    console.error("no test files matched");
+    process.exit(1);
+  }
+  // The last line, for CI: both lanes together.
+  console.log(`\n${summaryLine(total)}`);
+  process.exit(failedLanes > 0 || total.failed > 0 ? 1 : 0);
+}
+
+const files = filesUnder(mode ? LANES[mode].roots : ["src", "devnet", "bench", "test"]);
 if (files.length === 0) {
   console.error("no test files matched");
   process.exit(1);
 }
-
-const args = [
-  "--import",
-  "tsx",
-  "--test",
-  // Integration tests start chains and servers: one file at a time keeps a
-  // 2-core machine responsive and the output readable.
-  "--test-concurrency=1",
-  "--test-reporter=spec",
-  "--test-reporter-destination=stdout",
-  "--test-reporter=./scripts/summary-reporter.mjs",
-  "--test-reporter-destination=stdout",
-  ...files,
-];
-const child = spawn(process.execPath, args, {
-  stdio: "inherit",
-  env: { ...process.env, NODE_ENV: "test" },
-});
-child.on("exit", (code, signal) => process.exit(signal ? 1 : (code ?? 1)));
+process.exit(await runFiles(files, mode ? LANES[mode].concurrency : 1));

@@ -45,7 +45,7 @@ export interface ServiceOptions {
 }
 
 /** Test knobs, in one place: faster chains and loops, shorter leases, no process metrics. */
-export interface ServiceOverrides extends WorkerOverrides {
+interface ServiceOverrides extends WorkerOverrides {
   pollingIntervalMs?: number;
   signerLeaseTtlMs?: number;
   verifyThreadsIdleStopMs?: number;

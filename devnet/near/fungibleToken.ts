@@ -6,7 +6,7 @@
  */
 
 /** What registering one account costs on USDC (0.00125 NEAR). */
-export const STORAGE_BALANCE_YOCTO = 1_250_000_000_000_000_000_000n;
+const STORAGE_BALANCE_YOCTO = 1_250_000_000_000_000_000_000n;
 
 export class ContractPanic extends Error {
   constructor(message: string) {

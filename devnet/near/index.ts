@@ -34,14 +34,14 @@ export interface NearDevnetOptions {
   port?: number;
 }
 
-export interface NearDevnetAccount {
+interface NearDevnetAccount {
   accountId: string;
   /** `ed25519:…` or `secp256k1:…` (devnet only). */
   secretKey: string;
 }
 
 /** What `.devnet/devnet.json` holds under `networks["near:mainnet"]`. */
-export interface NearNetworkInfo {
+interface NearNetworkInfo {
   rpcUrl: string;
   /** The USDC contract account. */
   asset: string;
@@ -59,7 +59,7 @@ export interface RunningNear {
 }
 
 /** A devnet key pair from a label: the same keys every run (devnet only). */
-export function devnetNearKey(label: string, curve: "ed25519" | "secp256k1" = "ed25519"): KeyPair {
+function devnetNearKey(label: string, curve: "ed25519" | "secp256k1" = "ed25519"): KeyPair {
   const seed = createHash("sha256").update(`x402 devnet near ${label}`).digest();
   const padded = baseEncode(new Uint8Array([...seed, ...new Uint8Array(32)]));
   if (curve === "secp256k1") {

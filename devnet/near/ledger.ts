@@ -36,7 +36,7 @@ import { verifyEd25519 } from "../../src/lib/ed25519.js";
 import type { FungibleToken } from "./fungibleToken.js";
 import { ContractPanic } from "./fungibleToken.js";
 
-export const GAS_PRICE = 100_000_000n; // yoctoNEAR per gas, NEAR's floor
+const GAS_PRICE = 100_000_000n; // yoctoNEAR per gas, NEAR's floor
 const TX_CONVERSION_GAS = 300_000_000_000n;
 const ACTION_RECEIPT_GAS = 200_000_000_000n;
 /** What running `ft_transfer` burns; less prepaid gas than this runs out. */

@@ -15,7 +15,7 @@ import { InvalidTransaction, keyOf, type Block, type NearLedger, type TxRecord }
 type Params = Record<string, unknown>;
 
 /** A handler error, as nearcore reports it. */
-export class RpcError extends Error {
+class RpcError extends Error {
   constructor(
     readonly causeName: string,
     readonly info: Record<string, unknown>,
@@ -91,7 +91,7 @@ function txView(r: TxRecord) {
   };
 }
 
-export function nearHandlers(ledger: NearLedger, opts: { waitTimeoutMs: number }) {
+function nearHandlers(ledger: NearLedger, opts: { waitTimeoutMs: number }) {
   const outcomeOf = (r: TxRecord, withReceipts: boolean) => {
     const stage = ledger.stage(r.hash) ?? "NONE";
     // In the pool, not in a block yet: known, with no outcome.

@@ -27,7 +27,7 @@ export interface StarknetKeyPair {
 }
 
 /** What `.devnet/devnet.json` holds under `networks["starknet:SN_MAIN"]`. */
-export interface StarknetNetworkInfo {
+interface StarknetNetworkInfo {
   rpcUrl: string;
   chainId: string;
   assets: { USDC: string };
@@ -61,7 +61,7 @@ export interface StarknetDevnetOptions {
 }
 
 /** A devnet Stark private key from a fixed label: the same key every run (devnet only). */
-export function devnetStarknetKey(label: string): string {
+function devnetStarknetKey(label: string): string {
   const digest = BigInt(
     "0x" + createHash("sha256").update(`x402 devnet starknet ${label}`).digest("hex"),
   );

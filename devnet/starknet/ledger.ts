@@ -23,23 +23,20 @@ import { OutsideExecutionTypesV2, ec, hash, typedData, type TypedData } from "st
 
 export type Felt = bigint;
 
-export const selectorOf = (name: string): Felt => BigInt(hash.getSelectorFromName(name));
+const selectorOf = (name: string): Felt => BigInt(hash.getSelectorFromName(name));
 export const toHex = (v: bigint): string => `0x${v.toString(16)}`;
 
 const VALID = 0x56414c4944n;
-export const ANY_CALLER = 0x414e595f43414c4c4552n;
+const ANY_CALLER = 0x414e595f43414c4c4552n;
 const U128 = 1n << 128n;
 const FELT_PRIME = 2n ** 251n + 17n * 2n ** 192n + 1n;
 /** The SNIP-9 v2 interface id OpenZeppelin accounts register (SRC5). */
-export const SNIP9_V2_INTERFACE_ID =
-  0x1d1144bb2138366ff28d8e9ab57456b1d332ac42196230c3a602003c89872n;
+const SNIP9_V2_INTERFACE_ID = 0x1d1144bb2138366ff28d8e9ab57456b1d332ac42196230c3a602003c89872n;
 const SRC6_INTERFACE_ID = 0x2ceccef7f994940b3962a6c67e0ba4fcd37df7d131417c604f91e03caecc1cdn;
 
 /** Class hashes the node reports (OpenZeppelin account, a Cairo 1 ERC-20). */
-export const ACCOUNT_CLASS_HASH =
-  "0x05b4b537eaa2399e3aa99c4e2e0208ebd6c71bc1467938cd52c798c601e43564";
-export const ERC20_CLASS_HASH =
-  "0x04ad3c1dc8413453db314497945b6903e1c766495a1e60492d44da9c2a986e4b";
+const ACCOUNT_CLASS_HASH = "0x05b4b537eaa2399e3aa99c4e2e0208ebd6c71bc1467938cd52c798c601e43564";
+const ERC20_CLASS_HASH = "0x04ad3c1dc8413453db314497945b6903e1c766495a1e60492d44da9c2a986e4b";
 export const SEQUENCER_ADDRESS = 0x1176a1bd84444c89232ec27754698e5d2e7e1a7f1539f12027f28b23ec9f3d8n;
 
 const SEL = {
@@ -106,7 +103,7 @@ function cloneContracts(c: Map<Felt, Contract>): Map<Felt, Contract> {
   return out;
 }
 
-export interface RpcEvent {
+interface RpcEvent {
   order: number;
   keys: string[];
   data: string[];
@@ -208,11 +205,7 @@ function feltOf(v: unknown, what: string): Felt {
 }
 
 /** Whether `signature` ([r, s]) is the key with x-coordinate `publicKey` signing `msgHash`. */
-export function starkSignatureValid(
-  publicKey: Felt,
-  msgHash: Felt,
-  signature: readonly Felt[],
-): boolean {
+function starkSignatureValid(publicKey: Felt, msgHash: Felt, signature: readonly Felt[]): boolean {
   if (signature.length !== 2) return false;
   const [r, s] = signature as [Felt, Felt];
   const x = publicKey.toString(16).padStart(64, "0");
@@ -228,7 +221,7 @@ export function starkSignatureValid(
 }
 
 /** The SNIP-12 (revision 1) typed data of a SNIP-9 v2 outside execution. */
-export function outsideExecutionTypedData(
+function outsideExecutionTypedData(
   chainId: Felt,
   oe: {
     caller: Felt;

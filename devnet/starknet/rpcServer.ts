@@ -17,7 +17,7 @@ import {
   type StarknetLedger,
 } from "./ledger.js";
 
-export const SPEC_VERSION = "0.10.0";
+const SPEC_VERSION = "0.10.0";
 
 type Params = Record<string, unknown>;
 
@@ -66,7 +66,7 @@ function blockHeader(ledger: StarknetLedger, b: Block) {
   };
 }
 
-export function starknetHandlers(ledger: StarknetLedger): Record<string, (p: Params) => unknown> {
+function starknetHandlers(ledger: StarknetLedger): Record<string, (p: Params) => unknown> {
   const receipt = (hash: unknown) => {
     const rec = ledger.transaction(toHex(felt(hash, "transaction_hash")));
     if (!rec || rec.finality === "RECEIVED") {

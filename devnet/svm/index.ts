@@ -34,7 +34,7 @@ export interface SolanaDevnetOptions {
 }
 
 /** What `.devnet/devnet.json` holds under `networks["solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"]`. */
-export interface SolanaNetworkInfo {
+interface SolanaNetworkInfo {
   rpcUrl: string;
   assets: { USDC: string };
   /** Base58 64-byte secret keys of funded payers (devnet only). */

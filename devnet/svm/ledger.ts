@@ -27,7 +27,7 @@ import {
 } from "@solana/kit";
 
 /** Blocks a blockhash stays valid for, as on mainnet. */
-export const BLOCKHASH_VALID_BLOCKS = 150;
+const BLOCKHASH_VALID_BLOCKS = 150;
 const FINALIZED_AFTER_SLOTS = 32n;
 
 export interface LandedTransaction {

@@ -17,27 +17,6 @@ import {
 import { getMintDecoder, getTokenDecoder } from "@solana-program/token";
 import type { SolanaLedger } from "./ledger.js";
 
-export const SERVED_METHODS = [
-  "getAccountInfo",
-  "getBalance",
-  "getBlockHeight",
-  "getEpochInfo",
-  "getGenesisHash",
-  "getHealth",
-  "getLatestBlockhash",
-  "getMinimumBalanceForRentExemption",
-  "getMultipleAccounts",
-  "getSignatureStatuses",
-  "getSlot",
-  "getTokenAccountBalance",
-  "getTransaction",
-  "getVersion",
-  "isBlockhashValid",
-  "requestAirdrop",
-  "sendTransaction",
-  "simulateTransaction",
-] as const;
-
 class RpcError extends Error {
   constructor(
     readonly code: number,

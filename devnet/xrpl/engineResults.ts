@@ -4,7 +4,7 @@
  * Ledger: `tes` applied; `tec` applied, only the fee claimed; `tef`/`tem`/
  * `tel` refused and never included; `ter` refused for now (may succeed later).
  */
-export const ENGINE_RESULTS = {
+const ENGINE_RESULTS = {
   tesSUCCESS: [0, "The transaction was applied. Only final in a validated ledger."],
   tecPATH_PARTIAL: [101, "Path could not send full amount."],
   tecUNFUNDED_PAYMENT: [104, "Insufficient XRP balance to send."],

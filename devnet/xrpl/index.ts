@@ -27,7 +27,7 @@ export interface XrplDevnetOptions {
 }
 
 /** What `.devnet/devnet.json` holds under `networks["xrpl:0"]`. */
-export interface XrplNetworkInfo {
+interface XrplNetworkInfo {
   /** rippled JSON-RPC over HTTP (what the facilitator uses). */
   rpcUrl: string;
   /** rippled WebSocket (what the `xrpl` package's `Client` uses). */

@@ -13,7 +13,7 @@ import type { ClosedLedger, XrplLedger } from "./ledger.js";
 
 type Params = Record<string, unknown>;
 
-export class RpcFailure extends Error {
+class RpcFailure extends Error {
   constructor(
     readonly error: string,
     readonly code: number,
@@ -53,7 +53,7 @@ function pickLedger(ledger: XrplLedger, p: Params) {
   return { current: false as const, ledger: at };
 }
 
-export function xrplHandlers(ledger: XrplLedger): Record<string, (p: Params) => unknown> {
+function xrplHandlers(ledger: XrplLedger): Record<string, (p: Params) => unknown> {
   const where = (p: Params) => {
     const pick = pickLedger(ledger, p);
     return pick.current

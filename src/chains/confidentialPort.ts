@@ -50,7 +50,7 @@ export const WITHDRAW_TYPES = {
 } as const;
 
 /** The EIP-712 withdrawal request, as the merchant's wallet signs it. */
-export interface WithdrawTypedData {
+interface WithdrawTypedData {
   domain: { name: string; version: string; chainId: number; verifyingContract: Address };
   types: typeof WITHDRAW_TYPES;
   primaryType: "Withdraw";
@@ -80,7 +80,7 @@ export interface DayCredit {
   receipts: { payer: Address; nonce: Hex; amount: bigint }[];
 }
 
-export interface CreditDayResult {
+interface CreditDayResult {
   txHashes: Hex[];
   /** Slots that an earlier run had credited for the day already (skipped now). */
   alreadyCredited: bigint[];
@@ -224,7 +224,7 @@ export interface FhevmNetworkSettings {
   gatewayChainId: number;
 }
 
-export interface ConfidentialVaultLog {
+interface ConfidentialVaultLog {
   info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
 }

@@ -27,10 +27,10 @@ export type Namespace = keyof typeof FAMILIES;
 export const NAMESPACES = Object.keys(FAMILIES) as Namespace[];
 
 /** What a family serves: its networks, RPC URLs and keys. */
-export type SetupOf<N extends Namespace> =
+type SetupOf<N extends Namespace> =
   (typeof FAMILIES)[N] extends FamilyEntry<infer S, infer _> ? S : never;
 /** How a family runs: its limits and switches. */
-export type SettingsOf<N extends Namespace> =
+type SettingsOf<N extends Namespace> =
   (typeof FAMILIES)[N] extends FamilyEntry<infer _, infer T> ? T : never;
 
 /** What to serve, per family (production: from configuration; devnet: from the devnet). */
@@ -39,7 +39,7 @@ export type ChainSetups = { [N in Namespace]?: SetupOf<N> };
 export type FamilySettings = { [N in Namespace]: SettingsOf<N> };
 
 /** The family a CAIP-2 network id belongs to, by its namespace. */
-export function familyEntryOf(network: string): FamilyEntry | undefined {
+function familyEntryOf(network: string): FamilyEntry | undefined {
   const namespace = network.slice(0, network.indexOf(":"));
   return (FAMILIES as Record<string, FamilyEntry | undefined>)[namespace];
 }

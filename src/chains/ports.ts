@@ -13,7 +13,7 @@ import type { ConfigVariable } from "../lib/envVars.js";
 import type { ConfidentialVaultFactory } from "./confidentialPort.js";
 
 /** An asset a network settles, as `paymentRequirements.asset` names it. */
-export interface AssetDescription {
+interface AssetDescription {
   /** The asset id in requirements: a token address, a mint, a currency code, "XRP". */
   readonly id: string;
   readonly symbol: string;
@@ -85,8 +85,6 @@ export interface FamilyConfig<Setup, Settings> {
 /** A payment after the family's last per-chain check, ready for the mechanism. */
 export type PreparedPayment =
   { ok: true; requirements: PaymentRequirements } | { ok: false; reason: string; message: string };
-
-export type { PaymentRequest };
 
 /**
  * A transaction sent on behalf of a settlement, as the journal keeps it.

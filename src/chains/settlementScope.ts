@@ -26,7 +26,3 @@ export function runInSettlementScope<T>(scope: SettlementScope, fn: () => Promis
 export function currentSettlement(): SettlementScope | undefined {
   return storage.getStore();
 }
-
-export function currentSettlementId(): string | undefined {
-  return storage.getStore()?.settlementId || undefined;
-}

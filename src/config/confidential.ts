@@ -54,7 +54,7 @@ const ADDRESS_VARS = {
 } as const;
 
 /** Every variable, for "set all of them" messages. */
-export const CONFIDENTIAL_VARIABLES = [
+const CONFIDENTIAL_VARIABLES = [
   ...Object.values(ADDRESS_VARS),
   "CONFIDENTIAL_OPERATOR_KEY",
   "CONFIDENTIAL_RECEIPT_SIGNER_KEY",

@@ -27,7 +27,7 @@ import { parseConfidentialConfig, type ConfidentialConfig } from "./confidential
 import { z } from "zod";
 
 export { ConfigError };
-export type { AuthConfig, AuthProviderConfig } from "./auth.js";
+export type { AuthProviderConfig } from "./auth.js";
 
 export interface Config {
   readonly mode: "devnet" | "production";

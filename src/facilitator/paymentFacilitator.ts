@@ -41,7 +41,7 @@ import { PerBlockVerifyCache } from "./verifyCache.js";
 import { VerifyThreadGoneError, type VerifyThreadPool } from "./verifyThreadPool.js";
 import type { AcceptedAssets } from "./acceptedAssets.js";
 
-export { X402_VERSION, type PaymentRequest, type SupportedResponse };
+export type { PaymentRequest, SupportedResponse };
 
 /** The payment engine as the service sees it (features declare their own view of it). */
 export class PaymentFacilitator {

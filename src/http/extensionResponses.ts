@@ -7,9 +7,9 @@
 import type { FastifyReply } from "fastify";
 import type { ExtensionResponses } from "../features/payments/paymentService.js";
 
-export const EXTENSION_RESPONSES_HEADER = "EXTENSION-RESPONSES";
+const EXTENSION_RESPONSES_HEADER = "EXTENSION-RESPONSES";
 
-export function encodeExtensionResponses(responses: ExtensionResponses): string {
+function encodeExtensionResponses(responses: ExtensionResponses): string {
   return Buffer.from(JSON.stringify(responses), "utf8").toString("base64");
 }
 

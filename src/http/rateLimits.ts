@@ -138,7 +138,7 @@ export async function registerRateLimits(
 }
 
 /** "minute", "10 seconds", "1500 ms": a window as a message reads it. */
-export function describeWindow(ms: number): string {
+function describeWindow(ms: number): string {
   if (ms % 60_000 === 0) return ms === 60_000 ? "minute" : `${ms / 60_000} minutes`;
   if (ms % 1000 === 0) return ms === 1000 ? "second" : `${ms / 1000} seconds`;
   return `${ms} ms`;

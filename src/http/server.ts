@@ -16,7 +16,7 @@ import { findBodyProblem } from "./bodyGuard.js";
 import { requireApiKey } from "./auth.js";
 import { requireSession } from "./sessionAuth.js";
 
-export interface RouteEntry {
+interface RouteEntry {
   method: string;
   url: string;
   auth: "apiKey" | "session" | "none";
@@ -184,7 +184,7 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()),
   );
   registerSupportedRoute(app, deps.facilitator);
-  registerPaymentRoutes(app, { payments: deps.payments, auth: deps.auth, metrics: deps.metrics });
+  registerPaymentRoutes(app, { payments: deps.payments, metrics: deps.metrics });
   registerDiscoveryRoutes(app, { catalog: deps.catalog });
   registerBillingRoutes(app, { auth: deps.auth, planStatus: deps.planStatus });
   if (deps.confidentialMerchants) {

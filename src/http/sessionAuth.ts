@@ -21,7 +21,7 @@ import { sendError } from "./errorEnvelope.js";
 export const SESSION_COOKIE = "__Host-x402-session";
 /** The checks of a sign-in under way (state, nonce, PKCE verifier), for ten minutes. */
 export const SIGN_IN_COOKIE = "__Host-x402-signin";
-export const CSRF_HEADER = "x-csrf-token";
+const CSRF_HEADER = "x-csrf-token";
 
 declare module "fastify" {
   interface FastifyRequest {

@@ -28,7 +28,7 @@ export function intVar(name: string, min: number, max: number, fallback: number)
 }
 
 /** The zod issues as one line naming each variable. */
-export function formatIssues(error: z.ZodError): string {
+function formatIssues(error: z.ZodError): string {
   return error.issues.map((i) => `${i.path.join(".") || "env"}: ${i.message}`).join("; ");
 }
 

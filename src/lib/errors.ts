@@ -6,7 +6,7 @@
  * *payment* is never a ServiceError: it is a normal verify/settle result.
  */
 
-export const ERROR_STATUS = {
+const ERROR_STATUS = {
   invalid_json: 400,
   invalid_request: 400,
   invalid_payment_identifier: 400,

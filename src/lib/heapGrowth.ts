@@ -19,7 +19,7 @@
  */
 import { setFlagsFromString } from "node:v8";
 
-export const HEAP_GROWING_PERCENT = 50;
+const HEAP_GROWING_PERCENT = 50;
 
 export function limitHeapGrowth(execArgv: readonly string[] = process.execArgv): boolean {
   const given = execArgv.some((a) => /^--heap[-_]growing[-_]percent(=|$)/.test(a));

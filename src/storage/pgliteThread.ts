@@ -33,7 +33,7 @@ type WasmModule = NonNullable<PGliteOptions["pgliteWasmModule"]>;
 // The ES2023 library this project compiles against leaves WebAssembly out; Node has it.
 declare const WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule> };
 
-export interface CompiledPGlite {
+interface CompiledPGlite {
   pglite: WasmModule;
   initdb: WasmModule;
 }

@@ -7,7 +7,7 @@ import type { ColumnType, Generated, Insertable, Selectable } from "kysely";
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
 
-export interface AccountsTable {
+interface AccountsTable {
   id: string;
   name: string;
   plan: Generated<string>;
@@ -18,7 +18,7 @@ export interface AccountsTable {
   suspended_reason: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
-export interface ApiKeysTable {
+interface ApiKeysTable {
   id: string;
   account_id: string;
   name: string;
@@ -31,7 +31,7 @@ export interface ApiKeysTable {
 
 export type SettlementStatus = "pending" | "succeeded" | "failed" | "not_attempted";
 
-export interface SettlementsTable {
+interface SettlementsTable {
   id: string;
   account_id: string;
   api_key_id: string;
@@ -68,13 +68,13 @@ export interface SettlementsTable {
   settled_amount: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
-export interface ChainIdentitiesTable {
+interface ChainIdentitiesTable {
   network: string;
   genesis: string;
   since: Timestamp;
 }
 
-export interface SettlementTransactionsTable {
+interface SettlementTransactionsTable {
   /** 0009: the chain's own id of the transaction (hash or signature). */
   reference: string;
   settlement_id: string | null;
@@ -94,14 +94,14 @@ export interface SettlementTransactionsTable {
   created_at: CreatedAt;
 }
 
-export interface PendingSettlementsTable {
+interface PendingSettlementsTable {
   key: string;
   tx_hash: string;
   expires_at: Timestamp;
 }
 
 /** The discovery catalog (0003_catalog.sql); written only by features/catalog. */
-export interface CatalogResourcesTable {
+interface CatalogResourcesTable {
   id: ColumnType<string, never, never>;
   resource: string;
   /** MCP tool name; '' for HTTP resources. */
@@ -126,12 +126,12 @@ export interface CatalogResourcesTable {
   last_updated: Timestamp;
 }
 
-export interface FacilitatorReplicasTable {
+interface FacilitatorReplicasTable {
   holder: string;
   expires_at: Timestamp;
 }
 
-export interface SignerLeasesTable {
+interface SignerLeasesTable {
   network: string;
   address: string;
   holder: string;
@@ -139,7 +139,7 @@ export interface SignerLeasesTable {
 }
 
 /** Signed webhooks (0005_webhooks.sql); written only by features/webhooks and the settlement writers. */
-export interface WebhookEndpointsTable {
+interface WebhookEndpointsTable {
   account_id: string;
   url: string;
   secret: string;
@@ -149,9 +149,9 @@ export interface WebhookEndpointsTable {
   updated_at: Timestamp;
 }
 
-export type WebhookEventStatus = "pending" | "delivered" | "failed";
+type WebhookEventStatus = "pending" | "delivered" | "failed";
 
-export interface WebhookEventsTable {
+interface WebhookEventsTable {
   id: string;
   seq: ColumnType<string, never, never>;
   account_id: string;
@@ -168,7 +168,7 @@ export interface WebhookEventsTable {
   finished_at: Timestamp | null;
 }
 
-export interface WebhookDeliveriesTable {
+interface WebhookDeliveriesTable {
   id: ColumnType<string, never, never>;
   event_id: string;
   account_id: string;
@@ -182,7 +182,7 @@ export interface WebhookDeliveriesTable {
 }
 
 /** Plans and idempotency (0004_plans_idempotency.sql); written only by features/plans and features/idempotency. */
-export interface QuotaUsageTable {
+interface QuotaUsageTable {
   account_id: string;
   /** Calendar month in UTC, 'YYYY-MM'. */
   month: string;
@@ -191,7 +191,7 @@ export interface QuotaUsageTable {
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
-export interface UsageChargesTable {
+interface UsageChargesTable {
   id: string;
   account_id: string;
   month: string;
@@ -202,7 +202,7 @@ export interface UsageChargesTable {
   created_at: CreatedAt;
 }
 
-export interface PaymentIdentifiersTable {
+interface PaymentIdentifiersTable {
   api_key_id: string;
   id: string;
   fingerprint: string;
@@ -214,7 +214,7 @@ export interface PaymentIdentifiersTable {
 }
 
 /** Dashboard sign-in (0013_dashboard.sql); written only by features/identity. */
-export interface IdentitiesTable {
+interface IdentitiesTable {
   issuer: string;
   subject: string;
   account_id: string;
@@ -226,7 +226,7 @@ export interface IdentitiesTable {
   last_sign_in_at: Timestamp | null;
 }
 
-export interface DashboardSessionsTable {
+interface DashboardSessionsTable {
   id: string;
   /** SHA-256 of the cookie's token; the token itself is never stored. */
   token_hash: Uint8Array;
@@ -241,7 +241,7 @@ export interface DashboardSessionsTable {
 /** Confidential settlement (0015_confidential.sql); written only by features/confidential. */
 export type OfferMode = "default" | "confidential" | "both";
 
-export interface ConfidentialMerchantsTable {
+interface ConfidentialMerchantsTable {
   account_id: string;
   /** Lowercase 0x address; permanent (a trigger refuses any change). */
   merchant_address: string;
@@ -256,7 +256,7 @@ export interface ConfidentialMerchantsTable {
   enabled_at: Timestamp | null;
 }
 
-export interface ConfidentialCreditsTable {
+interface ConfidentialCreditsTable {
   authorization_key: string;
   account_id: string;
   merchant_address: string;
@@ -273,7 +273,7 @@ export interface ConfidentialCreditsTable {
   batch_tx_hash: string | null;
 }
 
-export interface ConfidentialBatchesTable {
+interface ConfidentialBatchesTable {
   day: number;
   status: "running" | "done";
   owner: string;
@@ -289,7 +289,7 @@ export interface ConfidentialBatchesTable {
 
 export type WithdrawalState = "submitting" | "debited" | "finalized" | "cancelled" | "failed";
 
-export interface ConfidentialWithdrawalsTable {
+interface ConfidentialWithdrawalsTable {
   id: string;
   account_id: string;
   amount: string;
@@ -330,7 +330,6 @@ export interface Database {
 }
 
 export type Account = Selectable<AccountsTable>;
-export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type SettlementRow = Selectable<SettlementsTable>;
 /** A settlement without its stored request: what an outcome write reads back. */
 export type SettlementOutcomeRow = Omit<SettlementRow, "request">;

@@ -173,7 +173,7 @@ interface RunOutcome {
 }
 
 /** Delay before the retry that follows attempt `attempt` (1-based). */
-export function retryDelayMs(attempt: number, baseMs: number, maxMs: number): number {
+function retryDelayMs(attempt: number, baseMs: number, maxMs: number): number {
   return Math.min(maxMs, baseMs * 2 ** Math.min(attempt - 1, 30));
 }
 

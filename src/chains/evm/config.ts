@@ -25,7 +25,7 @@ import {
 import type { FamilyConfig } from "../ports.js";
 import { DEVNET_WALLET_FACTORY_ADDRESS, EVM_NETWORKS, findEvmNetwork } from "./networks.js";
 
-export interface EvmNetworkConfig {
+interface EvmNetworkConfig {
   /** CAIP-2 id. */
   readonly id: string;
   readonly rpcUrls: readonly string[];

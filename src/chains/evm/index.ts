@@ -46,7 +46,7 @@ import { createEvmSigner } from "./signer.js";
 import { EvmSignerPool } from "./signerPool.js";
 import { TokenDomainCache } from "./tokenDomain.js";
 
-export interface EvmNetworkSetup {
+interface EvmNetworkSetup {
   id: string;
   rpcUrls: readonly string[];
   /** Highest maxFeePerGas (wei) this network may cost; undefined = no ceiling. */

@@ -11,7 +11,7 @@
  * and caches it, so a wrong guess here can never make a real payment fail.
  */
 
-export type SchemeName = "exact" | "upto" | "batch-settlement";
+type SchemeName = "exact" | "upto" | "batch-settlement";
 
 /** How a token is moved for the `exact` scheme. */
 export type TransferMethod = "eip3009" | "permit2";

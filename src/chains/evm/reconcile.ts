@@ -39,7 +39,7 @@ const TRANSFER_ABI = parseAbi([
 ]);
 
 /** The token movement a payment promised. */
-export interface ExpectedTransfer {
+interface ExpectedTransfer {
   token: string;
   from: string;
   to: string;
@@ -51,7 +51,7 @@ export interface ExpectedTransfer {
  * their asset, from the payer to their recipient. Undefined for payloads
  * whose transfers go elsewhere (batch-settlement escrow).
  */
-export function expectedTransferOf(request: unknown): ExpectedTransfer | undefined {
+function expectedTransferOf(request: unknown): ExpectedTransfer | undefined {
   const r = request as {
     paymentPayload?: {
       payload?: {
@@ -75,7 +75,7 @@ export function expectedTransferOf(request: unknown): ExpectedTransfer | undefin
 }
 
 /** Whether a receipt carries the promised transfer. */
-export function carriesTransfer(receipt: TransactionReceipt, expected: ExpectedTransfer): boolean {
+function carriesTransfer(receipt: TransactionReceipt, expected: ExpectedTransfer): boolean {
   const transfers = parseEventLogs({ abi: TRANSFER_ABI, logs: receipt.logs, strict: true });
   return transfers.some(
     (t) =>

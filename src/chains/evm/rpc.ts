@@ -33,7 +33,7 @@ export interface RpcBatching {
   urls: ReadonlySet<string>;
 }
 
-export function transportFor(rpcUrls: readonly string[], batching?: RpcBatching) {
+function transportFor(rpcUrls: readonly string[], batching?: RpcBatching) {
   const transports = rpcUrls.map((url) =>
     http(url, {
       batch:

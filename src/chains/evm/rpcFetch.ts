@@ -30,7 +30,7 @@ export interface RpcResponse {
 /** viem's own default for `maxResponseBodySize` (10 MiB). */
 const MAX_BODY_BYTES = 10_485_760;
 
-export class RpcResponseTooLargeError extends Error {
+class RpcResponseTooLargeError extends Error {
   constructor(limit: number) {
     super(`the RPC response is larger than ${limit} bytes`);
     this.name = "RpcResponseTooLargeError";

@@ -33,7 +33,7 @@ export class RpcHealth {
 }
 
 /** Failures of the transport (unreachable, timeout, HTTP error status), not of the call. */
-export function isTransportFailure(e: unknown): boolean {
+function isTransportFailure(e: unknown): boolean {
   return (
     e instanceof HttpRequestError || e instanceof TimeoutError || e instanceof SocketClosedError
   );

@@ -22,7 +22,7 @@ import type { FamilyConfig } from "../ports.js";
 import type { ConfigVariable } from "../../lib/envVars.js";
 import type { NearSettings, NearSetup } from "./index.js";
 
-export interface NearConfig {
+interface NearConfig {
   setup: { networks: { id: string; rpcUrl: string }[]; relayerKeys: string[] } | undefined;
   settings: {
     minRelayerBalanceYocto: bigint;
@@ -44,7 +44,7 @@ function tgas(env: NodeJS.ProcessEnv, name: string, fallback: number): bigint {
   return BigInt(n) * TGAS;
 }
 
-export function parseNearConfig(env: NodeJS.ProcessEnv): NearConfig {
+function parseNearConfig(env: NodeJS.ProcessEnv): NearConfig {
   const inline = env["NEAR_RELAYER_KEYS"];
   const file = env["NEAR_RELAYER_KEYS_FILE"];
   if (inline && file)

@@ -62,7 +62,7 @@ interface ReceiptOutcome {
 }
 
 /** What `tx` answers for a transaction the node knows. */
-export interface TxView {
+interface TxView {
   final_execution_status?: string;
   status?: ExecutionStatus;
   receipts_outcome?: ReceiptOutcome[];
@@ -89,7 +89,7 @@ const MAX_WAIT_MS = 15_000;
 const HEIGHT_MARGIN = 2n;
 
 /** What a failed receipt means for the payer, from the error nearcore reports. */
-export function reasonForFailure(failure: unknown): { reason: string; message: string } {
+function reasonForFailure(failure: unknown): { reason: string; message: string } {
   const text = JSON.stringify(failure);
   const pick = (reason: string, message: string) => ({ reason, message: `${message}: ${text}` });
   if (text.includes("DelegateActionExpired"))
@@ -112,7 +112,7 @@ export function reasonForFailure(failure: unknown): { reason: string; message: s
  * receipt: a failing `ft_transfer` leaves the outer status a success) is a
  * failure; success needs the token contract's own receipt to succeed.
  */
-export function judgeOutcome(view: TxView, asset: string): TxStatus {
+function judgeOutcome(view: TxView, asset: string): TxStatus {
   if (view.status?.Failure !== undefined)
     return { state: "final", ok: false, ...reasonForFailure(view.status.Failure) };
   const receipts = view.receipts_outcome ?? [];

@@ -46,7 +46,7 @@ interface NearRuntime {
 }
 
 /** `account:ed25519:secret` → the account and its key pair. */
-export function parseRelayerKey(entry: string): { accountId: string; keyPair: KeyPair } {
+function parseRelayerKey(entry: string): { accountId: string; keyPair: KeyPair } {
   const at = entry.indexOf(":");
   const accountId = entry.slice(0, at);
   const secret = entry.slice(at + 1);

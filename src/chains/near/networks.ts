@@ -3,7 +3,7 @@
  * token contract; amounts are atomic units (6 decimals), paid with an
  * `ft_transfer` inside the payer's NEP-366 delegate action.
  */
-export interface NearAsset {
+interface NearAsset {
   symbol: string;
   /** The token contract's account id. */
   contract: string;

@@ -52,7 +52,7 @@ export interface DecodedDelegate {
   bytes: Uint8Array;
 }
 
-export interface TransferCall {
+interface TransferCall {
   methodName: string;
   args: Record<string, unknown> | undefined;
   gas: bigint;

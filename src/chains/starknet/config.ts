@@ -19,7 +19,7 @@ import type { FamilyConfig } from "../ports.js";
 import type { StarknetSettings, StarknetSetup } from "./index.js";
 import { readSecret, type ConfigVariable } from "../../lib/envVars.js";
 
-export interface StarknetConfig {
+interface StarknetConfig {
   setup:
     | {
         networks: { id: string; rpcUrl: string }[];
@@ -66,7 +66,7 @@ function strkToFri(raw: string): bigint | undefined {
   return BigInt(m[1]!) * 10n ** 18n + BigInt((m[2] ?? "").padEnd(18, "0"));
 }
 
-export function parseStarknetConfig(
+function parseStarknetConfig(
   env: NodeJS.ProcessEnv,
   executorKeys: string | undefined,
 ): StarknetConfig {

@@ -66,7 +66,7 @@ export class ExecutorRefusal extends Error {
 }
 
 /** The hash of a signed INVOKE v3, as the sequencer computes it. */
-export function invokeTransactionHash(tx: SignedInvoke, chainId: string): string {
+function invokeTransactionHash(tx: SignedInvoke, chainId: string): string {
   const rb = tx.resource_bounds;
   const bound = (r: { max_amount: string; max_price_per_unit: string }) => ({
     max_amount: BigInt(r.max_amount),

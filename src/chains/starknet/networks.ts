@@ -4,7 +4,7 @@
  * The fee token (STRK) is what our executor accounts pay v3 transactions
  * with; the devnet deploys both tokens at their mainnet addresses.
  */
-export interface StarknetAsset {
+interface StarknetAsset {
   readonly symbol: string;
   readonly address: string;
   readonly decimals: number;

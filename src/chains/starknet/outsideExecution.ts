@@ -48,7 +48,7 @@ export const StarknetReason = {
 
 /** The SNIP-9 wildcard caller (`'ANY_CALLER'`): never acceptable for a bound payment. */
 export const ANY_CALLER = 0x414e595f43414c4c4552n;
-export const TRANSFER_SELECTOR = BigInt(hash.getSelectorFromName("transfer"));
+const TRANSFER_SELECTOR = BigInt(hash.getSelectorFromName("transfer"));
 export const TRANSFER_EVENT_KEY = BigInt(hash.getSelectorFromName("Transfer"));
 /** `is_valid_signature`'s success: 'VALID' (SNIP-6); some older accounts answer 1. */
 export const SIGNATURE_VALID = 0x56414c4944n;
@@ -56,9 +56,9 @@ export const SIGNATURE_VALID = 0x56414c4944n;
 const FELT_PRIME = 2n ** 251n + 17n * 2n ** 192n + 1n;
 const U128 = 1n << 128n;
 /** Longest signature passed to an account (multisig and guardian accounts send more than 2). */
-export const MAX_SIGNATURE_FELTS = 32;
+const MAX_SIGNATURE_FELTS = 32;
 
-export interface OutsideCall {
+interface OutsideCall {
   to: bigint;
   selector: bigint;
   calldata: bigint[];

@@ -16,7 +16,7 @@ import type { FamilyConfig } from "../ports.js";
 import type { ConfigVariable } from "../../lib/envVars.js";
 import type { SvmSettings, SvmSetup } from "./index.js";
 
-export interface SvmConfig {
+interface SvmConfig {
   /** Present when the family is configured. */
   setup: { networks: { id: string; rpcUrl: string }[]; secretKeys: string[] } | undefined;
   settings: {
@@ -39,7 +39,7 @@ function whole(env: NodeJS.ProcessEnv, name: string, fallback: number, min: numb
   return n;
 }
 
-export function parseSvmConfig(env: NodeJS.ProcessEnv): SvmConfig {
+function parseSvmConfig(env: NodeJS.ProcessEnv): SvmConfig {
   const inline = env["SVM_PRIVATE_KEYS"];
   const file = env["SVM_PRIVATE_KEYS_FILE"];
   if (inline && file)

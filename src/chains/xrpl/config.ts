@@ -16,12 +16,12 @@ import type { FamilyConfig } from "../ports.js";
 import type { ConfigVariable } from "../../lib/envVars.js";
 import type { XrplSettings, XrplSetup } from "./index.js";
 
-export interface XrplConfig {
+interface XrplConfig {
   setup: { networks: { id: string; rpcUrl: string }[] } | undefined;
   settings: { maxFeeDrops: bigint; minLedgerCloseSeconds: number };
 }
 
-export function parseXrplConfig(env: NodeJS.ProcessEnv): XrplConfig {
+function parseXrplConfig(env: NodeJS.ProcessEnv): XrplConfig {
   const rpcUrl = env["XRPL_RPC_URL"]?.trim();
   if (rpcUrl && !/^https?:\/\//.test(rpcUrl)) {
     throw new ConfigError(

@@ -3,7 +3,7 @@
  * native asset (amounts in drops); RLUSD is an issued currency, named by its
  * 160-bit currency code and its issuer, with decimal amounts.
  */
-export type XrplAsset =
+type XrplAsset =
   | { symbol: "XRP"; kind: "native"; decimals: 6 }
   | { symbol: string; kind: "issued"; currency: string; issuer: string; decimals: number };
 

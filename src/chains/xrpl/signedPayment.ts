@@ -48,7 +48,7 @@ const CANONICAL_KEY = /^(02|03)[0-9A-F]{64}$|^ED[0-9A-F]{64}$/;
 const DROPS = /^[1-9]\d{0,17}$/;
 const DECIMAL = /^\d{1,30}(\.\d{1,30})?$/;
 
-export interface IssuedAmount {
+interface IssuedAmount {
   currency: string;
   issuer: string;
   value: string;

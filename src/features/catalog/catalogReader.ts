@@ -26,7 +26,7 @@ import type { ReadCache } from "./readCache.js";
 import { decodeCursor, encodeCursor, searchScope } from "./searchCursor.js";
 import { searchTerms } from "./searchText.js";
 
-export const X402_VERSION = 2;
+const X402_VERSION = 2;
 
 export interface ListRequest extends CatalogFilters {
   limit: number;
@@ -39,7 +39,7 @@ export interface SearchRequest extends CatalogFilters {
   cursor?: string | undefined;
 }
 
-export function toDiscoveryResource(row: CatalogEntryRow): DiscoveryResource {
+function toDiscoveryResource(row: CatalogEntryRow): DiscoveryResource {
   return {
     resource: row.resource,
     type: row.type,

@@ -24,7 +24,7 @@ import {
 } from "./offerRules.js";
 
 /** The key under `extensions` of a settle response that carries the receipt. */
-export const RECEIPT_EXTENSION = "confidential";
+const RECEIPT_EXTENSION = "confidential";
 
 const MAX_CACHED_MERCHANTS = 10_000;
 

@@ -30,7 +30,7 @@ export interface ConfidentialFeature {
   vault?: ConfidentialVault;
 }
 
-export function createConfidential(opts: {
+function createConfidential(opts: {
   db: Kysely<Database>;
   vault: ConfidentialVault | undefined;
   log: Logger;

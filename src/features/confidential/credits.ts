@@ -25,7 +25,7 @@ export interface CreditIntent {
   paymentNonce: Hex;
 }
 
-export type CreditState = "settling" | "pending" | "available" | "failed";
+type CreditState = "settling" | "pending" | "available" | "failed";
 
 export interface CreditListing {
   paymentNonce: string;

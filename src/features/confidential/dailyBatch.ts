@@ -38,7 +38,7 @@ interface PlannedSlot {
 }
 
 /** Another replica took over the day's lease while this one was planning. */
-export class LeaseLost extends Error {
+class LeaseLost extends Error {
   constructor(day: number) {
     super(`the confidential batch of ${dayToDate(day)} is now run by another replica`);
   }

@@ -16,7 +16,7 @@ import type { ConfidentialVault } from "./vaultPort.js";
 import { CONFIDENTIAL_NETWORK } from "../../chains/confidentialPort.js";
 import type { ConfidentialStatus } from "../../clients/confidential/offers.js";
 
-export const OFFER_MODES: readonly OfferMode[] = ["default", "confidential", "both"];
+const OFFER_MODES: readonly OfferMode[] = ["default", "confidential", "both"];
 
 /** The answer of `GET /confidential/status`, in the shape the resource-server helper reads. */
 export type { ConfidentialStatus };

@@ -5,9 +5,6 @@
  */
 export type {
   ConfidentialVault,
-  DayCredit,
   SignedReceipt,
-  WithdrawalInfo,
-  WithdrawalLookup,
   WithdrawRequest,
 } from "../../chains/confidentialPort.js";

@@ -6,7 +6,7 @@ import { sql } from "kysely";
 import type { Db } from "../../storage/db.js";
 import { toTokenUnits, type AssetCatalog } from "./assets.js";
 
-export interface VolumeByAsset {
+interface VolumeByAsset {
   network: string;
   asset: string;
   symbol: string | null;

@@ -50,7 +50,7 @@ export interface DashboardOptions {
   onKeyDeleted?: () => void;
 }
 
-export function createDashboard(opts: DashboardOptions) {
+function createDashboard(opts: DashboardOptions) {
   const { db, assets } = opts;
   return {
     /** First sign-in creates the account (free plan); then a session starts. */

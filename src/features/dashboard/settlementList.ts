@@ -22,7 +22,7 @@ export interface SettlementFilters {
   q?: string | undefined;
 }
 
-export interface DashboardSettlement {
+interface DashboardSettlement {
   id: string;
   apiKeyId: string;
   apiKeyName: string;

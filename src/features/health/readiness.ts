@@ -21,7 +21,7 @@ export interface ReadinessReport {
   redis?: { ok: boolean; error?: string };
 }
 
-export interface ReadinessChecks {
+interface ReadinessChecks {
   database: () => Promise<void>;
   networks: () => Promise<NetworkProbe[]>;
   redis?: () => Promise<void>;
@@ -31,7 +31,7 @@ export interface ReadinessChecks {
   reuseMs?: number;
 }
 
-export function createReadiness(checks: ReadinessChecks): () => Promise<ReadinessReport> {
+function createReadiness(checks: ReadinessChecks): () => Promise<ReadinessReport> {
   const timeoutMs = checks.timeoutMs ?? 2_000;
   const reuseMs = checks.reuseMs ?? 1_000;
   let last: { at: number; report: Promise<ReadinessReport> } | undefined;

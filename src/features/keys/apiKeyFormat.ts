@@ -8,7 +8,7 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 
-export const KEY_PREFIX = "x402_sk_";
+const KEY_PREFIX = "x402_sk_";
 const KEY_PATTERN = /^x402_sk_[A-Za-z0-9_-]{43}$/;
 const VISIBLE_CHARS = 12;
 

@@ -46,7 +46,7 @@ import type { SettleContext } from "./stages/pipeline.js";
  * scheme (and, for a settle, the same amount: an `upto` verify names the
  * maximum, its settle the charge).
  */
-export function samePayment(
+function samePayment(
   row: SettlementRow,
   request: PaymentRequest,
   opts: { amount: boolean },

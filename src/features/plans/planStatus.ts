@@ -16,7 +16,7 @@ import {
   type PlanName,
 } from "./plans.js";
 
-export interface PlanOffer {
+interface PlanOffer {
   plan: PlanName;
   /** Settlements a month before /settle answers 402; pay-as-you-go: included free. */
   monthlySettlements: number;
@@ -39,7 +39,7 @@ export interface PlanStatus {
   plans: PlanOffer[];
 }
 
-export function planOffers(limits: PlanLimits): PlanOffer[] {
+function planOffers(limits: PlanLimits): PlanOffer[] {
   return PLAN_NAMES.map((name) => {
     const rule = planRule(name, limits);
     return name === "payg"

@@ -12,7 +12,7 @@ import { assertPublicTarget } from "./ssrfGuard.js";
 
 export const WEBHOOK_EVENT_TYPES = ["settlement.succeeded", "settlement.failed"] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
-export const TEST_EVENT_TYPE = "webhook.test";
+const TEST_EVENT_TYPE = "webhook.test";
 
 export interface EndpointView {
   url: string;

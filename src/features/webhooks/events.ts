@@ -11,9 +11,9 @@ import { randomUUID } from "node:crypto";
 import type { Transaction } from "kysely";
 import type { Database, SettlementOutcomeRow } from "../../storage/schema.js";
 
-export type SettlementEventType = "settlement.succeeded" | "settlement.failed";
+type SettlementEventType = "settlement.succeeded" | "settlement.failed";
 
-export interface SettlementEventData {
+interface SettlementEventData {
   id: string;
   network: string;
   scheme: string;
@@ -40,7 +40,7 @@ export interface SettlementEvent {
 const iso = (d: Date | string | null): string | null =>
   d === null ? null : (d instanceof Date ? d : new Date(d)).toISOString();
 
-export function settlementEvent(
+function settlementEvent(
   row: SettlementOutcomeRow,
   apiKeyName: string | null,
   now = new Date(),
@@ -145,14 +145,6 @@ async function readEventContext(
     endpoint_events: chosen.get(r.account_id) ?? null,
     api_key_name: keyName.get(r.api_key_id) ?? null,
   });
-}
-
-/** The outbox row for one just-finished settlement (see `recordSettlementEvents`). */
-export async function recordSettlementEvent(
-  trx: Transaction<Database>,
-  row: SettlementOutcomeRow,
-): Promise<string | undefined> {
-  return (await recordSettlementEvents(trx, [row]))[0];
 }
 
 const eventType = (row: SettlementOutcomeRow): SettlementEventType =>

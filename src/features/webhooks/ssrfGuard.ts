@@ -99,7 +99,7 @@ export function isPrivateAddress(address: string): boolean {
 }
 
 /** Parses and checks the form of a webhook URL (no DNS). */
-export function parseWebhookUrl(raw: string): URL {
+function parseWebhookUrl(raw: string): URL {
   let url: URL;
   try {
     url = new URL(raw);

@@ -4,7 +4,6 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ExtensionResponses, PaymentService } from "../../features/payments/paymentService.js";
-import type { ApiKeyAuthenticator } from "../../features/keys/authenticator.js";
 import { Reason } from "../../protocol/reasons.js";
 import { settleRefusal, verifyRefusal } from "../../protocol/answers.js";
 import type { Metrics } from "../../lib/metrics.js";
@@ -23,7 +22,7 @@ function networkOf(raw: unknown): string {
 
 export function registerPaymentRoutes(
   app: FastifyInstance,
-  deps: { payments: PaymentService; auth: ApiKeyAuthenticator; metrics: Metrics },
+  deps: { payments: PaymentService; metrics: Metrics },
 ): void {
   const config = { auth: "apiKey" as const };
 

@@ -15,7 +15,7 @@ import type { FhevmInstanceLike, FhevmNetworkSettings } from "../../confidential
 
 export type { FhevmInstanceLike, FhevmNetworkSettings };
 
-export interface PublicDecryption {
+interface PublicDecryption {
   /** One value per handle, in order. */
   values: (bigint | boolean | string)[];
   /** ABI-encoded cleartexts, as `FHE.checkSignatures` takes them. */

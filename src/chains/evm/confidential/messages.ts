@@ -21,8 +21,8 @@ import {
   type Hex,
 } from "viem";
 
-export const VAULT_DOMAIN_NAME = "x402 Confidential Settlement";
-export const VAULT_DOMAIN_VERSION = "1";
+const VAULT_DOMAIN_NAME = "x402 Confidential Settlement";
+const VAULT_DOMAIN_VERSION = "1";
 
 export function vaultDomain(chainId: number, vault: Address) {
   return {

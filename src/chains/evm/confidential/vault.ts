@@ -72,8 +72,6 @@ import {
   type WithdrawalState,
 } from "../../confidentialPort.js";
 
-export { CONFIDENTIAL_NETWORK } from "../../confidentialPort.js";
-
 /** Slots credited per transaction: one input proof holds at most 32 `euint64`s. */
 const DEFAULT_SLOTS_PER_TX = 16;
 /** Receipts marked per transaction. */
@@ -85,17 +83,12 @@ const DEFAULT_WITHDRAW_VALIDITY_S = 3_600n;
 
 export type {
   ConfidentialVault,
-  ConfidentialVaultLog,
   ConfidentialVaultOptions,
-  CreditDayResult,
   DayCredit,
   SignedReceipt,
-  WithdrawalInfo,
-  WithdrawalLookup,
-  WithdrawalState,
 } from "../../confidentialPort.js";
 
-export function withdrawTypedData(chainId: number, vault: Address, request: WithdrawRequest) {
+function withdrawTypedData(chainId: number, vault: Address, request: WithdrawRequest) {
   return {
     domain: vaultDomain(chainId, vault),
     types: withdrawTypes,

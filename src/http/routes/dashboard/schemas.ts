@@ -1,6 +1,6 @@
 /** JSON schemas shared by the dashboard routes (validation and the OpenAPI document). */
 
-export const errorEnvelope = {
+const errorEnvelope = {
   type: "object",
   description: "The service's error envelope",
   required: ["error", "message", "requestId"],
@@ -25,7 +25,7 @@ export const uuidParams = {
   properties: { id: { type: "string", format: "uuid" } },
 } as const;
 
-export const sessionSecurity = [{ session: [] }];
+const sessionSecurity = [{ session: [] }];
 
 /** Every dashboard data route: signed-in session, tagged, with the error envelope documented. */
 export function sessionRoute<T extends Record<string, unknown>>(tag: string, schema: T) {
