@@ -1,8 +1,9 @@
 /**
  * The catalog's storage and write orchestration on every backend: accepts
  * merging inside the upsert, case-insensitive payTo keys, the write budget
- * (`processing`, then nothing lost at drain), and read-cache invalidation
- * only when content changes.
+ * (`processing`, then nothing lost at drain), read-cache invalidation
+ * only when content changes, and entries owned by the account that first
+ * cataloged them.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -18,6 +19,7 @@ import {
 } from "../../src/features/catalog/catalogRepository.js";
 import type { CatalogDraft } from "../../src/features/catalog/declaration.js";
 import { Cataloger } from "../../src/features/catalog/cataloger.js";
+import { createAccount } from "../../src/features/accounts/accounts.js";
 
 const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 
@@ -84,13 +86,13 @@ for (const backend of availableBackends()) {
     test("accepts merge by (scheme, network, asset), newest first, at most 8", async () => {
       const url = "https://merge.example.com/a";
       const first = await upsertCatalogEntry(opened.db, draft(url), null);
-      assert.equal(first.inserted, true);
+      assert.ok(first.kind === "written" && first.inserted);
       const second = await upsertCatalogEntry(
         opened.db,
         draft(url, { accept: accept("eip155:10") }),
         null,
       );
-      assert.equal(second.inserted, false);
+      assert.ok(second.kind === "written" && !second.inserted);
       await upsertCatalogEntry(
         opened.db,
         draft(url, { accept: accept("eip155:8453", "2500") }),
@@ -126,6 +128,54 @@ for (const backend of availableBackends()) {
         (capped.accepts as PaymentRequirements[]).map((a) => a.network),
         [109, 108, 107, 106, 105, 104, 103, 102].map((n) => `eip155:${n}`),
       );
+    });
+
+    test("only the owner updates an entry; another account's upsert changes no field, accept or owner", async () => {
+      const owner = await createAccount(opened.db, "owner");
+      const other = await createAccount(opened.db, "other");
+      const url = "https://owned.example.com/a";
+      const row = () =>
+        opened.db
+          .selectFrom("catalog_resources")
+          .selectAll()
+          .where("resource", "=", url)
+          .executeTakeFirstOrThrow();
+      const written = await upsertCatalogEntry(opened.db, draft(url), owner.id);
+      assert.ok(written.kind === "written" && written.inserted);
+      const before = await row();
+
+      const refused = await upsertCatalogEntry(
+        opened.db,
+        draft(url, {
+          description: "taken over",
+          serviceName: "someone else",
+          iconUrl: "https://evil.example.com/icon.png",
+          // Same (scheme, network, asset): would replace the owner's accept.
+          accept: accept("eip155:8453", "1", "0x00000000000000000000000000000000000000Bb"),
+        }),
+        other.id,
+      );
+      assert.deepEqual(refused, { kind: "owned_elsewhere", ownerAccountId: owner.id });
+      assert.deepEqual(await row(), before, "nothing changed");
+
+      const refreshed = await upsertCatalogEntry(
+        opened.db,
+        draft(url, { description: "the owner's new text" }),
+        owner.id,
+      );
+      assert.ok(refreshed.kind === "written" && !refreshed.inserted);
+      assert.equal((await row()).description, "the owner's new text");
+
+      // An entry without an owner (seeded outside the payment path) goes to
+      // the first account that declares it.
+      const unowned = "https://owned.example.com/unowned";
+      await upsertCatalogEntry(opened.db, draft(unowned), null);
+      const claimed = await upsertCatalogEntry(opened.db, draft(unowned), other.id);
+      assert.ok(claimed.kind === "written" && !claimed.inserted);
+      assert.deepEqual(await upsertCatalogEntry(opened.db, draft(unowned), owner.id), {
+        kind: "owned_elsewhere",
+        ownerAccountId: other.id,
+      });
     });
 
     test("payTo filters ignore the case of EVM addresses; scheme and network match one payment kind", async () => {
