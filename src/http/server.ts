@@ -184,7 +184,10 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()),
   );
   registerSupportedRoute(app, deps.facilitator);
-  registerPaymentRoutes(app, { payments: deps.payments, auth: deps.auth, metrics: deps.metrics });
+  registerPaymentRoutes(app, {
+    ...{ payments: deps.payments, auth: deps.auth, metrics: deps.metrics },
+    networks: deps.facilitator.networks(),
+  });
   registerDiscoveryRoutes(app, { catalog: deps.catalog });
   registerBillingRoutes(app, { auth: deps.auth, planStatus: deps.planStatus });
   if (deps.confidentialMerchants) {
