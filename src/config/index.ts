@@ -101,6 +101,8 @@ export interface Config {
     /** Let webhook endpoints be private, loopback or link-local addresses (SSRF guard off). */
     readonly allowPrivateTargets: boolean;
   };
+  /** Live API keys an account may create from the dashboard (rate limits count per key). */
+  readonly apiKeysPerAccount: number;
   /** Confidential settlement's service-side settings (the contract's are in config/confidential.ts). */
   readonly confidential: {
     /** Quota units a confidential settlement costs: its tier fee, shown before enabling. */
@@ -174,6 +176,10 @@ const EnvSchema = z.object({
   PLAN_PRO_LIMIT: intVar("PLAN_PRO_LIMIT", 0, 2_000_000_000, 100_000),
   PLAN_MAX_LIMIT: intVar("PLAN_MAX_LIMIT", 0, 2_000_000_000, 1_000_000),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(["true", "false", ""]).default("false"),
+  // Live API keys an account may hold when it creates one from the dashboard
+  // (the operator's `npm run keys` is not limited). Rate limits count per
+  // key, so without a cap a free account would multiply its own limit.
+  API_KEYS_PER_ACCOUNT: intVar("API_KEYS_PER_ACCOUNT", 1, 10_000, 20),
   // Every network, as production lists them: a fresh `npm start` serves what
   // `GET /supported` lists in production. DEVNET_NETWORKS narrows it.
   DEVNET_NETWORKS: z.string().default("all"),
@@ -322,6 +328,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxLimit: e.PLAN_MAX_LIMIT,
     },
     webhooks: { allowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === "true" },
+    apiKeysPerAccount: e.API_KEYS_PER_ACCOUNT,
     confidential: {
       unitsPerSettlement: e.CONFIDENTIAL_UNITS_PER_SETTLEMENT,
       batchLeaseMs: e.CONFIDENTIAL_BATCH_LEASE_MS,
