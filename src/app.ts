@@ -113,7 +113,10 @@ export async function createService(opts: ServiceOptions) {
   // Shared rate-limit counters across replicas; without Redis they are per process.
   const redis = createRedis(config.redisUrl, log);
   if (redis) closers.push(() => redis.disconnect());
-  const readiness = serviceReadiness({ db, networks: () => facilitator.probe(), redis, metrics });
+  const readiness = serviceReadiness({
+    ...{ db, networks: () => facilitator.probe(), redis, metrics },
+    log: log.child({ component: "readiness" }),
+  });
   const dashboard = openDashboard({
     db,
     config,
