@@ -131,6 +131,7 @@ export async function createService(opts: ServiceOptions) {
     ...{ payments, auth, catalog: catalog.reader, mode: config.mode },
     planStatus: (accountId) => readPlanStatus(db, accountId, config.plans, config.plans.metering),
     bodyLimitBytes: config.bodyLimitBytes,
+    ...{ publicUrl: config.auth.publicUrl, metricsToken: config.http.metricsToken },
     trustProxy: config.http.trustProxy,
     browserAndLimits: { ...config.http, redis },
   });

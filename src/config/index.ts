@@ -86,6 +86,8 @@ export interface Config {
       | undefined;
     /** Allowed browser origins, or "*". */
     readonly corsOrigins: "*" | readonly string[];
+    /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
+    readonly metricsToken: string | undefined;
   };
   /** Shared Redis for cross-replica rate limits; absent = in-process limits. */
   readonly redisUrl: string | undefined;
@@ -192,6 +194,15 @@ const EnvSchema = z.object({
     .transform(Number),
   DEVNET_FILE: z.string().default(".devnet/devnet.json"),
 });
+
+/** METRICS_TOKEN (or _FILE): a bearer token for GET /metrics, long enough not to be guessed. */
+function parseMetricsToken(raw: string | undefined): string | undefined {
+  const token = raw?.trim();
+  if (!token) return undefined;
+  if (!/^[\x21-\x7e]{16,512}$/.test(token))
+    throw new ConfigError("METRICS_TOKEN must be 16 to 512 printable characters without spaces");
+  return token;
+}
 
 /** The per-key (per plan) rate-limit settings, which need per-key limits on. */
 const PLAN_RATE_LIMIT_VARS = [
@@ -317,6 +328,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       rateLimitWindowMs: e.RATE_LIMIT_WINDOW_MS,
       keyRateLimits,
       corsOrigins,
+      metricsToken: parseMetricsToken(readSecret(env, "METRICS_TOKEN")),
     },
     redisUrl: e.REDIS_URL,
     plans: {
