@@ -12,6 +12,7 @@ import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import { availableBackends, openTestDb } from "../support/database.js";
 import type { OpenedDb } from "../../src/storage/db.js";
+import { pino } from "pino";
 import { createLogger } from "../../src/lib/logger.js";
 import {
   countCatalogEntries,
@@ -272,6 +273,52 @@ for (const backend of availableBackends()) {
       const edited = payment(url, "Second words");
       await cataloger.record("settle", null, edited.payload, edited.reqs);
       assert.equal(changes, 2);
+    });
+
+    test("another account's declaration is answered rejected from then on, logged once with both account ids", async () => {
+      const owner = await createAccount(opened.db, "owner");
+      const intruder = await createAccount(opened.db, "intruder");
+      const lines: Record<string, unknown>[] = [];
+      const capture = pino(
+        { level: "info" },
+        { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+      );
+      let changes = 0;
+      const cataloger = new Cataloger(opened.db, capture, {
+        allowPrivateHosts: false,
+        onChange: () => changes++,
+      });
+      const url = "https://claimed.example.com/a";
+      const p = payment(url, "The owner's");
+      assert.deepEqual(await cataloger.record("verify", owner.id, p.payload, p.reqs), {
+        status: "success",
+        action: "cataloged",
+        resource: url,
+      });
+      assert.equal(changes, 1);
+      const refused = {
+        status: "rejected",
+        rejectedReason:
+          "this resource is cataloged by another account; only the account that first cataloged it can update its entry",
+      };
+      // The very same declaration, and a different one: neither is the intruder's to make.
+      for (const q of [p, payment(url, "The intruder's")]) {
+        assert.deepEqual(await cataloger.record("verify", intruder.id, q.payload, q.reqs), refused);
+      }
+      const ignored = lines.filter((l) => /belongs to another account/.test(String(l["msg"])));
+      assert.equal(ignored.length, 2);
+      assert.equal(ignored[0]!["ownerAccountId"], owner.id);
+      assert.equal(ignored[0]!["declaringAccountId"], intruder.id);
+      // Repeated within the refresh interval: answered from memory, no write, no new line.
+      assert.deepEqual(await cataloger.record("verify", intruder.id, p.payload, p.reqs), refused);
+      assert.equal(lines.filter((l) => /belongs to another/.test(String(l["msg"]))).length, 2);
+      assert.equal(changes, 1, "the read cache was never cleared for a refusal");
+      const row = await opened.db
+        .selectFrom("catalog_resources")
+        .select(["account_id", "description"])
+        .where("resource", "=", url)
+        .executeTakeFirstOrThrow();
+      assert.deepEqual(row, { account_id: owner.id, description: "The owner's" });
     });
 
     test("a repeated verify inside the refresh interval is answered without a write", async () => {
