@@ -116,7 +116,10 @@ export async function createService(opts: ServiceOptions) {
   // Shared rate-limit counters across replicas; without Redis they are per process.
   const redis = createRedis(config.redisUrl, log);
   if (redis) closers.push(() => redis.disconnect());
-  const readiness = serviceReadiness({ db, networks: () => facilitator.probe(), redis, metrics });
+  const readiness = serviceReadiness({
+    ...{ db, networks: () => facilitator.probe(), redis, metrics },
+    log: log.child({ component: "readiness" }),
+  });
   const dashboard = openDashboard({
     db,
     config,
@@ -130,6 +133,7 @@ export async function createService(opts: ServiceOptions) {
     ...{ payments, auth, catalog: catalog.reader, mode: config.mode },
     planStatus: (accountId) => readPlanStatus(db, accountId, config.plans, config.plans.metering),
     bodyLimitBytes: config.bodyLimitBytes,
+    ...{ publicUrl: config.auth.publicUrl, metricsToken: config.http.metricsToken },
     trustProxy: config.http.trustProxy,
     browserAndLimits: { ...config.http, redis },
   });

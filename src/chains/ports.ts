@@ -13,7 +13,7 @@ import type { ConfigVariable } from "../lib/envVars.js";
 import type { ConfidentialVaultFactory } from "./confidentialPort.js";
 
 /** An asset a network settles, as `paymentRequirements.asset` names it. */
-interface AssetDescription {
+export interface AssetDescription {
   /** The asset id in requirements: a token address, a mint, a currency code, "XRP". */
   readonly id: string;
   readonly symbol: string;

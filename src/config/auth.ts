@@ -8,7 +8,10 @@
  *     (OAuth 2.0 and GitHub's user API). Default: `github` for the id
  *     `github`, `oidc` otherwise.
  *   - `AUTH_<ID>_ISSUER`: the issuer URL (OpenID discovery runs against it).
- *     GitHub: default `https://github.com`, used only as the identity's issuer.
+ *     GitHub: used only as the identity's issuer; default `https://github.com`
+ *     with GitHub's own API, else the origin of `AUTH_<ID>_API_URL`, so a
+ *     GitHub Enterprise user never shares an identity with the github.com
+ *     user of the same numeric id.
  *   - `AUTH_<ID>_CLIENT_ID`, `AUTH_<ID>_CLIENT_SECRET` (or `_FILE`).
  *   - `AUTH_<ID>_LABEL`: the button's text (default: the id, capitalised).
  *   - GitHub only: `AUTH_<ID>_AUTHORIZATION_URL`, `AUTH_<ID>_TOKEN_URL`,
@@ -44,6 +47,8 @@ export interface AuthConfig {
 }
 
 const ID = /^[a-z][a-z0-9-]{0,31}$/;
+const GITHUB_ISSUER = "https://github.com";
+const GITHUB_API = "https://api.github.com";
 
 function isLoopback(url: URL): boolean {
   return ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
@@ -79,18 +84,21 @@ export function parseAuthConfig(
     const kindRaw = env[`${p}KIND`]?.trim() || (id === "github" ? "github" : "oidc");
     if (kindRaw !== "oidc" && kindRaw !== "github")
       throw new ConfigError(`${p}KIND must be oidc or github, got "${kindRaw}"`);
-    const issuerRaw =
-      env[`${p}ISSUER`]?.trim() || (kindRaw === "github" ? "https://github.com" : "");
+    const optionalUrl = (suffix: string) => {
+      const v = env[`${p}${suffix}`]?.trim();
+      return v ? checkedUrl(`${p}${suffix}`, v) : undefined;
+    };
+    const apiUrl = kindRaw === "github" ? (optionalUrl("API_URL") ?? GITHUB_API) : undefined;
+    // A GitHub user id is unique within the GitHub that issued it, and the
+    // API is where the id comes from: its host names the identity space.
+    const githubIssuer = apiUrl === GITHUB_API ? GITHUB_ISSUER : apiUrl && new URL(apiUrl).origin;
+    const issuerRaw = env[`${p}ISSUER`]?.trim() || githubIssuer || "";
     if (!issuerRaw) throw new ConfigError(`${p}ISSUER is required for the OpenID provider ${id}`);
     const clientId = env[`${p}CLIENT_ID`]?.trim();
     if (!clientId) throw new ConfigError(`${p}CLIENT_ID is required for the provider ${id}`);
     const clientSecret = readSecret(`${p}CLIENT_SECRET`)?.trim();
     if (!clientSecret)
       throw new ConfigError(`${p}CLIENT_SECRET (or ${p}CLIENT_SECRET_FILE) is required for ${id}`);
-    const optionalUrl = (suffix: string) => {
-      const v = env[`${p}${suffix}`]?.trim();
-      return v ? checkedUrl(`${p}${suffix}`, v) : undefined;
-    };
     return {
       id,
       label: env[`${p}LABEL`]?.trim() || id.charAt(0).toUpperCase() + id.slice(1),
@@ -103,11 +111,12 @@ export function parseAuthConfig(
             authorizationUrl:
               optionalUrl("AUTHORIZATION_URL") ?? "https://github.com/login/oauth/authorize",
             tokenUrl: optionalUrl("TOKEN_URL") ?? "https://github.com/login/oauth/access_token",
-            apiUrl: optionalUrl("API_URL") ?? "https://api.github.com",
+            apiUrl,
           }
         : {}),
     };
   });
+  refuseSharedGithubIssuers(providers);
   const publicRaw = env["PUBLIC_URL"]?.trim();
   const publicUrl = publicRaw ? checkedUrl("PUBLIC_URL", publicRaw) : undefined;
   if (mode === "production" && providers.length > 0 && !publicUrl) {
@@ -200,3 +209,23 @@ export const VARIABLES: readonly ConfigVariable[] = [
     description: "The built dashboard served under `/dashboard/`.",
   },
 ];
+
+/**
+ * Two GitHub providers that call different APIs hand out ids from different
+ * user spaces; under one issuer, user N of one would sign in as user N of
+ * the other. A shared issuer can only come from setting it by hand.
+ */
+function refuseSharedGithubIssuers(providers: readonly AuthProviderConfig[]): void {
+  const seen = new Map<string, AuthProviderConfig>();
+  for (const p of providers) {
+    if (p.kind !== "github") continue;
+    const other = seen.get(p.issuer);
+    if (other && new URL(other.apiUrl!).origin !== new URL(p.apiUrl!).origin) {
+      const name = (id: string) => `AUTH_${id.toUpperCase().replace(/-/g, "_")}_ISSUER`;
+      throw new ConfigError(
+        `the GitHub providers ${other.id} and ${p.id} call different APIs but share the issuer ${p.issuer}, so their users' ids would collide: give ${name(p.id)} (or ${name(other.id)}) its own value, or leave it unset`,
+      );
+    }
+    seen.set(p.issuer, p);
+  }
+}

@@ -92,6 +92,8 @@ export interface Config {
       | undefined;
     /** Allowed browser origins, or "*". */
     readonly corsOrigins: "*" | readonly string[];
+    /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
+    readonly metricsToken: string | undefined;
   };
   /** Shared Redis for cross-replica rate limits; absent = in-process limits. */
   readonly redisUrl: string | undefined;
@@ -109,6 +111,8 @@ export interface Config {
     /** Let webhook endpoints be private, loopback or link-local addresses (SSRF guard off). */
     readonly allowPrivateTargets: boolean;
   };
+  /** Live API keys an account may create from the dashboard (rate limits count per key). */
+  readonly apiKeysPerAccount: number;
   /** Confidential settlement's service-side settings (the contract's are in config/confidential.ts). */
   readonly confidential: {
     /** Quota units a confidential settlement costs: its tier fee, shown before enabling. */
@@ -186,6 +190,10 @@ const EnvSchema = z.object({
   FAILED_SETTLES_PER_HOUR_FREE: intVar("FAILED_SETTLES_PER_HOUR_FREE", 1, 1_000_000, 20),
   FAILED_SETTLES_PER_HOUR_PAID: intVar("FAILED_SETTLES_PER_HOUR_PAID", 1, 1_000_000, 500),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(["true", "false", ""]).default("false"),
+  // Live API keys an account may hold when it creates one from the dashboard
+  // (the operator's `npm run keys` is not limited). Rate limits count per
+  // key, so without a cap a free account would multiply its own limit.
+  API_KEYS_PER_ACCOUNT: intVar("API_KEYS_PER_ACCOUNT", 1, 10_000, 20),
   // Every network, as production lists them: a fresh `npm start` serves what
   // `GET /supported` lists in production. DEVNET_NETWORKS narrows it.
   DEVNET_NETWORKS: z.string().default("all"),
@@ -243,6 +251,15 @@ function parseExtraAssets(raw: string | undefined): NetworkDescription[] {
     byNetwork.set(network!, listed);
   });
   return [...byNetwork.values()];
+}
+
+/** METRICS_TOKEN (or _FILE): a bearer token for GET /metrics, long enough not to be guessed. */
+function parseMetricsToken(raw: string | undefined): string | undefined {
+  const token = raw?.trim();
+  if (!token) return undefined;
+  if (!/^[\x21-\x7e]{16,512}$/.test(token))
+    throw new ConfigError("METRICS_TOKEN must be 16 to 512 printable characters without spaces");
+  return token;
 }
 
 /** The per-key (per plan) rate-limit settings, which need per-key limits on. */
@@ -369,6 +386,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       rateLimitWindowMs: e.RATE_LIMIT_WINDOW_MS,
       keyRateLimits,
       corsOrigins,
+      metricsToken: parseMetricsToken(readSecret(env, "METRICS_TOKEN")),
     },
     redisUrl: e.REDIS_URL,
     plans: {
@@ -384,6 +402,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       },
     },
     webhooks: { allowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === "true" },
+    apiKeysPerAccount: e.API_KEYS_PER_ACCOUNT,
     confidential: {
       unitsPerSettlement: e.CONFIDENTIAL_UNITS_PER_SETTLEMENT,
       batchLeaseMs: e.CONFIDENTIAL_BATCH_LEASE_MS,
@@ -517,6 +536,18 @@ export const VARIABLES: {
       default: "`*`",
       description:
         "Browser origins allowed, comma-separated. Payment headers (`PAYMENT-SIGNATURE`, `X-PAYMENT`) are allowed; `PAYMENT-REQUIRED`, `PAYMENT-RESPONSE`, `X-PAYMENT-RESPONSE` and `EXTENSION-RESPONSES` are exposed.",
+    },
+    {
+      name: "METRICS_TOKEN",
+      description:
+        "A bearer token (16 to 512 printable characters) that `GET /metrics` then requires as `Authorization: Bearer <token>` (401 without it, compared in constant time). Unset: `/metrics` is open, as Prometheus scrapers usually expect inside a private network.",
+      secret: true,
+    },
+    {
+      name: "API_KEYS_PER_ACCOUNT",
+      default: "`20`",
+      description:
+        "How many live API keys one account may hold (revoked keys do not count); the next is refused 409 `key_limit_reached`. Every key has its own rate limit, so keys must not multiply. The operator's CLI is not limited.",
     },
     {
       name: "RATE_LIMIT_MAX",

@@ -40,6 +40,8 @@ import type { ReadinessReport } from "../features/health/readiness.js";
 import type { PlanStatus } from "../features/plans/planStatus.js";
 import { registerDashboardHttp, type DashboardHttpDeps } from "./dashboardHttp.js";
 import { registerOpenApi } from "./openapi.js";
+import { registerSecurityHeaders, wantsHsts } from "./securityHeaders.js";
+import { bearerMatches } from "./metricsAuth.js";
 
 export interface HttpDeps {
   log: Logger;
@@ -62,6 +64,10 @@ export interface HttpDeps {
   confidentialMerchants?: ConfidentialMerchants;
   /** The service's version, for the OpenAPI document. */
   version?: string;
+  /** The public origin (PUBLIC_URL): https turns HSTS on. */
+  publicUrl?: string | undefined;
+  /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
+  metricsToken?: string | undefined;
 }
 
 export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> {
@@ -98,6 +104,7 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     }
   });
   app.decorate("routeTable", routeTable);
+  registerSecurityHeaders(app, { hsts: wantsHsts(deps.publicUrl) });
   // Before any route: it collects every route's schema as it is registered.
   await registerOpenApi(app, deps.version ?? "0.0.0");
   const authenticateSession = deps.dashboard ? requireSession(deps.dashboard.dashboard) : undefined;
@@ -180,11 +187,25 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
   });
 
   registerHealthRoutes(app, { mode: deps.mode, readiness: deps.readiness });
-  app.get("/metrics", async (_request, reply) =>
-    reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()),
-  );
+  const metricsToken = deps.metricsToken;
+  app.get("/metrics", async (request, reply) => {
+    if (metricsToken !== undefined && !bearerMatches(request.headers.authorization, metricsToken)) {
+      reply.header("WWW-Authenticate", "Bearer");
+      return sendError(
+        reply,
+        "unauthorized",
+        "GET /metrics needs Authorization: Bearer <METRICS_TOKEN>",
+      );
+    }
+    return reply
+      .type(deps.metrics.registry.contentType)
+      .send(await deps.metrics.registry.metrics());
+  });
   registerSupportedRoute(app, deps.facilitator);
-  registerPaymentRoutes(app, { payments: deps.payments, metrics: deps.metrics });
+  registerPaymentRoutes(app, {
+    ...{ payments: deps.payments, metrics: deps.metrics },
+    networks: deps.facilitator.networks(),
+  });
   registerDiscoveryRoutes(app, { catalog: deps.catalog });
   registerBillingRoutes(app, { auth: deps.auth, planStatus: deps.planStatus });
   if (deps.confidentialMerchants) {

@@ -17,6 +17,7 @@ const ERROR_STATUS = {
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,
+  key_limit_reached: 409,
   payment_identifier_conflict: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,

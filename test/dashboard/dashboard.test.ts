@@ -79,6 +79,7 @@ describe("dashboard in Chromium", () => {
     });
     contexts.push(context);
     const page = await context.newPage();
+    watchPolicy(page);
     const login = `user-${randomBytes(4).toString("hex")}`;
     await page.goto(`${stack.url}/dashboard/`);
     await page.getByRole("link", { name: `Continue with ${providerLabel}` }).click();
@@ -87,6 +88,15 @@ describe("dashboard in Chromium", () => {
     await page.getByRole("button", { name: "Sign-in" }).click();
     await page.getByRole("button", { name: "Sign out" }).waitFor();
     return { page, context, login };
+  }
+
+  /** Content-Security-Policy refusals Chromium reported on the service's pages. */
+  const policyRefusals: string[] = [];
+  function watchPolicy(page: Page): void {
+    page.on("console", (m) => {
+      if (/Content Security Policy/i.test(m.text()) && page.url().startsWith(stack.url))
+        policyRefusals.push(`${page.url()}: ${m.text()}`);
+    });
   }
 
   async function tab(page: Page, name: string): Promise<void> {
@@ -408,6 +418,58 @@ describe("dashboard in Chromium", () => {
     assert.deepEqual(w, { state: "finalized", paid_amount: "0", amount: "10000" });
     assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, wallet.address), 0n);
     await page.screenshot({ path: `${SHOTS}/confidential-enabled.png`, fullPage: true });
+  });
+
+  test("every tab works under the Content-Security-Policy, with nothing refused", async () => {
+    const before = policyRefusals.length;
+    const { page } = await signIn(idps.providers[0]!.label);
+    const response = await page.goto(`${stack.url}/dashboard/`);
+    assert.match(
+      (await response?.allHeaders())?.["content-security-policy"] ?? "",
+      /script-src 'self'/,
+    );
+    await page.getByRole("button", { name: "Sign out" }).waitFor();
+    for (const name of [
+      "Overview",
+      "Metrics",
+      "Settlements",
+      "Plans",
+      "API Keys",
+      "Webhooks",
+      "Confidential",
+    ]) {
+      await tab(page, name);
+    }
+    await createKey(page, "under the policy");
+    assert.deepEqual(policyRefusals.slice(before), [], "no script, style or request refused");
+    assert.deepEqual(policyRefusals, [], "nor on any other test's pages so far");
+  });
+
+  test("the sign-in page shows a fixed message for a known code and a generic one otherwise, never the URL's text", async () => {
+    const context = await browser.newContext();
+    contexts.push(context);
+    const page = await context.newPage();
+    watchPolicy(page);
+    const alert = page.getByRole("alert");
+    await page.goto(`${stack.url}/dashboard/?signInError=cancelled`);
+    await page
+      .getByText("Sign-in was cancelled or refused by the provider. You can try again.")
+      .waitFor();
+    const injected = "Your account is locked: call +1-555-0100 <b>now</b>";
+    await page.goto(`${stack.url}/dashboard/?signInError=${encodeURIComponent(injected)}`);
+    await page.getByText("Sign-in did not complete. Please try again.").waitFor();
+    assert.equal(await alert.count(), 1);
+    const shown = await page.locator("main").textContent();
+    assert.ok(!shown?.includes("555-0100"), shown ?? "");
+    // The whole round trip: a provider's error reaches the page as a code.
+    await page.goto(
+      `${stack.url}/auth/callback/${idps.providers[0]!.id}?error=access_denied&error_description=${encodeURIComponent(injected)}`,
+    );
+    await page
+      .getByText("Sign-in was cancelled or refused by the provider. You can try again.")
+      .waitFor();
+    assert.equal(new URL(page.url()).search, "?signInError=cancelled");
+    assert.ok(!(await page.content()).includes("555-0100"));
   });
 
   test("a dashboard call without a session is 401, and one without the CSRF token is refused", async () => {

@@ -1,8 +1,9 @@
 /**
  * The catalog's storage and write orchestration on every backend: accepts
  * merging inside the upsert, case-insensitive payTo keys, the write budget
- * (`processing`, then nothing lost at drain), and read-cache invalidation
- * only when content changes.
+ * (`processing`, then nothing lost at drain), read-cache invalidation
+ * only when content changes, and entries owned by the account that first
+ * cataloged them.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -11,6 +12,7 @@ import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import { availableBackends, openTestDb } from "../support/database.js";
 import type { OpenedDb } from "../../src/storage/db.js";
+import { pino } from "pino";
 import { createLogger } from "../../src/lib/logger.js";
 import {
   countCatalogEntries,
@@ -18,6 +20,7 @@ import {
 } from "../../src/features/catalog/catalogRepository.js";
 import type { CatalogDraft } from "../../src/features/catalog/declaration.js";
 import { Cataloger } from "../../src/features/catalog/cataloger.js";
+import { createAccount } from "../../src/features/accounts/accounts.js";
 
 const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 
@@ -84,13 +87,13 @@ for (const backend of availableBackends()) {
     test("accepts merge by (scheme, network, asset), newest first, at most 8", async () => {
       const url = "https://merge.example.com/a";
       const first = await upsertCatalogEntry(opened.db, draft(url), null);
-      assert.equal(first.inserted, true);
+      assert.ok(first.kind === "written" && first.inserted);
       const second = await upsertCatalogEntry(
         opened.db,
         draft(url, { accept: accept("eip155:10") }),
         null,
       );
-      assert.equal(second.inserted, false);
+      assert.ok(second.kind === "written" && !second.inserted);
       await upsertCatalogEntry(
         opened.db,
         draft(url, { accept: accept("eip155:8453", "2500") }),
@@ -126,6 +129,54 @@ for (const backend of availableBackends()) {
         (capped.accepts as PaymentRequirements[]).map((a) => a.network),
         [109, 108, 107, 106, 105, 104, 103, 102].map((n) => `eip155:${n}`),
       );
+    });
+
+    test("only the owner updates an entry; another account's upsert changes no field, accept or owner", async () => {
+      const owner = await createAccount(opened.db, "owner");
+      const other = await createAccount(opened.db, "other");
+      const url = "https://owned.example.com/a";
+      const row = () =>
+        opened.db
+          .selectFrom("catalog_resources")
+          .selectAll()
+          .where("resource", "=", url)
+          .executeTakeFirstOrThrow();
+      const written = await upsertCatalogEntry(opened.db, draft(url), owner.id);
+      assert.ok(written.kind === "written" && written.inserted);
+      const before = await row();
+
+      const refused = await upsertCatalogEntry(
+        opened.db,
+        draft(url, {
+          description: "taken over",
+          serviceName: "someone else",
+          iconUrl: "https://evil.example.com/icon.png",
+          // Same (scheme, network, asset): would replace the owner's accept.
+          accept: accept("eip155:8453", "1", "0x00000000000000000000000000000000000000Bb"),
+        }),
+        other.id,
+      );
+      assert.deepEqual(refused, { kind: "owned_elsewhere", ownerAccountId: owner.id });
+      assert.deepEqual(await row(), before, "nothing changed");
+
+      const refreshed = await upsertCatalogEntry(
+        opened.db,
+        draft(url, { description: "the owner's new text" }),
+        owner.id,
+      );
+      assert.ok(refreshed.kind === "written" && !refreshed.inserted);
+      assert.equal((await row()).description, "the owner's new text");
+
+      // An entry without an owner (seeded outside the payment path) goes to
+      // the first account that declares it.
+      const unowned = "https://owned.example.com/unowned";
+      await upsertCatalogEntry(opened.db, draft(unowned), null);
+      const claimed = await upsertCatalogEntry(opened.db, draft(unowned), other.id);
+      assert.ok(claimed.kind === "written" && !claimed.inserted);
+      assert.deepEqual(await upsertCatalogEntry(opened.db, draft(unowned), owner.id), {
+        kind: "owned_elsewhere",
+        ownerAccountId: other.id,
+      });
     });
 
     test("payTo filters ignore the case of EVM addresses; scheme and network match one payment kind", async () => {
@@ -222,6 +273,52 @@ for (const backend of availableBackends()) {
       const edited = payment(url, "Second words");
       await cataloger.record("settle", null, edited.payload, edited.reqs);
       assert.equal(changes, 2);
+    });
+
+    test("another account's declaration is answered rejected from then on, logged once with both account ids", async () => {
+      const owner = await createAccount(opened.db, "owner");
+      const intruder = await createAccount(opened.db, "intruder");
+      const lines: Record<string, unknown>[] = [];
+      const capture = pino(
+        { level: "info" },
+        { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+      );
+      let changes = 0;
+      const cataloger = new Cataloger(opened.db, capture, {
+        allowPrivateHosts: false,
+        onChange: () => changes++,
+      });
+      const url = "https://claimed.example.com/a";
+      const p = payment(url, "The owner's");
+      assert.deepEqual(await cataloger.record("verify", owner.id, p.payload, p.reqs), {
+        status: "success",
+        action: "cataloged",
+        resource: url,
+      });
+      assert.equal(changes, 1);
+      const refused = {
+        status: "rejected",
+        rejectedReason:
+          "this resource is cataloged by another account; only the account that first cataloged it can update its entry",
+      };
+      // The very same declaration, and a different one: neither is the intruder's to make.
+      for (const q of [p, payment(url, "The intruder's")]) {
+        assert.deepEqual(await cataloger.record("verify", intruder.id, q.payload, q.reqs), refused);
+      }
+      const ignored = lines.filter((l) => /belongs to another account/.test(String(l["msg"])));
+      assert.equal(ignored.length, 2);
+      assert.equal(ignored[0]!["ownerAccountId"], owner.id);
+      assert.equal(ignored[0]!["declaringAccountId"], intruder.id);
+      // Repeated within the refresh interval: answered from memory, no write, no new line.
+      assert.deepEqual(await cataloger.record("verify", intruder.id, p.payload, p.reqs), refused);
+      assert.equal(lines.filter((l) => /belongs to another/.test(String(l["msg"]))).length, 2);
+      assert.equal(changes, 1, "the read cache was never cleared for a refusal");
+      const row = await opened.db
+        .selectFrom("catalog_resources")
+        .select(["account_id", "description"])
+        .where("resource", "=", url)
+        .executeTakeFirstOrThrow();
+      assert.deepEqual(row, { account_id: owner.id, description: "The owner's" });
     });
 
     test("a repeated verify inside the refresh interval is answered without a write", async () => {

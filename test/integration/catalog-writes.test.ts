@@ -14,6 +14,8 @@ import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import { startStack, type TestStack } from "../support/stack.js";
 import { availableBackends } from "../support/database.js";
 import { post, requirementsFor, signPayment } from "../support/payments.js";
+import { createAccount } from "../../src/features/accounts/accounts.js";
+import { createApiKey } from "../../src/features/keys/apiKeys.js";
 
 const PAY_TO = "0x2222222222222222222222222222222222222222" as Hex;
 
@@ -67,12 +69,13 @@ for (const backend of availableBackends()) {
     async function call(
       path: "/verify" | "/settle",
       p: { payload: PaymentPayload; reqs: PaymentRequirements },
+      apiKey = stack.apiKey,
     ) {
       const res = await post(
         stack.url,
         path,
         { x402Version: 2, paymentPayload: p.payload, paymentRequirements: p.reqs },
-        stack.apiKey,
+        apiKey,
       );
       assert.equal(res.status, 200);
       const body = (await res.json()) as Record<string, unknown>;
@@ -137,6 +140,83 @@ for (const backend of availableBackends()) {
       const rows = await rowsFor(url);
       assert.equal(rows.length, 1);
       assert.equal(rows[0]!.description, "Moon phases and tides");
+    });
+
+    test("an entry belongs to the account that first cataloged it: another account's declaration of the same URL changes nothing", async () => {
+      const url = "https://harbour-owner.example.com/tides";
+      const owner = await call(
+        "/verify",
+        await declared({ url, description: "Tide tables by the owner" }),
+      );
+      assert.deepEqual(owner.ext, {
+        bazaar: { status: "success", action: "cataloged", resource: url },
+      });
+      const listed = async () => {
+        const res = await fetch(`${stack.url}/discovery/resources?limit=100`);
+        assert.equal(res.status, 200);
+        const body = (await res.json()) as {
+          items: { resource: string; description?: string; accepts: PaymentRequirements[] }[];
+        };
+        return body.items.find((i) => i.resource === url);
+      };
+      const [before] = await rowsFor(url);
+      const shownBefore = await listed();
+      assert.equal(shownBefore?.description, "Tide tables by the owner");
+
+      // Another account, another payTo, another description: a free /verify
+      // of a URL it does not serve.
+      const intruder = await createAccount(stack.service.db, "intruder");
+      const intruderKey = (await createApiKey(stack.service.db, intruder.id, "intruder")).key;
+      const INTRUDER_PAY_TO = "0x3333333333333333333333333333333333333333";
+      const takeover = await declared(
+        { url, description: "Pay me instead", serviceName: "Not the owner" },
+        declaration(),
+        requirementsFor({
+          network: stack.network,
+          usdc: stack.usdc,
+          payTo: INTRUDER_PAY_TO,
+          amount: "1",
+        }),
+      );
+      for (const path of ["/verify", "/settle"] as const) {
+        const attempt = await call(path, takeover, intruderKey);
+        assert.equal(
+          attempt.body[path === "/verify" ? "isValid" : "success"],
+          true,
+          "the payment itself is untouched",
+        );
+        const bazaar = attempt.ext?.["bazaar"] as { status: string; rejectedReason: string };
+        assert.equal(bazaar.status, "rejected", path);
+        assert.match(bazaar.rejectedReason, /cataloged by another account/, path);
+        assert.doesNotMatch(bazaar.rejectedReason, new RegExp(stack.accountId), "no owner id");
+      }
+
+      const after = await rowsFor(url);
+      assert.equal(after.length, 1);
+      assert.equal(after[0]!.account_id, stack.accountId, "still the owner's");
+      assert.equal(after[0]!.description, "Tide tables by the owner");
+      assert.equal(after[0]!.service_name, before!.service_name);
+      assert.deepEqual(after[0]!.accepts, before!.accepts, "no accept of the intruder's");
+      assert.equal(after[0]!.last_updated.getTime(), before!.last_updated.getTime());
+      const shownAfter = await listed();
+      assert.equal(shownAfter?.description, "Tide tables by the owner");
+      assert.deepEqual(
+        shownAfter?.accepts.map((a) => a.payTo),
+        [PAY_TO],
+        "GET /discovery/resources shows the owner's payTo only",
+      );
+
+      // The owner still updates its own entry.
+      const refreshed = await call(
+        "/verify",
+        await declared({ url, description: "Tide tables, revised by the owner" }),
+      );
+      assert.deepEqual(refreshed.ext, {
+        bazaar: { status: "success", action: "refreshed", resource: url },
+      });
+      const [updated] = await rowsFor(url);
+      assert.equal(updated!.description, "Tide tables, revised by the owner");
+      assert.equal(updated!.account_id, stack.accountId);
     });
 
     test("a payment that fails to verify or settle is not cataloged", async () => {

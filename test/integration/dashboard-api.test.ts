@@ -207,6 +207,51 @@ for (const backend of availableBackends()) {
       assert.equal(refused.status, 401);
     });
 
+    test("keys: at most 20 live keys per account; the 21st is refused and nothing is created", async () => {
+      const carol = await signedInUser(stack.service.db, stack.url);
+      const liveKeys = async () =>
+        (
+          await stack.service.db
+            .selectFrom("api_keys")
+            .select("id")
+            .where("account_id", "=", carol.accountId)
+            .where("revoked_at", "is", null)
+            .execute()
+        ).map((r) => r.id);
+      const create = (name: string) => carol.call("/api/keys", { method: "POST", body: { name } });
+      for (let i = 0; i < 20; i++) assert.equal((await create(`key ${i}`)).status, 201);
+
+      const refused = await create("one too many");
+      assert.equal(refused.status, 409);
+      const body = await json(refused);
+      assert.equal(body["error"], "key_limit_reached");
+      assert.match(String(body["message"]), /20/);
+      assert.equal(body["key"], undefined);
+      assert.equal((await liveKeys()).length, 20, "nothing created");
+      const named = await stack.service.db
+        .selectFrom("api_keys")
+        .select("id")
+        .where("account_id", "=", carol.accountId)
+        .where("name", "=", "one too many")
+        .execute();
+      assert.deepEqual(named, []);
+
+      // Deleted keys do not count; concurrent creations cannot overshoot.
+      for (const id of (await liveKeys()).slice(0, 3)) {
+        assert.equal((await carol.call(`/api/keys/${id}`, { method: "DELETE" })).status, 200);
+      }
+      const burst = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => create(`burst ${i}`).then((r) => r.status)),
+      );
+      assert.deepEqual(
+        burst.filter((s) => s === 201).length,
+        3,
+        `three fit, the rest refused: ${burst.join(",")}`,
+      );
+      assert.ok(burst.every((s) => s === 201 || s === 409));
+      assert.equal((await liveKeys()).length, 20);
+    });
+
     test("settlements: filters, search, keyset pages over every row exactly once, CSV, and 404 across accounts", async () => {
       const db = stack.service.db;
       const keyA = await alice.call("/api/keys", { method: "POST", body: { name: "bulk" } });

@@ -67,7 +67,7 @@ function feeOf(receipt: { actual_fee?: { amount?: unknown; unit?: unknown } }): 
 }
 
 /** The most a transaction with these bounds can cost, in FRI. */
-export function maxFeeOf(bounds: ResourceBounds): bigint {
+function maxFeeOf(bounds: ResourceBounds): bigint {
   const all = bounds as unknown as Record<
     string,
     { max_amount: unknown; max_price_per_unit: unknown }

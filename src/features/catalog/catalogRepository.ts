@@ -37,10 +37,13 @@ export interface CatalogEntryRow {
   last_updated: Date;
 }
 
-export interface UpsertResult {
-  inserted: boolean;
-  lastUpdated: Date;
-}
+/**
+ * What an upsert did: wrote the entry (new, or refreshed by its owner), or
+ * left it alone because another account owns it.
+ */
+export type UpsertResult =
+  | { kind: "written"; inserted: boolean; lastUpdated: Date }
+  | { kind: "owned_elsewhere"; ownerAccountId: string | null };
 
 const ENTRY_COLUMNS = sql.raw(
   "resource, tool_name, type, x402_version, method, description, mime_type, service_name, tags, icon_url, accepts, bazaar, last_updated",
@@ -81,6 +84,16 @@ function pgTextArray(values: readonly string[]): string {
   return `{${values.map((v) => `"${v.replace(/["\\]/g, (c) => `\\${c}`)}"`).join(",")}}`;
 }
 
+/**
+ * Inserts an entry, or refreshes it when `accountId` owns it. The account
+ * that first cataloged a resource owns it: a resource URL proves nothing
+ * about who serves it, and /verify is free, so any other account's
+ * declaration of the same (resource, tool_name) is ignored (no field, no
+ * accept, no owner changes) and reported as `owned_elsewhere`. An entry
+ * without an owner (written outside the payment path) goes to the first
+ * account that declares it. The catalog neither deletes nor expires
+ * entries, so ownership lasts as long as the entry.
+ */
 export async function upsertCatalogEntry(
   db: Db,
   draft: CatalogDraft,
@@ -124,10 +137,23 @@ export async function upsertCatalogEntry(
       search_vector = EXCLUDED.search_vector,
       account_id = EXCLUDED.account_id,
       last_updated = now()
+    -- Checked on the locked row, so two accounts racing for a new URL
+    -- cannot both write it: the loser finds the winner's row here.
+    WHERE catalog_resources.account_id IS NOT DISTINCT FROM EXCLUDED.account_id
+       OR catalog_resources.account_id IS NULL
     RETURNING (xmax = 0) AS inserted, last_updated
   `.execute(db);
-  const row = result.rows[0]!;
-  return { inserted: row.inserted, lastUpdated: row.last_updated };
+  const row = result.rows[0];
+  if (row) return { kind: "written", inserted: row.inserted, lastUpdated: row.last_updated };
+  // No row back: the conflict's WHERE refused the update. Entries are never
+  // deleted, so the owner read here is the one that refused it.
+  const owner = await db
+    .selectFrom("catalog_resources")
+    .select("account_id")
+    .where("resource", "=", draft.resource)
+    .where("tool_name", "=", draft.toolName)
+    .executeTakeFirst();
+  return { kind: "owned_elsewhere", ownerAccountId: owner?.account_id ?? null };
 }
 
 /** Newest first: most recently cataloged or refreshed. */

@@ -12,6 +12,10 @@
  * - /verify is free and unmetered, so a declaration already stored with the
  *   same content in the last `verifyRefreshIntervalMs` is answered from
  *   memory. /settle always writes: a successful settle is the refresh.
+ * - An entry belongs to the account that first cataloged it
+ *   (catalogRepository.ts): another account's declaration of the same
+ *   resource is answered `rejected` and changes nothing. That answer is
+ *   remembered like a stored one, so repeating it costs no write either.
  */
 import { createHash } from "node:crypto";
 import stringify from "safe-stable-stringify";
@@ -59,12 +63,16 @@ export interface CatalogerOptions {
 
 interface Remembered {
   at: number;
-  resource: string;
+  /** The answer that write earned: `unchanged` for a stored entry, or the refusal. */
+  answer: BazaarResponse;
 }
 
 const MAX_REMEMBERED = 10_000;
 const CATALOG_UNAVAILABLE =
   "the catalog could not be updated just now; the next payment for this resource will retry";
+/** Names no account: the owner's identity is not the declarer's business. */
+const OWNED_ELSEWHERE =
+  "this resource is cataloged by another account; only the account that first cataloged it can update its entry";
 
 function hash(value: unknown): string {
   return createHash("sha256")
@@ -106,7 +114,10 @@ export class Cataloger {
   ): Promise<BazaarResponse | undefined> {
     if (payload.extensions?.[BAZAAR.key] === undefined) return undefined;
     try {
+      // The account is part of the content: the same declaration from
+      // another account may earn another answer (see OWNED_ELSEWHERE).
       const fingerprint = hash({
+        accountId,
         resource: payload.resource,
         bazaar: payload.extensions[BAZAAR.key],
         extensions: Object.keys(payload.extensions).sort(),
@@ -114,9 +125,7 @@ export class Cataloger {
       });
       if (trigger === "verify") {
         const recent = this.recentlyStored.get(fingerprint);
-        if (recent && this.now() - recent.at < this.refreshIntervalMs) {
-          return { status: "success", action: "unchanged", resource: recent.resource };
-        }
+        if (recent && this.now() - recent.at < this.refreshIntervalMs) return recent.answer;
       }
       const declaration = readDeclaration(payload, requirements, {
         allowPrivateHosts: this.opts.allowPrivateHosts,
@@ -169,10 +178,33 @@ export class Cataloger {
     const key = `${draft.resource}\n${draft.toolName}`;
     const content = hash(draft);
     const write = upsertCatalogEntry(this.db, draft, accountId).then((result) => {
+      if (result.kind === "owned_elsewhere") {
+        // Ids only: enough for an operator to see who tried to take whose entry.
+        this.log.info(
+          {
+            trigger,
+            resource: draft.resource,
+            toolName: draft.toolName,
+            ownerAccountId: result.ownerAccountId,
+            declaringAccountId: accountId,
+          },
+          "catalog declaration ignored: the entry belongs to another account",
+        );
+        rememberBounded(
+          this.recentlyStored,
+          fingerprint,
+          { at: this.now(), answer: { status: "rejected", rejectedReason: OWNED_ELSEWHERE } },
+          MAX_REMEMBERED,
+        );
+        return result;
+      }
       rememberBounded(
         this.recentlyStored,
         fingerprint,
-        { at: this.now(), resource: draft.resource },
+        {
+          at: this.now(),
+          answer: { status: "success", action: "unchanged", resource: draft.resource },
+        },
         MAX_REMEMBERED,
       );
       const changed = result.inserted || this.storedContent.get(key) !== content;
@@ -201,6 +233,9 @@ export class Cataloger {
       if (outcome === "timeout") {
         this.log.info({ trigger, resource: draft.resource }, "catalog write outlived its budget");
         return { status: "processing", resource: draft.resource };
+      }
+      if (outcome.kind === "owned_elsewhere") {
+        return { status: "rejected", rejectedReason: OWNED_ELSEWHERE };
       }
       return {
         status: "success",

@@ -46,6 +46,8 @@ export interface DashboardOptions {
   plans: PlanLimits & { metering: boolean };
   sessionTtlMs: number;
   allowPrivateWebhookTargets: boolean;
+  /** Live API keys an account may hold (API_KEYS_PER_ACCOUNT). */
+  maxKeysPerAccount: number;
   /** Told when a key is deleted, so this replica's key cache forgets it at once. */
   onKeyDeleted?: () => void;
 }
@@ -103,8 +105,9 @@ function createDashboard(opts: DashboardOptions) {
     },
 
     keys: (accountId: string): Promise<ApiKeyListing[]> => listApiKeys(db, accountId),
+    /** @throws ServiceError key_limit_reached when the account holds the most keys it may. */
     createKey: (accountId: string, name: string): Promise<CreatedApiKey> =>
-      createApiKey(db, accountId, name),
+      createApiKey(db, accountId, name, { maxLiveKeys: opts.maxKeysPerAccount }),
     /** Revokes one of the account's own live keys; false when none matched. */
     async deleteKey(accountId: string, keyId: string): Promise<boolean> {
       // Other replicas hear of it through the database (deleteApiKey announces it).
@@ -138,6 +141,7 @@ export function openDashboard(opts: {
     plans: PlanLimits & { metering: boolean };
     auth: AuthConfig;
     webhooks: { allowPrivateTargets: boolean };
+    apiKeysPerAccount: number;
   };
   networks: readonly NetworkDescription[];
   assetKey: (network: string, id: string) => string;
@@ -154,6 +158,7 @@ export function openDashboard(opts: {
       plans: config.plans,
       sessionTtlMs: config.auth.sessionTtlMs,
       allowPrivateWebhookTargets: config.webhooks.allowPrivateTargets,
+      maxKeysPerAccount: config.apiKeysPerAccount,
       onKeyDeleted: opts.onKeyDeleted,
     }),
     signIn: new SignIn(config.auth.providers),

@@ -7,10 +7,17 @@
  * Probes are cheap reads with a short timeout, shared by concurrent callers
  * and reused for a second, so a load balancer polling every replica cannot
  * turn readiness into load on the RPC provider.
+ *
+ * /ready is public, so what it shows is `publicReadiness`: which dependency
+ * is up, per network too, and nothing else. Driver messages name hosts,
+ * users and databases, and RPC hosts name the provider (some put an
+ * account's endpoint in the host name): those go to the log, once each
+ * time the set of problems changes.
  */
 import { sql } from "kysely";
 import type { Redis } from "ioredis";
 import type { NetworkProbe } from "../../chains/ports.js";
+import type { Logger } from "../../lib/logger.js";
 import type { Metrics } from "../../lib/metrics.js";
 import type { Db } from "../../storage/db.js";
 
@@ -19,6 +26,36 @@ export interface ReadinessReport {
   database: { ok: boolean; error?: string };
   networks: NetworkProbe[];
   redis?: { ok: boolean; error?: string };
+}
+
+/** What GET /ready shows: up or down per dependency and per network, no details. */
+export interface PublicReadiness {
+  ready: boolean;
+  database: { ok: boolean };
+  networks: { network: string; reachable: boolean }[];
+  redis?: { ok: boolean };
+}
+
+export function publicReadiness(report: ReadinessReport): PublicReadiness {
+  return {
+    ready: report.ready,
+    database: { ok: report.database.ok },
+    networks: report.networks.map((n) => ({ network: n.network, reachable: n.reachable })),
+    ...(report.redis ? { redis: { ok: report.redis.ok } } : {}),
+  };
+}
+
+/** The details of what is down, for the log. */
+function problemsOf(report: ReadinessReport): Record<string, unknown>[] {
+  return [
+    ...(report.database.ok ? [] : [{ dependency: "database", error: report.database.error }]),
+    ...report.networks
+      .filter((n) => !n.reachable)
+      .map((n) => ({ dependency: "rpc", network: n.network, host: n.host, error: n.error })),
+    ...(report.redis && !report.redis.ok
+      ? [{ dependency: "redis", error: report.redis.error }]
+      : []),
+  ];
 }
 
 interface ReadinessChecks {
@@ -83,8 +120,12 @@ export function serviceReadiness(opts: {
   networks: () => Promise<NetworkProbe[]>;
   redis: Redis | undefined;
   metrics: Metrics;
+  log: Logger;
 }): () => Promise<ReadinessReport> {
-  const { redis, metrics } = opts;
+  const { redis, metrics, log } = opts;
+  // Logged when the set of problems changes, not on every probe: a load
+  // balancer polling through an outage would otherwise fill the log.
+  let lastProblems = "[]";
   return createReadiness({
     database: async () => void (await sql`select 1`.execute(opts.db)),
     networks: opts.networks,
@@ -93,6 +134,12 @@ export function serviceReadiness(opts: {
       for (const n of report.networks) {
         metrics.rpcReachable.set({ network: n.network }, n.reachable ? 1 : 0);
       }
+      const problems = problemsOf(report);
+      const key = JSON.stringify(problems);
+      if (key === lastProblems) return;
+      lastProblems = key;
+      if (problems.length === 0) log.info("ready again: every dependency answers");
+      else log.warn({ problems }, "not ready");
     },
   });
 }

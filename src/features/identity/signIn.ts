@@ -24,6 +24,25 @@ export interface PendingSignIn {
   returnTo: string;
 }
 
+/**
+ * Why a sign-in did not finish, as the dashboard is told it: a fixed code
+ * the sign-in page maps to its own fixed message (dashboard/src/SignInPage.tsx).
+ * The URL of the dashboard carries the code only, never text from the
+ * provider's redirect or an error message, so no one can make the genuine
+ * dashboard show words of their choosing. The details go to the log.
+ */
+const SIGN_IN_ERROR_CODES = [
+  /** The provider answered with an error: the user cancelled, or it refused. */
+  "cancelled",
+  /** No sign-in under way in this browser for that provider (expired, or started elsewhere). */
+  "expired",
+  "unknown_provider",
+  "provider_unreachable",
+  /** The provider's answer did not check out (state, PKCE, token, user API). */
+  "rejected",
+] as const;
+export type SignInErrorCode = (typeof SIGN_IN_ERROR_CODES)[number];
+
 export class SignInError extends Error {
   constructor(
     message: string,

@@ -3,6 +3,8 @@
  * (masked prefixes only), delete (revoke), and authenticate.
  */
 import { randomUUID } from "node:crypto";
+import { sql } from "kysely";
+import { ServiceError } from "../../lib/errors.js";
 import type { Db } from "../../storage/db.js";
 import { announceChange } from "../../storage/changeFeed.js";
 import { generateApiKey, hashApiKey, maskedPrefix } from "./apiKeyFormat.js";
@@ -26,11 +28,43 @@ export interface ApiKeyListing {
   lastUsedAt: Date | null;
 }
 
+/**
+ * Creates a key for the account. With `maxLiveKeys`, an account that already
+ * holds that many live keys is refused (`key_limit_reached`) and nothing is
+ * created: rate limits count per key, so unlimited keys would multiply
+ * them. The account's row is locked while counting, so concurrent creations
+ * cannot overshoot. The operator's command line passes no limit.
+ *
+ * @throws ServiceError key_limit_reached
+ */
 export async function createApiKey(
   db: Db,
   accountId: string,
   name: string,
+  opts: { maxLiveKeys?: number } = {},
 ): Promise<CreatedApiKey> {
+  const { maxLiveKeys } = opts;
+  if (maxLiveKeys === undefined) return insertApiKey(db, accountId, name);
+  return db.transaction().execute(async (tx) => {
+    await sql`SELECT 1 FROM accounts WHERE id = ${accountId} FOR UPDATE`.execute(tx);
+    const { live } = await tx
+      .selectFrom("api_keys")
+      .select((eb) => eb.fn.countAll<string | number>().as("live"))
+      .where("account_id", "=", accountId)
+      .where("revoked_at", "is", null)
+      .executeTakeFirstOrThrow();
+    if (Number(live) >= maxLiveKeys) {
+      throw new ServiceError(
+        "key_limit_reached",
+        `this account already has ${maxLiveKeys} API keys, the most it may hold: delete one it no longer uses, then create the new one`,
+        { details: { limit: maxLiveKeys } },
+      );
+    }
+    return insertApiKey(tx, accountId, name);
+  });
+}
+
+async function insertApiKey(db: Db, accountId: string, name: string): Promise<CreatedApiKey> {
   const key = generateApiKey();
   const row = await db
     .insertInto("api_keys")

@@ -8,6 +8,11 @@
  * `guardedLookup`, which the HTTP request uses to resolve the host: the
  * address checked is the address connected to, so a DNS answer that changes
  * between the two (rebinding) cannot slip through.
+ *
+ * A refusal never says what a host resolved to, nor tells a host that does
+ * not resolve from one that resolves privately: both go back to the account
+ * (the dashboard's answer, the delivery log), and either would let it map
+ * the internal DNS. They get one message.
  */
 import { BlockList, isIP } from "node:net";
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from "node:dns";
@@ -36,6 +41,10 @@ for (const [net, bits] of [
   ["fe80::", 10], // link-local
   ["ff00::", 8], // multicast
   ["64:ff9b::", 96], // NAT64 of an IPv4 address
+  ["64:ff9b:1::", 48], // local-use NAT64 (RFC 8215)
+  ["fec0::", 10], // site-local (deprecated, still routed inside some networks)
+  ["2001:db8::", 32], // documentation
+  ["100::", 64], // discard-only
 ] as const) {
   blocked.addSubnet(net, bits, "ipv6");
 }
@@ -45,6 +54,13 @@ export class WebhookTargetError extends Error {
     super(message);
     this.name = "WebhookTargetError";
   }
+}
+
+/** The one refusal for a host that does not resolve, or not to public addresses only. */
+function notPublic(host: string): WebhookTargetError {
+  return new WebhookTargetError(
+    `${host} is not allowed: webhooks may not reach hosts that are private, loopback or link-local, or that do not resolve (WEBHOOK_ALLOW_PRIVATE_TARGETS=true allows private ones)`,
+  );
 }
 
 /** The eight 16-bit groups of an IPv6 address (any textual form Node accepts). */
@@ -129,15 +145,11 @@ export async function assertPublicTarget(raw: string, allowPrivate: boolean): Pr
   const addresses = isIP(host)
     ? [host]
     : (
-        await lookupAll(host, { all: true }).catch((e: Error) => {
-          throw new WebhookTargetError(`cannot resolve ${host}: ${e.message}`);
+        await lookupAll(host, { all: true }).catch(() => {
+          throw notPublic(host);
         })
       ).map((a) => a.address);
-  const bad = addresses.find(isPrivateAddress);
-  if (bad !== undefined || addresses.length === 0)
-    throw new WebhookTargetError(
-      `${host} resolves to ${bad ?? "no address"}, a private, loopback or link-local address; set WEBHOOK_ALLOW_PRIVATE_TARGETS=true to allow it`,
-    );
+  if (addresses.length === 0 || addresses.some(isPrivateAddress)) throw notPublic(host);
   return url;
 }
 
@@ -151,17 +163,12 @@ type LookupCallback = (
 export function guardedLookup(allowPrivate: boolean) {
   return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
     dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
-      if (err) return callback(err, []);
+      // The delivery log shows this error to the account: with the guard
+      // on, a failed lookup reads like a private answer (see the top).
+      if (err) return callback(allowPrivate ? err : notPublic(hostname), []);
       const list = addresses;
       const bad = allowPrivate ? undefined : list.find((a) => isPrivateAddress(a.address));
-      if (bad || list.length === 0) {
-        return callback(
-          new WebhookTargetError(
-            `${hostname} resolves to ${bad?.address ?? "no address"}, which webhooks may not reach`,
-          ),
-          [],
-        );
-      }
+      if (bad || list.length === 0) return callback(notPublic(hostname), []);
       if (options.all) return callback(null, list);
       callback(null, list[0]!.address, list[0]!.family);
     });

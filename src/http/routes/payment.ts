@@ -10,28 +10,35 @@ import type { Metrics } from "../../lib/metrics.js";
 import { sendError } from "../errorEnvelope.js";
 import { setExtensionResponses } from "../extensionResponses.js";
 import { parsePaymentRequestBody } from "../../protocol/envelope.js";
+import { RequestLabels } from "../requestLabels.js";
 
 const VERSION_MESSAGE =
   "this facilitator speaks x402 version 2: set x402Version to 2 in the body and in paymentPayload";
 
-function networkOf(raw: unknown): string {
+function networkOf(raw: unknown): unknown {
   const req = (raw as Record<string, unknown>)?.["paymentRequirements"] as
     Record<string, unknown> | undefined;
-  return typeof req?.["network"] === "string" ? req["network"] : "";
+  return req?.["network"];
 }
 
 export function registerPaymentRoutes(
   app: FastifyInstance,
-  deps: { payments: PaymentService; metrics: Metrics },
+  deps: {
+    payments: PaymentService;
+    metrics: Metrics;
+    /** The networks this service serves: the only network labels besides `other`. */
+    networks: readonly string[];
+  },
 ): void {
   const config = { auth: "apiKey" as const };
+  const labels = new RequestLabels(deps.networks);
 
   app.post("/verify", { config }, async (request: FastifyRequest, reply: FastifyReply) => {
     const parsed = parsePaymentRequestBody(request.body);
     if (parsed.kind === "invalid") return sendError(reply, "invalid_request", parsed.message);
     if (parsed.kind === "wrong_version") {
       deps.metrics.verifications.inc({
-        network: networkOf(request.body),
+        network: labels.network(networkOf(request.body)),
         result: Reason.invalidX402Version,
       });
       return reply.send(
@@ -46,8 +53,8 @@ export function registerPaymentRoutes(
     );
     setExtensionResponses(reply, extensionResponses);
     deps.metrics.verifications.inc({
-      network: parsed.request.paymentRequirements.network,
-      result: result.isValid ? "valid" : (result.invalidReason ?? "invalid"),
+      network: labels.network(parsed.request.paymentRequirements.network),
+      result: labels.reason(result.isValid ? "valid" : (result.invalidReason ?? "invalid")),
     });
     return reply.send(result);
   });
@@ -56,10 +63,11 @@ export function registerPaymentRoutes(
     const parsed = parsePaymentRequestBody(request.body);
     if (parsed.kind === "invalid") return sendError(reply, "invalid_request", parsed.message);
     if (parsed.kind === "wrong_version") {
+      const network = networkOf(request.body);
       return reply.send(
         settleRefusal(
           { reason: Reason.invalidX402Version, message: VERSION_MESSAGE },
-          networkOf(request.body),
+          typeof network === "string" ? network : "",
         ),
       );
     }
@@ -72,8 +80,8 @@ export function registerPaymentRoutes(
     );
     setExtensionResponses(reply, extensionResponses);
     deps.metrics.settlements.inc({
-      network: parsed.request.paymentRequirements.network,
-      outcome: result.success ? "succeeded" : (result.errorReason ?? "failed"),
+      network: labels.network(parsed.request.paymentRequirements.network),
+      outcome: labels.reason(result.success ? "succeeded" : (result.errorReason ?? "failed")),
     });
     return reply.send(result);
   });

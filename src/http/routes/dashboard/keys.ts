@@ -2,13 +2,14 @@
  * The API Keys tab:
  *
  *   GET    /api/keys        the account's live keys (masked)
- *   POST   /api/keys        create one; the full key is in this answer only
+ *   POST   /api/keys        create one; the full key is in this answer only (at most
+ *                            API_KEYS_PER_ACCOUNT live keys, then 409 key_limit_reached)
  *   DELETE /api/keys/:id    delete (revoke) one of the account's keys
  */
 import type { FastifyInstance } from "fastify";
 import type { Dashboard } from "../../../features/dashboard/dashboard.js";
 import { sendError } from "../../errorEnvelope.js";
-import { sessionRoute, uuidParams } from "./schemas.js";
+import { errorEnvelope, sessionRoute, uuidParams } from "./schemas.js";
 
 const keyListing = {
   type: "object",
@@ -50,6 +51,10 @@ export function registerKeyRoutes(app: FastifyInstance, deps: { dashboard: Dashb
             ...keyListing.properties,
             key: { type: "string", description: "the full key: shown only now" },
           },
+        },
+        409: {
+          ...errorEnvelope,
+          description: "key_limit_reached: the account holds the most keys it may",
         },
       },
     }),

@@ -1,6 +1,6 @@
 /** JSON schemas shared by the dashboard routes (validation and the OpenAPI document). */
 
-const errorEnvelope = {
+export const errorEnvelope = {
   type: "object",
   description: "The service's error envelope",
   required: ["error", "message", "requestId"],

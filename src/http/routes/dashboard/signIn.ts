@@ -7,12 +7,18 @@
  *   POST /auth/signout              ends the session (deletes its row)
  *
  * The two GETs that a browser navigates to answer with redirects, errors
- * included (to /dashboard/?signInError=…), since a person, not a program,
- * is on the other end.
+ * included (to /dashboard/?signInError=<code>, one of SIGN_IN_ERROR_CODES),
+ * since a person, not a program, is on the other end. Only the code travels;
+ * what went wrong is logged here.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Dashboard } from "../../../features/dashboard/dashboard.js";
-import { SignInError, type PendingSignIn, type SignIn } from "../../../features/identity/signIn.js";
+import {
+  SignInError,
+  type PendingSignIn,
+  type SignIn,
+  type SignInErrorCode,
+} from "../../../features/identity/signIn.js";
 import { sendError } from "../../errorEnvelope.js";
 import { SESSION_COOKIE, SIGN_IN_COOKIE, cookieOptions } from "../../sessionAuth.js";
 import { errorResponses } from "./schemas.js";
@@ -61,9 +67,12 @@ function decodePending(raw: string | undefined): PendingSignIn | undefined {
   }
 }
 
-function backToDashboard(reply: FastifyReply, error: string): FastifyReply {
-  return reply.redirect(`/dashboard/?signInError=${encodeURIComponent(error)}`, 303);
+function backToDashboard(reply: FastifyReply, code: SignInErrorCode): FastifyReply {
+  return reply.redirect(`/dashboard/?signInError=${code}`, 303);
 }
+
+/** Text from a provider's redirect, bounded for the log line. */
+const forLog = (text: string | undefined) => text?.slice(0, 200);
 
 export function registerSignInRoutes(app: FastifyInstance, deps: SignInDeps): void {
   app.get(
@@ -134,7 +143,10 @@ export function registerSignInRoutes(app: FastifyInstance, deps: SignInDeps): vo
         reply.setCookie(SIGN_IN_COOKIE, encodePending(pending), cookieOptions(600));
         return reply.redirect(url, 302);
       } catch (e) {
-        if (e instanceof SignInError) return backToDashboard(reply, e.message);
+        if (e instanceof SignInError) {
+          request.log.warn({ provider, err: e.message }, "sign-in could not start");
+          return backToDashboard(reply, e.reason);
+        }
         throw e;
       }
     },
@@ -169,13 +181,18 @@ export function registerSignInRoutes(app: FastifyInstance, deps: SignInDeps): vo
         httpOnly: true,
         sameSite: "lax",
       });
-      if (query.error)
-        return backToDashboard(
-          reply,
-          `sign-in was cancelled or refused: ${query.error_description ?? query.error}`,
+      if (query.error) {
+        request.log.info(
+          {
+            provider,
+            providerError: forLog(query.error),
+            description: forLog(query.error_description),
+          },
+          "sign-in cancelled or refused by the provider",
         );
-      if (!pending || pending.provider !== provider)
-        return backToDashboard(reply, "this sign-in expired or was started elsewhere; start again");
+        return backToDashboard(reply, "cancelled");
+      }
+      if (!pending || pending.provider !== provider) return backToDashboard(reply, "expired");
       try {
         const identity = await deps.signIn.complete(
           new URL(request.url, "http://callback.invalid"),
@@ -191,7 +208,7 @@ export function registerSignInRoutes(app: FastifyInstance, deps: SignInDeps): vo
       } catch (e) {
         if (e instanceof SignInError) {
           request.log.warn({ provider, err: e.message }, "sign-in refused");
-          return backToDashboard(reply, e.message);
+          return backToDashboard(reply, e.reason);
         }
         throw e;
       }
