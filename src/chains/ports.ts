@@ -29,6 +29,11 @@ export interface NetworkDescription {
   readonly assets: readonly AssetDescription[];
   /** A public explorer's transaction page, `{tx}` standing for the reference. */
   readonly explorerTx?: string;
+  /**
+   * The chain's native token, which pays for transactions: settlement fees
+   * are stored in its smallest unit. Absent: not known here.
+   */
+  readonly native?: { readonly symbol: string; readonly decimals: number };
 }
 
 /**

@@ -11,7 +11,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { Webhook } from "standardwebhooks";
 import { HTTPFacilitatorClient } from "@x402/core/server";
@@ -281,6 +281,102 @@ describe("dashboard in Chromium", () => {
     await page.screenshot({ path: `${SHOTS}/plans.png`, fullPage: true });
     const settled = await pay(key, 1);
     assert.equal(settled.success, true);
+  });
+
+  test("an account whose settlements keep failing on-chain is warned on Overview that the network is held off, and Metrics shows the gas they cost", async () => {
+    const { page } = await signIn(idps.providers[1]!.label);
+    const key = await createKey(page, "failing");
+    const { id } = await accountOf(page);
+    const db = stack.service.db;
+    const keyId = (
+      await db
+        .selectFrom("api_keys")
+        .select("id")
+        .where("account_id", "=", id)
+        .executeTakeFirstOrThrow()
+    ).id;
+    // The free plan's limit: 20 settlements that failed on-chain, 1 to 20
+    // minutes ago; and 2 on another network, under it.
+    const now = Date.now();
+    const failed = Array.from({ length: 22 }, (_, i) => ({
+      id: randomUUID(),
+      account_id: id,
+      api_key_id: keyId,
+      network: i < 20 ? stack.network : "eip155:10",
+      scheme: "exact",
+      payer: "0xpayer",
+      pay_to: PAY_TO,
+      asset: stack.usdc,
+      amount: "10000",
+      payload_fingerprint: `held-off-${randomUUID()}`,
+      status: "failed" as const,
+      transaction: `0x${randomBytes(32).toString("hex")}`,
+      error_reason: "invalid_transaction_state",
+      started_at: new Date(now - (i + 1) * 60_000 - 1_000),
+      finished_at: new Date(now - (i + 1) * 60_000),
+    }));
+    await db.insertInto("settlements").values(failed).execute();
+    await db
+      .insertInto("settlement_transactions")
+      .values(
+        failed.map((f) => ({
+          reference: f.transaction,
+          settlement_id: f.id,
+          network: f.network,
+          signer: "0xsigner",
+          replaces: null,
+          detail: "{}",
+          status: "reverted" as const,
+        })),
+      )
+      .execute();
+    await db
+      .updateTable("settlement_transactions")
+      .set({ fee: "42000000000000" })
+      .where(
+        "reference",
+        "in",
+        failed.map((f) => f.transaction),
+      )
+      .execute();
+    await assert.rejects(
+      pay(key),
+      (e: Error & { statusCode?: number }) => e.statusCode === 429 || /\(429\)/.test(e.message),
+      "/settle on the network answers 429",
+    );
+
+    // Settles resume when the 20th most recent failure is an hour old.
+    const resumes = new Date(now - 20 * 60_000 + 3_600_000).toISOString().slice(11, 16);
+    // A fresh load, as when the merchant opens the dashboard after a 429 (the
+    // Overview read moments ago is otherwise kept until its next refresh).
+    await page.reload();
+    await tab(page, "Overview");
+    const warning = page.getByRole("alert", { name: `Settles on ${stack.network} held off` });
+    await warning
+      .getByText(
+        `Settles on ${stack.network} are held off until ${resumes} UTC: 20 settlements failed on-chain in the last hour (free plan allows 20).`,
+      )
+      .waitFor();
+    await warning.getByText("Check the payments you send").waitFor();
+    await page
+      .getByText(
+        "2 settlements on eip155:10 failed on-chain in the last hour; at 20 (free plan) settles there are held off for up to an hour.",
+      )
+      .waitFor();
+    assert.equal(await page.getByRole("alert").count(), 1, "only the held-off network warns");
+    await page.screenshot({ path: `${SHOTS}/overview-held-off.png`, fullPage: true });
+
+    await tab(page, "Metrics");
+    const gas = page.locator("table.gas");
+    const row = gas.getByRole("row", { name: new RegExp(stack.network) });
+    await row.getByRole("cell", { name: "0.00084 ETH", exact: true }).waitFor();
+    assert.deepEqual(await row.getByRole("cell").allTextContents(), [
+      stack.network,
+      "20",
+      "20",
+      "0.00084 ETH",
+    ]);
+    await page.screenshot({ path: `${SHOTS}/metrics-gas.png`, fullPage: true });
   });
 
   test("a second account sees none of the first's keys, settlements or webhooks, and gets 404 for their ids", async () => {

@@ -364,6 +364,203 @@ for (const backend of availableBackends()) {
       assert.equal(m.settlements.succeeded.length, 30);
     });
 
+    test("on-chain failures: Overview shows each network's last hour against the plan's limit and when a held-off network resumes (as /settle's 429 says); Metrics shows the gas our signers spent per network", async () => {
+      const db = stack.service.db;
+      const dave = await signedInUser(db, stack.url);
+      const eve = await signedInUser(db, stack.url);
+      const created = await json(
+        await dave.call("/api/keys", { method: "POST", body: { name: "gas" } }),
+      );
+      const keyId = String(created["id"]);
+      const eveKey = String(
+        (await json(await eve.call("/api/keys", { method: "POST", body: { name: "gas" } })))["id"],
+      );
+      const BASE = "eip155:8453";
+      const OP = "eip155:10";
+      const SOLANA = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
+      const now = Date.now();
+      const minutesAgo = (m: number) => new Date(now - m * 60_000);
+      let n = 0;
+      const settlement = (
+        network: string,
+        status: "failed" | "succeeded",
+        finishedMinutesAgo: number,
+        opts: { sent?: boolean; account?: string; apiKey?: string } = {},
+      ) => {
+        n++;
+        return {
+          id: randomUUID(),
+          account_id: opts.account ?? dave.accountId,
+          api_key_id: opts.apiKey ?? keyId,
+          network,
+          scheme: "exact",
+          payer: "0xpayer",
+          pay_to: PAY_TO,
+          asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+          amount: "10000",
+          payload_fingerprint: `gas-${randomUUID()}`,
+          status,
+          transaction: opts.sent === false ? null : `0x${n.toString(16).padStart(64, "a")}`,
+          error_reason: status === "failed" ? "invalid_transaction_state" : null,
+          started_at: new Date(now - finishedMinutesAgo * 60_000 - 1_000),
+          finished_at: minutesAgo(finishedMinutesAgo),
+        };
+      };
+      // Base: 20 failures on-chain in the last hour (1 to 20 minutes ago), the
+      // free plan's limit; one more two hours ago and one that failed before
+      // sending anything do not count.
+      const baseFailed = Array.from({ length: 20 }, (_, i) => settlement(BASE, "failed", i + 1));
+      const baseOld = settlement(BASE, "failed", 120);
+      const baseUnsent = settlement(BASE, "failed", 5, { sent: false });
+      const baseOk = settlement(BASE, "succeeded", 30);
+      // OP: 3 failures on-chain, under the limit.
+      const opFailed = Array.from({ length: 3 }, (_, i) => settlement(OP, "failed", 10 + i));
+      // Solana: a success whose fee the chain did not report.
+      const solanaOk = settlement(SOLANA, "succeeded", 15);
+      // Outside the 30-day range, and another account's: neither is counted.
+      const ancient = settlement(BASE, "succeeded", 40 * 24 * 60);
+      const eves = settlement(BASE, "failed", 3, { account: eve.accountId, apiKey: eveKey });
+      const rows = [
+        ...baseFailed,
+        baseOld,
+        baseUnsent,
+        baseOk,
+        ...opFailed,
+        solanaOk,
+        ancient,
+        eves,
+      ];
+      await db.insertInto("settlements").values(rows).execute();
+      const transactions: {
+        settlement: (typeof rows)[number];
+        status: "sent" | "success" | "reverted";
+        fee: string | null;
+        suffix?: string;
+      }[] = [
+        ...[...baseFailed, baseOld].map((s) => ({
+          settlement: s,
+          status: "reverted" as const,
+          fee: "42000000000000",
+        })),
+        // The success was a replacement: the first transaction was never mined.
+        { settlement: baseOk, status: "sent", fee: null, suffix: "-replaced" },
+        { settlement: baseOk, status: "success", fee: "60000000000000" },
+        ...opFailed.map((s) => ({
+          settlement: s,
+          status: "reverted" as const,
+          fee: "1000000000000",
+        })),
+        { settlement: solanaOk, status: "success", fee: null },
+        { settlement: ancient, status: "success", fee: "999000000000000000" },
+        { settlement: eves, status: "reverted", fee: "999000000000000000" },
+      ];
+      await db
+        .insertInto("settlement_transactions")
+        .values(
+          transactions.map((t) => ({
+            reference: `${t.settlement.transaction}${t.suffix ?? ""}`,
+            settlement_id: t.settlement.id,
+            network: t.settlement.network,
+            signer: "0xsigner",
+            replaces: null,
+            detail: "{}",
+            status: t.status,
+          })),
+        )
+        .execute();
+      for (const t of transactions.filter((t) => t.fee !== null)) {
+        await db
+          .updateTable("settlement_transactions")
+          .set({ fee: t.fee })
+          .where("reference", "=", `${t.settlement.transaction}${t.suffix ?? ""}`)
+          .execute();
+      }
+
+      // Settles resume when the 20th most recent failure (20 minutes ago) is an hour old.
+      const resumes = new Date(minutesAgo(20).getTime() + 3_600_000).toISOString();
+      const overview = (await json(await dave.call("/api/overview"))) as {
+        onChainFailures: unknown[];
+      };
+      assert.deepEqual(overview.onChainFailures, [
+        { network: OP, lastHour: 3, limit: 20, heldOffUntil: null },
+        { network: BASE, lastHour: 20, limit: 20, heldOffUntil: resumes },
+      ]);
+      const eveOverview = (await json(await eve.call("/api/overview"))) as {
+        onChainFailures: unknown[];
+      };
+      assert.deepEqual(eveOverview.onChainFailures, [
+        { network: BASE, lastHour: 1, limit: 20, heldOffUntil: null },
+      ]);
+
+      // /settle on Base says the same: 429 until then.
+      const requirements = requirementsFor({
+        network: stack.network,
+        usdc: stack.usdc,
+        payTo: PAY_TO,
+      });
+      assert.equal(stack.network, BASE);
+      const refused = await post(
+        stack.url,
+        "/settle",
+        paymentRequest(
+          requirements,
+          (await signPayment(stack.payerKeys[0]!, requirements)).payload,
+        ),
+        String(created["key"]),
+      );
+      assert.equal(refused.status, 429);
+      assert.equal((await json(refused))["error"], "too_many_failed_settlements");
+      const retryAfter = Number(refused.headers.get("retry-after"));
+      const lifts = Date.now() + retryAfter * 1000;
+      assert.ok(
+        Math.abs(lifts - Date.parse(resumes)) <= 5_000,
+        `Retry-After ${retryAfter} s ends near ${resumes}`,
+      );
+
+      const metrics = (await json(await dave.call("/api/metrics?range=30d"))) as {
+        gasSpent: unknown[];
+      };
+      assert.deepEqual(metrics.gasSpent, [
+        {
+          network: OP,
+          symbol: "ETH",
+          transactions: 3,
+          reverted: 3,
+          fee: "3000000000000",
+          feeInUnits: "0.000003",
+        },
+        {
+          network: BASE,
+          symbol: "ETH",
+          // 21 reverted (20 in the last hour, one two hours ago), a replaced one and its success.
+          transactions: 23,
+          reverted: 21,
+          fee: "942000000000000",
+          feeInUnits: "0.000942",
+        },
+        {
+          network: SOLANA,
+          symbol: "SOL",
+          transactions: 1,
+          reverted: 0,
+          fee: null,
+          feeInUnits: null,
+        },
+      ]);
+
+      // A paid plan's limit is higher: the same failures no longer hold Base off.
+      const up = await dave.call("/api/billing/upgrade", {
+        method: "POST",
+        body: { plan: "starter" },
+      });
+      assert.equal(up.status, 200);
+      const paid = (await json(await dave.call("/api/overview"))) as { onChainFailures: unknown[] };
+      assert.deepEqual(paid.onChainFailures, [
+        { network: OP, lastHour: 3, limit: 500, heldOffUntil: null },
+        { network: BASE, lastHour: 20, limit: 500, heldOffUntil: null },
+      ]);
+    });
+
     test("an upgrade at the quota limit lets the very next /settle through", async () => {
       const created = await json(
         await alice.call("/api/keys", { method: "POST", body: { name: "quota" } }),

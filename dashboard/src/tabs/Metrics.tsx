@@ -11,6 +11,19 @@ interface MetricsData {
   settlements: { succeeded: number[]; failed: number[] };
   byNetwork: { network: string; settlements: number[] }[];
   volumeByAsset: { network: string; asset: string; symbol: string | null; amounts: number[] }[];
+  gasSpent: GasSpent[];
+}
+
+/** What our signers' transactions for this account's settlements cost on one network. */
+interface GasSpent {
+  network: string;
+  /** The native token fees are paid in; null when not known. */
+  symbol: string | null;
+  transactions: number;
+  reverted: number;
+  /** Smallest native unit (wei, FRI); null when the chain reported no fee. */
+  fee: string | null;
+  feeInUnits: string | null;
 }
 
 const RANGES = [
@@ -75,11 +88,59 @@ export function Metrics() {
                   values: v.amounts,
                 }))}
               />
+              <GasTable rows={m.gasSpent} />
             </>
           );
         }}
       </Loadable>
     </>
+  );
+}
+
+function GasTable({ rows }: { rows: GasSpent[] }) {
+  return (
+    <section aria-labelledby="gas-h">
+      <h2 id="gas-h">Gas our signers spent on your settlements</h2>
+      <p className="muted">
+        The transactions sent for your settlements started in this range, and what they cost in each
+        chain's native token. Reverted ones failed on-chain: their gas is spent all the same.
+      </p>
+      {rows.length === 0 ? (
+        <p className="empty">No transactions were sent for your settlements in this range.</p>
+      ) : (
+        <div className="scroll">
+          <table className="gas">
+            <caption className="sr-only">
+              Transactions sent for settlements started in this range, by network
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Network</th>
+                <th scope="col">Transactions</th>
+                <th scope="col">Of which reverted</th>
+                <th scope="col">Cost</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((g) => (
+                <tr key={g.network}>
+                  <td>{g.network}</td>
+                  <td>{g.transactions}</td>
+                  <td>{g.reverted}</td>
+                  <td>
+                    {g.feeInUnits !== null
+                      ? `${g.feeInUnits} ${g.symbol}`
+                      : g.fee !== null
+                        ? `${g.fee} (smallest native unit)`
+                        : "not reported"}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
   );
 }
 

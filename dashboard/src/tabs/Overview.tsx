@@ -28,6 +28,17 @@ interface OverviewData {
     message: string | null;
     at: string;
   }[];
+  onChainFailures: OnChainFailures[];
+}
+
+/** A network where settlements failed on-chain (our gas spent) in the last hour. */
+interface OnChainFailures {
+  network: string;
+  lastHour: number;
+  /** The plan's limit per hour; null when settlements are not metered (no limit applies). */
+  limit: number | null;
+  /** When settles on the network resume; null while under the limit. */
+  heldOffUntil: string | null;
 }
 
 export function Overview({ session }: { session: Session }) {
@@ -41,6 +52,7 @@ export function Overview({ session }: { session: Session }) {
       <Loadable query={overview} label="the overview">
         {(o) => (
           <>
+            <OnChainFailuresNotes failures={o.onChainFailures} plan={o.quota.plan} />
             <section className="cards" aria-label="Activity">
               <Stat
                 label="Settlements today"
@@ -113,6 +125,67 @@ export function Overview({ session }: { session: Session }) {
       <QuickStart url={session.facilitatorUrl} />
     </>
   );
+}
+
+/**
+ * Settlements that failed on-chain cost gas, and past the plan's limit in an
+ * hour /settle on that network answers 429 for a while: a clear warning for a
+ * network held off, a quiet line for one with failures below the limit.
+ */
+function OnChainFailuresNotes({ failures, plan }: { failures: OnChainFailures[]; plan: string }) {
+  if (failures.length === 0) return null;
+  const held = failures.filter((f) => f.heldOffUntil !== null);
+  const below = failures.filter((f) => f.heldOffUntil === null);
+  const settlements = (n: number) => `${n} settlement${n === 1 ? "" : "s"}`;
+  return (
+    <>
+      {held.map((f) => (
+        <section
+          key={f.network}
+          className="error"
+          style={{ marginBottom: "0.75rem" }}
+          role="alert"
+          aria-label={`Settles on ${f.network} held off`}
+          data-testid="held-off"
+        >
+          <p>
+            <strong>
+              Settles on {f.network} are held off until {utcTime(f.heldOffUntil!)} UTC
+            </strong>
+            : {settlements(f.lastHour)} failed on-chain in the last hour ({plan} plan allows{" "}
+            {f.limit}).
+          </p>
+          <p>
+            Check the payments you send (an asset, balance or signature that fails on-chain) before
+            retrying: each failure spends gas. Until then /settle on {f.network} answers 429{" "}
+            <code>too_many_failed_settlements</code> with Retry-After; other networks are not
+            affected.
+          </p>
+        </section>
+      ))}
+      {below.length > 0 && (
+        <ul
+          className="muted"
+          style={{ margin: "0 0 0.75rem" }}
+          aria-label="On-chain failures in the last hour"
+        >
+          {below.map((f) => (
+            <li key={f.network}>
+              {settlements(f.lastHour)} on {f.network} failed on-chain in the last hour
+              {f.limit === null
+                ? " (settlements are not metered here, so no limit holds them off)."
+                : `; at ${f.limit} (${plan} plan) settles there are held off for up to an hour.`}
+            </li>
+          ))}
+        </ul>
+      )}
+    </>
+  );
+}
+
+/** "14:05": the time of day in UTC, as the warning names it. */
+function utcTime(iso: string): string {
+  return new Date(iso).toISOString().slice(11, 16);
 }
 
 function Stat({ label, value, note }: { label: string; value: string | number; note?: string }) {

@@ -6,6 +6,24 @@ import type { FamilyEntry } from "../ports.js";
 import { evmConfig, type EvmSettings, type EvmSetup } from "./config.js";
 import { EVM_NETWORKS } from "./networks.js";
 
+const ETH = { symbol: "ETH", decimals: 18 };
+/**
+ * Each chain's native token, which pays its gas (fees are stored in wei).
+ * The USDG chain (4663) is left out: its gas token is not known here.
+ */
+const NATIVE: Readonly<Record<number, { symbol: string; decimals: number }>> = {
+  8453: ETH,
+  42161: ETH,
+  10: ETH,
+  59144: ETH,
+  130: ETH,
+  480: ETH,
+  137: { symbol: "POL", decimals: 18 },
+  43114: { symbol: "AVAX", decimals: 18 },
+  42220: { symbol: "CELO", decimals: 18 },
+  143: { symbol: "MON", decimals: 18 },
+};
+
 export const evmFamily: FamilyEntry<EvmSetup, EvmSettings> = {
   namespace: "eip155",
   label: "EVM",
@@ -15,6 +33,7 @@ export const evmFamily: FamilyEntry<EvmSetup, EvmSettings> = {
     schemes: n.schemes,
     assets: n.assets.map((a) => ({ id: a.address, symbol: a.symbol, decimals: a.decimals })),
     ...(n.explorerTx ? { explorerTx: n.explorerTx } : {}),
+    ...(NATIVE[n.chainId] ? { native: NATIVE[n.chainId] } : {}),
   })),
   assetKey: (id) => id.toLowerCase(),
   config: evmConfig,

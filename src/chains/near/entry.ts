@@ -17,6 +17,7 @@ export const nearFamily: FamilyEntry<NearSetup, NearSettings> = {
     schemes: n.schemes,
     assets: n.assets.map((a) => ({ id: a.contract, symbol: a.symbol, decimals: a.decimals })),
     explorerTx: n.explorerTx,
+    native: { symbol: "NEAR", decimals: 24 },
   })),
   config: nearConfig,
   async load() {

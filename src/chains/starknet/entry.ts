@@ -17,6 +17,8 @@ export const starknetFamily: FamilyEntry<StarknetSetup, StarknetSettings> = {
     schemes: n.schemes,
     assets: n.assets.map((a) => ({ id: a.address, symbol: a.symbol, decimals: a.decimals })),
     explorerTx: n.explorerTx,
+    // Fees are paid in STRK (v3 transactions), counted in FRI.
+    native: { symbol: "STRK", decimals: 18 },
   })),
   // Felts: the same address is written with and without padding and in either case.
   assetKey: (id) => (/^0x[0-9a-fA-F]{1,64}$/.test(id) ? `0x${BigInt(id).toString(16)}` : id),

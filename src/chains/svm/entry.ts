@@ -17,6 +17,7 @@ export const svmFamily: FamilyEntry<SvmSetup, SvmSettings> = {
     schemes: n.schemes,
     assets: n.assets.map((a) => ({ id: a.mint, symbol: a.symbol, decimals: a.decimals })),
     explorerTx: n.explorerTx,
+    native: { symbol: "SOL", decimals: 9 },
   })),
   config: svmConfig,
   async load() {

@@ -22,6 +22,7 @@ export const xrplFamily: FamilyEntry<XrplSetup, XrplSettings> = {
       decimals: a.decimals,
     })),
     explorerTx: n.explorerTx,
+    native: { symbol: "XRP", decimals: 6 },
   })),
   config: xrplConfig,
   async load() {

@@ -48,3 +48,21 @@ test("an asset the families do not offer has no name; a local chain has no explo
   const local = new AssetCatalog(describeNetworks(), assetKey, { explorers: false });
   assert.equal(local.explorerUrl("eip155:8453", "0xabc"), null);
 });
+
+test("each family names its native token, which fees are counted in", () => {
+  const cases: [string, string, number][] = [
+    ["eip155:8453", "ETH", 18],
+    ["eip155:137", "POL", 18],
+    ["eip155:43114", "AVAX", 18],
+    ["eip155:42220", "CELO", 18],
+    ["eip155:143", "MON", 18],
+    ["solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", "SOL", 9],
+    ["near:mainnet", "NEAR", 24],
+    ["xrpl:0", "XRP", 6],
+    ["starknet:SN_MAIN", "STRK", 18],
+  ];
+  for (const [network, symbol, decimals] of cases) {
+    assert.deepEqual(catalog.native(network), { symbol, decimals }, network);
+  }
+  assert.equal(catalog.native("eip155:1"), undefined, "a network not served");
+});

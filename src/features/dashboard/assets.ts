@@ -1,7 +1,7 @@
 /**
  * What the dashboard needs to show an amount in token units and link a
- * transaction: each (network, asset)'s symbol and decimals, and each
- * network's block explorer, from the descriptions the chain families give
+ * transaction: each (network, asset)'s symbol and decimals, each network's
+ * native token (what fees are paid in) and block explorer, from the descriptions the chain families give
  * (and the devnet's own token copies beside them). Asset ids are compared in
  * the family's one spelling (`assetKey`): EVM addresses without case,
  * Starknet felts without padding.
@@ -11,6 +11,7 @@ import type { NetworkDescription } from "../../chains/ports.js";
 export class AssetCatalog {
   private readonly assets = new Map<string, { symbol: string; decimals: number }>();
   private readonly explorers = new Map<string, string>();
+  private readonly natives = new Map<string, { symbol: string; decimals: number }>();
 
   /** `explorers: false` (devnet): local chains have no public explorer. */
   constructor(
@@ -20,6 +21,8 @@ export class AssetCatalog {
   ) {
     for (const n of networks) {
       if (n.explorerTx && opts.explorers !== false) this.explorers.set(n.id, n.explorerTx);
+      // A network may be described more than once (the operator's extra assets).
+      if (n.native && !this.natives.has(n.id)) this.natives.set(n.id, { ...n.native });
       for (const a of n.assets) {
         this.assets.set(this.key(n.id, a.id), { symbol: a.symbol, decimals: a.decimals });
       }
@@ -28,6 +31,11 @@ export class AssetCatalog {
 
   describe(network: string, asset: string): { symbol: string; decimals: number } | undefined {
     return this.assets.get(this.key(network, asset));
+  }
+
+  /** The network's native token (what its transactions' fees are paid in), if known. */
+  native(network: string): { symbol: string; decimals: number } | undefined {
+    return this.natives.get(network);
   }
 
   explorerUrl(network: string, transaction: string | null): string | null {

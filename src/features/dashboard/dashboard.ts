@@ -13,7 +13,7 @@ import {
   type CreatedApiKey,
 } from "../keys/apiKeys.js";
 import { readPlanStatus, type PlanStatus } from "../plans/planStatus.js";
-import { setAccountPlan } from "../plans/quotaLedger.js";
+import { DEFAULT_FAILURES_PER_HOUR, setAccountPlan } from "../plans/quotaLedger.js";
 import type { PlanLimits, PlanName } from "../plans/plans.js";
 import { listIdentities, signInAccount, type VerifiedIdentity } from "../identity/identities.js";
 import {
@@ -54,6 +54,10 @@ export interface DashboardOptions {
 
 function createDashboard(opts: DashboardOptions) {
   const { db, assets } = opts;
+  // The on-chain failure limit is the quota ledger's: none when settlements are not metered.
+  const failureLimits = opts.plans.metering
+    ? (opts.plans.failuresPerHour ?? DEFAULT_FAILURES_PER_HOUR)
+    : null;
   return {
     /** First sign-in creates the account (free plan); then a session starts. */
     async signIn(
@@ -86,7 +90,7 @@ function createDashboard(opts: DashboardOptions) {
       return { account, identity: me, identities };
     },
 
-    overview: (accountId: string) => readOverview(db, assets, accountId),
+    overview: (accountId: string) => readOverview(db, assets, accountId, failureLimits),
     metrics: (accountId: string, range: MetricRange) => readMetrics(db, assets, accountId, range),
     settlements: (
       accountId: string,

@@ -52,8 +52,12 @@ interface ReserveRequest {
 }
 
 /** How long failed settlements count against an account. */
-const FAILURE_WINDOW_MS = 60 * 60 * 1000;
-const DEFAULT_FAILURES_PER_HOUR = { free: 20, paid: 500 };
+export const FAILURE_WINDOW_MS = 60 * 60 * 1000;
+/** On-chain failures an account may have per network and hour, when the config gives none. */
+export const DEFAULT_FAILURES_PER_HOUR: Readonly<{ free: number; paid: number }> = {
+  free: 20,
+  paid: 500,
+};
 
 export class QuotaLedger {
   private readonly reservations: GroupCommit<ReserveRequest, QuotaReservation>;

@@ -9,7 +9,7 @@ export function registerActivityRoutes(app: FastifyInstance, deps: { dashboard: 
     "/api/overview",
     sessionRoute("overview", {
       summary:
-        "Settlements today and this month, success rate, volume by asset, quota used, latest failures",
+        "Settlements today and this month, success rate, volume by asset, quota used, latest failures, and on-chain failures in the last hour per network (with the plan's limit and, when reached, when settles resume)",
     }),
     async (request) => {
       const accountId = request.dashboardSession!.accountId;
@@ -33,7 +33,8 @@ export function registerActivityRoutes(app: FastifyInstance, deps: { dashboard: 
   app.get(
     "/api/metrics",
     sessionRoute("metrics", {
-      summary: "Settlements and volume over time, by network and by asset",
+      summary:
+        "Settlements and volume over time, by network and by asset, and the gas our signers spent on the account's settlements per network",
       querystring: {
         type: "object",
         properties: { range: { type: "string", enum: Object.keys(METRIC_RANGES), default: "24h" } },
