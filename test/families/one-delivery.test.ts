@@ -185,7 +185,7 @@ for (const family of families) {
       );
     });
 
-    test(`a replay after success is refused with ${family.replayReason} and moves nothing`, async () => {
+    test(`a replay after success is refused with ${family.reasons.replay} and moves nothing`, async () => {
       const c = CASES.replay;
       const payer = await family.payer(stack, c.payer);
       const { payload, headers } = await payOnce(c);
@@ -198,7 +198,7 @@ for (const family of families) {
       const replay = await settle(payload, requirements);
       assert.deepEqual(
         [replay.success, replay.errorReason, replay.transaction],
-        [false, family.replayReason, ""],
+        [false, family.reasons.replay, ""],
         replay.errorMessage,
       );
       const checked = await verify(payload, requirements);
@@ -238,13 +238,13 @@ for (const family of families) {
         const checked = await verify(second, requirements);
         assert.deepEqual(
           [checked.isValid, checked.invalidReason],
-          [false, family.replayReason],
+          [false, family.reasons.replay],
           "a consumed nonce is not valid, and /verify says why",
         );
         const out = await settle(second, requirements);
         assert.deepEqual(
           [out.success, out.errorReason, out.transaction],
-          [false, family.replayReason, ""],
+          [false, family.reasons.replay, ""],
           out.errorMessage,
         );
 
