@@ -55,6 +55,9 @@ export const starknet: FamilyAdapter = {
     };
     const nonce = String(signed.outsideExecution.typedData.message["Nonce"]);
     const payer = account(stack, i);
+    if (!stack.starknet!.ledger.outsideNonceUsed(payer.address, nonce)) {
+      throw new Error("the first payment's nonce is not spent on the ledger");
+    }
     const typedData = outsideExecutionFor(payer.address, requirements, {
       nonce,
       nowSeconds: Math.floor(Date.now() / 1000),
