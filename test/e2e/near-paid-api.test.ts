@@ -17,14 +17,8 @@ import type { PaymentRequirements } from "@x402/core/types";
 import { wrapFetchWithPayment } from "@x402/fetch";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { onlyOneSuccess, paymentRequest, post, settleAtOnce } from "../support/payments.js";
-import {
-  TGAS,
-  nearPayment,
-  nearRequirements,
-  payerKey,
-  signedDelegateFor,
-} from "../support/nearPayments.js";
+import { paymentRequest, post } from "../support/payments.js";
+import { TGAS, nearPayment, nearRequirements, payerKey } from "../support/nearPayments.js";
 import { NEAR_MAINNET } from "../../devnet/near/index.js";
 import { ExactNearClientScheme } from "../../src/chains/near/clients/exactClient.js";
 import { ExactNearServerScheme } from "../../src/chains/near/clients/exactServer.js";
@@ -292,45 +286,6 @@ describe("NEAR end to end through the service", () => {
     ).json()) as { success: boolean; transaction: string };
     assert.equal(out.success, true, JSON.stringify(out));
     assert.equal(usdcOf(payer.accountId), before - 4242n);
-  });
-
-  test("20 concurrent settles of one authorization: one transfer, one relayed transaction, one success answer", async () => {
-    const payer = payerKey(near(), 2);
-    const req = requirements({ amount: "777" });
-    const body = paymentRequest(req, {
-      signedDelegateAction: await signedDelegateFor(near(), 2, req),
-    });
-    const before = usdcOf(payer.accountId);
-    const answers = await settleAtOnce([stack.url], body, stack.apiKey, 20);
-    const hash = onlyOneSuccess(answers, [
-      "duplicate_settlement",
-      "invalid_exact_near_nonce",
-    ]).transaction;
-    assert.equal(usdcOf(payer.accountId), before - 777n);
-    const rows = await stack.service.db
-      .selectFrom("settlements")
-      .select(["status", "attempts"])
-      .where("transaction", "=", hash!)
-      .execute();
-    assert.deepEqual(rows, [{ status: "succeeded", attempts: 20 }]);
-    const journaled = await stack.service.db
-      .selectFrom("settlement_transactions")
-      .select(["reference"])
-      .where("network", "=", NEAR_MAINNET)
-      .where("reference", "=", hash!)
-      .execute();
-    assert.equal(journaled.length, 1);
-    // Replayed after success: refused with NEAR's nonce reason, nothing moves again.
-    const replay = (await (await post(stack.url, "/settle", body, stack.apiKey)).json()) as {
-      success: boolean;
-      transaction: string;
-      errorReason?: string;
-    };
-    assert.deepEqual(
-      [replay.success, replay.errorReason, replay.transaction],
-      [false, "invalid_exact_near_nonce", ""],
-    );
-    assert.equal(usdcOf(payer.accountId), before - 777n);
   });
 
   test("a transfer the token refuses once relayed: success false with the chain's reason, recorded failed, nothing moved", async () => {

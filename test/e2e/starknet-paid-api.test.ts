@@ -16,7 +16,7 @@ import { wrapFetchWithPayment } from "@x402/fetch";
 import { Account, RpcProvider, stark, type TypedData } from "starknet";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { onlyOneSuccess, paymentRequest, post, settleAtOnce } from "../support/payments.js";
+import { paymentRequest, post } from "../support/payments.js";
 import { STARKNET_MAINNET, devnetStarknetAccount } from "../../devnet/starknet/index.js";
 import { TRANSFER_EVENT_KEY } from "../../devnet/starknet/ledger.js";
 import { STARKNET_USDC } from "../../src/chains/starknet/networks.js";
@@ -307,58 +307,5 @@ describe("Starknet end to end through the service", () => {
     const good = await verify(base, await sign(payer, base));
     assert.equal(good.isValid, true, good.invalidMessage);
     assert.equal(BigInt(good.payer!), BigInt(payer.address));
-  });
-
-  test("a replayed outside execution: refused, nothing moves again; its nonce is spent", async () => {
-    const payer = account(3);
-    const req = requirements({ amount: "4321" });
-    const payload = await sign(payer, req);
-    const before = usdcOf(payer.address);
-    const first = await settle(req, payload);
-    assert.equal(first.success, true, first.errorMessage);
-    assert.equal(usdcOf(payer.address), before - 4321n);
-    const again = await settle(req, payload);
-    assert.deepEqual(
-      [again.success, again.errorReason, again.transaction],
-      [false, "invalid_exact_starknet_nonce_already_used", ""],
-    );
-    assert.equal(usdcOf(payer.address), before - 4321n);
-    const nonce = (payload.outsideExecution.typedData.message as Record<string, string>)["Nonce"]!;
-    assert.ok(ledger().outsideNonceUsed(payer.address, nonce));
-    // Another payment signed with the spent nonce: refused before anything is sent.
-    const other = requirements({ amount: "4322" });
-    const reused = await sign(payer, other, undefined, { nonce });
-    const out = await verify(other, reused);
-    assert.equal(
-      out.invalidReason,
-      "invalid_exact_starknet_nonce_already_used",
-      out.invalidMessage,
-    );
-    // Its own record, not the first payment's answer: the chain refuses the nonce.
-    const resettle = await settle(other, reused);
-    assert.deepEqual(
-      [resettle.success, resettle.errorReason, resettle.transaction],
-      [false, "invalid_exact_starknet_nonce_already_used", ""],
-    );
-    assert.equal(usdcOf(payer.address), before - 4321n);
-    assert.equal((await rowsOf(first.transaction)).length, 1);
-  });
-
-  test("10 concurrent settles of one payment: one transfer on the chain, one success answer", async () => {
-    const payer = account(4);
-    const req = requirements({ amount: "777" });
-    const payload = await sign(payer, req);
-    const before = usdcOf(payer.address);
-    const answers = await settleAtOnce([stack.url], paymentRequest(req, payload), stack.apiKey, 10);
-    const hash = onlyOneSuccess(answers, [
-      "duplicate_settlement",
-      "invalid_exact_starknet_nonce_already_used",
-    ]).transaction;
-    assert.equal(usdcOf(payer.address), before - 777n);
-    const rows = await rowsOf(hash);
-    assert.deepEqual(
-      rows.map((r) => [r.status, r.attempts]),
-      [["succeeded", 10]],
-    );
   });
 });

@@ -16,7 +16,7 @@ import { wrapFetchWithPayment } from "@x402/fetch";
 import { Client, Wallet, type Payment } from "xrpl";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { onlyOneSuccess, paymentRequest, post, settleAtOnce } from "../support/payments.js";
+import { paymentRequest, post } from "../support/payments.js";
 import { XRPL_MAINNET, devnetXrplWallet } from "../../devnet/xrpl/index.js";
 import { RLUSD_CURRENCY, RLUSD_ISSUER } from "../../src/chains/xrpl/networks.js";
 import { ExactXrplClientScheme, paymentFor } from "../../src/chains/xrpl/clients/exactClient.js";
@@ -334,39 +334,5 @@ describe("XRP Ledger end to end through the service", () => {
       .where("amount", "=", "4321")
       .execute();
     assert.deepEqual(rows, [{ status: "failed", error_reason: "invalid_exact_xrpl_expired" }]);
-  });
-
-  test("20 concurrent settles of one signed payment: one payment on the ledger, one success answer", async () => {
-    const wallet = payer(0);
-    const req = requirements({ amount: "777" });
-    const blob = await sign(wallet, req);
-    const before = ledger().xrpBalance(wallet.classicAddress);
-    const seq = ledger().account(wallet.classicAddress)!.Sequence;
-    const answers = await settleAtOnce([stack.url], body(req, blob), stack.apiKey, 20);
-    const hash = onlyOneSuccess(answers).transaction;
-    const fee = BigInt(String(ledger().transaction(hash!)!.tx["Fee"]));
-    assert.equal(ledger().xrpBalance(wallet.classicAddress), before - 777n - fee);
-    assert.equal(ledger().account(wallet.classicAddress)!.Sequence, seq + 1);
-    const rows = await stack.service.db
-      .selectFrom("settlements")
-      .select(["status", "attempts"])
-      .where("transaction", "=", hash!)
-      .execute();
-    assert.equal(rows.length, 1);
-    assert.equal(rows[0]!.status, "succeeded");
-    assert.equal(rows[0]!.attempts, 20);
-    // Replayed after success: refused, nothing moves again.
-    const replay = (await (
-      await post(stack.url, "/settle", body(req, blob), stack.apiKey)
-    ).json()) as {
-      success: boolean;
-      transaction: string;
-      errorReason?: string;
-    };
-    assert.deepEqual(
-      [replay.success, replay.errorReason, replay.transaction],
-      [false, "duplicate_settlement", ""],
-    );
-    assert.equal(ledger().xrpBalance(wallet.classicAddress), before - 777n - fee);
   });
 });

@@ -1,9 +1,10 @@
 /**
- * What the one-delivery suite needs of a chain family: how to run its
- * ledger, how a resource server built with the official packages accepts
- * it, how a payer pays it, and how to read what the ledger holds. Adding a
- * family to the suite is one adapter in this folder and one line in
- * index.ts.
+ * What the family suites (one delivery, outages, hostile input) need of a
+ * chain family: how to run its ledger and put a failing proxy in front of
+ * it, how a resource server built with the official packages accepts it,
+ * how a payer pays it, how to read what the ledger holds, and what the
+ * family refuses hostile payments with. Adding a family to the suites is
+ * one adapter in this folder and one line in index.ts.
  */
 import type { x402Client } from "@x402/core/client";
 import type { x402ResourceServer } from "@x402/core/server";
@@ -16,8 +17,27 @@ export interface FamilyAdapter {
   readonly network: Network;
   /** What `startStack` needs to run this family's ledger next to the service. */
   readonly stack: StackOptions;
-  /** What a replay of a consumed authorization is refused with. */
-  readonly replayReason: string;
+  /** The `startStack` hook that puts something (a failing proxy) in front of the family's RPC. */
+  readonly rpcUrlHook: RpcUrlHook;
+  /**
+   * What the service sends the node to broadcast a settlement (matched in
+   * the JSON-RPC body): the proxy loses the answer to it. Absent where no
+   * lost answer is tested.
+   */
+  readonly sendCall?: string;
+  /** What the family refuses each hostile payment with. */
+  readonly reasons: {
+    /** A replay of a consumed authorization. */
+    readonly replay: string;
+    /** A payment signed for another amount than the requirements ask. */
+    readonly amount: string;
+    /** A payment signed to another recipient than the requirements' payTo. */
+    readonly payTo: string;
+  };
+  /** An asset written as the family writes assets, that the service does not list. */
+  readonly unlistedAsset: string;
+  /** Payloads the service must refuse with a 400 naming the field, made from a valid one. */
+  readonly malformedPayloads: readonly MalformedPayload[];
   /** Registers the family's server scheme, as a resource server would. */
   registerServer(server: x402ResourceServer): x402ResourceServer;
   /** The recipient a route names: an account the ledger can credit. */
@@ -31,6 +51,12 @@ export interface FamilyAdapter {
   /** What `address` holds of the asset the routes ask for, in atomic units. */
   balanceOf(stack: TestStack, address: string): Promise<bigint>;
   /**
+   * What a settled transaction cost its payer beyond the price, in the same
+   * units (an XRP Ledger payer pays its fee in drops). Absent: nothing, the
+   * facilitator paid.
+   */
+  payerFee?(stack: TestStack, transaction: string): Promise<bigint>;
+  /**
    * A second payment by payer `i`, for `requirements`, signed with the
    * nonce `first` consumed. Absent where a family has no nonce a second
    * signed message can carry.
@@ -41,6 +67,52 @@ export interface FamilyAdapter {
     first: PaymentPayload,
     requirements: PaymentRequirements,
   ): Promise<PaymentPayload>;
+}
+
+export type RpcUrlHook = keyof Pick<
+  StackOptions,
+  "evmRpcUrl" | "solanaRpcUrl" | "nearRpcUrl" | "xrplRpcUrl" | "starknetRpcUrl"
+>;
+
+export interface MalformedPayload {
+  /** What is wrong with it, for the test's title: "signedTxBlob missing". */
+  readonly what: string;
+  /** The field the 400's message names. */
+  readonly field: string;
+  spoil(valid: Record<string, unknown>): Record<string, unknown>;
+  /** A bug the case shows and nobody fixed yet: the test runs, reported as to do. */
+  readonly todo?: string;
+}
+
+/** Beyond any one transaction, within the service's body limit. */
+const OVERSIZED_CHARS = 20_000;
+
+/**
+ * The malformed forms of a payload that is one encoded string, `key`:
+ * missing, not a string, not in its encoding, and oversized (`todo`: the
+ * oversized case's known bug).
+ */
+export function malformedString(
+  key: string,
+  encoding: "base64" | "hex",
+  todo: { oversized?: string } = {},
+): MalformedPayload[] {
+  const field = `paymentPayload.payload.${key}`;
+  const withValue = (value: unknown) => (valid: Record<string, unknown>) => ({
+    ...valid,
+    [key]: value,
+  });
+  return [
+    { what: `${key} missing`, field, spoil: ({ [key]: _, ...rest }) => rest },
+    { what: `${key} a number`, field, spoil: withValue(1232) },
+    { what: `${key} not ${encoding}`, field, spoil: withValue(`%%not ${encoding}%%`) },
+    {
+      what: `${key} of ${OVERSIZED_CHARS.toLocaleString("en")} characters`,
+      field,
+      spoil: withValue("A".repeat(OVERSIZED_CHARS)),
+      ...(todo.oversized ? { todo: todo.oversized } : {}),
+    },
+  ];
 }
 
 /** A dollar price for a six-decimal USDC amount, written exactly. */

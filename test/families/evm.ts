@@ -11,7 +11,7 @@ import { ExactEvmScheme as ExactEvmServerScheme } from "@x402/evm/exact/server";
 import { getAddress, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { usdcBalance } from "../support/payments.js";
-import { assembled, usdcPrice, type FamilyAdapter } from "./adapter.js";
+import { assembled, usdcPrice, type FamilyAdapter, type MalformedPayload } from "./adapter.js";
 
 const NETWORK = "eip155:8453";
 
@@ -25,7 +25,15 @@ export const evm: FamilyAdapter = {
   name: "EVM EIP-3009",
   network: NETWORK,
   stack: { networks: [NETWORK] },
-  replayReason: "invalid_exact_evm_nonce_already_used",
+  rpcUrlHook: "evmRpcUrl",
+  sendCall: "eth_sendRawTransaction",
+  reasons: {
+    replay: "invalid_exact_evm_nonce_already_used",
+    amount: "invalid_exact_evm_payload_authorization_value_mismatch",
+    payTo: "invalid_exact_evm_recipient_mismatch",
+  },
+  unlistedAsset: "0x000000000000000000000000000000000000dEaD",
+  malformedPayloads: malformedAuthorizations(),
   registerServer: (server) => server.register(NETWORK, new ExactEvmServerScheme()),
   payTo: () => PAY_TO,
   price: usdcPrice,
@@ -59,6 +67,39 @@ export const evm: FamilyAdapter = {
     return assembled(first, requirements, { authorization, signature });
   },
 };
+
+/** An EIP-3009 payload missing its signature, with a number for the value, not hex, oversized. */
+function malformedAuthorizations(): MalformedPayload[] {
+  const field = (path: string) => `paymentPayload.payload.${path}`;
+  const withAuthorization =
+    (changes: Record<string, unknown>) =>
+    ({ authorization, ...rest }: Record<string, unknown>) => ({
+      ...rest,
+      authorization: { ...(authorization as object), ...changes },
+    });
+  return [
+    {
+      what: "signature missing",
+      field: field("signature"),
+      spoil: ({ signature: _, ...rest }) => rest,
+    },
+    {
+      what: "authorization.value a number",
+      field: field("authorization.value"),
+      spoil: withAuthorization({ value: 1232 }),
+    },
+    {
+      what: "signature not hex",
+      field: field("signature"),
+      spoil: (valid) => ({ ...valid, signature: "0x%%not hex%%" }),
+    },
+    {
+      what: "authorization.nonce of 33 bytes",
+      field: field("authorization.nonce"),
+      spoil: withAuthorization({ nonce: `0x${"ab".repeat(33)}` }),
+    },
+  ];
+}
 
 function domainOf(requirements: PaymentRequirements) {
   const extra = requirements.extra as { name: string; version: string };

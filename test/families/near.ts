@@ -11,13 +11,22 @@ import { NEAR_MAINNET } from "../../devnet/near/index.js";
 import { ExactNearClientScheme } from "../../src/chains/near/clients/exactClient.js";
 import { ExactNearServerScheme } from "../../src/chains/near/clients/exactServer.js";
 import { payerKey, signedDelegateFor } from "../support/nearPayments.js";
-import { assembled, usdcPrice, type FamilyAdapter } from "./adapter.js";
+import { assembled, malformedString, usdcPrice, type FamilyAdapter } from "./adapter.js";
 
 export const near: FamilyAdapter = {
   name: "NEAR",
   network: NEAR_MAINNET,
   stack: { near: true },
-  replayReason: "invalid_exact_near_nonce",
+  rpcUrlHook: "nearRpcUrl",
+  sendCall: '"send_tx"',
+  reasons: {
+    replay: "invalid_exact_near_nonce",
+    amount: "invalid_exact_near_amount",
+    payTo: "invalid_exact_near_recipient",
+  },
+  // Wrapped NEAR: a real NEP-141 token, not one the service settles.
+  unlistedAsset: "wrap.near",
+  malformedPayloads: malformedString("signedDelegateAction", "base64"),
   registerServer: (server) => server.register(NEAR_MAINNET, new ExactNearServerScheme()),
   // Registered with the token: a transfer to an unregistered account fails.
   payTo: (stack) => stack.near!.info.payTo,

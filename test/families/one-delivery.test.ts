@@ -4,8 +4,9 @@
  * A resource server built with the official `@x402/express` middleware and
  * `HTTPFacilitatorClient` pointed at the service delivers its content on
  * every `success: true` it is answered. So the promise is checked where it
- * matters: a payment header sent many times at once buys one response, a
- * replay after success buys nothing and moves nothing, and neither does
+ * matters: a payment header sent many times at once buys one response, one
+ * payment settled many times at once is one transfer and one transaction,
+ * a replay after success buys nothing and moves nothing, and neither does
  * another signed payment reusing the consumed nonce. Every test reads the
  * ledger's balances and the settlements table, not only status codes.
  *
@@ -20,7 +21,7 @@ import { x402ResourceServer } from "@x402/core/server";
 import { x402HTTPClient, type x402Client } from "@x402/core/client";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
-import { post } from "../support/payments.js";
+import { onlyOneSuccess, post, settleAtOnce } from "../support/payments.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { families } from "./index.js";
 
@@ -29,11 +30,14 @@ const CASES = {
   concurrent: { path: "/concurrent", payer: 0, price: 1_101n },
   replay: { path: "/replay", payer: 1, price: 2_203n },
   reuse: { path: "/reuse", payer: 2, price: 3_307n },
+  atOnce: { path: "/at-once", payer: 3, price: 4_409n },
 } as const;
 /** What the second payment of the nonce test asks: another amount, so another message. */
 const REUSED_PRICE = 3_308n;
 /** The copies of one header sent at once (the first test's title names them). */
 const COPIES = 10;
+/** The copies of one payment settled at once, straight to /settle. */
+const SETTLES_AT_ONCE = 50;
 
 interface SettleAnswer {
   success: boolean;
@@ -185,7 +189,50 @@ for (const family of families) {
       );
     });
 
-    test(`a replay after success is refused with ${family.replayReason} and moves nothing`, async () => {
+    test(`one payment in ${SETTLES_AT_ONCE} concurrent /settle calls: one success answer, one transfer, one transaction sent, one record counting every attempt`, async () => {
+      const c = CASES.atOnce;
+      const client = await family.client(stack, c.payer);
+      const payer = await family.payer(stack, c.payer);
+      const { payload } = await signFor(c.path, client);
+      const [payToBefore, payerBefore] = [
+        await payToBalance(),
+        await family.balanceOf(stack, payer),
+      ];
+
+      const answers = await settleAtOnce(
+        [stack.url],
+        { x402Version: 2, paymentPayload: payload, paymentRequirements: payload.accepted },
+        stack.apiKey,
+        SETTLES_AT_ONCE,
+      );
+      // A copy meets the first while it settles, or its success once answered.
+      const paid = onlyOneSuccess(answers, ["duplicate_settlement", family.reasons.replay]);
+
+      const fee = (await family.payerFee?.(stack, paid.transaction)) ?? 0n;
+      assert.equal(await payToBalance(), payToBefore + c.price, "one transfer reached payTo");
+      assert.equal(
+        await family.balanceOf(stack, payer),
+        payerBefore - c.price - fee,
+        "the price left the payer once",
+      );
+      const rows = await rowsOf(c.price);
+      assert.deepEqual(
+        rows.map((r) => [r.status, r.attempts, r.transaction, r.payer]),
+        [["succeeded", SETTLES_AT_ONCE, paid.transaction, payer.toLowerCase()]],
+      );
+      const sent = await stack.service.db
+        .selectFrom("settlement_transactions")
+        .select("reference")
+        .where("settlement_id", "=", rows[0]!.id)
+        .execute();
+      assert.deepEqual(
+        sent.map((t) => t.reference),
+        [paid.transaction],
+        "one transaction was ever sent",
+      );
+    });
+
+    test(`a replay after success is refused with ${family.reasons.replay} and moves nothing`, async () => {
       const c = CASES.replay;
       const payer = await family.payer(stack, c.payer);
       const { payload, headers } = await payOnce(c);
@@ -198,7 +245,7 @@ for (const family of families) {
       const replay = await settle(payload, requirements);
       assert.deepEqual(
         [replay.success, replay.errorReason, replay.transaction],
-        [false, family.replayReason, ""],
+        [false, family.reasons.replay, ""],
         replay.errorMessage,
       );
       const checked = await verify(payload, requirements);
@@ -238,13 +285,13 @@ for (const family of families) {
         const checked = await verify(second, requirements);
         assert.deepEqual(
           [checked.isValid, checked.invalidReason],
-          [false, family.replayReason],
+          [false, family.reasons.replay],
           "a consumed nonce is not valid, and /verify says why",
         );
         const out = await settle(second, requirements);
         assert.deepEqual(
           [out.success, out.errorReason, out.transaction],
-          [false, family.replayReason, ""],
+          [false, family.reasons.replay, ""],
           out.errorMessage,
         );
 

@@ -11,7 +11,7 @@ import { address, createKeyPairSignerFromBytes, getBase58Encoder } from "@solana
 import { getTokenDecoder } from "@solana-program/token";
 import { SOLANA_MAINNET, associatedTokenAccount } from "../../devnet/svm/index.js";
 import type { TestStack } from "../support/stack.js";
-import { usdcPrice, type FamilyAdapter } from "./adapter.js";
+import { malformedString, usdcPrice, type FamilyAdapter } from "./adapter.js";
 
 const signer = (stack: TestStack, i: number) =>
   createKeyPairSignerFromBytes(getBase58Encoder().encode(stack.solana!.info.payerSecretKeys[i]!));
@@ -20,7 +20,16 @@ export const solana: FamilyAdapter = {
   name: "Solana",
   network: SOLANA_MAINNET,
   stack: { solana: true },
-  replayReason: "duplicate_settlement",
+  rpcUrlHook: "solanaRpcUrl",
+  sendCall: "sendTransaction",
+  reasons: {
+    replay: "duplicate_settlement",
+    amount: "invalid_exact_svm_payload_amount_mismatch",
+    payTo: "invalid_exact_svm_payload_recipient_mismatch",
+  },
+  // Wrapped SOL: a real mint, not one the service settles.
+  unlistedAsset: "So11111111111111111111111111111111111111112",
+  malformedPayloads: malformedString("transaction", "base64"),
   registerServer: (server) => server.register(SOLANA_MAINNET, new ExactSvmServerScheme()),
   // The devnet's payTo is the one address given a USDC token account: `exact` needs one.
   payTo: (stack) => stack.solana!.info.payTo,

@@ -7,14 +7,14 @@
 import { x402Client } from "@x402/core/client";
 import { Account, RpcProvider, stark } from "starknet";
 import { STARKNET_MAINNET } from "../../devnet/starknet/index.js";
-import { STARKNET_USDC } from "../../src/chains/starknet/networks.js";
+import { STARKNET_STRK, STARKNET_USDC } from "../../src/chains/starknet/networks.js";
 import {
   ExactStarknetClientScheme,
   outsideExecutionFor,
 } from "../../src/chains/starknet/clients/exactClient.js";
 import { ExactStarknetServerScheme } from "../../src/chains/starknet/clients/exactServer.js";
 import type { TestStack } from "../support/stack.js";
-import { assembled, usdcPrice, type FamilyAdapter } from "./adapter.js";
+import { assembled, usdcPrice, type FamilyAdapter, type MalformedPayload } from "./adapter.js";
 
 const account = (stack: TestStack, i: number) => {
   const payer = stack.starknet!.info.payers[i]!;
@@ -30,7 +30,16 @@ export const starknet: FamilyAdapter = {
   name: "Starknet",
   network: STARKNET_MAINNET,
   stack: { starknet: true },
-  replayReason: "invalid_exact_starknet_nonce_already_used",
+  rpcUrlHook: "starknetRpcUrl",
+  sendCall: "starknet_addInvokeTransaction",
+  reasons: {
+    replay: "invalid_exact_starknet_nonce_already_used",
+    amount: "invalid_exact_starknet_payload_amount_mismatch",
+    payTo: "invalid_exact_starknet_payload_recipient_mismatch",
+  },
+  // STRK, the fee token: real, and not an asset the service settles.
+  unlistedAsset: STARKNET_STRK,
+  malformedPayloads: malformedOutsideExecutions(),
   registerServer: (server) => server.register(STARKNET_MAINNET, new ExactStarknetServerScheme()),
   payTo: (stack) => stack.starknet!.info.payTo,
   price: usdcPrice,
@@ -46,6 +55,9 @@ export const starknet: FamilyAdapter = {
     };
     const nonce = String(signed.outsideExecution.typedData.message["Nonce"]);
     const payer = account(stack, i);
+    if (!stack.starknet!.ledger.outsideNonceUsed(payer.address, nonce)) {
+      throw new Error("the first payment's nonce is not spent on the ledger");
+    }
     const typedData = outsideExecutionFor(payer.address, requirements, {
       nonce,
       nowSeconds: Math.floor(Date.now() / 1000),
@@ -57,3 +69,36 @@ export const starknet: FamilyAdapter = {
     });
   },
 };
+
+/** An outside execution missing, its signature a string, `from` not hex, too many signature felts. */
+function malformedOutsideExecutions(): MalformedPayload[] {
+  const field = (path: string) => `paymentPayload.payload.${path}`;
+  const withSignature =
+    (signature: unknown) =>
+    ({ outsideExecution, ...rest }: Record<string, unknown>) => ({
+      ...rest,
+      outsideExecution: { ...(outsideExecution as object), signature },
+    });
+  return [
+    {
+      what: "outsideExecution missing",
+      field: field("outsideExecution"),
+      spoil: ({ outsideExecution: _, ...rest }) => rest,
+    },
+    {
+      what: "outsideExecution.signature a string",
+      field: field("outsideExecution.signature"),
+      spoil: withSignature("0x1"),
+    },
+    {
+      what: "from not hex",
+      field: field("from"),
+      spoil: (valid) => ({ ...valid, from: "0x%%not hex%%" }),
+    },
+    {
+      what: "outsideExecution.signature of 33 felts",
+      field: field("outsideExecution.signature"),
+      spoil: withSignature(Array.from({ length: 33 }, () => "0x1")),
+    },
+  ];
+}

@@ -12,7 +12,7 @@ import { XRPL_MAINNET } from "../../devnet/xrpl/index.js";
 import { ExactXrplClientScheme } from "../../src/chains/xrpl/clients/exactClient.js";
 import { ExactXrplServerScheme } from "../../src/chains/xrpl/clients/exactServer.js";
 import type { TestStack } from "../support/stack.js";
-import type { FamilyAdapter } from "./adapter.js";
+import { malformedString, type FamilyAdapter } from "./adapter.js";
 
 const wallet = (stack: TestStack, i: number) => Wallet.fromSeed(stack.xrpl!.info.payerSeeds[i]!);
 
@@ -20,7 +20,19 @@ export const xrpl: FamilyAdapter = {
   name: "XRP Ledger",
   network: XRPL_MAINNET,
   stack: { xrpl: true },
-  replayReason: "duplicate_settlement",
+  rpcUrlHook: "xrplRpcUrl",
+  sendCall: '"submit"',
+  reasons: {
+    replay: "duplicate_settlement",
+    amount: "invalid_exact_xrpl_amount",
+    payTo: "invalid_exact_xrpl_destination",
+  },
+  // An issued currency's code the service does not list.
+  unlistedAsset: "EUR",
+  malformedPayloads: malformedString("signedTxBlob", "hex", {
+    oversized:
+      "the shape check bounds no blob length: an oversized blob is refused 200 invalid_exact_xrpl_payload, and a settle of it recorded failed",
+  }),
   registerServer: (server) => server.register(XRPL_MAINNET, new ExactXrplServerScheme()),
   payTo: (stack) => stack.xrpl!.info.payTo,
   price: (drops) => ({ amount: drops.toString(), asset: "XRP" }),
@@ -36,4 +48,6 @@ export const xrpl: FamilyAdapter = {
       }),
   payer: async (stack, i) => wallet(stack, i).classicAddress,
   balanceOf: async (stack, account) => stack.xrpl!.ledger.xrpBalance(account),
+  // The payer pays its transaction's fee, in drops like the price.
+  payerFee: async (stack, hash) => BigInt(String(stack.xrpl!.ledger.transaction(hash)!.tx["Fee"])),
 };

@@ -61,6 +61,8 @@ export interface StackOptions {
   payers?: number;
   /** Also run a local Solana ledger and serve Solana. */
   solana?: boolean;
+  /** Puts something (a failing proxy) between the service and the Solana ledger: gets its URL, returns the one to use. */
+  solanaRpcUrl?: (ledgerUrl: string) => Promise<string>;
   /** Also run a local XRP Ledger and serve xrpl:0 (closing a ledger every `xrplCloseMs`, default 1000). */
   xrpl?: boolean;
   xrplCloseMs?: number;
@@ -154,7 +156,14 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       ...(solana
         ? {
             solana: {
-              networks: [{ id: SOLANA_MAINNET, rpcUrl: solana.info.rpcUrl }],
+              networks: [
+                {
+                  id: SOLANA_MAINNET,
+                  rpcUrl: opts.solanaRpcUrl
+                    ? await opts.solanaRpcUrl(solana.info.rpcUrl)
+                    : solana.info.rpcUrl,
+                },
+              ],
               secretKeys: solana.info.facilitatorSecretKeys,
             },
           }
