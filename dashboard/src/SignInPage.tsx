@@ -3,7 +3,7 @@ import { api } from "./api.js";
 import { Loadable } from "./ui.js";
 
 /**
- * The service sends a sign-in failure as a code (SIGN_IN_ERROR_CODES in
+ * The service sends a sign-in failure as a code (SignInErrorCode in
  * src/features/identity/signIn.ts); each has its own fixed message, and
  * anything else in the URL gets the generic one. No text from the URL is
  * ever shown, so a crafted link cannot put words on this page.

@@ -69,7 +69,7 @@ export interface FamilyAdapter {
   ): Promise<PaymentPayload>;
 }
 
-export type RpcUrlHook = keyof Pick<
+type RpcUrlHook = keyof Pick<
   StackOptions,
   "evmRpcUrl" | "solanaRpcUrl" | "nearRpcUrl" | "xrplRpcUrl" | "starknetRpcUrl"
 >;

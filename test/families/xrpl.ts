@@ -29,10 +29,7 @@ export const xrpl: FamilyAdapter = {
   },
   // An issued currency's code the service does not list.
   unlistedAsset: "EUR",
-  malformedPayloads: malformedString("signedTxBlob", "hex", {
-    oversized:
-      "the shape check bounds no blob length: an oversized blob is refused 200 invalid_exact_xrpl_payload, and a settle of it recorded failed",
-  }),
+  malformedPayloads: malformedString("signedTxBlob", "hex"),
   registerServer: (server) => server.register(XRPL_MAINNET, new ExactXrplServerScheme()),
   payTo: (stack) => stack.xrpl!.info.payTo,
   price: (drops) => ({ amount: drops.toString(), asset: "XRP" }),

@@ -124,7 +124,7 @@ export class XrplChainAdapter implements ChainFamily {
   shapeError(payload: PaymentPayload): string | undefined {
     return signedBlobOf(payload)
       ? undefined
-      : "paymentPayload.payload.signedTxBlob must be the signed Payment in hex";
+      : "paymentPayload.payload.signedTxBlob must be the signed Payment in hex (at most 2,048 bytes)";
   }
 
   async prepare(

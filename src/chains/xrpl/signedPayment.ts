@@ -90,9 +90,15 @@ const fail = (reason: string, message: string, payer?: string): Checked => ({
 });
 
 /** The hex blob a payload carries, or undefined when it has none. */
+/** A signed Payment is a few hundred bytes; anything past this is not one. */
+const MAX_BLOB_HEX = 4096;
+
 export function signedBlobOf(payload: PaymentPayload): string | undefined {
   const blob = (payload.payload as Record<string, unknown> | undefined)?.["signedTxBlob"];
-  return typeof blob === "string" && /^[0-9A-Fa-f]+$/.test(blob) && blob.length % 2 === 0
+  return typeof blob === "string" &&
+    blob.length <= MAX_BLOB_HEX &&
+    /^[0-9A-Fa-f]+$/.test(blob) &&
+    blob.length % 2 === 0
     ? blob.toUpperCase()
     : undefined;
 }
@@ -106,7 +112,7 @@ export function decodePayment(payload: PaymentPayload): PaymentTx | undefined {
   if (decoded.has(key)) return decoded.get(key) ?? undefined;
   const blob = signedBlobOf(payload);
   let tx: PaymentTx | null = null;
-  if (blob && blob.length <= 4096) {
+  if (blob) {
     try {
       tx = decode(blob) as unknown as PaymentTx;
     } catch {

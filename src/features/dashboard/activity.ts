@@ -41,7 +41,7 @@ export interface Overview {
   onChainFailures: OnChainFailures[];
 }
 
-export interface OnChainFailures {
+interface OnChainFailures {
   network: string;
   /** Settlements that failed after a transaction was sent, in the last hour. */
   lastHour: number;
@@ -228,7 +228,7 @@ export interface MetricsSeries {
   gasSpent: GasSpent[];
 }
 
-export interface GasSpent {
+interface GasSpent {
   network: string;
   /** The native token fees are paid in; null when not known here. */
   symbol: string | null;

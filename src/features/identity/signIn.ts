@@ -31,17 +31,15 @@ export interface PendingSignIn {
  * provider's redirect or an error message, so no one can make the genuine
  * dashboard show words of their choosing. The details go to the log.
  */
-const SIGN_IN_ERROR_CODES = [
+export type SignInErrorCode =
   /** The provider answered with an error: the user cancelled, or it refused. */
-  "cancelled",
+  | "cancelled"
   /** No sign-in under way in this browser for that provider (expired, or started elsewhere). */
-  "expired",
-  "unknown_provider",
-  "provider_unreachable",
+  | "expired"
+  | "unknown_provider"
+  | "provider_unreachable"
   /** The provider's answer did not check out (state, PKCE, token, user API). */
-  "rejected",
-] as const;
-export type SignInErrorCode = (typeof SIGN_IN_ERROR_CODES)[number];
+  | "rejected";
 
 export class SignInError extends Error {
   constructor(

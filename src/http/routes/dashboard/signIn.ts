@@ -7,7 +7,7 @@
  *   POST /auth/signout              ends the session (deletes its row)
  *
  * The two GETs that a browser navigates to answer with redirects, errors
- * included (to /dashboard/?signInError=<code>, one of SIGN_IN_ERROR_CODES),
+ * included (to /dashboard/?signInError=<code>, one of SignInErrorCode),
  * since a person, not a program, is on the other end. Only the code travels;
  * what went wrong is logged here.
  */
