@@ -27,6 +27,13 @@ import { createAccount, findAccountByName } from "../src/features/accounts/accou
 import { createApiKey } from "../src/features/keys/apiKeys.js";
 import { findEvmNetwork } from "../src/chains/evm/networks.js";
 
+/**
+ * The account that owns the devnet's API key, and that the devnet's own
+ * sign-in providers join: a person who runs the example and signs in sees
+ * that payment and that key, not an empty account of their own.
+ */
+const DEVNET_ACCOUNT = "devnet";
+
 /** The Vite dev server's origin (`npm run dashboard:dev`), which proxies /api to the service. */
 const DASHBOARD_DEV_ORIGINS = ["http://127.0.0.1:5173", "http://localhost:5173"];
 
@@ -167,15 +174,23 @@ async function localSignIn(config: Config) {
   const local = await startLocalIdentityProviders({
     redirectOrigins: [...origins, ...DASHBOARD_DEV_ORIGINS],
   });
-  return { config: { ...config, auth: { ...config.auth, providers: local.providers } }, local };
+  // Operator-configured providers (the branch above) keep production's
+  // rule, each identity its own account; only these local ones join.
+  const providers = local.providers.map((p) => ({ ...p, joinsAccount: DEVNET_ACCOUNT }));
+  return { config: { ...config, auth: { ...config.auth, providers } }, local };
 }
 
-/** Reuses the devnet API key while it still authenticates; otherwise makes a new one. */
+/**
+ * Reuses the devnet API key while it still authenticates as the devnet
+ * account (the one devnet sign-ins join); otherwise makes a new one there.
+ */
 async function devnetApiKey(service: Service, previous: string | undefined): Promise<string> {
-  if (previous && (await service.auth.authenticate(previous))) return previous;
   const { db } = service;
-  const account = (await findAccountByName(db, "devnet")) ?? (await createAccount(db, "devnet"));
-  return (await createApiKey(db, account.id, "devnet")).key;
+  const account =
+    (await findAccountByName(db, DEVNET_ACCOUNT)) ?? (await createAccount(db, DEVNET_ACCOUNT));
+  const principal = previous ? await service.auth.authenticate(previous) : null;
+  if (previous && principal?.accountId === account.id) return previous;
+  return (await createApiKey(db, account.id, DEVNET_ACCOUNT)).key;
 }
 
 /**

@@ -48,16 +48,20 @@ export interface DashboardOptions {
   allowPrivateWebhookTargets: boolean;
   /** Told when a key is deleted, so this replica's key cache forgets it at once. */
   onKeyDeleted?: () => void;
+  /** The account a provider's first sign-ins join, if it names one (the devnet's providers). */
+  joinAccountOf?: (provider: string) => string | undefined;
 }
 
 export function createDashboard(opts: DashboardOptions) {
   const { db, assets } = opts;
   return {
-    /** First sign-in creates the account (free plan); then a session starts. */
+    /** First sign-in creates the account (free plan) or joins its provider's; then a session starts. */
     async signIn(
       identity: VerifiedIdentity,
     ): Promise<StartedSession & { accountCreated: boolean }> {
-      const { account, created } = await signInAccount(db, identity);
+      const { account, created } = await signInAccount(db, identity, {
+        joinAccount: opts.joinAccountOf?.(identity.provider),
+      });
       const session = await startSession(
         db,
         { accountId: account.id, issuer: identity.issuer, subject: identity.subject },
@@ -155,6 +159,7 @@ export function openDashboard(opts: {
       sessionTtlMs: config.auth.sessionTtlMs,
       allowPrivateWebhookTargets: config.webhooks.allowPrivateTargets,
       onKeyDeleted: opts.onKeyDeleted,
+      joinAccountOf: (id) => config.auth.providers.find((p) => p.id === id)?.joinsAccount,
     }),
     signIn: new SignIn(config.auth.providers),
     sessionTtlMs: config.auth.sessionTtlMs,
