@@ -18,6 +18,7 @@ import { printDevnetBanner } from "./banner.js";
 import { devnetBatchAuthorizerKey } from "./keys.js";
 import { startDevnetFhevm } from "./fhevm.js";
 import { startLocalIdentityProviders } from "./identityProviders.js";
+import type { Logger } from "pino";
 import type { Config } from "../src/config/index.js";
 import type { Service } from "../src/app.js";
 import type { ChainSetups } from "../src/chains/index.js";
@@ -53,6 +54,7 @@ export interface DevnetMode {
 export async function bootDevnet(
   config: Config,
   progress: (line: string) => void,
+  log: Logger,
 ): Promise<DevnetMode> {
   let previousApiKey: string | undefined;
   try {
@@ -85,7 +87,7 @@ export async function bootDevnet(
       await addDevnetNetwork(config.devnet.file, ledger.network, running.info);
       ledgers.push(running);
     }
-    const signIn = await localSignIn(config);
+    const signIn = await localSignIn(config, log);
     if (signIn.local) started.push(signIn.local);
     const infos = Object.entries(devnet.networks);
     const blockTimeMs = config.devnet.blockTimeSeconds * 1000;
@@ -168,11 +170,13 @@ export async function bootDevnet(
  * providers, two local OpenID providers on loopback, accepting the service's
  * own origin and the dashboard's dev server as redirect targets.
  */
-async function localSignIn(config: Config) {
+async function localSignIn(config: Config, log: Logger) {
   if (config.auth.providers.length > 0) return { config, local: undefined };
   const origins = [`http://127.0.0.1:${config.port}`, `http://localhost:${config.port}`];
   const local = await startLocalIdentityProviders({
     redirectOrigins: [...origins, ...DASHBOARD_DEV_ORIGINS],
+    // Advice for deploying oidc-provider, which these local providers are not.
+    notice: (line) => log.debug({ component: "devnet-sign-in" }, line),
   });
   // Operator-configured providers (the branch above) keep production's
   // rule, each identity its own account; only these local ones join.

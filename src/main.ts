@@ -32,7 +32,7 @@ async function main(): Promise<void> {
   // install (`npm ci --omit=dev`) does not have it.
   const devnet: DevnetMode | undefined =
     config.mode === "devnet"
-      ? await (await import("../devnet/serviceMode.js")).bootDevnet(config, progress)
+      ? await (await import("../devnet/serviceMode.js")).bootDevnet(config, progress, log)
       : undefined;
   if (devnet) config = devnet.config;
 
