@@ -149,11 +149,13 @@ export async function bootDevnet(
             })),
             ...ledgers.map((l) => ({ network: l.network, line: l.banner })),
           ],
+          account: DEVNET_ACCOUNT,
           file: config.devnet.file,
           dbKind: service.dbKind,
           dashboard: {
             url: `${url}/dashboard/`,
             providers: signIn.config.auth.providers.map((p) => p.label),
+            local: signIn.local !== undefined,
           },
         });
       },
