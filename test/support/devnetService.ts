@@ -63,7 +63,7 @@ export async function startDevnetService(networks: readonly string[]): Promise<D
     // The banner comes once the key is in the devnet file.
     await until(
       "the devnet's banner",
-      async () => /={78}\n\s*$/.test(output) && output.includes("3. Read the API"),
+      async () => /3\. Read the API.*\n={78}\n/.test(output),
       180_000,
     );
   } catch (e) {
