@@ -52,3 +52,12 @@ test("on one EVM chain the pay line takes no --network; operator providers are n
   assert.match(lines.at(-4)!, /npx tsx examples\/pay\.ts +# terminal 3/);
   assert.match(lines.at(-2)!, /sign in with Google$/);
 });
+
+test("a devnet file elsewhere (a devnet beside another) is named in the example commands", () => {
+  const lines = readable({ ...base, file: ".devnet-2/devnet.json" });
+  assert.match(
+    lines.at(-5)!,
+    /1\. Pay for an API +DEVNET_FILE=\.devnet-2\/devnet\.json npx tsx examples\/paid-api\.ts/,
+  );
+  assert.match(lines.at(-4)!, /^ +DEVNET_FILE=\.devnet-2\/devnet\.json npx tsx examples\/pay\.ts/);
+});

@@ -37,7 +37,10 @@ export function devnetBanner(opts: DevnetBanner): string {
   const others = opts.chains
     .map((c) => EXAMPLE_NETWORKS[c.network])
     .filter((name) => name !== undefined && name !== "base");
-  const pay = "npx tsx examples/pay.ts";
+  // The examples read .devnet/devnet.json unless told: a devnet writing
+  // elsewhere (one run beside another) names its file in the commands.
+  const env = file === ".devnet/devnet.json" ? "" : `DEVNET_FILE=${file} `;
+  const pay = `${env}npx tsx examples/pay.ts`;
   const lines = [
     "",
     RULE,
@@ -51,7 +54,7 @@ export function devnetBanner(opts: DevnetBanner): string {
     nets,
     "",
     "  Try:",
-    "  1. Pay for an API    npx tsx examples/paid-api.ts   # terminal 2: GET :4021/weather, $0.001",
+    `  1. Pay for an API    ${env}npx tsx examples/paid-api.ts   # terminal 2: GET :4021/weather, $0.001`,
     `                       ${pay}${others.length > 0 ? ` [--network ${others.join("|")}]` : ""}   # terminal 3: pays it`,
     `  2. See it paid       ${opts.dashboard.url}`,
     `                       sign in with ${opts.dashboard.providers.join(" or ")}${opts.dashboard.local ? ": any name and password" : ""}`,
