@@ -1,57 +1,72 @@
 /**
  * What a person sees when `npm start` runs the devnet: a loud banner naming
- * the local chains and test keys, a copy-paste curl and a paid-API example.
+ * the local chains and test keys, then the three things to try next (pay,
+ * see it in the dashboard, read the API), and nothing after them, so the
+ * last lines on the screen are where to go.
  */
 
 const RULE = "=".repeat(78);
 
-export function printDevnetBanner(opts: {
+/** The example's `--network` name of each family's network (examples/devnet.ts). */
+const EXAMPLE_NETWORKS: Record<string, string> = {
+  "eip155:8453": "base",
+  "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp": "solana",
+  "near:mainnet": "near",
+  "xrpl:0": "xrpl",
+  "starknet:SN_MAIN": "starknet",
+};
+
+export interface DevnetBanner {
   url: string;
   apiKey: string;
+  /** The account that owns the key (and that devnet sign-ins join). */
+  account: string;
   /** One line per local chain: its network id, RPC URL and assets. */
   chains: readonly { network: string; line: string }[];
   file: string;
   dbKind: string;
-  /** The dashboard and its local sign-in providers. */
-  dashboard?: { url: string; providers: string[] };
-}): void {
+  /** The dashboard and its sign-in providers (`local`: the devnet's own, any name and password). */
+  dashboard: { url: string; providers: string[]; local: boolean };
+}
+
+export function devnetBanner(opts: DevnetBanner): string {
   const { url, apiKey, file } = opts;
   const nets = opts.chains
     .map(({ network, line }) => `    ${short(network).padEnd(16)} ${line}`)
     .join("\n");
+  const others = opts.chains
+    .map((c) => EXAMPLE_NETWORKS[c.network])
+    .filter((name) => name !== undefined && name !== "base");
+  // The examples read .devnet/devnet.json unless told: a devnet writing
+  // elsewhere (one run beside another) names its file in the commands.
+  const env = file === ".devnet/devnet.json" ? "" : `DEVNET_FILE=${file} `;
+  const pay = `${env}npx tsx examples/pay.ts`;
   const lines = [
     "",
     RULE,
     "  DEVNET MODE: local chains, test keys, no real money. Not for production.",
     RULE,
     `  facilitator   ${url}`,
-    `  api key       ${apiKey}`,
+    `  api key       ${apiKey}   (account "${opts.account}")`,
     `  database      ${opts.dbKind === "pglite" ? "embedded (PGlite)" : "PostgreSQL"}`,
     `  devnet file   ${file}   (RPC URLs, funded payer keys, this key)`,
     "  chains:",
     nets,
     "",
-    ...(opts.dashboard
-      ? [
-          `  dashboard     ${opts.dashboard.url}`,
-          `    sign in with ${opts.dashboard.providers.join(" or ")}: any name and password (local test providers)`,
-          "",
-        ]
-      : []),
-    "  Try it:",
-    `    curl -s ${url}/supported`,
-    "",
-    "  Charge for an API (Express + the official x402 packages):",
-    "    npx tsx examples/paid-api.ts      # a paid GET /weather on :4021",
-    "    npx tsx examples/pay.ts           # pays it with a devnet payer key",
-    "",
-    "  In your own server, swap only the facilitator client:",
-    `    new HTTPFacilitatorClient({ url: "${url}",`,
-    `      createAuthHeaders: async () => ({ verify: { "X-API-Key": KEY }, settle: { "X-API-Key": KEY }, supported: {} }) })`,
+    "  Try:",
+    `  1. Pay for an API    ${env}npx tsx examples/paid-api.ts   # terminal 2: GET :4021/weather, $0.001`,
+    `                       ${pay}${others.length > 0 ? ` [--network ${others.join("|")}]` : ""}   # terminal 3: pays it`,
+    `  2. See it paid       ${opts.dashboard.url}`,
+    `                       sign in with ${opts.dashboard.providers.join(" or ")}${opts.dashboard.local ? ": any name and password" : ""}`,
+    `  3. Read the API      ${url}/openapi.json   (or docs/http-api.md)`,
     RULE,
     "",
   ];
-  process.stderr.write(lines.join("\n") + "\n");
+  return lines.join("\n");
+}
+
+export function printDevnetBanner(opts: DevnetBanner): void {
+  process.stderr.write(devnetBanner(opts) + "\n");
 }
 
 /** A network id short enough for the banner's column. */

@@ -8,6 +8,21 @@ declare module "oidc-provider" {
       addOIDCScope(scope: string): void;
       save(): Promise<string>;
     };
+    interactionDetails(
+      req: IncomingMessage,
+      res: ServerResponse,
+    ): Promise<{
+      uid: string;
+      prompt: { name: string };
+      params: Record<string, unknown>;
+      session?: { accountId: string };
+    }>;
+    interactionFinished(
+      req: IncomingMessage,
+      res: ServerResponse,
+      result: Record<string, unknown>,
+      options?: { mergeWithLastSubmission?: boolean },
+    ): Promise<void>;
     on(event: string, listener: (...args: unknown[]) => void): this;
   }
 }

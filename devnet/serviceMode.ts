@@ -18,6 +18,7 @@ import { printDevnetBanner } from "./banner.js";
 import { devnetBatchAuthorizerKey } from "./keys.js";
 import { startDevnetFhevm } from "./fhevm.js";
 import { startLocalIdentityProviders } from "./identityProviders.js";
+import type { Logger } from "pino";
 import type { Config } from "../src/config/index.js";
 import type { Service } from "../src/app.js";
 import type { ChainSetups } from "../src/chains/index.js";
@@ -26,6 +27,13 @@ import type { ConfidentialVaultOptions } from "../src/chains/confidentialPort.js
 import { createAccount, findAccountByName } from "../src/features/accounts/accounts.js";
 import { createApiKey } from "../src/features/keys/apiKeys.js";
 import { findEvmNetwork } from "../src/chains/evm/networks.js";
+
+/**
+ * The account that owns the devnet's API key, and that the devnet's own
+ * sign-in providers join: a person who runs the example and signs in sees
+ * that payment and that key, not an empty account of their own.
+ */
+const DEVNET_ACCOUNT = "devnet";
 
 /** The Vite dev server's origin (`npm run dashboard:dev`), which proxies /api to the service. */
 const DASHBOARD_DEV_ORIGINS = ["http://127.0.0.1:5173", "http://localhost:5173"];
@@ -46,6 +54,7 @@ export interface DevnetMode {
 export async function bootDevnet(
   config: Config,
   progress: (line: string) => void,
+  log: Logger,
 ): Promise<DevnetMode> {
   let previousApiKey: string | undefined;
   try {
@@ -78,7 +87,7 @@ export async function bootDevnet(
       await addDevnetNetwork(config.devnet.file, ledger.network, running.info);
       ledgers.push(running);
     }
-    const signIn = await localSignIn(config);
+    const signIn = await localSignIn(config, log);
     if (signIn.local) started.push(signIn.local);
     const infos = Object.entries(devnet.networks);
     const blockTimeMs = config.devnet.blockTimeSeconds * 1000;
@@ -140,11 +149,13 @@ export async function bootDevnet(
             })),
             ...ledgers.map((l) => ({ network: l.network, line: l.banner })),
           ],
+          account: DEVNET_ACCOUNT,
           file: config.devnet.file,
           dbKind: service.dbKind,
           dashboard: {
             url: `${url}/dashboard/`,
             providers: signIn.config.auth.providers.map((p) => p.label),
+            local: signIn.local !== undefined,
           },
         });
       },
@@ -161,21 +172,31 @@ export async function bootDevnet(
  * providers, two local OpenID providers on loopback, accepting the service's
  * own origin and the dashboard's dev server as redirect targets.
  */
-async function localSignIn(config: Config) {
+async function localSignIn(config: Config, log: Logger) {
   if (config.auth.providers.length > 0) return { config, local: undefined };
   const origins = [`http://127.0.0.1:${config.port}`, `http://localhost:${config.port}`];
   const local = await startLocalIdentityProviders({
     redirectOrigins: [...origins, ...DASHBOARD_DEV_ORIGINS],
+    // Advice for deploying oidc-provider, which these local providers are not.
+    notice: (line) => log.debug({ component: "devnet-sign-in" }, line),
   });
-  return { config: { ...config, auth: { ...config.auth, providers: local.providers } }, local };
+  // Operator-configured providers (the branch above) keep production's
+  // rule, each identity its own account; only these local ones join.
+  const providers = local.providers.map((p) => ({ ...p, joinsAccount: DEVNET_ACCOUNT }));
+  return { config: { ...config, auth: { ...config.auth, providers } }, local };
 }
 
-/** Reuses the devnet API key while it still authenticates; otherwise makes a new one. */
+/**
+ * Reuses the devnet API key while it still authenticates as the devnet
+ * account (the one devnet sign-ins join); otherwise makes a new one there.
+ */
 async function devnetApiKey(service: Service, previous: string | undefined): Promise<string> {
-  if (previous && (await service.auth.authenticate(previous))) return previous;
   const { db } = service;
-  const account = (await findAccountByName(db, "devnet")) ?? (await createAccount(db, "devnet"));
-  return (await createApiKey(db, account.id, "devnet")).key;
+  const account =
+    (await findAccountByName(db, DEVNET_ACCOUNT)) ?? (await createAccount(db, DEVNET_ACCOUNT));
+  const principal = previous ? await service.auth.authenticate(previous) : null;
+  if (previous && principal?.accountId === account.id) return previous;
+  return (await createApiKey(db, account.id, DEVNET_ACCOUNT)).key;
 }
 
 /**

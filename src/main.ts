@@ -8,6 +8,7 @@ import { createService, type Service } from "./app.js";
 import { createLogger } from "./lib/logger.js";
 import type { DevnetMode } from "../devnet/serviceMode.js";
 import { limitHeapGrowth } from "./lib/heapGrowth.js";
+import { StartRefused, checkPortFree, claimDataDir, refusalFor } from "./startChecks.js";
 
 function progress(line: string): void {
   process.stderr.write(`${line}\n`);
@@ -28,11 +29,24 @@ async function main(): Promise<void> {
   }
   const log = createLogger(config.logLevel);
 
+  // Before anything starts: another facilitator on this data directory or
+  // this port is one line and exit 1, with nothing of ours left running.
+  let releaseDataDir = () => undefined as void;
+  try {
+    releaseDataDir = claimDataDir(config);
+    await checkPortFree(config);
+  } catch (e) {
+    releaseDataDir();
+    if (!(e instanceof StartRefused)) throw e;
+    progress(e.message);
+    process.exit(1);
+  }
+
   // The devnet (compiler, anvil) is loaded only in devnet mode: a production
   // install (`npm ci --omit=dev`) does not have it.
   const devnet: DevnetMode | undefined =
     config.mode === "devnet"
-      ? await (await import("../devnet/serviceMode.js")).bootDevnet(config, progress)
+      ? await (await import("../devnet/serviceMode.js")).bootDevnet(config, progress, log)
       : undefined;
   if (devnet) config = devnet.config;
 
@@ -56,6 +70,7 @@ async function main(): Promise<void> {
     try {
       await service?.close({ drainMs: config.shutdownDrainMs });
       await devnet?.stop();
+      releaseDataDir();
       progress(`stopped cleanly in ${Date.now() - started} ms`);
     } catch (e) {
       code = 1;
@@ -92,10 +107,17 @@ async function main(): Promise<void> {
       );
     }
   } catch (e) {
-    log.fatal({ err: (e as Error).message }, "could not start");
-    progress(`could not start: ${(e as Error).message}`);
+    // A port taken since the check above reads as the check's own line.
+    const refused = refusalFor(e, config);
+    if (refused) {
+      progress(refused.message);
+    } else {
+      log.fatal({ err: (e as Error).message }, "could not start");
+      progress(`could not start: ${(e as Error).message}`);
+    }
     await service?.close().catch(() => undefined);
     await devnet?.stop().catch(() => undefined);
+    releaseDataDir();
     process.exit(1);
   }
 }

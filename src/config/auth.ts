@@ -37,6 +37,13 @@ export interface AuthProviderConfig {
   authorizationUrl?: string | undefined;
   tokenUrl?: string | undefined;
   apiUrl?: string | undefined;
+  /**
+   * Never read from the environment: devnet mode sets it on its own local
+   * providers. The name of the account whoever signs in through this
+   * provider joins (created if none has it), instead of an account of their
+   * own, so a devnet sign-in sees the account that owns the devnet's key.
+   */
+  joinsAccount?: string | undefined;
 }
 
 export interface AuthConfig {

@@ -15,6 +15,19 @@ function alive(pid: number): boolean {
   }
 }
 
+/** The directory is held by another live process: `pid`. */
+export class DataDirInUseError extends Error {
+  constructor(
+    readonly dir: string,
+    readonly pid: number,
+  ) {
+    super(
+      `the embedded database in ${dir} is in use by process ${pid}; stop it first, or set DATABASE_URL to share a PostgreSQL server`,
+    );
+    this.name = "DataDirInUseError";
+  }
+}
+
 export function lockDataDir(dir: string): () => void {
   const file = join(dir, "facilitator.pid");
   for (let attempt = 0; attempt < 2; attempt++) {
@@ -33,9 +46,7 @@ export function lockDataDir(dir: string): () => void {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
       const pid = Number(readFileSync(file, "utf8").trim());
       if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
-        throw new Error(
-          `the embedded database in ${dir} is in use by process ${pid}; stop it first, or set DATABASE_URL to share a PostgreSQL server`,
-        );
+        throw new DataDirInUseError(dir, pid);
       }
       unlinkSync(file);
     }

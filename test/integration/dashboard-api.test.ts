@@ -732,5 +732,31 @@ for (const backend of availableBackends()) {
       });
       assert.deepEqual(moved, { kind: "already_bound", accountId: first.account.id });
     });
+
+    test("a provider that names an account to join (the devnet's): first sign-ins join it, others keep their own", async () => {
+      const db = stack.service.db;
+      const name = `joined-${randomUUID()}`;
+      const person = (subject: string) => ({
+        issuer: "https://local.example",
+        subject,
+        provider: "local",
+        email: `${subject}@local.example`,
+        name: subject,
+      });
+      // None of that name yet: the first sign-in makes it, the next joins it.
+      const alice = await accountForSignIn(db, person(randomUUID()), { joinAccount: name });
+      assert.equal(alice.account.name, name);
+      assert.equal(alice.created, true);
+      const bob = await accountForSignIn(db, person(randomUUID()), { joinAccount: name });
+      assert.deepEqual([bob.account.id, bob.created], [alice.account.id, false]);
+      // The oldest of the name is the one joined.
+      await createAccount(db, name);
+      const carol = await accountForSignIn(db, person(randomUUID()), { joinAccount: name });
+      assert.equal(carol.account.id, alice.account.id);
+      // Without it (production's providers), an account of one's own.
+      const dave = await accountForSignIn(db, person(randomUUID()));
+      assert.notEqual(dave.account.id, alice.account.id);
+      assert.equal(dave.created, true);
+    });
   });
 }

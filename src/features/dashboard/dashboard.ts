@@ -50,6 +50,8 @@ export interface DashboardOptions {
   maxKeysPerAccount: number;
   /** Told when a key is deleted, so this replica's key cache forgets it at once. */
   onKeyDeleted?: () => void;
+  /** The account a provider's first sign-ins join, if it names one (the devnet's providers). */
+  joinAccountOf?: (provider: string) => string | undefined;
 }
 
 function createDashboard(opts: DashboardOptions) {
@@ -59,11 +61,13 @@ function createDashboard(opts: DashboardOptions) {
     ? (opts.plans.failuresPerHour ?? DEFAULT_FAILURES_PER_HOUR)
     : null;
   return {
-    /** First sign-in creates the account (free plan); then a session starts. */
+    /** First sign-in creates the account (free plan) or joins its provider's; then a session starts. */
     async signIn(
       identity: VerifiedIdentity,
     ): Promise<StartedSession & { accountCreated: boolean }> {
-      const { account, created } = await signInAccount(db, identity);
+      const { account, created } = await signInAccount(db, identity, {
+        joinAccount: opts.joinAccountOf?.(identity.provider),
+      });
       const session = await startSession(
         db,
         { accountId: account.id, issuer: identity.issuer, subject: identity.subject },
@@ -164,6 +168,7 @@ export function openDashboard(opts: {
       allowPrivateWebhookTargets: config.webhooks.allowPrivateTargets,
       maxKeysPerAccount: config.apiKeysPerAccount,
       onKeyDeleted: opts.onKeyDeleted,
+      joinAccountOf: (id) => config.auth.providers.find((p) => p.id === id)?.joinsAccount,
     }),
     signIn: new SignIn(config.auth.providers),
     sessionTtlMs: config.auth.sessionTtlMs,

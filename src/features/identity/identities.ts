@@ -22,16 +22,28 @@ export interface SignedInAccount {
   created: boolean;
 }
 
+export interface SignInOptions {
+  /**
+   * The account a first sign-in joins, by name (the oldest of that name,
+   * created if none), instead of a new account of its own: what the
+   * devnet's own providers ask for (`AuthProviderConfig.joinsAccount`).
+   */
+  joinAccount?: string | undefined;
+  now?: Date;
+}
+
 /**
  * Finds the identity's account, or, on its first sign-in, creates an account
- * on the free plan and binds the identity to it, in one transaction: two
- * concurrent first sign-ins of one identity end with one account.
+ * on the free plan (or finds the one it joins) and binds the identity to it,
+ * in one transaction: two concurrent first sign-ins of one identity end with
+ * one account.
  */
 export async function accountForSignIn(
   db: Db,
   identity: VerifiedIdentity,
-  now = new Date(),
+  opts: SignInOptions = {},
 ): Promise<SignedInAccount> {
+  const now = opts.now ?? new Date();
   return db.transaction().execute(async (tx) => {
     const existing = await tx
       .updateTable("identities")
@@ -48,11 +60,25 @@ export async function accountForSignIn(
         .executeTakeFirstOrThrow();
       return { account, created: false };
     }
-    const account = await tx
-      .insertInto("accounts")
-      .values({ id: randomUUID(), name: identity.email ?? identity.name ?? identity.subject })
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const joined = opts.joinAccount
+      ? await tx
+          .selectFrom("accounts")
+          .selectAll()
+          .where("name", "=", opts.joinAccount)
+          .orderBy("created_at")
+          .limit(1)
+          .executeTakeFirst()
+      : undefined;
+    const account =
+      joined ??
+      (await tx
+        .insertInto("accounts")
+        .values({
+          id: randomUUID(),
+          name: opts.joinAccount ?? identity.email ?? identity.name ?? identity.subject,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow());
     const bound = await tx
       .insertInto("identities")
       .values({
@@ -72,18 +98,22 @@ export async function accountForSignIn(
       // transaction is undone, and the retry finds its account.
       throw new IdentityRaceError();
     }
-    return { account, created: true };
+    return { account, created: !joined };
   });
 }
 
 class IdentityRaceError extends Error {}
 
 /** `accountForSignIn`, retried once when a concurrent first sign-in raced it. */
-export async function signInAccount(db: Db, identity: VerifiedIdentity): Promise<SignedInAccount> {
+export async function signInAccount(
+  db: Db,
+  identity: VerifiedIdentity,
+  opts: SignInOptions = {},
+): Promise<SignedInAccount> {
   try {
-    return await accountForSignIn(db, identity);
+    return await accountForSignIn(db, identity, opts);
   } catch (e) {
-    if (e instanceof IdentityRaceError) return accountForSignIn(db, identity);
+    if (e instanceof IdentityRaceError) return accountForSignIn(db, identity, opts);
     throw e;
   }
 }
