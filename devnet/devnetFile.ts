@@ -49,7 +49,24 @@ export async function readDevnetFile(path: string): Promise<DevnetFile> {
   if (!isDevnetFile(parsed)) {
     throw new Error(`${path} is not a devnet file (version 1 with networks)`);
   }
-  return parsed;
+  return withAssetMaps(parsed);
+}
+
+/**
+ * Files written before every family named its assets as a map carried a
+ * single `asset` on the NEAR entry: read it as `assets.USDC`, the one
+ * shape every entry has now.
+ */
+function withAssetMaps(file: DevnetFile): DevnetFile {
+  const networks: Record<string, unknown> = { ...file.networks };
+  for (const [id, entry] of Object.entries(networks)) {
+    const e = entry as Record<string, unknown>;
+    if (typeof e["asset"] === "string" && e["assets"] === undefined) {
+      const { asset, ...rest } = e;
+      networks[id] = { ...rest, assets: { USDC: asset } };
+    }
+  }
+  return { ...file, networks: networks as DevnetFile["networks"] };
 }
 
 export async function writeDevnetFile(path: string, file: DevnetFile): Promise<void> {

@@ -80,7 +80,7 @@ export const DEVNET_LEDGERS: readonly DevnetLedger[] = [
             relayerKeys: info.relayers.map((r) => `${r.accountId}:${r.secretKey}`),
           },
         },
-        banner: `${info.rpcUrl}   USDC ${info.asset}`,
+        banner: `${info.rpcUrl}   USDC ${info.assets.USDC}`,
         stop: () => running.stop(),
       };
     },
