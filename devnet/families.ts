@@ -60,7 +60,7 @@ export const DEVNET_LEDGERS: readonly DevnetLedger[] = [
         network: XRPL_MAINNET,
         info,
         setup: { xrpl: { networks: [{ id: XRPL_MAINNET, rpcUrl: info.rpcUrl }] } },
-        banner: `${info.wsUrl}   XRP, RLUSD ${info.assets.RLUSD.issuer}`,
+        banner: `${info.wsUrl}   XRP, RLUSD ${info.issuers.RLUSD}`,
         stop: () => running.stop(),
       };
     },
