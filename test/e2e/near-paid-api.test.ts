@@ -70,7 +70,8 @@ describe("NEAR end to end through the service", () => {
   });
 
   const near = () => stack.near!;
-  const usdcOf = (account: string) => near().ledger.token(near().info.assets.USDC)!.balanceOf(account);
+  const usdcOf = (account: string) =>
+    near().ledger.token(near().info.assets.USDC)!.balanceOf(account);
   const rowOf = (transaction: string) =>
     stack.service.db
       .selectFrom("settlements")

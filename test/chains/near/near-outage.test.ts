@@ -43,7 +43,8 @@ describe("NEAR outages, lost answers and slow finality", () => {
   });
 
   const near = () => stack.near!;
-  const usdcOf = (account: string) => near().ledger.token(near().info.assets.USDC)!.balanceOf(account);
+  const usdcOf = (account: string) =>
+    near().ledger.token(near().info.assets.USDC)!.balanceOf(account);
   const settle = async (body: unknown) =>
     (await (await post(stack.url, "/settle", body, stack.apiKey)).json()) as Answer;
   const rowsOf = (payer: string, amount: string) =>
