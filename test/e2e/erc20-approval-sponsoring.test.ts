@@ -339,6 +339,17 @@ describe("erc20ApprovalGasSponsoring: a payer with no gas and no allowance pays 
     void (requirements satisfies PaymentRequirements);
   });
 
+  test("two payments of one cold payer settled at once: one approve goes out, both are paid", async () => {
+    const payer = await coldPayer();
+    const payToBefore = await tokenBalance(stack.rpcUrl, USDG, PAY_TO);
+    // Both signed before either settles: each carries an approve at nonce 0.
+    const [first, second] = [await signedPayment(payer), await signedPayment(payer)];
+    const answers = await Promise.all([settle(first.payload), settle(second.payload)]);
+    for (const a of answers) assert.equal(a["success"], true, JSON.stringify(a));
+    assert.equal(await publicClient.getTransactionCount({ address: payer.address }), 1);
+    assert.equal(await tokenBalance(stack.rpcUrl, USDG, PAY_TO), payToBefore + 2n * PRICE);
+  });
+
   test("an approve the payment does not need (Permit2 already allowed) is never sent", async () => {
     const payer = await coldPayer();
     const first = await signedPayment(payer);

@@ -277,6 +277,8 @@ function unsupportedMethod(e: unknown): boolean {
 export class ApprovalSponsor {
   /** The extension signer the mechanisms call on this network. */
   readonly signer: SponsoringSigner;
+  /** The relay running for each payer: one at a time, so a second waits and finds the allowance. */
+  private readonly relaying = new Map<string, Promise<unknown>>();
 
   constructor(private readonly opts: ApprovalSponsorOptions) {
     const base = opts.signer;
@@ -355,7 +357,7 @@ export class ApprovalSponsor {
     if ((a.tx.value ?? 0n) !== 0n) {
       return fail(ApprovalReason.value, "the approve may not send native value");
     }
-    if (String(a.amount) !== info.amount) {
+    if (a.amount !== BigInt(info.amount)) {
       return fail(
         ApprovalReason.amount,
         "the approval's amount differs from the amount the signed approve approves",
@@ -499,11 +501,31 @@ export class ApprovalSponsor {
     });
   }
 
-  /** The payer's approve on the chain; undefined when Permit2 already holds enough. */
+  /**
+   * The payer's approve on the chain; undefined when Permit2 already holds
+   * enough. Two payments of one cold payer settling at once each carry an
+   * approve at the same nonce: the second waits for the first's relay, then
+   * finds the allowance there and sends nothing (in this process; across
+   * replicas its approve fails on the nonce and that payment is refused).
+   */
   private async relay(raw: Hex, needed: bigint): Promise<Hex | undefined> {
     const read = await readApprove(raw);
     if (!read.ok) throw new Error(`${ApprovalReason.failed}: ${read.message}`);
     const a = read.approve;
+    const key = a.signer.toLowerCase();
+    const run = (this.relaying.get(key) ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(() => this.relayNow(raw, a, needed));
+    const tail = run.catch(() => undefined);
+    this.relaying.set(key, tail);
+    try {
+      return await run;
+    } finally {
+      if (this.relaying.get(key) === tail) this.relaying.delete(key);
+    }
+  }
+
+  private async relayNow(raw: Hex, a: SignedApprove, needed: bigint): Promise<Hex | undefined> {
     const { client } = this.opts;
     const [mined, allowance] = await Promise.all([
       client.getTransactionReceipt({ hash: a.hash }).catch(() => undefined),
