@@ -49,7 +49,42 @@ export async function readDevnetFile(path: string): Promise<DevnetFile> {
   if (!isDevnetFile(parsed)) {
     throw new Error(`${path} is not a devnet file (version 1 with networks)`);
   }
-  return parsed;
+  return withAssetMaps(parsed);
+}
+
+/**
+ * Files written before every entry named its assets as one map from symbol
+ * to asset id are read in today's shape (docs/devnet-file.schema.json): the
+ * NEAR entry's single `asset` becomes `assets.USDC`, and an XRPL issued
+ * currency given as `{ currency, issuer }` becomes its code in `assets` and
+ * its issuer in `issuers`.
+ */
+function withAssetMaps(file: DevnetFile): DevnetFile {
+  const networks: Record<string, unknown> = { ...file.networks };
+  for (const [id, entry] of Object.entries(networks)) {
+    let e = entry as Record<string, unknown>;
+    if (typeof e["asset"] === "string" && e["assets"] === undefined) {
+      const { asset, ...rest } = e;
+      e = { ...rest, assets: { USDC: asset } };
+    }
+    const assets = e["assets"] as Record<string, unknown> | undefined;
+    const issued = Object.entries(assets ?? {}).filter(
+      (kv): kv is [string, { currency: string; issuer: string }] =>
+        typeof kv[1] === "object" && kv[1] !== null && "currency" in kv[1] && "issuer" in kv[1],
+    );
+    if (issued.length > 0) {
+      e = {
+        ...e,
+        assets: { ...assets, ...Object.fromEntries(issued.map(([k, v]) => [k, v.currency])) },
+        issuers: {
+          ...(e["issuers"] as object | undefined),
+          ...Object.fromEntries(issued.map(([k, v]) => [k, v.issuer])),
+        },
+      };
+    }
+    networks[id] = e;
+  }
+  return { ...file, networks: networks as DevnetFile["networks"] };
 }
 
 export async function writeDevnetFile(path: string, file: DevnetFile): Promise<void> {

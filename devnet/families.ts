@@ -60,7 +60,7 @@ export const DEVNET_LEDGERS: readonly DevnetLedger[] = [
         network: XRPL_MAINNET,
         info,
         setup: { xrpl: { networks: [{ id: XRPL_MAINNET, rpcUrl: info.rpcUrl }] } },
-        banner: `${info.wsUrl}   XRP, RLUSD ${info.assets.RLUSD.issuer}`,
+        banner: `${info.wsUrl}   XRP, RLUSD ${info.issuers.RLUSD}`,
         stop: () => running.stop(),
       };
     },
@@ -80,7 +80,7 @@ export const DEVNET_LEDGERS: readonly DevnetLedger[] = [
             relayerKeys: info.relayers.map((r) => `${r.accountId}:${r.secretKey}`),
           },
         },
-        banner: `${info.rpcUrl}   USDC ${info.asset}`,
+        banner: `${info.rpcUrl}   USDC ${info.assets.USDC}`,
         stop: () => running.stop(),
       };
     },

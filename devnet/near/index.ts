@@ -43,8 +43,12 @@ interface NearDevnetAccount {
 /** What `.devnet/devnet.json` holds under `networks["near:mainnet"]`. */
 interface NearNetworkInfo {
   rpcUrl: string;
-  /** The USDC contract account. */
-  asset: string;
+  /**
+   * symbol → token contract account, as every family's entry names its
+   * assets (files written before this said `asset`: readDevnetFile reads
+   * those as `assets.USDC`).
+   */
+  assets: { USDC: string };
   payers: NearDevnetAccount[];
   /** Registered with USDC: can be paid. */
   payTo: string;
@@ -104,7 +108,7 @@ export async function startNearLedger(opts: NearDevnetOptions = {}): Promise<Run
   const served = await serveNear(ledger, opts.port ?? 0, opts.waitTimeoutMs ?? 10_000);
   return {
     ledger,
-    info: { rpcUrl: served.rpcUrl, asset: NEAR_USDC, payers, payTo, relayers },
+    info: { rpcUrl: served.rpcUrl, assets: { USDC: NEAR_USDC }, payers, payTo, relayers },
     async stop() {
       ledger.stop();
       await served.close();

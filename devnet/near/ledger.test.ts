@@ -55,7 +55,7 @@ describe("local NEAR chain", () => {
     const ak = near.ledger.accessKey(payer.accountId, payer.key.getPublicKey().toString())!;
     const da = buildDelegateAction({
       senderId: payer.accountId,
-      receiverId: near.info.asset,
+      receiverId: near.info.assets.USDC,
       actions: [
         actionCreators.functionCall(
           "ft_transfer",
@@ -106,7 +106,7 @@ describe("local NEAR chain", () => {
   };
 
   it("moves USDC once for a relayed delegate action, at the relayer's cost", async () => {
-    const usdc = near.ledger.token(near.info.asset)!;
+    const usdc = near.ledger.token(near.info.assets.USDC)!;
     const before = {
       payer: usdc.balanceOf(payer.accountId),
       payTo: usdc.balanceOf(near.info.payTo),
@@ -148,7 +148,7 @@ describe("local NEAR chain", () => {
   });
 
   it("fails an expired delegate action and one signed by another key", async () => {
-    const usdc = near.ledger.token(near.info.asset)!;
+    const usdc = near.ledger.token(near.info.assets.USDC)!;
     const before = usdc.balanceOf(payer.accountId);
     const expired = await signedDelegate({ ahead: 0n });
     near.ledger.produce();
@@ -221,7 +221,7 @@ describe("local NEAR chain", () => {
     const storage = await post(near.info.rpcUrl, "query", {
       request_type: "call_function",
       finality: "final",
-      account_id: near.info.asset,
+      account_id: near.info.assets.USDC,
       method_name: "storage_balance_of",
       args_base64: Buffer.from(JSON.stringify({ account_id: "stranger.near" })).toString("base64"),
     });

@@ -6,9 +6,18 @@
  * `broadcast_tx_commit`, `tx`, `EXPERIMENTAL_tx_status`), with nearcore's
  * answer and error shapes (`{ name, cause: { name, info }, code, message,
  * data }`), and `wait_until` honoured up to a timeout, as a node does.
+ *
+ * Parameters come as nearcore takes them: by name (an object), or in the
+ * older positional forms it still accepts and client libraries still send
+ * (`near-api-js`'s `query(path, data)` and `gasPrice` among them): `block`
+ * `[block_id]`, `gas_price` `[block_id | null]`, `query` `[path, data]`
+ * (`account/<id>`, `access_key/<id>[/<key>]`, `call/<id>/<method>` with
+ * base58 arguments, `code/<id>`), the sends `[signed_tx_base64]`, and `tx` /
+ * `EXPERIMENTAL_tx_status` `[tx_hash, sender_account_id]`.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { baseDecode } from "@near-js/utils";
 import { ContractPanic } from "./fungibleToken.js";
 import { InvalidTransaction, keyOf, type Block, type NearLedger, type TxRecord } from "./ledger.js";
 
@@ -76,6 +85,71 @@ function pickBlock(ledger: NearLedger, p: Params): Block {
     return b;
   }
   return p["finality"] === "final" ? ledger.final : ledger.head;
+}
+
+const badParams = (message: string) =>
+  new RpcError("PARSE_ERROR", {}, message, "REQUEST_VALIDATION_ERROR", 400);
+
+/** A legacy `query` path (`account/<id>` …) as the named request it stands for. */
+function queryPath(path: unknown, data: unknown): Params {
+  const parts = typeof path === "string" ? path.split("/") : [];
+  const [kind, accountId, rest] = [parts[0], parts[1], parts.slice(2).join("/")];
+  // Path queries read the latest block, as nearcore answers them.
+  const at = { finality: "optimistic" };
+  if (kind === "account" && accountId && !rest)
+    return { ...at, request_type: "view_account", account_id: accountId };
+  if (kind === "access_key" && accountId && rest)
+    return { ...at, request_type: "view_access_key", account_id: accountId, public_key: rest };
+  if (kind === "access_key" && accountId)
+    return { ...at, request_type: "view_access_key_list", account_id: accountId };
+  if (kind === "code" && accountId && !rest)
+    return { ...at, request_type: "view_code", account_id: accountId };
+  if (kind === "call" && accountId && rest) {
+    let args: Uint8Array;
+    try {
+      args = typeof data === "string" && data !== "" ? baseDecode(data) : new Uint8Array();
+    } catch {
+      throw badParams("the arguments of a call query must be base58");
+    }
+    return {
+      ...at,
+      request_type: "call_function",
+      account_id: accountId,
+      method_name: rest,
+      args_base64: Buffer.from(args).toString("base64"),
+    };
+  }
+  throw badParams(`unknown query path ${String(path)}`);
+}
+
+/** A call's parameters by name, from either form nearcore accepts for its method. */
+function namedParams(method: string, params: unknown): Params {
+  if (params === undefined || params === null) return {};
+  if (!Array.isArray(params)) {
+    if (typeof params === "object") return params as Params;
+    throw badParams("params must be an object or an array");
+  }
+  switch (method) {
+    case "status":
+      return {};
+    case "block":
+    case "gas_price":
+      if (params.length > 1) break;
+      return params[0] === undefined || params[0] === null ? {} : { block_id: params[0] };
+    case "query":
+      if (params.length !== 2) break;
+      return queryPath(params[0], params[1]);
+    case "send_tx":
+    case "broadcast_tx_async":
+    case "broadcast_tx_commit":
+      if (params.length !== 1) break;
+      return { signed_tx_base64: params[0] };
+    case "tx":
+    case "EXPERIMENTAL_tx_status":
+      if (params.length !== 2) break;
+      return { tx_hash: params[0], sender_account_id: params[1] };
+  }
+  throw badParams(`${method} does not take these positional parameters`);
 }
 
 function txView(r: TxRecord) {
@@ -266,8 +340,7 @@ function nearHandlers(ledger: NearLedger, opts: { waitTimeoutMs: number }) {
     }
   };
 
-  const txParams = (p: Params | unknown[]) => {
-    if (Array.isArray(p)) return { hash: String(p[0]), want: "EXECUTED_OPTIMISTIC" };
+  const txParams = (p: Params) => {
     return {
       hash: String(p["tx_hash"] ?? ""),
       want: String(p["wait_until"] ?? "EXECUTED_OPTIMISTIC"),
@@ -294,9 +367,9 @@ function nearHandlers(ledger: NearLedger, opts: { waitTimeoutMs: number }) {
       const hash = submit(p["signed_tx_base64"]);
       return waitFor(hash, String(p["wait_until"] ?? "EXECUTED_OPTIMISTIC"), false);
     },
-    broadcast_tx_async: (p: unknown[]) => submit(Array.isArray(p) ? p[0] : undefined),
-    broadcast_tx_commit: async (p: unknown[]) =>
-      waitFor(submit(Array.isArray(p) ? p[0] : undefined), "EXECUTED_OPTIMISTIC", false),
+    broadcast_tx_async: (p: Params) => submit(p["signed_tx_base64"]),
+    broadcast_tx_commit: async (p: Params) =>
+      waitFor(submit(p["signed_tx_base64"]), "EXECUTED_OPTIMISTIC", false),
     tx: async (p: Params) => {
       const { hash, want } = txParams(p);
       return waitFor(hash, want, false);
@@ -344,7 +417,9 @@ export async function serveNear(
               },
             });
           }
-          send(200, { result: await handler((msg.params ?? {}) as never) });
+          send(200, {
+            result: await handler(namedParams(String(msg.method), msg.params) as never),
+          });
         } catch (e) {
           if (e instanceof RpcError) {
             return send(e.httpStatus, {

@@ -1,7 +1,9 @@
 /**
  * Starknet JSON-RPC (spec 0.10 shapes, fees in FRI) for the local ledger,
  * over HTTP on loopback: what starknet.js 10's `RpcProvider` and `Account`
- * send, with named parameters, single or batched. Errors carry the spec's
+ * send, single or batched, with named parameters (an object) or positional
+ * ones (an array, in the specification's order), as JSON-RPC 2.0 and real
+ * nodes take both. Errors carry the spec's
  * codes (20 contract not found, 24 block not found, 29 transaction hash not
  * found, 40 contract error, 41 transaction execution error, 52 invalid
  * nonce, 54 insufficient balance, 55 validation failure, 59 duplicate).
@@ -66,7 +68,7 @@ function blockHeader(ledger: StarknetLedger, b: Block) {
   };
 }
 
-function starknetHandlers(ledger: StarknetLedger): Record<string, (p: Params) => unknown> {
+export function starknetHandlers(ledger: StarknetLedger): Record<string, (p: Params) => unknown> {
   const receipt = (hash: unknown) => {
     const rec = ledger.transaction(toHex(felt(hash, "transaction_hash")));
     if (!rec || rec.finality === "RECEIVED") {
@@ -116,6 +118,18 @@ function starknetHandlers(ledger: StarknetLedger): Record<string, (p: Params) =>
       }
       const b = "block" in ref ? ref.block : ledger.latest;
       return { ...blockHeader(ledger, b), transactions: b.transactions };
+    },
+    // What starknet.js's Account reads to choose a tip when none is given.
+    starknet_getBlockWithTxs: (p) => {
+      const ref = blockRef(ledger, p["block_id"]);
+      const b = "block" in ref ? ref.block : ledger.latest;
+      return {
+        ...blockHeader(ledger, b),
+        transactions: b.transactions.map((h) => ({
+          transaction_hash: h,
+          ...ledger.transaction(h)?.tx,
+        })),
+      };
     },
     starknet_getClassHashAt: (p) => {
       blockRef(ledger, p["block_id"]);
@@ -175,6 +189,43 @@ function starknetHandlers(ledger: StarknetLedger): Record<string, (p: Params) =>
   };
 }
 
+/**
+ * Each method's parameters in the order the specification lists them: what
+ * a positional (array) call means. Optional ones come last, as there.
+ */
+export const PARAMETER_ORDER: Record<string, readonly string[]> = {
+  starknet_specVersion: [],
+  starknet_chainId: [],
+  starknet_syncing: [],
+  starknet_blockNumber: [],
+  starknet_blockHashAndNumber: [],
+  starknet_getBlockWithTxHashes: ["block_id"],
+  starknet_getBlockWithTxs: ["block_id"],
+  starknet_getClassHashAt: ["block_id", "contract_address"],
+  starknet_getNonce: ["block_id", "contract_address"],
+  starknet_call: ["request", "block_id"],
+  starknet_estimateFee: ["request", "simulation_flags", "block_id"],
+  starknet_simulateTransactions: ["block_id", "transactions", "simulation_flags", "trace_flags"],
+  starknet_addInvokeTransaction: ["invoke_transaction"],
+  starknet_getTransactionReceipt: ["transaction_hash"],
+  starknet_getTransactionStatus: ["transaction_hash"],
+  starknet_getTransactionByHash: ["transaction_hash"],
+};
+
+/** A call's parameters by name, however it gave them; a string naming the fault otherwise. */
+function namedParams(method: string, params: unknown): Params | string {
+  if (params === undefined || params === null) return {};
+  if (Array.isArray(params)) {
+    const names = PARAMETER_ORDER[method] ?? [];
+    if (params.length > names.length) {
+      return `Invalid params: ${method} takes at most ${names.length} parameters (${names.join(", ") || "none"}), got ${params.length}`;
+    }
+    return Object.fromEntries(params.map((v, i) => [names[i]!, v] as const));
+  }
+  if (typeof params === "object") return params as Params;
+  return "Invalid params: params must be an object (by name) or an array (by position)";
+}
+
 interface JsonRpcRequest {
   jsonrpc?: string;
   id?: unknown;
@@ -188,16 +239,12 @@ function answer(handlers: Record<string, (p: Params) => unknown>, req: JsonRpcRe
   if (!handler) {
     return { jsonrpc: "2.0", id, error: { code: -32601, message: "Method not found" } };
   }
-  const params = req.params ?? {};
-  if (typeof params !== "object" || Array.isArray(params)) {
-    return {
-      jsonrpc: "2.0",
-      id,
-      error: { code: -32602, message: "Invalid params: this node takes named parameters" },
-    };
+  const params = namedParams(req.method as string, req.params);
+  if (typeof params === "string") {
+    return { jsonrpc: "2.0", id, error: { code: -32602, message: params } };
   }
   try {
-    return { jsonrpc: "2.0", id, result: handler(params as Params) };
+    return { jsonrpc: "2.0", id, result: handler(params) };
   } catch (e) {
     if (e instanceof StarknetRpcFailure) {
       return {

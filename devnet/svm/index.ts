@@ -105,8 +105,9 @@ export async function startSolanaDevnet(opts: SolanaDevnetOptions = {}): Promise
     const lines = createInterface({ input: child.stdout! });
     lines.once("line", (line) => {
       try {
-        const parsed = JSON.parse(line) as { ready: boolean } & SolanaNetworkInfo;
-        if (!parsed.ready) throw new Error(line);
+        const { ready, ...parsed } = JSON.parse(line) as { ready: boolean } & SolanaNetworkInfo;
+        if (!ready) throw new Error(line);
+        // The child's "ready" is its handshake, not part of the network's description.
         resolve(parsed);
       } catch (e) {
         reject(new Error(`the Solana devnet did not start: ${String(e)}`));

@@ -9,12 +9,15 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import {
   address,
+  getBase58Decoder,
   getBase58Encoder,
   getBase64Decoder,
   getBase64Encoder,
+  getCompiledTransactionMessageDecoder,
+  unwrapOption,
   type Address,
 } from "@solana/kit";
-import { getMintDecoder, getTokenDecoder } from "@solana-program/token";
+import { TOKEN_PROGRAM_ADDRESS, getMintDecoder, getTokenDecoder } from "@solana-program/token";
 import type { SolanaLedger } from "./ledger.js";
 
 class RpcError extends Error {
@@ -47,19 +50,183 @@ function wireBytes(encoded: unknown, options: unknown): Uint8Array {
   }
 }
 
+/**
+ * A landed transaction in the encoding asked for, as a validator answers
+ * `getTransaction`: `json` (the default) and `jsonParsed` as objects (no
+ * program parsers here: `jsonParsed` instructions come in their unparsed
+ * form, `{ programId, accounts, data }`, as a validator gives them for a
+ * program it cannot parse), `base64` and `base58` as the whole wire
+ * transaction.
+ */
+function encodedTransaction(
+  t: { messageBytes: Uint8Array; signatures: string[] },
+  message: ReturnType<ReturnType<typeof getCompiledTransactionMessageDecoder>["decode"]>,
+  options: unknown,
+): unknown {
+  const encoding = (options as { encoding?: unknown } | undefined)?.encoding ?? "json";
+  const signatures = t.signatures;
+  if (encoding === "base64" || encoding === "base58") {
+    const sigBytes = signatures.map((x) => new Uint8Array(getBase58Encoder().encode(x)));
+    const wire = new Uint8Array([
+      signatures.length,
+      ...sigBytes.flatMap((b) => [...b]),
+      ...t.messageBytes,
+    ]);
+    return encoding === "base64"
+      ? [getBase64Decoder().decode(wire), "base64"]
+      : [getBase58Decoder().decode(wire), "base58"];
+  }
+  if (encoding !== "json" && encoding !== "jsonParsed") {
+    throw new RpcError(-32602, `Invalid params: encoding ${String(encoding)} is not served here`);
+  }
+  if (!("instructions" in message)) {
+    throw new RpcError(-32602, "Invalid params: version 1 transactions are served in base64 only");
+  }
+  const keys = message.staticAccounts;
+  const { numSignerAccounts, numReadonlySignerAccounts, numReadonlyNonSignerAccounts } =
+    message.header;
+  const instructions = message.instructions.map((ix) => {
+    const data = getBase58Decoder().decode(ix.data ?? new Uint8Array());
+    const accounts = ix.accountIndices ?? [];
+    return encoding === "json"
+      ? { programIdIndex: ix.programAddressIndex, accounts, data, stackHeight: null }
+      : {
+          programId: keys[ix.programAddressIndex],
+          accounts: accounts.map((i) => keys[i]),
+          data,
+          stackHeight: null,
+        };
+  });
+  const writable = (i: number) =>
+    i < numSignerAccounts
+      ? i < numSignerAccounts - numReadonlySignerAccounts
+      : i < keys.length - numReadonlyNonSignerAccounts;
+  const lookups = (message.version === 0 ? (message.addressTableLookups ?? []) : []).map((l) => ({
+    accountKey: l.lookupTableAddress,
+    writableIndexes: l.writableIndexes,
+    readonlyIndexes: l.readonlyIndexes,
+  }));
+  return {
+    signatures,
+    message: {
+      accountKeys:
+        encoding === "json"
+          ? keys
+          : keys.map((pubkey, i) => ({
+              pubkey,
+              signer: i < numSignerAccounts,
+              writable: writable(i),
+              source: "transaction",
+            })),
+      header: {
+        numRequiredSignatures: numSignerAccounts,
+        numReadonlySignedAccounts: numReadonlySignerAccounts,
+        numReadonlyUnsignedAccounts: numReadonlyNonSignerAccounts,
+      },
+      instructions,
+      recentBlockhash: message.lifetimeToken,
+      ...(message.version === 0 ? { addressTableLookups: lookups } : {}),
+    },
+  };
+}
+
 export function solanaRpcHandlers(ledger: SolanaLedger, genesisHash: string) {
   const context = () => ({ slot: num(ledger.slot), apiVersion: "2.2.0" });
-  const accountValue = (of: Address) => {
+  const accountValue = (of: Address, options?: unknown) => {
     const acc = ledger.account(of);
     if (!acc.exists) return null;
     return {
-      data: [getBase64Decoder().decode(acc.data), "base64"],
+      data: encodedData(acc.programAddress, acc.data, options),
       executable: acc.executable,
       lamports: num(acc.lamports),
       owner: acc.programAddress,
       rentEpoch: 0,
       space: acc.data.length,
     };
+  };
+  /**
+   * Account data in the encoding asked for, as a validator answers it: no
+   * encoding is the legacy `binary` (a plain base58 string), `base58` and
+   * `base64` come as `[data, encoding]` (base58 only up to 128 bytes), and
+   * `jsonParsed` parses SPL Token accounts and mints (what the official x402
+   * client reads balances with) and falls back to base64 for the rest.
+   */
+  const encodedData = (owner: string, data: Uint8Array, options: unknown): unknown => {
+    const encoding = (options as { encoding?: unknown } | undefined)?.encoding ?? "binary";
+    const base58 = () => {
+      if (data.length > 128) {
+        throw new RpcError(
+          -32600,
+          "Encoded binary (base 58) data should be less than 128 bytes, please use Base64 encoding.",
+        );
+      }
+      return getBase58Decoder().decode(data);
+    };
+    switch (encoding) {
+      case "binary":
+        return base58();
+      case "base58":
+        return [base58(), "base58"];
+      case "base64":
+        return [getBase64Decoder().decode(data), "base64"];
+      case "jsonParsed":
+        return parsedToken(owner, data) ?? [getBase64Decoder().decode(data), "base64"];
+      default:
+        throw new RpcError(
+          -32602,
+          `Invalid params: encoding ${String(encoding)} is not served here`,
+        );
+    }
+  };
+  const parsedToken = (owner: string, data: Uint8Array) => {
+    if (owner !== TOKEN_PROGRAM_ADDRESS) return undefined;
+    const ui = (amount: bigint, decimals: number) => {
+      const s = (Number(amount) / 10 ** decimals).toString();
+      return { amount: amount.toString(), decimals, uiAmount: Number(s), uiAmountString: s };
+    };
+    try {
+      if (data.length === 82) {
+        const m = getMintDecoder().decode(data);
+        return {
+          program: "spl-token",
+          parsed: {
+            type: "mint",
+            info: {
+              decimals: m.decimals,
+              freezeAuthority: unwrapOption(m.freezeAuthority),
+              isInitialized: m.isInitialized,
+              mintAuthority: unwrapOption(m.mintAuthority),
+              supply: m.supply.toString(),
+            },
+          },
+          space: data.length,
+        };
+      }
+      if (data.length === 165) {
+        const t = getTokenDecoder().decode(data);
+        const mint = ledger.account(t.mint);
+        const decimals = mint.exists ? getMintDecoder().decode(mint.data).decimals : 0;
+        const delegate = unwrapOption(t.delegate);
+        return {
+          program: "spl-token",
+          parsed: {
+            type: "account",
+            info: {
+              isNative: unwrapOption(t.isNative) !== null,
+              mint: t.mint,
+              owner: t.owner,
+              state: ["uninitialized", "initialized", "frozen"][t.state] ?? "initialized",
+              tokenAmount: ui(t.amount, decimals),
+              ...(delegate ? { delegate, delegatedAmount: ui(t.delegatedAmount, decimals) } : {}),
+            },
+          },
+          space: data.length,
+        };
+      }
+    } catch {
+      // Not a token account after all: the base64 fallback, as a validator.
+    }
+    return undefined;
   };
   const addr = (v: unknown): Address => {
     try {
@@ -100,10 +267,13 @@ export function solanaRpcHandlers(ledger: SolanaLedger, genesisHash: string) {
       context: context(),
       value: num(ledger.svm.getBalance(addr(who)) ?? 0n),
     }),
-    getAccountInfo: ([who]) => ({ context: context(), value: accountValue(addr(who)) }),
-    getMultipleAccounts: ([list]) => ({
+    getAccountInfo: ([who, options]) => ({
       context: context(),
-      value: (Array.isArray(list) ? list : []).map((a) => accountValue(addr(a))),
+      value: accountValue(addr(who), options),
+    }),
+    getMultipleAccounts: ([list, options]) => ({
+      context: context(),
+      value: (Array.isArray(list) ? list : []).map((a) => accountValue(addr(a), options)),
     }),
     getTokenAccountBalance: ([who]) => {
       const acc = ledger.account(addr(who));
@@ -161,10 +331,14 @@ export function solanaRpcHandlers(ledger: SolanaLedger, genesisHash: string) {
           : null;
       }),
     }),
-    getTransaction: ([sig]) => {
+    getTransaction: ([sig, options]) => {
       const t = ledger.transaction(String(sig));
       if (!t) return null;
+      const message = getCompiledTransactionMessageDecoder().decode(t.messageBytes);
       return {
+        ...(options && typeof options === "object" && "maxSupportedTransactionVersion" in options
+          ? { version: message.version }
+          : {}),
         slot: num(t.slot),
         blockTime: Math.floor(Date.now() / 1000),
         meta: {
@@ -176,8 +350,7 @@ export function solanaRpcHandlers(ledger: SolanaLedger, genesisHash: string) {
           postBalances: [],
           status: t.err === null ? { Ok: null } : { Err: String(t.err) },
         },
-        transaction: [getBase64Decoder().decode(t.messageBytes), "base64"],
-        signatures: t.signatures,
+        transaction: encodedTransaction(t, message, options),
       };
     },
   };
@@ -214,6 +387,16 @@ export async function serveSolanaRpc(
         jsonrpc: "2.0",
         id: call.id ?? null,
         error: { code: -32601, message: `Method not found: ${method}` },
+      };
+    }
+    // Solana's methods take positional parameters only (a configuration
+    // object rides as the last one): a map is refused, as a validator does,
+    // rather than run as if no parameters were given.
+    if (call.params !== undefined && call.params !== null && !Array.isArray(call.params)) {
+      return {
+        jsonrpc: "2.0",
+        id: call.id ?? null,
+        error: { code: -32602, message: "Invalid params: invalid type: map, expected a sequence" },
       };
     }
     return answer(call.id ?? null, () => handler(Array.isArray(call.params) ? call.params : []));

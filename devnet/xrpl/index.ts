@@ -32,7 +32,13 @@ interface XrplNetworkInfo {
   rpcUrl: string;
   /** rippled WebSocket (what the `xrpl` package's `Client` uses). */
   wsUrl: string;
-  assets: { XRP: "XRP"; RLUSD: { currency: string; issuer: string } };
+  /**
+   * symbol → asset id as requirements name it (`asset`): "XRP", or an issued
+   * currency's 160-bit code, whose issuer (`extra.issuer`) is in `issuers`.
+   */
+  assets: { XRP: "XRP"; RLUSD: string };
+  /** symbol → issuer account of each issued currency in `assets`. */
+  issuers: { RLUSD: string };
   /** Family seeds of funded payers (devnet only). */
   payerSeeds: string[];
   /** An account that can receive XRP and RLUSD, for example resource servers. */
@@ -82,7 +88,8 @@ export async function startXrplLedger(opts: XrplDevnetOptions = {}): Promise<Run
     info: {
       rpcUrl: served.rpcUrl,
       wsUrl: served.wsUrl,
-      assets: { XRP: "XRP", RLUSD: { currency: RLUSD_CURRENCY, issuer: RLUSD_ISSUER } },
+      assets: { XRP: "XRP", RLUSD: RLUSD_CURRENCY },
+      issuers: { RLUSD: RLUSD_ISSUER },
       payerSeeds: payers.map((p) => p.seed!),
       payTo: payTo.classicAddress,
     },

@@ -322,13 +322,32 @@ export async function serveXrpl(ledger: XrplLedger, port = 0): Promise<ServedXrp
       try {
         const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
           method?: string;
-          params?: Params[];
+          params?: unknown;
         };
         method = String(body.method ?? "");
-        params = body.params?.[0] ?? {};
+        // rippled's JSON-RPC takes its parameters as one object inside an
+        // array (or none at all); anything else it cannot read, and says so
+        // rather than running the command without them.
+        const given = body.params;
+        if (given !== undefined && given !== null) {
+          const only =
+            Array.isArray(given) && given.length === 1 ? (given[0] as unknown) : undefined;
+          if (typeof only !== "object" || only === null || Array.isArray(only)) {
+            throw new Error("params unparseable");
+          }
+          params = only as Params;
+        }
       } catch {
         res.writeHead(400, { "content-type": "application/json" });
-        res.end(JSON.stringify({ result: { error: "invalidParams", status: "error" } }));
+        res.end(
+          JSON.stringify({
+            result: {
+              error: "invalidParams",
+              error_message: "params unparseable: give one object inside an array",
+              status: "error",
+            },
+          }),
+        );
         return;
       }
       const a = answer(handlers, method, params);

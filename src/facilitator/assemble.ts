@@ -33,6 +33,9 @@ export function assembleFacilitator(
   // A payer's EIP-2612 permit for Permit2 rides along and the Permit2 proxy's
   // settleWithPermit spends it: gasless onboarding (the mechanisms do the work).
   engine.registerExtension(EIP2612_GAS_SPONSORING);
+  // `erc20ApprovalGasSponsoring` (a payer's signed approve(Permit2) relayed
+  // for tokens without EIP-2612) needs a sending signer per network, so the
+  // EVM family registers it in `register` below, with one for each network.
   // ERC-8021 attribution: the mechanisms append the suffix this builds to the
   // settlement calldata, with the resource server's, the client's and our codes.
   engine.registerExtension(

@@ -64,7 +64,8 @@ describe("NEAR end to end through the service", () => {
   });
 
   const near = () => stack.near!;
-  const usdcOf = (account: string) => near().ledger.token(near().info.asset)!.balanceOf(account);
+  const usdcOf = (account: string) =>
+    near().ledger.token(near().info.assets.USDC)!.balanceOf(account);
   const rowOf = (transaction: string) =>
     stack.service.db
       .selectFrom("settlements")
@@ -157,13 +158,13 @@ describe("NEAR end to end through the service", () => {
     // A function-call key of the payer's, and an account the token does not know.
     const limited = KeyPair.fromRandom("ed25519");
     near().ledger.addKey(payer.accountId, limited.getPublicKey().toString(), {
-      FunctionCall: { allowance: null, receiver_id: near().info.asset, method_names: [] },
+      FunctionCall: { allowance: null, receiver_id: near().info.assets.USDC, method_names: [] },
     });
     // A new key's nonce starts at its block height × 10⁶: usable once that block is final.
     for (let i = 0; i < 3; i++) near().ledger.produce();
     const relayer = near().info.relayers[0]!;
     const relayerKey = KeyPair.fromString(relayer.secretKey as KeyPairString);
-    near().ledger.token(near().info.asset)!.mint(relayer.accountId, 1_000_000n);
+    near().ledger.token(near().info.assets.USDC)!.mint(relayer.accountId, 1_000_000n);
     const unregistered = "unregistered.devnet.near";
     near().ledger.createAccount(unregistered, 10n ** 24n);
     const stranger = KeyPair.fromRandom("ed25519");
@@ -292,7 +293,7 @@ describe("NEAR end to end through the service", () => {
     const payer = payerKey(near(), 4);
     const req = requirements({ amount: "5000" });
     const body = await nearPayment(near(), 4, req);
-    const token = near().ledger.token(near().info.asset)!;
+    const token = near().ledger.token(near().info.assets.USDC)!;
     const all = token.balanceOf(payer.accountId);
     const payTo = usdcOf(near().info.payTo);
     near().ledger.withhold();

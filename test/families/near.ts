@@ -40,7 +40,7 @@ export const near: FamilyAdapter = {
   },
   payer: async (stack, i) => payerKey(stack.near!, i).accountId,
   balanceOf: async (stack, account) =>
-    stack.near!.ledger.token(stack.near!.info.asset)!.balanceOf(account),
+    stack.near!.ledger.token(stack.near!.info.assets.USDC)!.balanceOf(account),
   async signReusingNonce(stack, i, first, requirements) {
     const used = delegateNonce(first);
     const payer = payerKey(stack.near!, i);

@@ -43,7 +43,7 @@ export function nearRequirements(
   return {
     scheme: "exact",
     network: NEAR_MAINNET,
-    asset: near.info.asset,
+    asset: near.info.assets.USDC,
     amount: "10000",
     payTo: near.info.payTo,
     maxTimeoutSeconds: 60,

@@ -23,6 +23,8 @@ export interface TransactionCall {
   to: Hex;
   data: Hex;
   gas: bigint;
+  /** Native value sent along (wei); absent: none. Only gas funding sends any. */
+  value?: bigint;
 }
 
 export class Broadcaster {
@@ -48,6 +50,7 @@ export class Broadcaster {
       to: call.to,
       data: call.data,
       gas: call.gas,
+      ...(call.value ? { value: call.value } : {}),
       nonce,
       maxFeePerGas: fees.maxFeePerGas,
       maxPriorityFeePerGas: fees.maxPriorityFeePerGas,

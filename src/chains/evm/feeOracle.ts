@@ -68,6 +68,11 @@ export class FeeOracle {
     return (await this.reading()).fees;
   }
 
+  /** The latest base fee (undefined on a chain without one), from the same cached reading. */
+  async baseFee(): Promise<bigint | undefined> {
+    return (await this.reading()).baseFeePerGas;
+  }
+
   private async reading(): Promise<Reading> {
     const now = Date.now();
     if (this.cached && now - this.cached.at < this.refreshMs) return this.cached.reading;

@@ -45,6 +45,8 @@ import { chainFor, createEvmPublicClient, type RpcBatching } from "./rpc.js";
 import { createEvmSigner } from "./signer.js";
 import { EvmSignerPool } from "./signerPool.js";
 import { TokenDomainCache } from "./tokenDomain.js";
+import { ApprovalSponsor, ERC20_APPROVAL_KEY } from "./approvalSponsor.js";
+import type { Erc20ApprovalGasSponsoringFacilitatorExtension } from "@x402/extensions";
 
 interface EvmNetworkSetup {
   id: string;
@@ -99,6 +101,8 @@ interface EvmNetworkRuntime {
   health: RpcHealth;
   hosts: string[];
   mechanisms: SchemeNetworkFacilitator[];
+  /** `erc20ApprovalGasSponsoring` here: every network offers Permit2 (`upto` needs it). */
+  approvals: ApprovalSponsor;
 }
 
 export class EvmChainAdapter implements ChainFamily {
@@ -121,13 +125,14 @@ export class EvmChainAdapter implements ChainFamily {
         opts.rpcBatching,
         health,
       );
+      const fees = new FeeOracle(client, timings.feeMaxAgeMs, setup.maxGasPriceWei);
       const pool = new EvmSignerPool({
         network: network.id,
         chain: chainFor(network, setup.rpcUrls),
         client,
         privateKeys: opts.privateKeys,
         journal: opts.journal ?? noopJournal,
-        fees: new FeeOracle(client, timings.feeMaxAgeMs, setup.maxGasPriceWei),
+        fees,
         log: opts.log,
         receiptTickMs: timings.receiptTickMs,
         stuckAfterMs: timings.stuckAfterMs,
@@ -170,6 +175,19 @@ export class EvmChainAdapter implements ChainFamily {
         health,
         hosts: setup.rpcUrls.map((u) => new URL(u).host),
         mechanisms,
+        approvals: new ApprovalSponsor({
+          network: network.id,
+          chainId: network.chainId,
+          client,
+          pool,
+          signer,
+          fees,
+          journal: opts.journal ?? noopJournal,
+          ...(opts.maxGasPerTransaction !== undefined
+            ? { maxGasPerTransaction: opts.maxGasPerTransaction }
+            : {}),
+          confirmationTimeoutMs: opts.confirmationTimeoutMs,
+        }),
       });
     }
   }
@@ -178,6 +196,14 @@ export class EvmChainAdapter implements ChainFamily {
     for (const r of this.runtimes.values()) {
       for (const m of r.mechanisms) engine.register(r.network.id, m);
     }
+    // The extension is one entry on the engine (and in /supported), but its
+    // signer belongs to a network: the mechanisms ask for the one of the
+    // payment's network. Only the family holds those, so it registers it.
+    const approvals: Erc20ApprovalGasSponsoringFacilitatorExtension = {
+      key: ERC20_APPROVAL_KEY,
+      signerForNetwork: (network) => this.runtimes.get(network)?.approvals.signer,
+    };
+    if (this.runtimes.size > 0) engine.registerExtension(approvals);
   }
 
   payerOf(payload: PaymentPayload): string | undefined {
@@ -284,6 +310,8 @@ export class EvmChainAdapter implements ChainFamily {
     const inner = payload.payload as Record<string, unknown>;
     const foreign = foreignRefundClaim(inner, requirements.network);
     if (foreign) return { ok: false, reason: Reason.invalidPayload, message: foreign };
+    const approval = await runtime.approvals.check(payload, requirements);
+    if (!approval.ok) return approval;
     if (!("authorization" in inner)) return { ok: true, requirements };
     return this.withTokenDomain(runtime, requirements);
   }

@@ -19,6 +19,8 @@ export interface InFlight {
   to: Hex;
   data: Hex;
   gas: bigint;
+  /** Native value sent along (gas funding), which a replacement must carry too. */
+  value?: bigint;
   fees: Fees;
   hashes: Hex[];
   receipt: Promise<TransactionReceipt>;
@@ -69,7 +71,7 @@ export class Replacement {
       const hash = await this.broadcaster.send(
         f.lane,
         f.nonce,
-        { to: f.to, data: f.data, gas: f.gas },
+        { to: f.to, data: f.data, gas: f.gas, ...(f.value ? { value: f.value } : {}) },
         fees,
         previous,
       );

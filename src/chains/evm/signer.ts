@@ -21,7 +21,7 @@ export interface EvmSignerOptions {
 }
 
 /** Records why the pool refused, so the settle answer names it. */
-async function refusingClearly<T>(send: () => Promise<T>): Promise<T> {
+export async function refusingClearly<T>(send: () => Promise<T>): Promise<T> {
   try {
     return await send();
   } catch (e) {

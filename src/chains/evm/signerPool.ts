@@ -136,7 +136,14 @@ export class EvmSignerPool {
    * Simulates, signs, journals and broadcasts a call. Resolves with the
    * transaction hash once the node accepted it.
    */
-  async send(call: { to: Hex; data: Hex; gas?: bigint; from?: Hex }): Promise<Hex> {
+  async send(call: {
+    to: Hex;
+    data: Hex;
+    gas?: bigint;
+    from?: Hex;
+    /** Native value (wei): only the gas funding of a sponsored approval sends any. */
+    value?: bigint;
+  }): Promise<Hex> {
     const started = performance.now();
     const lane = call.from ? this.lanes.named(call.from) : this.lanes.pick();
     // Simulation first: a call that would revert throws here, before a nonce
@@ -145,7 +152,7 @@ export class EvmSignerPool {
     const ceiling = this.opts.maxGasPerTransaction;
     if (ceiling !== undefined && gas > ceiling) throw new GasLimitTooHighError(gas, ceiling);
     const fees = await this.opts.fees.forNewTransaction();
-    const tx = { to: call.to, data: call.data, gas };
+    const tx = { to: call.to, data: call.data, gas, ...(call.value ? { value: call.value } : {}) };
     for (let attempt = 0; ; attempt++) {
       const nonce = await this.lanes.takeNonce(lane);
       try {
@@ -192,7 +199,7 @@ export class EvmSignerPool {
   private track(
     lane: Lane,
     nonce: number,
-    tx: { to: Hex; data: Hex; gas: bigint },
+    tx: { to: Hex; data: Hex; gas: bigint; value?: bigint },
     fees: Fees,
     hash: Hex,
   ): void {

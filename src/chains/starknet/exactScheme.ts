@@ -178,9 +178,14 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
     if (fee !== undefined) this.settings.onFeePaid?.(status, Number(fee) / 1e18);
   }
 
-  /** The executor to name as `Caller`, in rotation among healthy ones. */
+  /**
+   * The executor to name as `Caller`, in rotation among healthy ones, under
+   * both names a client may read it by: `feePayer` (our specification) and
+   * `caller` with `areFeesSponsored` (the foundation's merged scheme).
+   */
   getExtra(): Record<string, unknown> {
-    return { feePayer: this.executors.next() };
+    const executor = this.executors.next();
+    return { feePayer: executor, caller: executor, areFeesSponsored: true };
   }
 
   getSigners(): string[] {

@@ -181,3 +181,62 @@ test("the expected Transfer: keyed and legacy layouts count, others' transfers d
   assert.equal(holdsExpectedTransfer([{ ...keyed, data: ["0x4", "0x0"] }], want).ok, false);
   assert.equal(holdsExpectedTransfer([{ ...keyed, data: ["0x5"] }], want).ok, false);
 });
+
+test("extra.feePayer and extra.caller (with areFeesSponsored) bind the same executor, in either direction", () => {
+  const feePayerForm = requirements({ extra: { feePayer: EXECUTOR } });
+  const callerForm = requirements({ extra: { caller: EXECUTOR, areFeesSponsored: true } });
+  const callerOnly = requirements({ extra: { caller: EXECUTOR } });
+  const both = requirements({
+    extra: { feePayer: EXECUTOR, caller: EXECUTOR, areFeesSponsored: true },
+  });
+  for (const signedFor of [feePayerForm, callerForm, both]) {
+    for (const settledUnder of [feePayerForm, callerForm, callerOnly, both]) {
+      assert.equal(
+        reasonOf(payload(signedFor), settledUnder),
+        "ok",
+        `${JSON.stringify(signedFor.extra)} under ${JSON.stringify(settledUnder.extra)}`,
+      );
+    }
+  }
+});
+
+test("an unsponsored or foreign caller is refused with a reason that names it", () => {
+  const check = (extra: Record<string, unknown>) => {
+    const out = checkOutsideExecution(payload(), requirements({ extra }), settings);
+    return out.ok ? { reason: "ok", message: "" } : out;
+  };
+  const unsponsored = check({ caller: EXECUTOR, areFeesSponsored: false });
+  assert.equal(unsponsored.reason, "invalid_payment_requirements");
+  assert.match(unsponsored.message, /areFeesSponsored must be true/);
+  assert.equal(
+    check({ feePayer: EXECUTOR, areFeesSponsored: false }).reason,
+    "invalid_payment_requirements",
+  );
+  assert.equal(
+    check({ caller: EXECUTOR, areFeesSponsored: "yes" }).reason,
+    "invalid_payment_requirements",
+  );
+  const foreign = check({ caller: PAY_TO, areFeesSponsored: true });
+  assert.equal(foreign.reason, "invalid_exact_starknet_payload_caller");
+  assert.match(foreign.message, /extra\.caller .* is not an executor of this facilitator/);
+  assert.equal(check({ feePayer: PAY_TO }).reason, "invalid_exact_starknet_fee_payer");
+  assert.equal(
+    check({ caller: `0x${ANY_CALLER.toString(16)}`, areFeesSponsored: true }).reason,
+    "invalid_exact_starknet_payload_caller",
+  );
+  const split = check({ feePayer: EXECUTOR, caller: PAY_TO });
+  assert.equal(split.reason, "invalid_payment_requirements");
+  assert.match(split.message, /different accounts/);
+  // The client's echo may not claim an unsponsored payment either.
+  const signed = payload(requirements({ extra: { caller: EXECUTOR } }));
+  const echo = {
+    ...signed,
+    accepted: { ...signed.accepted, extra: { caller: EXECUTOR, areFeesSponsored: false } },
+  };
+  assert.equal(reasonOf(echo, requirements({ extra: { caller: EXECUTOR } })), "invalid_payload");
+  // And this project's client signs none.
+  assert.throws(
+    () => payload(requirements({ extra: { caller: EXECUTOR, areFeesSponsored: false } })),
+    /areFeesSponsored/,
+  );
+});

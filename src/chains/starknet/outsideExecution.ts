@@ -260,6 +260,80 @@ function sameTypedData(sent: Record<string, unknown>, canonical: TypedData): boo
   return JSON.stringify(norm(comparable)) === JSON.stringify(norm(canonical));
 }
 
+/**
+ * The SNIP-9 `Caller` the requirements bind, in either of two spellings
+ * that mean the same thing: `extra.feePayer` (this service's specification,
+ * and the foundation's amendment under review) or `extra.caller` (the
+ * foundation's merged Starknet scheme), each naming the executor that will
+ * call `execute_from_outside_v2` and pay its fee. `extra.areFeesSponsored`
+ * comes with `caller` in the merged scheme: absent it means sponsored, and
+ * `false` (an unsponsored flow no one has specified) is refused. A payload
+ * signed for one spelling therefore settles under the other when both name
+ * the same executor.
+ */
+function boundCaller(
+  extra: Record<string, unknown> | undefined,
+  payer: bigint,
+  executors: ReadonlySet<bigint>,
+):
+  | { ok: true; caller: bigint; field: "feePayer" | "caller" }
+  | { ok: false; reason: string; message: string } {
+  const sponsored = extra?.["areFeesSponsored"];
+  if (sponsored !== undefined && sponsored !== true) {
+    return {
+      ok: false,
+      reason: Reason.invalidPaymentRequirements,
+      message:
+        "paymentRequirements.extra.areFeesSponsored must be true (or absent): this facilitator settles Starknet payments only with its executors paying the fee",
+    };
+  }
+  const given = { feePayer: extra?.["feePayer"], caller: extra?.["caller"] };
+  const feePayer = given.feePayer === undefined ? undefined : parseFelt(given.feePayer);
+  const caller = given.caller === undefined ? undefined : parseFelt(given.caller);
+  const field = given.feePayer !== undefined ? "feePayer" : "caller";
+  // Each form keeps its own reason: the one its specification names.
+  const reason = field === "feePayer" ? StarknetReason.feePayer : StarknetReason.caller;
+  if ((given.feePayer !== undefined && !feePayer) || (given.caller !== undefined && !caller)) {
+    return {
+      ok: false,
+      reason,
+      message: `paymentRequirements.extra.${given.feePayer !== undefined && !feePayer ? "feePayer" : "caller"} must be an executor's address (a non-zero felt): copy it from GET /supported`,
+    };
+  }
+  if (feePayer !== undefined && caller !== undefined && feePayer !== caller) {
+    return {
+      ok: false,
+      reason: Reason.invalidPaymentRequirements,
+      message:
+        "paymentRequirements.extra.feePayer and extra.caller name different accounts; they mean the same executor, so give one or give both alike",
+    };
+  }
+  const bound = feePayer ?? caller;
+  if (bound === undefined) {
+    return {
+      ok: false,
+      reason: StarknetReason.feePayer,
+      message:
+        "paymentRequirements.extra.feePayer (or extra.caller with areFeesSponsored: true) is required on Starknet: copy it verbatim from GET /supported",
+    };
+  }
+  if (bound === ANY_CALLER || bound === payer) {
+    return {
+      ok: false,
+      reason,
+      message: `paymentRequirements.extra.${field} must be one of this facilitator's executors, never ANY_CALLER or the payer`,
+    };
+  }
+  if (!executors.has(bound)) {
+    return {
+      ok: false,
+      reason,
+      message: `paymentRequirements.extra.${field} ${addressHex(bound)} is not an executor of this facilitator: copy it from GET /supported`,
+    };
+  }
+  return { ok: true, caller: bound, field };
+}
+
 export interface CheckSettings {
   /** `starknet_chainId` of the network, as a hex felt. */
   chainId: string;
@@ -286,25 +360,17 @@ export function checkOutsideExecution(
     payer,
   });
 
-  const feePayer = parseFelt(requirements.extra?.["feePayer"]);
-  if (feePayer === undefined || feePayer === 0n) {
+  const bound = boundCaller(requirements.extra, p.from, s.executors);
+  if (!bound.ok) return fail(bound.reason, bound.message);
+  // The client's echo of the requirements, refused on its own (as the merged scheme asks).
+  const echoed = payload.accepted?.extra as Record<string, unknown> | undefined;
+  if (echoed !== undefined && "areFeesSponsored" in echoed && echoed["areFeesSponsored"] !== true) {
     return fail(
-      StarknetReason.feePayer,
-      "paymentRequirements.extra.feePayer is required on Starknet: copy it verbatim from GET /supported",
+      Reason.invalidPayload,
+      "paymentPayload.accepted.extra.areFeesSponsored must be true when present: only sponsored Starknet payments are settled",
     );
   }
-  if (feePayer === ANY_CALLER || feePayer === p.from) {
-    return fail(
-      StarknetReason.feePayer,
-      "paymentRequirements.extra.feePayer must be one of this facilitator's executors, never ANY_CALLER or the payer",
-    );
-  }
-  if (!s.executors.has(feePayer)) {
-    return fail(
-      StarknetReason.feePayer,
-      `paymentRequirements.extra.feePayer ${addressHex(feePayer)} is not an executor of this facilitator: copy it from GET /supported`,
-    );
-  }
+  const feePayer = bound.caller;
   const amount = /^\d{1,78}$/.test(requirements.amount) ? BigInt(requirements.amount) : undefined;
   const asset = parseFelt(requirements.asset);
   const payTo = parseFelt(requirements.payTo);
@@ -336,7 +402,7 @@ export function checkOutsideExecution(
   if (p.caller !== feePayer) {
     return fail(
       StarknetReason.caller,
-      `the outside execution's Caller must be extra.feePayer (${addressHex(feePayer)})`,
+      `the outside execution's Caller must be extra.${bound.field} (${addressHex(feePayer)})`,
     );
   }
   const call = p.calls[0];

@@ -66,7 +66,7 @@ test("SIGKILL with a relayed payment in the pool, then the node loses it: restar
   child = await service(dataDir, port);
 
   const payer = payerKey(near, 0);
-  const usdc = near.ledger.token(near.info.asset)!;
+  const usdc = near.ledger.token(near.info.assets.USDC)!;
   const before = { payer: usdc.balanceOf(payer.accountId), payTo: usdc.balanceOf(near.info.payTo) };
   // A delegate that stays valid long enough for the restart.
   const body = await nearPayment(

@@ -35,7 +35,8 @@ describe("NEAR slow finality and relayer nonces", () => {
   });
 
   const near = () => stack.near!;
-  const usdcOf = (account: string) => near().ledger.token(near().info.asset)!.balanceOf(account);
+  const usdcOf = (account: string) =>
+    near().ledger.token(near().info.assets.USDC)!.balanceOf(account);
   const settle = async (body: unknown) =>
     (await (await post(stack.url, "/settle", body, stack.apiKey)).json()) as Answer;
   const rowsOf = (payer: string, amount: string) =>

@@ -114,7 +114,7 @@ describe("NEAR relayers", () => {
         const rows = await db.db.selectFrom("signer_leases").select(["holder"]).execute();
         return new Set(rows.map((r) => r.holder)).size === 2 ? true : undefined;
       });
-      const usdc = near.ledger.token(near.info.asset)!;
+      const usdc = near.ledger.token(near.info.assets.USDC)!;
       const before = usdc.balanceOf(near.info.payTo);
       const relayed = await Promise.all(
         [0, 1, 2, 3, 4].map(async (i) =>

@@ -2,9 +2,9 @@
  * Paying with Starknet `exact`, for the customers of a resource server (no
  * official Starknet client is published): an `@x402/core` client scheme
  * that builds the SNIP-9 v2 outside execution a requirement asks for (one
- * USDC `transfer` to `payTo`, `Caller` = `extra.feePayer`, a random nonce,
- * valid from 1 until `now + maxTimeoutSeconds`) and signs its SNIP-12 typed
- * data with the payer's starknet.js `Account`. The payer pays no fee: the
+ * USDC `transfer` to `payTo`, `Caller` = `extra.feePayer` or `extra.caller`,
+ * a random nonce, valid from 1 until `now + maxTimeoutSeconds`) and signs
+ * its SNIP-12 typed data with the payer's starknet.js `Account`. The payer pays no fee: the
  * facilitator's executor submits it.
  *
  *   const client = new x402Client().register("starknet:*",
@@ -41,6 +41,40 @@ export function findStarknetDefaultAsset(asset: string, network: string): Defaul
   return usdc ? { asset, decimals: usdc.decimals, symbol: usdc.symbol } : undefined;
 }
 
+/**
+ * The executor a requirement binds as `Caller`: `extra.feePayer`, or
+ * `extra.caller` (the foundation's merged scheme spells it so, next to
+ * `areFeesSponsored`). The two name the same account; a requirement that
+ * gives both must give it once.
+ */
+export function callerOf(requirements: PaymentRequirements, payer: string): bigint {
+  const extra = requirements.extra ?? {};
+  if (extra["areFeesSponsored"] !== undefined && extra["areFeesSponsored"] !== true) {
+    throw new Error("extra.areFeesSponsored is not true: only sponsored payments are signed here");
+  }
+  const named = (["feePayer", "caller"] as const).flatMap((field) => {
+    const v = extra[field];
+    if (v === undefined) return [];
+    if (typeof v !== "string" || !/^0x[0-9a-fA-F]{1,64}$/.test(v)) {
+      throw new Error(`extra.${field} must be the facilitator's executor address`);
+    }
+    return [BigInt(v)];
+  });
+  const [caller] = named;
+  if (caller === undefined) {
+    throw new Error(
+      "the requirements carry neither extra.feePayer nor extra.caller: the facilitator's /supported gives them",
+    );
+  }
+  if (named.some((c) => c !== caller)) {
+    throw new Error("extra.feePayer and extra.caller name different accounts");
+  }
+  if (caller === 0n || caller === ANY_CALLER || caller === BigInt(payer)) {
+    throw new Error("the caller must be the facilitator's executor, never ANY_CALLER or the payer");
+  }
+  return caller;
+}
+
 /** The SNIP-12 typed data of the outside execution a requirement asks for. */
 export function outsideExecutionFor(
   payer: string,
@@ -49,18 +83,7 @@ export function outsideExecutionFor(
 ): TypedData {
   const network = findStarknetNetwork(requirements.network);
   if (!network) throw new Error(`${requirements.network} is not a Starknet network served here`);
-  const feePayer = requirements.extra?.["feePayer"];
-  if (typeof feePayer !== "string" || !/^0x[0-9a-fA-F]{1,64}$/.test(feePayer)) {
-    throw new Error(
-      "the requirements carry no extra.feePayer: the facilitator's /supported gives it",
-    );
-  }
-  const caller = BigInt(feePayer);
-  if (caller === 0n || caller === ANY_CALLER || caller === BigInt(payer)) {
-    throw new Error(
-      "extra.feePayer must be the facilitator's executor, never ANY_CALLER or the payer",
-    );
-  }
+  const caller = callerOf(requirements, payer);
   const amount = BigInt(requirements.amount);
   return outsideExecution.getTypedData(
     network.chainId,
