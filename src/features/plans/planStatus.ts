@@ -42,6 +42,8 @@ export interface PlanStatus {
   paidUntil: string | null;
   /** The plan taken when the period ends: a change chosen for then, or Free. Null: none ends. */
   nextPlan: PlanName | null;
+  /** Whether that change was chosen (a downgrade), rather than the fall back to Free. */
+  nextPlanChosen: boolean;
   /** Whether that change is already paid for (a lower plan paid in advance). */
   nextPlanPaid: boolean;
   /** Pay-as-you-go's prepaid balance (may be below zero by the operator's grace). */
@@ -114,6 +116,7 @@ export async function readPlanStatus(
     suspendedBy: account?.suspended_at ? (account.suspended_by ?? null) : null,
     paidUntil: account?.paid_until ? new Date(account.paid_until).toISOString() : null,
     nextPlan: account?.paid_until ? planNamed(account.next_plan ?? "free") : null,
+    nextPlanChosen: account?.next_plan != null,
     nextPlanPaid: account?.next_plan_days != null,
     balanceUsd: usdOf(account?.balance_micro_usd ?? 0),
     balanceMicroUsd: String(account?.balance_micro_usd ?? "0"),
