@@ -273,6 +273,32 @@ for (const backend of availableBackends()) {
         });
       const pro = await account("on-pro");
       await compPlan(stack.service.db, pro.id, "pro", { days: 30 });
+      // The price list, as a program reads it.
+      const list = (await (
+        await fetch(`${stack.url}/api/billing/plans`, { headers: { "x-api-key": pro.key } })
+      ).json()) as {
+        plans: { plan: string; usdPerPeriod?: string }[];
+        billing: { prices: unknown; payTo: string; networks: { network: string }[] } & Record<
+          string,
+          unknown
+        >;
+      };
+      assert.deepEqual(
+        list.plans.map((p) => [p.plan, p.usdPerPeriod ?? null]),
+        [
+          ["free", null],
+          ["starter", "5.00"],
+          ["pro", "49.00"],
+          ["max", "399.00"],
+          ["payg", null],
+        ],
+      );
+      assert.equal(list.billing.payTo, TREASURY.toLowerCase());
+      assert.deepEqual(
+        list.billing.networks.map((n) => n.network),
+        [stack.network],
+      );
+      assert.equal(list.billing["devnetPayers"], undefined, "no keys to programs");
       const down = await upgrade(pro.key, { plan: "starter" });
       assert.equal(down.status, 403);
       assert.equal(down.headers.get("payment-required"), null, "nothing is offered");

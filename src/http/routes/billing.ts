@@ -1,7 +1,7 @@
 /**
  * The plans' price list and the upgrade path, for programs:
  *
- *   GET  /api/billing/plans     the plans, their prices and how they are paid (public)
+ *   GET  /api/billing/plans     with X-API-Key: the plans, their prices and how they are paid
  *   GET  /api/billing/upgrade   with X-API-Key: the account's plan, usage and how to buy more
  *   POST /api/billing/upgrade   with X-API-Key: buy a plan or a top-up, an x402-protected
  *                               resource (402 with PAYMENT-REQUIRED until paid)
@@ -81,7 +81,7 @@ function notSold(reply: FastifyReply, accountId: string): FastifyReply {
   );
 }
 
-/** The public offer: no devnet keys, whatever the mode (they are the dashboard's, signed in). */
+/** The offer as programs read it: no devnet keys, whatever the mode (they are the dashboard's). */
 export function publicOffer(offer: BillingOffer): Omit<BillingOffer, "devnetPayers"> {
   const { devnetPayers: _devnetPayers, ...rest } = offer;
   return rest;
@@ -96,9 +96,12 @@ export function registerBillingRoutes(
     plans: PlanLimits;
   },
 ): void {
+  // Behind a key like every /api/ route a program calls (the dashboard
+  // reads the same list from GET /api/plans with its session).
   app.get(
     "/api/billing/plans",
     {
+      config: { auth: "apiKey" },
       schema: {
         tags: ["billing"],
         summary: "The plans, what each allows and costs, and how plans are paid (x402, USDC)",
