@@ -262,6 +262,22 @@ for (const backend of availableBackends()) {
         ).length,
         1,
       );
+      // Whatever the account is on now, the payment is what it bought: after
+      // a move to Pro, a replay is still answered from its record (not
+      // refused as a downgrade), and changes nothing.
+      await compPlan(stack.service.db, acc.id, "pro", { days: 30 });
+      const late = await fetch(new URL(body.upgrade, stack.url), {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-api-key": acc.key,
+          "payment-signature": signature,
+        },
+        body: JSON.stringify({ plan: "starter" }),
+      });
+      assert.equal(late.status, 200);
+      assert.equal(((await late.json()) as { applied: boolean }).applied, false);
+      assert.equal((await accountRow(acc.id)).plan, "pro");
     });
 
     test("an API key cannot downgrade or leave pay-as-you-go (403), and a session without a payment cannot switch to a paid plan", async () => {

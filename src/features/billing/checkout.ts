@@ -181,6 +181,12 @@ export class BillingCheckout {
   async handle(req: CheckoutRequest): Promise<CheckoutAnswer> {
     await this.initialize();
     const { db, limits } = this.opts;
+    // The same payment presented again is answered from its row, before
+    // anything else: what it bought is decided, whatever the account's plan
+    // is now and whatever this request asks for.
+    const earlier = await this.earlierPresentation(req);
+    if (earlier) return earlier;
+
     const now = new Date();
     const account = await readAccountBilling(db, req.accountId);
     const purchase = priceOrder(account, req.order, req.buyer, limits, now);
@@ -195,10 +201,6 @@ export class BillingCheckout {
       );
     }
     this.purchases.set(req.adapter, purchase);
-
-    // The same payment presented again is answered from its row.
-    const earlier = await this.earlierPresentation(req);
-    if (earlier) return earlier;
 
     const context: HTTPRequestContext = {
       adapter: req.adapter,
