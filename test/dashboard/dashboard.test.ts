@@ -340,14 +340,26 @@ describe("dashboard in Chromium", () => {
       payerBefore - 49_000_000n,
     );
     await page.screenshot({ path: `${SHOTS}/plans-after.png`, fullPage: true });
-    await page
-      .locator("table.billing-history")
-      .screenshot({ path: `${SHOTS}/billing-history.png` });
     const csv = await (await page.request.get(`${stack.url}/api/billing/history.csv`)).text();
     assert.match(csv, new RegExp(`plan,pro,49\\.00,${stack.network},${payment.transaction}`));
 
     const settled = await pay(key, 1);
     assert.equal(settled.success, true, "Pro lets /settle through at once");
+
+    // On the devnet, a funded devnet key pays too (here: a pay-as-you-go top-up).
+    await page.getByLabel(/^Amount \(USD/).fill("2");
+    await page.getByRole("button", { name: "Top up", exact: true }).click();
+    await page.getByRole("button", { name: /^Pay with devnet payer 1 / }).click();
+    await page
+      .getByRole("status")
+      .filter({ hasText: "Paid. Your pay-as-you-go balance is 2.00 USD." })
+      .waitFor({ timeout: 30_000 });
+    await history.getByText("Top-up").waitFor();
+    await history.getByText("2.00 USD").waitFor();
+    await page.screenshot({ path: `${SHOTS}/plans-topped-up.png`, fullPage: true });
+    await history.screenshot({ path: `${SHOTS}/billing-history.png` });
+    await tab(page, "Overview");
+    await page.getByText(`pro plan until ${date}`).waitFor();
   });
 
   test("a second account sees none of the first's keys, settlements or webhooks, and gets 404 for their ids", async () => {
