@@ -45,6 +45,8 @@ export interface DevnetMode {
   /** The devnet's own token copies, so the dashboard shows amounts in token units. */
   networks: NetworkDescription[];
   confidential: ConfidentialVaultOptions | undefined;
+  /** Funded payer keys of the first EVM chain: the dashboard offers them to pay for plans. */
+  payerKeys: string[];
   /** Once the service listens: the API key, the devnet file and the banner. */
   announce(service: Service, url: string): Promise<void>;
   /** Stops every local chain and sign-in provider. */
@@ -121,6 +123,7 @@ export async function bootDevnet(
       },
       chains,
       networks: devnetTokens(devnet.networks),
+      payerKeys: [...(infos[0]?.[1].payerPrivateKeys ?? [])],
       confidential: base?.confidential && {
         rpcUrl: base.rpcUrl,
         chainId: base.chainId,

@@ -71,7 +71,7 @@ export function configurationSections(): Section[] {
     {
       title: "Plans",
       intro:
-        "Monthly settlement quotas (the `free` plan's 10 is fixed; `payg` is unlimited). See [Plans and keys](plans-and-keys.md).",
+        "Monthly settlement quotas (the `free` plan's 10 is fixed; `payg` is unlimited), what the paid plans cost, and where they are paid in x402. See [Plans and keys](plans-and-keys.md).",
       variables: SERVICE_VARIABLES.plans,
     },
     {

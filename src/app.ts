@@ -28,6 +28,7 @@ import { createCatalog } from "./features/catalog/createCatalog.js";
 import { serviceReadiness } from "./features/health/readiness.js";
 import { openDashboard } from "./features/dashboard/dashboard.js";
 import { openConfidential } from "./features/confidential/createConfidential.js";
+import { openBilling } from "./features/billing/createBilling.js";
 import { startWorkers, type WorkerOverrides } from "./workers/index.js";
 import { buildHttpServer, closeGracefully } from "./http/server.js";
 
@@ -41,6 +42,8 @@ export interface ServiceOptions {
   networks?: readonly NetworkDescription[];
   /** The privacy contract and its keys; absent: confidential settlement is not available. */
   confidential?: ConfidentialVaultOptions;
+  /** Devnet: funded payer keys the dashboard offers for paying plans without a wallet. */
+  devnetPayerKeys?: readonly string[];
   overrides?: ServiceOverrides;
 }
 
@@ -50,6 +53,8 @@ interface ServiceOverrides extends WorkerOverrides {
   signerLeaseTtlMs?: number;
   verifyThreadsIdleStopMs?: number;
   collectProcessMetrics?: boolean;
+  /** How often billing's sweep runs (0: only when called). */
+  billingSweepMs?: number;
 }
 
 /** A running service: its parts (tests and benchmarks read them), `listen` and `close`. */
@@ -113,6 +118,14 @@ export async function createService(opts: ServiceOptions) {
     catalog: catalog.cataloger,
   });
   closers.push(() => catalog.cataloger.drain());
+  const billing = await openBilling({
+    ...{ db, config, log, recorder, devnetPayerKeys: opts.devnetPayerKeys },
+    engine: facilitator,
+    supported: () => facilitator.supported(),
+    served: facilitator.networks(),
+    sweepMs: overrides.billingSweepMs,
+  });
+  closers.push(() => billing.close());
   // Shared rate-limit counters across replicas; without Redis they are per process.
   const redis = createRedis(config.redisUrl, log);
   if (redis) closers.push(() => redis.disconnect());
@@ -128,10 +141,11 @@ export async function createService(opts: ServiceOptions) {
     onKeyDeleted: () => auth.invalidate(),
   });
   const http = await buildHttpServer({
-    dashboard: { ...dashboard, confidential },
+    dashboard: { ...dashboard, confidential, billing },
     ...{ confidentialMerchants: confidential.merchants, readiness, log, metrics, facilitator },
     ...{ payments, auth, catalog: catalog.reader, mode: config.mode },
     planStatus: (accountId) => readPlanStatus(db, accountId, config.plans, config.plans.metering),
+    ...{ billing, plans: config.plans },
     bodyLimitBytes: config.bodyLimitBytes,
     ...{ publicUrl: config.auth.publicUrl, metricsToken: config.http.metricsToken },
     trustProxy: config.http.trustProxy,
@@ -141,6 +155,7 @@ export async function createService(opts: ServiceOptions) {
   let closed = false;
   return {
     ...{ http, db, dbKind: database.kind, facilitator, workers, confidential, auth, metrics, log },
+    billing,
     listen: (): Promise<string> => http.listen({ host: config.host, port: config.port }),
     /** Stops accepting, drains in-flight requests (at most `drainMs`), then closes everything. */
     async close(options: { drainMs?: number } = {}): Promise<void> {

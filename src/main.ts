@@ -88,7 +88,7 @@ async function main(): Promise<void> {
       config,
       chains: devnet?.chains ?? config.chains,
       log,
-      ...(devnet ? { networks: devnet.networks } : {}),
+      ...(devnet ? { networks: devnet.networks, devnetPayerKeys: devnet.payerKeys } : {}),
       ...(confidential ? { confidential } : {}),
     });
     const address = await service.listen();

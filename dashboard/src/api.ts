@@ -6,6 +6,11 @@ export function setCsrfToken(token: string): void {
   csrfToken = token;
 }
 
+/** The session's CSRF token, for calls made outside `api` (the x402 checkout). */
+export function currentCsrfToken(): string {
+  return csrfToken;
+}
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -81,13 +86,53 @@ export interface ApiKey {
   lastUsedAt: string | null;
 }
 
+interface BillingOffer {
+  enabled: boolean;
+  networks: { network: string; chainId: number; asset: string; symbol: string }[];
+  payTo: string | null;
+  periodDays: number;
+  prices: { starter: string; pro: string; max: string };
+  payg: { freeSettlementsPerMonth: number; usdPerSettlement: string; graceUsd: string };
+  topUpMinUsd: string;
+  devnetPayers?: { address: string; privateKey: string }[];
+}
+
 export interface PlanStatus {
   plan: string;
   suspended: boolean;
   suspendedReason?: string;
+  suspendedBy: string | null;
   month: string;
   limit: number;
   usedThisMonth: number;
   metered: boolean;
-  plans: { plan: string; monthlySettlements: number; usdPerExtraSettlement?: number }[];
+  paidUntil: string | null;
+  nextPlan: string | null;
+  nextPlanChosen: boolean;
+  nextPlanPaid: boolean;
+  balanceUsd: string;
+  balanceMicroUsd: string;
+  plans: {
+    plan: string;
+    monthlySettlements: number;
+    usdPerExtraSettlement?: number;
+    usdPerPeriod?: string;
+  }[];
+  billing: BillingOffer;
+}
+
+export interface BillingHistoryEntry {
+  id: string;
+  date: string;
+  kind: "plan" | "top_up" | "comp";
+  plan: string | null;
+  amountUsd: string;
+  network: string | null;
+  transaction: string | null;
+  explorerUrl: string | null;
+  periodStart: string | null;
+  periodEnd: string | null;
+  source: string;
+  status: string;
+  note: string | null;
 }

@@ -7,7 +7,8 @@
  *   delete <key id>
  *   accounts                       list accounts
  *   accounts create --name <name>
- *   accounts plan <account id or name> <plan>
+ *   accounts plan <account id or name> <plan> [--days <n>] [--note "…"]   a comp
+ *   accounts billing <account id or name>   billing history
  *   accounts suspend|resume <account id or name> [--reason "…"]
  *   accounts claim <account id or name> --issuer <url> --subject <id> [--provider <id>]
  *   webhooks set|show|remove|log <account id or name> [--url <url>]
@@ -23,8 +24,10 @@ import {
   listAccounts,
 } from "../features/accounts/accounts.js";
 import { createApiKey, deleteApiKey, listApiKeys } from "../features/keys/apiKeys.js";
-import { PLAN_NAMES, isPlanName } from "../features/plans/plans.js";
-import { setAccountPlan, setAccountSuspended } from "../features/plans/quotaLedger.js";
+import { PLAN_NAMES, isPlanName, usdOf } from "../features/plans/plans.js";
+import { setAccountSuspended } from "../features/plans/quotaLedger.js";
+import { compPlan, listBillingHistory } from "../features/billing/billingLedger.js";
+import { BILLING_ACCOUNT_ID } from "../features/billing/billingAccount.js";
 import {
   getWebhookEndpoint,
   listWebhookDeliveries,
@@ -41,7 +44,12 @@ const USAGE = `usage: npm run keys -- <command>
   delete <key id>                              delete (revoke) a key
   accounts                                     list accounts
   accounts create --name <name>                create an account
-  accounts plan <id|name> <plan>               change the plan (free, starter, pro, max, payg); immediate
+  accounts plan <id|name> <plan> [--days <n>] [--note "…"]
+                                               set the plan by hand (free, starter, pro, max, payg), at
+                                               once and free of charge: a comp, recorded in the account's
+                                               billing history; with --days it falls back to Free after
+                                               that many days, without it it does not run out
+  accounts billing <id|name>                   the account's billing history (payments and comps)
   accounts suspend <id|name> [--reason "…"]    refuse /settle with 402 account_suspended; the reason shows in the dashboard
   accounts resume <id|name>                    lift a suspension
   accounts claim <id|name> --issuer <url> --subject <id> [--provider <id>]
@@ -64,7 +72,8 @@ async function resolveAccount(db: Db, ref: string | undefined, createIfMissing: 
     if (!acc) throw new UsageError(`no account "${ref}"; see \`npm run keys -- accounts\``);
     return acc;
   }
-  const existing = await listAccounts(db);
+  // The billing account (this service's own) is never a default.
+  const existing = (await listAccounts(db)).filter((a) => a.id !== BILLING_ACCOUNT_ID);
   if (existing.length === 1) return existing[0]!;
   if (existing.length > 1)
     throw new UsageError("several accounts exist: name one with --account <id|name>");
@@ -96,6 +105,8 @@ async function run(argv: string[]): Promise<number> {
       subject: { type: "string" },
       provider: { type: "string" },
       reason: { type: "string" },
+      days: { type: "string" },
+      note: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -176,9 +187,59 @@ async function run(argv: string[]): Promise<number> {
             throw new UsageError(
               `accounts plan needs <account id|name> <plan>, plan one of ${PLAN_NAMES.join(", ")}`,
             );
+          const days = values.days === undefined ? undefined : Number(values.days);
+          if (days !== undefined && (!Number.isInteger(days) || days < 1 || days > 36_500))
+            throw new UsageError("--days must be a whole number of days from 1 to 36500");
           const acc = await resolveAccount(db, target, false);
-          await setAccountPlan(db, acc.id, plan);
-          console.log(`Account "${acc.name}" is now on the ${plan} plan (from its next settle).`);
+          const comp = await compPlan(db, acc.id, plan, {
+            ...(days !== undefined ? { days } : {}),
+            ...(values.note !== undefined ? { note: values.note } : {}),
+          });
+          console.log(
+            `Account "${acc.name}" is now on the ${plan} plan (from its next settle)${
+              comp.period_end
+                ? `, until ${comp.period_end.toISOString()}, then Free`
+                : ", with no end date"
+            }. Recorded as a comp in its billing history.`,
+          );
+          return 0;
+        }
+        if (sub === "billing") {
+          if (!target) throw new UsageError("accounts billing needs <account id|name>");
+          const acc = await resolveAccount(db, target, false);
+          const history = await listBillingHistory(db, acc.id, () => null);
+          if (history.length === 0) {
+            console.log(`no billing payments or comps for account "${acc.name}"`);
+            return 0;
+          }
+          console.log(
+            table([
+              [
+                "DATE",
+                "KIND",
+                "PLAN",
+                "USD",
+                "NETWORK",
+                "TRANSACTION",
+                "PERIOD END",
+                "SOURCE",
+                "STATUS",
+                "NOTE",
+              ],
+              ...history.map((h) => [
+                h.date,
+                h.kind,
+                h.plan ?? "-",
+                h.amountUsd,
+                h.network ?? "-",
+                h.transaction ?? "-",
+                h.periodEnd ?? "-",
+                h.source,
+                h.status,
+                h.note ?? "",
+              ]),
+            ]),
+          );
           return 0;
         }
         if (sub === "suspend" || sub === "resume") {
@@ -223,11 +284,13 @@ async function run(argv: string[]): Promise<number> {
         }
         console.log(
           table([
-            ["ID", "NAME", "PLAN", "CREATED"],
+            ["ID", "NAME", "PLAN", "PAID UNTIL", "BALANCE USD", "CREATED"],
             ...accounts.map((a) => [
               a.id,
-              a.name,
+              a.id === BILLING_ACCOUNT_ID ? `${a.name} [service]` : a.name,
               a.suspended_at ? `${a.plan} (suspended)` : a.plan,
+              a.paid_until ? a.paid_until.toISOString() : "-",
+              usdOf(a.balance_micro_usd),
               a.created_at.toISOString(),
             ]),
           ]),

@@ -297,3 +297,51 @@ test("Starknet is a production configuration: one JSON-RPC URL and executor addr
     /STARKNET_MIN_EXECUTOR_STRK/,
   );
 });
+
+test("plans are priced in USD and sold on USDC networks: defaults, the operator's prices, and what cannot work", () => {
+  const devnet = loadConfig({});
+  assert.deepEqual(devnet.plans.prices, { starter: 5_000_000, pro: 49_000_000, max: 399_000_000 });
+  assert.deepEqual(
+    devnet.billing.networks,
+    ["eip155:8453"],
+    "the devnet sells on its first EVM network",
+  );
+  assert.equal(devnet.billing.payTo, "0x0000000000000000000000000000000000b111ed");
+  assert.equal(devnet.billing.topUpMinMicroUsd, 1_000_000);
+  assert.equal(devnet.plans.paygGraceMicroUsd, 0);
+  const priced = loadConfig({
+    PLAN_PRO_PRICE_USD: "19.5",
+    BILLING_PAYG_GRACE_USD: "0.25",
+    BILLING_NETWORKS: "",
+  });
+  assert.equal(priced.plans.prices.pro, 19_500_000);
+  assert.equal(priced.plans.paygGraceMicroUsd, 250_000);
+  assert.deepEqual(priced.billing.networks, [], "empty: nothing is sold");
+  const production = {
+    EVM_RPC_URLS_8453: "https://a.example",
+    EVM_PRIVATE_KEYS: KEY,
+  };
+  assert.deepEqual(loadConfig(production).billing.networks, [], "production sells only when told");
+  assert.deepEqual(
+    loadConfig({
+      ...production,
+      BILLING_NETWORKS: "eip155:8453",
+      BILLING_PAY_TO: `0x${"7e".repeat(20)}`,
+    }).billing,
+    { networks: ["eip155:8453"], payTo: `0x${"7e".repeat(20)}`, topUpMinMicroUsd: 1_000_000 },
+  );
+  for (const [env, message] of [
+    [{ ...production, BILLING_NETWORKS: "eip155:8453" }, /BILLING_PAY_TO/],
+    [
+      { ...production, BILLING_NETWORKS: "eip155:4663", BILLING_PAY_TO: `0x${"7e".repeat(20)}` },
+      /USDC/,
+    ],
+    [{ PLAN_MAX_PRICE_USD: "1.0000001" }, /PLAN_MAX_PRICE_USD/],
+    [{ BILLING_PAY_TO: "treasury" }, /BILLING_PAY_TO/],
+  ] as const) {
+    assert.throws(
+      () => loadConfig(env),
+      (e: unknown) => e instanceof ConfigError && message.test(e.message),
+    );
+  }
+});

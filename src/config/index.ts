@@ -25,6 +25,7 @@ import {
 import { parseAuthConfig, type AuthConfig } from "./auth.js";
 import { parseConfidentialConfig, type ConfidentialConfig } from "./confidential.js";
 import { z } from "zod";
+import { DEFAULT_PLAN_PRICES } from "../features/plans/plans.js";
 
 export { ConfigError };
 export type { AuthProviderConfig } from "./auth.js";
@@ -106,6 +107,20 @@ export interface Config {
     readonly maxLimit: number;
     /** Settlements failing on-chain per network per hour before an account is held off. */
     readonly failuresPerHour: { readonly free: number; readonly paid: number };
+    /** Monthly prices of the paid plans, in micro-USD. */
+    readonly prices: { readonly starter: number; readonly pro: number; readonly max: number };
+    /** How far below zero a pay-as-you-go balance may run before suspension, in micro-USD. */
+    readonly paygGraceMicroUsd: number;
+  };
+  /**
+   * Plans paid for in x402 (features/billing): the networks a payment is
+   * offered on (exact USDC), where it goes, the smallest top-up. No networks:
+   * nothing is sold, and only the operator changes plans.
+   */
+  readonly billing: {
+    readonly networks: readonly string[];
+    readonly payTo: string | undefined;
+    readonly topUpMinMicroUsd: number;
   };
   readonly webhooks: {
     /** Let webhook endpoints be private, loopback or link-local addresses (SSRF guard off). */
@@ -189,6 +204,16 @@ const EnvSchema = z.object({
   // signature) and never count; these are failures that cost us gas.
   FAILED_SETTLES_PER_HOUR_FREE: intVar("FAILED_SETTLES_PER_HOUR_FREE", 1, 1_000_000, 20),
   FAILED_SETTLES_PER_HOUR_PAID: intVar("FAILED_SETTLES_PER_HOUR_PAID", 1, 1_000_000, 500),
+  PLAN_STARTER_PRICE_USD: usdVar("PLAN_STARTER_PRICE_USD", DEFAULT_PLAN_PRICES.starter),
+  PLAN_PRO_PRICE_USD: usdVar("PLAN_PRO_PRICE_USD", DEFAULT_PLAN_PRICES.pro),
+  PLAN_MAX_PRICE_USD: usdVar("PLAN_MAX_PRICE_USD", DEFAULT_PLAN_PRICES.max),
+  BILLING_NETWORKS: z.string().optional(),
+  BILLING_PAY_TO: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{40}$/, "BILLING_PAY_TO must be a 0x address (40 hex digits)")
+    .optional(),
+  BILLING_TOP_UP_MIN_USD: usdVar("BILLING_TOP_UP_MIN_USD", 1_000_000),
+  BILLING_PAYG_GRACE_USD: usdVar("BILLING_PAYG_GRACE_USD", 0),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(["true", "false", ""]).default("false"),
   // Live API keys an account may hold when it creates one from the dashboard
   // (the operator's `npm run keys` is not limited). Rate limits count per
@@ -207,6 +232,68 @@ const EnvSchema = z.object({
   DEVNET_FILE: z.string().default(".devnet/devnet.json"),
   EXTRA_ASSETS: z.string().optional(),
 });
+
+/**
+ * A USD amount (`5`, `49.90`, `0.002`: at most 6 decimals, USDC's) as
+ * micro-USD, or the fallback when unset or blank.
+ */
+function usdVar(name: string, fallbackMicroUsd: number) {
+  return z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v.trim() === "") return fallbackMicroUsd;
+      const m = /^(\d{1,9})(?:\.(\d{1,6}))?$/.exec(v.trim());
+      if (!m) {
+        ctx.addIssue({
+          code: "custom",
+          message: `${name} must be an amount in USD with at most 6 decimals (e.g. 49 or 0.002), got "${v}"`,
+        });
+        return z.NEVER;
+      }
+      return Number(m[1]) * 1_000_000 + Number((m[2] ?? "").padEnd(6, "0"));
+    });
+}
+
+/**
+ * A devnet's billing payments go here unless BILLING_PAY_TO says otherwise:
+ * an address nobody holds the key of, so what arrives is easy to count.
+ */
+export const DEVNET_BILLING_PAY_TO = "0x0000000000000000000000000000000000b111ed";
+
+/**
+ * `BILLING_NETWORKS`: EVM networks whose listed asset is USDC, where a plan
+ * or a top-up is paid with `exact` (an EIP-3009 authorization nobody pays
+ * gas for but us). The devnet offers its first EVM network unless told.
+ */
+function parseBillingNetworks(
+  raw: string | undefined,
+  mode: "devnet" | "production",
+  devnetNetworks: readonly string[],
+): string[] {
+  const known = new Map(describeNetworks().map((n) => [n.id, n]));
+  const ids =
+    raw === undefined
+      ? mode === "devnet"
+        ? devnetNetworks.filter((id) => id.startsWith("eip155:")).slice(0, 1)
+        : []
+      : raw
+          .split(",")
+          .map((s) => s.trim())
+          .filter(Boolean);
+  for (const id of ids) {
+    const network = known.get(id);
+    if (!network || !id.startsWith("eip155:") || !network.assets.some((a) => a.symbol === "USDC")) {
+      throw new ConfigError(
+        `BILLING_NETWORKS: "${id}" is not an EVM network that settles USDC (e.g. eip155:8453)`,
+      );
+    }
+    if (mode === "devnet" && !devnetNetworks.includes(id)) {
+      throw new ConfigError(`BILLING_NETWORKS: "${id}" is not one of DEVNET_NETWORKS`);
+    }
+  }
+  return [...new Set(ids)];
+}
 
 /**
  * `EXTRA_ASSETS`: entries `network,asset,symbol,decimals`, separated by `;`
@@ -378,8 +465,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           .map((o) => o.trim())
           .filter(Boolean);
 
+  const billingNetworks = parseBillingNetworks(e.BILLING_NETWORKS, mode, devnetNetworks);
+  const billingPayTo = e.BILLING_PAY_TO ?? (mode === "devnet" ? DEVNET_BILLING_PAY_TO : undefined);
+  if (billingNetworks.length > 0 && !billingPayTo) {
+    throw new ConfigError(
+      "BILLING_NETWORKS is set but BILLING_PAY_TO is not: name the address plan payments go to",
+    );
+  }
+
   return {
     mode,
+    billing: {
+      networks: billingNetworks,
+      payTo: billingPayTo?.toLowerCase(),
+      topUpMinMicroUsd: Math.max(1, e.BILLING_TOP_UP_MIN_USD),
+    },
     http: {
       trustProxy,
       rateLimitMax: e.RATE_LIMIT_MAX,
@@ -400,6 +500,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         free: e.FAILED_SETTLES_PER_HOUR_FREE,
         paid: e.FAILED_SETTLES_PER_HOUR_PAID,
       },
+      prices: {
+        starter: e.PLAN_STARTER_PRICE_USD,
+        pro: e.PLAN_PRO_PRICE_USD,
+        max: e.PLAN_MAX_PRICE_USD,
+      },
+      paygGraceMicroUsd: e.BILLING_PAYG_GRACE_USD,
     },
     webhooks: { allowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === "true" },
     apiKeysPerAccount: e.API_KEYS_PER_ACCOUNT,
@@ -645,6 +751,46 @@ export const VARIABLES: {
       name: "FAILED_SETTLES_PER_HOUR_PAID",
       default: "`500`",
       description: "The same limit for accounts on a paid plan.",
+    },
+    {
+      name: "PLAN_STARTER_PRICE_USD",
+      default: "`5`",
+      description:
+        "What 30 days of the `starter` plan cost, in USD (at most 6 decimals), paid in USDC with x402 (see [Plans and keys](plans-and-keys.md#paying-for-a-plan)).",
+    },
+    {
+      name: "PLAN_PRO_PRICE_USD",
+      default: "`49`",
+      description: "The same for the `pro` plan.",
+    },
+    {
+      name: "PLAN_MAX_PRICE_USD",
+      default: "`399`",
+      description: "The same for the `max` plan.",
+    },
+    {
+      name: "BILLING_NETWORKS",
+      default: "the first EVM network (devnet), none (production)",
+      description:
+        "Comma-separated EVM networks on which plans and pay-as-you-go top-ups are sold: the upgrade path answers 402 with `PAYMENT-REQUIRED` offering `exact` USDC on each, settled by this service itself and recorded under its billing account. Each must be served. Empty: nothing is sold, and only the operator changes plans (`npm run keys -- accounts plan`).",
+      example: "BILLING_NETWORKS=eip155:8453,eip155:10",
+    },
+    {
+      name: "BILLING_PAY_TO",
+      default: "`" + DEVNET_BILLING_PAY_TO + "` (devnet), none (production)",
+      description:
+        "The address plan payments and top-ups are paid to (the operator's treasury); required with `BILLING_NETWORKS`.",
+    },
+    {
+      name: "BILLING_TOP_UP_MIN_USD",
+      default: "`1`",
+      description: "The smallest pay-as-you-go top-up, in USD.",
+    },
+    {
+      name: "BILLING_PAYG_GRACE_USD",
+      default: "`0`",
+      description:
+        "How far below zero a pay-as-you-go balance may run (in USD) before the account is suspended; `0` suspends at the first charge the balance cannot cover. A top-up that brings the balance back within it lifts the suspension at once.",
     },
   ],
   webhooks: [

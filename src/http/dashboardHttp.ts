@@ -15,6 +15,7 @@ import { registerKeyRoutes } from "./routes/dashboard/keys.js";
 import { registerWebhookRoutes } from "./routes/dashboard/webhooks.js";
 import { registerConfidentialRoutes } from "./routes/dashboard/confidential.js";
 import type { ConfidentialFeature } from "../features/confidential/createConfidential.js";
+import type { BillingFeature } from "../features/billing/createBilling.js";
 import { registerDashboardStatic } from "./dashboardStatic.js";
 
 export interface DashboardHttpDeps {
@@ -25,6 +26,8 @@ export interface DashboardHttpDeps {
   /** The built web app (DASHBOARD_DIR). */
   staticDir: string;
   confidential: ConfidentialFeature;
+  /** Plans paid in x402: the Plans tab's checkout, history and period changes. */
+  billing: BillingFeature;
 }
 
 export async function registerDashboardHttp(
@@ -38,7 +41,7 @@ export async function registerDashboardHttp(
   registerSessionRoute(app, { dashboard, publicUrl: deps.publicUrl, mode });
   registerActivityRoutes(app, { dashboard });
   registerSettlementRoutes(app, { dashboard });
-  registerPlanRoutes(app, { dashboard });
+  registerPlanRoutes(app, { dashboard, billing: deps.billing });
   registerKeyRoutes(app, { dashboard });
   registerWebhookRoutes(app, { dashboard });
   registerConfidentialRoutes(app, { confidential: deps.confidential });

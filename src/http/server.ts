@@ -38,6 +38,8 @@ import type { ConfidentialMerchants } from "../features/confidential/merchants.j
 import { registerHealthRoutes } from "./routes/health.js";
 import type { ReadinessReport } from "../features/health/readiness.js";
 import type { PlanStatus } from "../features/plans/planStatus.js";
+import type { PlanLimits } from "../features/plans/plans.js";
+import type { BillingFeature } from "../features/billing/createBilling.js";
 import { registerDashboardHttp, type DashboardHttpDeps } from "./dashboardHttp.js";
 import { registerOpenApi } from "./openapi.js";
 import { registerSecurityHeaders, wantsHsts } from "./securityHeaders.js";
@@ -52,6 +54,9 @@ export interface HttpDeps {
   catalog: CatalogReader;
   /** The account's plan and usage, for the upgrade link of a quota 402. */
   planStatus: (accountId: string) => Promise<PlanStatus>;
+  /** Plans paid in x402: the price list and the upgrade path's checkout. */
+  billing: BillingFeature;
+  plans: PlanLimits;
   bodyLimitBytes: number;
   mode: "devnet" | "production";
   /** The readiness report behind GET /ready. */
@@ -207,7 +212,12 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     networks: deps.facilitator.networks(),
   });
   registerDiscoveryRoutes(app, { catalog: deps.catalog });
-  registerBillingRoutes(app, { auth: deps.auth, planStatus: deps.planStatus });
+  registerBillingRoutes(app, {
+    auth: deps.auth,
+    planStatus: deps.planStatus,
+    billing: deps.billing,
+    plans: deps.plans,
+  });
   if (deps.confidentialMerchants) {
     registerConfidentialStatusRoute(app, { merchants: deps.confidentialMerchants });
   }

@@ -16,6 +16,26 @@ interface AccountsTable {
   suspended_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   /** 0014: the operator's reason for the suspension, shown to the account. */
   suspended_reason: ColumnType<string | null, string | null | undefined, string | null>;
+  /** 0030: the end of the plan's paid period (null: it does not run out). */
+  paid_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** 0030: the plan taken at paid_until (null: free). */
+  next_plan: ColumnType<string | null, string | null | undefined, string | null>;
+  /** 0030: the paid days next_plan brings (null: unpaid). */
+  next_plan_days: ColumnType<number | null, number | null | undefined, number | null>;
+  /** 0030: pay-as-you-go's prepaid balance in micro-USD; bigint, read back as a string. */
+  balance_micro_usd: ColumnType<
+    string,
+    string | number | bigint | undefined,
+    string | number | bigint
+  >;
+  /** 0030: 'billing' when the balance suspended the account; otherwise the operator did. */
+  suspended_by: ColumnType<string | null, string | null | undefined, string | null>;
+  /** 0030: the paid_until whose "expiring" notice was written. */
+  expiry_notice_for: ColumnType<
+    Date | null,
+    Date | string | null | undefined,
+    Date | string | null
+  >;
 }
 
 interface ApiKeysTable {
@@ -202,6 +222,31 @@ interface UsageChargesTable {
   created_at: CreatedAt;
 }
 
+/** Billing payments (0030_billing.sql); written only by features/billing. */
+export interface BillingPaymentsTable {
+  id: string;
+  account_id: string;
+  kind: "plan" | "top_up" | "comp";
+  plan: string | null;
+  /** bigint: read back as a decimal string. */
+  amount_micro_usd: ColumnType<string, string | number | bigint, string | number | bigint>;
+  status: "pending" | "paid" | "failed";
+  source: "dashboard" | "api_key" | "operator";
+  authorization_key: string | null;
+  network: string | null;
+  asset: string | null;
+  pay_to: string | null;
+  payer: string | null;
+  transaction: string | null;
+  settlement_id: string | null;
+  period_start: Timestamp | null;
+  period_end: Timestamp | null;
+  note: string | null;
+  error: string | null;
+  created_at: CreatedAt;
+  paid_at: Timestamp | null;
+}
+
 interface PaymentIdentifiersTable {
   api_key_id: string;
   id: string;
@@ -322,6 +367,7 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   quota_usage: QuotaUsageTable;
   usage_charges: UsageChargesTable;
+  billing_payments: BillingPaymentsTable;
   payment_identifiers: PaymentIdentifiersTable;
   confidential_merchants: ConfidentialMerchantsTable;
   confidential_credits: ConfidentialCreditsTable;

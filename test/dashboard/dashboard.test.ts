@@ -23,6 +23,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { Hex } from "viem";
 import { confidentialRequirements, withdrawTypedDataFromJson } from "../support/confidential.js";
 import { usdcBalance } from "../support/payments.js";
+import { DEVNET_BILLING_PAY_TO } from "../../src/config/index.js";
 import {
   startLocalIdentityProviders,
   type LocalIdentityProviders,
@@ -259,8 +260,8 @@ describe("dashboard in Chromium", () => {
     }
   });
 
-  test("an upgrade at the quota limit lets /settle through at once", async () => {
-    const { page } = await signIn(idps.providers[0]!.label);
+  test("Plans at the quota limit: choose Pro, pay with the browser wallet (EIP-1193, a devnet key) through @x402/fetch; Pro until the right date, the history lists it, /settle goes through", async () => {
+    const { page, context } = await signIn(idps.providers[0]!.label);
     const key = await createKey(page, "quota");
     const { id } = await accountOf(page);
     const month = new Date().toISOString().slice(0, 7);
@@ -274,13 +275,101 @@ describe("dashboard in Chromium", () => {
       (e: Error & { statusCode?: number }) => e.statusCode === 402 || /\(402\)/.test(e.message),
       "the free plan's limit refuses the settle with 402",
     );
+    // The person's wallet, as an extension would inject it: it signs with a
+    // funded devnet key, on the billing network's chain.
+    const wallet = privateKeyToAccount(stack.payerKeys[3]!);
+    await context.exposeFunction("__testWallet", async (method: string, params: unknown[]) => {
+      if (method === "eth_requestAccounts" || method === "eth_accounts") return [wallet.address];
+      if (method === "eth_chainId") return "0x2105";
+      if (method === "eth_signTypedData_v4") {
+        const typed = JSON.parse(params[1] as string) as {
+          domain: Record<string, unknown>;
+          types: Record<string, { name: string; type: string }[]>;
+          primaryType: string;
+          message: Record<string, unknown>;
+        };
+        const { EIP712Domain: _domain, ...types } = typed.types;
+        return wallet.signTypedData({ ...typed, types } as Parameters<
+          typeof wallet.signTypedData
+        >[0]);
+      }
+      throw new Error(`unsupported wallet method ${method}`);
+    });
+    await page.addInitScript(
+      "window.ethereum = { request: ({ method, params }) => window.__testWallet(method, params || []) };",
+    );
+    await page.reload();
     await tab(page, "Plans");
     await page.getByText("10 of 10 settlements used this month").waitFor();
-    await page.getByRole("button", { name: "Switch to Starter" }).click();
-    await page.getByText("You are now on the Starter plan").waitFor();
-    await page.screenshot({ path: `${SHOTS}/plans.png`, fullPage: true });
+    await page.getByText("No payments yet.").waitFor();
+    await page.screenshot({ path: `${SHOTS}/plans-before.png`, fullPage: true });
+
+    const treasury = DEVNET_BILLING_PAY_TO as Hex;
+    const before = await usdcBalance(stack.rpcUrl, stack.usdc, treasury);
+    const payerBefore = await usdcBalance(stack.rpcUrl, stack.usdc, wallet.address);
+    const paidAt = Date.now();
+    await page.getByRole("button", { name: "Choose Pro", exact: true }).click();
+    await page.getByTestId("pay-panel").getByText("Pay for Pro: 49.00 USD").waitFor();
+    await page.screenshot({ path: `${SHOTS}/plans-pay.png`, fullPage: true });
+    await page.getByRole("button", { name: "Pay with browser wallet" }).click();
+    const status = page.getByRole("status").filter({ hasText: "Paid." });
+    await status.waitFor({ timeout: 30_000 });
+
+    const row = await stack.service.db
+      .selectFrom("accounts")
+      .select(["plan", "paid_until"])
+      .where("id", "=", id)
+      .executeTakeFirstOrThrow();
+    assert.equal(row.plan, "pro");
+    const until = row.paid_until!;
+    assert.ok(
+      until.getTime() >= paidAt + 30 * 86_400_000 &&
+        until.getTime() <= Date.now() + 30 * 86_400_000,
+      "paid for 30 days from the payment",
+    );
+    const date = until.toISOString().slice(0, 10);
+    assert.equal(
+      (await status.textContent())?.trim(),
+      `Paid. You are on the Pro plan until ${date}.`,
+    );
+    await page.getByTestId("plan-period").getByText(`Pro until ${date}, then Free`).waitFor();
+    const history = page.locator("table.billing-history");
+    await history.getByText("Pro", { exact: true }).waitFor();
+    await history.getByText("49.00 USD").waitFor();
+    await history.getByText(stack.network).waitFor();
+    const payment = await stack.service.db
+      .selectFrom("billing_payments")
+      .select(["transaction", "source", "status"])
+      .where("account_id", "=", id)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual([payment.source, payment.status], ["dashboard", "paid"]);
+    await history.getByText(payment.transaction!.slice(0, 8), { exact: false }).waitFor();
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, treasury), before + 49_000_000n);
+    assert.equal(
+      await usdcBalance(stack.rpcUrl, stack.usdc, wallet.address),
+      payerBefore - 49_000_000n,
+    );
+    await page.screenshot({ path: `${SHOTS}/plans-after.png`, fullPage: true });
+    const csv = await (await page.request.get(`${stack.url}/api/billing/history.csv`)).text();
+    assert.match(csv, new RegExp(`plan,pro,49\\.00,${stack.network},${payment.transaction}`));
+
     const settled = await pay(key, 1);
-    assert.equal(settled.success, true);
+    assert.equal(settled.success, true, "Pro lets /settle through at once");
+
+    // On the devnet, a funded devnet key pays too (here: a pay-as-you-go top-up).
+    await page.getByLabel(/^Amount \(USD/).fill("2");
+    await page.getByRole("button", { name: "Top up", exact: true }).click();
+    await page.getByRole("button", { name: /^Pay with devnet payer 1 / }).click();
+    await page
+      .getByRole("status")
+      .filter({ hasText: "Paid. Your pay-as-you-go balance is 2.00 USD." })
+      .waitFor({ timeout: 30_000 });
+    await history.getByText("Top-up").waitFor();
+    await history.getByText("2.00 USD").waitFor();
+    await page.screenshot({ path: `${SHOTS}/plans-topped-up.png`, fullPage: true });
+    await history.screenshot({ path: `${SHOTS}/billing-history.png` });
+    await tab(page, "Overview");
+    await page.getByText(`pro plan until ${date}`).waitFor();
   });
 
   test("an account whose settlements keep failing on-chain is warned on Overview that the network is held off, and Metrics shows the gas they cost", async () => {

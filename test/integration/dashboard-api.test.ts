@@ -1,10 +1,11 @@
 /**
  * The dashboard's JSON API without a browser: sessions and CSRF on every
  * /api/ route, accounts kept apart, keys, settlements (filters, search,
- * keyset pages, CSV), plan upgrades that apply to the very next /settle,
+ * keyset pages, CSV), a paid plan that applies to the very next /settle,
  * webhooks, bad input, and the OpenAPI document covering every route.
  */
-import { setAccountSuspended } from "../../src/features/plans/quotaLedger.js";
+import { setAccountPlan, setAccountSuspended } from "../../src/features/plans/quotaLedger.js";
+import { applyPayment } from "../../src/features/billing/billingLedger.js";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
@@ -105,7 +106,7 @@ for (const backend of availableBackends()) {
         headers: { origin: "https://evil.example" },
       });
       assert.equal(foreign.status, 403);
-      const upgrade = await alice.call("/api/billing/upgrade", {
+      const upgrade = await alice.call("/api/billing/checkout", {
         method: "POST",
         body: { plan: "max" },
         csrf: false,
@@ -129,7 +130,9 @@ for (const backend of availableBackends()) {
       for (const [path, method, body] of [
         ["/api/keys", "POST", { name: "" }],
         ["/api/keys", "POST", { name: "   " }],
-        ["/api/billing/upgrade", "POST", { plan: "gold" }],
+        ["/api/billing/checkout", "POST", { plan: "gold" }],
+        ["/api/billing/checkout", "POST", { plan: "free" }],
+        ["/api/billing/plan-change", "POST", { plan: "max" }],
         ["/api/webhooks", "PUT", { url: "http://127.0.0.1:9/hook" }],
         ["/api/webhooks", "PUT", { url: "https://example.com/h", events: ["nope"] }],
         ["/api/settlements?limit=5000", "GET", undefined],
@@ -549,11 +552,8 @@ for (const backend of availableBackends()) {
       ]);
 
       // A paid plan's limit is higher: the same failures no longer hold Base off.
-      const up = await dave.call("/api/billing/upgrade", {
-        method: "POST",
-        body: { plan: "starter" },
-      });
-      assert.equal(up.status, 200);
+      // A paid plan (how it is paid is the billing suite's) raises the limit.
+      await setAccountPlan(db, dave.accountId, "starter");
       const paid = (await json(await dave.call("/api/overview"))) as { onChainFailures: unknown[] };
       assert.deepEqual(paid.onChainFailures, [
         { network: OP, lastHour: 3, limit: 500, heldOffUntil: null },
@@ -561,7 +561,7 @@ for (const backend of availableBackends()) {
       ]);
     });
 
-    test("an upgrade at the quota limit lets the very next /settle through", async () => {
+    test("at the quota limit, the checkout asks for a payment and the plan stays; once paid (here: applied as the checkout does), the very next /settle goes through", async () => {
       const created = await json(
         await alice.call("/api/keys", { method: "POST", body: { name: "quota" } }),
       );
@@ -594,18 +594,47 @@ for (const backend of availableBackends()) {
       assert.equal(refusal["error"], "quota_exceeded");
       assert.equal(refusal["upgrade"], "/api/billing/upgrade");
 
-      const up = await alice.call("/api/billing/upgrade", {
+      const unpaid = await alice.call("/api/billing/checkout", {
         method: "POST",
         body: { plan: "starter" },
       });
-      assert.equal(up.status, 200);
-      assert.equal((await json(up))["plan"], "starter");
-      const row = await stack.service.db
+      assert.equal(unpaid.status, 402);
+      assert.ok(unpaid.headers.get("payment-required"), "an x402 offer");
+      assert.equal(((await json(unpaid))["purchase"] as { priceUsd: string }).priceUsd, "5.00");
+      const still = await stack.service.db
         .selectFrom("accounts")
         .select("plan")
         .where("id", "=", alice.accountId)
         .executeTakeFirstOrThrow();
-      assert.equal(row.plan, "starter");
+      assert.equal(still.plan, "free", "no payment, no plan");
+
+      // The payment itself is the billing suite's (test/integration/billing.test.ts);
+      // what it applies is what the plan reads.
+      const at = new Date();
+      const id = randomUUID();
+      await stack.service.db
+        .insertInto("billing_payments")
+        .values({
+          id,
+          account_id: alice.accountId,
+          kind: "plan",
+          plan: "starter",
+          amount_micro_usd: 5_000_000,
+          status: "pending",
+          source: "dashboard",
+          authorization_key: `test:${id}`,
+        })
+        .execute();
+      await applyPayment(
+        stack.service.db,
+        id,
+        { transaction: "0xabc", payer: null },
+        { paygGraceMicroUsd: 0 },
+        at,
+      );
+      const plan = await json(await alice.call("/api/plans"));
+      assert.equal(plan["plan"], "starter");
+      assert.equal(plan["paidUntil"], new Date(at.getTime() + 30 * 86_400_000).toISOString());
       const ok = await settle();
       assert.equal(ok.status, 200);
       assert.equal((await json(ok))["success"], true);

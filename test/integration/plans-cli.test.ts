@@ -1,6 +1,7 @@
 /**
- * `npm run keys -- accounts plan|suspend|resume`: the real command against a
- * real data dir; the change is in the account row at once.
+ * `npm run keys -- accounts plan|billing|suspend|resume`: the real command
+ * against a real data dir; the change is in the account row at once, and a
+ * plan set by hand is recorded as a comp in the account's billing history.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -13,7 +14,7 @@ import { openMigratedDb } from "../../src/storage/db.js";
 
 const run = promisify(execFile);
 
-test("keys CLI: accounts plan, suspend and resume", async () => {
+test("keys CLI: accounts plan (a comp, recorded), billing, suspend and resume", async () => {
   const dataDir = mkdtempSync(join(tmpdir(), "plans-cli-"));
   const env = { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: "silent" };
   delete (env as Record<string, string | undefined>)["DATABASE_URL"];
@@ -24,7 +25,7 @@ test("keys CLI: accounts plan, suspend and resume", async () => {
     try {
       return await db.db
         .selectFrom("accounts")
-        .select(["plan", "suspended_at"])
+        .select(["plan", "suspended_at", "paid_until"])
         .where("name", "=", "acme")
         .executeTakeFirstOrThrow();
     } finally {
@@ -35,9 +36,21 @@ test("keys CLI: accounts plan, suspend and resume", async () => {
   await keys("accounts", "create", "--name", "acme");
   assert.equal((await accountRow()).plan, "free");
 
-  const upgraded = await keys("accounts", "plan", "acme", "pro");
+  const upgraded = await keys("accounts", "plan", "acme", "pro", "--note", "design partner");
   assert.match(upgraded.stdout, /pro plan/);
+  assert.match(upgraded.stdout, /comp/);
   assert.equal((await accountRow()).plan, "pro");
+  assert.equal((await accountRow()).paid_until, null, "no --days: no end date");
+
+  const limited = await keys("accounts", "plan", "acme", "starter", "--days", "30");
+  assert.match(limited.stdout, /then Free/);
+  const row = await accountRow();
+  assert.equal(row.plan, "starter");
+  const days = (row.paid_until!.getTime() - Date.now()) / 86_400_000;
+  assert.ok(days > 29.9 && days <= 30, `30 days (${days})`);
+  const history = (await keys("accounts", "billing", "acme")).stdout;
+  assert.match(history, /comp\s+pro\s+0\.00\s.*operator\s+paid\s+design partner/);
+  assert.match(history, /comp\s+starter\s+0\.00\s/);
 
   await keys("accounts", "plan", "acme", "payg");
   await keys("accounts", "suspend", "acme");

@@ -3,7 +3,7 @@
  * own route table (so a new route cannot be forgotten): no key, a wrong key
  * and a deleted key each get 401 with the JSON envelope and change nothing;
  * an exhausted quota refuses /settle with 402 and body 2.8, and leaves every
- * other authenticated route working.
+ * other authenticated route working (the upgrade path offers its payment).
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -33,16 +33,25 @@ describe("security suite over every authenticated route", () => {
   after(() => stack.stop());
 
   const routes = () => stack.service.http.routeTable.filter((r) => r.auth === "apiKey");
+  /** The upgrade path is sold: an order, not a payment body. */
+  const isUpgrade = (route: { method: string; url: string }) =>
+    route.method === "POST" && route.url === "/api/billing/upgrade";
   const call = (route: { method: string; url: string }, key?: string) =>
     route.method === "POST"
-      ? post(stack.url, route.url, body, key)
+      ? post(stack.url, route.url, isUpgrade(route) ? { plan: "starter" } : body, key)
       : fetch(`${stack.url}${route.url}`, { headers: key ? { "x-api-key": key } : {} });
   const settlements = async () =>
     (await stack.service.db.selectFrom("settlements").select("id").execute()).length;
 
   test("the route table names the paid and account routes as authenticated", () => {
     const names = routes().map((r) => `${r.method} ${r.url}`);
-    for (const expected of ["POST /verify", "POST /settle", "GET /api/billing/upgrade"]) {
+    for (const expected of [
+      "POST /verify",
+      "POST /settle",
+      "GET /api/billing/upgrade",
+      "POST /api/billing/upgrade",
+      "GET /api/billing/plans",
+    ]) {
       assert.ok(names.includes(expected), `${expected} in ${names.join(", ")}`);
     }
     const open = stack.service.http.routeTable.filter((r) => r.auth === "none").map((r) => r.url);
@@ -88,6 +97,11 @@ describe("security suite over every authenticated route", () => {
           [json["error"], json["plan"], json["limit"], json["usedThisMonth"], json["upgrade"]],
           ["quota_exceeded", "free", 10, 10, "/api/billing/upgrade"],
         );
+      } else if (isUpgrade(route)) {
+        // Where the 402 points: it asks for the payment that lifts the limit.
+        assert.equal(res.status, 402, JSON.stringify(json));
+        assert.equal(json["error"], "payment_required");
+        assert.ok(res.headers.get("payment-required"), "PAYMENT-REQUIRED offered");
       } else {
         assert.equal(res.status, 200, `${route.method} ${route.url}: ${JSON.stringify(json)}`);
       }

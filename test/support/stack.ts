@@ -117,6 +117,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
   const service = await createService({
     config,
     database,
+    devnetPayerKeys: first[1].payerPrivateKeys,
     ...(opts.confidential && vault
       ? {
           confidential: {

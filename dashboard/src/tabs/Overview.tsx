@@ -20,6 +20,7 @@ interface OverviewData {
     usedThisMonth: number;
     metered: boolean;
     suspended: boolean;
+    paidUntil: string | null;
   };
   latestFailures: {
     id: string;
@@ -68,7 +69,7 @@ export function Overview({ session }: { session: Session }) {
               <Stat
                 label="Quota used"
                 value={`${o.quota.usedThisMonth} / ${o.quota.limit}`}
-                note={`${o.quota.plan} plan${o.quota.metered ? "" : " · not metered here"}${o.quota.suspended ? " · suspended" : ""}`}
+                note={`${o.quota.plan} plan${o.quota.paidUntil ? ` until ${o.quota.paidUntil.slice(0, 10)}` : ""}${o.quota.metered ? "" : " · not metered here"}${o.quota.suspended ? " · suspended" : ""}`}
               />
             </section>
             <section aria-labelledby="volume-h">

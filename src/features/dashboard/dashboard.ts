@@ -13,8 +13,8 @@ import {
   type CreatedApiKey,
 } from "../keys/apiKeys.js";
 import { readPlanStatus, type PlanStatus } from "../plans/planStatus.js";
-import { DEFAULT_FAILURES_PER_HOUR, setAccountPlan } from "../plans/quotaLedger.js";
-import type { PlanLimits, PlanName } from "../plans/plans.js";
+import { DEFAULT_FAILURES_PER_HOUR } from "../plans/quotaLedger.js";
+import type { PlanLimits } from "../plans/plans.js";
 import { listIdentities, signInAccount, type VerifiedIdentity } from "../identity/identities.js";
 import {
   endSession,
@@ -106,11 +106,9 @@ function createDashboard(opts: DashboardOptions) {
 
     plan: (accountId: string): Promise<PlanStatus> =>
       readPlanStatus(db, accountId, opts.plans, opts.plans.metering),
-    /** Takes effect on the very next /settle: the quota ledger reads the plan on every reservation. */
-    async changePlan(accountId: string, plan: PlanName): Promise<PlanStatus> {
-      await setAccountPlan(db, accountId, plan);
-      return readPlanStatus(db, accountId, opts.plans, opts.plans.metering);
-    },
+    /** A transaction's public explorer page (none on the devnet). Plans change through billing. */
+    explorerUrl: (network: string, transaction: string | null) =>
+      assets.explorerUrl(network, transaction),
 
     keys: (accountId: string): Promise<ApiKeyListing[]> => listApiKeys(db, accountId),
     /** @throws ServiceError key_limit_reached when the account holds the most keys it may. */

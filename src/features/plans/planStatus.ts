@@ -1,17 +1,21 @@
 /**
- * What an account's plan allows and how much of it this month has used:
- * the answer behind `GET /api/billing/upgrade`, the link every quota 402
- * carries (body 2.8). Read-only; plan changes go through the operator
- * command line (`npm run keys -- accounts plan …`) until the dashboard
- * takes them over.
+ * What an account's plan allows, how much of it this month has used, until
+ * when it is paid for and what follows, and pay-as-you-go's balance: the
+ * answer behind `GET /api/billing/upgrade` (the link every quota 402
+ * carries, body 2.8) and the dashboard's Plans tab. Read-only; plans change
+ * through billing payments (features/billing) or the operator's comps.
  */
 import type { Db } from "../../storage/db.js";
 import {
+  DEFAULT_PLAN_PRICES,
   PAYG_FREE_UNITS,
   PAYG_UNIT_PRICE_MICRO_USD,
   PLAN_NAMES,
+  isPaidPlan,
   monthOf,
+  planNamed,
   planRule,
+  usdOf,
   type PlanLimits,
   type PlanName,
 } from "./plans.js";
@@ -22,6 +26,8 @@ interface PlanOffer {
   monthlySettlements: number;
   /** Pay-as-you-go only: USD per settlement beyond the included ones. */
   usdPerExtraSettlement?: number;
+  /** Paid plans: what 30 days cost, in USD ("49.00"). */
+  usdPerPeriod?: string;
 }
 
 export interface PlanStatus {
@@ -30,6 +36,19 @@ export interface PlanStatus {
   suspended: boolean;
   /** The operator's reason, when one was given. */
   suspendedReason: string | null;
+  /** `billing` when pay-as-you-go's balance suspended it (a top-up lifts it); else the operator. */
+  suspendedBy: string | null;
+  /** When the plan's paid period ends (ISO); null when it does not run out. */
+  paidUntil: string | null;
+  /** The plan taken when the period ends: a change chosen for then, or Free. Null: none ends. */
+  nextPlan: PlanName | null;
+  /** Whether that change was chosen (a downgrade), rather than the fall back to Free. */
+  nextPlanChosen: boolean;
+  /** Whether that change is already paid for (a lower plan paid in advance). */
+  nextPlanPaid: boolean;
+  /** Pay-as-you-go's prepaid balance (may be below zero by the operator's grace). */
+  balanceUsd: string;
+  balanceMicroUsd: string;
   month: string;
   limit: number;
   /** Committed units plus units held by settles still running. */
@@ -39,16 +58,22 @@ export interface PlanStatus {
   plans: PlanOffer[];
 }
 
-function planOffers(limits: PlanLimits): PlanOffer[] {
+export function planOffers(limits: PlanLimits): PlanOffer[] {
+  const prices = limits.prices ?? DEFAULT_PLAN_PRICES;
   return PLAN_NAMES.map((name) => {
     const rule = planRule(name, limits);
-    return name === "payg"
-      ? {
-          plan: name,
-          monthlySettlements: PAYG_FREE_UNITS,
-          usdPerExtraSettlement: PAYG_UNIT_PRICE_MICRO_USD / 1_000_000,
-        }
-      : { plan: name, monthlySettlements: rule.reportedLimit };
+    if (name === "payg") {
+      return {
+        plan: name,
+        monthlySettlements: PAYG_FREE_UNITS,
+        usdPerExtraSettlement: PAYG_UNIT_PRICE_MICRO_USD / 1_000_000,
+      };
+    }
+    return {
+      plan: name,
+      monthlySettlements: rule.reportedLimit,
+      ...(isPaidPlan(name) ? { usdPerPeriod: usdOf(prices[name]) } : {}),
+    };
   });
 }
 
@@ -63,7 +88,16 @@ export async function readPlanStatus(
   const [account, usage] = await Promise.all([
     db
       .selectFrom("accounts")
-      .select(["plan", "suspended_at", "suspended_reason"])
+      .select([
+        "plan",
+        "suspended_at",
+        "suspended_reason",
+        "suspended_by",
+        "paid_until",
+        "next_plan",
+        "next_plan_days",
+        "balance_micro_usd",
+      ])
       .where("id", "=", accountId)
       .executeTakeFirst(),
     db
@@ -79,6 +113,13 @@ export async function readPlanStatus(
     plan: rule.name,
     suspended: Boolean(account?.suspended_at),
     suspendedReason: account?.suspended_at ? (account.suspended_reason ?? null) : null,
+    suspendedBy: account?.suspended_at ? (account.suspended_by ?? null) : null,
+    paidUntil: account?.paid_until ? new Date(account.paid_until).toISOString() : null,
+    nextPlan: account?.paid_until ? planNamed(account.next_plan ?? "free") : null,
+    nextPlanChosen: account?.next_plan != null,
+    nextPlanPaid: account?.next_plan_days != null,
+    balanceUsd: usdOf(account?.balance_micro_usd ?? 0),
+    balanceMicroUsd: String(account?.balance_micro_usd ?? "0"),
     month,
     limit: rule.reportedLimit,
     usedThisMonth: (usage?.used ?? 0) + (usage?.reserved ?? 0),

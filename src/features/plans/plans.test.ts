@@ -1,6 +1,13 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { FREE_PLAN_LIMIT, PAYG_FREE_UNITS, monthOf, paygBillableUnits, planRule } from "./plans.js";
+import {
+  FREE_PLAN_LIMIT,
+  PAYG_FREE_UNITS,
+  monthOf,
+  paygBillableUnits,
+  planRule,
+  usdOf,
+} from "./plans.js";
 
 describe("plans", () => {
   const limits = { starterLimit: 10_000, proLimit: 100_000, maxLimit: 1_000_000 };
@@ -28,5 +35,14 @@ describe("plans", () => {
     assert.equal(paygBillableUnits(999, 1000), 0);
     assert.equal(paygBillableUnits(1000, 1001), 1);
     assert.equal(paygBillableUnits(998, 1003), 3);
+  });
+
+  test("micro-USD reads as dollars: two decimals, more only when they carry something", () => {
+    assert.equal(usdOf(5_000_000), "5.00");
+    assert.equal(usdOf(399_000_000n), "399.00");
+    assert.equal(usdOf("1000"), "0.001");
+    assert.equal(usdOf(2_500_000), "2.50");
+    assert.equal(usdOf(-1000), "-0.001");
+    assert.equal(usdOf(0), "0.00");
   });
 });

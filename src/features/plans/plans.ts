@@ -24,6 +24,54 @@ export const PAYG_UNIT_PRICE_MICRO_USD = 1000;
 /** Where a client is sent to raise its limit (body 2.8). */
 export const UPGRADE_PATH = "/api/billing/upgrade";
 
+/** The plans that are paid for by the period (features/billing). */
+const PAID_PLANS = ["starter", "pro", "max"] as const;
+export type PaidPlan = (typeof PAID_PLANS)[number];
+
+export function isPaidPlan(v: string | null | undefined): v is PaidPlan {
+  return (PAID_PLANS as readonly (string | null | undefined)[]).includes(v);
+}
+
+/**
+ * The ladder of monthly plans by what they allow: an API key may only buy
+ * up it (or renew its rung), so a leaked key can spend a payer's money on
+ * the account but never take anything from it.
+ */
+export const PLAN_RANK: Readonly<Record<Exclude<PlanName, "payg">, number>> = {
+  free: 0,
+  starter: 1,
+  pro: 2,
+  max: 3,
+};
+
+/** What one payment for a plan buys (spec: upgrading takes effect at once). */
+export const BILLING_PERIOD_DAYS = 30;
+
+/** Monthly prices of the paid plans, in micro-USD (USDC's atomic unit: 1 USD = 1,000,000). */
+export type PlanPrices = Readonly<Record<PaidPlan, number>>;
+
+/**
+ * Defaults below pay-as-you-go's price for the same volume (10,000
+ * settlements cost 9 USD there, 100,000 cost 99, 1,000,000 cost 999), so a
+ * steady customer is better off on a plan and an occasional one on
+ * pay-as-you-go. Operators set their own (PLAN_*_PRICE_USD).
+ */
+export const DEFAULT_PLAN_PRICES: PlanPrices = {
+  starter: 5_000_000,
+  pro: 49_000_000,
+  max: 399_000_000,
+};
+
+/** Micro-USD as a dollar string for people: 5000000 → "5.00", 1000 → "0.001". */
+export function usdOf(microUsd: number | bigint | string): string {
+  const v = BigInt(microUsd);
+  const sign = v < 0n ? "-" : "";
+  const abs = v < 0n ? -v : v;
+  const cents = `${abs / 1_000_000n}.${(abs % 1_000_000n).toString().padStart(6, "0")}`;
+  // Two decimals at least, more only when they carry something.
+  return sign + cents.replace(/(\.\d\d\d*?)0+$/, "$1");
+}
+
 export interface PlanLimits {
   starterLimit: number;
   proLimit: number;
@@ -34,6 +82,14 @@ export interface PlanLimits {
    * free accounts get fewer. Absent: 20 free, 500 paid.
    */
   failuresPerHour?: { free: number; paid: number };
+  /** Monthly prices of the paid plans (absent: DEFAULT_PLAN_PRICES). */
+  prices?: PlanPrices;
+  /**
+   * How far below zero a pay-as-you-go balance may run before the account
+   * is suspended, in micro-USD (absent: 0, suspended at the first charge
+   * the balance cannot cover).
+   */
+  paygGraceMicroUsd?: number;
 }
 
 /**

@@ -19,6 +19,7 @@ import type { Database } from "../../storage/schema.js";
 import { ServiceError } from "../../lib/errors.js";
 import { announceChange } from "../../storage/changeFeed.js";
 import { API_KEYS_CHANGED } from "../keys/apiKeys.js";
+import { recordBillingEvent } from "../webhooks/billingEvents.js";
 import {
   PAYG_UNIT_PRICE_MICRO_USD,
   PLAN_NAMES,
@@ -26,6 +27,7 @@ import {
   monthOf,
   paygBillableUnits,
   planRule,
+  usdOf,
   type PlanLimits,
   type PlanName,
 } from "./plans.js";
@@ -271,6 +273,7 @@ export class QuotaLedger {
           "reserved",
           accountOf(eb).select("plan").as("plan"),
           accountOf(eb).select("suspended_at").as("suspended_at"),
+          accountOf(eb).select("suspended_by").as("suspended_by"),
         ])
         .execute();
       const usage = new Map(rows.map((r) => [r.account_id, { ...r }]));
@@ -436,7 +439,12 @@ export class QuotaLedger {
         amount_micro_usd: billable * PAYG_UNIT_PRICE_MICRO_USD,
       });
     }
-    if (billed.length > 0) await tx.insertInto("usage_charges").values(billed).execute();
+    if (billed.length === 0) return;
+    await tx.insertInto("usage_charges").values(billed).execute();
+    const owed = new Map<string, number>();
+    for (const b of billed)
+      owed.set(b.account_id, (owed.get(b.account_id) ?? 0) + b.amount_micro_usd);
+    await drawPaygBalances(tx, owed, this.limits.paygGraceMicroUsd ?? 0, this.now());
   }
 
   /** Gives the reserved units back (the settle failed or never ran). */
@@ -453,7 +461,7 @@ export class QuotaLedger {
     code: "quota_exceeded" | "account_suspended",
     plan: PlanName,
     limit: number,
-    held: { used: number; reserved: number },
+    held: { used: number; reserved: number; suspended_by?: string | null },
   ): ServiceError {
     // Units held by settles still running count as used: they are why this
     // request was refused, and "9 of 10 used" next to a 402 would read as a bug.
@@ -465,7 +473,9 @@ export class QuotaLedger {
         : "";
     const message =
       code === "account_suspended"
-        ? "this pay-as-you-go account is suspended, so /settle is refused; /verify still works. Settle billing, then ask for the account to be resumed"
+        ? held.suspended_by === BILLING_SUSPENSION
+          ? `this pay-as-you-go account's balance does not cover its charges, so /settle is refused; /verify still works. Top up the balance with an x402 payment at ${UPGRADE_PATH} (or in the dashboard): the suspension lifts at once`
+          : "this account is suspended by the operator, so /settle is refused; /verify still works. Contact the operator to resume it"
         : `the ${plan} plan allows ${limit} settlements a month and they are used up${settling}; upgrade the plan to settle again (/verify still works)`;
     // Exactly the fields of spec body 2.8 (the envelope adds error, message, requestId).
     return new ServiceError(code, message, {
@@ -508,14 +518,75 @@ export async function setAccountSuspended(
   /** Shown to the account's owner in the dashboard. */
   reason?: string,
 ): Promise<void> {
+  // The operator's suspension is the operator's to lift: a top-up lifts
+  // only the one the balance made (suspended_by 'billing').
   await db
     .updateTable("accounts")
     .set({
       suspended_at: suspended ? new Date() : null,
       suspended_reason: suspended ? reason?.trim() || null : null,
+      suspended_by: suspended ? "operator" : null,
     })
     .where("id", "=", accountId)
     .execute();
+}
+
+/** `accounts.suspended_by` when pay-as-you-go's balance, not the operator, suspended the account. */
+export const BILLING_SUSPENSION = "billing";
+
+/**
+ * Draws pay-as-you-go charges from the accounts' prepaid balances, in the
+ * transaction that records the charges (and so the settlements' successes):
+ * a charge is paid from the balance exactly when it is committed. A charge
+ * that takes a balance below the operator's grace suspends the account in
+ * the same statement (the next /settle answers 402) and writes its
+ * `billing.account_suspended` event there too. Rows are locked in account
+ * order, as every other writer of several accounts locks them.
+ */
+async function drawPaygBalances(
+  tx: Transaction<Database>,
+  owed: ReadonlyMap<string, number>,
+  graceMicroUsd: number,
+  now: Date,
+): Promise<void> {
+  const ids = [...owed.keys()].sort();
+  const drawn = await sql<{ id: string; balance: string; suspended_now: boolean }>`
+    with charge as (
+      select * from unnest(${ids}::uuid[], ${ids.map((id) => owed.get(id)!)}::bigint[])
+        as c(account_id, amount)
+    ), before as (
+      select a.id, a.suspended_at from accounts a
+      where a.id = any(${ids}::uuid[]) order by a.id for update
+    )
+    update accounts a set
+      balance_micro_usd = a.balance_micro_usd - c.amount,
+      suspended_at = case when b.suspended_at is null
+        and a.balance_micro_usd - c.amount < -${graceMicroUsd}::bigint
+        then ${now} else a.suspended_at end,
+      suspended_by = case when b.suspended_at is null
+        and a.balance_micro_usd - c.amount < -${graceMicroUsd}::bigint
+        then ${BILLING_SUSPENSION} else a.suspended_by end
+    from charge c, before b
+    where a.id = c.account_id and b.id = a.id
+    returning a.id, a.balance_micro_usd::text as balance,
+      (b.suspended_at is null and a.suspended_at is not null) as suspended_now`.execute(tx);
+  for (const row of drawn.rows) {
+    if (!row.suspended_now) continue;
+    await recordBillingEvent(
+      tx,
+      row.id,
+      "billing.account_suspended",
+      {
+        reason: "payg_balance",
+        balanceMicroUsd: row.balance,
+        balanceUsd: usdOf(row.balance),
+        graceUsd: usdOf(graceMicroUsd),
+        message:
+          "the pay-as-you-go balance does not cover this month's charges: /settle answers 402 account_suspended until a top-up covers it",
+      },
+      now,
+    );
+  }
 }
 
 function failureKey(r: { accountId: string; network: string }): string {

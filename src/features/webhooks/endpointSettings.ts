@@ -9,8 +9,13 @@ import { randomUUID } from "node:crypto";
 import type { Db } from "../../storage/db.js";
 import { generateWebhookSecret } from "./signing.js";
 import { assertPublicTarget } from "./ssrfGuard.js";
+import { BILLING_EVENT_TYPES } from "./billingEvents.js";
 
-export const WEBHOOK_EVENT_TYPES = ["settlement.succeeded", "settlement.failed"] as const;
+export const WEBHOOK_EVENT_TYPES = [
+  "settlement.succeeded",
+  "settlement.failed",
+  ...BILLING_EVENT_TYPES,
+] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 const TEST_EVENT_TYPE = "webhook.test";
 

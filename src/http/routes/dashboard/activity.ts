@@ -25,6 +25,8 @@ export function registerActivityRoutes(app: FastifyInstance, deps: { dashboard: 
           usedThisMonth: plan.usedThisMonth,
           metered: plan.metered,
           suspended: plan.suspended,
+          paidUntil: plan.paidUntil,
+          nextPlan: plan.nextPlan,
         },
       };
     },
