@@ -11,11 +11,16 @@ import { describeError } from "../lib/errors.js";
 import type { Logger } from "../lib/logger.js";
 import { utcDay } from "../features/confidential/credits.js";
 import type { BatchOutcome, DailyBatch } from "../features/confidential/dailyBatch.js";
+import type { ConfidentialCredits } from "../features/confidential/credits.js";
 import type { ConfidentialWithdrawals } from "../features/confidential/withdrawals.js";
+
+/** How far back the sweep looks for settled payments without a credit. */
+const SWEEP_WINDOW_MS = 2 * 86_400_000;
 
 export interface ConfidentialWorkerOptions {
   batch: DailyBatch;
   withdrawals: ConfidentialWithdrawals;
+  credits: ConfidentialCredits;
   log: Logger;
   /** The clock; tests move it across midnight. */
   now?: () => Date;
@@ -42,10 +47,19 @@ export class ConfidentialWorker {
     this.timer.unref();
   }
 
-  /** One pass: yesterday's batch if it has not run, then open withdrawals. */
+  /**
+   * One pass: the credits and receipts of payments settled without them
+   * (the reconciler finished them), yesterday's batch if it has not run,
+   * then open withdrawals.
+   */
   async pass(): Promise<BatchOutcome | undefined> {
     let outcome: BatchOutcome | undefined;
     const now = this.now();
+    try {
+      await this.opts.credits.sweep(new Date(now.getTime() - SWEEP_WINDOW_MS));
+    } catch (e) {
+      this.opts.log.warn({ err: describeError(e) }, "could not sweep confidential credits");
+    }
     // The batch of the day that ended at the last 00:00 UTC.
     const day = utcDay(now) - 1;
     try {

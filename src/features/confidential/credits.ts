@@ -1,29 +1,25 @@
 /**
  * The credit each confidential payment owes its merchant, and its receipt.
  *
- * The credit row is written before the transfer is broadcast (keyed by the
- * payment's authorization), so whatever happens after, the daily batch finds
- * it once the settlements row says the money arrived. The receipt is our
- * EIP-712 signature over the credit (spec 4.6 rule 8); it is signed when the
- * settle succeeds and again on demand if that answer was lost, and the
- * signature is deterministic, so every copy is the same receipt.
+ * A credit row is written only from a settlement recorded `succeeded`, never
+ * from a request: the mechanism has then verified the payer's signature and
+ * the transfer landed. Its owner is the account of that settlement, its
+ * amount the signed authorization's value, its merchant the one the
+ * settlement's own requirements named (checked against the owner's
+ * withdrawal address). A refused or failed attempt therefore leaves nothing,
+ * and a request cannot choose any of the three. The settle answer writes the
+ * row; a payment the reconciler finished (its answer lost) is written by the
+ * sweep (`sweep`), so every settled payment gets its row and its receipt.
+ *
+ * The receipt is our EIP-712 signature over the credit (spec 4.6 rule 8); it
+ * is signed when the row is written and again on demand if that was lost,
+ * and the signature is deterministic, so every copy is the same receipt.
  */
-import { getAddress, type Address, type Hex } from "viem";
+import { getAddress, isAddress, type Hex } from "viem";
 import type { Kysely } from "kysely";
 import type { Database } from "../../storage/schema.js";
 import type { ConfidentialVault, SignedReceipt } from "./vaultPort.js";
 import { utcDay } from "../../chains/confidentialPort.js";
-
-export interface CreditIntent {
-  authorizationKey: string;
-  accountId: string;
-  merchant: Address;
-  network: string;
-  asset: string;
-  payer: Address;
-  amount: bigint;
-  paymentNonce: Hex;
-}
 
 export type CreditState = "settling" | "pending" | "available" | "failed";
 
@@ -45,22 +41,68 @@ export class ConfidentialCredits {
     private readonly vault: ConfidentialVault,
   ) {}
 
-  async recordIntent(c: CreditIntent): Promise<void> {
+  /**
+   * Writes the credit of the payment settled under `authorizationKey`, from
+   * its `succeeded` settlement row (owned by `accountId` when given).
+   * Returns whether a credit row now exists for it. Idempotent: a second
+   * call, or a race with the sweep, finds the row already written.
+   */
+  async recordSettled(authorizationKey: string, accountId?: string): Promise<boolean> {
+    let q = this.db
+      .selectFrom("settlements as s")
+      .innerJoin("confidential_merchants as m", "m.account_id", "s.account_id")
+      .select([
+        "s.account_id",
+        "s.network",
+        "s.asset",
+        "s.pay_to",
+        "s.amount",
+        "s.request",
+        "s.finished_at",
+        "m.merchant_address",
+      ])
+      .where("s.authorization_key", "=", authorizationKey)
+      .where("s.status", "=", "succeeded");
+    if (accountId !== undefined) q = q.where("s.account_id", "=", accountId);
+    const row = await q.executeTakeFirst();
+    if (!row) return false;
+    const credit = creditOf(row, this.vault.address);
+    if (!credit) return false;
     await this.db
       .insertInto("confidential_credits")
-      .values({
-        authorization_key: c.authorizationKey,
-        account_id: c.accountId,
-        merchant_address: c.merchant.toLowerCase(),
-        network: c.network,
-        asset: c.asset.toLowerCase(),
-        payer: c.payer.toLowerCase(),
-        amount: c.amount.toString(),
-        payment_nonce: c.paymentNonce.toLowerCase(),
-      })
-      // A retry of the same authorization meets the row it wrote before.
+      .values({ authorization_key: authorizationKey, ...credit })
+      // Another writer (the sweep, a retry) got there first: the same row.
       .onConflict((oc) => oc.column("authorization_key").doNothing())
       .execute();
+    return true;
+  }
+
+  /**
+   * Writes the credits of confidential payments that settled without one
+   * (their settle answer was lost and the reconciler finished them, or the
+   * write after the answer failed), for settlements started since `since`,
+   * and signs their receipts. Returns how many it wrote.
+   */
+  async sweep(since: Date): Promise<number> {
+    const missing = await this.db
+      .selectFrom("settlements as s")
+      .innerJoin("confidential_merchants as m", "m.account_id", "s.account_id")
+      .leftJoin("confidential_credits as c", "c.authorization_key", "s.authorization_key")
+      .select(["s.authorization_key", "s.account_id"])
+      .where("s.started_at", ">=", since)
+      .where("s.status", "=", "succeeded")
+      .where("s.pay_to", "=", this.vault.address.toLowerCase())
+      .where("c.authorization_key", "is", null)
+      .limit(500)
+      .execute();
+    let written = 0;
+    for (const m of missing) {
+      if (!m.authorization_key) continue;
+      if (!(await this.recordSettled(m.authorization_key, m.account_id))) continue;
+      written++;
+      await this.receiptFor(m.authorization_key, m.account_id);
+    }
+    return written;
   }
 
   /**
@@ -161,6 +203,62 @@ export class ConfidentialCredits {
       receipt: r.receipt && r.receipt_signature ? (r.receipt as SignedReceipt) : null,
     }));
   }
+}
+
+/**
+ * The credit a succeeded settlement row owes, or undefined when it is not a
+ * confidential payment to this vault for the owner's own merchant (the gate
+ * refused those before anything was sent; checked again, since this is
+ * where money becomes a merchant's). The amount is the signed
+ * authorization's value, which the mechanism checked equals the
+ * requirements' amount before sending, so both must agree.
+ */
+function creditOf(
+  row: {
+    account_id: string;
+    network: string;
+    asset: string;
+    pay_to: string;
+    amount: string;
+    request: unknown;
+    merchant_address: string;
+  },
+  vault: string,
+) {
+  const request = row.request as {
+    paymentPayload?: { payload?: { authorization?: Record<string, unknown> } };
+    paymentRequirements?: { extra?: Record<string, unknown> };
+  } | null;
+  const auth = request?.paymentPayload?.payload?.authorization;
+  const extra = request?.paymentRequirements?.extra;
+  const from = auth?.["from"];
+  const nonce = auth?.["nonce"];
+  const value = auth?.["value"];
+  const merchant = extra?.["merchant"];
+  if (
+    extra?.["confidential"] !== true ||
+    row.pay_to.toLowerCase() !== vault.toLowerCase() ||
+    typeof merchant !== "string" ||
+    merchant.toLowerCase() !== row.merchant_address.toLowerCase() ||
+    typeof from !== "string" ||
+    !isAddress(from, { strict: false }) ||
+    typeof nonce !== "string" ||
+    !/^0x[0-9a-fA-F]{64}$/.test(nonce) ||
+    typeof value !== "string" ||
+    !/^[0-9]{1,30}$/.test(value) ||
+    BigInt(value) !== BigInt(row.amount)
+  ) {
+    return undefined;
+  }
+  return {
+    account_id: row.account_id,
+    merchant_address: row.merchant_address.toLowerCase(),
+    network: row.network,
+    asset: row.asset.toLowerCase(),
+    payer: from.toLowerCase(),
+    amount: BigInt(value).toString(),
+    payment_nonce: nonce.toLowerCase(),
+  };
 }
 
 const DAY_MS = 86_400_000;
