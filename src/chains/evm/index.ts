@@ -45,6 +45,7 @@ import { chainFor, createEvmPublicClient, type RpcBatching } from "./rpc.js";
 import { createEvmSigner } from "./signer.js";
 import { EvmSignerPool } from "./signerPool.js";
 import { TokenDomainCache } from "./tokenDomain.js";
+import { collectThroughVault } from "./confidential/collectingSigner.js";
 
 export interface EvmNetworkSetup {
   id: string;
@@ -89,6 +90,11 @@ export interface RegisterEvmOptions {
   batchAuthorizer?: LocalAccount;
   /** Share the accounts with other replicas through leases. */
   leases?: { port: SignerLeases; holder: string; ttlMs?: number; heartbeatMs?: number };
+  /**
+   * The confidential settlement vault: `exact` payments to it on its
+   * network are submitted to its `collect` (confidential/collectingSigner.ts).
+   */
+  confidentialVault?: { network: string; address: Hex };
 }
 
 interface EvmNetworkRuntime {
@@ -153,8 +159,12 @@ export class EvmChainAdapter implements ChainFamily {
         ? { pendingSettlementStore: opts.pendingSettlementStore }
         : {};
       const factories = { eip6492AllowedFactories: [...(opts.eip6492AllowedFactories ?? [])] };
+      // On the vault's network, a payment to the vault goes through its collect.
+      const vault = opts.confidentialVault;
+      const exactSigner =
+        vault?.network === network.id ? collectThroughVault(signer, vault) : signer;
       const mechanisms: SchemeNetworkFacilitator[] = [
-        new ExactEvmScheme(signer, { ...pending, ...factories }),
+        new ExactEvmScheme(exactSigner, { ...pending, ...factories }),
         new UptoEvmScheme(signer, pending),
         new BatchSettlementEvmScheme(signer, opts.batchAuthorizer, { ...pending, ...factories }),
       ];

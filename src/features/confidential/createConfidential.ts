@@ -48,7 +48,7 @@ export function createConfidential(opts: {
       gate: new ConfidentialGate(merchants, undefined, undefined, log),
     };
   }
-  const credits = new ConfidentialCredits(db, vault);
+  const credits = new ConfidentialCredits(db, vault, log);
   return {
     merchants,
     units: opts.units,
@@ -60,7 +60,11 @@ export function createConfidential(opts: {
       { network: vault.network, address: vault.address, asset: vault.asset },
       log,
     ),
-    batch: new DailyBatch(db, vault, { owner: opts.owner, leaseMs: opts.batchLeaseMs, log }),
+    batch: new DailyBatch(db, vault, credits, {
+      owner: opts.owner,
+      leaseMs: opts.batchLeaseMs,
+      log,
+    }),
     withdrawals: new ConfidentialWithdrawals(db, vault, merchants, log),
   };
 }
@@ -78,13 +82,14 @@ export async function openConfidential(opts: {
   settings: { unitsPerSettlement: number; batchLeaseMs: number };
 }): Promise<ConfidentialFeature & { close(): Promise<void> }> {
   const log = opts.log.child({ component: "confidential" });
+  const owner = randomUUID();
   const vault = opts.vault ? await (await opts.loadVault())({ ...opts.vault, log }) : undefined;
   const feature = createConfidential({
     db: opts.db,
     vault,
     log,
     units: opts.settings.unitsPerSettlement,
-    owner: randomUUID(),
+    owner,
     batchLeaseMs: opts.settings.batchLeaseMs,
   });
   return { ...feature, close: async () => void (await vault?.close()) };

@@ -20,8 +20,19 @@ import type { Kysely } from "kysely";
 import type { Database } from "../../storage/schema.js";
 import type { ConfidentialVault, SignedReceipt } from "./vaultPort.js";
 import { utcDay } from "../../chains/confidentialPort.js";
+import { describeError } from "../../lib/errors.js";
+import type { Logger } from "../../lib/logger.js";
 
-export type CreditState = "settling" | "pending" | "available" | "failed";
+/**
+ * - `pending`: settled, waiting for its day's batch (not spendable);
+ * - `available`: its day's batch released it into the balance;
+ * - `redeemed`: credited by its receipt, on-chain;
+ * - `returned`: no merchant could be credited, so the vault sent it back to its payer;
+ * - `unbacked`: the vault has no record of the payment for its day (reported);
+ * - `settling` / `failed`: its settlement is not (or no longer) a success.
+ */
+export type CreditState =
+  "settling" | "pending" | "available" | "redeemed" | "returned" | "unbacked" | "failed";
 
 export interface CreditListing {
   paymentNonce: string;
@@ -31,14 +42,23 @@ export interface CreditListing {
   transaction: string | null;
   state: CreditState;
   createdAt: string;
+  /** The UTC day the vault collected it in (YYYY-MM-DD). */
+  day: string | null;
   creditedDay: string | null;
+  /** When its receipt becomes redeemable on-chain, if its day is still not closed then. */
+  redeemableFrom: string | null;
+  problem: string | null;
   receipt: SignedReceipt | null;
 }
+
+/** Settlements (and unsigned receipts) a sweep handles at most; the next sweep takes the rest. */
+const SWEEP_BATCH = 500;
 
 export class ConfidentialCredits {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly vault: ConfidentialVault,
+    private readonly log: Logger,
   ) {}
 
   /**
@@ -70,7 +90,11 @@ export class ConfidentialCredits {
     if (!credit) return false;
     await this.db
       .insertInto("confidential_credits")
-      .values({ authorization_key: authorizationKey, ...credit })
+      .values({
+        authorization_key: authorizationKey,
+        ...credit,
+        payment_key: this.vault.paymentKey(getAddress(credit.payer), credit.payment_nonce as Hex),
+      })
       // Another writer (the sweep, a retry) got there first: the same row.
       .onConflict((oc) => oc.column("authorization_key").doNothing())
       .execute();
@@ -81,7 +105,9 @@ export class ConfidentialCredits {
    * Writes the credits of confidential payments that settled without one
    * (their settle answer was lost and the reconciler finished them, or the
    * write after the answer failed), for settlements started since `since`,
-   * and signs their receipts. Returns how many it wrote.
+   * and signs every receipt still unsigned. Returns how many credits it
+   * wrote; a receipt it cannot sign yet (the vault unreachable) is logged
+   * and tried again on the next sweep.
    */
   async sweep(since: Date): Promise<number> {
     const missing = await this.db
@@ -93,14 +119,32 @@ export class ConfidentialCredits {
       .where("s.status", "=", "succeeded")
       .where("s.pay_to", "=", this.vault.address.toLowerCase())
       .where("c.authorization_key", "is", null)
-      .limit(500)
+      .limit(SWEEP_BATCH)
       .execute();
     let written = 0;
     for (const m of missing) {
-      if (!m.authorization_key) continue;
-      if (!(await this.recordSettled(m.authorization_key, m.account_id))) continue;
-      written++;
-      await this.receiptFor(m.authorization_key, m.account_id);
+      if (m.authorization_key && (await this.recordSettled(m.authorization_key, m.account_id))) {
+        written++;
+      }
+    }
+    const unsigned = await this.db
+      .selectFrom("confidential_credits")
+      .select(["authorization_key", "account_id"])
+      .where("receipt_signature", "is", null)
+      .where("outcome", "is", null)
+      .where("problem", "is", null)
+      .where("created_at", ">=", since)
+      .limit(SWEEP_BATCH)
+      .execute();
+    for (const u of unsigned) {
+      try {
+        await this.receiptFor(u.authorization_key, u.account_id);
+      } catch (e) {
+        this.log.warn(
+          { err: describeError(e), authorizationKey: u.authorization_key },
+          "could not sign a confidential receipt yet",
+        );
+      }
     }
     return written;
   }
@@ -108,8 +152,10 @@ export class ConfidentialCredits {
   /**
    * The receipt of a settled credit owned by `accountId`, signed now if it
    * was not yet. Undefined when there is no such credit or its slot is
-   * unknown. The receipt's day is the day the payment settled: the batch of
-   * that day credits it, so the day is fixed once, with `settled_at`.
+   * unknown. The receipt carries the vault's own record of the payment (its
+   * amount and the UTC day it was collected in, whose pool it belongs to):
+   * only such a receipt can be redeemed. Throws when the vault has no such
+   * payment (the row is then reported by its day's batch, never receipted).
    */
   async receiptFor(
     authorizationKey: string,
@@ -118,9 +164,6 @@ export class ConfidentialCredits {
     const row = await this.db
       .selectFrom("confidential_credits as c")
       .innerJoin("confidential_merchants as m", "m.account_id", "c.account_id")
-      .leftJoin("settlements as s", (j) =>
-        j.onRef("s.authorization_key", "=", "c.authorization_key").on("s.status", "=", "succeeded"),
-      )
       .select([
         "c.receipt",
         "c.receipt_signature",
@@ -128,8 +171,7 @@ export class ConfidentialCredits {
         "c.merchant_address",
         "c.amount",
         "c.payment_nonce",
-        "c.settled_at",
-        "s.finished_at",
+        "c.payment_key",
         "m.slot",
       ])
       .where("c.authorization_key", "=", authorizationKey)
@@ -137,21 +179,34 @@ export class ConfidentialCredits {
       .executeTakeFirst();
     if (!row || row.slot === null) return undefined;
     if (row.receipt && row.receipt_signature) return row.receipt as SignedReceipt;
-    const settledAt = row.settled_at ?? row.finished_at ?? new Date();
+    const payer = getAddress(row.payer);
+    const key =
+      (row.payment_key as Hex | null) ?? this.vault.paymentKey(payer, row.payment_nonce as Hex);
+    const collected = await this.vault.payment(key);
+    if (collected.state === "none") {
+      throw new Error(`the vault has collected no payment ${key}; no receipt is signed for it`);
+    }
+    if (collected.amount !== BigInt(row.amount)) {
+      throw new Error(
+        `the vault collected ${collected.amount} for payment ${key}, not the ${row.amount} recorded`,
+      );
+    }
     const signed = await this.vault.signReceipt({
       paymentNonce: row.payment_nonce as Hex,
-      payer: getAddress(row.payer),
+      payer,
       merchant: getAddress(row.merchant_address),
       slot: BigInt(row.slot),
-      amount: BigInt(row.amount),
-      day: utcDay(settledAt),
+      amount: collected.amount,
+      day: collected.day,
     });
     await this.db
       .updateTable("confidential_credits")
       .set({
         receipt: JSON.stringify(signed),
         receipt_signature: signed.signature,
-        settled_at: settledAt,
+        payment_key: key,
+        day: collected.day,
+        settled_at: new Date(),
       })
       .where("authorization_key", "=", authorizationKey)
       .where("receipt_signature", "is", null)
@@ -159,9 +214,15 @@ export class ConfidentialCredits {
     return signed;
   }
 
-  /** The account's confidential payments, newest first, with their state. */
-  async list(accountId: string, limit = 100): Promise<CreditListing[]> {
-    const rows = await this.db
+  /**
+   * The account's confidential payments, newest first (`before`: older
+   * than that instant, for the next page), with their state.
+   */
+  async list(
+    accountId: string,
+    opts: { limit?: number; before?: Date } = {},
+  ): Promise<CreditListing[]> {
+    let q = this.db
       .selectFrom("confidential_credits as c")
       .leftJoin("settlements as s", (j) =>
         j
@@ -175,14 +236,19 @@ export class ConfidentialCredits {
         "c.merchant_address",
         "c.created_at",
         "c.credited_day",
+        "c.day",
+        "c.outcome",
+        "c.problem",
         "c.receipt",
         "c.receipt_signature",
         "s.status",
         "s.transaction",
       ])
-      .where("c.account_id", "=", accountId)
+      .where("c.account_id", "=", accountId);
+    if (opts.before) q = q.where("c.created_at", "<", opts.before);
+    const rows = await q
       .orderBy("c.created_at", "desc")
-      .limit(Math.max(1, Math.min(limit, 500)))
+      .limit(Math.max(1, Math.min(opts.limit ?? 100, 500)))
       .execute();
     return rows.map((r) => ({
       paymentNonce: r.payment_nonce,
@@ -190,19 +256,49 @@ export class ConfidentialCredits {
       amount: r.amount,
       merchant: getAddress(r.merchant_address),
       transaction: r.transaction ?? null,
-      state:
-        r.credited_day !== null
-          ? "available"
-          : r.status === "succeeded"
-            ? "pending"
-            : r.status === "pending"
-              ? "settling"
-              : "failed",
+      state: stateOf(r),
       createdAt: r.created_at.toISOString(),
+      day: r.day === null ? null : dayToDate(r.day),
       creditedDay: r.credited_day === null ? null : dayToDate(r.credited_day),
+      redeemableFrom:
+        r.day === null || r.credited_day !== null || r.outcome !== null
+          ? null
+          : new Date((r.day + 2) * DAY_MS).toISOString(),
+      problem: r.problem,
       receipt: r.receipt && r.receipt_signature ? (r.receipt as SignedReceipt) : null,
     }));
   }
+
+  /**
+   * What the account was paid that is not spendable yet: settled
+   * confidential payments whose day's batch has not released them.
+   */
+  async pendingTotal(accountId: string): Promise<bigint> {
+    const row = await this.db
+      .selectFrom("confidential_credits")
+      .select((eb) => eb.fn.sum<string | null>("amount").as("total"))
+      .where("account_id", "=", accountId)
+      .where("credited_day", "is", null)
+      .where("outcome", "is", null)
+      .where("problem", "is", null)
+      .executeTakeFirst();
+    return BigInt(row?.total ?? "0");
+  }
+}
+
+function stateOf(r: {
+  credited_day: number | null;
+  outcome: "redeemed" | "returned" | null;
+  problem: string | null;
+  status: string | null;
+}): CreditState {
+  if (r.credited_day !== null) return "available";
+  if (r.outcome === "redeemed") return "redeemed";
+  if (r.outcome === "returned") return "returned";
+  if (r.problem !== null) return "unbacked";
+  // Rows are written only for settled payments; a row whose settlement is
+  // no longer live was reconciled as failed after its answer.
+  return r.status === "succeeded" ? "pending" : r.status === "pending" ? "settling" : "failed";
 }
 
 /**
@@ -259,6 +355,17 @@ function creditOf(
     amount: BigInt(value).toString(),
     payment_nonce: nonce.toLowerCase(),
   };
+}
+
+/** The payer and nonce a settlement's stored request authorized, if it is an EIP-3009 payment. */
+export function authorizationOf(request: unknown): { from: Hex; nonce: Hex } | undefined {
+  const auth = (request as { paymentPayload?: { payload?: { authorization?: unknown } } } | null)
+    ?.paymentPayload?.payload?.authorization as Record<string, unknown> | undefined;
+  const from = auth?.["from"];
+  const nonce = auth?.["nonce"];
+  if (typeof from !== "string" || !isAddress(from, { strict: false })) return undefined;
+  if (typeof nonce !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(nonce)) return undefined;
+  return { from: getAddress(from), nonce: nonce.toLowerCase() as Hex };
 }
 
 const DAY_MS = 86_400_000;
