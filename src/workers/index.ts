@@ -72,6 +72,7 @@ export function startWorkers(opts: {
           withdrawals,
           credits,
           log: log.child({ component: "confidential" }),
+          registry: opts.metrics.registry,
           ...(overrides.confidentialWorker || {}),
         })
       : undefined;

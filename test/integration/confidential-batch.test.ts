@@ -118,6 +118,41 @@ for (const backend of availableBackends()) {
       // A restarted replica A finds the day done.
       assert.deepEqual(await a.run(day, later), { ran: false, day, why: "done" });
     });
+
+    test("a batch that runs longer than its lease keeps it: another replica does not resume it meanwhile", async () => {
+      const { confidential, db } = stack.service;
+      const vault = confidential.vault!;
+      const log = createLogger("silent");
+      // A day far in the past with nothing in it, and a vault that takes
+      // its time: the lease (2 s) must be renewed while the batch runs.
+      const day = 1_000;
+      const slow: ConfidentialVault = Object.create(vault) as ConfidentialVault;
+      slow.dayInfo = async (d) => ({ ...(await vault.dayInfo(d)), phase: "open" });
+      slow.dayPayments = async () => [];
+      slow.creditDay = async () => {
+        await new Promise((r) => setTimeout(r, 3_500));
+        return { txHashes: [], alreadyCredited: [], credited: [], total: 0n, returned: [] };
+      };
+      const now = new Date();
+      const a = new DailyBatch(db, slow, confidential.credits!, {
+        owner: "replica-slow",
+        leaseMs: 2_000,
+        log,
+      });
+      const b = new DailyBatch(db, vault, confidential.credits!, {
+        owner: "replica-eager",
+        leaseMs: 2_000,
+        log,
+      });
+      const running = a.run(day, now);
+      await new Promise((r) => setTimeout(r, 2_500));
+      assert.deepEqual(await b.run(day, new Date(now.getTime() + 2_500)), {
+        ran: false,
+        day,
+        why: "held",
+      });
+      assert.equal((await running).ran, true);
+    });
   });
 }
 

@@ -18,6 +18,7 @@ import { DailyBatch } from "./dailyBatch.js";
 import { ConfidentialMerchants } from "./merchants.js";
 import type { ConfidentialVault } from "./vaultPort.js";
 import { ConfidentialWithdrawals } from "./withdrawals.js";
+import { DbOperatorLease } from "./operatorLease.js";
 
 export interface ConfidentialFeature {
   merchants: ConfidentialMerchants;
@@ -83,7 +84,13 @@ export async function openConfidential(opts: {
 }): Promise<ConfidentialFeature & { close(): Promise<void> }> {
   const log = opts.log.child({ component: "confidential" });
   const owner = randomUUID();
-  const vault = opts.vault ? await (await opts.loadVault())({ ...opts.vault, log }) : undefined;
+  // One replica at a time sends with the operator key.
+  const operatorLease = new DbOperatorLease(opts.db, { holder: owner });
+  const vault = opts.vault
+    ? await (
+        await opts.loadVault()
+      )({ operatorLease, ...opts.vault, log })
+    : undefined;
   const feature = createConfidential({
     db: opts.db,
     vault,
