@@ -16,7 +16,19 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
-import { createTestClient, getAddress, http, toHex, type Hex } from "viem";
+import {
+  createPublicClient,
+  createTestClient,
+  decodeFunctionData,
+  getAddress,
+  http,
+  stringToHex,
+  toHex,
+  type Hex,
+} from "viem";
+import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
+import { parseBuilderCodeSuffixFromCalldata } from "@x402/extensions/builder-code";
+import { confidentialVaultAbi } from "../../src/chains/evm/confidential/vaultAbi.js";
 import { privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
 import { paymentRequest, post, usdcBalance } from "../support/payments.js";
@@ -97,7 +109,13 @@ describe("confidential settlement attacks through the service", () => {
   const proxies: RpcProxy[] = [];
 
   before(async () => {
-    stack = await startStack({ confidential: true, confidentialWorker: false, payers: 6 });
+    stack = await startStack({
+      confidential: true,
+      confidentialWorker: false,
+      payers: 6,
+      // This service's own builder code, as a deployment may set it.
+      env: { BUILDER_CODE: "bc_facilitator" },
+    });
     dir = mkdtempSync(join(tmpdir(), "confidential-attacks-"));
   });
   after(async () => {
@@ -257,6 +275,78 @@ describe("confidential settlement attacks through the service", () => {
       (await creditsOf(attacker.accountId)).map((c) => c.amount),
       ["1"],
     );
+  });
+
+  test("privacy: no builder code rides on a confidential payment's calldata, and its offer is not cataloged", async () => {
+    const m = await merchant("private shop");
+    const req = offer(m, "1700");
+    const auth = await authorize(stack.payerKeys[1]!, req, toHex(randomBytes(32)), {
+      chainNow: await chainNow(),
+    });
+    const url = "https://private-shop.example.com/report";
+    const { bazaar } = declareDiscoveryExtension({ output: { example: { ok: true } } });
+    const declaration = structuredClone(bazaar) as unknown as {
+      info: { input: Record<string, unknown> };
+    };
+    declaration.info.input["method"] = "GET";
+    const body = {
+      x402Version: 2,
+      paymentRequirements: req,
+      paymentPayload: {
+        x402Version: 2,
+        accepted: req,
+        payload: auth,
+        resource: { url, description: "a report", mimeType: "application/json" },
+        extensions: {
+          // The merchant's app code (a), echoed by the client, and a client code (s).
+          "builder-code": { info: { a: "bc_private_shop", s: ["bc_agent_sdk"] } },
+          bazaar: declaration,
+        },
+      },
+    };
+    const extensionsOf = (res: Response) =>
+      JSON.parse(
+        Buffer.from(res.headers.get("extension-responses") ?? "e30=", "base64").toString(),
+      ) as { bazaar?: { status: string; rejectedReason?: string } };
+    const verified = await post(stack.url, "/verify", body, m.apiKey);
+    assert.equal(((await verified.json()) as { isValid: boolean }).isValid, true);
+    assert.notEqual(extensionsOf(verified).bazaar?.status, "success");
+    const settled = await post(stack.url, "/settle", body, m.apiKey);
+    const answer = (await settled.json()) as { success: boolean; transaction: Hex };
+    assert.equal(answer.success, true, JSON.stringify(answer));
+    assert.match(
+      extensionsOf(settled).bazaar?.rejectedReason ?? "",
+      /confidential offer is not cataloged/,
+    );
+
+    // The mined calldata: the vault's collect, with no ERC-8021 suffix and
+    // neither the merchant's app code nor the others anywhere in it.
+    const chain = createPublicClient({ transport: http(stack.rpcUrl) });
+    const { input, to } = await chain.getTransaction({ hash: answer.transaction });
+    assert.equal(getAddress(to!), stack.service.confidential.vault!.address);
+    assert.equal(
+      decodeFunctionData({ abi: confidentialVaultAbi, data: input }).functionName,
+      "collect",
+    );
+    assert.equal(parseBuilderCodeSuffixFromCalldata(input), undefined);
+    for (const code of ["bc_private_shop", "bc_agent_sdk", "bc_facilitator", "80218021"]) {
+      const hex = code.startsWith("bc_") ? stringToHex(code).slice(2) : code;
+      assert.ok(!input.toLowerCase().includes(hex), `${code} is in the calldata`);
+    }
+
+    // Nothing in the public catalog names the vault or the merchant.
+    const listed = (await (
+      await fetch(
+        `${stack.url}/discovery/resources?payTo=${stack.service.confidential.vault!.address}`,
+      )
+    ).json()) as { items: unknown[] };
+    assert.deepEqual(listed.items, []);
+    const rows = await stack.service.db
+      .selectFrom("catalog_resources")
+      .select("resource")
+      .where("resource", "=", url)
+      .execute();
+    assert.deepEqual(rows, []);
   });
 
   test("a day whose batch did not run is closed by the worker two days later; meanwhile it is counted late and logged", async () => {
