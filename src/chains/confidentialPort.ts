@@ -238,6 +238,14 @@ export interface ConfidentialVault {
     withdrawalId: bigint,
   ): Promise<{ txHash: Hex | null; paid: boolean; amount: bigint; state: WithdrawalState }>;
   withdrawal(withdrawalId: bigint): Promise<WithdrawalInfo>;
+  /**
+   * The transaction a merchant's wallet sends itself to redeem a receipt
+   * (`redeemReceipt`, which names the slot's salt): no call to us is needed
+   * to send it, only to build it.
+   */
+  redeemCall(signed: SignedReceipt, salt: Hex): { to: Address; data: Hex };
+  /** The transaction a withdrawal address sends itself to cancel a stalled withdrawal. */
+  cancelCall(withdrawalId: bigint): { to: Address; data: Hex };
   /** The slot's available balance, decrypted with the operator's ACL permission. */
   balance(slot: bigint): Promise<bigint>;
   /** Chain time (seconds): the batch window and the redemption rules use it. */

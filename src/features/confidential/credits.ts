@@ -20,7 +20,7 @@ import type { Kysely } from "kysely";
 import type { Database } from "../../storage/schema.js";
 import type { ConfidentialVault, SignedReceipt } from "./vaultPort.js";
 import { utcDay } from "../../chains/confidentialPort.js";
-import { describeError } from "../../lib/errors.js";
+import { describeError, ServiceError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 
 /**
@@ -267,6 +267,62 @@ export class ConfidentialCredits {
       problem: r.problem,
       receipt: r.receipt && r.receipt_signature ? (r.receipt as SignedReceipt) : null,
     }));
+  }
+
+  /**
+   * The transaction the merchant's wallet sends itself to redeem one of its
+   * receipts on the vault (spec 4.6 rule 8): only when the vault would take
+   * it (its day not closed a day after it ended), 409 saying why otherwise.
+   * It names the slot's salt, as every redemption must; the wallet could
+   * derive it itself by signing its enablement message again.
+   */
+  async redeemCall(
+    accountId: string,
+    paymentNonce: string,
+  ): Promise<{ from: Hex; to: Hex; data: Hex }> {
+    const row = await this.db
+      .selectFrom("confidential_credits as c")
+      .innerJoin("confidential_merchants as m", "m.account_id", "c.account_id")
+      .select(["c.receipt", "c.receipt_signature", "m.slot_secret", "m.merchant_address"])
+      .where("c.account_id", "=", accountId)
+      .where("c.payment_nonce", "=", paymentNonce.toLowerCase())
+      .executeTakeFirst();
+    if (!row)
+      throw new ServiceError("not_found", "no confidential payment of yours has this nonce");
+    if (!row.receipt || !row.receipt_signature || !row.slot_secret) {
+      throw new ServiceError("conflict", "this payment's receipt is not signed yet; retry shortly");
+    }
+    const signed = row.receipt as SignedReceipt;
+    const collected = await this.vault.payment(signed.key);
+    if (collected.state !== "collected") {
+      throw new ServiceError(
+        "conflict",
+        collected.state === "redeemed"
+          ? "this receipt was redeemed already"
+          : "the vault has no open payment for this receipt (it was returned to its payer, or never collected)",
+      );
+    }
+    const [day, now] = await Promise.all([
+      this.vault.dayInfo(collected.day),
+      this.vault.chainTime(),
+    ]);
+    if (day.phase === "closed") {
+      throw new ServiceError("conflict", "its day's batch credited this payment already");
+    }
+    if (day.phase === "closing") {
+      throw new ServiceError("conflict", "its day's batch is closing just now; retry shortly");
+    }
+    const opensAt = (collected.day + 2) * 86_400;
+    if (now < BigInt(opensAt)) {
+      throw new ServiceError(
+        "conflict",
+        `redeemable from ${new Date(opensAt * 1000).toISOString()} if its day is not closed by then`,
+      );
+    }
+    return {
+      from: getAddress(row.merchant_address),
+      ...this.vault.redeemCall(signed, row.slot_secret as Hex),
+    };
   }
 
   /**

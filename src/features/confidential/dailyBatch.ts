@@ -153,6 +153,20 @@ export class DailyBatch {
       const info = await this.vault.dayInfo(day);
       const plan = await this.plan(day, info.phase === "open");
       if (plan.settling) return { ran: false, day, why: "settling" };
+      if (info.phase === "open" && info.pool === 0n && plan.returns.length === 0) {
+        // Every payment of the day was redeemed or returned (or there were
+        // none): nothing to credit, so nothing is sent; the rows say so.
+        await this.finish(day, now, plan, [], info.attempt);
+        return {
+          ran: true,
+          day,
+          slots: 0,
+          credits: 0,
+          returned: 0,
+          skipped: plan.skipped.length,
+          txHashes: [],
+        };
+      }
       for (const s of plan.skipped) {
         log.error(
           { authorizationKey: s.authorizationKey, problem: s.problem },

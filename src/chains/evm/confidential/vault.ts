@@ -48,6 +48,7 @@ import {
   createWalletClient,
   decodeEventLog,
   defineChain,
+  encodeFunctionData,
   getAddress,
   http,
   type Address,
@@ -581,6 +582,35 @@ export async function createConfidentialVault(
     },
 
     withdrawal,
+
+    redeemCall: (signed, salt) => ({
+      to: address,
+      data: encodeFunctionData({
+        abi: confidentialVaultAbi,
+        functionName: "redeemReceipt",
+        args: [
+          {
+            payer: getAddress(signed.receipt.payer),
+            nonce: signed.receipt.nonce,
+            merchant: getAddress(signed.receipt.merchant),
+            slot: BigInt(signed.receipt.slot),
+            amount: BigInt(signed.receipt.amount),
+            day: signed.receipt.day,
+          },
+          signed.signature,
+          salt,
+        ],
+      }),
+    }),
+
+    cancelCall: (id) => ({
+      to: address,
+      data: encodeFunctionData({
+        abi: confidentialVaultAbi,
+        functionName: "cancelWithdraw",
+        args: [id],
+      }),
+    }),
 
     async balance(slot) {
       const [, handle] = await read<[Hex, Hex, bigint, Address]>("slotInfo", [slot]);
