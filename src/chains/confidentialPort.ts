@@ -294,6 +294,8 @@ export interface FhevmInstanceLike {
 /** Where the fhEVM lives for a chain, and the relayer in front of its KMS. */
 export interface FhevmNetworkSettings {
   relayerUrl: string;
+  /** The relayer's API key (its `x-api-key` header). */
+  relayerApiKey?: string;
   aclAddress: Address;
   executorAddress: Address;
   kmsVerifierAddress: Address;

@@ -715,6 +715,89 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     assert.ok(afterWithdrawal.text.includes(merchants[0]!.account.address.slice(2).toLowerCase()));
   });
 
+  test("a deployment initializes the vault in its own transaction: nobody can initialize it first", async () => {
+    const { deployConfidentialVault } = await import("../../devnet/deployConfidentialVault.js");
+    const { FHEVM_HOST } = await import("../../devnet/fhevm.js");
+    const info = devnet.networks[NETWORK]!;
+    const operator = privateKeyToAccount(generatePrivateKey()).address;
+    const receiptSigner = privateKeyToAccount(generatePrivateKey()).address;
+    const deployment = {
+      rpcUrl: info.rpcUrl,
+      chainId: CHAIN_ID,
+      deployerKey: info.facilitatorPrivateKeys[1]!,
+      asset: usdc,
+      operator,
+      receiptSigner,
+      coprocessor: {
+        acl: FHEVM_HOST.acl,
+        executor: FHEVM_HOST.executor,
+        kmsVerifier: FHEVM_HOST.kmsVerifier,
+      },
+    };
+    // A chain without the fhEVM at the given addresses is refused before anything is sent.
+    await assert.rejects(
+      deployConfidentialVault({
+        ...deployment,
+        coprocessor: {
+          ...deployment.coprocessor,
+          acl: privateKeyToAccount(generatePrivateKey()).address,
+        },
+      }),
+      /no contract at .* \(acl\)/,
+    );
+    const deployed = await deployConfidentialVault(deployment);
+    const receipt = await client.getTransactionReceipt({ hash: deployed.transaction });
+    const read = (functionName: "operator" | "receiptSigner" | "deploymentBlock") =>
+      client.readContract({ address: deployed.address, abi: confidentialVaultAbi, functionName });
+    assert.equal(await read("operator"), operator);
+    assert.equal(await read("receiptSigner"), receiptSigner);
+    assert.equal(
+      await read("deploymentBlock"),
+      receipt.blockNumber,
+      "initialized in that transaction",
+    );
+    await assert.rejects(
+      client.simulateContract({
+        address: deployed.address,
+        abi: confidentialVaultAbi,
+        functionName: "initialize",
+        args: [
+          usdc,
+          privateKeyToAccount(generatePrivateKey()).address,
+          privateKeyToAccount(generatePrivateKey()).address,
+          { ACLAddress: usdc, CoprocessorAddress: usdc, KMSVerifierAddress: usdc },
+        ],
+      }),
+      /AlreadyInitialized/,
+    );
+  });
+
+  test("production mode refuses to start on a chain without the fhEVM at the configured addresses", async () => {
+    const info = devnet.networks[NETWORK]!;
+    const nowhere = privateKeyToAccount(generatePrivateKey()).address;
+    await assert.rejects(
+      createConfidentialVault({
+        rpcUrl: info.rpcUrl,
+        chainId: CHAIN_ID,
+        contractAddress: vault.address,
+        operatorKey: info.confidential!.operatorPrivateKey,
+        receiptSignerKey: info.confidential!.receiptSignerPrivateKey,
+        mode: {
+          relayerUrl: "https://relayer.example",
+          relayerApiKey: "key",
+          aclAddress: nowhere,
+          executorAddress: nowhere,
+          kmsVerifierAddress: nowhere,
+          inputVerifierAddress: nowhere,
+          decryptionAddress: nowhere,
+          inputVerificationAddress: nowhere,
+          gatewayChainId: 1,
+        },
+      }),
+      /cannot start: there is no fhEVM ACL contract at/,
+    );
+  });
+
   test("the module's ABI is the compiled contract's", async () => {
     const artifacts = await loadArtifacts();
     assert.deepEqual(

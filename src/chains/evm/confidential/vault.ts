@@ -78,6 +78,7 @@ import {
   type ConfidentialVaultOptions,
   type DayInfo,
   type DayPhase,
+  type FhevmNetworkSettings,
   type PaymentState,
   type WithdrawalInfo,
   type WithdrawalLookup,
@@ -147,6 +148,31 @@ async function createFheClient(opts: ConfidentialVaultOptions): Promise<{
   return { fhe, close: () => undefined };
 }
 
+/**
+ * Refuses to run against a chain without Zama's fhEVM at the configured
+ * addresses: every encrypted operation of the vault would revert, and the
+ * service would accept confidential payments it can never credit.
+ */
+async function requireFhevmHost(
+  client: { getCode(args: { address: Address }): Promise<Hex | undefined> },
+  settings: FhevmNetworkSettings,
+): Promise<void> {
+  const hosts = {
+    ACL: settings.aclAddress,
+    "FHE executor": settings.executorAddress,
+    "KMS verifier": settings.kmsVerifierAddress,
+    "input verifier": settings.inputVerifierAddress,
+  };
+  for (const [name, address] of Object.entries(hosts)) {
+    const code = await client.getCode({ address });
+    if (!code || code === "0x") {
+      throw new Error(
+        `confidential settlement cannot start: there is no fhEVM ${name} contract at ${address} on ${CONFIDENTIAL_NETWORK}; Zama's fhEVM must run on this chain at the configured CONFIDENTIAL_* addresses`,
+      );
+    }
+  }
+}
+
 export async function createConfidentialVault(
   opts: ConfidentialVaultOptions,
 ): Promise<ConfidentialVault> {
@@ -183,6 +209,7 @@ export async function createConfidentialVault(
       `the vault's receipt signer is ${onChainSigner}, not the configured key's ${receiptSigner.address}`,
     );
   }
+  if (!("mock" in opts.mode)) await requireFhevmHost(publicClient, opts.mode);
   const { fhe, close: closeFhe } = await createFheClient(opts);
 
   // The operator key, one transaction at a time: in this process each waits
