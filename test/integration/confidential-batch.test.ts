@@ -127,7 +127,9 @@ for (const backend of availableBackends()) {
       // its time: the lease (2 s) must be renewed while the batch runs.
       const day = 1_000;
       const slow: ConfidentialVault = Object.create(vault) as ConfidentialVault;
-      slow.dayInfo = async (d) => ({ ...(await vault.dayInfo(d)), phase: "open" });
+      // An open day with something in its pool, so the batch goes on to
+      // credit it (an empty pool is finished without sending anything).
+      slow.dayInfo = async (d) => ({ ...(await vault.dayInfo(d)), phase: "open", pool: 1n });
       slow.dayPayments = async () => [];
       slow.creditDay = async () => {
         await new Promise((r) => setTimeout(r, 3_500));
