@@ -56,12 +56,21 @@ export async function placeConfidentialVault(opts: {
   });
   const transport = http(opts.rpcUrl, { retryCount: 0 });
   const publicClient = createPublicClient({ chain, transport, pollingInterval: 50 });
-  const code = await publicClient.getCode({ address: CONFIDENTIAL_VAULT_ADDRESS });
-  if (code && code !== "0x") return info;
-
   const artifact = opts.artifacts["ConfidentialSettlementVault"];
   if (!artifact)
     throw new Error("ConfidentialSettlementVault is missing from the compiled artifacts");
+  const code = await publicClient.getCode({ address: CONFIDENTIAL_VAULT_ADDRESS });
+  if (code && code !== "0x") {
+    // A kept chain from before a change of the vault: its storage is laid
+    // out for the old code, so neither can be kept alongside the other.
+    if (code.toLowerCase() !== artifact.deployedBytecode.toLowerCase()) {
+      throw new Error(
+        "the kept devnet chain holds an older confidential vault; start from a fresh devnet state (remove the kept chain) to use this one",
+      );
+    }
+    return info;
+  }
+
   await placeFhevmHost(opts.rpcUrl, opts.chainId);
 
   const testClient = createTestClient({ chain, transport, mode: "anvil" });

@@ -17,7 +17,7 @@ import {
   type ChainSetups,
 } from "./chains/index.js";
 import type { NetworkDescription } from "./chains/ports.js";
-import type { ConfidentialVaultOptions } from "./chains/confidentialPort.js";
+import { CONFIDENTIAL_NETWORK, type ConfidentialVaultOptions } from "./chains/confidentialPort.js";
 import { createEngine } from "./facilitator/createEngine.js";
 import { createKeyAuth } from "./features/keys/createKeyAuth.js";
 import { checkChains } from "./features/settlements/checkChains.js";
@@ -83,6 +83,10 @@ export async function createService(opts: ServiceOptions) {
   const networks = [...describeNetworks(), ...config.extraAssets, ...(opts.networks ?? [])];
   const facilitator = await createEngine({
     ...{ config, chains: opts.chains, networks, log, metrics, overrides, ...ports },
+    confidentialVault: opts.confidential && {
+      network: CONFIDENTIAL_NETWORK,
+      address: opts.confidential.contractAddress,
+    },
   });
   closers.push(() => facilitator.close());
   const { auth, close: closeKeyAuth } = createKeyAuth(db, config.databaseUrl, log);

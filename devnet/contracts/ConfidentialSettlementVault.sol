@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
-import {FHE, ebool, euint64, externalEuint64} from "@fhevm/solidity/lib/FHE.sol";
+import {FHE, ebool, euint64, euint128, externalEuint64} from "@fhevm/solidity/lib/FHE.sol";
 import {CoprocessorConfig} from "@fhevm/solidity/lib/Impl.sol";
 import {FHESafeMath} from "@openzeppelin/confidential-contracts/utils/FHESafeMath.sol";
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
@@ -10,51 +10,86 @@ import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
 import {MessageHashUtils} from "@openzeppelin/contracts/utils/cryptography/MessageHashUtils.sol";
 import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
 
-/// @dev What the vault needs of USDC beyond ERC-20: whether an EIP-3009
-///      authorization was used, so a receipt can only stand for a payment
-///      that really happened.
-interface IEIP3009State {
-    function authorizationState(address authorizer, bytes32 nonce) external view returns (bool);
+/// @dev The two forms of USDC's EIP-3009 `transferWithAuthorization` (v2.2
+///      takes a `bytes` signature too, for smart-contract wallets).
+interface IEIP3009 {
+    function transferWithAuthorization(
+        address from,
+        address to,
+        uint256 value,
+        uint256 validAfter,
+        uint256 validBefore,
+        bytes32 nonce,
+        uint8 v,
+        bytes32 r,
+        bytes32 s
+    ) external;
+
+    function transferWithAuthorization(
+        address from,
+        address to,
+        uint256 value,
+        uint256 validAfter,
+        uint256 validBefore,
+        bytes32 nonce,
+        bytes calldata signature
+    ) external;
 }
 
 /// @title ConfidentialSettlementVault
 /// @notice Holds the USDC of confidential x402 payments and one encrypted
-///         balance per merchant slot. Payers pay the vault with an ordinary
-///         USDC `transferWithAuthorization`; which merchant a payment is for is
-///         known only to the operator, which credits every slot once a day
-///         with an encrypted amount (zero included), so neither who earned nor
-///         how often shows on-chain.
-/// @dev Invariants:
-///      - A slot is bound to a commitment `keccak256(abi.encode(merchant, salt))`
-///        when assigned; nothing can change it afterwards, so the withdrawal
-///        address is permanent. No merchant address is stored or logged until
-///        that merchant withdraws (the withdrawal names it, as it must).
-///      - A slot is credited at most once per day, and only during the day
-///        after (`creditSlots` skips a slot already credited, so a retried
-///        chunk credits nothing twice). A day is closed once every slot is
-///        credited; its plaintext total is the sum of the receipts marked for
-///        it, and an encrypted "the slot credits add up to that total" flag is
-///        made publicly decryptable for auditors.
-///      - A receipt (our EIP-712 signature over one payment) is credited once:
-///        either marked by its day's batch or redeemed by anyone after that
-///        day's batch window, never both.
-///      - Liabilities (credited minus paid out) never exceed the vault's USDC.
-///      - A withdrawal debits obliviously (the amount, or nothing when the
-///        balance is short); the KMS-signed decryption of the outcome
-///        releases the USDC; after 24 hours unfinalized the merchant can
-///        cancel it and the debit is undone.
+///         balance per merchant slot, so the chain never shows which merchant
+///         a payment pays. No key can create balance the vault was not paid:
+///         the vault collects every payment itself, and a day's encrypted
+///         credits become spendable only once the KMS has proven that they
+///         add up to exactly what the vault collected that day.
+/// @dev How money moves:
+///      1. `collect`: the payer's ordinary EIP-3009 authorization to this
+///         vault, executed by the vault itself, which records payer, nonce,
+///         amount and UTC day and checks that its balance grew by exactly the
+///         amount. Anyone may call it; the USDC only ever comes in.
+///      2. The operator's batch for an ended day: `creditSlots` writes every
+///         slot's encrypted credit into a pending bucket (not spendable),
+///         summed in 128 bits so no credit can wrap the sum; `closeDay`
+///         publishes `sum == what the day collected` for the KMS to decrypt;
+///         `finalizeDay` (anyone, with the KMS proof) either accepts the day
+///         or, when the credits do not add up, throws them away for a new
+///         attempt; `release` (anyone) then moves each slot's accepted
+///         credit into its balance.
+///      3. A merchant whose day is not closed a day after it ended redeems
+///         its receipts (our signature over one payment) against the
+///         vault's own record of that payment: same amount, same day, once.
+///      4. Withdrawals debit obliviously (the amount, or nothing when the
+///         balance is short); the KMS-signed outcome releases the USDC; after
+///         24 hours unfinalized the merchant may cancel and the debit is undone.
+///      What the operator key can still do: assign slots, choose how a day's
+///      collected total is split between slots (the split must add up, so at
+///      worst it misattributes within one day's pool, which merchants see
+///      against their receipts), return an unattributed payment to its own
+///      payer, and send back USDC that reached the vault outside `collect`.
+///      It cannot mint, wrap a credit around, spend pending credit, or move
+///      a merchant's balance.
+///
+///      Invariants:
+///      - A slot is bound to `keccak256(abi.encode(merchant, salt))` when
+///        assigned and never rebound. No merchant address is stored or logged
+///        until that merchant withdraws or redeems (which name it, as they must).
+///      - Every collected payment is in exactly one of: its day's pool (until
+///        the day closes, then in slot balances), a redemption, or returned.
+///      - collected - returned - paid out <= the vault's USDC; credited (closed
+///        days and redemptions) - paid out <= the same.
 ///      - The runtime code may be placed with `anvil_setCode` (devnet), so no
-///        immutables: `initialize` sets everything once, and the EIP-712
-///        domain is computed on each use.
+///        immutables; `initialize` sets everything once, and the constructor
+///        runs it in a real deployment so nobody can initialize it first.
 contract ConfidentialSettlementVault {
     using SafeERC20 for IERC20;
 
     // ---- constants ----
 
     uint256 public constant DAY = 1 days;
-    /// @notice How long after its day ends a day's batch may run; receipts of
-    ///         the day become redeemable when it closes.
-    uint256 public constant BATCH_WINDOW = 1 days;
+    /// @notice How long after its day ends a payment's receipt becomes
+    ///         redeemable, if the day is not closed by then: the batch's turn.
+    uint256 public constant REDEMPTION_DELAY = 1 days;
     /// @notice How long a debited withdrawal waits for finalization before
     ///         its merchant may cancel it.
     uint256 public constant FINALIZATION_TIMEOUT = 24 hours;
@@ -69,12 +104,28 @@ contract ConfidentialSettlementVault {
     bytes32 public constant WITHDRAW_TYPEHASH =
         keccak256("Withdraw(uint256 slot,address to,uint64 amount,uint64 nonce,uint64 deadline)");
 
+    /// @notice Payment states.
+    uint8 public constant PAYMENT_COLLECTED = 1;
+    uint8 public constant PAYMENT_REDEEMED = 2;
+    uint8 public constant PAYMENT_RETURNED = 3;
+
+    /// @notice Day phases: open to payments, then to the batch's credits
+    ///         (and to redemptions); closing while the KMS decrypts the
+    ///         check; closed once the check was proven true.
+    uint8 public constant DAY_OPEN = 0;
+    uint8 public constant DAY_CLOSING = 1;
+    uint8 public constant DAY_CLOSED = 2;
+
     uint8 private constant WITHDRAWAL_DEBITED = 1;
     uint8 private constant WITHDRAWAL_FINALIZED = 2;
     uint8 private constant WITHDRAWAL_CANCELLED = 3;
 
+    /// @dev `_creditedIn` value of a slot whose credit for the day was released.
+    uint32 private constant RELEASED = type(uint32).max;
+
     // ---- types ----
 
+    /// @notice Our EIP-712 receipt for one payment: the merchant's proof.
     struct Receipt {
         address payer;
         bytes32 nonce;
@@ -82,13 +133,6 @@ contract ConfidentialSettlementVault {
         uint256 slot;
         uint64 amount;
         uint32 day;
-    }
-
-    /// @notice A payment as a batch marks it: no merchant, no slot.
-    struct ReceiptRef {
-        address payer;
-        bytes32 nonce;
-        uint64 amount;
     }
 
     struct WithdrawRequest {
@@ -99,22 +143,37 @@ contract ConfidentialSettlementVault {
         uint64 deadline;
     }
 
+    /// @dev One storage word: what the vault collected for one authorization.
+    struct Payment {
+        address payer;
+        uint64 amount;
+        uint24 day;
+        uint8 state;
+    }
+
     struct Slot {
         bytes32 commitment;
         euint64 balance;
         uint64 withdrawNonce;
-        /// @dev Set by the first withdrawal, which names the merchant anyway;
-        ///      from then on the merchant's wallet may decrypt its balance.
+        /// @dev Set by the first withdrawal or redemption, which name the
+        ///      merchant anyway; from then on its wallet may decrypt its balance.
         address revealedOwner;
     }
 
     struct DayState {
-        uint64 receiptTotal;
-        uint32 receiptCount;
+        uint64 collected;
+        uint64 redeemed;
+        uint64 returned;
+        uint32 payments;
+        /// @dev Bumped when the KMS proves an attempt's credits wrong.
+        uint32 attempt;
         uint32 slotsCredited;
-        bool closed;
-        euint64 creditedSum;
-        ebool matchesReceipts;
+        uint32 slotsReleased;
+        uint8 phase;
+        /// @dev The attempt's credits, summed in 128 bits: 2^32 slots of
+        ///      at most 2^64 - 1 each cannot wrap it.
+        euint128 creditedSum;
+        ebool matches;
     }
 
     struct Withdrawal {
@@ -123,6 +182,7 @@ contract ConfidentialSettlementVault {
         uint64 amount;
         uint64 requestedAt;
         uint8 state;
+        bool paid;
         ebool debited;
     }
 
@@ -132,31 +192,47 @@ contract ConfidentialSettlementVault {
     IERC20 public asset;
     address public operator;
     address public receiptSigner;
+    /// @notice The block `initialize` ran in: where reading this vault's logs may start.
+    uint256 public deploymentBlock;
 
     uint256 public slotCount;
     mapping(uint256 => Slot) private _slots;
     /// @dev commitment => slot id + 1 (0: none), so assignment is idempotent.
     mapping(bytes32 => uint256) private _slotOfCommitment;
-    mapping(uint256 => mapping(uint256 => bool)) private _creditedOn;
+    /// @dev slot => day => attempt + 1 the slot was credited in (RELEASED once released).
+    mapping(uint256 => mapping(uint256 => uint32)) private _creditedIn;
+    /// @dev slot => day => the slot's credit of the day, pending until released.
+    mapping(uint256 => mapping(uint256 => euint64)) private _pending;
 
+    /// @dev receipt key (payer, nonce) => the payment the vault collected.
+    mapping(bytes32 => Payment) private _payments;
+    /// @dev day => index => receipt key; the day's `payments` counts them
+    ///      (packed with its totals, so no lone counter word is written).
+    mapping(uint256 => mapping(uint256 => bytes32)) private _dayPayments;
     mapping(uint256 => DayState) private _days;
-    /// @dev receipt key => day + 1 of the batch that marked it.
-    mapping(bytes32 => uint256) private _markedOn;
-    mapping(bytes32 => bool) private _redeemed;
 
+    uint256 public totalCollected;
+    uint256 public totalReturned;
     uint256 public totalCredited;
     uint256 public totalPaidOut;
 
     uint256 public withdrawalCount;
     mapping(uint256 => Withdrawal) private _withdrawals;
+    /// @dev slot => withdrawal nonce => withdrawal id + 1, so a request is found without logs.
+    mapping(uint256 => mapping(uint64 => uint256)) private _withdrawalOf;
 
     // ---- events ----
 
     event Initialized(address asset, address operator, address receiptSigner);
     event SlotAssigned(uint256 indexed slot, bytes32 commitment);
-    event ReceiptsMarked(uint256 indexed day, uint256 count, uint256 amount);
-    event SlotsCredited(uint256 indexed day, uint256 count);
-    event DayClosed(uint256 indexed day, uint256 receiptTotal, uint256 receiptCount, bytes32 matchesReceipts);
+    event Collected(uint256 indexed day, bytes32 indexed receiptKey, address indexed payer, uint256 amount);
+    event PaymentReturned(uint256 indexed day, bytes32 indexed receiptKey, address indexed payer, uint256 amount);
+    event StrayReturned(address indexed to, uint256 amount);
+    event SlotsCredited(uint256 indexed day, uint256 attempt, uint256 count);
+    event DayClosing(uint256 indexed day, uint256 attempt, uint256 pool, bytes32 matches);
+    event DayRejected(uint256 indexed day, uint256 attempt);
+    event DayClosed(uint256 indexed day, uint256 pool, uint256 payments);
+    event SlotsReleased(uint256 indexed day, uint256 count);
     event ReceiptRedeemed(bytes32 indexed receiptKey, uint256 indexed slot, uint256 amount);
     event WithdrawalRequested(
         uint256 indexed id, uint256 indexed slot, address indexed to, uint256 amount, uint256 nonce, bytes32 debited
@@ -169,17 +245,25 @@ contract ConfidentialSettlementVault {
     error AlreadyInitialized();
     error NotOperator();
     error UnknownSlot(uint256 slot);
-    error BatchWindowClosed(uint256 day);
-    error DayAlreadyClosed(uint256 day);
+    error NotPaidToVault(address to);
+    error BadAmount(uint256 amount);
+    error AlreadyCollected(bytes32 receiptKey);
+    error PaymentShort(uint256 received, uint256 expected);
+    error DayNotOver(uint256 day);
+    error DayNotOpen(uint256 day, uint8 phase);
+    error DayNotClosing(uint256 day);
+    error DayNotClosed(uint256 day);
     error DayIncomplete(uint256 day, uint256 credited, uint256 slots);
     error LengthMismatch();
-    error ReceiptAlreadyMarked(bytes32 receiptKey);
+    error PaymentNotCollected(bytes32 receiptKey);
     error ReceiptAlreadyRedeemed(bytes32 receiptKey);
-    error PaymentNotMade(bytes32 receiptKey);
+    error PaymentWasReturned(bytes32 receiptKey);
+    error ReceiptMismatch(bytes32 receiptKey);
     error RedemptionNotOpen(uint256 opensAt);
     error ReceiptCreditedByBatch(bytes32 receiptKey);
     error InvalidSignature();
-    error Insolvent(uint256 liabilities, uint256 holdings);
+    error Insolvent(uint256 owed, uint256 holdings);
+    error NotStray(uint256 amount, uint256 stray);
     error RequestExpired();
     error WrongWithdrawNonce(uint64 expected);
     error NotSlotOwner();
@@ -196,20 +280,38 @@ contract ConfidentialSettlementVault {
 
     // ---- setup ----
 
+    /// @notice Deploys and initializes in one transaction, so no one can
+    ///         initialize a fresh vault before its owner does. (The devnet
+    ///         places the runtime code instead and calls `initialize`.)
+    constructor(IERC20 asset_, address operator_, address receiptSigner_, CoprocessorConfig memory coprocessor) {
+        _initialize(asset_, operator_, receiptSigner_, coprocessor);
+    }
+
     /// @notice Sets the token, the operator (submits batches, pays gas; the
-    ///         only account allowed to assign slots, mark receipts and credit),
-    ///         the receipt signer and the FHE coprocessor of the chain. Once.
+    ///         only account allowed to assign slots, credit and return
+    ///         payments), the receipt signer and the chain's FHE coprocessor.
+    ///         Once; a deployed vault already ran it in its constructor.
     function initialize(
         IERC20 asset_,
         address operator_,
         address receiptSigner_,
         CoprocessorConfig calldata coprocessor
     ) external {
+        _initialize(asset_, operator_, receiptSigner_, coprocessor);
+    }
+
+    function _initialize(
+        IERC20 asset_,
+        address operator_,
+        address receiptSigner_,
+        CoprocessorConfig memory coprocessor
+    ) private {
         if (_initialized) revert AlreadyInitialized();
         _initialized = true;
         asset = asset_;
         operator = operator_;
         receiptSigner = receiptSigner_;
+        deploymentBlock = block.number;
         FHE.setCoprocessor(coprocessor);
         emit Initialized(address(asset_), operator_, receiptSigner_);
     }
@@ -227,35 +329,78 @@ contract ConfidentialSettlementVault {
         emit SlotAssigned(slot, commitment);
     }
 
-    // ---- the daily batch ----
+    // ---- payments ----
 
-    /// @notice Marks the receipts a day's batch credits (idempotent per receipt).
-    ///         The refs name payments, not merchants.
-    function markReceipts(uint256 day, ReceiptRef[] calldata refs) external onlyOperator {
-        DayState storage d = _openDay(day);
-        uint256 added;
-        uint256 count;
-        for (uint256 i = 0; i < refs.length; i++) {
-            bytes32 key = receiptKey(refs[i].payer, refs[i].nonce);
-            uint256 marked = _markedOn[key];
-            if (marked == day + 1) continue;
-            if (marked != 0) revert ReceiptAlreadyMarked(key);
-            if (_redeemed[key]) revert ReceiptAlreadyRedeemed(key);
-            if (!IEIP3009State(address(asset)).authorizationState(refs[i].payer, refs[i].nonce)) {
-                revert PaymentNotMade(key);
-            }
-            _markedOn[key] = day + 1;
-            added += refs[i].amount;
-            count++;
-        }
-        d.receiptTotal += uint64(added);
-        d.receiptCount += uint32(count);
-        emit ReceiptsMarked(day, count, added);
+    /// @notice Collects a payer's EIP-3009 authorization to this vault (the
+    ///         arguments of USDC's `transferWithAuthorization`, v/r/s form)
+    ///         into today's pool. Anyone may submit it; a payment names no
+    ///         merchant.
+    function collect(
+        address from,
+        address to,
+        uint256 value,
+        uint256 validAfter,
+        uint256 validBefore,
+        bytes32 nonce,
+        uint8 v,
+        bytes32 r,
+        bytes32 s
+    ) external {
+        uint256 before = _beforeCollect(from, to, value, nonce);
+        IEIP3009(address(asset)).transferWithAuthorization(from, to, value, validAfter, validBefore, nonce, v, r, s);
+        _afterCollect(from, value, nonce, before);
     }
 
-    /// @notice Credits `day` to each slot with an encrypted amount. A slot
-    ///         already credited for the day is skipped, so a retried chunk
-    ///         never credits twice.
+    /// @notice `collect` with the signature as bytes (USDC's other form:
+    ///         ERC-1271 wallets and 65-byte signatures alike).
+    function collect(
+        address from,
+        address to,
+        uint256 value,
+        uint256 validAfter,
+        uint256 validBefore,
+        bytes32 nonce,
+        bytes calldata signature
+    ) external {
+        uint256 before = _beforeCollect(from, to, value, nonce);
+        IEIP3009(address(asset)).transferWithAuthorization(from, to, value, validAfter, validBefore, nonce, signature);
+        _afterCollect(from, value, nonce, before);
+    }
+
+    /// @notice Sends an unattributed payment of an open day back to its payer
+    ///         (one no merchant's settlement claims: submitted to `collect`
+    ///         by someone else, or whose settlement failed). It leaves the
+    ///         day's pool, so the day's credits must not count it.
+    function returnPayments(uint256 day, bytes32[] calldata keys) external onlyOperator {
+        DayState storage d = _days[day];
+        if (d.phase != DAY_OPEN) revert DayNotOpen(day, d.phase);
+        for (uint256 i = 0; i < keys.length; i++) {
+            Payment storage p = _payments[keys[i]];
+            if (p.state != PAYMENT_COLLECTED || p.day != day) continue;
+            p.state = PAYMENT_RETURNED;
+            d.returned += p.amount;
+            totalReturned += p.amount;
+            asset.safeTransfer(p.payer, p.amount);
+            emit PaymentReturned(day, keys[i], p.payer, p.amount);
+        }
+    }
+
+    /// @notice Sends back USDC that reached the vault outside `collect` (a
+    ///         plain transfer, or an authorization executed on the token
+    ///         directly): no payment record and no credit stands for it.
+    function returnStray(address to, uint256 amount) external onlyOperator {
+        uint256 stray = strayBalance();
+        if (amount > stray) revert NotStray(amount, stray);
+        asset.safeTransfer(to, amount);
+        emit StrayReturned(to, amount);
+    }
+
+    // ---- the daily batch ----
+
+    /// @notice Writes `day`'s encrypted credit of each slot into its pending
+    ///         bucket (a day that has ended and is open). A slot already
+    ///         credited in this attempt is skipped, so a retried chunk credits
+    ///         nothing twice. Pending credit is not spendable.
     function creditSlots(
         uint256 day,
         uint256[] calldata slotIds,
@@ -263,18 +408,16 @@ contract ConfidentialSettlementVault {
         bytes calldata inputProof
     ) external onlyOperator {
         if (slotIds.length != amounts.length) revert LengthMismatch();
-        DayState storage d = _openDay(day);
+        DayState storage d = _creditableDay(day);
+        uint32 mark = d.attempt + 1;
         uint256 credited;
-        euint64 sum = d.creditedSum;
+        euint128 sum = d.creditedSum;
         for (uint256 i = 0; i < slotIds.length; i++) {
             uint256 id = slotIds[i];
             if (id >= slotCount) revert UnknownSlot(id);
-            if (_creditedOn[id][day]) continue;
-            _creditedOn[id][day] = true;
-            euint64 amount = FHE.fromExternal(amounts[i], inputProof);
-            Slot storage s = _slots[id];
-            _setBalance(s, FHE.add(s.balance, amount));
-            sum = FHE.isInitialized(sum) ? FHE.add(sum, amount) : amount;
+            if (_creditedIn[id][day] == mark) continue;
+            _creditedIn[id][day] = mark;
+            sum = _addPending(id, day, FHE.fromExternal(amounts[i], inputProof), sum);
             credited++;
         }
         if (credited > 0) {
@@ -282,55 +425,107 @@ contract ConfidentialSettlementVault {
             d.creditedSum = sum;
             d.slotsCredited += uint32(credited);
         }
-        emit SlotsCredited(day, credited);
+        emit SlotsCredited(day, d.attempt, credited);
     }
 
-    /// @notice Ends a day's batch once every slot is credited: books its
-    ///         receipt total, checks solvency, and publishes an encrypted
-    ///         flag saying whether the slot credits add up to that total.
+    /// @notice Ends an attempt's crediting once every slot is credited, and
+    ///         publishes, for the KMS to decrypt, whether the credits add up
+    ///         to the day's pool (collected, less redeemed and returned).
     function closeDay(uint256 day) external onlyOperator {
-        DayState storage d = _openDay(day);
+        DayState storage d = _creditableDay(day);
         if (d.slotsCredited != slotCount) revert DayIncomplete(day, d.slotsCredited, slotCount);
-        d.closed = true;
+        uint256 pool = dayPool(day);
         ebool matches = FHE.isInitialized(d.creditedSum)
-            ? FHE.eq(d.creditedSum, FHE.asEuint64(d.receiptTotal))
-            : FHE.asEbool(d.receiptTotal == 0);
+            ? FHE.eq(d.creditedSum, uint128(pool))
+            : FHE.asEbool(pool == 0);
         FHE.allowThis(matches);
         FHE.makePubliclyDecryptable(matches);
-        d.matchesReceipts = matches;
-        totalCredited += d.receiptTotal;
-        _checkSolvent();
-        emit DayClosed(day, d.receiptTotal, d.receiptCount, ebool.unwrap(matches));
+        d.matches = matches;
+        d.phase = DAY_CLOSING;
+        emit DayClosing(day, d.attempt, pool, ebool.unwrap(matches));
+    }
+
+    /// @notice Settles a closing day with the KMS decryption of its check.
+    ///         True: the day is closed and its credits may be released.
+    ///         False: the credits are discarded and the day reopens for a new
+    ///         attempt. Anyone may submit the proof.
+    function finalizeDay(uint256 day, bytes calldata cleartexts, bytes calldata decryptionProof) external {
+        DayState storage d = _days[day];
+        if (d.phase != DAY_CLOSING) revert DayNotClosing(day);
+        bytes32[] memory handles = new bytes32[](1);
+        handles[0] = ebool.unwrap(d.matches);
+        FHE.checkSignatures(handles, cleartexts, decryptionProof);
+        if (abi.decode(cleartexts, (bool))) {
+            d.phase = DAY_CLOSED;
+            uint256 pool = dayPool(day);
+            totalCredited += pool;
+            _checkSolvent();
+            emit DayClosed(day, pool, d.payments);
+        } else {
+            emit DayRejected(day, d.attempt);
+            d.phase = DAY_OPEN;
+            d.attempt += 1;
+            d.slotsCredited = 0;
+            d.creditedSum = euint128.wrap(0);
+            d.matches = ebool.wrap(0);
+        }
+    }
+
+    /// @notice Moves a closed day's pending credit of each slot into its
+    ///         balance, once per slot. Anyone may call it.
+    function release(uint256 day, uint256[] calldata slotIds) external {
+        DayState storage d = _days[day];
+        if (d.phase != DAY_CLOSED) revert DayNotClosed(day);
+        uint32 mark = d.attempt + 1;
+        uint256 released;
+        for (uint256 i = 0; i < slotIds.length; i++) {
+            uint256 id = slotIds[i];
+            if (_creditedIn[id][day] != mark) continue;
+            _creditedIn[id][day] = RELEASED;
+            Slot storage s = _slots[id];
+            // Cannot wrap: every balance is part of what closed days and
+            // redemptions credited, which the vault holds in USDC (< 2^64).
+            _setBalance(s, FHE.add(s.balance, _pending[id][day]));
+            _pending[id][day] = euint64.wrap(0);
+            released++;
+        }
+        d.slotsReleased += uint32(released);
+        emit SlotsReleased(day, released);
     }
 
     // ---- receipts without us ----
 
-    /// @notice Credits a receipt whose payment its day's batch did not credit.
-    ///         Anyone may submit it once the day's batch window has passed.
-    function redeemReceipt(Receipt calldata r, bytes calldata signature) external {
+    /// @notice Credits a receipt's payment to its slot when its day was not
+    ///         closed in time: at least `REDEMPTION_DELAY` after the day
+    ///         ended, while it is open. The receipt must be our signature and
+    ///         match the vault's own record of the payment (amount, day), and
+    ///         the caller must know the slot's salt (the merchant, or us).
+    ///         The payment leaves the day's pool, so no batch counts it again.
+    function redeemReceipt(Receipt calldata r, bytes calldata signature, bytes32 salt) external {
         if (r.slot >= slotCount) revert UnknownSlot(r.slot);
-        uint256 opensAt = (uint256(r.day) + 1) * DAY + BATCH_WINDOW;
-        if (block.timestamp < opensAt) revert RedemptionNotOpen(opensAt);
+        Slot storage s = _slots[r.slot];
+        if (keccak256(abi.encode(r.merchant, salt)) != s.commitment) revert NotSlotOwner();
         if (ECDSA.recover(_typedDataHash(_receiptStructHash(r)), signature) != receiptSigner) {
             revert InvalidSignature();
         }
         bytes32 key = receiptKey(r.payer, r.nonce);
-        if (_redeemed[key]) revert ReceiptAlreadyRedeemed(key);
-        uint256 marked = _markedOn[key];
-        // A mark counts once its day closed, or once its slot was credited
-        // that day; a batch that stopped before either leaves it redeemable.
-        if (marked != 0 && (_days[marked - 1].closed || _creditedOn[r.slot][marked - 1])) {
-            revert ReceiptCreditedByBatch(key);
-        }
-        if (!IEIP3009State(address(asset)).authorizationState(r.payer, r.nonce)) {
-            revert PaymentNotMade(key);
-        }
-        _redeemed[key] = true;
-        Slot storage s = _slots[r.slot];
-        _setBalance(s, FHE.add(s.balance, FHE.asEuint64(r.amount)));
-        totalCredited += r.amount;
+        Payment storage p = _payments[key];
+        if (p.state == 0) revert PaymentNotCollected(key);
+        if (p.state == PAYMENT_REDEEMED) revert ReceiptAlreadyRedeemed(key);
+        if (p.state == PAYMENT_RETURNED) revert PaymentWasReturned(key);
+        if (p.amount != r.amount || p.day != r.day) revert ReceiptMismatch(key);
+        DayState storage d = _days[p.day];
+        if (d.phase == DAY_CLOSED) revert ReceiptCreditedByBatch(key);
+        if (d.phase != DAY_OPEN) revert DayNotOpen(p.day, d.phase);
+        uint256 opensAt = (uint256(p.day) + 1) * DAY + REDEMPTION_DELAY;
+        if (block.timestamp < opensAt) revert RedemptionNotOpen(opensAt);
+        p.state = PAYMENT_REDEEMED;
+        d.redeemed += p.amount;
+        totalCredited += p.amount;
+        s.revealedOwner = r.merchant;
+        _setBalance(s, FHE.add(s.balance, FHE.asEuint64(p.amount)));
         _checkSolvent();
-        emit ReceiptRedeemed(key, r.slot, r.amount);
+        emit ReceiptRedeemed(key, r.slot, p.amount);
     }
 
     // ---- withdrawals ----
@@ -367,8 +562,10 @@ contract ConfidentialSettlementVault {
             amount: req.amount,
             requestedAt: uint64(block.timestamp),
             state: WITHDRAWAL_DEBITED,
+            paid: false,
             debited: debited
         });
+        _withdrawalOf[req.slot][req.nonce] = id + 1;
         emit WithdrawalRequested(id, req.slot, req.to, req.amount, req.nonce, ebool.unwrap(debited));
     }
 
@@ -383,6 +580,7 @@ contract ConfidentialSettlementVault {
         FHE.checkSignatures(handles, cleartexts, decryptionProof);
         bool paid = abi.decode(cleartexts, (bool));
         w.state = WITHDRAWAL_FINALIZED;
+        w.paid = paid;
         if (paid) {
             totalPaidOut += w.amount;
             asset.safeTransfer(w.to, w.amount);
@@ -411,6 +609,77 @@ contract ConfidentialSettlementVault {
         return keccak256(abi.encode(payer, nonce));
     }
 
+    /// @notice What the vault collected for a payment (state 0: nothing).
+    function payment(bytes32 key) external view returns (address payer, uint64 amount, uint32 day, uint8 state) {
+        Payment storage p = _payments[key];
+        return (p.payer, p.amount, p.day, p.state);
+    }
+
+    /// @notice The payments collected on `day`, `limit` from `offset`.
+    function dayPayments(uint256 day, uint256 offset, uint256 limit)
+        external
+        view
+        returns (bytes32[] memory keys, address[] memory payers, uint64[] memory amounts, uint8[] memory states)
+    {
+        uint256 total = _days[day].payments;
+        uint256 end = offset + limit > total ? total : offset + limit;
+        uint256 n = end > offset ? end - offset : 0;
+        keys = new bytes32[](n);
+        payers = new address[](n);
+        amounts = new uint64[](n);
+        states = new uint8[](n);
+        for (uint256 i = 0; i < n; i++) {
+            bytes32 key = _dayPayments[day][offset + i];
+            Payment storage p = _payments[key];
+            keys[i] = key;
+            payers[i] = p.payer;
+            amounts[i] = p.amount;
+            states[i] = p.state;
+        }
+    }
+
+    /// @notice What the day's credits must add up to: collected, less redeemed and returned.
+    function dayPool(uint256 day) public view returns (uint256) {
+        DayState storage d = _days[day];
+        return uint256(d.collected) - d.redeemed - d.returned;
+    }
+
+    function dayInfo(uint256 day)
+        external
+        view
+        returns (
+            uint64 collected,
+            uint32 payments,
+            uint64 redeemed,
+            uint64 returned,
+            uint32 attempt,
+            uint32 slotsCredited,
+            uint32 slotsReleased,
+            uint8 phase,
+            bytes32 matches
+        )
+    {
+        DayState storage d = _days[day];
+        return (
+            d.collected,
+            d.payments,
+            d.redeemed,
+            d.returned,
+            d.attempt,
+            d.slotsCredited,
+            d.slotsReleased,
+            d.phase,
+            ebool.unwrap(d.matches)
+        );
+    }
+
+    /// @return credited whether the slot is credited for `day` in the current attempt
+    /// @return released whether its credit of `day` is in its balance
+    function slotDay(uint256 slot, uint256 day) external view returns (bool credited, bool released) {
+        uint32 mark = _creditedIn[slot][day];
+        return (mark == RELEASED || mark == _days[day].attempt + 1, mark == RELEASED);
+    }
+
     function slotOf(bytes32 commitment) external view returns (bool assigned, uint256 slot) {
         uint256 v = _slotOfCommitment[commitment];
         return (v != 0, v == 0 ? 0 : v - 1);
@@ -426,31 +695,35 @@ contract ConfidentialSettlementVault {
         return (s.commitment, euint64.unwrap(s.balance), s.withdrawNonce, s.revealedOwner);
     }
 
-    function creditedOn(uint256 slot, uint256 day) external view returns (bool) {
-        return _creditedOn[slot][day];
-    }
-
-    function dayInfo(uint256 day)
-        external
-        view
-        returns (uint64 receiptTotal, uint32 receiptCount, uint32 slotsCredited, bool closed, bytes32 matchesReceipts)
-    {
-        DayState storage d = _days[day];
-        return (d.receiptTotal, d.receiptCount, d.slotsCredited, d.closed, ebool.unwrap(d.matchesReceipts));
-    }
-
-    /// @return markedDay the day + 1 of the batch that marked it (0: none)
-    function receiptInfo(bytes32 key) external view returns (uint256 markedDay, bool redeemed) {
-        return (_markedOn[key], _redeemed[key]);
-    }
-
     function withdrawal(uint256 id)
         external
         view
-        returns (uint256 slot, address to, uint64 amount, uint64 requestedAt, uint8 state, bytes32 debited)
+        returns (
+            uint256 slot,
+            address to,
+            uint64 amount,
+            uint64 requestedAt,
+            uint8 state,
+            bool paid,
+            bytes32 debited
+        )
     {
         Withdrawal storage w = _withdrawal(id);
-        return (w.slot, w.to, w.amount, w.requestedAt, w.state, ebool.unwrap(w.debited));
+        return (w.slot, w.to, w.amount, w.requestedAt, w.state, w.paid, ebool.unwrap(w.debited));
+    }
+
+    /// @notice The withdrawal that used a slot's withdrawal nonce, if any.
+    function withdrawalOf(uint256 slot, uint64 nonce) external view returns (bool found, uint256 id) {
+        uint256 v = _withdrawalOf[slot][nonce];
+        return (v != 0, v == 0 ? 0 : v - 1);
+    }
+
+    /// @notice USDC the vault holds beyond what it owes: what reached it
+    ///         outside `collect`.
+    function strayBalance() public view returns (uint256) {
+        uint256 owed = totalCollected - totalReturned - totalPaidOut;
+        uint256 holdings = asset.balanceOf(address(this));
+        return holdings > owed ? holdings - owed : 0;
     }
 
     function domainSeparator() public view returns (bytes32) {
@@ -459,17 +732,56 @@ contract ConfidentialSettlementVault {
 
     // ---- internals ----
 
-    /// @dev A day's batch runs during the day after it, and only until closed.
-    function _openDay(uint256 day) private view returns (DayState storage d) {
-        uint256 start = (day + 1) * DAY;
-        if (block.timestamp < start || block.timestamp >= start + BATCH_WINDOW) revert BatchWindowClosed(day);
+    function _beforeCollect(address from, address to, uint256 value, bytes32 nonce)
+        private
+        view
+        returns (uint256 balanceBefore)
+    {
+        if (to != address(this)) revert NotPaidToVault(to);
+        if (value == 0 || value > type(uint64).max) revert BadAmount(value);
+        bytes32 key = receiptKey(from, nonce);
+        if (_payments[key].state != 0) revert AlreadyCollected(key);
+        return asset.balanceOf(address(this));
+    }
+
+    /// @dev After the token call: the vault must hold exactly `value` more
+    ///      (a token that took a fee, or paid elsewhere, is refused).
+    ///      Only the configured USDC is called, which makes no callbacks.
+    function _afterCollect(address from, uint256 value, bytes32 nonce, uint256 balanceBefore) private {
+        uint256 received = asset.balanceOf(address(this)) - balanceBefore;
+        if (received != value) revert PaymentShort(received, value);
+        bytes32 key = receiptKey(from, nonce);
+        uint256 day = block.timestamp / DAY;
+        _payments[key] = Payment({payer: from, amount: uint64(value), day: uint24(day), state: PAYMENT_COLLECTED});
+        DayState storage d = _days[day];
+        _dayPayments[day][d.payments] = key;
+        d.collected += uint64(value);
+        d.payments += 1;
+        totalCollected += value;
+        emit Collected(day, key, from, value);
+    }
+
+    /// @dev Keeps a slot's credit of the day pending and adds it to the
+    ///      attempt's 128-bit sum.
+    function _addPending(uint256 id, uint256 day, euint64 amount, euint128 sum) private returns (euint128) {
+        FHE.allowThis(amount);
+        _pending[id][day] = amount;
+        euint128 wide = FHE.asEuint128(amount);
+        return FHE.isInitialized(sum) ? FHE.add(sum, wide) : wide;
+    }
+
+    /// @dev A day is credited once it has ended (no payment can join its
+    ///      pool any more) and until it closes; no upper bound, so a day
+    ///      whose batch did not run is closed late.
+    function _creditableDay(uint256 day) private view returns (DayState storage d) {
+        if (block.timestamp < (day + 1) * DAY) revert DayNotOver(day);
         d = _days[day];
-        if (d.closed) revert DayAlreadyClosed(day);
+        if (d.phase != DAY_OPEN) revert DayNotOpen(day, d.phase);
     }
 
     /// @dev Every new balance handle: the vault keeps using it, the operator
     ///      may decrypt it (the service's dashboard), and so may the merchant
-    ///      once a withdrawal has named it.
+    ///      once a withdrawal or redemption has named it.
     function _setBalance(Slot storage s, euint64 balance) private {
         s.balance = balance;
         FHE.allowThis(balance);
@@ -478,9 +790,9 @@ contract ConfidentialSettlementVault {
     }
 
     function _checkSolvent() private view {
-        uint256 liabilities = totalCredited - totalPaidOut;
+        uint256 owed = totalCredited - totalPaidOut;
         uint256 holdings = asset.balanceOf(address(this));
-        if (liabilities > holdings) revert Insolvent(liabilities, holdings);
+        if (owed > holdings) revert Insolvent(owed, holdings);
     }
 
     function _withdrawal(uint256 id) private view returns (Withdrawal storage w) {

@@ -3,7 +3,8 @@
  * the feature (src/features/confidential: scheduling, records, answers) and
  * the chain side that implements it (src/chains/evm/confidential). Every
  * write is safe to repeat: the contract refuses a second slot for a merchant,
- * a second credit of a slot for a day and a second finalization.
+ * a second collect of a payment, a second credit of a slot for a day and a
+ * second finalization.
  */
 import type { Address, Hex } from "viem";
 
@@ -73,11 +74,40 @@ export interface SignedReceipt {
   key: Hex;
 }
 
+/** A slot's share of a day's pool: the sum of its merchant's payments collected that day. */
 export interface DayCredit {
   slot: bigint;
-  /** The slot's total for the day: must equal the sum of its receipts. */
   amount: bigint;
-  receipts: { payer: Address; nonce: Hex; amount: bigint }[];
+}
+
+export type PaymentState = "none" | "collected" | "redeemed" | "returned";
+
+/** What the vault collected for one authorization (state `none`: nothing). */
+export interface CollectedPayment {
+  key: Hex;
+  state: PaymentState;
+  payer: Address;
+  amount: bigint;
+  /** The UTC day the vault collected it in: the day whose pool it joined. */
+  day: number;
+}
+
+export type DayPhase = "open" | "closing" | "closed";
+
+/** A day as the vault keeps it. */
+export interface DayInfo {
+  day: number;
+  collected: bigint;
+  payments: number;
+  redeemed: bigint;
+  returned: bigint;
+  /** What the day's credits must add up to: collected, less redeemed and returned. */
+  pool: bigint;
+  /** Bumped each time the KMS proved an attempt's credits wrong. */
+  attempt: number;
+  slotsCredited: number;
+  slotsReleased: number;
+  phase: DayPhase;
 }
 
 interface CreditDayResult {
@@ -86,8 +116,25 @@ interface CreditDayResult {
   alreadyCredited: bigint[];
   /** Slots credited by this call. */
   credited: bigint[];
-  /** The day's receipt total as booked on-chain. */
+  /** The day's pool as closed on-chain. */
   total: bigint;
+  /** Payments sent back to their payers by this call. */
+  returned: Hex[];
+}
+
+/**
+ * The KMS proved that an attempt's credits did not add up to the day's pool
+ * (a redemption or a return changed it meanwhile, or the credits were
+ * wrong): the vault discarded them and the day is open for a new attempt.
+ */
+export class DayRejectedError extends Error {
+  constructor(
+    readonly day: number,
+    readonly attempt: number,
+  ) {
+    super(`the vault rejected attempt ${attempt} of day ${day}: its credits did not add up`);
+    this.name = "DayRejectedError";
+  }
 }
 
 export type WithdrawalState = "debited" | "finalized" | "cancelled";
@@ -103,6 +150,8 @@ export interface WithdrawalInfo {
   cancellableAt: bigint;
   /** The encrypted "debited" flag; publicly decryptable. */
   debitedHandle: Hex;
+  /** Once finalized: whether the USDC was paid out (the balance covered it). */
+  paid: boolean;
 }
 
 export interface ConfidentialVault {
@@ -123,21 +172,45 @@ export interface ConfidentialVault {
     accountRef: string;
     walletSignature: Hex;
   }): Promise<{ slot: bigint; txHash: Hex | null; secret: Hex }>;
+  /** How the vault names a payment: payer and nonce (EIP-3009 nonces are per payer). */
+  paymentKey(payer: Address, nonce: Hex): Hex;
+  /** What the vault collected for a payment. */
+  payment(key: Hex): Promise<CollectedPayment>;
+  /** A day's totals and phase. */
+  dayInfo(day: number): Promise<DayInfo>;
+  /** Every payment the vault collected on `day` (a ledger no one can rewrite). */
+  dayPayments(day: number): Promise<CollectedPayment[]>;
+  /**
+   * Signs a payment's receipt. `day` and `amount` must be the vault's own
+   * record of it (`payment`): only such a receipt can be redeemed.
+   */
   signReceipt(args: {
     paymentNonce: Hex;
     payer: Address;
     merchant: Address;
     slot: bigint;
     amount: bigint;
-    /** UTC day number of the settlement; default: today. */
-    day?: number;
+    day: number;
   }): Promise<SignedReceipt>;
   /**
-   * The daily batch of `day` (a UTC day number that has ended; run during
-   * the day after it). `credits` lists the slots that earned; every other
-   * slot is credited an encrypted zero.
+   * The daily batch of `day` (a UTC day that has ended and is not closed;
+   * any later day, so a day whose batch did not run is closed late): sends
+   * `returns` back to their payers, writes every slot's encrypted credit
+   * into its pending bucket (`credits` lists the slots that earned, every
+   * other slot gets an encrypted zero), closes the day, finalizes it with
+   * the KMS proof that the credits add up to the pool, and releases the
+   * credits into the balances. Safe to call again after a crash at any
+   * point, and on a closed day (it releases whatever is left). Throws
+   * `DayRejectedError` when the KMS proves the credits wrong; throws before
+   * sending credits that do not add up to the pool.
    */
-  creditDay(args: { day: number; credits: readonly DayCredit[] }): Promise<CreditDayResult>;
+  creditDay(args: {
+    day: number;
+    credits: readonly DayCredit[];
+    returns?: readonly Hex[];
+    /** Asked before each transaction: true stops the run (another replica took the batch). */
+    shouldStop?: () => boolean;
+  }): Promise<CreditDayResult>;
   /** The request for the merchant's wallet to sign, with the slot's next nonce. */
   prepareWithdraw(args: {
     slot: bigint;
@@ -165,6 +238,14 @@ export interface ConfidentialVault {
     withdrawalId: bigint,
   ): Promise<{ txHash: Hex | null; paid: boolean; amount: bigint; state: WithdrawalState }>;
   withdrawal(withdrawalId: bigint): Promise<WithdrawalInfo>;
+  /**
+   * The transaction a merchant's wallet sends itself to redeem a receipt
+   * (`redeemReceipt`, which names the slot's salt): no call to us is needed
+   * to send it, only to build it.
+   */
+  redeemCall(signed: SignedReceipt, salt: Hex): { to: Address; data: Hex };
+  /** The transaction a withdrawal address sends itself to cancel a stalled withdrawal. */
+  cancelCall(withdrawalId: bigint): { to: Address; data: Hex };
   /** The slot's available balance, decrypted with the operator's ACL permission. */
   balance(slot: bigint): Promise<bigint>;
   /** Chain time (seconds): the batch window and the redemption rules use it. */
@@ -213,6 +294,8 @@ export interface FhevmInstanceLike {
 /** Where the fhEVM lives for a chain, and the relayer in front of its KMS. */
 export interface FhevmNetworkSettings {
   relayerUrl: string;
+  /** The relayer's API key (its `x-api-key` header). */
+  relayerApiKey?: string;
   aclAddress: Address;
   executorAddress: Address;
   kmsVerifierAddress: Address;
@@ -222,6 +305,16 @@ export interface FhevmNetworkSettings {
   /** The gateway chain's input verification contract (the input proofs' verifyingContract). */
   inputVerificationAddress: Address;
   gatewayChainId: number;
+}
+
+/**
+ * One holder of the operator key at a time, across replicas: its
+ * transactions take the account's next nonce, so two replicas sending at
+ * once would collide (and two finalizing the same withdrawal would revert).
+ */
+export interface OperatorKeyLease {
+  /** Runs `work` while this replica alone may send with the operator key. */
+  hold<T>(work: () => Promise<T>): Promise<T>;
 }
 
 interface ConfidentialVaultLog {
@@ -247,7 +340,9 @@ export interface ConfidentialVaultOptions {
   mode:
     FhevmNetworkSettings | { mock: () => Promise<{ instance: FhevmInstanceLike; close(): void }> };
   log?: ConfidentialVaultLog;
-  /** Slots per `creditSlots` transaction (1…32). Default 16. */
+  /** Shares the operator key with other replicas; absent: this process alone sends with it. */
+  operatorLease?: OperatorKeyLease;
+  /** Slots per `creditSlots` transaction (1…16). Default 16. */
   slotsPerTransaction?: number;
 }
 

@@ -13,6 +13,7 @@ const FULL = {
   CONFIDENTIAL_DECRYPTION_ADDRESS: A(6),
   CONFIDENTIAL_INPUT_VERIFICATION_ADDRESS: A(7),
   CONFIDENTIAL_RELAYER_URL: "https://relayer.example",
+  CONFIDENTIAL_RELAYER_API_KEY: "relayer-key",
   CONFIDENTIAL_GATEWAY_CHAIN_ID: "261131",
   CONFIDENTIAL_OPERATOR_KEY: `0x${"11".repeat(32)}`,
   CONFIDENTIAL_RECEIPT_SIGNER_KEY: `0x${"22".repeat(32)}`,
@@ -25,6 +26,18 @@ test("confidential settlement: off when nothing is set, complete when everything
   assert.equal(c.contractAddress, A(1));
   assert.equal(c.fhevm.executorAddress, A(3));
   assert.equal(c.fhevm.gatewayChainId, 261131);
+  assert.equal(c.fhevm.relayerApiKey, "relayer-key");
+});
+
+test("confidential settlement in production refuses to start without the relayer's key, saying what is missing", () => {
+  const { CONFIDENTIAL_RELAYER_API_KEY: _key, ...noKey } = FULL;
+  assert.throws(
+    () => parse(noKey),
+    (e: unknown) =>
+      e instanceof ConfigError &&
+      /cannot start in production without Zama's fhEVM on eip155:8453/.test(e.message) &&
+      /CONFIDENTIAL_RELAYER_API_KEY/.test(e.message),
+  );
 });
 
 test("confidential settlement: a partial or malformed configuration names the variable, never a key", () => {

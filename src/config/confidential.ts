@@ -12,12 +12,21 @@
  *   transactions must not share nonces with the settlement signers.
  * - `CONFIDENTIAL_RECEIPT_SIGNER_KEY` / `_FILE`: signs payment receipts.
  * - `CONFIDENTIAL_RELAYER_URL`: Zama's relayer (input proofs, decryptions).
+ * - `CONFIDENTIAL_RELAYER_API_KEY` / `_FILE`: the relayer's API key (sent as
+ *   its `x-api-key` header); production relayers meter and refuse anonymous use.
  * - `CONFIDENTIAL_ACL_ADDRESS`, `CONFIDENTIAL_EXECUTOR_ADDRESS`,
  *   `CONFIDENTIAL_KMS_VERIFIER_ADDRESS`, `CONFIDENTIAL_INPUT_VERIFIER_ADDRESS`:
  *   the fhEVM host contracts on the chain.
  * - `CONFIDENTIAL_DECRYPTION_ADDRESS`, `CONFIDENTIAL_INPUT_VERIFICATION_ADDRESS`,
  *   `CONFIDENTIAL_GATEWAY_CHAIN_ID`: the gateway chain's contracts and id that
  *   the KMS and coprocessor signatures are bound to.
+ *
+ * Production confidential settlement needs a chain where Zama runs the
+ * fhEVM (its host contracts, coprocessors, KMS and relayer). The relayer SDK
+ * bundled here ships settings for Ethereum and Sepolia only, none for Base,
+ * so every address is given here rather than taken from the SDK, and the
+ * service refuses to start confidential mode when any is missing or when
+ * the chain has no contract at the host addresses (vault.ts).
  */
 import { ConfigError } from "../lib/configError.js";
 import type { ConfigVariable } from "../lib/envVars.js";
@@ -30,6 +39,7 @@ export interface ConfidentialConfig {
   receiptSignerKey: `0x${string}`;
   fhevm: {
     relayerUrl: string;
+    relayerApiKey: string;
     aclAddress: `0x${string}`;
     executorAddress: `0x${string}`;
     kmsVerifierAddress: `0x${string}`;
@@ -59,6 +69,7 @@ const CONFIDENTIAL_VARIABLES = [
   "CONFIDENTIAL_OPERATOR_KEY",
   "CONFIDENTIAL_RECEIPT_SIGNER_KEY",
   "CONFIDENTIAL_RELAYER_URL",
+  "CONFIDENTIAL_RELAYER_API_KEY",
   "CONFIDENTIAL_GATEWAY_CHAIN_ID",
 ] as const;
 
@@ -73,18 +84,20 @@ export function parseConfidentialConfig(
   const value = (name: string) => env[name]?.trim() || undefined;
   const operatorKey = readSecret("CONFIDENTIAL_OPERATOR_KEY")?.trim();
   const receiptSignerKey = readSecret("CONFIDENTIAL_RECEIPT_SIGNER_KEY")?.trim();
+  const relayerApiKey = readSecret("CONFIDENTIAL_RELAYER_API_KEY")?.trim();
+  const secrets: Record<string, string | undefined> = {
+    CONFIDENTIAL_OPERATOR_KEY: operatorKey,
+    CONFIDENTIAL_RECEIPT_SIGNER_KEY: receiptSignerKey,
+    CONFIDENTIAL_RELAYER_API_KEY: relayerApiKey,
+  };
   const set = CONFIDENTIAL_VARIABLES.filter((name) =>
-    name === "CONFIDENTIAL_OPERATOR_KEY"
-      ? operatorKey
-      : name === "CONFIDENTIAL_RECEIPT_SIGNER_KEY"
-        ? receiptSignerKey
-        : value(name),
+    name in secrets ? secrets[name] : value(name),
   );
   if (set.length === 0) return undefined;
   const missing = CONFIDENTIAL_VARIABLES.filter((name) => !set.includes(name));
   if (missing.length > 0) {
     throw new ConfigError(
-      `confidential settlement is partly configured: also set ${missing.join(", ")} (keys may be given as *_FILE)`,
+      `confidential settlement cannot start in production without Zama's fhEVM on ${CONFIDENTIAL_NETWORK}: also set ${missing.join(", ")} (keys may be given as *_FILE), or unset every CONFIDENTIAL_* variable to run without it`,
     );
   }
 
@@ -123,7 +136,7 @@ export function parseConfidentialConfig(
     contractAddress,
     operatorKey: operatorKey as `0x${string}`,
     receiptSignerKey: receiptSignerKey as `0x${string}`,
-    fhevm: { relayerUrl, gatewayChainId, ...hostAddresses },
+    fhevm: { relayerUrl, relayerApiKey: relayerApiKey!, gatewayChainId, ...hostAddresses },
   };
 }
 
@@ -174,6 +187,12 @@ export const VARIABLES: readonly ConfigVariable[] = [
   {
     name: "CONFIDENTIAL_RELAYER_URL",
     description: "Zama's relayer (`https://`): encrypted-input proofs and KMS decryptions.",
+  },
+  {
+    name: "CONFIDENTIAL_RELAYER_API_KEY",
+    description:
+      "The relayer's API key, sent as its `x-api-key` header (or `CONFIDENTIAL_RELAYER_API_KEY_FILE`).",
+    secret: true,
   },
   {
     name: "CONFIDENTIAL_ACL_ADDRESS",

@@ -149,6 +149,7 @@ function completeEnvironment(): Record<string, string> {
     CONFIDENTIAL_DECRYPTION_ADDRESS: address(6),
     CONFIDENTIAL_INPUT_VERIFICATION_ADDRESS: address(7),
     CONFIDENTIAL_RELAYER_URL: "https://relayer.example",
+    CONFIDENTIAL_RELAYER_API_KEY: "relayer-key",
     CONFIDENTIAL_GATEWAY_CHAIN_ID: "261131",
     CONFIDENTIAL_OPERATOR_KEY: `0x${"11".repeat(32)}`,
     CONFIDENTIAL_RECEIPT_SIGNER_KEY: `0x${"22".repeat(32)}`,

@@ -46,6 +46,8 @@ export interface EngineOptions {
   journal: TransactionJournal;
   leases: SignerLeases;
   pendingSettlements: PendingSettlementStore;
+  /** The confidential settlement vault, when there is one (its payments are collected through it). */
+  confidentialVault?: { network: string; address: `0x${string}` } | undefined;
   /** Test knobs: faster polling, shorter leases, threads that stop sooner. */
   overrides?: {
     pollingIntervalMs?: number | undefined;
@@ -77,6 +79,7 @@ export async function createEngine(opts: EngineOptions): Promise<PaymentFacilita
       metrics.transactionPhase.observe({ network, phase }, seconds),
     onNativeRecovery: (on) => metrics.nativeRecovery.set(on ? 1 : 0),
     onFeePaid: (network, outcome, fee) => metrics.gasSpent.inc({ network, outcome }, fee),
+    ...(opts.confidentialVault ? { confidentialVault: opts.confidentialVault } : {}),
     ...(overrides.pollingIntervalMs !== undefined
       ? { pollingIntervalMs: overrides.pollingIntervalMs }
       : {}),

@@ -316,6 +316,14 @@ interface ConfidentialCreditsTable {
   settled_at: Timestamp | null;
   credited_day: number | null;
   batch_tx_hash: string | null;
+  /** 0021: the vault's key of the payment (keccak256(payer, nonce)). */
+  payment_key: string | null;
+  /** 0021: the UTC day the vault collected it in. */
+  day: number | null;
+  /** 0021: credited another way: its receipt redeemed, or returned to its payer. */
+  outcome: "redeemed" | "returned" | null;
+  /** 0021: why its day's batch skipped it. */
+  problem: string | null;
 }
 
 interface ConfidentialBatchesTable {
@@ -330,6 +338,17 @@ interface ConfidentialBatchesTable {
   total_amount: string | null;
   plan: ColumnType<unknown, string | null | undefined, string | null>;
   tx_hashes: ColumnType<unknown, string | undefined, string>;
+  /** 0021: the credits the batch skipped, and why. */
+  skipped: ColumnType<unknown, string | undefined, string>;
+  /** 0021: the vault's attempt of the day the batch closed. */
+  attempt: number | null;
+}
+
+/** 0021: one replica at a time holds the vault's operator key. */
+interface ConfidentialOperatorLeaseTable {
+  id: number;
+  holder: string | null;
+  expires_at: Timestamp;
 }
 
 export type WithdrawalState = "submitting" | "debited" | "finalized" | "cancelled" | "failed";
@@ -373,6 +392,7 @@ export interface Database {
   confidential_credits: ConfidentialCreditsTable;
   confidential_batches: ConfidentialBatchesTable;
   confidential_withdrawals: ConfidentialWithdrawalsTable;
+  confidential_operator_lease: ConfidentialOperatorLeaseTable;
 }
 
 export type Account = Selectable<AccountsTable>;

@@ -64,13 +64,15 @@ export function startWorkers(opts: {
   });
   if (overrides.webhooks !== false) webhooks.start();
   const sessions = startSessionPruner(() => pruneExpiredSessions(opts.db), log);
-  const { batch, withdrawals } = opts.confidential;
+  const { batch, withdrawals, credits } = opts.confidential;
   const confidential =
-    batch && withdrawals && overrides.confidentialWorker !== false
+    batch && withdrawals && credits && overrides.confidentialWorker !== false
       ? new ConfidentialWorker({
           batch,
           withdrawals,
+          credits,
           log: log.child({ component: "confidential" }),
+          registry: opts.metrics.registry,
           ...(overrides.confidentialWorker || {}),
         })
       : undefined;

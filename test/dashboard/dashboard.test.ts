@@ -590,6 +590,14 @@ describe("dashboard in Chromium", () => {
     await tab(page, "Confidential");
     await page.locator("table.receipts").getByText("pending").waitFor();
     await page.locator("table.receipts").getByText("0.010000 USDC").waitFor();
+    // The balance: pending until its day's batch, nothing available yet.
+    await page.getByTestId("balance-pending").getByText("0.010000 USDC").waitFor();
+    await page.getByTestId("balance-available").getByText("0.000000 USDC").waitFor();
+    // What an observer of the chain learns, stated as it is.
+    await page
+      .getByTestId("confidential-observer")
+      .getByText(/whether your balance covered it/)
+      .waitFor();
 
     // Nothing is available before the daily batch: the withdrawal debits nothing.
     await page.getByLabel("Amount (USDC)").fill("0.01");

@@ -18,7 +18,14 @@ import { decodePaymentResponseHeader } from "@x402/core/http";
 import { ExactEvmScheme as ExactEvmServerScheme } from "@x402/evm/exact/server";
 import { ExactEvmScheme as ExactEvmClientScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment } from "@x402/fetch";
-import type { Hex } from "viem";
+import {
+  createPublicClient,
+  createTestClient,
+  createWalletClient,
+  defineChain,
+  http,
+  type Hex,
+} from "viem";
 import { sql } from "kysely";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
@@ -364,7 +371,7 @@ describe("confidential settlement end to end", () => {
     assert.equal((await credits()).length, creditsBefore, "no credit is owed for any of them");
   });
 
-  test("the credit cannot be written: 503, nothing sent, the row says not attempted", async () => {
+  test("the credit cannot be written once the payment settled: the success stands, and the sweep writes credit and receipt from the settlement record", async () => {
     const { db } = stack.service;
     const requirements = confidentialRequirements({
       usdc: stack.usdc,
@@ -372,9 +379,8 @@ describe("confidential settlement end to end", () => {
       merchant: wallet.address,
     });
     const payer = privateKeyToAccount(stack.payerKeys[3]!);
-    const before = await usdcBalance(stack.rpcUrl, stack.usdc, payer.address);
     const payload = await signPayment(stack.payerKeys[3]!, requirements);
-    // The operator's table out of reach, as an outage would leave it.
+    // The credits table out of reach, as an outage would leave it.
     await sql`alter table confidential_credits rename to confidential_credits_away`.execute(db);
     let res: Response;
     try {
@@ -387,19 +393,25 @@ describe("confidential settlement end to end", () => {
     } finally {
       await sql`alter table confidential_credits_away rename to confidential_credits`.execute(db);
     }
-    assert.equal(res.status, 503);
-    assert.equal((await json(res))["error"], "service_unavailable");
+    assert.equal(res.status, 200);
+    const body = await json<{ success: boolean; extensions?: Record<string, unknown> }>(res);
+    assert.equal(body.success, true, "the money moved: the answer says so");
+    assert.equal(body.extensions?.["confidential"], undefined, "no receipt could be signed yet");
+    const credit = () =>
+      db
+        .selectFrom("confidential_credits")
+        .select(["amount", "receipt_signature"])
+        .where("payer", "=", payer.address.toLowerCase())
+        .where("account_id", "=", merchantUser.accountId)
+        .execute();
+    assert.deepEqual(await credit(), []);
     assert.equal(
-      await usdcBalance(stack.rpcUrl, stack.usdc, payer.address),
-      before,
-      "nothing moved",
+      await stack.service.confidential.credits!.sweep(new Date(Date.now() - 3_600_000)),
+      1,
     );
-    const row = await db
-      .selectFrom("settlements")
-      .select(["status", "error_reason"])
-      .where("payer", "=", payer.address.toLowerCase())
-      .executeTakeFirstOrThrow();
-    assert.deepEqual(row, { status: "not_attempted", error_reason: "service_unavailable" });
+    const [written] = await credit();
+    assert.equal(written?.amount, PRICE_ATOMIC.toString());
+    assert.match(written?.receipt_signature ?? "", /^0x[0-9a-f]{130}$/);
   });
 
   test("the batch at a simulated midnight credits the slot once; the wallet withdraws to its address", async () => {
@@ -474,5 +486,117 @@ describe("confidential settlement end to end", () => {
     assert.deepEqual([done.state, done.paidAmount], ["finalized", owed.toString()]);
     assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, wallet.address), owed);
     assert.equal(await vault.balance(slot), 0n);
+  });
+
+  test("the tab: available and pending balance; a receipt of a day not closed is redeemed, and a stalled withdrawal cancelled, by the wallet with the transactions the API builds", async () => {
+    const vault = stack.service.confidential.vault!;
+    const { db } = stack.service;
+    const chain = createPublicClient({ transport: http(stack.rpcUrl) });
+    const testClient = createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) });
+    await testClient.setBalance({ address: wallet.address, value: 10n ** 18n });
+    const fromWallet = createWalletClient({
+      account: wallet,
+      transport: http(stack.rpcUrl),
+      chain: defineChain({
+        id: 8453,
+        name: "devnet",
+        nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+        rpcUrls: { default: { http: [stack.rpcUrl] } },
+      }),
+    });
+    /** What the dashboard does: the wallet sends the call the API built. */
+    const send = async (call: { from: string; to: Hex; data: Hex }) => {
+      assert.equal(call.from, wallet.address);
+      const hash = await fromWallet.sendTransaction({ to: call.to, data: call.data });
+      return (await chain.waitForTransactionReceipt({ hash })).status;
+    };
+    const balance = async () =>
+      json<{ available: string; pending: string }>(
+        await merchantUser.call("/api/confidential/balance"),
+      );
+    const before = await balance();
+
+    // A payment; its day's batch does not run.
+    const requirements = {
+      ...confidentialRequirements({ usdc: stack.usdc, vault: contract, merchant: wallet.address }),
+      maxTimeoutSeconds: 3 * 86_400, // valid on the chain's clock, which the tests moved ahead
+    };
+    const payload = await signPayment(stack.payerKeys[0]!, requirements);
+    const paid = await json(
+      await post(stack.url, "/settle", paymentRequest(requirements, payload.payload), merchantKey),
+    );
+    assert.equal(paid["success"], true, JSON.stringify(paid));
+    assert.deepEqual(await balance(), {
+      available: before.available,
+      availableError: null,
+      pending: (BigInt(before.pending) + PRICE_ATOMIC).toString(),
+    });
+    const nonce = (payload.payload as { authorization: { nonce: string } }).authorization.nonce;
+    const redeemCall = () =>
+      merchantUser.call("/api/confidential/receipts/redeem", {
+        method: "POST",
+        body: { paymentNonce: nonce },
+      });
+    const early = await redeemCall();
+    assert.equal(early.status, 409, "the batch's turn first");
+    assert.match((await json<{ message: string }>(early)).message, /redeemable from/);
+
+    // A day after the day ended, the wallet redeems it itself.
+    await pastNextMidnight(stack.rpcUrl, vault);
+    await pastNextMidnight(stack.rpcUrl, vault);
+    const call = await redeemCall();
+    assert.equal(call.status, 200, await call.clone().text());
+    assert.equal(await send(await json(call)), "success");
+    assert.equal((await balance()).available, (BigInt(before.available) + PRICE_ATOMIC).toString());
+    assert.equal((await redeemCall()).status, 409, "redeemed already");
+
+    // A withdrawal whose finalization stalls (the worker is off here).
+    const slot = BigInt(
+      (await json<{ slot: string }>(await merchantUser.call("/api/confidential")))["slot"],
+    );
+    const { request, typedData } = await vault.prepareWithdraw({
+      slot,
+      merchant: wallet.address,
+      amount: 4_000n,
+    });
+    const secret = (
+      await db
+        .selectFrom("confidential_merchants")
+        .select("slot_secret")
+        .where("account_id", "=", merchantUser.accountId)
+        .executeTakeFirstOrThrow()
+    ).slot_secret as Hex;
+    const { withdrawalId } = await vault.submitWithdraw({
+      request,
+      secret,
+      signature: await wallet.signTypedData(typedData),
+    });
+    const id = crypto.randomUUID();
+    await db
+      .insertInto("confidential_withdrawals")
+      .values({
+        id,
+        account_id: merchantUser.accountId,
+        amount: "4000",
+        request: JSON.stringify({}),
+        signature: "0x",
+        state: "debited",
+        onchain_id: withdrawalId.toString(),
+      })
+      .execute();
+    const cancelCall = () =>
+      merchantUser.call(`/api/confidential/withdrawals/${id}/cancel`, { method: "POST" });
+    assert.equal((await cancelCall()).status, 409, "not before 24 hours");
+    await testClient.increaseTime({ seconds: 86_400 + 60 });
+    await testClient.mine({ blocks: 1 });
+    const cancel = await cancelCall();
+    assert.equal(cancel.status, 200, await cancel.clone().text());
+    assert.equal(await send(await json(cancel)), "success");
+    assert.equal((await vault.withdrawal(withdrawalId)).state, "cancelled");
+    assert.equal(
+      (await balance()).available,
+      (BigInt(before.available) + PRICE_ATOMIC).toString(),
+      "the debit is undone",
+    );
   });
 });

@@ -2,9 +2,11 @@
  * The confidential daily batch is exactly once across replicas and across a
  * crash in the middle (spec 3.3, 8), on a controllable clock: two replicas
  * race for the same day and only one runs it; a replica that dies after the
- * chain credited the slot but before recording it leaves a lease that runs
+ * chain closed the day but before recording it leaves a lease that runs
  * out, and the replica that resumes it credits nothing twice and records
- * every payment as available.
+ * every payment as available. A payment the vault collected whose
+ * settlement is still pending holds the batch until the reconciler decides
+ * it; then it is credited, with a receipt.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -66,8 +68,9 @@ for (const backend of availableBackends()) {
         await vault.creditDay(args);
         throw new Error("replica A was killed");
       };
-      const a = new DailyBatch(db, dying, { owner: "replica-a", leaseMs: LEASE_MS, log });
-      const b = new DailyBatch(db, vault, { owner: "replica-b", leaseMs: LEASE_MS, log });
+      const credits = confidential.credits!;
+      const a = new DailyBatch(db, dying, credits, { owner: "replica-a", leaseMs: LEASE_MS, log });
+      const b = new DailyBatch(db, vault, credits, { owner: "replica-b", leaseMs: LEASE_MS, log });
       await assert.rejects(a.run(day, now), /killed/);
       assert.equal(await vault.balance(merchant.slot!), 5000n);
 
@@ -115,6 +118,43 @@ for (const backend of availableBackends()) {
       // A restarted replica A finds the day done.
       assert.deepEqual(await a.run(day, later), { ran: false, day, why: "done" });
     });
+
+    test("a batch that runs longer than its lease keeps it: another replica does not resume it meanwhile", async () => {
+      const { confidential, db } = stack.service;
+      const vault = confidential.vault!;
+      const log = createLogger("silent");
+      // A day far in the past with nothing in it, and a vault that takes
+      // its time: the lease (2 s) must be renewed while the batch runs.
+      const day = 1_000;
+      const slow: ConfidentialVault = Object.create(vault) as ConfidentialVault;
+      // An open day with something in its pool, so the batch goes on to
+      // credit it (an empty pool is finished without sending anything).
+      slow.dayInfo = async (d) => ({ ...(await vault.dayInfo(d)), phase: "open", pool: 1n });
+      slow.dayPayments = async () => [];
+      slow.creditDay = async () => {
+        await new Promise((r) => setTimeout(r, 3_500));
+        return { txHashes: [], alreadyCredited: [], credited: [], total: 0n, returned: [] };
+      };
+      const now = new Date();
+      const a = new DailyBatch(db, slow, confidential.credits!, {
+        owner: "replica-slow",
+        leaseMs: 2_000,
+        log,
+      });
+      const b = new DailyBatch(db, vault, confidential.credits!, {
+        owner: "replica-eager",
+        leaseMs: 2_000,
+        log,
+      });
+      const running = a.run(day, now);
+      await new Promise((r) => setTimeout(r, 2_500));
+      assert.deepEqual(await b.run(day, new Date(now.getTime() + 2_500)), {
+        ran: false,
+        day,
+        why: "held",
+      });
+      assert.equal((await running).ran, true);
+    });
   });
 }
 
@@ -128,7 +168,7 @@ describe("confidential daily batch and a payment still settling", () => {
   });
   after(async () => stack?.stop());
 
-  test("a payment of the day still settling holds the batch until its outcome is recorded", async () => {
+  test("a collected payment whose settlement is still pending holds the batch; once reconciled it is credited, with its receipt", async () => {
     const { confidential, db } = stack.service;
     const vault = confidential.vault!;
     const account = await createAccount(db, "late merchant");
@@ -145,7 +185,9 @@ describe("confidential daily batch and a payment still settling", () => {
       await post(stack.url, "/settle", paymentRequest(requirements, payload.payload), apiKey)
     ).json()) as Record<string, unknown>;
     assert.equal(res["success"], true, JSON.stringify(res));
-    // As if its outcome had not been committed yet at midnight.
+    // As if the process had died after the collect landed and before its
+    // outcome (and so its credit) was recorded: the reconciler's to decide.
+    await db.deleteFrom("confidential_credits").where("account_id", "=", account.id).execute();
     const settlement = () =>
       db
         .updateTable("settlements")
@@ -155,23 +197,31 @@ describe("confidential daily batch and a payment still settling", () => {
 
     const now = await pastNextMidnight(stack.rpcUrl, vault);
     const day = utcDay(now) - 1;
-    const batch = new DailyBatch(db, vault, {
+    const batch = new DailyBatch(db, vault, confidential.credits!, {
       owner: "replica-c",
       leaseMs: LEASE_MS,
       log: createLogger("silent"),
     });
     assert.deepEqual(await batch.run(day, now), { ran: false, day, why: "settling" });
+    assert.equal(
+      (await vault.dayInfo(day)).returned,
+      0n,
+      "a payment still settling is not returned",
+    );
     assert.equal(await vault.balance(merchant.slot!), 0n, "nothing credited meanwhile");
 
+    // The reconciler finds the transfer landed.
     await settlement().set({ status: "succeeded" }).execute();
     const ran = await batch.run(day, new Date(now.getTime() + 30_000));
     assert.equal(ran.ran, true);
     assert.equal(await vault.balance(merchant.slot!), 700n, "the late payment is in the batch");
     const [credit] = await db
       .selectFrom("confidential_credits")
-      .select("credited_day")
+      .select(["credited_day", "receipt_signature", "day"])
       .where("account_id", "=", account.id)
       .execute();
     assert.equal(credit!.credited_day, day);
+    assert.equal(credit!.day, day);
+    assert.match(credit!.receipt_signature ?? "", /^0x[0-9a-f]{130}$/, "its receipt is signed");
   });
 });

@@ -2,7 +2,8 @@
  * The confidential settlement vault on the devnet's eip155:8453, through the
  * service's module (src/chains/evm/confidential) and a merchant's wallet on
  * its own (test/support/confidentialWallet.ts): the fhEVM host contracts,
- * the mock coprocessor and KMS, real USDC authorizations, anvil time travel.
+ * the mock coprocessor and KMS, real USDC authorizations collected by the
+ * vault, anvil time travel.
  *
  * Each test starts on a fresh UTC day of the chain (time only moves
  * forward), so none depends on another's payments or batches. Gas of each
@@ -22,6 +23,7 @@ import {
   encodeAbiParameters,
   http,
   parseAbi,
+  keccak256,
   toHex,
   type Address,
   type Hex,
@@ -187,21 +189,22 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
       primaryType: "TransferWithAuthorization",
       message: authorization,
     });
-    // Anyone may submit an EIP-3009 authorization; the service's signer pool does in production.
+    // Anyone may submit it to the vault's collect; the service's signer pool does in production.
     const submitter = createWalletClient({
       transport: http(devnet.networks[NETWORK]!.rpcUrl),
       account: privateKeyToAccount(devnet.networks[NETWORK]!.facilitatorPrivateKeys[0]!),
       chain: CHAIN,
     });
     const txHash = await submitter.writeContract({
-      address: usdc,
-      abi: USDC_ABI,
-      functionName: "transferWithAuthorization",
+      address: vault.address,
+      abi: confidentialVaultAbi,
+      functionName: "collect",
       args: [payer.address, vault.address, amount, 0n, authorization.validBefore, nonce, signature],
       chain: CHAIN,
     });
     const r = await client.waitForTransactionReceipt({ hash: txHash });
     assert.equal(r.status, "success");
+    record("collect", r.gasUsed);
     const signed = await vault.signReceipt({
       paymentNonce: nonce,
       payer: payer.address,
@@ -216,7 +219,6 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     [...byMerchant].map(([m, payments]) => ({
       slot: m.slot,
       amount: payments.reduce((s, p) => s + p.amount, 0n),
-      receipts: payments.map((p) => ({ payer: p.payer, nonce: p.nonce, amount: p.amount })),
     }));
   const batch = async (day: number, credits: DayCredit[]) => {
     const result = await vault.creditDay({ day, credits });
@@ -224,12 +226,9 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
       const r = await client.getTransactionReceipt({ hash });
       const tx = await client.getTransaction({ hash });
       const call = decodeFunctionData({ abi: confidentialVaultAbi, data: tx.input });
-      if (call.functionName === "creditSlots") {
+      if (call.functionName === "creditSlots" || call.functionName === "release") {
         const slots = (call.args[1] as readonly bigint[]).length;
-        record(`creditSlots per slot (${slots} per tx)`, r.gasUsed / BigInt(slots));
-      } else if (call.functionName === "markReceipts") {
-        const refs = (call.args[1] as readonly unknown[]).length;
-        record("markReceipts per receipt", r.gasUsed / BigInt(refs));
+        record(`${call.functionName} per slot (${slots} per tx)`, r.gasUsed / BigInt(slots));
       } else {
         record(call.functionName, r.gasUsed);
       }
@@ -313,12 +312,17 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
       "assignSlot",
       "cancelWithdraw",
       "closeDay",
+      "collect",
+      "collect",
       "creditSlots",
+      "finalizeDay",
       "finalizeWithdraw",
       "initialize",
-      "markReceipts",
       "redeemReceipt",
+      "release",
       "requestWithdraw",
+      "returnPayments",
+      "returnStray",
     ]);
     // initialize cannot run again (it would replace the operator or signer).
     await assert.rejects(
@@ -364,7 +368,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     assert.equal(fin.paid, false);
     assert.equal(await usdcBalance(a.account.address), before);
 
-    await assert.rejects(vault.creditDay({ day, credits: creditsOf(payments) }), /batch runs from/);
+    await assert.rejects(vault.creditDay({ day, credits: creditsOf(payments) }), /has not ended/);
     await nextDay();
     const first = await batch(day, creditsOf(payments));
     assert.ok(first.credited.includes(a.slot) && first.credited.includes(b.slot));
@@ -376,14 +380,23 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     assert.deepEqual(second.txHashes, []);
     assert.equal(await vault.balance(a.slot), 1_750_000n, "no second credit");
 
-    // The day's audit flag decrypts to true: the slot credits add up to the receipts.
-    const [, , , closed, flag] = await client.readContract({
+    // The day is closed on the KMS's proof that the slot credits add up to
+    // what the vault collected; anyone can decrypt that check again.
+    const [collected, count, , , attempt, , released, phase, flag] = await client.readContract({
       address: vault.address,
       abi: confidentialVaultAbi,
       functionName: "dayInfo",
       args: [BigInt(day)],
     });
-    assert.equal(closed, true);
+    const slots = await client.readContract({
+      address: vault.address,
+      abi: confidentialVaultAbi,
+      functionName: "slotCount",
+    });
+    assert.deepEqual(
+      [collected, count, attempt, released, phase],
+      [4_750_000n, 3, 0, Number(slots), 2],
+    );
     assert.equal(
       await decryptConfirmation({
         rpcUrl: devnet.networks[NETWORK]!.rpcUrl,
@@ -424,10 +437,6 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
       chain: CHAIN,
     });
     for (const call of [
-      {
-        functionName: "markReceipts",
-        args: [BigInt(day), [{ payer: p.payer, nonce: p.nonce, amount: p.amount }]],
-      },
       { functionName: "creditSlots", args: [BigInt(day), [a.slot], handles, inputProof] },
       // The same chunk sent twice (a retry that raced the first): skipped.
       { functionName: "creditSlots", args: [BigInt(day), [a.slot], handles, inputProof] },
@@ -439,7 +448,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
       });
       assert.equal((await client.waitForTransactionReceipt({ hash })).status, "success");
     }
-    assert.equal(await vault.balance(a.slot), 700_000n);
+    assert.equal(await vault.balance(a.slot), 0n, "pending until the day is proven");
     const retry = await batch(day, creditsOf(new Map([[a, [p]]])));
     assert.ok(retry.alreadyCredited.includes(a.slot));
     assert.ok(!retry.credited.includes(a.slot));
@@ -447,42 +456,138 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     assert.equal(await vault.balance(a.slot), 700_000n);
   });
 
-  test("a receipt whose credit was withheld is redeemed once by the merchant; batch-credited receipts are refused", async () => {
+  test("a day whose batch did not run: its receipts are redeemed once by the merchant, and the day closes late without them", async () => {
     await nextDay();
     const m = await enable();
     const day = await currentDay();
-    const credited = await pay(m, 400_000n);
-    const withheld = await pay(m, 900_000n, 1);
-    await nextDay();
-    // The batch leaves one payment out (the failure a receipt guards against).
-    await batch(day, creditsOf(new Map([[m, [credited]]])));
-    assert.equal(await vault.balance(m.slot), 400_000n);
+    const batched = await pay(m, 400_000n);
+    const redeemed = await pay(m, 900_000n, 1);
 
-    // Too early: the day's batch window is still open.
-    assert.equal((await m.wallet.redeemReceipt(withheld.signed)).status, "reverted");
-    await warp(DAY);
-    const redeemed = await m.wallet.redeemReceipt(withheld.signed);
-    assert.equal(redeemed.status, "success");
-    record("redeemReceipt", redeemed.gasUsed);
-    assert.equal(await vault.balance(m.slot), 1_300_000n);
+    // The batch does not run; a day after the day ended the merchant redeems.
+    await nextDay();
     assert.equal(
-      (await m.wallet.redeemReceipt(withheld.signed)).status,
+      (await m.wallet.redeemReceipt(redeemed.signed, m.secret)).status,
+      "reverted",
+      "the batch's turn first",
+    );
+    await nextDay();
+    const forged = {
+      ...redeemed.signed,
+      receipt: { ...redeemed.signed.receipt, amount: "999999999" },
+    };
+    assert.equal((await m.wallet.redeemReceipt(forged, m.secret)).status, "reverted", "forged");
+    const other = privateKeyToAccount(generatePrivateKey()).address;
+    assert.equal(
+      (await m.wallet.redeemReceipt(redeemed.signed, keccak256(other))).status,
+      "reverted",
+      "not the slot's salt",
+    );
+    const r = await m.wallet.redeemReceipt(redeemed.signed, m.secret);
+    assert.equal(r.status, "success");
+    record("redeemReceipt", r.gasUsed);
+    assert.equal(await vault.balance(m.slot), 900_000n);
+    assert.equal(
+      (await m.wallet.redeemReceipt(redeemed.signed, m.secret)).status,
       "reverted",
       "second redeem",
     );
+
+    // Two days late, the batch closes the day: the pool no longer holds the
+    // redeemed payment, so crediting it again would not add up.
+    await assert.rejects(
+      vault.creditDay({ day, credits: creditsOf(new Map([[m, [batched, redeemed]]])) }),
+      /add up to 1300000, but the vault's pool for the day is 400000/,
+    );
+    await batch(day, creditsOf(new Map([[m, [batched]]])));
+    assert.equal(await vault.balance(m.slot), 1_300_000n);
     assert.equal(
-      (await m.wallet.redeemReceipt(credited.signed)).status,
+      (await m.wallet.redeemReceipt(batched.signed, m.secret)).status,
       "reverted",
       "batch-credited",
     );
     assert.equal(await vault.balance(m.slot), 1_300_000n);
+  });
 
-    // A receipt we did not sign is refused.
-    const forged = {
-      ...withheld.signed,
-      receipt: { ...withheld.signed.receipt, amount: "999999999" },
-    };
-    assert.equal((await m.wallet.redeemReceipt(forged)).status, "reverted");
+  test("collect takes each authorization once and only to the vault; USDC sent around it is stray, which is all the operator can send back", async () => {
+    await nextDay();
+    const m = await enable();
+    const p = await pay(m, 123_000n);
+    const info = await vault.payment(p.signed.key);
+    assert.deepEqual(
+      { state: info.state, amount: info.amount, day: info.day, payer: info.payer },
+      { state: "collected", amount: 123_000n, day: await currentDay(), payer: p.payer },
+    );
+    // The same authorization again: the token refuses the used nonce.
+    await assert.rejects(
+      client.simulateContract({
+        address: vault.address,
+        abi: confidentialVaultAbi,
+        functionName: "collect",
+        args: [p.payer, vault.address, p.amount, 0n, (await chainTime()) + 600n, p.nonce, "0x"],
+      }),
+      /AlreadyCollected/,
+    );
+    // An authorization to someone else cannot be collected by the vault.
+    await assert.rejects(
+      client.simulateContract({
+        address: vault.address,
+        abi: confidentialVaultAbi,
+        functionName: "collect",
+        args: [p.payer, usdc, 1n, 0n, (await chainTime()) + 600n, toHex(randomBytes(32)), "0x"],
+      }),
+      /NotPaidToVault/,
+    );
+
+    // A plain transfer to the vault: stray, nobody's credit.
+    const payer = privateKeyToAccount(payerKeys[1]!);
+    const sender = createWalletClient({
+      transport: http(devnet.networks[NETWORK]!.rpcUrl),
+      account: payer,
+      chain: CHAIN,
+    });
+    const stray = 55_000n;
+    await client.waitForTransactionReceipt({
+      hash: await sender.writeContract({
+        address: usdc,
+        abi: parseAbi(["function transfer(address to, uint256 value) returns (bool)"]),
+        functionName: "transfer",
+        args: [vault.address, stray],
+        chain: CHAIN,
+      }),
+    });
+    const strayBalance = () =>
+      client.readContract({
+        address: vault.address,
+        abi: confidentialVaultAbi,
+        functionName: "strayBalance",
+      });
+    assert.equal(await strayBalance(), stray);
+    const operator = createWalletClient({
+      transport: http(devnet.networks[NETWORK]!.rpcUrl),
+      account: privateKeyToAccount(devnet.networks[NETWORK]!.confidential!.operatorPrivateKey),
+      chain: CHAIN,
+    });
+    // More than the stray amount is refused: collected money is not the operator's to move.
+    await assert.rejects(
+      operator.writeContract({
+        address: vault.address,
+        abi: confidentialVaultAbi,
+        functionName: "returnStray",
+        args: [payer.address, stray + 1n],
+      }),
+      /NotStray/,
+    );
+    const before = await usdcBalance(payer.address);
+    await client.waitForTransactionReceipt({
+      hash: await operator.writeContract({
+        address: vault.address,
+        abi: confidentialVaultAbi,
+        functionName: "returnStray",
+        args: [payer.address, stray],
+      }),
+    });
+    assert.equal(await usdcBalance(payer.address), before + stray);
+    assert.equal(await strayBalance(), 0n);
   });
 
   test("withdrawals: within balance the USDC arrives; above it nothing moves; stalled ones are cancelled after 24 h", async () => {
@@ -608,6 +713,89 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     await vault.finalizeWithdraw(w.withdrawalId);
     const afterWithdrawal = await scanChain(client);
     assert.ok(afterWithdrawal.text.includes(merchants[0]!.account.address.slice(2).toLowerCase()));
+  });
+
+  test("a deployment initializes the vault in its own transaction: nobody can initialize it first", async () => {
+    const { deployConfidentialVault } = await import("../../devnet/deployConfidentialVault.js");
+    const { FHEVM_HOST } = await import("../../devnet/fhevm.js");
+    const info = devnet.networks[NETWORK]!;
+    const operator = privateKeyToAccount(generatePrivateKey()).address;
+    const receiptSigner = privateKeyToAccount(generatePrivateKey()).address;
+    const deployment = {
+      rpcUrl: info.rpcUrl,
+      chainId: CHAIN_ID,
+      deployerKey: info.facilitatorPrivateKeys[1]!,
+      asset: usdc,
+      operator,
+      receiptSigner,
+      coprocessor: {
+        acl: FHEVM_HOST.acl,
+        executor: FHEVM_HOST.executor,
+        kmsVerifier: FHEVM_HOST.kmsVerifier,
+      },
+    };
+    // A chain without the fhEVM at the given addresses is refused before anything is sent.
+    await assert.rejects(
+      deployConfidentialVault({
+        ...deployment,
+        coprocessor: {
+          ...deployment.coprocessor,
+          acl: privateKeyToAccount(generatePrivateKey()).address,
+        },
+      }),
+      /no contract at .* \(acl\)/,
+    );
+    const deployed = await deployConfidentialVault(deployment);
+    const receipt = await client.getTransactionReceipt({ hash: deployed.transaction });
+    const read = (functionName: "operator" | "receiptSigner" | "deploymentBlock") =>
+      client.readContract({ address: deployed.address, abi: confidentialVaultAbi, functionName });
+    assert.equal(await read("operator"), operator);
+    assert.equal(await read("receiptSigner"), receiptSigner);
+    assert.equal(
+      await read("deploymentBlock"),
+      receipt.blockNumber,
+      "initialized in that transaction",
+    );
+    await assert.rejects(
+      client.simulateContract({
+        address: deployed.address,
+        abi: confidentialVaultAbi,
+        functionName: "initialize",
+        args: [
+          usdc,
+          privateKeyToAccount(generatePrivateKey()).address,
+          privateKeyToAccount(generatePrivateKey()).address,
+          { ACLAddress: usdc, CoprocessorAddress: usdc, KMSVerifierAddress: usdc },
+        ],
+      }),
+      /AlreadyInitialized/,
+    );
+  });
+
+  test("production mode refuses to start on a chain without the fhEVM at the configured addresses", async () => {
+    const info = devnet.networks[NETWORK]!;
+    const nowhere = privateKeyToAccount(generatePrivateKey()).address;
+    await assert.rejects(
+      createConfidentialVault({
+        rpcUrl: info.rpcUrl,
+        chainId: CHAIN_ID,
+        contractAddress: vault.address,
+        operatorKey: info.confidential!.operatorPrivateKey,
+        receiptSignerKey: info.confidential!.receiptSignerPrivateKey,
+        mode: {
+          relayerUrl: "https://relayer.example",
+          relayerApiKey: "key",
+          aclAddress: nowhere,
+          executorAddress: nowhere,
+          kmsVerifierAddress: nowhere,
+          inputVerifierAddress: nowhere,
+          decryptionAddress: nowhere,
+          inputVerificationAddress: nowhere,
+          gatewayChainId: 1,
+        },
+      }),
+      /cannot start: there is no fhEVM ACL contract at/,
+    );
   });
 
   test("the module's ABI is the compiled contract's", async () => {

@@ -26,7 +26,8 @@ export interface MerchantWallet {
     functionName: "redeemReceipt" | "cancelWithdraw",
     args: readonly unknown[],
   ): Promise<{ status: "success" | "reverted"; gasUsed: bigint; hash: Hex }>;
-  redeemReceipt(signed: SignedReceipt): ReturnType<MerchantWallet["send"]>;
+  /** Redeems a receipt to its slot; `salt` is the slot's (the wallet derives it from its enablement signature). */
+  redeemReceipt(signed: SignedReceipt, salt: Hex): ReturnType<MerchantWallet["send"]>;
   cancelWithdraw(withdrawalId: bigint): ReturnType<MerchantWallet["send"]>;
 }
 
@@ -60,7 +61,7 @@ export function merchantWallet(opts: {
   return {
     account: opts.account,
     send,
-    redeemReceipt: (signed) =>
+    redeemReceipt: (signed, salt) =>
       send("redeemReceipt", [
         {
           payer: signed.receipt.payer,
@@ -71,6 +72,7 @@ export function merchantWallet(opts: {
           day: signed.receipt.day,
         },
         signed.signature,
+        salt,
       ]),
     cancelWithdraw: (id) => send("cancelWithdraw", [id]),
   };

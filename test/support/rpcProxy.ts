@@ -7,6 +7,9 @@
  * transactions the call sent (so the sender's retry finds them mined).
  * `answers` keeps the chain's answers to the matching calls, lost or not.
  * `hold()` keeps every call waiting (a provider that stalls) until `release()`.
+ * `refuseMatching` answers a JSON-RPC error, without asking the chain, to
+ * every call whose body contains it (a provider that refuses a method, as
+ * many refuse `eth_getLogs` over a long block range).
  */
 import { createServer, request, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -23,6 +26,7 @@ export interface RpcProxy {
     /** Hold a dropped answer until the transactions the call sent are mined. */
     dropWhenMined: boolean;
     answers: string[];
+    refuseMatching: string;
   };
   /** From now on, calls wait here instead of reaching the chain. */
   hold(): void;
@@ -39,6 +43,7 @@ export async function startRpcProxy(target: string, dropMatching = ""): Promise<
     dropMatching,
     dropWhenMined: false,
     answers: [] as string[],
+    refuseMatching: "",
   };
   let held: (() => void)[] | undefined;
   const server: Server = createServer((req, res) => {
@@ -53,6 +58,18 @@ export async function startRpcProxy(target: string, dropMatching = ""): Promise<
     if (state.down) {
       res.writeHead(502, { "content-type": "text/plain" });
       res.end("bad gateway");
+      return;
+    }
+    if (state.refuseMatching !== "" && body.includes(state.refuseMatching)) {
+      const call = JSON.parse(body.toString("utf8")) as { id?: unknown };
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: call.id ?? null,
+          error: { code: -32005, message: "query exceeds the provider's block range limit" },
+        }),
+      );
       return;
     }
     const matches = state.dropMatching !== "" && body.includes(state.dropMatching);

@@ -17,19 +17,35 @@ interface ConfidentialInfo {
   enabledAt: string | null;
   fee: { unitsPerSettlement: number; explanation: string };
   description: string;
+  observer: string;
+}
+interface Balance {
+  available: string | null;
+  availableError: string | null;
+  pending: string;
 }
 interface ReceiptEntry {
   paymentNonce: string;
   payer: string;
   amount: string;
   transaction: string | null;
-  state: "settling" | "pending" | "available" | "failed";
+  state: "settling" | "pending" | "available" | "redeemed" | "returned" | "unbacked" | "failed";
   createdAt: string;
+  day: string | null;
   creditedDay: string | null;
+  redeemableFrom: string | null;
+  problem: string | null;
   receipt: { receipt: Record<string, string>; signature: string } | null;
+}
+/** A transaction the withdrawal wallet sends itself (we only build it). */
+interface WalletCall {
+  from: string;
+  to: string;
+  data: string;
 }
 interface WithdrawalEntry {
   id: string;
+  onchainId: string | null;
   amount: string;
   state: string;
   paidAmount: string | null;
@@ -55,6 +71,17 @@ async function walletAddress(): Promise<string> {
   const accounts = (await wallet().request({ method: "eth_requestAccounts" })) as string[];
   if (!accounts[0]) throw new Error("The wallet shared no account.");
   return accounts[0];
+}
+/** Has the withdrawal wallet send `call` itself (it pays the gas): no call to us is needed. */
+async function sendFromWallet(call: WalletCall): Promise<string> {
+  const address = await walletAddress();
+  if (address.toLowerCase() !== call.from.toLowerCase()) {
+    throw new Error(`Switch your wallet to the withdrawal address ${call.from} first.`);
+  }
+  return (await wallet().request({
+    method: "eth_sendTransaction",
+    params: [{ from: call.from, to: call.to, data: call.data }],
+  })) as string;
 }
 function utf8Hex(text: string): string {
   return `0x${Array.from(new TextEncoder().encode(text), (b) => b.toString(16).padStart(2, "0")).join("")}`;
@@ -114,6 +141,7 @@ export function Confidential() {
         <>
           <section className="notice">
             <p>{c.description}</p>
+            <p data-testid="confidential-observer">{c.observer}</p>
             {!c.available && (
               <p className="muted">
                 Not available on this service: no privacy contract is configured.
@@ -181,6 +209,7 @@ export function Confidential() {
                 </fieldset>
                 <ErrorNote error={setMode.error} />
               </section>
+              <BalanceView />
               <Receipts />
               <Withdrawals />
             </>
@@ -191,20 +220,73 @@ export function Confidential() {
   );
 }
 
+function BalanceView() {
+  const balance = useQuery({
+    queryKey: ["confidential-balance"],
+    queryFn: () => api<Balance>("/api/confidential/balance"),
+    refetchInterval: 10_000,
+  });
+  return (
+    <section aria-labelledby="balance-h">
+      <h2 id="balance-h">Balance</h2>
+      <Loadable query={balance} label="the balance">
+        {(b) => (
+          <dl className="facts">
+            <dt>Available</dt>
+            <dd data-testid="balance-available">
+              {b.available === null ? (b.availableError ?? "—") : usdc(b.available)}
+            </dd>
+            <dt>Pending</dt>
+            <dd data-testid="balance-pending">
+              {usdc(b.pending)}{" "}
+              <span className="muted">(spendable once its day's batch closes)</span>
+            </dd>
+          </dl>
+        )}
+      </Loadable>
+    </section>
+  );
+}
+
 function Receipts() {
+  const queryClient = useQueryClient();
+  // Older pages: each starts before the oldest receipt shown so far.
+  const [pages, setPages] = useState<string[]>([]);
   const receipts = useQuery({
-    queryKey: ["confidential-receipts"],
-    queryFn: () => api<{ receipts: ReceiptEntry[] }>("/api/confidential/receipts"),
+    queryKey: ["confidential-receipts", pages],
+    queryFn: async () => {
+      const all: ReceiptEntry[] = [];
+      for (const before of [undefined, ...pages]) {
+        const q = before ? `?before=${encodeURIComponent(before)}` : "";
+        all.push(
+          ...(await api<{ receipts: ReceiptEntry[] }>(`/api/confidential/receipts${q}`)).receipts,
+        );
+      }
+      return { receipts: all };
+    },
     refetchInterval: 5_000,
   });
+  const redeem = useMutation({
+    mutationFn: async (paymentNonce: string) =>
+      sendFromWallet(
+        await api<WalletCall>("/api/confidential/receipts/redeem", {
+          method: "POST",
+          body: { paymentNonce },
+        }),
+      ),
+    onSuccess: () => void queryClient.invalidateQueries({ queryKey: ["confidential-balance"] }),
+  });
+  const now = Date.now();
   return (
     <section aria-labelledby="receipts-h">
       <h2 id="receipts-h">Receipts</h2>
       <p className="muted">
-        Each receipt is our signature over a payment to you. Payments become available at the next
-        00:00 UTC batch; if one is missing after its batch, your wallet can redeem its receipt on
-        the contract directly, without us.
+        Each receipt is our signature over a payment to you. Payments become available when their
+        day's batch closes, normally just after 00:00 UTC. If a day is still not closed a day after
+        it ended, your wallet can redeem its receipts on the contract itself, without us: the
+        redemption names your slot and its amount on-chain.
       </p>
+      <ErrorNote error={redeem.error} />
       <Loadable query={receipts} label="the receipts">
         {(r) =>
           r.receipts.length === 0 ? (
@@ -230,6 +312,18 @@ function Receipts() {
                       <td>
                         <span className={`pill ${e.state}`}>{e.state}</span>
                         {e.creditedDay && <div className="muted">batch {e.creditedDay}</div>}
+                        {e.problem && <div className="muted">{e.problem}</div>}
+                        {e.state === "pending" &&
+                          e.redeemableFrom &&
+                          Date.parse(e.redeemableFrom) <= now && (
+                            <button
+                              type="button"
+                              onClick={() => redeem.mutate(e.paymentNonce)}
+                              disabled={redeem.isPending}
+                            >
+                              Redeem from my wallet
+                            </button>
+                          )}
                       </td>
                       <td>
                         {e.receipt ? (
@@ -245,6 +339,14 @@ function Receipts() {
                   ))}
                 </tbody>
               </table>
+              {r.receipts.length > 0 && r.receipts.length % 100 === 0 && (
+                <button
+                  type="button"
+                  onClick={() => setPages([...pages, r.receipts.at(-1)!.createdAt])}
+                >
+                  Older receipts
+                </button>
+              )}
             </div>
           )
         }
@@ -283,17 +385,27 @@ function Withdrawals() {
       void queryClient.invalidateQueries({ queryKey: ["confidential-withdrawals"] });
     },
   });
+  const cancel = useMutation({
+    mutationFn: async (id: string) =>
+      sendFromWallet(
+        await api<WalletCall>(`/api/confidential/withdrawals/${id}/cancel`, { method: "POST" }),
+      ),
+    onSuccess: () => void queryClient.invalidateQueries({ queryKey: ["confidential-balance"] }),
+  });
   const submit = (e: FormEvent) => {
     e.preventDefault();
     withdraw.mutate();
   };
+  const now = Date.now();
   return (
     <section aria-labelledby="withdraw-h">
       <h2 id="withdraw-h">Withdraw</h2>
       <p className="muted">
         Only the available balance can be withdrawn; payments still pending their batch cannot. An
-        amount above it moves nothing, and the chain does not learn your balance either way. We pay
-        the gas.
+        amount above it moves nothing. Either way the chain shows the amount, your withdrawal
+        address and whether your balance covered it, but not the balance itself. We pay the gas. If
+        a withdrawal is not finalized within 24 hours, your wallet can cancel it here and the amount
+        returns to your balance.
       </p>
       <form className="stack-form" onSubmit={submit}>
         <label htmlFor="withdraw-amount">Amount (USDC)</label>
@@ -312,6 +424,7 @@ function Withdrawals() {
         </div>
       </form>
       <ErrorNote error={withdraw.error} />
+      <ErrorNote error={cancel.error} />
       <Loadable query={list} label="the withdrawals">
         {(w) =>
           w.withdrawals.length === 0 ? (
@@ -340,6 +453,16 @@ function Withdrawals() {
                           </div>
                         )}
                         {e.error && <div className="muted">{e.error}</div>}
+                        {e.state === "debited" &&
+                          now - Date.parse(e.createdAt) > 24 * 3_600_000 && (
+                            <button
+                              type="button"
+                              onClick={() => cancel.mutate(e.id)}
+                              disabled={cancel.isPending}
+                            >
+                              Cancel from my wallet
+                            </button>
+                          )}
                       </td>
                       <td>{usdc(e.paidAmount)}</td>
                     </tr>

@@ -59,6 +59,7 @@ export async function createEvm(
       ? { batchAuthorizer: privateKeyToAccount(settings.batchAuthorizerKey) }
       : {}),
     leases: ctx.leases,
+    ...(ctx.confidentialVault ? { confidentialVault: ctx.confidentialVault } : {}),
     onSignerHealth: (network, address, healthy, balanceWei) =>
       ctx.onSignerHealth(network, address, healthy, Number(balanceWei) / 1e18),
     ...(ctx.onTransactionPhase ? { onTransactionPhase: ctx.onTransactionPhase } : {}),

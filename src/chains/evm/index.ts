@@ -47,6 +47,7 @@ import { EvmSignerPool } from "./signerPool.js";
 import { TokenDomainCache } from "./tokenDomain.js";
 import { ApprovalSponsor, ERC20_APPROVAL_KEY } from "./approvalSponsor.js";
 import type { Erc20ApprovalGasSponsoringFacilitatorExtension } from "@x402/extensions";
+import { collectThroughVault } from "./confidential/collectingSigner.js";
 
 interface EvmNetworkSetup {
   id: string;
@@ -91,6 +92,11 @@ export interface RegisterEvmOptions {
   batchAuthorizer?: LocalAccount;
   /** Share the accounts with other replicas through leases. */
   leases?: { port: SignerLeases; holder: string; ttlMs?: number; heartbeatMs?: number };
+  /**
+   * The confidential settlement vault: `exact` payments to it on its
+   * network are submitted to its `collect` (confidential/collectingSigner.ts).
+   */
+  confidentialVault?: { network: string; address: Hex };
 }
 
 interface EvmNetworkRuntime {
@@ -158,8 +164,12 @@ export class EvmChainAdapter implements ChainFamily {
         ? { pendingSettlementStore: opts.pendingSettlementStore }
         : {};
       const factories = { eip6492AllowedFactories: [...(opts.eip6492AllowedFactories ?? [])] };
+      // On the vault's network, a payment to the vault goes through its collect.
+      const vault = opts.confidentialVault;
+      const exactSigner =
+        vault?.network === network.id ? collectThroughVault(signer, vault) : signer;
       const mechanisms: SchemeNetworkFacilitator[] = [
-        new ExactEvmScheme(signer, { ...pending, ...factories }),
+        new ExactEvmScheme(exactSigner, { ...pending, ...factories }),
         new UptoEvmScheme(signer, pending),
         new BatchSettlementEvmScheme(signer, opts.batchAuthorizer, { ...pending, ...factories }),
       ];

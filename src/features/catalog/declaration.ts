@@ -132,6 +132,13 @@ export function readDeclaration(
 ): Declaration {
   const raw = payload.extensions?.[BAZAAR.key];
   if (raw === undefined) return { kind: "absent" };
+  // A confidential offer names its merchant (extra.merchant) and pays the
+  // privacy vault: a public entry would link the two for anyone to read.
+  if (requirements.extra?.["confidential"] === true) {
+    return reject(
+      "a confidential offer is not cataloged: the public catalog would name its merchant",
+    );
+  }
   if (!isObject(raw) || !isObject(raw["info"]) || !isObject(raw["schema"])) {
     return reject("extensions.bazaar must be an object with an info object and a schema object");
   }

@@ -1,7 +1,8 @@
 /**
  * The confidential side of /verify and /settle: refuses what the offer rules
- * refuse, records the credit before the transfer is sent, and answers a
- * settled confidential payment with its receipt (spec 4.6).
+ * refuse, and once a confidential payment has settled, records its credit
+ * (from the settlement record, never from the request) and answers with its
+ * receipt (spec 4.6).
  *
  * Plain payments pass through untouched at the cost of one property read,
  * unless they pay the privacy contract itself.
@@ -16,7 +17,6 @@ import type { ConfidentialMerchants, MerchantRecord } from "./merchants.js";
 import {
   CONFIDENTIAL_REASONS,
   isConfidentialOffer,
-  offerMerchant,
   paysContract,
   refuseConfidential,
   type ContractFacts,
@@ -72,27 +72,6 @@ export class ConfidentialGate {
     return found;
   }
 
-  /** Writes the credit a confidential payment owes; before anything is sent. */
-  async recordCredit(accountId: string, authorizationKey: string, request: PaymentRequest) {
-    if (!this.credits || !isConfidentialOffer(request)) return;
-    const auth = eip3009Authorization(request)!;
-    const req = request.paymentRequirements;
-    const credits = this.credits;
-    await unavailableOnError(() =>
-      credits.recordIntent({
-        authorizationKey,
-        accountId,
-        merchant: offerMerchant(request)!,
-        network: req.network,
-        asset: req.asset,
-        payer: auth.from,
-        // The exact scheme settles exactly the advertised amount.
-        amount: BigInt(req.amount),
-        paymentNonce: auth.nonce,
-      }),
-    );
-  }
-
   /** The settle answer with its receipt under `extensions`, when there is one. */
   async withReceipt(
     accountId: string,
@@ -102,13 +81,20 @@ export class ConfidentialGate {
   ): Promise<SettleResponse> {
     if (!result.success || !this.credits || !isConfidentialOffer(request)) return result;
     try {
+      // Only now, after the mechanism verified and the commit recorded the
+      // success as this account's: the credit comes from that record.
+      await this.credits.recordSettled(authorizationKey, accountId);
       const receipt = await this.credits.receiptFor(authorizationKey, accountId);
       if (!receipt) return result;
       return { ...result, extensions: { ...result.extensions, [RECEIPT_EXTENSION]: receipt } };
     } catch (e) {
-      // The payment did settle and is credited by the daily batch either
-      // way; the receipt stays listed in the dashboard once it can be signed.
-      this.log.error({ err: String(e), authorizationKey }, "could not sign a confidential receipt");
+      // The payment did settle: the worker's sweep writes its credit and
+      // signs its receipt from the settlement record, and the dashboard
+      // lists it from then on.
+      this.log.error(
+        { err: String(e), authorizationKey },
+        "could not record a confidential credit or sign its receipt; the sweep will",
+      );
       return result;
     }
   }

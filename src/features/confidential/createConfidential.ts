@@ -18,6 +18,7 @@ import { DailyBatch } from "./dailyBatch.js";
 import { ConfidentialMerchants } from "./merchants.js";
 import type { ConfidentialVault } from "./vaultPort.js";
 import { ConfidentialWithdrawals } from "./withdrawals.js";
+import { DbOperatorLease } from "./operatorLease.js";
 
 export interface ConfidentialFeature {
   merchants: ConfidentialMerchants;
@@ -48,7 +49,7 @@ function createConfidential(opts: {
       gate: new ConfidentialGate(merchants, undefined, undefined, log),
     };
   }
-  const credits = new ConfidentialCredits(db, vault);
+  const credits = new ConfidentialCredits(db, vault, log);
   return {
     merchants,
     units: opts.units,
@@ -60,7 +61,11 @@ function createConfidential(opts: {
       { network: vault.network, address: vault.address, asset: vault.asset },
       log,
     ),
-    batch: new DailyBatch(db, vault, { owner: opts.owner, leaseMs: opts.batchLeaseMs, log }),
+    batch: new DailyBatch(db, vault, credits, {
+      owner: opts.owner,
+      leaseMs: opts.batchLeaseMs,
+      log,
+    }),
     withdrawals: new ConfidentialWithdrawals(db, vault, merchants, log),
   };
 }
@@ -78,13 +83,20 @@ export async function openConfidential(opts: {
   settings: { unitsPerSettlement: number; batchLeaseMs: number };
 }): Promise<ConfidentialFeature & { close(): Promise<void> }> {
   const log = opts.log.child({ component: "confidential" });
-  const vault = opts.vault ? await (await opts.loadVault())({ ...opts.vault, log }) : undefined;
+  const owner = randomUUID();
+  // One replica at a time sends with the operator key.
+  const operatorLease = new DbOperatorLease(opts.db, { holder: owner });
+  const vault = opts.vault
+    ? await (
+        await opts.loadVault()
+      )({ operatorLease, ...opts.vault, log })
+    : undefined;
   const feature = createConfidential({
     db: opts.db,
     vault,
     log,
     units: opts.settings.unitsPerSettlement,
-    owner: randomUUID(),
+    owner,
     batchLeaseMs: opts.settings.batchLeaseMs,
   });
   return { ...feature, close: async () => void (await vault?.close()) };

@@ -1,31 +1,38 @@
 /**
  * The credit each confidential payment owes its merchant, and its receipt.
  *
- * The credit row is written before the transfer is broadcast (keyed by the
- * payment's authorization), so whatever happens after, the daily batch finds
- * it once the settlements row says the money arrived. The receipt is our
- * EIP-712 signature over the credit (spec 4.6 rule 8); it is signed when the
- * settle succeeds and again on demand if that answer was lost, and the
- * signature is deterministic, so every copy is the same receipt.
+ * A credit row is written only from a settlement recorded `succeeded`, never
+ * from a request: the mechanism has then verified the payer's signature and
+ * the transfer landed. Its owner is the account of that settlement, its
+ * amount the signed authorization's value, its merchant the one the
+ * settlement's own requirements named (checked against the owner's
+ * withdrawal address). A refused or failed attempt therefore leaves nothing,
+ * and a request cannot choose any of the three. The settle answer writes the
+ * row; a payment the reconciler finished (its answer lost) is written by the
+ * sweep (`sweep`), so every settled payment gets its row and its receipt.
+ *
+ * The receipt is our EIP-712 signature over the credit (spec 4.6 rule 8); it
+ * is signed when the row is written and again on demand if that was lost,
+ * and the signature is deterministic, so every copy is the same receipt.
  */
-import { getAddress, type Address, type Hex } from "viem";
+import { getAddress, isAddress, type Hex } from "viem";
 import type { Kysely } from "kysely";
 import type { Database } from "../../storage/schema.js";
 import type { ConfidentialVault, SignedReceipt } from "./vaultPort.js";
 import { utcDay } from "../../chains/confidentialPort.js";
+import { describeError, ServiceError } from "../../lib/errors.js";
+import type { Logger } from "../../lib/logger.js";
 
-export interface CreditIntent {
-  authorizationKey: string;
-  accountId: string;
-  merchant: Address;
-  network: string;
-  asset: string;
-  payer: Address;
-  amount: bigint;
-  paymentNonce: Hex;
-}
-
-type CreditState = "settling" | "pending" | "available" | "failed";
+/**
+ * - `pending`: settled, waiting for its day's batch (not spendable);
+ * - `available`: its day's batch released it into the balance;
+ * - `redeemed`: credited by its receipt, on-chain;
+ * - `returned`: no merchant could be credited, so the vault sent it back to its payer;
+ * - `unbacked`: the vault has no record of the payment for its day (reported);
+ * - `settling` / `failed`: its settlement is not (or no longer) a success.
+ */
+type CreditState =
+  "settling" | "pending" | "available" | "redeemed" | "returned" | "unbacked" | "failed";
 
 export interface CreditListing {
   paymentNonce: string;
@@ -35,39 +42,120 @@ export interface CreditListing {
   transaction: string | null;
   state: CreditState;
   createdAt: string;
+  /** The UTC day the vault collected it in (YYYY-MM-DD). */
+  day: string | null;
   creditedDay: string | null;
+  /** When its receipt becomes redeemable on-chain, if its day is still not closed then. */
+  redeemableFrom: string | null;
+  problem: string | null;
   receipt: SignedReceipt | null;
 }
+
+/** Settlements (and unsigned receipts) a sweep handles at most; the next sweep takes the rest. */
+const SWEEP_BATCH = 500;
 
 export class ConfidentialCredits {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly vault: ConfidentialVault,
+    private readonly log: Logger,
   ) {}
 
-  async recordIntent(c: CreditIntent): Promise<void> {
+  /**
+   * Writes the credit of the payment settled under `authorizationKey`, from
+   * its `succeeded` settlement row (owned by `accountId` when given).
+   * Returns whether a credit row now exists for it. Idempotent: a second
+   * call, or a race with the sweep, finds the row already written.
+   */
+  async recordSettled(authorizationKey: string, accountId?: string): Promise<boolean> {
+    let q = this.db
+      .selectFrom("settlements as s")
+      .innerJoin("confidential_merchants as m", "m.account_id", "s.account_id")
+      .select([
+        "s.account_id",
+        "s.network",
+        "s.asset",
+        "s.pay_to",
+        "s.amount",
+        "s.request",
+        "s.finished_at",
+        "m.merchant_address",
+      ])
+      .where("s.authorization_key", "=", authorizationKey)
+      .where("s.status", "=", "succeeded");
+    if (accountId !== undefined) q = q.where("s.account_id", "=", accountId);
+    const row = await q.executeTakeFirst();
+    if (!row) return false;
+    const credit = creditOf(row, this.vault.address);
+    if (!credit) return false;
     await this.db
       .insertInto("confidential_credits")
       .values({
-        authorization_key: c.authorizationKey,
-        account_id: c.accountId,
-        merchant_address: c.merchant.toLowerCase(),
-        network: c.network,
-        asset: c.asset.toLowerCase(),
-        payer: c.payer.toLowerCase(),
-        amount: c.amount.toString(),
-        payment_nonce: c.paymentNonce.toLowerCase(),
+        authorization_key: authorizationKey,
+        ...credit,
+        payment_key: this.vault.paymentKey(getAddress(credit.payer), credit.payment_nonce as Hex),
       })
-      // A retry of the same authorization meets the row it wrote before.
+      // Another writer (the sweep, a retry) got there first: the same row.
       .onConflict((oc) => oc.column("authorization_key").doNothing())
       .execute();
+    return true;
+  }
+
+  /**
+   * Writes the credits of confidential payments that settled without one
+   * (their settle answer was lost and the reconciler finished them, or the
+   * write after the answer failed), for settlements started since `since`,
+   * and signs every receipt still unsigned. Returns how many credits it
+   * wrote; a receipt it cannot sign yet (the vault unreachable) is logged
+   * and tried again on the next sweep.
+   */
+  async sweep(since: Date): Promise<number> {
+    const missing = await this.db
+      .selectFrom("settlements as s")
+      .innerJoin("confidential_merchants as m", "m.account_id", "s.account_id")
+      .leftJoin("confidential_credits as c", "c.authorization_key", "s.authorization_key")
+      .select(["s.authorization_key", "s.account_id"])
+      .where("s.started_at", ">=", since)
+      .where("s.status", "=", "succeeded")
+      .where("s.pay_to", "=", this.vault.address.toLowerCase())
+      .where("c.authorization_key", "is", null)
+      .limit(SWEEP_BATCH)
+      .execute();
+    let written = 0;
+    for (const m of missing) {
+      if (m.authorization_key && (await this.recordSettled(m.authorization_key, m.account_id))) {
+        written++;
+      }
+    }
+    const unsigned = await this.db
+      .selectFrom("confidential_credits")
+      .select(["authorization_key", "account_id"])
+      .where("receipt_signature", "is", null)
+      .where("outcome", "is", null)
+      .where("problem", "is", null)
+      .where("created_at", ">=", since)
+      .limit(SWEEP_BATCH)
+      .execute();
+    for (const u of unsigned) {
+      try {
+        await this.receiptFor(u.authorization_key, u.account_id);
+      } catch (e) {
+        this.log.warn(
+          { err: describeError(e), authorizationKey: u.authorization_key },
+          "could not sign a confidential receipt yet",
+        );
+      }
+    }
+    return written;
   }
 
   /**
    * The receipt of a settled credit owned by `accountId`, signed now if it
    * was not yet. Undefined when there is no such credit or its slot is
-   * unknown. The receipt's day is the day the payment settled: the batch of
-   * that day credits it, so the day is fixed once, with `settled_at`.
+   * unknown. The receipt carries the vault's own record of the payment (its
+   * amount and the UTC day it was collected in, whose pool it belongs to):
+   * only such a receipt can be redeemed. Throws when the vault has no such
+   * payment (the row is then reported by its day's batch, never receipted).
    */
   async receiptFor(
     authorizationKey: string,
@@ -76,9 +164,6 @@ export class ConfidentialCredits {
     const row = await this.db
       .selectFrom("confidential_credits as c")
       .innerJoin("confidential_merchants as m", "m.account_id", "c.account_id")
-      .leftJoin("settlements as s", (j) =>
-        j.onRef("s.authorization_key", "=", "c.authorization_key").on("s.status", "=", "succeeded"),
-      )
       .select([
         "c.receipt",
         "c.receipt_signature",
@@ -86,8 +171,7 @@ export class ConfidentialCredits {
         "c.merchant_address",
         "c.amount",
         "c.payment_nonce",
-        "c.settled_at",
-        "s.finished_at",
+        "c.payment_key",
         "m.slot",
       ])
       .where("c.authorization_key", "=", authorizationKey)
@@ -95,21 +179,34 @@ export class ConfidentialCredits {
       .executeTakeFirst();
     if (!row || row.slot === null) return undefined;
     if (row.receipt && row.receipt_signature) return row.receipt as SignedReceipt;
-    const settledAt = row.settled_at ?? row.finished_at ?? new Date();
+    const payer = getAddress(row.payer);
+    const key =
+      (row.payment_key as Hex | null) ?? this.vault.paymentKey(payer, row.payment_nonce as Hex);
+    const collected = await this.vault.payment(key);
+    if (collected.state === "none") {
+      throw new Error(`the vault has collected no payment ${key}; no receipt is signed for it`);
+    }
+    if (collected.amount !== BigInt(row.amount)) {
+      throw new Error(
+        `the vault collected ${collected.amount} for payment ${key}, not the ${row.amount} recorded`,
+      );
+    }
     const signed = await this.vault.signReceipt({
       paymentNonce: row.payment_nonce as Hex,
-      payer: getAddress(row.payer),
+      payer,
       merchant: getAddress(row.merchant_address),
       slot: BigInt(row.slot),
-      amount: BigInt(row.amount),
-      day: utcDay(settledAt),
+      amount: collected.amount,
+      day: collected.day,
     });
     await this.db
       .updateTable("confidential_credits")
       .set({
         receipt: JSON.stringify(signed),
         receipt_signature: signed.signature,
-        settled_at: settledAt,
+        payment_key: key,
+        day: collected.day,
+        settled_at: new Date(),
       })
       .where("authorization_key", "=", authorizationKey)
       .where("receipt_signature", "is", null)
@@ -117,9 +214,15 @@ export class ConfidentialCredits {
     return signed;
   }
 
-  /** The account's confidential payments, newest first, with their state. */
-  async list(accountId: string, limit = 100): Promise<CreditListing[]> {
-    const rows = await this.db
+  /**
+   * The account's confidential payments, newest first (`before`: older
+   * than that instant, for the next page), with their state.
+   */
+  async list(
+    accountId: string,
+    opts: { limit?: number; before?: Date } = {},
+  ): Promise<CreditListing[]> {
+    let q = this.db
       .selectFrom("confidential_credits as c")
       .leftJoin("settlements as s", (j) =>
         j
@@ -133,14 +236,19 @@ export class ConfidentialCredits {
         "c.merchant_address",
         "c.created_at",
         "c.credited_day",
+        "c.day",
+        "c.outcome",
+        "c.problem",
         "c.receipt",
         "c.receipt_signature",
         "s.status",
         "s.transaction",
       ])
-      .where("c.account_id", "=", accountId)
+      .where("c.account_id", "=", accountId);
+    if (opts.before) q = q.where("c.created_at", "<", opts.before);
+    const rows = await q
       .orderBy("c.created_at", "desc")
-      .limit(Math.max(1, Math.min(limit, 500)))
+      .limit(Math.max(1, Math.min(opts.limit ?? 100, 500)))
       .execute();
     return rows.map((r) => ({
       paymentNonce: r.payment_nonce,
@@ -148,19 +256,172 @@ export class ConfidentialCredits {
       amount: r.amount,
       merchant: getAddress(r.merchant_address),
       transaction: r.transaction ?? null,
-      state:
-        r.credited_day !== null
-          ? "available"
-          : r.status === "succeeded"
-            ? "pending"
-            : r.status === "pending"
-              ? "settling"
-              : "failed",
+      state: stateOf(r),
       createdAt: r.created_at.toISOString(),
+      day: r.day === null ? null : dayToDate(r.day),
       creditedDay: r.credited_day === null ? null : dayToDate(r.credited_day),
+      redeemableFrom:
+        r.day === null || r.credited_day !== null || r.outcome !== null
+          ? null
+          : new Date((r.day + 2) * DAY_MS).toISOString(),
+      problem: r.problem,
       receipt: r.receipt && r.receipt_signature ? (r.receipt as SignedReceipt) : null,
     }));
   }
+
+  /**
+   * The transaction the merchant's wallet sends itself to redeem one of its
+   * receipts on the vault (spec 4.6 rule 8): only when the vault would take
+   * it (its day not closed a day after it ended), 409 saying why otherwise.
+   * It names the slot's salt, as every redemption must; the wallet could
+   * derive it itself by signing its enablement message again.
+   */
+  async redeemCall(
+    accountId: string,
+    paymentNonce: string,
+  ): Promise<{ from: Hex; to: Hex; data: Hex }> {
+    const row = await this.db
+      .selectFrom("confidential_credits as c")
+      .innerJoin("confidential_merchants as m", "m.account_id", "c.account_id")
+      .select(["c.receipt", "c.receipt_signature", "m.slot_secret", "m.merchant_address"])
+      .where("c.account_id", "=", accountId)
+      .where("c.payment_nonce", "=", paymentNonce.toLowerCase())
+      .executeTakeFirst();
+    if (!row)
+      throw new ServiceError("not_found", "no confidential payment of yours has this nonce");
+    if (!row.receipt || !row.receipt_signature || !row.slot_secret) {
+      throw new ServiceError("conflict", "this payment's receipt is not signed yet; retry shortly");
+    }
+    const signed = row.receipt as SignedReceipt;
+    const collected = await this.vault.payment(signed.key);
+    if (collected.state !== "collected") {
+      throw new ServiceError(
+        "conflict",
+        collected.state === "redeemed"
+          ? "this receipt was redeemed already"
+          : "the vault has no open payment for this receipt (it was returned to its payer, or never collected)",
+      );
+    }
+    const [day, now] = await Promise.all([
+      this.vault.dayInfo(collected.day),
+      this.vault.chainTime(),
+    ]);
+    if (day.phase === "closed") {
+      throw new ServiceError("conflict", "its day's batch credited this payment already");
+    }
+    if (day.phase === "closing") {
+      throw new ServiceError("conflict", "its day's batch is closing just now; retry shortly");
+    }
+    const opensAt = (collected.day + 2) * 86_400;
+    if (now < BigInt(opensAt)) {
+      throw new ServiceError(
+        "conflict",
+        `redeemable from ${new Date(opensAt * 1000).toISOString()} if its day is not closed by then`,
+      );
+    }
+    return {
+      from: getAddress(row.merchant_address),
+      ...this.vault.redeemCall(signed, row.slot_secret as Hex),
+    };
+  }
+
+  /**
+   * What the account was paid that is not spendable yet: settled
+   * confidential payments whose day's batch has not released them.
+   */
+  async pendingTotal(accountId: string): Promise<bigint> {
+    const row = await this.db
+      .selectFrom("confidential_credits")
+      .select((eb) => eb.fn.sum<string | null>("amount").as("total"))
+      .where("account_id", "=", accountId)
+      .where("credited_day", "is", null)
+      .where("outcome", "is", null)
+      .where("problem", "is", null)
+      .executeTakeFirst();
+    return BigInt(row?.total ?? "0");
+  }
+}
+
+function stateOf(r: {
+  credited_day: number | null;
+  outcome: "redeemed" | "returned" | null;
+  problem: string | null;
+  status: string | null;
+}): CreditState {
+  if (r.credited_day !== null) return "available";
+  if (r.outcome === "redeemed") return "redeemed";
+  if (r.outcome === "returned") return "returned";
+  if (r.problem !== null) return "unbacked";
+  // Rows are written only for settled payments; a row whose settlement is
+  // no longer live was reconciled as failed after its answer.
+  return r.status === "succeeded" ? "pending" : r.status === "pending" ? "settling" : "failed";
+}
+
+/**
+ * The credit a succeeded settlement row owes, or undefined when it is not a
+ * confidential payment to this vault for the owner's own merchant (the gate
+ * refused those before anything was sent; checked again, since this is
+ * where money becomes a merchant's). The amount is the signed
+ * authorization's value, which the mechanism checked equals the
+ * requirements' amount before sending, so both must agree.
+ */
+function creditOf(
+  row: {
+    account_id: string;
+    network: string;
+    asset: string;
+    pay_to: string;
+    amount: string;
+    request: unknown;
+    merchant_address: string;
+  },
+  vault: string,
+) {
+  const request = row.request as {
+    paymentPayload?: { payload?: { authorization?: Record<string, unknown> } };
+    paymentRequirements?: { extra?: Record<string, unknown> };
+  } | null;
+  const auth = request?.paymentPayload?.payload?.authorization;
+  const extra = request?.paymentRequirements?.extra;
+  const from = auth?.["from"];
+  const nonce = auth?.["nonce"];
+  const value = auth?.["value"];
+  const merchant = extra?.["merchant"];
+  if (
+    extra?.["confidential"] !== true ||
+    row.pay_to.toLowerCase() !== vault.toLowerCase() ||
+    typeof merchant !== "string" ||
+    merchant.toLowerCase() !== row.merchant_address.toLowerCase() ||
+    typeof from !== "string" ||
+    !isAddress(from, { strict: false }) ||
+    typeof nonce !== "string" ||
+    !/^0x[0-9a-fA-F]{64}$/.test(nonce) ||
+    typeof value !== "string" ||
+    !/^[0-9]{1,30}$/.test(value) ||
+    BigInt(value) !== BigInt(row.amount)
+  ) {
+    return undefined;
+  }
+  return {
+    account_id: row.account_id,
+    merchant_address: row.merchant_address.toLowerCase(),
+    network: row.network,
+    asset: row.asset.toLowerCase(),
+    payer: from.toLowerCase(),
+    amount: BigInt(value).toString(),
+    payment_nonce: nonce.toLowerCase(),
+  };
+}
+
+/** The payer and nonce a settlement's stored request authorized, if it is an EIP-3009 payment. */
+export function authorizationOf(request: unknown): { from: Hex; nonce: Hex } | undefined {
+  const auth = (request as { paymentPayload?: { payload?: { authorization?: unknown } } } | null)
+    ?.paymentPayload?.payload?.authorization as Record<string, unknown> | undefined;
+  const from = auth?.["from"];
+  const nonce = auth?.["nonce"];
+  if (typeof from !== "string" || !isAddress(from, { strict: false })) return undefined;
+  if (typeof nonce !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(nonce)) return undefined;
+  return { from: getAddress(from), nonce: nonce.toLowerCase() as Hex };
 }
 
 const DAY_MS = 86_400_000;

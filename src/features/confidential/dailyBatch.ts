@@ -1,43 +1,45 @@
 /**
- * The daily batch (spec 3.3, 8): at 00:00 UTC every confidential payment that
- * settled during the day that just ended becomes available, with one
+ * The daily batch (spec 3.3, 8): after 00:00 UTC every confidential payment
+ * the vault collected during the day that ended becomes available, with one
  * encrypted write per enabled merchant (the chain side writes an encrypted
- * zero for a merchant who earned nothing, so neither who earned nor how often
- * shows on-chain). The contract takes a day's batch during the day after it;
- * a payment whose batch never ran is redeemed by the merchant's wallet from
- * its receipt.
+ * zero for a merchant who earned nothing, so neither who earned nor how
+ * often shows on-chain).
  *
- * Exactly once, across replicas and crashes, by three layers:
- * - one `confidential_batches` row per day, claimed under a lease: one
- *   replica runs it; a replica that dies leaves a lease that runs out, and
- *   whoever claims it next resumes;
- * - the plan (which credits, which slots) is stored before the first
- *   transaction, so a resumed batch sends the same credits and marks the same
- *   payments, whatever settled since;
- * - the contract refuses a second credit of a slot for a day, so a chunk sent
- *   twice credits once.
+ * The plan is made from the vault's own ledger of the day, not from our
+ * records alone: each payment the vault collected is attributed to the
+ * merchant whose settlement it was (our credit row for it), and the slots'
+ * credits must add up to the day's pool, which the vault has the KMS prove
+ * before anything becomes spendable. So:
+ * - a credit row the vault has no payment for (a bug, a reorg) is skipped
+ *   and reported (its `problem`), never fatal to the day;
+ * - a payment the vault collected that no settlement of ours claims is
+ *   returned to its payer; one whose settlement is still pending holds the
+ *   batch until the reconciler decides it;
+ * - a payment redeemed by its receipt, or returned, is recorded as such.
+ *
+ * A day can be closed any time after it ended, so a batch that did not run
+ * (an outage, a rejected attempt) runs on a later pass: the worker looks for
+ * every unclosed day, not just yesterday.
+ *
+ * Exactly once, across replicas and crashes:
+ * - one `confidential_batches` row per day, claimed under a lease that the
+ *   runner renews while it runs; a replica that dies leaves a lease that
+ *   runs out, and whoever claims it next resumes;
+ * - the plan is the same for every run of a day (the ledger of an ended day
+ *   only loses payments to redemptions and returns, which the plan follows);
+ * - the contract refuses a second credit of a slot per day and attempt, and
+ *   a second release, so a chunk sent twice credits once.
  */
-import { sql, type Kysely } from "kysely";
-import { getAddress, type Address, type Hex } from "viem";
+import type { Kysely } from "kysely";
+import { getAddress, type Hex } from "viem";
+import { describeError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import type { Database } from "../../storage/schema.js";
-import { dayStart, dayToDate } from "./credits.js";
+import { DayRejectedError, type CollectedPayment } from "../../chains/confidentialPort.js";
+import { authorizationOf, dayStart, dayToDate, type ConfidentialCredits } from "./credits.js";
 import type { ConfidentialVault } from "./vaultPort.js";
 
-/**
- * The contract takes a day's batch until the end of the next day; in that
- * window's last hour the batch runs even with payments still settling.
- */
-const LAST_HOUR_MS = 3_600_000;
-
-interface PlannedSlot {
-  slot: string;
-  amount: string;
-  receipts: { payer: Address; nonce: Hex; amount: string }[];
-  authorizationKeys: string[];
-}
-
-/** Another replica took over the day's lease while this one was planning. */
+/** Another replica took over the day's lease. */
 class LeaseLost extends Error {
   constructor(day: number) {
     super(`the confidential batch of ${dayToDate(day)} is now run by another replica`);
@@ -45,21 +47,47 @@ class LeaseLost extends Error {
 }
 
 export type BatchOutcome =
-  | { ran: true; day: number; slots: number; credits: number; txHashes: Hex[] }
-  | { ran: false; day: number; why: "done" | "held" | "settling" };
+  | {
+      ran: true;
+      day: number;
+      slots: number;
+      credits: number;
+      returned: number;
+      skipped: number;
+      txHashes: Hex[];
+    }
+  | { ran: false; day: number; why: "done" | "held" | "settling" | "rejected" };
 
 export interface DailyBatchOptions {
   /** Who is running it, for the lease (a replica id). */
   owner: string;
-  /** How long a claim holds before another replica may resume it. */
+  /** How long a claim holds before another replica may resume it; renewed while running. */
   leaseMs: number;
   log: Logger;
+}
+
+/** A credit row the batch did not credit, and why. */
+interface Skipped {
+  authorizationKey: string;
+  problem: string;
+}
+
+interface Plan {
+  credits: { slot: bigint; amount: bigint }[];
+  /** Payment keys the batch credits to slots, by our credit row. */
+  credited: string[];
+  returns: Hex[];
+  redeemed: string[];
+  returnedBefore: string[];
+  skipped: Skipped[];
+  settling: boolean;
 }
 
 export class DailyBatch {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly vault: ConfidentialVault,
+    private readonly credits: ConfidentialCredits,
     private readonly opts: DailyBatchOptions,
   ) {}
 
@@ -74,75 +102,327 @@ export class DailyBatch {
   }
 
   /**
-   * Runs (or resumes) the batch of `day` (a UTC day number that has ended):
-   * the payments that settled during it. `now` is the caller's clock, so
+   * Days before `today` that may still need their batch: days of credits not
+   * yet credited, days whose batch started and did not finish, and recent
+   * days whose pool on the vault is not closed (payments collected without a
+   * settlement of ours). Oldest first.
+   */
+  async openDays(today: number, lookbackDays = 7): Promise<number[]> {
+    const [fromCredits, fromBatches] = await Promise.all([
+      this.db
+        .selectFrom("confidential_credits")
+        .select("day")
+        .distinct()
+        .where("credited_day", "is", null)
+        .where("outcome", "is", null)
+        .where("problem", "is", null)
+        .where("day", "<", today)
+        .execute(),
+      this.db
+        .selectFrom("confidential_batches")
+        .select("day")
+        .where("status", "=", "running")
+        .where("day", "<", today)
+        .execute(),
+    ]);
+    const days = new Set<number>();
+    for (const r of [...fromCredits, ...fromBatches]) if (r.day !== null) days.add(r.day);
+    const recent = Array.from({ length: lookbackDays }, (_, i) => today - 1 - i).filter(
+      (d) => d >= 0 && !days.has(d),
+    );
+    const infos = await Promise.all(recent.map((d) => this.vault.dayInfo(d)));
+    for (const info of infos) {
+      if (info.phase !== "closed" && info.pool > 0n && !(await this.isDone(info.day))) {
+        days.add(info.day);
+      }
+    }
+    return [...days].sort((a, b) => a - b);
+  }
+
+  /**
+   * Runs (or resumes) the batch of `day` (a UTC day that has ended): the
+   * payments the vault collected during it. `now` is the caller's clock, so
    * tests can move it.
    */
   async run(day: number, now: Date): Promise<BatchOutcome> {
     const claimed = await this.claim(day, now);
     if (!claimed) return { ran: false, day, why: (await this.isDone(day)) ? "done" : "held" };
-    // A payment of the day whose outcome is not recorded yet (its settle
-    // still running, or left to the reconciler) would miss the plan for
-    // good: the plan waits for it, but not past the window's last hour, so
-    // a payment stuck pending cannot hold everyone else's credit back.
-    if (
-      !claimed.plan &&
-      now.getTime() < dayStart(day + 2).getTime() - LAST_HOUR_MS &&
-      (await this.stillSettling(day))
-    ) {
-      return { ran: false, day, why: "settling" };
-    }
-    const plan = claimed.plan ?? (await this.makePlan(day));
     const log = this.opts.log.child({ day: dayToDate(day) });
-    log.info({ slots: plan.length }, "confidential daily batch: crediting");
-    const { txHashes, alreadyCredited } = await this.vault.creditDay({
-      day,
-      credits: plan.map((p) => ({
-        slot: BigInt(p.slot),
-        amount: BigInt(p.amount),
-        receipts: p.receipts.map((r) => ({ ...r, amount: BigInt(r.amount) })),
-      })),
-    });
-    const keys = plan.flatMap((p) => p.authorizationKeys);
-    const total = plan.reduce((t, p) => t + BigInt(p.amount), 0n);
-    const allHashes = [...(claimed.txHashes ?? []), ...txHashes];
-    await this.db.transaction().execute(async (tx) => {
-      if (keys.length > 0) {
-        await tx
-          .updateTable("confidential_credits")
-          .set({
-            credited_day: day,
-            batch_tx_hash: txHashes.at(-1) ?? claimed.txHashes?.at(-1) ?? null,
-          })
-          .where("authorization_key", "in", keys)
-          .where("credited_day", "is", null)
-          .execute();
+    const lease = this.keepLease(day, now);
+    try {
+      const info = await this.vault.dayInfo(day);
+      const plan = await this.plan(day, info.phase === "open");
+      if (plan.settling) return { ran: false, day, why: "settling" };
+      if (info.phase === "open" && info.pool === 0n && plan.returns.length === 0) {
+        // Every payment of the day was redeemed or returned (or there were
+        // none): nothing to credit, so nothing is sent; the rows say so.
+        await this.finish(day, now, plan, [], info.attempt);
+        return {
+          ran: true,
+          day,
+          slots: 0,
+          credits: 0,
+          returned: 0,
+          skipped: plan.skipped.length,
+          txHashes: [],
+        };
       }
-      await tx
+      for (const s of plan.skipped) {
+        log.error(
+          { authorizationKey: s.authorizationKey, problem: s.problem },
+          "confidential daily batch: a credit has no payment in the vault's ledger; skipped",
+        );
+      }
+      if (plan.returns.length > 0) {
+        log.error(
+          { payments: plan.returns },
+          "confidential daily batch: payments no settlement claims are returned to their payers",
+        );
+      }
+      await this.db
         .updateTable("confidential_batches")
         .set({
-          status: "done",
-          finished_at: now,
-          slots: plan.length,
-          credits: keys.length,
-          total_amount: total.toString(),
-          tx_hashes: JSON.stringify(allHashes),
+          plan: JSON.stringify(
+            plan.credits.map((c) => ({ slot: c.slot.toString(), amount: c.amount.toString() })),
+          ),
         })
         .where("day", "=", day)
         .where("owner", "=", this.opts.owner)
         .execute();
-    });
-    log.info(
-      { slots: plan.length, credits: keys.length, resumedSlots: alreadyCredited.length },
-      "confidential daily batch: done",
-    );
-    return { ran: true, day, slots: plan.length, credits: keys.length, txHashes };
+      log.info({ slots: plan.credits.length, payments: plan.credited.length }, "crediting");
+      let result;
+      try {
+        result = await this.vault.creditDay({
+          day,
+          credits: plan.credits,
+          returns: plan.returns,
+          shouldStop: () => lease.lost,
+        });
+      } catch (e) {
+        if (!(e instanceof DayRejectedError)) throw e;
+        // The KMS proved the credits wrong (the pool changed under them: a
+        // redemption meanwhile). The day reopened on-chain; the next pass
+        // plans again from the ledger as it now is.
+        log.error(
+          { attempt: e.attempt },
+          "confidential daily batch: the vault rejected the credits",
+        );
+        return { ran: false, day, why: "rejected" };
+      }
+      const finalInfo = await this.vault.dayInfo(day);
+      await this.finish(day, now, plan, result.txHashes, finalInfo.attempt);
+      log.info(
+        {
+          slots: plan.credits.length,
+          credits: plan.credited.length,
+          returned: plan.returns.length,
+          skipped: plan.skipped.length,
+          resumedSlots: result.alreadyCredited.length,
+        },
+        "confidential daily batch: done",
+      );
+      return {
+        ran: true,
+        day,
+        slots: plan.credits.length,
+        credits: plan.credited.length,
+        returned: plan.returns.length,
+        skipped: plan.skipped.length,
+        txHashes: result.txHashes,
+      };
+    } finally {
+      lease.stop();
+    }
   }
 
-  private async claim(
-    day: number,
-    now: Date,
-  ): Promise<{ plan: PlannedSlot[] | null; txHashes: Hex[] | null } | undefined> {
+  private async finish(day: number, now: Date, plan: Plan, txHashes: Hex[], attempt: number) {
+    await this.db.transaction().execute(async (tx) => {
+      if (plan.credited.length > 0) {
+        await tx
+          .updateTable("confidential_credits")
+          .set({ credited_day: day, batch_tx_hash: txHashes.at(-1) ?? null })
+          .where("payment_key", "in", plan.credited)
+          .where("credited_day", "is", null)
+          .execute();
+      }
+      for (const [keys, outcome] of [
+        [plan.redeemed, "redeemed"],
+        [[...plan.returnedBefore, ...plan.returns], "returned"],
+      ] as const) {
+        if (keys.length === 0) continue;
+        await tx
+          .updateTable("confidential_credits")
+          .set({ outcome })
+          .where("payment_key", "in", keys)
+          .where("credited_day", "is", null)
+          .execute();
+      }
+      for (const s of plan.skipped) {
+        await tx
+          .updateTable("confidential_credits")
+          .set({ problem: s.problem })
+          .where("authorization_key", "=", s.authorizationKey)
+          .execute();
+      }
+      const done = await tx
+        .updateTable("confidential_batches")
+        .set({
+          status: "done",
+          finished_at: now,
+          slots: plan.credits.length,
+          credits: plan.credited.length,
+          total_amount: plan.credits.reduce((t, c) => t + c.amount, 0n).toString(),
+          tx_hashes: JSON.stringify(txHashes),
+          skipped: JSON.stringify(plan.skipped),
+          attempt,
+        })
+        .where("day", "=", day)
+        .where("owner", "=", this.opts.owner)
+        .returning("day")
+        .executeTakeFirst();
+      if (!done) throw new LeaseLost(day);
+    });
+  }
+
+  /**
+   * The day's plan from the vault's ledger: each collected payment to the
+   * slot of the merchant whose credit row names it; payments no settlement
+   * claims to be returned (only while the day is open: a closed day's pool
+   * is final); our rows the ledger does not back, skipped.
+   */
+  private async plan(day: number, open: boolean): Promise<Plan> {
+    const ledger = await this.vault.dayPayments(day);
+    const byKey = new Map(ledger.map((p) => [p.key.toLowerCase(), p]));
+    const plan: Plan = {
+      credits: [],
+      credited: [],
+      returns: [],
+      redeemed: [],
+      returnedBefore: [],
+      skipped: [],
+      settling: false,
+    };
+    const bySlot = new Map<bigint, bigint>();
+    let rows = await this.rowsOf(ledger.map((p) => p.key.toLowerCase()));
+    const unclaimed = ledger.filter(
+      (p) => p.state === "collected" && !rows.has(p.key.toLowerCase()),
+    );
+    if (unclaimed.length > 0) {
+      const claimed = await this.settlementsOf(day, unclaimed);
+      plan.settling = claimed.pending;
+      // Settled, their answer lost: credit and receipt now, from the record.
+      for (const s of claimed.succeeded) {
+        if (!(await this.credits.recordSettled(s.authorizationKey, s.accountId))) continue;
+        await this.credits
+          .receiptFor(s.authorizationKey, s.accountId)
+          .catch((e: unknown) =>
+            this.opts.log.warn(
+              { err: describeError(e), authorizationKey: s.authorizationKey },
+              "could not sign a confidential receipt yet",
+            ),
+          );
+      }
+      if (claimed.succeeded.length > 0)
+        rows = await this.rowsOf(ledger.map((p) => p.key.toLowerCase()));
+      for (const p of unclaimed) {
+        const key = p.key.toLowerCase();
+        if (rows.has(key) || claimed.live.has(key)) continue;
+        if (open) plan.returns.push(p.key);
+      }
+    }
+    for (const p of ledger) {
+      const key = p.key.toLowerCase();
+      const row = rows.get(key);
+      if (p.state === "redeemed") plan.redeemed.push(key);
+      if (p.state === "returned") plan.returnedBefore.push(key);
+      if (p.state !== "collected" || !row) continue;
+      if (BigInt(row.amount) !== p.amount) {
+        // Cannot happen (the vault collected the signed value our row holds);
+        // the vault's amount is what the pool holds, so it is what is credited.
+        this.opts.log.error(
+          { paymentKey: key, recorded: row.amount, collected: p.amount.toString() },
+          "a confidential credit's amount differs from what the vault collected",
+        );
+      }
+      plan.credited.push(key);
+      bySlot.set(row.slot, (bySlot.get(row.slot) ?? 0n) + p.amount);
+    }
+    plan.credits = [...bySlot].map(([slot, amount]) => ({ slot, amount }));
+    // Our rows for the day that the ledger does not back.
+    const claimedForDay = await this.db
+      .selectFrom("confidential_credits")
+      .select(["authorization_key", "payment_key"])
+      .where("day", "=", day)
+      .where("credited_day", "is", null)
+      .where("outcome", "is", null)
+      .where("problem", "is", null)
+      .execute();
+    for (const r of claimedForDay) {
+      const onChain = r.payment_key ? byKey.get(r.payment_key.toLowerCase()) : undefined;
+      if (!onChain) {
+        plan.skipped.push({
+          authorizationKey: r.authorization_key,
+          problem: `the vault collected no such payment on ${dayToDate(day)}`,
+        });
+      }
+    }
+    return plan;
+  }
+
+  /** Our credit rows for these payment keys, with their merchant's slot. */
+  private async rowsOf(keys: string[]): Promise<Map<string, { amount: string; slot: bigint }>> {
+    const rows = new Map<string, { amount: string; slot: bigint }>();
+    for (let i = 0; i < keys.length; i += 1000) {
+      const found = await this.db
+        .selectFrom("confidential_credits as c")
+        .innerJoin("confidential_merchants as m", "m.account_id", "c.account_id")
+        .select(["c.payment_key", "c.amount", "m.slot"])
+        .where("c.payment_key", "in", keys.slice(i, i + 1000))
+        .execute();
+      for (const r of found) {
+        if (r.payment_key && r.slot !== null) {
+          rows.set(r.payment_key.toLowerCase(), { amount: r.amount, slot: BigInt(r.slot) });
+        }
+      }
+    }
+    return rows;
+  }
+
+  /**
+   * Our live settlements (pending or succeeded) of payments the vault
+   * collected without a credit row of ours: by payer, around the day, then
+   * matched on the key of the authorization each settled.
+   */
+  private async settlementsOf(day: number, payments: CollectedPayment[]) {
+    const wanted = new Set(payments.map((p) => p.key.toLowerCase()));
+    const payers = [...new Set(payments.map((p) => p.payer.toLowerCase()))];
+    const live = new Set<string>();
+    const succeeded: { authorizationKey: string; accountId: string }[] = [];
+    let pending = false;
+    for (let i = 0; i < payers.length; i += 500) {
+      const rows = await this.db
+        .selectFrom("settlements")
+        .select(["authorization_key", "account_id", "status", "request"])
+        .where("pay_to", "=", this.vault.address.toLowerCase())
+        .where("payer", "in", payers.slice(i, i + 500))
+        .where("status", "in", ["pending", "succeeded"])
+        .where("started_at", ">=", dayStart(day - 1))
+        .where("started_at", "<", dayStart(day + 2))
+        .execute();
+      for (const r of rows) {
+        const auth = authorizationOf(r.request);
+        if (!auth || !r.authorization_key) continue;
+        const key = this.vault.paymentKey(getAddress(auth.from), auth.nonce).toLowerCase();
+        if (!wanted.has(key)) continue;
+        live.add(key);
+        if (r.status === "pending") pending = true;
+        else succeeded.push({ authorizationKey: r.authorization_key, accountId: r.account_id });
+      }
+    }
+    return { live, succeeded, pending };
+  }
+
+  private async claim(day: number, now: Date): Promise<boolean> {
     const leaseUntil = new Date(now.getTime() + this.opts.leaseMs);
     const row = await this.db
       .insertInto("confidential_batches")
@@ -159,84 +439,42 @@ export class DailyBatch {
             ]),
           ),
       )
-      .returning(["plan", "tx_hashes"])
-      .executeTakeFirst();
-    if (!row) return undefined;
-    return {
-      plan: (row.plan as PlannedSlot[] | null) ?? null,
-      txHashes: (row.tx_hashes as Hex[] | null) ?? null,
-    };
-  }
-
-  /**
-   * Whether a confidential payment that may belong to `day` is still
-   * pending: its receipt was stamped during the day, or (not stamped yet) its
-   * settle started then or during the day before (a settle that finishes
-   * after midnight belongs to the day it finishes in).
-   */
-  private async stillSettling(day: number): Promise<boolean> {
-    const at = sql<Date>`coalesce(c.settled_at, s.started_at)`;
-    const row = await this.db
-      .selectFrom("confidential_credits as c")
-      .innerJoin("settlements as s", "s.authorization_key", "c.authorization_key")
-      .select("c.authorization_key")
-      .where("s.status", "=", "pending")
-      .where("c.credited_day", "is", null)
-      .where(at, ">=", dayStart(day - 1))
-      .where(at, "<", dayStart(day + 1))
-      .limit(1)
+      .returning("day")
       .executeTakeFirst();
     return row !== undefined;
   }
 
-  /** Each slot that earned during the day, with its receipts; stored with the claim. */
-  private async makePlan(day: number): Promise<PlannedSlot[]> {
-    const credits = await this.db
-      .selectFrom("confidential_credits as c")
-      .innerJoin("settlements as s", "s.authorization_key", "c.authorization_key")
-      .innerJoin("confidential_merchants as m", "m.account_id", "c.account_id")
-      .select(["m.slot", "c.payer", "c.amount", "c.payment_nonce", "c.authorization_key"])
-      .where("s.status", "=", "succeeded")
-      .where("c.credited_day", "is", null)
-      // The same instant the receipt's day is taken from (credits.ts).
-      .where(sql<Date>`coalesce(c.settled_at, s.finished_at)`, ">=", dayStart(day))
-      .where(sql<Date>`coalesce(c.settled_at, s.finished_at)`, "<", dayStart(day + 1))
-      .orderBy("c.authorization_key")
-      .execute();
-    const bySlot = new Map<string, PlannedSlot>();
-    for (const c of credits) {
-      if (c.slot === null) continue;
-      const p = bySlot.get(c.slot) ?? {
-        slot: c.slot,
-        amount: "0",
-        receipts: [],
-        authorizationKeys: [],
-      };
-      bySlot.set(c.slot, p);
-      p.amount = (BigInt(p.amount) + BigInt(c.amount)).toString();
-      p.receipts.push({
-        payer: getAddress(c.payer),
-        nonce: c.payment_nonce as Hex,
-        amount: c.amount,
-      });
-      p.authorizationKeys.push(c.authorization_key);
-    }
-    const plan = [...bySlot.values()];
-    await this.db
-      .updateTable("confidential_batches")
-      .set({ plan: JSON.stringify(plan) })
-      .where("day", "=", day)
-      .where("owner", "=", this.opts.owner)
-      .where(sql<boolean>`plan is null`)
-      .execute();
-    // Whatever plan is stored is the day's plan, even if a replica that
-    // resumed a lapsed lease stored it first.
-    const stored = await this.db
-      .selectFrom("confidential_batches")
-      .select(["plan", "owner"])
-      .where("day", "=", day)
-      .executeTakeFirstOrThrow();
-    if (stored.owner !== this.opts.owner) throw new LeaseLost(day);
-    return stored.plan as PlannedSlot[];
+  /**
+   * Renews the day's lease while the batch runs (a third of the lease each
+   * time, on the caller's clock advanced by the time spent), so a batch
+   * longer than the lease is not resumed by another replica meanwhile.
+   * `lost` turns true once another replica holds it: the run stops before
+   * its next transaction.
+   */
+  private keepLease(day: number, now: Date): { lost: boolean; stop(): void } {
+    const started = Date.now();
+    const state = { lost: false, stop: () => clearInterval(timer) };
+    const timer = setInterval(
+      () => {
+        const at = now.getTime() + (Date.now() - started);
+        void this.db
+          .updateTable("confidential_batches")
+          .set({ lease_until: new Date(at + this.opts.leaseMs) })
+          .where("day", "=", day)
+          .where("owner", "=", this.opts.owner)
+          .where("status", "=", "running")
+          .returning("day")
+          .executeTakeFirst()
+          .then((row) => {
+            if (!row) state.lost = true;
+          })
+          .catch((e: unknown) =>
+            this.opts.log.warn({ err: describeError(e), day }, "could not renew the batch lease"),
+          );
+      },
+      Math.max(1_000, Math.floor(this.opts.leaseMs / 3)),
+    );
+    timer.unref();
+    return state;
   }
 }

@@ -54,7 +54,7 @@ export function paysContract(
 }
 
 /** The merchant named by a confidential offer, checksummed, if it is an address. */
-export function offerMerchant(request: PaymentRequest): Address | undefined {
+function offerMerchant(request: PaymentRequest): Address | undefined {
   const m = request.paymentRequirements.extra?.["merchant"];
   return typeof m === "string" && isAddress(m, { strict: false }) ? getAddress(m) : undefined;
 }

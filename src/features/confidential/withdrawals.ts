@@ -19,6 +19,8 @@ import type { ConfidentialVault, WithdrawRequest } from "./vaultPort.js";
 
 export interface WithdrawalListing {
   id: string;
+  /** Its id on the vault, once submitted. */
+  onchainId: string | null;
   amount: string;
   state: WithdrawalState;
   paidAmount: string | null;
@@ -243,6 +245,40 @@ export class ConfidentialWithdrawals {
     });
   }
 
+  /**
+   * The transaction the withdrawal address sends itself to cancel a
+   * withdrawal left unfinalized for 24 hours (the debit is undone): only
+   * when the vault would take it, 409 saying why otherwise.
+   */
+  async cancelCall(accountId: string, id: string): Promise<{ from: Hex; to: Hex; data: Hex }> {
+    const { merchant } = await this.enabledMerchant(accountId);
+    const row = await this.db
+      .selectFrom("confidential_withdrawals")
+      .select(["onchain_id"])
+      .where("account_id", "=", accountId)
+      .where("id", "=", id)
+      .executeTakeFirst();
+    if (!row) throw new ServiceError("not_found", "no withdrawal of yours has this id");
+    if (row.onchain_id === null) {
+      throw new ServiceError("conflict", "this withdrawal debited nothing on-chain");
+    }
+    const onchainId = BigInt(row.onchain_id);
+    const [w, now] = await Promise.all([this.vault.withdrawal(onchainId), this.vault.chainTime()]);
+    if (w.state !== "debited") {
+      throw new ServiceError(
+        "conflict",
+        `this withdrawal is ${w.state}; there is nothing to cancel`,
+      );
+    }
+    if (now < w.cancellableAt) {
+      throw new ServiceError(
+        "conflict",
+        `cancellable from ${new Date(Number(w.cancellableAt) * 1000).toISOString()}, if it is not finalized by then`,
+      );
+    }
+    return { from: merchant, ...this.vault.cancelCall(onchainId) };
+  }
+
   async list(accountId: string): Promise<WithdrawalListing[]> {
     const rows = await this.db
       .selectFrom("confidential_withdrawals")
@@ -367,6 +403,7 @@ function parseAmount(v: string): bigint {
 
 function listing(r: {
   id: string;
+  onchain_id: string | null;
   amount: string;
   state: WithdrawalState;
   paid_amount: string | null;
@@ -378,6 +415,7 @@ function listing(r: {
 }): WithdrawalListing {
   return {
     id: r.id,
+    onchainId: r.onchain_id,
     amount: r.amount,
     state: r.state,
     paidAmount: r.paid_amount,

@@ -112,6 +112,9 @@ export async function relayerFheClient(
     inputVerifierContractAddress: settings.inputVerifierAddress,
     verifyingContractAddressDecryption: settings.decryptionAddress,
     verifyingContractAddressInputVerification: settings.inputVerificationAddress,
+    ...(settings.relayerApiKey
+      ? { auth: { __type: "ApiKeyHeader" as const, value: settings.relayerApiKey } }
+      : {}),
   });
   return fheClient(instance as unknown as FhevmInstanceLike);
 }

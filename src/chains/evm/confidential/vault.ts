@@ -7,30 +7,37 @@
  *      `assignSlot` checks the signature, derives the slot's secret salt from
  *      it and binds a slot to `commitment(merchant, salt)` on-chain. Store the
  *      returned `slot` and `secret`: `submitWithdraw` needs the secret.
- *   2. Settling: the payer's ordinary USDC `transferWithAuthorization` pays
- *      the vault (`payTo` = `address`), exactly like any `exact` payment; the
- *      contract never sees the merchant. `signReceipt` then signs the
- *      merchant's receipt (returned in the settle response).
- *   3. The daily batch: `creditDay` (for a UTC day that has ended, during
- *      the day after it) marks the day's receipts, credits every slot with
- *      an encrypted amount (zero for a merchant who earned nothing) and
- *      closes the day. It is safe to call again after a crash at any point:
- *      the contract refuses a second credit per slot and day, and receipts
- *      already marked are skipped.
+ *   2. Settling: the payer signs its ordinary USDC authorization to the vault
+ *      (`payTo` = `address`); the EVM family submits it to the vault's
+ *      `collect` instead of the token (collectingSigner.ts), so the vault
+ *      records payer, nonce, amount and day of every payment it received,
+ *      and never the merchant. `signReceipt` then signs the merchant's
+ *      receipt over the vault's own record (returned in the settle response).
+ *   3. The daily batch: `creditDay` (for any ended, unclosed day) returns
+ *      unattributed payments to their payers, writes an encrypted credit for
+ *      every slot (zero for a merchant who earned nothing) into its pending
+ *      bucket, closes the day, finalizes it with the KMS proof that the
+ *      credits add up to the day's pool, and releases them into the
+ *      balances. Safe to call again after a crash at any point: the contract
+ *      refuses a second credit per slot, day and attempt, and a second release.
  *   4. Withdrawal: `prepareWithdraw` gives the EIP-712 request the merchant's
  *      wallet signs; `submitWithdraw` debits obliviously (the amount, or
  *      nothing when the balance is short); `finalizeWithdraw` fetches the
  *      KMS decryption of the outcome and pays the USDC out. After 24 hours
  *      unfinalized the merchant's wallet may call `cancelWithdraw` itself.
- *   5. Receipts whose credit is missing after their day's batch window are
- *      redeemable on-chain by anyone (`redeemReceipt`), with no call to us.
+ *   5. Receipts of a day not closed a day after it ended are redeemable
+ *      on-chain by the merchant (`redeemReceipt`), with no call to us.
  *
  * Invariants:
- *   - The operator key is this module's alone: its transactions go out one
- *     at a time, each awaited, so nonces never race.
+ *   - The operator key sends one transaction at a time: within this process
+ *     (a queue) and across replicas (`operatorLease`); each is awaited, and
+ *     what decides whether to send is read while holding both, so nonces
+ *     never race and no two replicas send the same finalization.
  *   - Nothing here writes a merchant address, a per-merchant amount or count
  *     to the chain before that merchant withdraws: batches carry slot ids and
- *     ciphertexts, receipts are marked by payer and nonce in key order.
+ *     ciphertexts only.
+ *   - No log is read: the vault indexes what the service looks up (payments
+ *     by key and day, withdrawals by slot and nonce, their outcomes).
  *   - Every transaction's receipt is checked; a revert throws.
  *
  * Before broadcasting, the caller commits its intent (the service's rules);
@@ -41,6 +48,7 @@ import {
   createWalletClient,
   decodeEventLog,
   defineChain,
+  encodeFunctionData,
   getAddress,
   http,
   type Address,
@@ -64,18 +72,31 @@ import {
 import { confidentialVaultAbi } from "./vaultAbi.js";
 import {
   CONFIDENTIAL_NETWORK,
-  utcDay,
+  DayRejectedError,
+  type CollectedPayment,
   type ConfidentialVault,
   type ConfidentialVaultOptions,
+  type DayInfo,
+  type DayPhase,
+  type FhevmNetworkSettings,
+  type PaymentState,
   type WithdrawalInfo,
   type WithdrawalLookup,
   type WithdrawalState,
 } from "../../confidentialPort.js";
 
-/** Slots credited per transaction: one input proof holds at most 32 `euint64`s. */
-const DEFAULT_SLOTS_PER_TX = 16;
-/** Receipts marked per transaction. */
-const RECEIPTS_PER_TX = 200;
+/**
+ * Slots credited per transaction: each adds to a 128-bit running sum
+ * (259,000 HCU, one after the other), and a transaction's sequential depth
+ * is capped at 5,000,000 HCU, so at most 19 fit; 16 leaves room.
+ */
+const MAX_SLOTS_PER_TX = 16;
+/** Slots released per transaction: independent adds, bounded by gas. */
+const RELEASES_PER_TX = 32;
+/** Payments returned per transaction. */
+const RETURNS_PER_TX = 50;
+/** Payments read per `dayPayments` call. */
+const LEDGER_PAGE = 500;
 const DAY_SECONDS = 86_400n;
 const RECEIPT_TIMEOUT_MS = 120_000;
 /** How long a withdrawal request the wallet signs stays valid, by default. */
@@ -98,6 +119,13 @@ function withdrawTypedData(chainId: number, vault: Address, request: WithdrawReq
 }
 
 const STATES: Record<number, WithdrawalState> = { 1: "debited", 2: "finalized", 3: "cancelled" };
+const PAYMENT_STATES: Record<number, PaymentState> = {
+  0: "none",
+  1: "collected",
+  2: "redeemed",
+  3: "returned",
+};
+const PHASES: Record<number, DayPhase> = { 0: "open", 1: "closing", 2: "closed" };
 
 async function createFheClient(opts: ConfidentialVaultOptions): Promise<{
   fhe: FheClient;
@@ -111,12 +139,37 @@ async function createFheClient(opts: ConfidentialVaultOptions): Promise<{
   return { fhe, close: () => undefined };
 }
 
+/**
+ * Refuses to run against a chain without Zama's fhEVM at the configured
+ * addresses: every encrypted operation of the vault would revert, and the
+ * service would accept confidential payments it can never credit.
+ */
+async function requireFhevmHost(
+  client: { getCode(args: { address: Address }): Promise<Hex | undefined> },
+  settings: FhevmNetworkSettings,
+): Promise<void> {
+  const hosts = {
+    ACL: settings.aclAddress,
+    "FHE executor": settings.executorAddress,
+    "KMS verifier": settings.kmsVerifierAddress,
+    "input verifier": settings.inputVerifierAddress,
+  };
+  for (const [name, address] of Object.entries(hosts)) {
+    const code = await client.getCode({ address });
+    if (!code || code === "0x") {
+      throw new Error(
+        `confidential settlement cannot start: there is no fhEVM ${name} contract at ${address} on ${CONFIDENTIAL_NETWORK}; Zama's fhEVM must run on this chain at the configured CONFIDENTIAL_* addresses`,
+      );
+    }
+  }
+}
+
 export async function createConfidentialVault(
   opts: ConfidentialVaultOptions,
 ): Promise<ConfidentialVault> {
-  const slotsPerTx = opts.slotsPerTransaction ?? DEFAULT_SLOTS_PER_TX;
-  if (!Number.isInteger(slotsPerTx) || slotsPerTx < 1 || slotsPerTx > 32) {
-    throw new Error(`slotsPerTransaction must be 1 to 32, got ${slotsPerTx}`);
+  const slotsPerTx = opts.slotsPerTransaction ?? MAX_SLOTS_PER_TX;
+  if (!Number.isInteger(slotsPerTx) || slotsPerTx < 1 || slotsPerTx > MAX_SLOTS_PER_TX) {
+    throw new Error(`slotsPerTransaction must be 1 to ${MAX_SLOTS_PER_TX}, got ${slotsPerTx}`);
   }
   const chain = defineChain({
     id: opts.chainId,
@@ -147,32 +200,39 @@ export async function createConfidentialVault(
       `the vault's receipt signer is ${onChainSigner}, not the configured key's ${receiptSigner.address}`,
     );
   }
+  if (!("mock" in opts.mode)) await requireFhevmHost(publicClient, opts.mode);
   const { fhe, close: closeFhe } = await createFheClient(opts);
 
-  // One operator transaction at a time: each waits for the one before.
+  // The operator key, one transaction at a time: in this process each waits
+  // for the one before; across replicas the lease lets one hold it. `work`
+  // reads what decides its transaction while holding both.
   let queue: Promise<unknown> = Promise.resolve();
-  const serially = <T>(work: () => Promise<T>): Promise<T> => {
-    const run = queue.then(work, work);
+  const lease = opts.operatorLease ?? { hold: <T>(work: () => Promise<T>) => work() };
+  const exclusively = <T>(work: () => Promise<T>): Promise<T> => {
+    const held = () => lease.hold(work);
+    const run = queue.then(held, held);
     queue = run.catch(() => undefined);
     return run;
   };
-  const write = (
+  /** Sends one operator transaction and waits for it; only inside `exclusively`. */
+  const send = async (
     what: string,
     call: { functionName: string; args: readonly unknown[] },
-  ): Promise<TransactionReceipt> =>
-    serially(async () => {
-      const hash = await wallet.writeContract({
-        ...vault,
-        ...(call as { functionName: "closeDay"; args: [bigint] }),
-      });
-      const receipt = await publicClient.waitForTransactionReceipt({
-        hash,
-        timeout: RECEIPT_TIMEOUT_MS,
-      });
-      if (receipt.status !== "success") throw new Error(`${what} reverted (${hash})`);
-      opts.log?.info({ what, txHash: hash, gasUsed: receipt.gasUsed.toString() }, "vault tx");
-      return receipt;
+  ): Promise<TransactionReceipt> => {
+    const hash = await wallet.writeContract({
+      ...vault,
+      ...(call as { functionName: "closeDay"; args: [bigint] }),
     });
+    const receipt = await publicClient.waitForTransactionReceipt({
+      hash,
+      timeout: RECEIPT_TIMEOUT_MS,
+    });
+    if (receipt.status !== "success") throw new Error(`${what} reverted (${hash})`);
+    opts.log?.info({ what, txHash: hash, gasUsed: receipt.gasUsed.toString() }, "vault tx");
+    return receipt;
+  };
+  const write = (what: string, call: { functionName: string; args: readonly unknown[] }) =>
+    exclusively(() => send(what, call));
 
   const events = (receipt: TransactionReceipt) =>
     receipt.logs
@@ -187,8 +247,8 @@ export async function createConfidentialVault(
     }) as Promise<T>;
 
   const withdrawal = async (id: bigint): Promise<WithdrawalInfo> => {
-    const [slot, to, amount, requestedAt, state, debited] = await read<
-      [bigint, Address, bigint, bigint, number, Hex]
+    const [slot, to, amount, requestedAt, state, paid, debited] = await read<
+      [bigint, Address, bigint, bigint, number, boolean, Hex]
     >("withdrawal", [id]);
     return {
       id,
@@ -199,41 +259,81 @@ export async function createConfidentialVault(
       requestedAt,
       cancellableAt: requestedAt + DAY_SECONDS,
       debitedHandle: debited,
+      paid,
     };
   };
 
-  const finalizedOutcome = async (id: bigint): Promise<boolean> => {
-    const logs = await publicClient.getContractEvents({
-      ...vault,
-      eventName: "WithdrawalFinalized",
-      args: { id },
-      fromBlock: 0n,
-    });
-    const last = logs.at(-1);
-    if (!last) throw new Error(`withdrawal ${id} is finalized but its event was not found`);
-    return last.args.paid ?? false;
+  const findWithdrawal = async (request: WithdrawRequest): Promise<WithdrawalLookup> => {
+    const [found, id] = await read<[boolean, bigint]>("withdrawalOf", [
+      request.slot,
+      request.nonce,
+    ]);
+    if (!found) return { state: "unused" };
+    const taken = await withdrawal(id);
+    // Same slot and nonce, another address or amount: another signed request.
+    if (getAddress(taken.to) !== getAddress(request.to) || taken.amount !== request.amount) {
+      return { state: "usedByAnother" };
+    }
+    return { state: "landed", id };
   };
 
-  const findWithdrawal = async (request: WithdrawRequest): Promise<WithdrawalLookup> => {
-    const [, , nextNonce] = await read<[Hex, Hex, bigint, Address]>("slotInfo", [request.slot]);
-    if (nextNonce <= request.nonce) return { state: "unused" };
-    const logs = await publicClient.getContractEvents({
-      ...vault,
-      eventName: "WithdrawalRequested",
-      args: { slot: request.slot, to: request.to },
-      fromBlock: 0n,
-    });
-    const taken = logs.find((l) => l.args.nonce === request.nonce);
-    // The nonce is used but its event was not read back (a provider that
-    // returned too little): what took it is unknown, so nothing is concluded.
-    if (!taken) {
-      throw new Error(
-        `withdrawal nonce ${request.nonce} of slot ${request.slot} is used, but its request was not found in the logs`,
+  const payment = async (key: Hex): Promise<CollectedPayment> => {
+    const [payer, amount, day, state] = await read<[Address, bigint, number, number]>("payment", [
+      key,
+    ]);
+    return { key, state: PAYMENT_STATES[state] ?? "none", payer, amount, day: Number(day) };
+  };
+
+  const dayInfo = async (day: number): Promise<DayInfo> => {
+    const [collected, payments, redeemed, returned, attempt, slotsCredited, slotsReleased, phase] =
+      await read<[bigint, number, bigint, bigint, number, number, number, number, Hex]>("dayInfo", [
+        BigInt(day),
+      ]);
+    return {
+      day,
+      collected,
+      payments: Number(payments),
+      redeemed,
+      returned,
+      pool: collected - redeemed - returned,
+      attempt: Number(attempt),
+      slotsCredited: Number(slotsCredited),
+      slotsReleased: Number(slotsReleased),
+      phase: PHASES[phase] ?? "open",
+    };
+  };
+
+  const dayPayments = async (day: number): Promise<CollectedPayment[]> => {
+    const all: CollectedPayment[] = [];
+    for (let offset = 0n; ; offset += BigInt(LEDGER_PAGE)) {
+      const [keys, payers, amounts, states] = await read<[Hex[], Address[], bigint[], number[]]>(
+        "dayPayments",
+        [BigInt(day), offset, BigInt(LEDGER_PAGE)],
       );
+      keys.forEach((key, i) =>
+        all.push({
+          key,
+          state: PAYMENT_STATES[states[i]!] ?? "none",
+          payer: getAddress(payers[i]!),
+          amount: amounts[i]!,
+          day,
+        }),
+      );
+      if (keys.length < LEDGER_PAGE) return all;
     }
-    // Same slot, address and nonce, another amount: another signed request.
-    if (taken.args.amount !== request.amount) return { state: "usedByAnother" };
-    return { state: "landed", id: taken.args.id! };
+  };
+
+  /** Slots credited in the day's current attempt, and slots whose credit is released. */
+  const slotsOfDay = async (day: number, slotCount: bigint) => {
+    const all = Array.from({ length: Number(slotCount) }, (_, i) => BigInt(i));
+    const states = await Promise.all(
+      all.map((s) => read<[boolean, boolean]>("slotDay", [s, BigInt(day)])),
+    );
+    return {
+      all,
+      credited: all.filter((_, i) => states[i]![0]),
+      unreleased: all.filter((_, i) => states[i]![0] && !states[i]![1]),
+    };
   };
 
   return {
@@ -263,13 +363,23 @@ export async function createConfidentialVault(
       const secret = slotSalt(walletSignature);
       const commitment = slotCommitment(merchant, secret);
       const lookup = () => read<[boolean, bigint]>("slotOf", [commitment]);
-      const [assigned, slot] = await lookup();
-      if (assigned) return { slot, txHash: null, secret };
-      const receipt = await write("assignSlot", { functionName: "assignSlot", args: [commitment] });
-      const [nowAssigned, newSlot] = await lookup();
-      if (!nowAssigned) throw new Error(`assignSlot ${receipt.transactionHash} assigned no slot`);
-      return { slot: newSlot, txHash: receipt.transactionHash, secret };
+      return exclusively(async () => {
+        const [assigned, slot] = await lookup();
+        if (assigned) return { slot, txHash: null, secret };
+        const receipt = await send("assignSlot", {
+          functionName: "assignSlot",
+          args: [commitment],
+        });
+        const [nowAssigned, newSlot] = await lookup();
+        if (!nowAssigned) throw new Error(`assignSlot ${receipt.transactionHash} assigned no slot`);
+        return { slot: newSlot, txHash: receipt.transactionHash, secret };
+      });
     },
+
+    paymentKey: (payer, nonce) => receiptKey(payer, nonce),
+    payment,
+    dayInfo,
+    dayPayments,
 
     async signReceipt({ paymentNonce, payer, merchant, slot, amount, day }) {
       const receipt: Receipt = {
@@ -278,7 +388,7 @@ export async function createConfidentialVault(
         merchant: getAddress(merchant),
         slot,
         amount,
-        day: day ?? utcDay(new Date()),
+        day,
       };
       const signature = await receiptSigner.signTypedData({
         domain: vaultDomain(opts.chainId, address),
@@ -300,87 +410,123 @@ export async function createConfidentialVault(
       };
     },
 
-    async creditDay({ day, credits }) {
+    async creditDay({ day, credits, returns = [], shouldStop }) {
       if (!Number.isInteger(day) || day < 0) throw new Error(`day must be a UTC day number`);
-      const [slotCount, info, now] = await Promise.all([
+      const stopIfAsked = () => {
+        if (shouldStop?.()) throw new Error(`the batch of day ${day} was taken over; stopping`);
+      };
+      const txHashes: Hex[] = [];
+      const [slotCount, now] = await Promise.all([
         read<bigint>("slotCount"),
-        read<[bigint, number, number, boolean, Hex]>("dayInfo", [BigInt(day)]),
         publicClient.getBlock().then((b) => b.timestamp),
       ]);
-      const allSlots = Array.from({ length: Number(slotCount) }, (_, i) => BigInt(i));
-      if (info[3]) {
-        return { txHashes: [], alreadyCredited: allSlots, credited: [], total: info[0] };
+      let info = await dayInfo(day);
+      if (info.phase === "open" && now < (BigInt(day) + 1n) * DAY_SECONDS) {
+        throw new Error(`day ${day} has not ended on-chain yet (chain time ${now})`);
       }
-      const opens = (BigInt(day) + 1n) * DAY_SECONDS;
-      if (now < opens || now >= opens + DAY_SECONDS) {
-        throw new Error(
-          `day ${day}'s batch runs from ${opens} to ${opens + DAY_SECONDS} (unix s); chain time is ${now}`,
-        );
-      }
-      const amountOf = new Map<bigint, bigint>();
-      for (const c of credits) {
-        if (c.slot < 0n || c.slot >= slotCount) throw new Error(`slot ${c.slot} is not assigned`);
-        if (amountOf.has(c.slot)) throw new Error(`slot ${c.slot} is listed twice`);
-        const sum = c.receipts.reduce((s, r) => s + r.amount, 0n);
-        if (sum !== c.amount) {
-          throw new Error(`slot ${c.slot}: amount ${c.amount} is not its receipts' sum ${sum}`);
+      const returned: Hex[] = [];
+      let alreadyCredited: bigint[] = [];
+      let credited: bigint[] = [];
+
+      if (info.phase === "open") {
+        // 1. Payments no merchant claims go back to their payers first: they
+        //    leave the pool the credits must add up to.
+        for (let i = 0; i < returns.length; i += RETURNS_PER_TX) {
+          stopIfAsked();
+          const chunk = returns.slice(i, i + RETURNS_PER_TX);
+          const r = await write("returnPayments", {
+            functionName: "returnPayments",
+            args: [BigInt(day), chunk],
+          });
+          txHashes.push(r.transactionHash);
+          returned.push(...chunk);
         }
-        if (c.amount < 0n || c.amount >= 2n ** 64n) throw new Error(`slot ${c.slot}: bad amount`);
-        amountOf.set(c.slot, c.amount);
-      }
-      const txHashes: Hex[] = [];
+        info = await dayInfo(day);
 
-      // 1. Mark the day's receipts, in key order (no link to the slots).
-      const refs = credits
-        .flatMap((c) => c.receipts)
-        .map((r) => ({ ...r, payer: getAddress(r.payer), key: receiptKey(r.payer, r.nonce) }))
-        .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-      const marked = await Promise.all(
-        refs.map((r) => read<[bigint, boolean]>("receiptInfo", [r.key])),
-      );
-      const unmarked = refs.filter((_, i) => marked[i]![0] !== BigInt(day) + 1n);
-      for (let i = 0; i < unmarked.length; i += RECEIPTS_PER_TX) {
-        const chunk = unmarked.slice(i, i + RECEIPTS_PER_TX).map(({ payer, nonce, amount }) => ({
-          payer,
-          nonce,
-          amount,
-        }));
-        const r = await write("markReceipts", {
-          functionName: "markReceipts",
-          args: [BigInt(day), chunk],
+        // 2. Refuse what the vault would reject: the credits must add up to
+        //    the pool (the KMS proves it again on-chain).
+        const amountOf = new Map<bigint, bigint>();
+        for (const c of credits) {
+          if (c.slot < 0n || c.slot >= slotCount) throw new Error(`slot ${c.slot} is not assigned`);
+          if (amountOf.has(c.slot)) throw new Error(`slot ${c.slot} is listed twice`);
+          if (c.amount < 0n || c.amount >= 2n ** 64n) throw new Error(`slot ${c.slot}: bad amount`);
+          amountOf.set(c.slot, c.amount);
+        }
+        const sum = [...amountOf.values()].reduce((a, b) => a + b, 0n);
+        if (sum !== info.pool) {
+          throw new Error(
+            `day ${day}: the credits add up to ${sum}, but the vault's pool for the day is ${info.pool}`,
+          );
+        }
+
+        // 3. Every slot not yet credited in this attempt, into its pending bucket.
+        const slots = await slotsOfDay(day, slotCount);
+        alreadyCredited = slots.credited;
+        credited = slots.all.filter((s) => !slots.credited.includes(s));
+        for (let i = 0; i < credited.length; i += slotsPerTx) {
+          stopIfAsked();
+          const chunk = credited.slice(i, i + slotsPerTx);
+          const { handles, inputProof } = await fhe.encryptAmounts(
+            address,
+            operator.address,
+            chunk.map((s) => amountOf.get(s) ?? 0n),
+          );
+          const r = await write("creditSlots", {
+            functionName: "creditSlots",
+            args: [BigInt(day), chunk, handles, inputProof],
+          });
+          txHashes.push(r.transactionHash);
+        }
+
+        // 4. Close: the vault publishes whether the credits add up to the pool.
+        stopIfAsked();
+        const closed = await write("closeDay", { functionName: "closeDay", args: [BigInt(day)] });
+        txHashes.push(closed.transactionHash);
+        info = await dayInfo(day);
+      }
+
+      if (info.phase === "closing") {
+        // 5. The KMS's proof of that check decides: closed, or rejected.
+        stopIfAsked();
+        const [, , , , , , , , matches] = await read<
+          [bigint, number, bigint, bigint, number, number, number, number, Hex]
+        >("dayInfo", [BigInt(day)]);
+        const decryption = await fhe.publicDecrypt([matches]);
+        const outcome = await exclusively(async () => {
+          // Another replica (or anyone) may have submitted the proof already.
+          const now = await dayInfo(day);
+          if (now.phase !== "closing" || now.attempt !== info.attempt) return null;
+          return send("finalizeDay", {
+            functionName: "finalizeDay",
+            args: [BigInt(day), decryption.cleartexts, decryption.proof],
+          });
+        });
+        if (outcome) txHashes.push(outcome.transactionHash);
+        const rejected = outcome
+          ? events(outcome).some((e) => e.eventName === "DayRejected")
+          : (await dayInfo(day)).phase === "open";
+        if (rejected) {
+          opts.log?.warn({ day, attempt: info.attempt }, "the vault rejected the day's credits");
+          throw new DayRejectedError(day, info.attempt);
+        }
+        info = await dayInfo(day);
+      }
+
+      // 6. Release the accepted credits into the balances (anyone may; we do).
+      const { unreleased } = await slotsOfDay(day, slotCount);
+      for (let i = 0; i < unreleased.length; i += RELEASES_PER_TX) {
+        stopIfAsked();
+        const r = await write("release", {
+          functionName: "release",
+          args: [BigInt(day), unreleased.slice(i, i + RELEASES_PER_TX)],
         });
         txHashes.push(r.transactionHash);
       }
-
-      // 2. Credit every slot not yet credited for the day, in chunks.
-      const done = await Promise.all(
-        allSlots.map((s) => read<boolean>("creditedOn", [s, BigInt(day)])),
-      );
-      const alreadyCredited = allSlots.filter((_, i) => done[i]);
-      const pending = allSlots.filter((_, i) => !done[i]);
-      for (let i = 0; i < pending.length; i += slotsPerTx) {
-        const chunk = pending.slice(i, i + slotsPerTx);
-        const { handles, inputProof } = await fhe.encryptAmounts(
-          address,
-          operator.address,
-          chunk.map((s) => amountOf.get(s) ?? 0n),
-        );
-        const r = await write("creditSlots", {
-          functionName: "creditSlots",
-          args: [BigInt(day), chunk, handles, inputProof],
-        });
-        txHashes.push(r.transactionHash);
-      }
-
-      // 3. Close the day: book the total, check solvency, publish the audit flag.
-      const closed = await write("closeDay", { functionName: "closeDay", args: [BigInt(day)] });
-      txHashes.push(closed.transactionHash);
-      const total = (await read<[bigint]>("dayInfo", [BigInt(day)]))[0];
       opts.log?.info(
-        { day, slots: allSlots.length, credited: pending.length, total: total.toString() },
-        "confidential day credited",
+        { day, slots: Number(slotCount), credited: credited.length, pool: info.pool.toString() },
+        "confidential day closed",
       );
-      return { txHashes, alreadyCredited, credited: pending, total };
+      return { txHashes, alreadyCredited, credited, total: info.pool, returned };
     },
 
     async prepareWithdraw({ slot, merchant, amount, validForSeconds }) {
@@ -402,45 +548,87 @@ export async function createConfidentialVault(
 
     findWithdrawal,
 
-    async submitWithdraw({ request, secret, signature }) {
-      // Submitted before (a retry after a crash): that withdrawal.
-      const found = await findWithdrawal(request);
-      if (found.state === "landed") return { withdrawalId: found.id, txHash: null };
-      if (found.state === "usedByAnother") {
-        throw new Error(
-          `withdrawal nonce ${request.nonce} of slot ${request.slot} was used by another request`,
-        );
-      }
-      const receipt = await write("requestWithdraw", {
-        functionName: "requestWithdraw",
-        args: [request, secret, signature],
+    submitWithdraw({ request, secret, signature }) {
+      return exclusively(async () => {
+        // Submitted before (a retry after a crash, another replica): that withdrawal.
+        const found = await findWithdrawal(request);
+        if (found.state === "landed") return { withdrawalId: found.id, txHash: null };
+        if (found.state === "usedByAnother") {
+          throw new Error(
+            `withdrawal nonce ${request.nonce} of slot ${request.slot} was used by another request`,
+          );
+        }
+        const receipt = await send("requestWithdraw", {
+          functionName: "requestWithdraw",
+          args: [request, secret, signature],
+        });
+        const event = events(receipt).find((e) => e.eventName === "WithdrawalRequested");
+        if (!event || event.eventName !== "WithdrawalRequested") {
+          throw new Error(`requestWithdraw ${receipt.transactionHash} emitted no withdrawal`);
+        }
+        return { withdrawalId: event.args.id, txHash: receipt.transactionHash };
       });
-      const event = events(receipt).find((e) => e.eventName === "WithdrawalRequested");
-      if (!event || event.eventName !== "WithdrawalRequested") {
-        throw new Error(`requestWithdraw ${receipt.transactionHash} emitted no withdrawal`);
-      }
-      return { withdrawalId: event.args.id, txHash: receipt.transactionHash };
     },
 
     async finalizeWithdraw(id) {
-      const w = await withdrawal(id);
-      if (w.state === "finalized") {
-        return { txHash: null, paid: await finalizedOutcome(id), amount: w.amount, state: w.state };
-      }
-      if (w.state === "cancelled") {
-        return { txHash: null, paid: false, amount: w.amount, state: w.state };
-      }
-      const decryption = await fhe.publicDecrypt([w.debitedHandle]);
-      const receipt = await write("finalizeWithdraw", {
-        functionName: "finalizeWithdraw",
-        args: [id, decryption.cleartexts, decryption.proof],
+      const settled = (w: WithdrawalInfo) => ({
+        txHash: null,
+        paid: w.paid,
+        amount: w.amount,
+        state: w.state,
       });
-      const event = events(receipt).find((e) => e.eventName === "WithdrawalFinalized");
-      const paid = event?.eventName === "WithdrawalFinalized" ? event.args.paid : false;
-      return { txHash: receipt.transactionHash, paid, amount: w.amount, state: "finalized" };
+      const before = await withdrawal(id);
+      if (before.state !== "debited") return settled(before);
+      const decryption = await fhe.publicDecrypt([before.debitedHandle]);
+      return exclusively(async () => {
+        // Another replica may have finalized it meanwhile: its outcome stands.
+        const w = await withdrawal(id);
+        if (w.state !== "debited") return settled(w);
+        const receipt = await send("finalizeWithdraw", {
+          functionName: "finalizeWithdraw",
+          args: [id, decryption.cleartexts, decryption.proof],
+        });
+        const event = events(receipt).find((e) => e.eventName === "WithdrawalFinalized");
+        const paid = event?.eventName === "WithdrawalFinalized" ? event.args.paid : false;
+        return {
+          txHash: receipt.transactionHash,
+          paid,
+          amount: w.amount,
+          state: "finalized" as const,
+        };
+      });
     },
 
     withdrawal,
+
+    redeemCall: (signed, salt) => ({
+      to: address,
+      data: encodeFunctionData({
+        abi: confidentialVaultAbi,
+        functionName: "redeemReceipt",
+        args: [
+          {
+            payer: getAddress(signed.receipt.payer),
+            nonce: signed.receipt.nonce,
+            merchant: getAddress(signed.receipt.merchant),
+            slot: BigInt(signed.receipt.slot),
+            amount: BigInt(signed.receipt.amount),
+            day: signed.receipt.day,
+          },
+          signed.signature,
+          salt,
+        ],
+      }),
+    }),
+
+    cancelCall: (id) => ({
+      to: address,
+      data: encodeFunctionData({
+        abi: confidentialVaultAbi,
+        functionName: "cancelWithdraw",
+        args: [id],
+      }),
+    }),
 
     async balance(slot) {
       const [, handle] = await read<[Hex, Hex, bigint, Address]>("slotInfo", [slot]);

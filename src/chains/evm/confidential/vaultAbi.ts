@@ -3,15 +3,34 @@
  * it. A test checks it against the compiled contract, so the two cannot drift.
  */
 export const confidentialVaultAbi = [
-  { inputs: [], name: "AlreadyInitialized", type: "error" },
   {
-    inputs: [{ internalType: "uint256", name: "day", type: "uint256" }],
-    name: "BatchWindowClosed",
-    type: "error",
+    inputs: [
+      { internalType: "contract IERC20", name: "asset_", type: "address" },
+      { internalType: "address", name: "operator_", type: "address" },
+      { internalType: "address", name: "receiptSigner_", type: "address" },
+      {
+        components: [
+          { internalType: "address", name: "ACLAddress", type: "address" },
+          { internalType: "address", name: "CoprocessorAddress", type: "address" },
+          { internalType: "address", name: "KMSVerifierAddress", type: "address" },
+        ],
+        internalType: "struct CoprocessorConfig",
+        name: "coprocessor",
+        type: "tuple",
+      },
+    ],
+    stateMutability: "nonpayable",
+    type: "constructor",
   },
   {
-    inputs: [{ internalType: "uint256", name: "day", type: "uint256" }],
-    name: "DayAlreadyClosed",
+    inputs: [{ internalType: "bytes32", name: "receiptKey", type: "bytes32" }],
+    name: "AlreadyCollected",
+    type: "error",
+  },
+  { inputs: [], name: "AlreadyInitialized", type: "error" },
+  {
+    inputs: [{ internalType: "uint256", name: "amount", type: "uint256" }],
+    name: "BadAmount",
     type: "error",
   },
   {
@@ -21,6 +40,29 @@ export const confidentialVaultAbi = [
       { internalType: "uint256", name: "slots", type: "uint256" },
     ],
     name: "DayIncomplete",
+    type: "error",
+  },
+  {
+    inputs: [{ internalType: "uint256", name: "day", type: "uint256" }],
+    name: "DayNotClosed",
+    type: "error",
+  },
+  {
+    inputs: [{ internalType: "uint256", name: "day", type: "uint256" }],
+    name: "DayNotClosing",
+    type: "error",
+  },
+  {
+    inputs: [
+      { internalType: "uint256", name: "day", type: "uint256" },
+      { internalType: "uint8", name: "phase", type: "uint8" },
+    ],
+    name: "DayNotOpen",
+    type: "error",
+  },
+  {
+    inputs: [{ internalType: "uint256", name: "day", type: "uint256" }],
+    name: "DayNotOver",
     type: "error",
   },
   { inputs: [], name: "ECDSAInvalidSignature", type: "error" },
@@ -36,7 +78,7 @@ export const confidentialVaultAbi = [
   },
   {
     inputs: [
-      { internalType: "uint256", name: "liabilities", type: "uint256" },
+      { internalType: "uint256", name: "owed", type: "uint256" },
       { internalType: "uint256", name: "holdings", type: "uint256" },
     ],
     name: "Insolvent",
@@ -51,16 +93,37 @@ export const confidentialVaultAbi = [
     type: "error",
   },
   { inputs: [], name: "NotOperator", type: "error" },
+  {
+    inputs: [{ internalType: "address", name: "to", type: "address" }],
+    name: "NotPaidToVault",
+    type: "error",
+  },
   { inputs: [], name: "NotSlotOwner", type: "error" },
+  {
+    inputs: [
+      { internalType: "uint256", name: "amount", type: "uint256" },
+      { internalType: "uint256", name: "stray", type: "uint256" },
+    ],
+    name: "NotStray",
+    type: "error",
+  },
   { inputs: [], name: "NotWithdrawalOwner", type: "error" },
   {
     inputs: [{ internalType: "bytes32", name: "receiptKey", type: "bytes32" }],
-    name: "PaymentNotMade",
+    name: "PaymentNotCollected",
+    type: "error",
+  },
+  {
+    inputs: [
+      { internalType: "uint256", name: "received", type: "uint256" },
+      { internalType: "uint256", name: "expected", type: "uint256" },
+    ],
+    name: "PaymentShort",
     type: "error",
   },
   {
     inputs: [{ internalType: "bytes32", name: "receiptKey", type: "bytes32" }],
-    name: "ReceiptAlreadyMarked",
+    name: "PaymentWasReturned",
     type: "error",
   },
   {
@@ -71,6 +134,11 @@ export const confidentialVaultAbi = [
   {
     inputs: [{ internalType: "bytes32", name: "receiptKey", type: "bytes32" }],
     name: "ReceiptCreditedByBatch",
+    type: "error",
+  },
+  {
+    inputs: [{ internalType: "bytes32", name: "receiptKey", type: "bytes32" }],
+    name: "ReceiptMismatch",
     type: "error",
   },
   {
@@ -117,11 +185,41 @@ export const confidentialVaultAbi = [
     anonymous: false,
     inputs: [
       { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
-      { indexed: false, internalType: "uint256", name: "receiptTotal", type: "uint256" },
-      { indexed: false, internalType: "uint256", name: "receiptCount", type: "uint256" },
-      { indexed: false, internalType: "bytes32", name: "matchesReceipts", type: "bytes32" },
+      { indexed: true, internalType: "bytes32", name: "receiptKey", type: "bytes32" },
+      { indexed: true, internalType: "address", name: "payer", type: "address" },
+      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
+    ],
+    name: "Collected",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
+      { indexed: false, internalType: "uint256", name: "pool", type: "uint256" },
+      { indexed: false, internalType: "uint256", name: "payments", type: "uint256" },
     ],
     name: "DayClosed",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
+      { indexed: false, internalType: "uint256", name: "attempt", type: "uint256" },
+      { indexed: false, internalType: "uint256", name: "pool", type: "uint256" },
+      { indexed: false, internalType: "bytes32", name: "matches", type: "bytes32" },
+    ],
+    name: "DayClosing",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
+      { indexed: false, internalType: "uint256", name: "attempt", type: "uint256" },
+    ],
+    name: "DayRejected",
     type: "event",
   },
   {
@@ -132,6 +230,17 @@ export const confidentialVaultAbi = [
       { indexed: false, internalType: "address", name: "receiptSigner", type: "address" },
     ],
     name: "Initialized",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
+      { indexed: true, internalType: "bytes32", name: "receiptKey", type: "bytes32" },
+      { indexed: true, internalType: "address", name: "payer", type: "address" },
+      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
+    ],
+    name: "PaymentReturned",
     type: "event",
   },
   {
@@ -156,16 +265,6 @@ export const confidentialVaultAbi = [
   {
     anonymous: false,
     inputs: [
-      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
-      { indexed: false, internalType: "uint256", name: "count", type: "uint256" },
-      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
-    ],
-    name: "ReceiptsMarked",
-    type: "event",
-  },
-  {
-    anonymous: false,
-    inputs: [
       { indexed: true, internalType: "uint256", name: "slot", type: "uint256" },
       { indexed: false, internalType: "bytes32", name: "commitment", type: "bytes32" },
     ],
@@ -176,9 +275,28 @@ export const confidentialVaultAbi = [
     anonymous: false,
     inputs: [
       { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
+      { indexed: false, internalType: "uint256", name: "attempt", type: "uint256" },
       { indexed: false, internalType: "uint256", name: "count", type: "uint256" },
     ],
     name: "SlotsCredited",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
+      { indexed: false, internalType: "uint256", name: "count", type: "uint256" },
+    ],
+    name: "SlotsReleased",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "address", name: "to", type: "address" },
+      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
+    ],
+    name: "StrayReturned",
     type: "event",
   },
   {
@@ -211,15 +329,29 @@ export const confidentialVaultAbi = [
   },
   {
     inputs: [],
-    name: "BATCH_WINDOW",
+    name: "DAY",
     outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
     stateMutability: "view",
     type: "function",
   },
   {
     inputs: [],
-    name: "DAY",
-    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    name: "DAY_CLOSED",
+    outputs: [{ internalType: "uint8", name: "", type: "uint8" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "DAY_CLOSING",
+    outputs: [{ internalType: "uint8", name: "", type: "uint8" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "DAY_OPEN",
+    outputs: [{ internalType: "uint8", name: "", type: "uint8" }],
     stateMutability: "view",
     type: "function",
   },
@@ -232,8 +364,36 @@ export const confidentialVaultAbi = [
   },
   {
     inputs: [],
+    name: "PAYMENT_COLLECTED",
+    outputs: [{ internalType: "uint8", name: "", type: "uint8" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "PAYMENT_REDEEMED",
+    outputs: [{ internalType: "uint8", name: "", type: "uint8" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "PAYMENT_RETURNED",
+    outputs: [{ internalType: "uint8", name: "", type: "uint8" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
     name: "RECEIPT_TYPEHASH",
     outputs: [{ internalType: "bytes32", name: "", type: "bytes32" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "REDEMPTION_DELAY",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
     stateMutability: "view",
     type: "function",
   },
@@ -274,6 +434,38 @@ export const confidentialVaultAbi = [
   },
   {
     inputs: [
+      { internalType: "address", name: "from", type: "address" },
+      { internalType: "address", name: "to", type: "address" },
+      { internalType: "uint256", name: "value", type: "uint256" },
+      { internalType: "uint256", name: "validAfter", type: "uint256" },
+      { internalType: "uint256", name: "validBefore", type: "uint256" },
+      { internalType: "bytes32", name: "nonce", type: "bytes32" },
+      { internalType: "bytes", name: "signature", type: "bytes" },
+    ],
+    name: "collect",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [
+      { internalType: "address", name: "from", type: "address" },
+      { internalType: "address", name: "to", type: "address" },
+      { internalType: "uint256", name: "value", type: "uint256" },
+      { internalType: "uint256", name: "validAfter", type: "uint256" },
+      { internalType: "uint256", name: "validBefore", type: "uint256" },
+      { internalType: "bytes32", name: "nonce", type: "bytes32" },
+      { internalType: "uint8", name: "v", type: "uint8" },
+      { internalType: "bytes32", name: "r", type: "bytes32" },
+      { internalType: "bytes32", name: "s", type: "bytes32" },
+    ],
+    name: "collect",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [
       { internalType: "uint256", name: "day", type: "uint256" },
       { internalType: "uint256[]", name: "slotIds", type: "uint256[]" },
       { internalType: "externalEuint64[]", name: "amounts", type: "bytes32[]" },
@@ -285,25 +477,49 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
-    inputs: [
-      { internalType: "uint256", name: "slot", type: "uint256" },
-      { internalType: "uint256", name: "day", type: "uint256" },
+    inputs: [{ internalType: "uint256", name: "day", type: "uint256" }],
+    name: "dayInfo",
+    outputs: [
+      { internalType: "uint64", name: "collected", type: "uint64" },
+      { internalType: "uint32", name: "payments", type: "uint32" },
+      { internalType: "uint64", name: "redeemed", type: "uint64" },
+      { internalType: "uint64", name: "returned", type: "uint64" },
+      { internalType: "uint32", name: "attempt", type: "uint32" },
+      { internalType: "uint32", name: "slotsCredited", type: "uint32" },
+      { internalType: "uint32", name: "slotsReleased", type: "uint32" },
+      { internalType: "uint8", name: "phase", type: "uint8" },
+      { internalType: "bytes32", name: "matches", type: "bytes32" },
     ],
-    name: "creditedOn",
-    outputs: [{ internalType: "bool", name: "", type: "bool" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [
+      { internalType: "uint256", name: "day", type: "uint256" },
+      { internalType: "uint256", name: "offset", type: "uint256" },
+      { internalType: "uint256", name: "limit", type: "uint256" },
+    ],
+    name: "dayPayments",
+    outputs: [
+      { internalType: "bytes32[]", name: "keys", type: "bytes32[]" },
+      { internalType: "address[]", name: "payers", type: "address[]" },
+      { internalType: "uint64[]", name: "amounts", type: "uint64[]" },
+      { internalType: "uint8[]", name: "states", type: "uint8[]" },
+    ],
     stateMutability: "view",
     type: "function",
   },
   {
     inputs: [{ internalType: "uint256", name: "day", type: "uint256" }],
-    name: "dayInfo",
-    outputs: [
-      { internalType: "uint64", name: "receiptTotal", type: "uint64" },
-      { internalType: "uint32", name: "receiptCount", type: "uint32" },
-      { internalType: "uint32", name: "slotsCredited", type: "uint32" },
-      { internalType: "bool", name: "closed", type: "bool" },
-      { internalType: "bytes32", name: "matchesReceipts", type: "bytes32" },
-    ],
+    name: "dayPool",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "deploymentBlock",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
     stateMutability: "view",
     type: "function",
   },
@@ -312,6 +528,17 @@ export const confidentialVaultAbi = [
     name: "domainSeparator",
     outputs: [{ internalType: "bytes32", name: "", type: "bytes32" }],
     stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [
+      { internalType: "uint256", name: "day", type: "uint256" },
+      { internalType: "bytes", name: "cleartexts", type: "bytes" },
+      { internalType: "bytes", name: "decryptionProof", type: "bytes" },
+    ],
+    name: "finalizeDay",
+    outputs: [],
+    stateMutability: "nonpayable",
     type: "function",
   },
   {
@@ -347,25 +574,6 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
-    inputs: [
-      { internalType: "uint256", name: "day", type: "uint256" },
-      {
-        components: [
-          { internalType: "address", name: "payer", type: "address" },
-          { internalType: "bytes32", name: "nonce", type: "bytes32" },
-          { internalType: "uint64", name: "amount", type: "uint64" },
-        ],
-        internalType: "struct ConfidentialSettlementVault.ReceiptRef[]",
-        name: "refs",
-        type: "tuple[]",
-      },
-    ],
-    name: "markReceipts",
-    outputs: [],
-    stateMutability: "nonpayable",
-    type: "function",
-  },
-  {
     inputs: [],
     name: "operator",
     outputs: [{ internalType: "address", name: "", type: "address" }],
@@ -374,10 +582,12 @@ export const confidentialVaultAbi = [
   },
   {
     inputs: [{ internalType: "bytes32", name: "key", type: "bytes32" }],
-    name: "receiptInfo",
+    name: "payment",
     outputs: [
-      { internalType: "uint256", name: "markedDay", type: "uint256" },
-      { internalType: "bool", name: "redeemed", type: "bool" },
+      { internalType: "address", name: "payer", type: "address" },
+      { internalType: "uint64", name: "amount", type: "uint64" },
+      { internalType: "uint32", name: "day", type: "uint32" },
+      { internalType: "uint8", name: "state", type: "uint8" },
     ],
     stateMutability: "view",
     type: "function",
@@ -415,8 +625,19 @@ export const confidentialVaultAbi = [
         type: "tuple",
       },
       { internalType: "bytes", name: "signature", type: "bytes" },
+      { internalType: "bytes32", name: "salt", type: "bytes32" },
     ],
     name: "redeemReceipt",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [
+      { internalType: "uint256", name: "day", type: "uint256" },
+      { internalType: "uint256[]", name: "slotIds", type: "uint256[]" },
+    ],
+    name: "release",
     outputs: [],
     stateMutability: "nonpayable",
     type: "function",
@@ -444,9 +665,42 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
+    inputs: [
+      { internalType: "uint256", name: "day", type: "uint256" },
+      { internalType: "bytes32[]", name: "keys", type: "bytes32[]" },
+    ],
+    name: "returnPayments",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [
+      { internalType: "address", name: "to", type: "address" },
+      { internalType: "uint256", name: "amount", type: "uint256" },
+    ],
+    name: "returnStray",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
     inputs: [],
     name: "slotCount",
     outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [
+      { internalType: "uint256", name: "slot", type: "uint256" },
+      { internalType: "uint256", name: "day", type: "uint256" },
+    ],
+    name: "slotDay",
+    outputs: [
+      { internalType: "bool", name: "credited", type: "bool" },
+      { internalType: "bool", name: "released", type: "bool" },
+    ],
     stateMutability: "view",
     type: "function",
   },
@@ -474,6 +728,20 @@ export const confidentialVaultAbi = [
   },
   {
     inputs: [],
+    name: "strayBalance",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "totalCollected",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
     name: "totalCredited",
     outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
     stateMutability: "view",
@@ -487,6 +755,13 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
+    inputs: [],
+    name: "totalReturned",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
     inputs: [{ internalType: "uint256", name: "id", type: "uint256" }],
     name: "withdrawal",
     outputs: [
@@ -495,6 +770,7 @@ export const confidentialVaultAbi = [
       { internalType: "uint64", name: "amount", type: "uint64" },
       { internalType: "uint64", name: "requestedAt", type: "uint64" },
       { internalType: "uint8", name: "state", type: "uint8" },
+      { internalType: "bool", name: "paid", type: "bool" },
       { internalType: "bytes32", name: "debited", type: "bytes32" },
     ],
     stateMutability: "view",
@@ -504,6 +780,19 @@ export const confidentialVaultAbi = [
     inputs: [],
     name: "withdrawalCount",
     outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [
+      { internalType: "uint256", name: "slot", type: "uint256" },
+      { internalType: "uint64", name: "nonce", type: "uint64" },
+    ],
+    name: "withdrawalOf",
+    outputs: [
+      { internalType: "bool", name: "found", type: "bool" },
+      { internalType: "uint256", name: "id", type: "uint256" },
+    ],
     stateMutability: "view",
     type: "function",
   },

@@ -2,10 +2,12 @@
  * Stages: confidential settlement (spec 4.6).
  *
  * The receipt stage sits before the intent stage, so the re-presentation of
- * a pending payment that collects its success gets the receipt too. The gate stage sits
- * just before the mechanism: a refusal there is recorded as a failed
- * settlement by the commit stage like any other, and the credit row is
- * committed before the transfer can be broadcast.
+ * a pending payment that collects its success gets the receipt too; it
+ * writes the credit only after the commit stage recorded the success (the
+ * mechanism has verified the signature and the money arrived), from that
+ * record. The gate stage sits just before the mechanism and only refuses: a
+ * refusal there is recorded as a failed settlement by the commit stage like
+ * any other, and nothing of the request is kept as a credit.
  */
 import type { ConfidentialGate } from "../../confidential/confidentialGate.js";
 import { isServiceError } from "../../../lib/errors.js";
@@ -40,13 +42,6 @@ export function confidentialGateStage(
       let refusal;
       try {
         refusal = await gate.refusal(ctx.principal.accountId, ctx.request);
-        if (!refusal) {
-          await gate.recordCredit(
-            ctx.principal.accountId,
-            ctx.payment.authorizationKey,
-            ctx.request,
-          );
-        }
       } catch (e) {
         // Its records unreachable, nothing was sent: the row says so, and
         // the caller gets the 503 (an outage, never the payer's failure).

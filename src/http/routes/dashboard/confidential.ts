@@ -5,10 +5,13 @@
  *   GET  /api/confidential/enablement-message    what the wallet signs to enable
  *   POST /api/confidential/enable                bind the withdrawal wallet, assign the slot
  *   POST /api/confidential/mode                  default | confidential | both, live
- *   GET  /api/confidential/receipts              confidential payments and their receipts
+ *   GET  /api/confidential/balance               available (decrypted) and pending balance
+ *   GET  /api/confidential/receipts              confidential payments and their receipts (paged)
+ *   POST /api/confidential/receipts/redeem       the transaction the wallet sends to redeem one
  *   POST /api/confidential/withdrawals/request   what the wallet signs to withdraw
  *   POST /api/confidential/withdrawals           submit a signed withdrawal
  *   GET  /api/confidential/withdrawals           the account's withdrawals
+ *   POST /api/confidential/withdrawals/:id/cancel  the transaction the wallet sends to cancel one
  *
  * Errors are ServiceErrors thrown by the feature and shaped by the server's
  * error handler like every other route.
@@ -20,7 +23,11 @@ import { ServiceError } from "../../../lib/errors.js";
 import { sessionRoute } from "./schemas.js";
 
 const DESCRIPTION =
-  "Confidential settlement credits your payments into an encrypted balance held by a privacy contract on Base, so the chain does not show who you are, what you earn or how often you are paid. Payers pay the contract with an ordinary USDC authorization; your payments become available in one batch each day at 00:00 UTC, and you withdraw to a wallet you hold the keys of. That wallet is bound to your account for good.";
+  "Confidential settlement credits your payments into an encrypted balance held by a privacy contract on Base: the chain does not show which payments are yours, how much you earn or what your balance is. Payers pay the contract with an ordinary USDC authorization; your payments become available in one batch each day after 00:00 UTC, and you withdraw to a wallet you hold the keys of. That wallet is bound to your account for good.";
+
+/** Exactly what anyone reading the chain learns, in the tab's words (docs/confidential.md). */
+const OBSERVER =
+  "What anyone reading the chain still sees: every payment's payer, amount and time (payers pay the contract, not you), each day's total over all merchants, and each of your withdrawals: its amount, your withdrawal address, and whether your balance covered it (it says nothing about the balance itself). A price no other merchant charges can identify your payments, and while few merchants use the contract a day's total is close to their revenue. We, the operator, see everything: which payments are yours and your balance.";
 
 const address = { type: "string", pattern: "^0x[0-9a-fA-F]{40}$" } as const;
 
@@ -66,6 +73,7 @@ export function registerConfidentialRoutes(
               : `A confidential settlement counts as ${deps.confidential.units} settlements against your plan (the encrypted daily credit costs gas). Payers pay exactly the advertised price.`,
         },
         description: DESCRIPTION,
+        observer: OBSERVER,
       };
     },
   );
@@ -124,9 +132,73 @@ export function registerConfidentialRoutes(
   );
 
   app.get(
+    "/api/confidential/balance",
+    sessionRoute("confidential", {
+      summary: "Available balance (decrypted with the operator's permission) and pending payments",
+    }),
+    async (request) => {
+      const accountId = request.dashboardSession!.accountId;
+      const merchant = await merchants.find(accountId);
+      if (!merchant || merchant.slot === null) {
+        throw new ServiceError("conflict", "enable confidential settlement first");
+      }
+      const vault = need(deps.confidential.vault);
+      const [available, pending] = await Promise.all([
+        vault.balance(merchant.slot).then(
+          (v) => ({ value: v.toString(), error: null }),
+          () => ({
+            value: null,
+            error: "the balance could not be decrypted just now; retry shortly",
+          }),
+        ),
+        credits().pendingTotal(accountId),
+      ]);
+      return {
+        available: available.value,
+        availableError: available.error,
+        pending: pending.toString(),
+      };
+    },
+  );
+
+  app.get(
     "/api/confidential/receipts",
-    sessionRoute("confidential", { summary: "Confidential payments with their signed receipts" }),
-    async (request) => ({ receipts: await credits().list(request.dashboardSession!.accountId) }),
+    sessionRoute("confidential", {
+      summary: "Confidential payments with their signed receipts, newest first",
+      querystring: {
+        type: "object",
+        properties: {
+          before: { type: "string", format: "date-time" },
+          limit: { type: "integer", minimum: 1, maximum: 500 },
+        },
+      },
+    }),
+    async (request) => {
+      const { before, limit } = request.query as { before?: string; limit?: number };
+      return {
+        receipts: await credits().list(request.dashboardSession!.accountId, {
+          ...(before ? { before: new Date(before) } : {}),
+          ...(limit ? { limit } : {}),
+        }),
+      };
+    },
+  );
+
+  app.post(
+    "/api/confidential/receipts/redeem",
+    sessionRoute("confidential", {
+      summary: "The transaction the withdrawal wallet sends to redeem a receipt on the contract",
+      body: {
+        type: "object",
+        required: ["paymentNonce"],
+        additionalProperties: false,
+        properties: { paymentNonce: { type: "string", pattern: "^0x[0-9a-fA-F]{64}$" } },
+      },
+    }),
+    async (request) => {
+      const { paymentNonce } = request.body as { paymentNonce: string };
+      return credits().redeemCall(request.dashboardSession!.accountId, paymentNonce);
+    },
   );
 
   app.post(
@@ -177,5 +249,22 @@ export function registerConfidentialRoutes(
     async (request) => ({
       withdrawals: await withdrawals().list(request.dashboardSession!.accountId),
     }),
+  );
+
+  app.post(
+    "/api/confidential/withdrawals/:id/cancel",
+    sessionRoute("confidential", {
+      summary:
+        "The transaction the withdrawal wallet sends to cancel a withdrawal stalled 24 hours",
+      params: {
+        type: "object",
+        required: ["id"],
+        properties: { id: { type: "string", format: "uuid" } },
+      },
+    }),
+    async (request) => {
+      const { id } = request.params as { id: string };
+      return withdrawals().cancelCall(request.dashboardSession!.accountId, id);
+    },
   );
 }

@@ -1,0 +1,109 @@
+/**
+ * Deploys the confidential settlement vault to a real chain: one creation
+ * transaction whose constructor initializes it (token, operator, receipt
+ * signer, the chain's fhEVM host contracts), so no one can initialize a
+ * freshly deployed vault before its owner (the devnet instead places the
+ * runtime code and calls `initialize`, see confidentialVault.ts).
+ *
+ * The contract is compiled from `devnet/contracts` by the same solc step as
+ * the devnet's (compile.ts). Only addresses are needed: the operator's and
+ * receipt signer's keys stay where the service runs.
+ */
+import {
+  createPublicClient,
+  createWalletClient,
+  defineChain,
+  getAddress,
+  http,
+  type Address,
+  type Hex,
+} from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { loadArtifacts } from "./compile.js";
+
+export interface VaultDeployment {
+  rpcUrl: string;
+  chainId: number;
+  /** Pays the deployment's gas; it holds no role in the vault. */
+  deployerKey: Hex;
+  /** The token (USDC) the vault collects and pays out. */
+  asset: Address;
+  operator: Address;
+  receiptSigner: Address;
+  /** The chain's fhEVM host contracts. */
+  coprocessor: { acl: Address; executor: Address; kmsVerifier: Address };
+}
+
+export interface DeployedVault {
+  address: Address;
+  transaction: Hex;
+  /** The vault's first block: where reading its logs may start. */
+  deploymentBlock: bigint;
+}
+
+export async function deployConfidentialVault(d: VaultDeployment): Promise<DeployedVault> {
+  if (getAddress(d.operator) === getAddress(d.receiptSigner)) {
+    throw new Error("the operator and the receipt signer must be different accounts");
+  }
+  const chain = defineChain({
+    id: d.chainId,
+    name: `chain ${d.chainId}`,
+    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+    rpcUrls: { default: { http: [d.rpcUrl] } },
+  });
+  const transport = http(d.rpcUrl);
+  const client = createPublicClient({ chain, transport, pollingInterval: 250 });
+  if ((await client.getChainId()) !== d.chainId) {
+    throw new Error(`${d.rpcUrl} is not chain ${d.chainId}`);
+  }
+  // Without the fhEVM every encrypted operation of the vault reverts.
+  for (const [name, address] of Object.entries({ token: d.asset, ...d.coprocessor })) {
+    const code = await client.getCode({ address });
+    if (!code || code === "0x") {
+      throw new Error(`there is no contract at ${address} (${name}) on chain ${d.chainId}`);
+    }
+  }
+  const artifact = (await loadArtifacts())["ConfidentialSettlementVault"];
+  if (!artifact) throw new Error("ConfidentialSettlementVault is missing from the artifacts");
+  const wallet = createWalletClient({
+    chain,
+    transport,
+    account: privateKeyToAccount(d.deployerKey),
+  });
+  const transaction = await wallet.deployContract({
+    abi: artifact.abi,
+    bytecode: artifact.bytecode,
+    args: [
+      d.asset,
+      d.operator,
+      d.receiptSigner,
+      {
+        ACLAddress: d.coprocessor.acl,
+        CoprocessorAddress: d.coprocessor.executor,
+        KMSVerifierAddress: d.coprocessor.kmsVerifier,
+      },
+    ],
+  });
+  const receipt = await client.waitForTransactionReceipt({ hash: transaction });
+  if (receipt.status !== "success" || !receipt.contractAddress) {
+    throw new Error(`the vault's deployment ${transaction} failed`);
+  }
+  const address = getAddress(receipt.contractAddress);
+  const read = (functionName: string) =>
+    client.readContract({ address, abi: artifact.abi, functionName }) as Promise<unknown>;
+  const [operator, receiptSigner, asset, deploymentBlock] = await Promise.all([
+    read("operator"),
+    read("receiptSigner"),
+    read("asset"),
+    read("deploymentBlock"),
+  ]);
+  if (
+    getAddress(operator as Address) !== getAddress(d.operator) ||
+    getAddress(receiptSigner as Address) !== getAddress(d.receiptSigner) ||
+    getAddress(asset as Address) !== getAddress(d.asset) ||
+    deploymentBlock !== receipt.blockNumber
+  ) {
+    throw new Error(`the vault at ${address} was not initialized as asked`);
+  }
+  return { address, transaction, deploymentBlock: receipt.blockNumber };
+}

@@ -1,0 +1,72 @@
+/**
+ * Deploys the confidential settlement vault to eip155:8453 (or the chain
+ * `CONFIDENTIAL_DEPLOY_CHAIN_ID` names), initialized in its deployment
+ * transaction, and prints the service's `CONFIDENTIAL_CONTRACT_ADDRESS`.
+ *
+ *   CONFIDENTIAL_DEPLOY_RPC_URL=https://…            the chain (default: EVM_RPC_URLS_8453's first)
+ *   CONFIDENTIAL_DEPLOYER_KEY_FILE=/run/secrets/…    pays the gas (or CONFIDENTIAL_DEPLOYER_KEY)
+ *   CONFIDENTIAL_OPERATOR_ADDRESS=0x…                the operator key's address
+ *   CONFIDENTIAL_RECEIPT_SIGNER_ADDRESS=0x…          the receipt signer key's address
+ *   CONFIDENTIAL_ACL_ADDRESS, CONFIDENTIAL_EXECUTOR_ADDRESS, CONFIDENTIAL_KMS_VERIFIER_ADDRESS
+ *                                                    the chain's fhEVM host contracts
+ *   CONFIDENTIAL_ASSET_ADDRESS=0x…                   default: USDC on Base
+ *
+ *   npm run confidential:deploy
+ *
+ * It refuses a chain without contracts at the fhEVM addresses. Zama's fhEVM
+ * must run on the chain first; see docs/confidential.md.
+ */
+import { readFileSync } from "node:fs";
+import type { Address, Hex } from "viem";
+import { deployConfidentialVault } from "../devnet/deployConfidentialVault.js";
+
+/** USDC on Base (eip155:8453). */
+const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+
+function need(name: string): string {
+  const v = process.env[name]?.trim();
+  if (!v) throw new Error(`set ${name}`);
+  return v;
+}
+function address(name: string, fallback?: string): Address {
+  const v = process.env[name]?.trim() || fallback;
+  if (!v || !/^0x[0-9a-fA-F]{40}$/.test(v)) throw new Error(`${name} must be an address`);
+  return v as Address;
+}
+function deployerKey(): Hex {
+  const file = process.env["CONFIDENTIAL_DEPLOYER_KEY_FILE"]?.trim();
+  const key = (file ? readFileSync(file, "utf8") : need("CONFIDENTIAL_DEPLOYER_KEY")).trim();
+  // Never echo the key: only which variable is wrong.
+  if (!/^0x[0-9a-fA-F]{64}$/.test(key)) {
+    throw new Error("the deployer key must be a 0x-prefixed 32-byte hex key");
+  }
+  return key as Hex;
+}
+
+async function main(): Promise<void> {
+  const rpcUrl =
+    process.env["CONFIDENTIAL_DEPLOY_RPC_URL"]?.trim() ||
+    process.env["EVM_RPC_URLS_8453"]?.split(",")[0]?.trim();
+  if (!rpcUrl) throw new Error("set CONFIDENTIAL_DEPLOY_RPC_URL (or EVM_RPC_URLS_8453)");
+  const deployed = await deployConfidentialVault({
+    rpcUrl,
+    chainId: Number(process.env["CONFIDENTIAL_DEPLOY_CHAIN_ID"] ?? 8453),
+    deployerKey: deployerKey(),
+    asset: address("CONFIDENTIAL_ASSET_ADDRESS", BASE_USDC),
+    operator: address("CONFIDENTIAL_OPERATOR_ADDRESS"),
+    receiptSigner: address("CONFIDENTIAL_RECEIPT_SIGNER_ADDRESS"),
+    coprocessor: {
+      acl: address("CONFIDENTIAL_ACL_ADDRESS"),
+      executor: address("CONFIDENTIAL_EXECUTOR_ADDRESS"),
+      kmsVerifier: address("CONFIDENTIAL_KMS_VERIFIER_ADDRESS"),
+    },
+  });
+  process.stdout.write(
+    `deployed and initialized in ${deployed.transaction} (block ${deployed.deploymentBlock})\nCONFIDENTIAL_CONTRACT_ADDRESS=${deployed.address}\n`,
+  );
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`could not deploy the vault: ${(e as Error).message}\n`);
+  process.exit(1);
+});

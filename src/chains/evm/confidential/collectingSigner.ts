@@ -1,0 +1,80 @@
+/**
+ * Where a confidential payment becomes money the vault knows about.
+ *
+ * The official `exact` mechanism (`@x402/evm`) verifies the payer's EIP-3009
+ * authorization and then calls the token's `transferWithAuthorization` with
+ * `to` = `payTo`. For a confidential payment `payTo` is the vault, and a
+ * transfer made on the token directly would land in the vault unrecorded:
+ * the vault could not tell what it was paid for, so credits could not be
+ * bound to it. This signer, given to that mechanism on the vault's network,
+ * sends the very same arguments to the vault's `collect` instead, which
+ * executes the authorization itself and records payer, nonce, amount and
+ * day. Everything else the mechanism does is untouched: its verification,
+ * the token's `Transfer` event it checks in the receipt (still emitted, from
+ * the payer to the vault), the reconciler's check of the same event.
+ *
+ * Privacy: the ERC-8021 builder-code suffix the mechanism appends can carry
+ * the resource server's app code, which would name the merchant of a
+ * payment whose merchant the vault exists to hide, so it is dropped from
+ * every call to the vault.
+ *
+ * A transfer to the vault is never sent to the token: one for another token
+ * throws (the payment fails; nothing is sent).
+ */
+import type { FacilitatorEvmSigner } from "@x402/evm";
+import { getAddress, isAddress, type Address } from "viem";
+import { confidentialVaultAbi } from "./vaultAbi.js";
+
+/** The vault whose payments must be collected, on the network this signer serves. */
+export interface CollectingVault {
+  address: Address;
+}
+
+export function collectThroughVault(
+  signer: FacilitatorEvmSigner,
+  vault: CollectingVault,
+): FacilitatorEvmSigner {
+  const vaultAddress = getAddress(vault.address);
+  let asset: Promise<Address> | undefined;
+  const vaultAsset = () =>
+    (asset ??= (
+      signer.readContract({
+        address: vaultAddress,
+        abi: confidentialVaultAbi,
+        functionName: "asset",
+      }) as Promise<Address>
+    ).then(
+      (a) => getAddress(a),
+      (e: unknown) => {
+        asset = undefined; // read again next time
+        throw e;
+      },
+    ));
+  return {
+    ...signer,
+    async writeContract(args) {
+      const to = args.args?.[1];
+      if (
+        args.functionName !== "transferWithAuthorization" ||
+        typeof to !== "string" ||
+        !isAddress(to, { strict: false }) ||
+        getAddress(to) !== vaultAddress
+      ) {
+        return signer.writeContract(args);
+      }
+      if (getAddress(args.address) !== (await vaultAsset())) {
+        throw new Error(
+          `a transfer to the confidential vault must be of its asset, not ${args.address}`,
+        );
+      }
+      // Same arguments, either signature form (v/r/s or bytes); no suffix.
+      return signer.writeContract({
+        address: vaultAddress,
+        abi: confidentialVaultAbi,
+        functionName: "collect",
+        args: args.args,
+        ...(args.gas !== undefined ? { gas: args.gas } : {}),
+      });
+    },
+  };
+}
