@@ -49,6 +49,15 @@ export function assetKey(network: string, id: string): string {
   return familyEntryOf(network)?.assetKey?.(id) ?? id;
 }
 
+/**
+ * An address or asset id as a settlement's record keeps it: hex in lower
+ * case, anything else as written (lower-casing a base58 address would name
+ * another account, or none).
+ */
+export function storedSpelling(network: string, id: string): string {
+  return familyEntryOf(network)?.hexAddresses ? id.toLowerCase() : id;
+}
+
 /** Every network of every family, in the table's order. */
 export function describeNetworks(): NetworkDescription[] {
   return NAMESPACES.flatMap((ns) => FAMILIES[ns].networks);

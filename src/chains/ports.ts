@@ -53,6 +53,12 @@ export interface FamilyEntry<Setup = unknown, Settings = unknown> {
    * case; Starknet felts without padding). Absent: ids compare as written.
    */
   assetKey?(id: string): string;
+  /**
+   * Whether the family's addresses are hex, the same in either case (EVM,
+   * Starknet): stored in lower case so they compare. Absent: an address's
+   * case is part of it (base58, XRPL r-addresses) and it is stored as written.
+   */
+  readonly hexAddresses?: true;
   readonly config: FamilyConfig<Setup, Settings>;
   /** Loads the family's code (and its SDK) and builds it. */
   load(): Promise<(setup: Setup, settings: Settings, ctx: FamilyContext) => Promise<ChainFamily>>;

@@ -93,14 +93,16 @@ describe("Solana USDC end to end through the service", () => {
       .where("transaction", "=", receipt.transaction)
       .executeTakeFirstOrThrow();
     assert.deepEqual(
-      [row.status, row.network, row.scheme, row.payer, row.amount, row.pay_to],
+      [row.status, row.network, row.scheme, row.payer, row.amount, row.pay_to, row.asset],
+      // Base58 as written: lower-cased it would name another account, or none.
       [
         "succeeded",
         SOLANA_MAINNET,
         "exact",
-        payer.address.toLowerCase(),
+        payer.address,
         "2000",
-        payTo.toLowerCase(),
+        payTo,
+        stack.solana!.info.assets.USDC,
       ],
     );
     const journal = await stack.service.db

@@ -330,7 +330,7 @@ describe("XRP Ledger end to end through the service", () => {
     const rows = await stack.service.db
       .selectFrom("settlements")
       .select(["status", "error_reason"])
-      .where("payer", "=", wallet.classicAddress.toLowerCase())
+      .where("payer", "=", wallet.classicAddress)
       .where("amount", "=", "4321")
       .execute();
     assert.deepEqual(rows, [{ status: "failed", error_reason: "invalid_exact_xrpl_expired" }]);

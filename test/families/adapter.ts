@@ -130,3 +130,11 @@ export function assembled(
 ): PaymentPayload {
   return { ...first, accepted: requirements, payload };
 }
+
+/**
+ * An address as a settlement's record spells it: hex in lower case, base58
+ * and r-addresses exactly (their case is part of the address).
+ */
+export function recorded(id: string): string {
+  return /^0x[0-9a-fA-F]+$/.test(id) ? id.toLowerCase() : id;
+}

@@ -20,6 +20,7 @@ import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { post } from "../support/payments.js";
 import { startRpcProxy, type RpcProxy } from "../support/rpcProxy.js";
 import { startStack, type TestStack } from "../support/stack.js";
+import { recorded as recordedSpelling } from "./adapter.js";
 import { families } from "./index.js";
 import { requestOf, requirementsFor, signedBy } from "./signing.js";
 
@@ -70,7 +71,7 @@ for (const family of families) {
           .selectFrom("settlements")
           .selectAll()
           .where("network", "=", family.network)
-          .where("payer", "=", (await family.payer(stack, payer)).toLowerCase())
+          .where("payer", "=", recordedSpelling(await family.payer(stack, payer)))
           .where("amount", "=", amount.toString())
           .execute()
       ).map((r) => [r.status, r.error_reason, r.transaction]);

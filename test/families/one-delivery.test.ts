@@ -23,6 +23,7 @@ import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { onlyOneSuccess, post, settleAtOnce } from "../support/payments.js";
 import { startStack, type TestStack } from "../support/stack.js";
+import { recorded } from "./adapter.js";
 import { families } from "./index.js";
 
 /** Each test's route, payer and price: nothing shared between tests. */
@@ -184,8 +185,8 @@ for (const family of families) {
       assert.equal(await payToBalance(), before + c.price, "exactly one price moved");
       const succeeded = (await rowsOf(c.price)).filter((r) => r.status === "succeeded");
       assert.deepEqual(
-        succeeded.map((r) => [r.transaction, r.payer, r.account_id]),
-        [[receipt.transaction, payer.toLowerCase(), stack.accountId]],
+        succeeded.map((r) => [r.transaction, r.payer, r.pay_to, r.account_id]),
+        [[receipt.transaction, recorded(payer), recorded(family.payTo(stack)), stack.accountId]],
       );
     });
 
@@ -218,7 +219,7 @@ for (const family of families) {
       const rows = await rowsOf(c.price);
       assert.deepEqual(
         rows.map((r) => [r.status, r.attempts, r.transaction, r.payer]),
-        [["succeeded", SETTLES_AT_ONCE, paid.transaction, payer.toLowerCase()]],
+        [["succeeded", SETTLES_AT_ONCE, paid.transaction, recorded(payer)]],
       );
       const sent = await stack.service.db
         .selectFrom("settlement_transactions")
@@ -264,7 +265,7 @@ for (const family of families) {
       const rows = await rowsOf(c.price);
       assert.deepEqual(
         rows.map((r) => [r.status, r.payer]),
-        [["succeeded", payer.toLowerCase()]],
+        [["succeeded", recorded(payer)]],
         "one record, still the one success",
       );
     });

@@ -22,6 +22,7 @@ import { post } from "../support/payments.js";
 import { until } from "../support/processes.js";
 import { startRpcProxy, type RpcProxy } from "../support/rpcProxy.js";
 import { startStack, type TestStack } from "../support/stack.js";
+import { recorded } from "./adapter.js";
 import { families } from "./index.js";
 import { requestOf, requirementsFor, signedBy } from "./signing.js";
 
@@ -73,7 +74,7 @@ for (const family of families) {
         .selectFrom("settlements")
         .selectAll()
         .where("network", "=", family.network)
-        .where("payer", "=", payer.toLowerCase())
+        .where("payer", "=", recorded(payer))
         .where("amount", "=", amount.toString())
         .orderBy("started_at")
         .execute();

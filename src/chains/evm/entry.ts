@@ -36,6 +36,7 @@ export const evmFamily: FamilyEntry<EvmSetup, EvmSettings> = {
     ...(NATIVE[n.chainId] ? { native: NATIVE[n.chainId] } : {}),
   })),
   assetKey: (id) => id.toLowerCase(),
+  hexAddresses: true,
   config: evmConfig,
   async load() {
     const { createEvm } = await import("./createEvm.js");

@@ -22,6 +22,7 @@ export const starknetFamily: FamilyEntry<StarknetSetup, StarknetSettings> = {
   })),
   // Felts: the same address is written with and without padding and in either case.
   assetKey: (id) => (/^0x[0-9a-fA-F]{1,64}$/.test(id) ? `0x${BigInt(id).toString(16)}` : id),
+  hexAddresses: true,
   config: starknetConfig,
   async load() {
     const { createStarknet } = await import("./index.js");

@@ -36,6 +36,7 @@ import { Reason } from "../../protocol/reasons.js";
 import type { InspectedPayment, PaymentRequest } from "../../protocol/index.js";
 import { settlePending, settleRefusal, verifyRefusal } from "../../protocol/answers.js";
 import type { SettlementRow } from "../../storage/schema.js";
+import { storedSpelling } from "../../chains/index.js";
 import { paymentFingerprint, type SettlementRecorder } from "../settlements/settlementRecorder.js";
 import type { PaymentEngine } from "./engine.js";
 import type { SettleContext } from "./stages/pipeline.js";
@@ -56,8 +57,8 @@ function samePayment(
     row.payload_fingerprint === paymentFingerprint(request) &&
     row.network === r.network &&
     row.scheme === r.scheme &&
-    row.asset === r.asset.toLowerCase() &&
-    row.pay_to === r.payTo.toLowerCase() &&
+    row.asset === storedSpelling(r.network, r.asset) &&
+    row.pay_to === storedSpelling(r.network, r.payTo) &&
     (!opts.amount || row.amount === r.amount)
   );
 }

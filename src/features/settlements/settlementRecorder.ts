@@ -37,6 +37,7 @@ import { ServiceError, describeError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import type { PaymentRequest } from "../../protocol/index.js";
 import type { JournalEntry, PendingSettlement } from "../../chains/ports.js";
+import { storedSpelling } from "../../chains/index.js";
 import type { ApiKeyPrincipal } from "../keys/authenticator.js";
 import type { QuotaCharge, QuotaReservation } from "../plans/quotaLedger.js";
 import { recordSettlementEvents } from "../webhooks/events.js";
@@ -70,16 +71,16 @@ export function requestFingerprint(req: PaymentRequest): string {
       payload: req.paymentPayload.payload,
       network: r.network,
       scheme: r.scheme,
-      asset: r.asset.toLowerCase(),
+      asset: storedSpelling(r.network, r.asset),
       amount: r.amount,
-      payTo: r.payTo.toLowerCase(),
+      payTo: storedSpelling(r.network, r.payTo),
     }) ?? "";
   return createHash("sha256").update(canonical).digest("hex");
 }
 
 /** A payer as claimed by an unverified payload: kept only if it looks like an address. */
-function storablePayer(payer: string | undefined): string | null {
-  return payer && /^[\x21-\x7e]{1,256}$/.test(payer) ? payer.toLowerCase() : null;
+function storablePayer(network: string, payer: string | undefined): string | null {
+  return payer && /^[\x21-\x7e]{1,256}$/.test(payer) ? storedSpelling(network, payer) : null;
 }
 
 /** Quota side effects of settlements' transitions (absent: not metered). */
@@ -226,9 +227,9 @@ export class SettlementRecorder {
         api_key_id: principal.keyId,
         network: req.network,
         scheme: req.scheme,
-        payer: storablePayer(intent.payer),
-        pay_to: req.payTo.toLowerCase(),
-        asset: req.asset.toLowerCase(),
+        payer: storablePayer(req.network, intent.payer),
+        pay_to: storedSpelling(req.network, req.payTo),
+        asset: storedSpelling(req.network, req.asset),
         amount: req.amount,
         payload_fingerprint: paymentFingerprint(request),
         status: "pending",
@@ -390,7 +391,7 @@ export class SettlementRecorder {
         transaction: result.transaction || null,
         errorReason: result.success ? null : (result.errorReason ?? null),
         errorMessage: result.success ? null : (result.errorMessage ?? null),
-        payer: storablePayer(result.payer),
+        payer: storablePayer(result.network, result.payer),
         settledAmount: result.success && result.amount !== undefined ? String(result.amount) : null,
         answeredTo: result.success ? requestId : null,
       },

@@ -57,7 +57,7 @@ describe("XRP Ledger slow validation", () => {
     stack.service.db
       .selectFrom("settlements")
       .select(["status", "attempts", "transaction"])
-      .where("payer", "=", payer.toLowerCase())
+      .where("payer", "=", payer)
       .where("amount", "=", amount)
       .execute();
 
