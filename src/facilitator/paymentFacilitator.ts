@@ -109,10 +109,16 @@ export class PaymentFacilitator {
   inspect(request: PaymentRequest): RoutedPayment {
     const { paymentPayload: payload, paymentRequirements: requirements } = request;
     const family = this.familyOf(requirements.network);
+    // Read when first asked: a valid verification never needs it (the scheme
+    // names the payer), and on Solana it means decoding the whole message.
+    let payer: { value: string | undefined } | undefined;
     return {
       request,
       family,
-      payer: family?.payerOf(payload, requirements),
+      get payer() {
+        payer ??= { value: family?.payerOf(payload, requirements) };
+        return payer.value;
+      },
       // Without a family: the network and a hash of the payload, which still
       // catches byte-identical duplicates on a network nobody serves.
       authorizationKey:
@@ -179,10 +185,10 @@ export class PaymentFacilitator {
 
   private async verifyHere(payment: RoutedPayment): Promise<VerifyResponse> {
     const startedAt = Date.now();
-    const { request: req, family, payer } = payment;
+    const { request: req, family } = payment;
     const network = req.paymentRequirements.network;
     const pre = await this.precheck(payment);
-    if (!pre.ok) return verifyRefusal({ ...pre, payer });
+    if (!pre.ok) return verifyRefusal({ ...pre, payer: payment.payer });
     const block = await this.ask(network, () => family?.currentBlock(network));
     // A refusal reached while the RPC was failing says nothing about the
     // payment (a failed code or balance read reads as a bad signature): it
@@ -208,7 +214,7 @@ export class PaymentFacilitator {
       ...result,
       invalidReason: publicReason(family, result.invalidReason ?? Reason.unexpectedVerifyError),
       ...(message ? { invalidMessage: message } : {}),
-      ...(result.payer || payer ? { payer: result.payer ?? payer } : {}),
+      ...(result.payer || payment.payer ? { payer: result.payer ?? payment.payer } : {}),
     };
   }
 

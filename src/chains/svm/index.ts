@@ -91,6 +91,8 @@ interface SvmRuntime {
   slot: RecentRead<bigint>;
   /** Token accounts known to exist, or being looked up (one lookup however many ask). */
   tokenAccounts: Map<string, { at: number; exists: Promise<boolean> }>;
+  /** Associated token accounts by owner and mint, derived once. */
+  associatedAccounts: Map<string, Promise<Address>>;
 }
 
 export class SvmChainAdapter implements ChainFamily {
@@ -133,6 +135,7 @@ export class SvmChainAdapter implements ChainFamily {
         host: new URL(rpcUrl).host,
         slot: new RecentRead(() => feePayers.rpc.getSlot({ commitment: "confirmed" }).send(), 100),
         tokenAccounts: new Map(),
+        associatedAccounts: new Map(),
       });
       this.schemes.set(id, ["exact"]);
     }
@@ -200,11 +203,7 @@ export class SvmChainAdapter implements ChainFamily {
         message: "paymentRequirements.payTo and .asset must be base58 Solana addresses",
       };
     }
-    const [ata] = await findAssociatedTokenPda({
-      owner,
-      mint,
-      tokenProgram: TOKEN_PROGRAM_ADDRESS,
-    });
+    const ata = await this.associatedTokenAccount(runtime, owner, mint);
     if (!(await this.tokenAccountExists(runtime, ata))) {
       return {
         ok: false,
@@ -213,6 +212,26 @@ export class SvmChainAdapter implements ChainFamily {
       };
     }
     return { ok: true, requirements };
+  }
+
+  /**
+   * The payTo's associated token account, derived once per owner and mint:
+   * the derivation hashes and tests points on the curve, a large share of a
+   * verification's CPU, and a merchant's account never changes.
+   */
+  private associatedTokenAccount(runtime: SvmRuntime, owner: Address, mint: Address) {
+    const key = `${owner}:${mint}`;
+    const known = runtime.associatedAccounts.get(key);
+    if (known) return known;
+    const derived = findAssociatedTokenPda({
+      owner,
+      mint,
+      tokenProgram: TOKEN_PROGRAM_ADDRESS,
+    }).then(([ata]) => ata);
+    // Bounded: any payTo a request names may land here.
+    rememberBounded(runtime.associatedAccounts, key, derived, TOKEN_ACCOUNTS_KEPT);
+    derived.catch(() => runtime.associatedAccounts.delete(key));
+    return derived;
   }
 
   /**
