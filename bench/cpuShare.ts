@@ -36,6 +36,11 @@ function procStat(pid: number): { comm: string; ppid: number; cpuSeconds: number
   }
 }
 
+/** CPU seconds (user + system) a process has used so far; undefined where /proc is not. */
+export function cpuSecondsOf(pid: number): number | undefined {
+  return procStat(pid)?.cpuSeconds;
+}
+
 /** The anvil processes this process started. */
 function anvilPids(): number[] {
   let entries: string[];

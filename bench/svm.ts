@@ -26,6 +26,7 @@ import { setAccountPlan } from "../src/features/plans/quotaLedger.js";
 import { createApiKey } from "../src/features/keys/apiKeys.js";
 import { percentile, runLoad, type LoadResult } from "./load.js";
 import { verifyInTurns } from "./verifyInTurns.js";
+import { cpuSecondsOf } from "./cpuShare.js";
 import {
   classifySettle,
   freePort,
@@ -52,6 +53,10 @@ export interface SvmSide {
   verify: LoadResult;
   settle: LoadResult;
   peakRssMb: number;
+  /** The server's CPU milliseconds per valid verification, over the measured rounds. */
+  verifyCpuMs: number | undefined;
+  /** The server's CPU milliseconds per settled payment, over the settle run. */
+  settleCpuMs: number | undefined;
 }
 
 async function signAll(
@@ -186,6 +191,7 @@ export async function runSvmBench(
         sideRequirements[i]!("1001"),
         opts.settleCount,
       );
+      const cpuBefore = cpuSecondsOf(side.pid);
       const settle = await runLoad({
         url: `${url}/settle`,
         headers: side.headers,
@@ -197,7 +203,20 @@ export async function runSvmBench(
       say(
         `    ${[...settle.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${settle.seconds.toFixed(1)} s`,
       );
-      results.push({ verify: verified[i]!.verify, settle, peakRssMb: peakRssMb(side.pid) });
+      const cpuAfter = cpuSecondsOf(side.pid);
+      const settled = settle.outcomes.get("settled") ?? 0;
+      const valid = verified[i]!.verify.outcomes.get("valid") ?? 0;
+      const verifyCpu = verified[i]!.serverCpuSeconds;
+      results.push({
+        verify: verified[i]!.verify,
+        settle,
+        peakRssMb: peakRssMb(side.pid),
+        verifyCpuMs: verifyCpu !== undefined && valid > 0 ? (verifyCpu * 1000) / valid : undefined,
+        settleCpuMs:
+          cpuBefore !== undefined && cpuAfter !== undefined && settled > 0
+            ? ((cpuAfter - cpuBefore) * 1000) / settled
+            : undefined,
+      });
     }
     return { ours: results[0]!, reference: results[1]! };
   } finally {
@@ -210,6 +229,10 @@ export function svmTable(ours: SvmSide, ref: SvmSide): string {
   const p = (r: LoadResult, q: number) => percentile(r.latenciesMs, q).toFixed(0);
   const settled = (r: LoadResult) => r.outcomes.get("settled") ?? 0;
   const ratio = (a: number, b: number) => (b > 0 ? `${(a / b).toFixed(1)}×` : "n/a");
+  const ms = (v: number | undefined) => (v === undefined ? "–" : v.toFixed(2));
+  // CPU is a cost: the ratio says what share of the reference's this service spends.
+  const cpuRatio = (a: number | undefined, b: number | undefined) =>
+    a !== undefined && b !== undefined && b > 0 ? `${(a / b).toFixed(2)}× the reference's` : "";
   const rows = [
     [
       "valid verifications per second",
@@ -240,6 +263,18 @@ export function svmTable(ours: SvmSide, ref: SvmSide): string {
       `${p(ours.settle, 50)} / ${p(ours.settle, 99)}`,
       `${p(ref.settle, 50)} / ${p(ref.settle, 99)}`,
       "",
+    ],
+    [
+      "server CPU per valid verification (ms)",
+      ms(ours.verifyCpuMs),
+      ms(ref.verifyCpuMs),
+      cpuRatio(ours.verifyCpuMs, ref.verifyCpuMs),
+    ],
+    [
+      "server CPU per settlement (ms)",
+      ms(ours.settleCpuMs),
+      ms(ref.settleCpuMs),
+      cpuRatio(ours.settleCpuMs, ref.settleCpuMs),
     ],
     ["peak RSS (MB)", ours.peakRssMb.toFixed(0), ref.peakRssMb.toFixed(0), ""],
   ];

@@ -10,7 +10,7 @@
  * share one list (EVM: any facilitator accepts the same payment) or have
  * their own (Solana: a payment names its fee payer).
  */
-import { combineCpuShares, measureCpu, type CpuShare } from "./cpuShare.js";
+import { combineCpuShares, cpuSecondsOf, measureCpu, type CpuShare } from "./cpuShare.js";
 import { monotonicUs, type TimeWindow } from "./cpuProfile.js";
 import { classifyVerify, peakRssMb, readCounters, validPerSecond } from "./harness.js";
 import { mergeLoadResults, runLoad, type LoadResult } from "./load.js";
@@ -34,6 +34,8 @@ export interface VerifiedSide {
   verify: LoadResult;
   verifyWindows: TimeWindow[];
   verifyShare: CpuShare | undefined;
+  /** CPU seconds the server used over the measured rounds (undefined without /proc). */
+  serverCpuSeconds: number | undefined;
   payloadsUsed: number;
   rssAfterVerify: number;
   /** Verifications the service's verify threads answered in the measured rounds. */
@@ -58,7 +60,13 @@ export async function verifyInTurns(
   const say = opts.progress;
   const next = sides.map(() => 0);
   const rounds = sides.map(
-    () => [] as { result: LoadResult; window: TimeWindow; share: CpuShare | undefined }[],
+    () =>
+      [] as {
+        result: LoadResult;
+        window: TimeWindow;
+        share: CpuShare | undefined;
+        serverCpu: number | undefined;
+      }[],
   );
   const roundSeconds = opts.seconds / opts.rounds;
   const run = async (i: number, seconds: number) => {
@@ -67,6 +75,7 @@ export async function verifyInTurns(
     const bodies = typeof side.bodies === "function" ? await side.bodies() : side.bodies;
     const from = signed ? 0 : next[i]!;
     const cpu = measureCpu(side.pid);
+    const serverCpuBefore = cpuSecondsOf(side.pid);
     const fromUs = monotonicUs();
     const result = await runLoad({
       url: `${side.url}/verify`,
@@ -80,7 +89,16 @@ export async function verifyInTurns(
       say(`    ${side.name}: ${result.sent} sent from ${bodies.length} signed; some repeated`);
     // An answer that came too late to count still used its payload up.
     next[i] = (signed ? next[i]! : from) + result.sent;
-    return { result, window: { fromUs, toUs: monotonicUs() }, share: cpu() };
+    const serverCpuAfter = cpuSecondsOf(side.pid);
+    return {
+      result,
+      window: { fromUs, toUs: monotonicUs() },
+      share: cpu(),
+      serverCpu:
+        serverCpuBefore === undefined || serverCpuAfter === undefined
+          ? undefined
+          : serverCpuAfter - serverCpuBefore,
+    };
   };
   say(
     `(a) /verify at concurrency ${opts.concurrency}: a ${opts.warmupSeconds} s warm-up each, then ${opts.rounds} rounds of ${roundSeconds} s each, in turns…`,
@@ -110,6 +128,9 @@ export async function verifyInTurns(
         verifyShare: combineCpuShares(
           own.map((r) => ({ share: r.share, seconds: r.result.seconds })),
         ),
+        serverCpuSeconds: own.every((r) => r.serverCpu !== undefined)
+          ? own.reduce((a, r) => a + r.serverCpu!, 0)
+          : undefined,
         // The warm-up's payloads count too: a repeat is a repeat.
         payloadsUsed: next[i]!,
         rssAfterVerify: peakRssMb(side.pid),
