@@ -17,13 +17,12 @@ import {
   type ChainSetups,
 } from "./chains/index.js";
 import type { NetworkDescription } from "./chains/ports.js";
-import { CONFIDENTIAL_NETWORK, type ConfidentialVaultOptions } from "./chains/confidentialPort.js";
-import { createEngine } from "./facilitator/createEngine.js";
+import type { ConfidentialVaultOptions } from "./chains/confidentialPort.js";
+import { createEngine, type EngineOverrides } from "./facilitator/createEngine.js";
 import { createKeyAuth } from "./features/keys/createKeyAuth.js";
 import { checkChains } from "./features/settlements/checkChains.js";
 import { openSettlements } from "./features/settlements/openSettlements.js";
 import { createPayments } from "./features/payments/createPayments.js";
-import { readPlanStatus } from "./features/plans/planStatus.js";
 import { createCatalog } from "./features/catalog/createCatalog.js";
 import { serviceReadiness } from "./features/health/readiness.js";
 import { openDashboard } from "./features/dashboard/dashboard.js";
@@ -48,10 +47,7 @@ export interface ServiceOptions {
 }
 
 /** Test knobs, in one place: faster chains and loops, shorter leases, no process metrics. */
-interface ServiceOverrides extends WorkerOverrides {
-  pollingIntervalMs?: number;
-  signerLeaseTtlMs?: number;
-  verifyThreadsIdleStopMs?: number;
+interface ServiceOverrides extends WorkerOverrides, EngineOverrides {
   collectProcessMetrics?: boolean;
   /** How often billing's sweep runs (0: only when called). */
   billingSweepMs?: number;
@@ -83,10 +79,7 @@ export async function createService(opts: ServiceOptions) {
   const networks = [...describeNetworks(), ...config.extraAssets, ...(opts.networks ?? [])];
   const facilitator = await createEngine({
     ...{ config, chains: opts.chains, networks, log, metrics, overrides, ...ports },
-    confidentialVault: opts.confidential && {
-      network: CONFIDENTIAL_NETWORK,
-      address: opts.confidential.contractAddress,
-    },
+    confidential: opts.confidential,
   });
   closers.push(() => facilitator.close());
   const { auth, close: closeKeyAuth } = createKeyAuth(db, config.databaseUrl, log);
@@ -108,26 +101,14 @@ export async function createService(opts: ServiceOptions) {
   });
   closers.push(() => workers.stop());
   const payments = createPayments({
-    ...{
-      db,
-      config,
-      engine: facilitator,
-      recorder,
-      quota,
-      confidential,
-      metrics,
-      log,
-      reportError,
-    },
-    catalog: catalog.cataloger,
+    ...{ db, config, recorder, quota, confidential, metrics, log, reportError },
+    ...{ engine: facilitator, catalog: catalog.cataloger },
   });
   closers.push(() => catalog.cataloger.drain());
   const billing = await openBilling({
     ...{ db, config, log, recorder, devnetPayerKeys: opts.devnetPayerKeys },
-    engine: facilitator,
+    ...{ engine: facilitator, served: facilitator.networks(), sweepMs: overrides.billingSweepMs },
     supported: () => facilitator.supported(),
-    served: facilitator.networks(),
-    sweepMs: overrides.billingSweepMs,
   });
   closers.push(() => billing.close());
   // Shared rate-limit counters across replicas; without Redis they are per process.
@@ -138,21 +119,17 @@ export async function createService(opts: ServiceOptions) {
     log: log.child({ component: "readiness" }),
   });
   const dashboard = openDashboard({
-    db,
-    config,
-    ...{ networks, assetKey },
+    ...{ db, config, networks, assetKey },
     // This replica forgets a deleted key at once; the others on the change feed.
     onKeyDeleted: () => auth.invalidate(),
   });
   const http = await buildHttpServer({
     dashboard: { ...dashboard, confidential, billing },
     ...{ confidentialMerchants: confidential.merchants, readiness, log, metrics, facilitator },
-    ...{ payments, auth, catalog: catalog.reader, mode: config.mode },
-    planStatus: (accountId) => readPlanStatus(db, accountId, config.plans, config.plans.metering),
-    ...{ billing, plans: config.plans },
-    bodyLimitBytes: config.bodyLimitBytes,
+    ...{ payments, auth, catalog: catalog.reader, mode: config.mode, billing, plans: config.plans },
+    planStatus: dashboard.dashboard.plan,
+    ...{ bodyLimitBytes: config.bodyLimitBytes, trustProxy: config.http.trustProxy },
     ...{ publicUrl: config.auth.publicUrl, metricsToken: config.http.metricsToken },
-    trustProxy: config.http.trustProxy,
     browserAndLimits: { ...config.http, redis },
   });
 

@@ -23,6 +23,7 @@ import type {
   SignerLeases,
   TransactionJournal,
 } from "../chains/ports.js";
+import { CONFIDENTIAL_NETWORK, type ConfidentialVaultOptions } from "../chains/confidentialPort.js";
 import { assembleFacilitator, type FacilitatorSettings } from "./assemble.js";
 import type { PaymentFacilitator } from "./paymentFacilitator.js";
 import { VerifyThreadPool } from "./verifyThreadPool.js";
@@ -47,13 +48,15 @@ export interface EngineOptions {
   leases: SignerLeases;
   pendingSettlements: PendingSettlementStore;
   /** The confidential settlement vault, when there is one (its payments are collected through it). */
-  confidentialVault?: { network: string; address: `0x${string}` } | undefined;
-  /** Test knobs: faster polling, shorter leases, threads that stop sooner. */
-  overrides?: {
-    pollingIntervalMs?: number | undefined;
-    signerLeaseTtlMs?: number | undefined;
-    verifyThreadsIdleStopMs?: number | undefined;
-  };
+  confidential?: ConfidentialVaultOptions | undefined;
+  overrides?: EngineOverrides;
+}
+
+/** Test knobs: faster polling, shorter leases, threads that stop sooner. */
+export interface EngineOverrides {
+  pollingIntervalMs?: number | undefined;
+  signerLeaseTtlMs?: number | undefined;
+  verifyThreadsIdleStopMs?: number | undefined;
 }
 
 export async function createEngine(opts: EngineOptions): Promise<PaymentFacilitator> {
@@ -79,7 +82,14 @@ export async function createEngine(opts: EngineOptions): Promise<PaymentFacilita
       metrics.transactionPhase.observe({ network, phase }, seconds),
     onNativeRecovery: (on) => metrics.nativeRecovery.set(on ? 1 : 0),
     onFeePaid: (network, outcome, fee) => metrics.gasSpent.inc({ network, outcome }, fee),
-    ...(opts.confidentialVault ? { confidentialVault: opts.confidentialVault } : {}),
+    ...(opts.confidential
+      ? {
+          confidentialVault: {
+            network: CONFIDENTIAL_NETWORK,
+            address: opts.confidential.contractAddress,
+          },
+        }
+      : {}),
     ...(overrides.pollingIntervalMs !== undefined
       ? { pollingIntervalMs: overrides.pollingIntervalMs }
       : {}),
