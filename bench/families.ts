@@ -92,6 +92,7 @@ interface RunningFamily {
   asset: string;
   amount: string;
   extra: Record<string, unknown>;
+  maxTimeoutSeconds: number;
   /** One client scheme per payment (NEAR, XRPL) or a few shared round-robin (Starknet). */
   schemes: SchemeNetworkClient[];
   /** The payTo's balance on the ledger, in the asset's units. */
@@ -105,7 +106,8 @@ const BLOCK_MS = 1000;
 /**
  * What each payment allows, and the service then bounds its validity window
  * by: a minute, as the examples ask. Every payment is signed before the run
- * starts, so the last ones wait the whole run before they are sent.
+ * starts, so the last ones wait the whole run before they are sent; a family
+ * whose 1,000 settles take longer than that asks for more.
  */
 const MAX_TIMEOUT_SECONDS = 60;
 
@@ -130,6 +132,7 @@ async function startNear(count: number): Promise<RunningFamily> {
     asset: info.assets.USDC,
     amount: "10000",
     extra: {},
+    maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
     schemes: info.payers.map(
       (p) =>
         new ExactNearClientScheme(p.accountId, KeyPair.fromString(p.secretKey as KeyPairString), {
@@ -162,6 +165,7 @@ async function startXrpl(count: number): Promise<RunningFamily> {
     asset: info.assets.RLUSD,
     amount,
     extra: { issuer },
+    maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
     schemes: info.payerSeeds.map(
       (seed) => new ExactXrplClientScheme(Wallet.fromSeed(seed), { client }),
     ),
@@ -184,7 +188,7 @@ async function startStarknet(count: number): Promise<RunningFamily> {
   return {
     title: "Starknet",
     network: STARKNET_MAINNET,
-    setup: `local Starknet (a block every ${BLOCK_MS} ms); USDC; ${payers} payers, ${count / payers} payments each (SNIP-9 outside executions, random nonces); ${executors} executor accounts for the service`,
+    setup: `local Starknet (a block every ${BLOCK_MS} ms); USDC, maxTimeoutSeconds 600; ${payers} payers, ${count / payers} payments each (SNIP-9 outside executions, random nonces); ${executors} executor accounts for the service`,
     blockMs: BLOCK_MS,
     // StarknetLedger.produceBlock takes the whole mempool into each block.
     perBlock: undefined,
@@ -198,6 +202,9 @@ async function startStarknet(count: number): Promise<RunningFamily> {
     asset: info.assets.USDC,
     amount: "10000",
     extra: {},
+    // Settles here run at a few a second: 1,000 take minutes, and an outside
+    // execution signed before the run lapses at now + maxTimeoutSeconds.
+    maxTimeoutSeconds: 600,
     schemes: info.payers.map(
       (p) =>
         new ExactStarknetClientScheme(
@@ -282,7 +289,7 @@ export async function runFamilyBench(
       asset: family.asset,
       amount: family.amount,
       payTo: family.payTo,
-      maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
+      maxTimeoutSeconds: family.maxTimeoutSeconds,
       extra: { ...kind.extra, ...family.extra },
     } as PaymentRequirements;
 
