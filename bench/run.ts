@@ -5,7 +5,7 @@
  *   npm run bench                 # full: 30 s verify, 2,000 settles (concurrency 200; 500 on PostgreSQL)
  *   BENCH_QUICK=1 npm run bench   # a short smoke run
  *   BENCH_DATABASE_URL=postgres://… npm run bench   # this service on PostgreSQL
- *   BENCH_ONLY=svm npm run bench  # one family (evm | svm)
+ *   BENCH_ONLY=svm npm run bench  # one family (evm | svm | near | xrpl | starknet)
  *   BENCH_CPU_PROFILE_DIR=dir     # keep the servers' CPU profiles (the EVM bench always takes them)
  *   BENCH_CPU_PROFILE_INTERVAL_US=1000   # EVM: sample more often than every 5 ms
  *
@@ -18,6 +18,13 @@ import { evmTable, runEvmBench } from "./evm.js";
 import { cpuSection } from "./profileReport.js";
 import { evmTargets, targetsTable } from "./targets.js";
 import { runSvmBench, svmTable } from "./svm.js";
+import {
+  familyProblems,
+  familyTable,
+  runFamilyBench,
+  type FamilyName,
+  type FamilyResult,
+} from "./families.js";
 
 const quick = process.env["BENCH_QUICK"] === "1";
 const say = (line: string) => process.stderr.write(`${line}\n`);
@@ -29,8 +36,42 @@ execFileSync("npm", ["run", "--silent", "build"], { stdio: ["ignore", "ignore", 
 const only = process.env["BENCH_ONLY"];
 mkdirSync("bench/results", { recursive: true });
 
-if (only !== "svm") await evmBench();
-if (only !== "evm") await svmBench();
+const families: FamilyName[] = ["near", "xrpl", "starknet"];
+if (only === undefined || only === "evm") await evmBench();
+if (only === undefined || only === "svm") await svmBench();
+for (const family of families) {
+  if (only === undefined || only === family) await familyBench(family);
+}
+
+async function familyBench(name: FamilyName): Promise<void> {
+  const settleCount = quick ? 100 : 1_000;
+  const result: FamilyResult = await runFamilyBench(name, {
+    settleCount,
+    concurrency: 100,
+    progress: say,
+  });
+  const report = [
+    `# ${result.title} facilitator benchmark`,
+    ``,
+    `${new Date().toISOString()} · ${cpus().length} cores (${cpus()[0]?.model ?? "?"}) · Node ${process.version}`,
+    `This service alone (no official facilitator exists for ${result.title}), compiled, embedded PGlite, metering and`,
+    `per-key rate limits on (max plan, above the load), only ${result.network} configured. On a ${result.setup}.`,
+    `The ledger runs inside the bench's own process, beside the load generator; the machine is shared, and other`,
+    `work may run on it at the same time, so the figures are noisy.`,
+    `${settleCount.toLocaleString("en-US")} distinct payments signed with this project's client scheme before the run, POSTed to /settle at`,
+    `concurrency 100 (a closed loop: a worker sends its next payment when the last one is answered).`,
+    ``,
+    familyTable([result]),
+  ].join("\n");
+  writeFileSync(`bench/results/${name}${quick ? "-quick" : ""}.md`, report);
+  process.stdout.write(`\n${report}`);
+  const problems = familyProblems(result);
+  if (problems.length > 0) {
+    // After the report is written: the figures show what went wrong.
+    for (const p of problems) say(`FAILED: ${p}`);
+    process.exitCode = 1;
+  }
+}
 
 async function svmBench(): Promise<void> {
   const { ours, reference } = await runSvmBench({
