@@ -51,7 +51,7 @@ import {
   type CpuProfileOptions,
   type ServerExit,
 } from "./harness.js";
-import { measureCpu, type CpuShare } from "./cpuShare.js";
+import { cpuSecondsOf, measureCpu, type CpuShare } from "./cpuShare.js";
 import { monotonicUs, type TimeWindow } from "./cpuProfile.js";
 import { serverProfile, type ServerProfile } from "./serverProfile.js";
 import { startWebhookReceiver } from "./webhookReceiver.js";
@@ -107,6 +107,12 @@ export interface Side {
   peakRssAfterMb: { verify: number; settle: number };
   verifyCpu: CpuShare | undefined;
   settleCpu: CpuShare | undefined;
+  /**
+   * The server's own CPU milliseconds (every thread, from /proc) per valid
+   * verification in (a)'s measured rounds and per settled payment in (b)
+   * and (d): a cost that does not depend on what else shares the machine.
+   */
+  cpuMsPer: { verify: number; settle: number; steady: number } | undefined;
   /** Database statements and round trips per settle request (this service only). */
   dbPerSettle: { statements: number; roundTrips: number } | undefined;
   /** Mean own time per settle stage in (b) and (d), as text (this service only). */
@@ -334,11 +340,13 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
         rssAfterVerify,
         onThreads,
         sentInRounds,
+        serverCpuSeconds: verifyCpuSeconds,
       } = verified[sideIndex]!;
       say(
         `(b) ${side.name}: /settle ${opts.settleCount} payments, concurrency ${opts.settleConcurrency}…`,
       );
       const settleCpu = measureCpu(side.pid);
+      const cpuBeforeSettle = cpuSecondsOf(side.pid);
       const dbBefore = side.countsDb ? await readDbTraffic(side.url) : undefined;
       const timers = () =>
         side.countsDb ? readHistograms(side.url, STAGE_HISTOGRAMS) : Promise.resolve(undefined);
@@ -357,6 +365,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
         `    ${[...settle.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${settle.seconds.toFixed(1)} s`,
       );
       const settleShare = settleCpu();
+      const cpuAfterSettle = cpuSecondsOf(side.pid);
       const dbAfter = dbBefore ? await readDbTraffic(side.url) : undefined;
       const timedAfterSettle = await timers();
       const rssAfterSettle = peakRssMb(side.pid);
@@ -378,6 +387,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
       });
       const steadyWindow = { fromUs: steadyFrom, toUs: monotonicUs() };
       const timedAfterSteady = await timers();
+      const cpuAfterSteady = cpuSecondsOf(side.pid);
       say(
         `    ${[...steady.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${steady.seconds.toFixed(1)} s`,
       );
@@ -393,6 +403,21 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
         peakRssAfterMb: { verify: rssAfterVerify, settle: rssAfterSettle },
         verifyCpu: verifyShare,
         settleCpu: settleShare,
+        cpuMsPer:
+          verifyCpuSeconds !== undefined &&
+          cpuBeforeSettle !== undefined &&
+          cpuAfterSettle !== undefined &&
+          cpuAfterSteady !== undefined
+            ? {
+                verify: (verifyCpuSeconds * 1000) / (verify.outcomes.get("valid") ?? 0),
+                settle:
+                  ((cpuAfterSettle - cpuBeforeSettle) * 1000) /
+                  (settle.outcomes.get("settled") ?? 0),
+                steady:
+                  ((cpuAfterSteady - cpuAfterSettle) * 1000) /
+                  (steady.outcomes.get("settled") ?? 0),
+              }
+            : undefined,
         dbPerSettle:
           dbBefore && dbAfter
             ? {
@@ -548,6 +573,19 @@ export function evmTable(ours: Side, ref: Side): string {
       deliveries(ref.webhookDeliveries, settled(ref.settle), settled(ref.steady)),
       "",
     ],
+    ...(["verify", "settle", "steady"] as const).map((k) => [
+      {
+        verify: "(a) server CPU per valid verification (ms)",
+        settle: "(b) server CPU per settlement (ms)",
+        steady: "(d) server CPU per settlement (ms)",
+      }[k],
+      fmt(ours.cpuMsPer?.[k] ?? NaN, 2),
+      fmt(ref.cpuMsPer?.[k] ?? NaN, 2),
+      // A cost: how much of the reference's CPU this service spends.
+      Number.isFinite((ours.cpuMsPer?.[k] ?? NaN) / (ref.cpuMsPer?.[k] ?? NaN))
+        ? `${(ours.cpuMsPer![k] / ref.cpuMsPer![k]).toFixed(2)}× the reference's`
+        : "–",
+    ]),
     [
       "(a) CPU cores busy: node / server / load generator",
       cpu(ours.verifyCpu),
