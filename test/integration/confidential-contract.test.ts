@@ -22,7 +22,7 @@ import {
   defineChain,
   encodeAbiParameters,
   http,
-  parseAbi,
+  erc20Abi,
   keccak256,
   toHex,
   type Address,
@@ -32,7 +32,7 @@ import {
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { randomBytes } from "node:crypto";
-import { authorizationTypes } from "@x402/evm";
+import { authorizationTypes, eip3009ABI } from "@x402/evm";
 import { startDevnet, type Devnet } from "../../devnet/index.js";
 import {
   createConfidentialVault,
@@ -58,10 +58,6 @@ const CHAIN = defineChain({
   nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
   rpcUrls: { default: { http: [] } },
 });
-const USDC_ABI = parseAbi([
-  "function balanceOf(address) view returns (uint256)",
-  "function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)",
-]);
 
 describe("confidential settlement vault (devnet, fhEVM mock)", () => {
   let devnet: Devnet;
@@ -131,7 +127,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     await testClient.mine({ blocks: 1 });
   };
   const usdcBalance = (who: Address) =>
-    client.readContract({ address: usdc, abi: USDC_ABI, functionName: "balanceOf", args: [who] });
+    client.readContract({ address: usdc, abi: eip3009ABI, functionName: "balanceOf", args: [who] });
 
   interface Merchant {
     account: PrivateKeyAccount;
@@ -549,7 +545,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     await client.waitForTransactionReceipt({
       hash: await sender.writeContract({
         address: usdc,
-        abi: parseAbi(["function transfer(address to, uint256 value) returns (bool)"]),
+        abi: erc20Abi,
         functionName: "transfer",
         args: [vault.address, stray],
         chain: CHAIN,

@@ -26,7 +26,6 @@ import {
   encodeAbiParameters,
   http,
   keccak256,
-  parseAbi,
   toHex,
   type Abi,
   type Address,
@@ -36,7 +35,7 @@ import {
   type TestClient,
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { authorizationTypes } from "@x402/evm";
+import { authorizationTypes, eip3009ABI } from "@x402/evm";
 import { startDevnet, type Devnet } from "../../devnet/index.js";
 import { loadArtifacts } from "../../devnet/compile.js";
 import { startDevnetFhevm, type DevnetFhevm } from "../../devnet/fhevm.js";
@@ -51,10 +50,6 @@ const CHAIN = defineChain({
   nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
   rpcUrls: { default: { http: [] } },
 });
-const USDC_ABI = parseAbi([
-  "function balanceOf(address) view returns (uint256)",
-  "function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)",
-]);
 
 describe("what the vault's keys can take (devnet, fhEVM mock)", () => {
   let devnet: Devnet;
@@ -125,7 +120,7 @@ describe("what the vault's keys can take (devnet, fhEVM mock)", () => {
     return Number(target / DAY);
   };
   const usdcOf = (who: Address) =>
-    client.readContract({ address: usdc, abi: USDC_ABI, functionName: "balanceOf", args: [who] });
+    client.readContract({ address: usdc, abi: eip3009ABI, functionName: "balanceOf", args: [who] });
 
   /** A slot the operator creates for an address of its own, with a salt it knows. */
   const ownSlot = async (owner: PrivateKeyAccount) => {
@@ -169,7 +164,7 @@ describe("what the vault's keys can take (devnet, fhEVM mock)", () => {
       });
       const hash = await wallet.writeContract({
         address: usdc,
-        abi: USDC_ABI,
+        abi: eip3009ABI,
         functionName: "transferWithAuthorization",
         args: args as never,
         chain: CHAIN,
