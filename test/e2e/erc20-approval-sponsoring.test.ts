@@ -112,8 +112,9 @@ describe("erc20ApprovalGasSponsoring: a payer with no gas and no allowance pays 
   });
 
   /** A brand-new payer: USDG from a devnet payer, no ETH at all, no Permit2 approval. */
-  async function coldPayer(): Promise<PrivateKeyAccount> {
+  async function coldPayer(tokens = 100_000n): Promise<PrivateKeyAccount> {
     const payer = privateKeyToAccount(generatePrivateKey());
+    if (tokens === 0n) return payer;
     const funding = await createWalletClient({
       account: privateKeyToAccount(stack.payerKeys[0]!),
       chain: devnetChain(CHAIN_ID, stack.rpcUrl),
@@ -122,7 +123,7 @@ describe("erc20ApprovalGasSponsoring: a payer with no gas and no allowance pays 
       address: USDG,
       abi: erc20Abi,
       functionName: "transfer",
-      args: [payer.address, 100_000n],
+      args: [payer.address, tokens],
     });
     assert.equal(
       (await publicClient.waitForTransactionReceipt({ hash: funding })).status,
@@ -345,6 +346,17 @@ describe("erc20ApprovalGasSponsoring: a payer with no gas and no allowance pays 
     assert.equal(await publicClient.getTransactionCount({ address: payer.address }), 0);
     assert.equal(await allowanceOf(payer.address), 0n);
     void (requirements satisfies PaymentRequirements);
+  });
+
+  test("a settle sent without a verify, for a payer who holds none of the tokens, funds nothing and sends nothing", async () => {
+    const payer = await coldPayer(0n);
+    const { payload } = await signedPayment(payer);
+    const answer = await settle(payload);
+    assert.equal(answer["success"], false, JSON.stringify(answer));
+    assert.equal(answer["errorReason"], "insufficient_funds");
+    assert.equal(await publicClient.getBalance({ address: payer.address }), 0n, "no gas funded");
+    assert.equal(await publicClient.getTransactionCount({ address: payer.address }), 0);
+    assert.equal(await allowanceOf(payer.address), 0n);
   });
 
   test("two payments of one cold payer settled at once: one approve goes out, both are paid", async () => {

@@ -29,14 +29,18 @@ const requirements: PaymentRequirements = {
   extra: { assetTransferMethod: "permit2" },
 };
 
-/** A chain where the payer's next nonce is 0, Permit2 holds `allowance`, and the base fee is 1 gwei. */
-function sponsor(chain: { allowance?: bigint; nonce?: number } = {}) {
+/**
+ * A chain where the payer's next nonce is 0, Permit2 holds `allowance`, the
+ * payer holds `balance` of the token (enough by default) and the base fee is 1 gwei.
+ */
+function sponsor(chain: { allowance?: bigint; nonce?: number; balance?: bigint } = {}) {
   return new ApprovalSponsor({
     network: requirements.network,
     chainId: CHAIN_ID,
     client: {
       getTransactionCount: async () => chain.nonce ?? 0,
-      readContract: async () => chain.allowance ?? 0n,
+      readContract: async ({ functionName }: { functionName: string }) =>
+        functionName === "balanceOf" ? (chain.balance ?? 1_000_000n) : (chain.allowance ?? 0n),
     } as never,
     pool: { addresses: [] } as never,
     signer: {} as never,
@@ -161,6 +165,8 @@ test("each fault of the signed approve has its own reason", async () => {
     ["erc20_approval_amount_insufficient", await payment({ amount: 2999n })],
     ["erc20_approval_amount_insufficient", await payment({}, { amount: "5" })],
     ["erc20_approval_tx_gas_too_high", await payment({ gas: 3_000_001n })],
+    // Far below the per-transaction ceiling, far above what an approve costs.
+    ["erc20_approval_tx_gas_too_high", await payment({ gas: 100_001n })],
     ["erc20_approval_tx_nonce_mismatch", await payment({ nonce: 1 })],
     ["erc20_approval_tx_fee_too_high", await payment({ maxFeePerGas: 3n * GWEI + 1n })],
     ["erc20_approval_tx_fee_too_low", await payment({ maxFeePerGas: GWEI - 1n })],
@@ -177,4 +183,9 @@ test("when Permit2 already holds enough, the approve will not be sent, so its no
     await reasonOf(await payment({ nonce: 7 }), sponsor({ allowance: 2999n })),
     "erc20_approval_tx_nonce_mismatch",
   );
+});
+
+test("an approve for a payer without the tokens the payment moves is not funded", async () => {
+  assert.equal(await reasonOf(await payment(), sponsor({ balance: 2999n })), "insufficient_funds");
+  assert.equal(await reasonOf(await payment(), sponsor({ balance: 3000n })), "ok");
 });

@@ -109,6 +109,14 @@ const ApprovalReason = {
 
 export type ApprovalCheck = { ok: true } | { ok: false; reason: string; message: string };
 
+/**
+ * The most gas an approve may ask us to fund. An ERC-20 approve costs
+ * 25,000 to 60,000 gas (more behind a proxy); the general per-transaction
+ * ceiling is sized for batch claims, and the gas an approve leaves unused is
+ * refunded to the payer, not to us.
+ */
+const APPROVE_MAX_GAS = 100_000n;
+
 const OK: ApprovalCheck = { ok: true };
 const PERMIT2 = getAddress(PERMIT2_ADDRESS);
 const EXACT_PROXY = getAddress(x402ExactPermit2ProxyAddress);
@@ -369,25 +377,49 @@ export class ApprovalSponsor {
         `the approve allows Permit2 ${a.amount}, less than the payment's ${needed}`,
       );
     }
-    const gasCeiling = this.opts.maxGasPerTransaction;
-    if (gasCeiling !== undefined && a.gas > gasCeiling) {
+    const configured = this.opts.maxGasPerTransaction;
+    const gasCeiling =
+      configured !== undefined && configured < APPROVE_MAX_GAS ? configured : APPROVE_MAX_GAS;
+    if (a.gas > gasCeiling) {
       return fail(
         ApprovalReason.gas,
-        `the approve's gas limit ${a.gas} is above the ceiling of ${gasCeiling} per transaction (EVM_MAX_GAS_PER_TX)`,
+        `the approve's gas limit ${a.gas} is above the ceiling of ${gasCeiling} for an approve`,
       );
     }
+    // Permit2 may already hold enough (an earlier approve): this one is not sent.
+    if ((await this.allowance(a.token, payer)) >= needed) return OK;
+    return this.fundable(a, needed);
+  }
+
+  /**
+   * Whether an approve we are about to fund and send can do its job now:
+   * the payer's next nonce, a fee within what we pay and above the base fee,
+   * and the tokens the payment moves. Asked at verify and again right before
+   * the funding at settle, since a settle need not follow a verify and the
+   * chain moves between them: no gas is funded for an approve or a payment
+   * that cannot go through.
+   */
+  private async fundable(a: SignedApprove, needed: bigint): Promise<ApprovalCheck> {
+    const fail = (reason: string, message: string): ApprovalCheck => ({
+      ok: false,
+      reason,
+      message,
+    });
     const { client } = this.opts;
-    const [allowance, nextNonce, ours, baseFee] = await Promise.all([
-      this.allowance(a.token, payer),
-      client.getTransactionCount({ address: payer, blockTag: "pending" }),
+    const [nextNonce, ours, baseFee, held] = await Promise.all([
+      client.getTransactionCount({ address: a.signer, blockTag: "pending" }),
       this.opts.fees.forNewTransaction().catch((e: unknown) => {
         if (e instanceof GasPriceTooHighError) return e;
         throw e;
       }),
       this.opts.fees.baseFee(),
+      client.readContract({
+        address: a.token,
+        abi: erc20Abi,
+        functionName: "balanceOf",
+        args: [a.signer],
+      }),
     ]);
-    // Permit2 may already hold enough (an earlier approve): this one is not sent.
-    if (allowance >= needed) return OK;
     if (a.tx.nonce !== nextNonce) {
       return fail(
         ApprovalReason.nonce,
@@ -405,6 +437,12 @@ export class ApprovalSponsor {
       return fail(
         ApprovalReason.feeTooLow,
         `the approve offers up to ${a.maxFee} wei per gas, below the base fee of ${baseFee}: it would not be mined`,
+      );
+    }
+    if (held < needed) {
+      return fail(
+        Reason.insufficientFunds,
+        `the payer holds ${held} of the ${needed} the payment moves: no approve is funded for it`,
       );
     }
     return OK;
@@ -539,6 +577,8 @@ export class ApprovalSponsor {
       return a.hash;
     }
     if (allowance >= needed) return undefined;
+    const fundable = await this.fundable(a, needed);
+    if (!fundable.ok) throw new Error(`${ApprovalReason.failed}: ${fundable.message}`);
     await this.fund(a);
     await this.opts.journal.sent({
       network: this.opts.network,
@@ -561,7 +601,8 @@ export class ApprovalSponsor {
   private async fund(a: SignedApprove): Promise<void> {
     const { client, pool } = this.opts;
     const cost = a.gas * a.maxFee;
-    const balance = await client.getBalance({ address: a.signer });
+    // Pending: a funding sent by an earlier attempt and not yet mined counts.
+    const balance = await client.getBalance({ address: a.signer, blockTag: "pending" });
     if (balance >= cost) return;
     const value = cost - balance;
     // A plain account takes a transfer for 21,000 gas; one with code (an
