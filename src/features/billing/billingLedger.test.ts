@@ -22,6 +22,7 @@ import {
   cancelPlanChange,
   choosePlanChange,
   compPlan,
+  failPayment,
   listBillingHistory,
   billingHistoryCsv,
   nextMonthStart,
@@ -96,6 +97,19 @@ describe("billing orders", () => {
     assert.deepEqual(p.periodStart, end);
     assert.deepEqual(p.periodEnd, new Date(end.getTime() + 30 * DAY));
     assert.equal(p.priceMicroUsd, 5_000_000);
+    // While a paid change already waits, another lower plan is refused: it
+    // would otherwise cut the running period short.
+    refusal(
+      () =>
+        priceOrder(
+          fresh({ plan: "max", paidUntil: end, nextPlan: "pro", nextPlanDays: 30 }),
+          { kind: "plan", plan: "starter" },
+          "dashboard",
+          LIMITS,
+          now,
+        ),
+      "conflict",
+    );
     // A renewal extends from the end, not from now.
     const r = priceOrder(
       fresh({ plan: "max", paidUntil: end }),
@@ -221,6 +235,24 @@ describe("billing ledger", () => {
     assert.equal(account.plan, "starter");
     assert.deepEqual(account.paidUntil, new Date(now.getTime() + 30 * DAY));
     assert.deepEqual(await events(id), ["billing.payment_received"]);
+  });
+
+  test("a row the sweep gave up on is still applied when its request's settle succeeds: money that arrived is never dropped", async () => {
+    const id = await withEndpoint("late");
+    const now = new Date();
+    const row = await pending(id, { kind: "plan", plan: "starter" }, now);
+    await failPayment(db(), row.id, "the payment was never settled");
+    const applied = await applyPayment(
+      db(),
+      row.id,
+      { transaction: "0x02", payer: null },
+      SETTINGS,
+      now,
+    );
+    assert.equal(applied.applied, true);
+    assert.equal(applied.row.status, "paid");
+    assert.equal(applied.row.error, null);
+    assert.equal((await readAccountBilling(db(), id)).plan, "starter");
   });
 
   test("a renewal extends the period from its end and says so; an upgrade starts now", async () => {

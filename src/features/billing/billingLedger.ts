@@ -195,6 +195,7 @@ export async function applyPayment(
       .updateTable("billing_payments")
       .set({
         status: "paid",
+        error: null,
         transaction: settled.transaction,
         payer: sql<string | null>`coalesce(${settled.payer?.toLowerCase() ?? null}, payer)`,
         paid_at: now,
@@ -204,7 +205,9 @@ export async function applyPayment(
             and s.status = 'succeeded' limit 1)`,
       })
       .where("id", "=", id)
-      .where("status", "=", "pending")
+      // A failed row too: the sweep may have given up on a request that was
+      // still settling, and money that arrived is applied whatever the row said.
+      .where("status", "in", ["pending", "failed"])
       .returningAll()
       .executeTakeFirst();
     if (!row) {
@@ -284,9 +287,19 @@ async function applyToAccount(
   const effect = planEffect(account, plan, now);
   const { start, end } = periodOf(account, effect, now);
   if (effect === "queued") {
+    // Pricing refuses a second paid change while one waits, but two priced
+    // before either was paid both land here: the second's days extend the
+    // change already waiting. Both were paid, so neither period is lost; if
+    // the plans differ, the race costs us the difference, not the customer.
+    const days = daysBetween(start, end);
+    const waiting = account.nextPlanDays !== null;
     await trx
       .updateTable("accounts")
-      .set({ next_plan: plan, next_plan_days: daysBetween(start, end) })
+      .set(
+        waiting
+          ? { next_plan_days: sql<number>`next_plan_days + ${days}` }
+          : { next_plan: plan, next_plan_days: days },
+      )
       .where("id", "=", row.account_id)
       .execute();
   } else {

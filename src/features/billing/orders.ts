@@ -96,9 +96,10 @@ export function planEffect(account: AccountBilling, plan: PaidPlan, now: Date): 
   if (current === plan) return "renew";
   if (!isPaidPlan(current)) return "now";
   if (PLAN_RANK[plan] > PLAN_RANK[current]) return "now";
-  // A lower plan waits for the current period, when there is one to wait
-  // for and no other paid change already waits.
-  return running && account.nextPlanDays === null ? "queued" : "now";
+  // A lower plan waits for the current period when there is one to wait
+  // for: what was paid for runs its course. (Pricing refuses it while
+  // another paid change already waits.)
+  return running ? "queued" : "now";
 }
 
 /** The period a plan payment buys, given its effect. */
