@@ -13,6 +13,7 @@ import assert from "node:assert/strict";
 import { startStack, type TestStack } from "../support/stack.js";
 import { availableBackends } from "../support/database.js";
 import { paymentRequest, post, signPayment } from "../support/payments.js";
+import { until } from "../support/processes.js";
 import {
   confidentialRequirements,
   enableWithNewWallet,
@@ -131,8 +132,11 @@ for (const backend of availableBackends()) {
       // credit it (an empty pool is finished without sending anything).
       slow.dayInfo = async (d) => ({ ...(await vault.dayInfo(d)), phase: "open", pool: 1n });
       slow.dayPayments = async () => [];
+      // Held open until the test has seen the lease outlive its first term.
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
       slow.creditDay = async () => {
-        await new Promise((r) => setTimeout(r, 3_500));
+        await gate;
         return { txHashes: [], alreadyCredited: [], credited: [], total: 0n, returned: [] };
       };
       const now = new Date();
@@ -147,12 +151,22 @@ for (const backend of availableBackends()) {
         log,
       });
       const running = a.run(day, now);
-      await new Promise((r) => setTimeout(r, 2_500));
-      assert.deepEqual(await b.run(day, new Date(now.getTime() + 2_500)), {
+      const firstTerm = now.getTime() + 2_000;
+      await until("the lease renewed past its first term", async () => {
+        const row = await db
+          .selectFrom("confidential_batches")
+          .select("lease_until")
+          .where("day", "=", day)
+          .executeTakeFirst();
+        return row && new Date(row.lease_until!).getTime() > firstTerm + 500;
+      });
+      // After the first term: without the renewal the other replica would take it.
+      assert.deepEqual(await b.run(day, new Date(firstTerm + 100)), {
         ran: false,
         day,
         why: "held",
       });
+      release();
       assert.equal((await running).ran, true);
     });
   });
