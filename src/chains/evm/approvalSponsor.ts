@@ -46,6 +46,7 @@ import {
   validateErc20ApprovalGasSponsoringInfo,
   type Erc20ApprovalGasSponsoringSigner,
   type TransactionRequest,
+  ERC20_APPROVAL_GAS_SPONSORING,
 } from "@x402/extensions";
 import {
   PERMIT2_ADDRESS,
@@ -77,7 +78,7 @@ import { GasPriceTooHighError, type FeeOracle } from "./feeOracle.js";
 import { refusingClearly } from "./signer.js";
 import type { EvmSignerPool } from "./signerPool.js";
 
-export const ERC20_APPROVAL_KEY = "erc20ApprovalGasSponsoring";
+export const ERC20_APPROVAL_KEY = ERC20_APPROVAL_GAS_SPONSORING.key;
 
 /**
  * Reasons for an approve we will not send. The first ten are the official
