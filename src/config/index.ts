@@ -12,6 +12,7 @@
  */
 import { ConfigError } from "../lib/configError.js";
 import { intVar, optionalMs, parseEnv, readSecret, type ConfigVariable } from "../lib/envVars.js";
+import { microUsdOf } from "../lib/usd.js";
 import { CONFIDENTIAL_NETWORK } from "../chains/confidentialPort.js";
 import type { AssetDescription, NetworkDescription } from "../chains/ports.js";
 import {
@@ -243,15 +244,15 @@ function usdVar(name: string, fallbackMicroUsd: number) {
     .optional()
     .transform((v, ctx) => {
       if (v === undefined || v.trim() === "") return fallbackMicroUsd;
-      const m = /^(\d{1,9})(?:\.(\d{1,6}))?$/.exec(v.trim());
-      if (!m) {
+      const microUsd = microUsdOf(v);
+      if (microUsd === undefined) {
         ctx.addIssue({
           code: "custom",
           message: `${name} must be an amount in USD with at most 6 decimals (e.g. 49 or 0.002), got "${v}"`,
         });
         return z.NEVER;
       }
-      return Number(m[1]) * 1_000_000 + Number((m[2] ?? "").padEnd(6, "0"));
+      return microUsd;
     });
 }
 

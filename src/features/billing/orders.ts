@@ -15,6 +15,7 @@
  *   anything from its owner.
  */
 import { ServiceError } from "../../lib/errors.js";
+import { microUsdOf } from "../../lib/usd.js";
 import {
   BILLING_PERIOD_DAYS,
   PLAN_RANK,
@@ -222,17 +223,14 @@ export function readOrder(body: unknown): Order {
     return { kind: "plan", plan };
   }
   const text = typeof topUp === "number" ? String(topUp) : topUp;
-  const m = typeof text === "string" ? /^(\d{1,9})(?:\.(\d{1,6}))?$/.exec(text.trim()) : null;
-  if (!m) {
+  const amountMicroUsd = typeof text === "string" ? microUsdOf(text) : undefined;
+  if (amountMicroUsd === undefined) {
     throw new ServiceError(
       "invalid_request",
       "topUpUsd must be an amount in USD with at most 6 decimals, e.g. 10 or 2.50",
     );
   }
-  return {
-    kind: "top_up",
-    amountMicroUsd: Number(m[1]) * 1_000_000 + Number((m[2] ?? "").padEnd(6, "0")),
-  };
+  return { kind: "top_up", amountMicroUsd };
 }
 
 /** An account row's billing columns as the rules read them. */
