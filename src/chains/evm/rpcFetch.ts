@@ -15,7 +15,7 @@
  * a response larger than viem's limit is refused before it is all read.
  */
 import { STATUS_CODES } from "node:http";
-import { Agent, request } from "undici";
+import { keepAliveAgent, postForText } from "../../lib/boundedPost.js";
 
 /** What viem's HTTP client reads from a response. */
 export interface RpcResponse {
@@ -25,16 +25,6 @@ export interface RpcResponse {
   headers: { get(name: string): string | null };
   body: null;
   text(): Promise<string>;
-}
-
-/** viem's own default for `maxResponseBodySize` (10 MiB). */
-const MAX_BODY_BYTES = 10_485_760;
-
-class RpcResponseTooLargeError extends Error {
-  constructor(limit: number) {
-    super(`the RPC response is larger than ${limit} bytes`);
-    this.name = "RpcResponseTooLargeError";
-  }
 }
 
 function headerGetter(headers: Record<string, string | string[] | undefined>) {
@@ -53,13 +43,7 @@ function headerGetter(headers: Record<string, string | string[] | undefined>) {
  * does not touch another's.
  */
 export function createRpcFetch(opts: { maxBodyBytes?: number } = {}) {
-  const limit = opts.maxBodyBytes ?? MAX_BODY_BYTES;
-  // Connections stay open between calls: an RPC provider is called many
-  // times a second, and a TLS handshake per call would dominate.
-  // No cap on connections, as with the global fetch: a URL that refuses
-  // batches is called once per call, and those must not queue behind each
-  // other here.
-  const dispatcher = new Agent({ keepAliveTimeout: 30_000 });
+  const dispatcher = keepAliveAgent();
 
   const rpcFetch = async function rpcFetch(
     url: string | URL,
@@ -70,38 +54,21 @@ export function createRpcFetch(opts: { maxBodyBytes?: number } = {}) {
       signal?: AbortSignal | null;
     },
   ): Promise<RpcResponse> {
-    const res = await request(url, {
-      method: (init.method ?? "POST") as "POST",
+    const res = await postForText(url, {
+      dispatcher,
       headers: init.headers ?? {},
       body: init.body ?? null,
-      signal: init.signal ?? undefined,
-      dispatcher,
+      signal: init.signal,
+      ...(opts.maxBodyBytes !== undefined ? { maxBodyBytes: opts.maxBodyBytes } : {}),
     });
-    const declared = Number(res.headers["content-length"]);
-    if (Number.isFinite(declared) && declared > limit) {
-      res.body.destroy();
-      throw new RpcResponseTooLargeError(limit);
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of res.body as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > limit) {
-        res.body.destroy();
-        throw new RpcResponseTooLargeError(limit);
-      }
-      chunks.push(chunk);
-    }
-    const text =
-      chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
     return {
-      ok: res.statusCode >= 200 && res.statusCode < 300,
-      status: res.statusCode,
+      ok: res.status >= 200 && res.status < 300,
+      status: res.status,
       // undici gives no reason phrase; viem shows it when the body says nothing.
-      statusText: STATUS_CODES[res.statusCode] ?? "",
+      statusText: STATUS_CODES[res.status] ?? "",
       headers: headerGetter(res.headers),
       body: null,
-      text: () => Promise.resolve(text),
+      text: () => Promise.resolve(res.text),
     };
   };
   // viem types its option as the global fetch; it uses only what RpcResponse has.

@@ -15,11 +15,9 @@
  *   default), within the settle time budget.
  */
 import {
-  createSolanaRpc,
   getBase58Decoder,
   getBase64Encoder,
   getTransactionDecoder,
-  mainnet,
   type Address,
   type KeyPairSigner,
   type Signature,
@@ -28,6 +26,7 @@ import { TransactionOnchainFailureError, toFacilitatorSvmSigner } from "@x402/sv
 import type { FacilitatorSvmSigner } from "@x402/svm";
 import type { Logger } from "../../lib/logger.js";
 import type { TransactionJournal } from "../ports.js";
+import { createSolanaRpcClient } from "./rpcTransport.js";
 
 export type Commitment = "confirmed" | "finalized";
 
@@ -49,7 +48,7 @@ export interface FeePayerOptions {
 const RANK: Record<string, number> = { processed: 0, confirmed: 1, finalized: 2 };
 
 export class SvmFeePayers {
-  readonly rpc: ReturnType<typeof createSolanaRpc>;
+  readonly rpc: ReturnType<typeof createSolanaRpcClient>;
   readonly signer: FacilitatorSvmSigner;
   private readonly inner = new Map<string, FacilitatorSvmSigner>();
   private readonly healthy = new Set<string>();
@@ -57,10 +56,12 @@ export class SvmFeePayers {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: FeePayerOptions) {
-    this.rpc = createSolanaRpc(mainnet(opts.rpcUrl));
+    this.rpc = createSolanaRpcClient(opts.rpcUrl);
     for (const key of opts.keys) {
-      // By URL: kit's RPC object is a proxy the helper cannot recognise.
-      this.inner.set(key.address, toFacilitatorSvmSigner(key, { defaultRpcUrl: opts.rpcUrl }));
+      // As a map by network: the helper tells a lone RPC client by probing it
+      // with `in`, which kit's proxy does not answer, and given a URL instead
+      // it would build a new client for every call.
+      this.inner.set(key.address, toFacilitatorSvmSigner(key, { [opts.network]: this.rpc }));
       this.healthy.add(key.address);
     }
     const first = this.watched(this.inner.get(opts.keys[0]!.address)!);
