@@ -17,7 +17,7 @@
  * failure with its reason; past the time budget it is `settlement_pending`
  * with the hash, decided later from the chain.
  */
-import { outsideExecution, typedData, type Call } from "starknet";
+import { outsideExecution, type Call } from "starknet";
 import { refusedSettle, settleRefusal, verifyAnswer } from "../../protocol/answers.js";
 import type {
   PaymentPayload,
@@ -37,6 +37,7 @@ import {
   addressHex,
   checkOutsideExecution,
   feltHex,
+  signedMessageHash,
   type ParsedOutsideExecution,
 } from "./outsideExecution.js";
 import { RpcCode, rpcErrorCode, type StarknetRpc } from "./rpc.js";
@@ -371,7 +372,7 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
           throw e;
         });
 
-    const msgHash = typedData.getMessageHash(oe.typedData, from);
+    const msgHash = signedMessageHash(payload, oe);
     // Four reads at once, not one after another: is the account deployed,
     // does it accept the signature, is the nonce unused, what does it hold.
     const [deployed, validRead, nonceRead, balanceRead] = await Promise.allSettled([

@@ -16,7 +16,7 @@
  *   journaled, so a crash can be followed up by re-sending exactly it.
  * - Private keys live only inside starknet.js `Account` signers: never logged.
  */
-import { Account, RpcError, hash, type Call, type RpcProvider } from "starknet";
+import { Account, RpcError, Signer, type Call, type RpcProvider, type Signature } from "starknet";
 import type { Logger } from "../../lib/logger.js";
 import type { SignerLeases, TransactionJournal } from "../ports.js";
 import { RpcCode, type StarknetRpc } from "./rpc.js";
@@ -27,12 +27,12 @@ export interface ExecutorKey {
   privateKey: string;
 }
 
-type SignedInvoke = Awaited<ReturnType<Account["getSignedTransaction"]>>;
 export type ResourceBounds = NonNullable<Parameters<Account["execute"]>[1]>["resourceBounds"];
 
 interface Executor {
   address: string;
   account: Account;
+  signer: HashKeepingSigner;
   healthy: boolean;
   leased: boolean;
   /** The next nonce to use, when this process knows it. */
@@ -44,7 +44,6 @@ interface Executor {
 
 export interface ExecutorPoolOptions {
   network: string;
-  chainId: string;
   feeToken: string;
   keys: readonly ExecutorKey[];
   rpc: StarknetRpc;
@@ -65,31 +64,36 @@ export class ExecutorRefusal extends Error {
   }
 }
 
-/** The hash of a signed INVOKE v3, as the sequencer computes it. */
-function invokeTransactionHash(tx: SignedInvoke, chainId: string): string {
-  const rb = tx.resource_bounds;
-  const bound = (r: { max_amount: string; max_price_per_unit: string }) => ({
-    max_amount: BigInt(r.max_amount),
-    max_price_per_unit: BigInt(r.max_price_per_unit),
-  });
-  const da = (m: string) => (m === "L2" ? 1 : 0);
-  return hash.calculateInvokeTransactionHash({
-    senderAddress: tx.sender_address,
-    version: tx.version,
-    compiledCalldata: tx.calldata,
-    chainId,
-    nonce: tx.nonce,
-    accountDeploymentData: tx.account_deployment_data,
-    nonceDataAvailabilityMode: da(tx.nonce_data_availability_mode),
-    feeDataAvailabilityMode: da(tx.fee_data_availability_mode),
-    resourceBounds: {
-      l1_gas: bound(rb.l1_gas),
-      l2_gas: bound(rb.l2_gas),
-      l1_data_gas: bound(rb.l1_data_gas),
-    },
-    tip: tx.tip,
-    paymasterData: tx.paymaster_data,
-  } as Parameters<typeof hash.calculateInvokeTransactionHash>[0]);
+/**
+ * starknet.js's signer, remembering the hash of each transaction it signs.
+ * A transaction's hash is what it is journaled and followed under, and
+ * starknet.js computes it to sign: computing it again (Poseidon over the
+ * whole body, in JavaScript) was a tenth of a settle's CPU.
+ */
+class HashKeepingSigner extends Signer {
+  /** Hashes by the signature over them; each is taken once. */
+  private readonly signed = new Map<string, string>();
+
+  protected override async signRaw(msgHash: string): Promise<Signature> {
+    const signature = await super.signRaw(msgHash);
+    const [r, s] = signatureParts(signature);
+    this.signed.set(`${r}:${s}`, msgHash);
+    return signature;
+  }
+
+  /** The hash `signature` was made over, if this signer made it. */
+  takeHash(signature: readonly string[]): string | undefined {
+    const key = `${BigInt(signature[0] ?? 0)}:${BigInt(signature[1] ?? 0)}`;
+    const hash = this.signed.get(key);
+    this.signed.delete(key);
+    return hash;
+  }
+}
+
+function signatureParts(signature: Signature): [bigint, bigint] {
+  if (Array.isArray(signature)) return [BigInt(signature[0]!), BigInt(signature[1]!)];
+  const { r, s } = signature as { r: bigint; s: bigint };
+  return [r, s];
 }
 
 export class ExecutorPool {
@@ -100,15 +104,17 @@ export class ExecutorPool {
   constructor(private readonly opts: ExecutorPoolOptions) {
     for (const key of opts.keys) {
       const address = addressHex(BigInt(key.address));
+      const signer = new HashKeepingSigner(key.privateKey);
       this.executors.set(BigInt(key.address), {
         address,
         // Cairo 1 accounts: no class lookup to learn the calldata layout.
         account: new Account({
           provider: opts.rpc.provider,
           address,
-          signer: key.privateKey,
+          signer,
           cairoVersion: "1",
         }),
+        signer,
         healthy: true,
         leased: false,
         nonce: undefined,
@@ -275,7 +281,9 @@ export class ExecutorPool {
         tip: 0n,
         resourceBounds,
       });
-      const txHash = invokeTransactionHash(signed, this.opts.chainId);
+      const txHash = e.signer.takeHash(signed.signature);
+      if (txHash === undefined)
+        throw new Error("the executor's signer kept no hash for its transaction");
       await this.opts.journal.sent({
         network: this.opts.network,
         reference: txHash,

@@ -7,7 +7,6 @@
  * from the chain, and reachability.
  */
 import type { x402Facilitator } from "@x402/core/facilitator";
-import { typedData } from "starknet";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { findStarknetNetwork, type StarknetNetwork } from "./networks.js";
 import { Reason } from "../../protocol/reasons.js";
@@ -24,11 +23,11 @@ import { ExactStarknetScheme, type ExpectedTransfer } from "./exactScheme.js";
 import { ExecutorPool, type ExecutorKey } from "./executors.js";
 import {
   addressHex,
-  canonicalTypedData,
   feltHex,
   parseFelt,
   parseOutsideExecution,
   payerOf,
+  signedMessageHash,
   StarknetReason,
 } from "./outsideExecution.js";
 import { StarknetRpc } from "./rpc.js";
@@ -73,7 +72,6 @@ export class StarknetChainAdapter implements ChainFamily {
       const rpc = new StarknetRpc({ network: id, url: rpcUrl, chainId: network.chainId });
       const executors = new ExecutorPool({
         network: id,
-        chainId: network.chainId,
         feeToken: network.feeToken.address,
         keys: setup.executors,
         rpc,
@@ -129,8 +127,8 @@ export class StarknetChainAdapter implements ChainFamily {
   authorizationKey(payload: PaymentPayload, requirements: PaymentRequirements): string | undefined {
     const parsed = parseOutsideExecution(payload);
     if (!parsed.ok) return undefined;
-    const { from, nonce, chainId } = parsed.oe;
-    const signed = typedData.getMessageHash(canonicalTypedData(chainId, parsed.oe), feltHex(from));
+    const { from, nonce } = parsed.oe;
+    const signed = signedMessageHash(payload, parsed.oe);
     return `${requirements.network}:snip9:${addressHex(from)}:${feltHex(nonce)}:${signed}`;
   }
 
