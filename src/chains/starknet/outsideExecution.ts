@@ -114,7 +114,7 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** The canonical SNIP-12 revision 1 typed data of a SNIP-9 v2 outside execution. */
-export function canonicalTypedData(
+function canonicalTypedData(
   chainId: bigint,
   oe: Pick<ParsedOutsideExecution, "caller" | "nonce" | "executeAfter" | "executeBefore" | "calls">,
 ): TypedData {
