@@ -78,10 +78,11 @@ async function svmBench(): Promise<void> {
     verifySeconds: quick ? 6 : 21,
     verifyRounds: 3,
     verifyWarmupSeconds: quick ? 1 : 3,
-    // Above what either server verifies in a 7 s round (about 450 a second).
-    verifyPayloadsPerRun: quick ? 1_500 : 4_000,
+    // Above what either server verifies in a 7 s round (up to about 600 a second).
+    verifyPayloadsPerRun: quick ? 1_500 : 6_000,
     settleCount: quick ? 200 : 1_000,
     concurrency: 100,
+    databaseUrl,
     progress: say,
   });
   const report = [
@@ -91,11 +92,14 @@ async function svmBench(): Promise<void> {
     `One local Solana ledger (LiteSVM in its own process, 400 ms slots); both servers compiled, on it at once,`,
     `verify in three rounds per server in turns (after a warm-up each), each run's payments signed just before it,`,
     `each with its own fee payers (this service: 3; reference: 1, as the official example has), concurrency 100.`,
-    `This service: embedded PGlite, metering on. Payments are distinct and signed with the official @x402/svm client.`,
+    `This service: ${databaseUrl ? "PostgreSQL" : "embedded PGlite"}, metering on. Payments are distinct and signed with the official @x402/svm client.`,
     ``,
     svmTable(ours, reference),
   ].join("\n");
-  writeFileSync(`bench/results/svm${quick ? "-quick" : ""}.md`, report);
+  writeFileSync(
+    `bench/results/svm${quick ? "-quick" : ""}${databaseUrl ? "-postgres" : ""}.md`,
+    report,
+  );
   process.stdout.write(`\n${report}`);
 }
 

@@ -46,6 +46,8 @@ export interface SvmBenchOptions {
   verifyPayloadsPerRun: number;
   settleCount: number;
   concurrency: number;
+  /** This service on PostgreSQL instead of the embedded database. */
+  databaseUrl?: string | undefined;
   progress: (line: string) => void;
 }
 
@@ -100,7 +102,9 @@ export async function runSvmBench(
       info.payerSecretKeys.map((k) => createKeyPairSignerFromBytes(getBase58Encoder().encode(k))),
     );
     const dataDir = mkdtempSync(join(tmpdir(), "bench-svm-"));
-    const seeded = await openMigratedDb({ dataDir: join(dataDir, "pglite") });
+    const seeded = await openMigratedDb(
+      opts.databaseUrl ? { databaseUrl: opts.databaseUrl } : { dataDir: join(dataDir, "pglite") },
+    );
     const account = await createAccount(seeded.db, "bench");
     await setAccountPlan(seeded.db, account.id, "max");
     const key = await createApiKey(seeded.db, account.id, "bench");
@@ -112,6 +116,7 @@ export async function runSvmBench(
       // Fee payers 1–3; fee payer 0 is the reference's.
       SVM_PRIVATE_KEYS: info.facilitatorSecretKeys.slice(1).join(","),
       DATA_DIR: dataDir,
+      ...(opts.databaseUrl ? { DATABASE_URL: opts.databaseUrl } : {}),
       HOST: "127.0.0.1",
       PORT: String(ourPort),
       LOG_LEVEL: "error",
