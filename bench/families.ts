@@ -17,7 +17,7 @@
  * choosing, so a few payers sign many payments each.
  */
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { PaymentRequirements, SchemeNetworkClient } from "@x402/core/types";
@@ -39,6 +39,8 @@ import { setAccountPlan } from "../src/features/plans/quotaLedger.js";
 import { createApiKey } from "../src/features/keys/apiKeys.js";
 import { percentile, runLoad, type LoadResult } from "./load.js";
 import { cpuSecondsOf } from "./cpuShare.js";
+import { monotonicUs } from "./cpuProfile.js";
+import { serverProfile } from "./serverProfile.js";
 import {
   classifySettle,
   freePort,
@@ -58,6 +60,14 @@ interface FamilyBenchOptions {
 
 export interface FamilyResult {
   title: string;
+  /**
+   * The share of the server's busy time in the settle run spent in
+   * signatures and hashing (the family's cryptography), from a CPU profile;
+   * or why there is none.
+   */
+  cryptoShare: number | string;
+  /** CPU ms per settlement of the bench's own process: the ledger and the load generator. */
+  ledgerCpuMs: number | undefined;
   network: string;
   /** How the ledger runs, the payers and the service's keys, for the header. */
   setup: string;
@@ -263,15 +273,22 @@ export async function runFamilyBench(
     await seeded.close();
 
     const port = await freePort();
-    const server = spawnServer("src/main.ts", {
-      ...family.env,
-      DATA_DIR: dataDir,
-      HOST: "127.0.0.1",
-      PORT: String(port),
-      LOG_LEVEL: "error",
-      // Limits on, as in production, far above the load (see evm.ts).
-      RATE_LIMIT_PLAN_MAX: "1000000",
-    });
+    // Profiled as the EVM bench profiles (one sample every 5 ms): the share
+    // of a settle's CPU that is the family's own cryptography.
+    const profileDir = mkdtempSync(join(tmpdir(), `bench-${name}-profile-`));
+    const server = spawnServer(
+      "src/main.ts",
+      {
+        ...family.env,
+        DATA_DIR: dataDir,
+        HOST: "127.0.0.1",
+        PORT: String(port),
+        LOG_LEVEL: "error",
+        // Limits on, as in production, far above the load (see evm.ts).
+        RATE_LIMIT_PLAN_MAX: "1000000",
+      },
+      { dir: profileDir, intervalUs: 5_000 },
+    );
     children.push(server);
     const url = `http://127.0.0.1:${port}`;
     await waitFor(`${url}/supported`);
@@ -298,6 +315,8 @@ export async function runFamilyBench(
     const balanceBefore = family.balance();
     say(`${name}: settling at concurrency ${opts.concurrency}…`);
     const cpuBefore = cpuSecondsOf(server.pid!);
+    const settleFrom = monotonicUs();
+    const benchCpuBefore = process.cpuUsage();
     const settle = await runLoad({
       url: `${url}/settle`,
       headers: { "x-api-key": key.key },
@@ -307,6 +326,8 @@ export async function runFamilyBench(
       classify: classifySettle,
     });
     const cpuAfter = cpuSecondsOf(server.pid!);
+    const settleWindow = { fromUs: settleFrom, toUs: monotonicUs() };
+    const benchCpu = process.cpuUsage(benchCpuBefore);
     const rss = peakRssMb(server.pid!);
     say(
       `    ${[...settle.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${settle.seconds.toFixed(1)} s`,
@@ -314,8 +335,15 @@ export async function runFamilyBench(
     // A settled payment is in a block, so this is final once the answers are in.
     const received = family.balance().minus(balanceBefore);
     const settled = settle.outcomes.get("settled") ?? 0;
-    await stopServers(children);
+    const [exit] = await stopServers(children);
     children.length = 0;
+    const profile = serverProfile(profileDir, exit, [{ label: "settle", windows: [settleWindow] }]);
+    rmSync(profileDir, { recursive: true, force: true });
+    const cryptoShare = profile.ok
+      ? profile.overall.byCategory
+          .filter((c) => c.key.startsWith("signatures") || c.key.startsWith("hashing"))
+          .reduce((sum, c) => sum + c.share, 0)
+      : profile.why;
 
     const after = await openMigratedDb({ dataDir: join(dataDir, "pglite") });
     let succeededRows: number;
@@ -332,6 +360,8 @@ export async function runFamilyBench(
     }
     return {
       title: family.title,
+      cryptoShare,
+      ledgerCpuMs: settled > 0 ? (benchCpu.user + benchCpu.system) / 1000 / settled : undefined,
       network: family.network,
       setup: family.setup,
       settle,
@@ -390,6 +420,14 @@ export function familyTable(results: readonly FamilyResult[]): string {
     row("settled per second", (r) => rate(r).toFixed(1)),
     row("settle p50 / p99 (ms)", (r) => `${p(r.settle, 50)} / ${p(r.settle, 99)}`),
     row("server CPU per settlement (ms)", (r) => r.settleCpuMs?.toFixed(2) ?? "–"),
+    row("of which signatures and hashing (the family's cryptography)", (r) =>
+      typeof r.cryptoShare === "number"
+        ? `${(r.cryptoShare * 100).toFixed(0)}%${r.settleCpuMs === undefined ? "" : ` (${(r.cryptoShare * r.settleCpuMs).toFixed(2)} ms)`}`
+        : r.cryptoShare,
+    ),
+    row("the ledger's and load generator's CPU per settlement (ms)", (r) =>
+      r.ledgerCpuMs === undefined ? "–" : r.ledgerCpuMs.toFixed(2),
+    ),
     row("peak RSS (MB)", (r) => r.peakRssMb.toFixed(0)),
     row("block / ledger interval (ms)", (r) => String(r.blockMs)),
     row("ledger ceiling (tx per second)", (r) => {

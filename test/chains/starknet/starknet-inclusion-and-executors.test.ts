@@ -4,7 +4,9 @@
  * with its hash, and a retry later learns the outcome from the chain (one
  * record, one transfer); a transaction that reverts is a failure with its
  * reason, and nothing but the executor's fee moved; an executor low on
- * STRK leaves the rotation. (The node down and a lost answer to the send:
+ * STRK leaves the rotation. A burst of payments bound to one executor is
+ * sent in nonce order, each signed once; when the executor's nonce moved
+ * behind the service's back before a burst, every payment still lands once. (The node down and a lost answer to the send:
  * test/families/outage.test.ts.)
  */
 import { after, before, describe, test } from "node:test";
@@ -139,6 +141,93 @@ describe("Starknet slow blocks, reverts and executors", () => {
       [["failed", "insufficient_funds"]],
     );
     ledger().mint(STARKNET_USDC, address, balance);
+  });
+
+  /** Settles `body`; a `settlement_pending` is asked again once its transaction is in. */
+  const settleToEnd = async (body: unknown) => {
+    const first = await settle(body);
+    if (first.errorReason !== "settlement_pending") return first;
+    await until("the pending transaction is accepted", async () =>
+      ledger().transaction(first.transaction)?.finality === "ACCEPTED_ON_L2" ? true : undefined,
+    );
+    return settle(body);
+  };
+  const executorNonce = () => ledger().nonceAt(BigInt(info().executors[0]!), true);
+  const journaled = (transactions: string[]) =>
+    stack.service.db
+      .selectFrom("settlement_transactions as t")
+      .innerJoin("settlements as s", "s.id", "t.settlement_id")
+      .select(["t.reference", "t.detail", "s.transaction"])
+      .where("s.transaction", "in", transactions)
+      .execute();
+
+  test("a burst bound to one executor: each payment is signed once, sent in nonce order, and lands once", async () => {
+    const n = 12;
+    const payments = await Promise.all(
+      Array.from({ length: n }, (_, i) => signed(i % 5, requirements(String(4000 + i)))),
+    );
+    const payToBefore = usdcOf(info().payTo);
+    const nonceBefore = executorNonce();
+    const answers = await Promise.all(payments.map((p) => settleToEnd(p.body)));
+    assert.deepEqual(
+      answers.map((a) => [a.success, a.errorReason]),
+      answers.map(() => [true, undefined]),
+    );
+    const hashes = answers.map((a) => a.transaction);
+    assert.equal(new Set(hashes).size, n);
+    const sum = Array.from({ length: n }, (_, i) => BigInt(4000 + i)).reduce((a, b) => a + b);
+    assert.equal(usdcOf(info().payTo), payToBefore + sum);
+    assert.equal(executorNonce(), nonceBefore + BigInt(n));
+    // One journaled transaction per payment, their nonces the n after the executor's.
+    const rows = await journaled(hashes);
+    assert.equal(rows.length, n);
+    assert.deepEqual(
+      rows.map((r) => BigInt(String(r.detail["nonce"]))).sort((a, b) => (a < b ? -1 : 1)),
+      Array.from({ length: n }, (_, i) => nonceBefore + BigInt(i)),
+    );
+  });
+
+  test("the executor's nonce moved behind the service before a burst: the refused send is signed again with the node's nonce, and every payment lands once", async () => {
+    // The service knows the executor's next nonce from the burst before.
+    const warm = await signed(0, requirements("4900"));
+    assert.equal((await settleToEnd(warm.body)).success, true);
+    const key = stack.starknet!.executors.find(
+      (e) => BigInt(e.address) === BigInt(info().executors[0]!),
+    )!;
+    const direct = new Account({
+      provider,
+      address: key.address,
+      signer: key.privateKey,
+      cairoVersion: "1",
+    });
+    const n = 8;
+    const payments = await Promise.all(
+      Array.from({ length: n }, (_, i) => signed(i % 5, requirements(String(5000 + i)))),
+    );
+    const payToBefore = usdcOf(info().payTo);
+    const nonceBefore = executorNonce();
+    // Someone else spends the executor's next nonce (a transfer of 1 FRI to itself).
+    await direct.execute(
+      [
+        {
+          contractAddress: STARKNET_STRK,
+          entrypoint: "transfer",
+          calldata: [key.address, "1", "0"],
+        },
+      ],
+      { tip: 0n },
+    );
+    const answers = await Promise.all(payments.map((p) => settleToEnd(p.body)));
+    assert.deepEqual(
+      answers.map((a) => [a.success, a.errorReason]),
+      answers.map(() => [true, undefined]),
+    );
+    const sum = Array.from({ length: n }, (_, i) => BigInt(5000 + i)).reduce((a, b) => a + b);
+    assert.equal(usdcOf(info().payTo), payToBefore + sum);
+    assert.equal(executorNonce(), nonceBefore + BigInt(n) + 1n);
+    // At least the first send was refused for its nonce and signed again.
+    const rows = await journaled(answers.map((a) => a.transaction));
+    assert.ok(rows.length > n, `${rows.length} journaled for ${n} payments`);
   });
 
   test("an executor low on STRK leaves the rotation and is no longer offered as feePayer", async () => {
