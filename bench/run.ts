@@ -18,6 +18,9 @@ import { evmTable, runEvmBench } from "./evm.js";
 import { cpuSection } from "./profileReport.js";
 import { evmTargets, targetsTable } from "./targets.js";
 import { runSvmBench, svmTable } from "./svm.js";
+import { recordSummary } from "./summary.js";
+import { validPerSecond } from "./harness.js";
+import type { LoadResult } from "./load.js";
 import {
   familyProblems,
   familyTable,
@@ -37,6 +40,8 @@ const only = process.env["BENCH_ONLY"];
 mkdirSync("bench/results", { recursive: true });
 
 const families: FamilyName[] = ["near", "xrpl", "starknet"];
+const settledPerSecond = (r: LoadResult) => (r.outcomes.get("settled") ?? 0) / r.seconds;
+const today = new Date().toISOString();
 if (only === undefined || only === "evm") await evmBench();
 if (only === undefined || only === "svm") await svmBench();
 for (const family of families) {
@@ -65,6 +70,18 @@ async function familyBench(name: FamilyName): Promise<void> {
   ].join("\n");
   writeFileSync(`bench/results/${name}${quick ? "-quick" : ""}.md`, report);
   process.stdout.write(`\n${report}`);
+  if (!quick) {
+    await recordSummary({
+      label: result.title,
+      settleShape: "closed loop, concurrency 100",
+      date: today,
+      ours: {
+        settlePerSecond: settledPerSecond(result.settle),
+        cpuMsPerSettle: result.settleCpuMs,
+        peakRssMb: result.peakRssMb,
+      },
+    });
+  }
   const problems = familyProblems(result);
   if (problems.length > 0) {
     // After the report is written: the figures show what went wrong.
@@ -101,6 +118,22 @@ async function svmBench(): Promise<void> {
     report,
   );
   process.stdout.write(`\n${report}`);
+  if (!quick) {
+    const side = (r: typeof ours) => ({
+      verifyPerSecond: validPerSecond(r.verify),
+      settlePerSecond: settledPerSecond(r.settle),
+      cpuMsPerVerify: r.verifyCpuMs,
+      cpuMsPerSettle: r.settleCpuMs,
+      peakRssMb: r.peakRssMb,
+    });
+    await recordSummary({
+      label: `Solana, ${databaseUrl ? "PostgreSQL" : "embedded database"}`,
+      settleShape: "closed loop, concurrency 100",
+      date: today,
+      ours: side(ours),
+      reference: side(reference),
+    });
+  }
 }
 
 async function evmBench(): Promise<void> {
@@ -171,4 +204,20 @@ async function evmBench(): Promise<void> {
   const name = `evm${quick ? "-quick" : ""}${databaseUrl ? "-postgres" : ""}.md`;
   writeFileSync(`bench/results/${name}`, report);
   process.stdout.write(`\n${report}`);
+  if (!quick) {
+    const side = (r: typeof ours) => ({
+      verifyPerSecond: validPerSecond(r.verify),
+      settlePerSecond: settledPerSecond(r.settle),
+      cpuMsPerVerify: r.cpuMsPer?.verify,
+      cpuMsPerSettle: r.cpuMsPer?.settle,
+      peakRssMb: r.peakRssMb,
+    });
+    await recordSummary({
+      label: `EVM, ${databaseUrl ? "PostgreSQL" : "embedded database"}`,
+      settleShape: `closed loop, concurrency ${settleConcurrency}`,
+      date: today,
+      ours: side(ours),
+      reference: side(reference),
+    });
+  }
 }

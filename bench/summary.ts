@@ -1,0 +1,94 @@
+/**
+ * The one table of `docs/benchmarks.md` that puts every family side by side:
+ * this service, the reference where one exists, their ratio, CPU per
+ * operation and peak RSS. Each full run of a family replaces its row in
+ * `bench/results/summary.json` (kept beside the reports, so a run of one
+ * family keeps the others' rows), and the table between the markers in the
+ * doc is written again from all rows. Quick runs leave both alone.
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { format, resolveConfig } from "prettier";
+
+const ROWS_FILE = "bench/results/summary.json";
+const DOC = "docs/benchmarks.md";
+const START = "<!-- summary:start -->";
+const END = "<!-- summary:end -->";
+
+/** Figures of one server in one run. */
+interface SideFigures {
+  verifyPerSecond?: number | undefined;
+  settlePerSecond: number;
+  cpuMsPerVerify?: number | undefined;
+  cpuMsPerSettle?: number | undefined;
+  peakRssMb: number;
+}
+
+export interface SummaryRow {
+  /** Which run: "EVM, embedded database", "Solana, PostgreSQL", "NEAR"… */
+  label: string;
+  /** What the settle figure is, e.g. "closed loop, concurrency 200". */
+  settleShape: string;
+  date: string;
+  ours: SideFigures;
+  reference?: SideFigures | undefined;
+}
+
+/** The order rows appear in, whatever order the runs came in. */
+const ORDER = [
+  "EVM, embedded database",
+  "EVM, PostgreSQL",
+  "Solana, embedded database",
+  "Solana, PostgreSQL",
+  "NEAR",
+  "XRP Ledger",
+  "Starknet",
+];
+
+function readRows(): SummaryRow[] {
+  if (!existsSync(ROWS_FILE)) return [];
+  return JSON.parse(readFileSync(ROWS_FILE, "utf8")) as SummaryRow[];
+}
+
+const num = (v: number | undefined, digits: number) =>
+  v === undefined
+    ? "–"
+    : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+/** "ours vs reference (ratio×)", the ratio ours over the reference's. */
+function pair(ours: number | undefined, ref: number | undefined, digits: number): string {
+  if (ref === undefined || ours === undefined) return num(ours, digits);
+  return `${num(ours, digits)} vs ${num(ref, digits)} (${(ours / ref).toFixed(2)}×)`;
+}
+
+export function summaryTable(rows: readonly SummaryRow[]): string {
+  const sorted = [...rows].sort((a, b) => ORDER.indexOf(a.label) - ORDER.indexOf(b.label));
+  return [
+    "| run | valid verifications/s | settled/s | CPU ms per verification | CPU ms per settlement | peak RSS (MB) | date |",
+    "| --- | --- | --- | --- | --- | --- | --- |",
+    ...sorted.map((r) => {
+      const ref = r.reference;
+      return `| ${r.label} (${r.settleShape}) | ${pair(r.ours.verifyPerSecond, ref?.verifyPerSecond, 0)} | ${pair(r.ours.settlePerSecond, ref?.settlePerSecond, 1)} | ${pair(r.ours.cpuMsPerVerify, ref?.cpuMsPerVerify, 2)} | ${pair(r.ours.cpuMsPerSettle, ref?.cpuMsPerSettle, 2)} | ${pair(r.ours.peakRssMb, ref?.peakRssMb, 0)} | ${r.date.slice(0, 10)} |`;
+    }),
+  ].join("\n");
+}
+
+/** Written as the project's formatter writes it, so the format check stays green. */
+async function writeFormatted(path: string, text: string): Promise<void> {
+  const options = (await resolveConfig(path)) ?? {};
+  writeFileSync(path, await format(text, { ...options, filepath: path }));
+}
+
+/** Replaces `row`'s line in the rows file and writes the doc's table again. */
+export async function recordSummary(row: SummaryRow): Promise<void> {
+  const rows = readRows().filter((r) => r.label !== row.label);
+  rows.push(row);
+  await writeFormatted(ROWS_FILE, JSON.stringify(rows));
+  const doc = readFileSync(DOC, "utf8");
+  const from = doc.indexOf(START);
+  const to = doc.indexOf(END);
+  if (from < 0 || to < from) throw new Error(`${DOC} has no ${START} … ${END} markers`);
+  await writeFormatted(
+    DOC,
+    `${doc.slice(0, from + START.length)}\n\n${summaryTable(rows)}\n\n${doc.slice(to)}`,
+  );
+}
