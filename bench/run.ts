@@ -9,7 +9,9 @@
  *   BENCH_CPU_PROFILE_DIR=dir     # keep the servers' CPU profiles (the EVM bench always takes them)
  *   BENCH_CPU_PROFILE_INTERVAL_US=1000   # EVM: sample more often than every 5 ms
  *
- * Both servers run compiled (`npm run build` first), as in production.
+ * Both servers run compiled (`npm run build` first), as in production. A
+ * full run also writes its family's row of the side-by-side table in
+ * docs/benchmarks.md (bench/summary.ts).
  */
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
