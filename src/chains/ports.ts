@@ -240,8 +240,13 @@ export interface FamilyContext {
 export interface SettlementNotes {
   /** Something was journaled and handed to the node for this settlement. */
   sent: boolean;
-  /** The reference finally mined, when a replacement took the original's place. */
-  minedReference?: string;
+  /**
+   * The reference finally mined for each sent one a replacement took the
+   * place of, keyed by the original (lower-case): a settlement may send more
+   * than its payment (a payer's gas funding), and only the payment's own
+   * replacement may stand in for the payment's transaction.
+   */
+  minedReplacements?: Record<string, string>;
   /** Sent, but the node's answer was lost: the outcome is unknown, never a failure. */
   ambiguousReference?: string;
   /** The transaction layer refused to send, with the reason to answer (gas ceiling, no signer). */

@@ -36,7 +36,7 @@ import {
   type PaymentRequest,
   type SupportedResponse,
 } from "../protocol/index.js";
-import { sanitizeMessage } from "./sanitize.js";
+import { sanitizeMessage, splitReason } from "./sanitize.js";
 import { PerBlockVerifyCache } from "./verifyCache.js";
 import { VerifyThreadGoneError, type VerifyThreadPool } from "./verifyThreadPool.js";
 import type { AcceptedAssets } from "./acceptedAssets.js";
@@ -209,10 +209,11 @@ export class PaymentFacilitator {
           );
     if (result.isValid) return result;
     assertChainAnswered(family, network, startedAt);
-    const message = sanitizeMessage(result.invalidMessage);
+    const reason = splitReason(result.invalidReason ?? Reason.unexpectedVerifyError);
+    const message = sanitizeMessage(result.invalidMessage ?? reason.detail);
     return {
       ...result,
-      invalidReason: publicReason(family, result.invalidReason ?? Reason.unexpectedVerifyError),
+      invalidReason: publicReason(family, reason.code),
       ...(message ? { invalidMessage: message } : {}),
       ...(result.payer || payment.payer ? { payer: result.payer ?? payment.payer } : {}),
     };
@@ -268,9 +269,10 @@ export class PaymentFacilitator {
     let result = run.value;
     // A fee bump may have replaced the transaction the mechanism sent: report
     // the one that was actually mined.
-    if (notes.minedReference && result.transaction) {
-      result = { ...result, transaction: notes.minedReference };
-    }
+    const mined = result.transaction
+      ? notes.minedReplacements?.[result.transaction.toLowerCase()]
+      : undefined;
+    if (mined) result = { ...result, transaction: mined };
     if (result.success) return { ...result, network };
     // Never report a payment that may still land as failed: the row stays
     // pending and the reconciler (or a retry) decides it from the chain.
@@ -283,12 +285,11 @@ export class PaymentFacilitator {
     if (!notes.sent && !notes.refusal && !result.transaction) {
       assertChainAnswered(family, network, startedAt);
     }
-    const message = sanitizeMessage(notes.refusal?.message ?? result.errorMessage);
+    const reason = splitReason(result.errorReason ?? Reason.unexpectedSettleError);
+    const message = sanitizeMessage(notes.refusal?.message ?? result.errorMessage ?? reason.detail);
     return {
       ...result,
-      errorReason:
-        notes.refusal?.reason ??
-        publicReason(family, result.errorReason ?? Reason.unexpectedSettleError),
+      errorReason: notes.refusal?.reason ?? publicReason(family, reason.code),
       errorMessage: message,
       transaction: result.errorReason === Reason.settlementPending ? result.transaction : "",
       network,

@@ -17,3 +17,16 @@ export function sanitizeMessage(message: string | undefined): string | undefined
   const clean = firstLine.replace(URL_PATTERN, "[url]");
   return clean.length > MAX_LENGTH ? `${clean.slice(0, MAX_LENGTH - 1)}…` : clean;
 }
+
+/**
+ * A reason is a code. Some mechanisms append their error's text to it
+ * ("invalid_exact_evm_transaction_failed: <the RPC error>"), which can carry
+ * a provider URL with its key: the code stays the reason, and the text is
+ * given back as detail for the message, to be sanitized as one.
+ */
+export function splitReason(reason: string): { code: string; detail?: string } {
+  const colon = reason.indexOf(":");
+  if (colon < 0) return { code: reason };
+  const detail = reason.slice(colon + 1).trim();
+  return { code: reason.slice(0, colon).trim(), ...(detail ? { detail } : {}) };
+}

@@ -272,7 +272,7 @@ export class EvmSignerPool {
       const r = await Promise.race([receipt, timeout]);
       const scope = currentSettlement()?.notes;
       if (scope && r.transactionHash.toLowerCase() !== hash.toLowerCase()) {
-        scope.minedReference = r.transactionHash;
+        (scope.minedReplacements ??= {})[hash.toLowerCase()] = r.transactionHash;
       }
       return r;
     } finally {
