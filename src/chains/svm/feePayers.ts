@@ -58,10 +58,11 @@ export class SvmFeePayers {
   constructor(private readonly opts: FeePayerOptions) {
     this.rpc = createSolanaRpcClient(opts.rpcUrl);
     for (const key of opts.keys) {
-      // As a map by network: the helper tells a lone RPC client by probing it
-      // with `in`, which kit's proxy does not answer, and given a URL instead
-      // it would build a new client for every call.
-      this.inner.set(key.address, toFacilitatorSvmSigner(key, { [opts.network]: this.rpc }));
+      // As a map for every network ("*"): the helper tells a lone RPC client
+      // by probing it with `in`, which kit's proxy does not answer; given a
+      // URL instead it would build a new client for every call, and an
+      // unmatched network would fall back to a public endpoint.
+      this.inner.set(key.address, toFacilitatorSvmSigner(key, { "*": this.rpc }));
       this.healthy.add(key.address);
     }
     const first = this.watched(this.inner.get(opts.keys[0]!.address)!);
@@ -214,9 +215,7 @@ export class SvmFeePayers {
       const list = this.waiting.get(signature);
       if (list) list.push(waiter);
       else this.waiting.set(signature, [waiter]);
-      this.polling ??= this.pollStatuses().finally(() => {
-        this.polling = undefined;
-      });
+      this.polling ??= this.pollStatuses();
     });
   }
 
@@ -224,17 +223,24 @@ export class SvmFeePayers {
   private polling: Promise<void> | undefined;
 
   private async pollStatuses(): Promise<void> {
-    while (this.waiting.size > 0) {
-      await new Promise((r) => setTimeout(r, this.opts.pollMs ?? 200));
-      const signatures = [...this.waiting.keys()];
-      for (let i = 0; i < signatures.length; i += STATUSES_PER_CALL) {
-        const chunk = signatures.slice(i, i + STATUSES_PER_CALL);
-        const { value } = await this.rpc
-          .getSignatureStatuses(chunk as Signature[])
-          .send()
-          .catch(() => ({ value: chunk.map(() => null) }));
-        await Promise.all(chunk.map((signature, j) => this.decide(signature, value[j] ?? null)));
+    try {
+      while (this.waiting.size > 0) {
+        await new Promise((r) => setTimeout(r, this.opts.pollMs ?? 200));
+        const signatures = [...this.waiting.keys()];
+        for (let i = 0; i < signatures.length; i += STATUSES_PER_CALL) {
+          const chunk = signatures.slice(i, i + STATUSES_PER_CALL);
+          const { value } = await this.rpc
+            .getSignatureStatuses(chunk as Signature[])
+            .send()
+            .catch(() => ({ value: chunk.map(() => null) }));
+          await Promise.all(chunk.map((signature, j) => this.decide(signature, value[j] ?? null)));
+        }
       }
+    } finally {
+      // In the same turn as the empty check above: a waiter added after it
+      // finds no poller and starts one (a `.finally` on the promise would
+      // run a turn later, and a waiter added between would wait for none).
+      this.polling = undefined;
     }
   }
 
