@@ -10,7 +10,7 @@ import { Agent, request } from "undici";
 /** A default bound on an answer (10 MiB, viem's own `maxResponseBodySize`). */
 const MAX_ANSWER_BYTES = 10_485_760;
 
-class AnswerTooLargeError extends Error {
+class RpcResponseTooLargeError extends Error {
   constructor(limit: number) {
     super(`the RPC response is larger than ${limit} bytes`);
     this.name = "RpcResponseTooLargeError";
@@ -54,7 +54,7 @@ export async function postForText(
   const declared = Number(res.headers["content-length"]);
   if (Number.isFinite(declared) && declared > limit) {
     res.body.destroy();
-    throw new AnswerTooLargeError(limit);
+    throw new RpcResponseTooLargeError(limit);
   }
   const chunks: Buffer[] = [];
   let size = 0;
@@ -62,7 +62,7 @@ export async function postForText(
     size += chunk.length;
     if (size > limit) {
       res.body.destroy();
-      throw new AnswerTooLargeError(limit);
+      throw new RpcResponseTooLargeError(limit);
     }
     chunks.push(chunk);
   }
