@@ -79,7 +79,7 @@ export async function createService(opts: ServiceOptions) {
   const networks = [...describeNetworks(), ...config.extraAssets, ...(opts.networks ?? [])];
   const facilitator = await createEngine({
     ...{ config, chains: opts.chains, networks, log, metrics, overrides, ...ports },
-    confidential: opts.confidential,
+    confidentialVault: opts.confidential?.contractAddress,
   });
   closers.push(() => facilitator.close());
   const { auth, close: closeKeyAuth } = createKeyAuth(db, config.databaseUrl, log);

@@ -23,7 +23,7 @@ import type {
   SignerLeases,
   TransactionJournal,
 } from "../chains/ports.js";
-import { CONFIDENTIAL_NETWORK, type ConfidentialVaultOptions } from "../chains/confidentialPort.js";
+import { CONFIDENTIAL_NETWORK } from "../chains/confidentialPort.js";
 import { assembleFacilitator, type FacilitatorSettings } from "./assemble.js";
 import type { PaymentFacilitator } from "./paymentFacilitator.js";
 import { VerifyThreadPool } from "./verifyThreadPool.js";
@@ -47,8 +47,12 @@ export interface EngineOptions {
   journal: TransactionJournal;
   leases: SignerLeases;
   pendingSettlements: PendingSettlementStore;
-  /** The confidential settlement vault, when there is one (its payments are collected through it). */
-  confidential?: ConfidentialVaultOptions | undefined;
+  /**
+   * The confidential settlement vault's address, when there is one (its
+   * payments are collected through it). Only the address: the vault's keys
+   * stay with the confidential feature.
+   */
+  confidentialVault?: `0x${string}` | undefined;
   overrides?: EngineOverrides;
 }
 
@@ -82,13 +86,8 @@ export async function createEngine(opts: EngineOptions): Promise<PaymentFacilita
       metrics.transactionPhase.observe({ network, phase }, seconds),
     onNativeRecovery: (on) => metrics.nativeRecovery.set(on ? 1 : 0),
     onFeePaid: (network, outcome, fee) => metrics.gasSpent.inc({ network, outcome }, fee),
-    ...(opts.confidential
-      ? {
-          confidentialVault: {
-            network: CONFIDENTIAL_NETWORK,
-            address: opts.confidential.contractAddress,
-          },
-        }
+    ...(opts.confidentialVault
+      ? { confidentialVault: { network: CONFIDENTIAL_NETWORK, address: opts.confidentialVault } }
       : {}),
     ...(overrides.pollingIntervalMs !== undefined
       ? { pollingIntervalMs: overrides.pollingIntervalMs }
