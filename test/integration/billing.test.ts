@@ -25,6 +25,7 @@ import { post, requirementsFor, signPayment, usdcBalance } from "../support/paym
 import { apiKeyAuth } from "../support/resourceServer.js";
 import { signedInUser } from "../support/dashboardSession.js";
 import { until } from "../support/processes.js";
+import { startRpcProxy, type RpcProxy } from "../support/rpcProxy.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { compPlan } from "../../src/features/billing/billingLedger.js";
@@ -40,11 +41,17 @@ const MERCHANT = "0x000000000000000000000000000000000000dEaD";
 for (const backend of availableBackends()) {
   describe(`plans paid in x402 (${backend})`, () => {
     let stack: TestStack;
+    // Between the service and the chain, so a test can take the chain away.
+    let proxy: RpcProxy | undefined;
 
     before(async () => {
       stack = await startStack({
         backend,
         payers: 6,
+        evmRpcUrl: async (nodeUrl) => {
+          proxy = await startRpcProxy(nodeUrl);
+          return proxy.url;
+        },
         env: {
           METER_SETTLEMENTS: "true",
           BILLING_PAY_TO: TREASURY,
@@ -52,7 +59,10 @@ for (const backend of availableBackends()) {
         },
       });
     });
-    after(async () => stack?.stop());
+    after(async () => {
+      await stack?.stop();
+      await proxy?.close();
+    });
 
     const account = async (name: string, plan?: "payg" | "pro") => {
       const acc = await createAccount(stack.service.db, name);
@@ -278,6 +288,83 @@ for (const backend of availableBackends()) {
       assert.equal(late.status, 200);
       assert.equal(((await late.json()) as { applied: boolean }).applied, false);
       assert.equal((await accountRow(acc.id)).plan, "pro");
+    });
+
+    test("a chain outage during a checkout: 503 to retry, not a refused payment, nothing charged or recorded as failed; the same payment once the chain is back buys the plan once", async () => {
+      const acc = await account("outage-checkout");
+      const payer = privateKeyToAccount(stack.payerKeys[3]!).address;
+      const payerBefore = await usdcBalance(stack.rpcUrl, stack.usdc, payer);
+      const treasuryBefore = await usdcBalance(stack.rpcUrl, stack.usdc, TREASURY);
+      const paying = payingFetch(3);
+      const upgrade = () =>
+        paying.fetch(new URL("/api/billing/upgrade", stack.url), {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-api-key": acc.key },
+          body: JSON.stringify({ plan: "starter" }),
+        });
+      // The 402 is built without the chain; the paid retry meets the outage.
+      proxy!.state.down = true;
+      let down: Response;
+      try {
+        down = await upgrade();
+      } finally {
+        proxy!.state.down = false;
+      }
+      const downBody = (await down.json()) as { error: string };
+      assert.equal(down.status, 503, JSON.stringify(downBody));
+      assert.equal(downBody.error, "service_unavailable");
+      assert.ok(down.headers.get("retry-after"));
+      assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payer), payerBefore);
+      const rows = () =>
+        stack.service.db
+          .selectFrom("billing_payments")
+          .select(["status"])
+          .where("account_id", "=", acc.id)
+          .execute();
+      assert.ok(
+        (await rows()).every((r) => r.status !== "failed"),
+        "an outage is not the payment's failure",
+      );
+      assert.equal((await accountRow(acc.id)).plan, "free");
+
+      // The chain back: the very payment the client signed goes through, once.
+      const signed = paying.sent.at(-1)!.headers.get("payment-signature")!;
+      const again = await fetch(new URL("/api/billing/upgrade", stack.url), {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-api-key": acc.key,
+          "payment-signature": signed,
+        },
+        body: JSON.stringify({ plan: "starter" }),
+      });
+      assert.equal(again.status, 200, await again.clone().text());
+      assert.equal((await accountRow(acc.id)).plan, "starter");
+      assert.deepEqual(
+        (await rows()).map((r) => r.status),
+        ["paid"],
+      );
+      assert.equal(
+        await usdcBalance(stack.rpcUrl, stack.usdc, TREASURY),
+        treasuryBefore + 5_000_000n,
+      );
+    });
+
+    test("a payment header that decodes to no payload (base64 of null) is refused as a bad payment, never a 500", async () => {
+      const acc = await account("null-payment");
+      const res = await fetch(new URL("/api/billing/upgrade", stack.url), {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-api-key": acc.key,
+          "payment-signature": Buffer.from("null").toString("base64"),
+        },
+        body: JSON.stringify({ plan: "starter" }),
+      });
+      const body = (await res.json()) as { error?: string };
+      assert.ok(res.status >= 400 && res.status < 500, `${res.status} ${JSON.stringify(body)}`);
+      assert.equal(typeof body.error, "string");
+      assert.equal((await accountRow(acc.id)).plan, "free");
     });
 
     test("an API key cannot downgrade or leave pay-as-you-go (403), and a session without a payment cannot switch to a paid plan", async () => {

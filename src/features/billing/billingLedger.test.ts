@@ -307,6 +307,51 @@ describe("billing ledger", () => {
     assert.equal(account.paidUntil, null);
   });
 
+  test("two lower plans paid in advance that raced: both periods wait, on the higher plan, whichever landed first", async () => {
+    for (const [first, second] of [
+      ["starter", "pro"],
+      ["pro", "starter"],
+    ] as const) {
+      const id = await withEndpoint(`race-${first}`);
+      const t0 = new Date("2026-10-01T00:00:00Z");
+      await pay(id, { kind: "plan", plan: "max" }, t0);
+      // Both priced before either was paid, so pricing let both through.
+      const later = new Date(t0.getTime() + DAY);
+      const a = await pending(id, { kind: "plan", plan: first }, later);
+      const b = await pending(id, { kind: "plan", plan: second }, later);
+      for (const row of [a, b]) {
+        const done = await applyPayment(
+          db(),
+          row.id,
+          { transaction: `0x${"cd".repeat(32)}`, payer: null },
+          SETTINGS,
+          later,
+        );
+        assert.equal(done.applied, true);
+      }
+      const account = await readAccountBilling(db(), id);
+      assert.equal(account.plan, "max");
+      assert.equal(account.nextPlan, "pro", `${first} then ${second}`);
+      assert.equal(account.nextPlanDays, 60);
+    }
+  });
+
+  test("an operator comp is refused while a plan paid in advance waits: the paid days are kept", async () => {
+    const id = await withEndpoint("comp-waiting");
+    const t0 = new Date("2026-10-01T00:00:00Z");
+    await pay(id, { kind: "plan", plan: "max" }, t0);
+    await pay(id, { kind: "plan", plan: "starter" }, new Date(t0.getTime() + DAY));
+    await assert.rejects(
+      compPlan(db(), id, "pro", { days: 10 }),
+      (e: unknown) => e instanceof ServiceError && e.code === "conflict",
+    );
+    const account = await readAccountBilling(db(), id);
+    assert.deepEqual(
+      [account.plan, account.nextPlan, account.nextPlanDays],
+      ["max", "starter", 30],
+    );
+  });
+
   test("a chosen downgrade waits for the period's end; cancelled, it never comes; pay-as-you-go to Free at the month's end", async () => {
     const id = (await createAccount(db(), "chosen")).id;
     const t0 = new Date("2026-09-10T00:00:00Z");

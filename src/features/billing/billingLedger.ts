@@ -27,7 +27,7 @@ import { ServiceError } from "../../lib/errors.js";
 import { API_KEYS_CHANGED } from "../keys/apiKeys.js";
 import { recordBillingEvent } from "../webhooks/billingEvents.js";
 import { BILLING_SUSPENSION } from "../plans/quotaLedger.js";
-import { isPaidPlan, usdOf, type PlanName } from "../plans/plans.js";
+import { isPaidPlan, PLAN_RANK, usdOf, type PlanName } from "../plans/plans.js";
 import { BILLING_ACCOUNT_ID } from "./billingAccount.js";
 import {
   accountBillingOf,
@@ -289,15 +289,18 @@ async function applyToAccount(
   if (effect === "queued") {
     // Pricing refuses a second paid change while one waits, but two priced
     // before either was paid both land here: the second's days extend the
-    // change already waiting. Both were paid, so neither period is lost; if
-    // the plans differ, the race costs us the difference, not the customer.
+    // change already waiting, on the higher of the two plans. Both were
+    // paid, so neither period is lost, and if the plans differ the race
+    // costs us the difference, never the customer.
     const days = daysBetween(start, end);
     const waiting = account.nextPlanDays !== null;
+    const queued = account.nextPlan;
+    const higher = isPaidPlan(queued) && PLAN_RANK[queued] > PLAN_RANK[plan] ? queued : plan;
     await trx
       .updateTable("accounts")
       .set(
         waiting
-          ? { next_plan_days: sql<number>`next_plan_days + ${days}` }
+          ? { next_plan: higher, next_plan_days: sql<number>`next_plan_days + ${days}` }
           : { next_plan: plan, next_plan_days: days },
       )
       .where("id", "=", row.account_id)
@@ -350,7 +353,9 @@ const daysBetween = (a: Date, b: Date) => Math.round((b.getTime() - a.getTime())
 /**
  * The operator sets a plan by hand (a comp), recorded in the account's
  * billing history as such, in the transaction that sets it. `days`: how long
- * it lasts before falling back to Free; absent, it does not run out.
+ * it lasts before falling back to Free; absent, it does not run out. Refused
+ * while a plan the customer paid for in advance waits for its turn: the comp
+ * would drop it, and the money with it.
  */
 export async function compPlan(
   db: Db,
@@ -360,7 +365,13 @@ export async function compPlan(
   now: Date = new Date(),
 ): Promise<BillingPaymentRow> {
   return db.transaction().execute(async (trx) => {
-    await lockAccount(trx, accountId);
+    const account = await lockAccount(trx, accountId);
+    if (account.nextPlanDays !== null) {
+      throw new ServiceError(
+        "conflict",
+        `the account has paid in advance for ${account.nextPlanDays} days of ${planLabel(account.nextPlan ?? "free")}, waiting for the end of its current period; a comp now would drop them: comp the account once that plan has started`,
+      );
+    }
     const end = opts.days === undefined ? null : periodEndOf(now, opts.days);
     await trx
       .updateTable("accounts")

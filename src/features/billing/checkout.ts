@@ -23,7 +23,11 @@ import type {
   HTTPRequestContext,
   RoutesConfig,
 } from "@x402/core/server";
-import { x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
+import {
+  FacilitatorResponseError,
+  x402HTTPResourceServer,
+  x402ResourceServer,
+} from "@x402/core/server";
 import {
   decodePaymentRequiredHeader,
   decodePaymentSignatureHeader,
@@ -66,7 +70,7 @@ export interface CheckoutRequest {
 
 export interface CheckoutOptions {
   db: Db;
-  /** This service's payment core, as the billing account uses it (no quota). */
+  /** This service's payment core, as the billing account uses it (no quota stage). */
   payments: PaymentService;
   /** Reads a payment's authorization key, the one its settlement is recorded under. */
   engine: Pick<PaymentEngine, "inspect">;
@@ -76,6 +80,31 @@ export interface CheckoutOptions {
   payTo: string;
   limits: OrderLimits & { paygGraceMicroUsd: number };
   log: Logger;
+}
+
+/**
+ * An error of this service's payment core (a chain or database outage, most
+ * often), carried through the official resource server, which rethrows only
+ * this kind and turns any other into a refused payment: the buyer gets the
+ * core's own answer (a 503 to retry), never a refusal for an outage.
+ */
+class CoreError extends FacilitatorResponseError {
+  constructor(readonly error: unknown) {
+    super("the payment core failed");
+  }
+}
+
+const passThrough = (error: unknown): never => {
+  throw new CoreError(error);
+};
+
+/** Runs a step of the official layer, giving back the core's own error when it threw one. */
+async function unwrapped<T>(step: Promise<T>): Promise<T> {
+  try {
+    return await step;
+  } catch (e) {
+    throw e instanceof CoreError ? e.error : e;
+  }
 }
 
 /**
@@ -90,19 +119,15 @@ class OwnFacilitator implements FacilitatorClient {
   ) {}
 
   verify(paymentPayload: PaymentPayload, paymentRequirements: PaymentRequirements) {
-    return this.payments.verify(this.principal, {
-      x402Version: 2,
-      paymentPayload,
-      paymentRequirements,
-    });
+    return this.payments
+      .verify(this.principal, { x402Version: 2, paymentPayload, paymentRequirements })
+      .catch(passThrough);
   }
 
   settle(paymentPayload: PaymentPayload, paymentRequirements: PaymentRequirements) {
-    return this.payments.settle(this.principal, {
-      x402Version: 2,
-      paymentPayload,
-      paymentRequirements,
-    });
+    return this.payments
+      .settle(this.principal, { x402Version: 2, paymentPayload, paymentRequirements })
+      .catch(passThrough);
   }
 
   getSupported() {
@@ -209,7 +234,7 @@ export class BillingCheckout {
     };
     const signature = req.adapter.getHeader("payment-signature");
     if (signature) context.paymentHeader = signature;
-    const processed = await this.http.processHTTPRequest(context);
+    const processed = await unwrapped(this.http.processHTTPRequest(context));
     if (processed.type === "no-payment-required") {
       throw new Error("the billing route must always require a payment");
     }
@@ -246,19 +271,30 @@ export class BillingCheckout {
     });
     if (!begun.fresh) return this.answerFromRow(begun.row, req.accountId);
 
-    const settled = await this.http.processSettlement(
-      paymentPayload,
-      paymentRequirements,
-      undefined,
-      { request: context },
+    // A core error here leaves the row pending: the sweep reads the
+    // settlement's record and applies or fails it.
+    const settled = await unwrapped(
+      this.http.processSettlement(paymentPayload, paymentRequirements, undefined, {
+        request: context,
+      }),
     );
     if (settled.success) {
-      const applied = await applyPayment(
-        db,
-        begun.row.id,
-        { transaction: settled.transaction, payer: settled.payer ?? null },
-        limits,
-      );
+      let applied;
+      try {
+        applied = await applyPayment(
+          db,
+          begun.row.id,
+          { transaction: settled.transaction, payer: settled.payer ?? null },
+          limits,
+        );
+      } catch (e) {
+        // The money moved: never an error for it. The sweep applies it.
+        this.opts.log.warn(
+          { err: String(e), paymentId: begun.row.id },
+          "a settled billing payment could not be applied yet; the sweep applies it",
+        );
+        return this.pendingAnswer(begun.row, settled.transaction);
+      }
       return {
         status: 200,
         headers: settled.headers,
@@ -309,13 +345,14 @@ export class BillingCheckout {
   private async earlierPresentation(req: CheckoutRequest): Promise<CheckoutAnswer | undefined> {
     const header = req.adapter.getHeader("payment-signature");
     if (!header) return undefined;
-    let payload: PaymentPayload;
+    let payload: PaymentPayload | null;
     try {
       payload = decodePaymentSignatureHeader(header);
     } catch {
       return undefined; // the official layer answers a malformed header
     }
-    if (!payload.accepted) return undefined;
+    // Any JSON decodes (`null`, a number): the official layer refuses what is not a payload.
+    if (typeof payload !== "object" || payload === null || !payload.accepted) return undefined;
     let key: string;
     try {
       key = this.keyOf(payload, payload.accepted);
@@ -365,7 +402,7 @@ export class BillingCheckout {
         paymentId: row.id,
         transaction,
         message:
-          "the payment was sent and is not confirmed yet; it is applied once it is (present the same payment again to see it applied)",
+          "the payment is being processed and its outcome is not known yet; it is applied once it settles, and nothing is charged if it does not (present the same payment again to see where it stands)",
       },
     };
   }

@@ -1,8 +1,9 @@
 /**
  * Billing as the service opens it: the billing account, a payment core of
- * its own (this service's engine and settlement records, without the quota:
- * the operator's own account is not metered), the x402 checkout, what the
- * plans cost and where they are paid, and the sweep that ends periods.
+ * its own (this service's engine and settlement records, without the quota
+ * stage: the operator's own account is never refused for its usage, though
+ * its successes are counted like any account's), the x402 checkout, what
+ * the plans cost and where they are paid, and the sweep that ends periods.
  */
 import { privateKeyToAccount } from "viem/accounts";
 import type { Hex } from "viem";
