@@ -33,12 +33,11 @@ function env(dir: string, servicePort: number): Record<string, string | undefine
   return e;
 }
 
-/** Runs a start to its exit: its code, its stderr and how long it took. */
+/** Runs a start to its exit: its code and its stderr. */
 async function refusedStart(
   dir: string,
   servicePort: number,
-): Promise<{ code: number | null; stderr: string; ms: number }> {
-  const started = Date.now();
+): Promise<{ code: number | null; stderr: string }> {
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     env: env(dir, servicePort),
     stdio: ["ignore", "pipe", "pipe"],
@@ -47,7 +46,7 @@ async function refusedStart(
   child.stdout!.on("data", (c: Buffer) => (stderr += c.toString()));
   child.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
   const code = await new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
-  return { code, stderr, ms: Date.now() - started };
+  return { code, stderr };
 }
 
 before(async () => {
@@ -88,8 +87,6 @@ test("npm start twice: the second names the first's process and how to run besid
       `^cannot start: another facilitator \\(process ${first!.pid}\\) is using the data directory .*\\.data; stop it, or run this one beside it: DATA_DIR=\\S+ DEVNET_FILE=\\S+ PORT=\\d+ npm start$`,
     ),
   );
-  // Refused before any chain started: seconds are the loader's, not a devnet's.
-  assert.ok(second.ms < 20_000, `took ${second.ms} ms`);
   assert.equal(readFileSync(file, "utf8"), before, "the first's devnet file is untouched");
   assert.equal((await fetch(`http://127.0.0.1:${port}/supported`)).status, 200);
 });
@@ -106,7 +103,6 @@ test("the port taken: one line names it and PORT, exits 1 at once, and starts no
       `^cannot start: port ${port} on 127\\.0\\.0\\.1 is in use \\(another facilitator, or another program\\); stop it, or choose another port: PORT=\\d+ npm start$`,
     ),
   );
-  assert.ok(refused.ms < 20_000, `took ${refused.ms} ms`);
   // Nothing started: no chain state, no devnet file, and the lock let go.
   assert.equal(existsSync(join(dir, ".data", "devnet-chains")), false);
   assert.equal(existsSync(join(dir, ".devnet", "devnet.json")), false);

@@ -16,6 +16,7 @@ import { startStack, type TestStack } from "../support/stack.js";
 import { availableBackends } from "../support/database.js";
 import { signedInUser, type DashboardUser } from "../support/dashboardSession.js";
 import { post } from "../support/payments.js";
+import { until } from "../support/processes.js";
 
 const METRICS_TOKEN = "metrics-scraper-token-0123456789abcdef";
 
@@ -286,14 +287,15 @@ if (availableBackends().includes("postgres")) {
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
         [name],
       );
-      // The pool notices its connections are gone on the next query.
-      let body: Record<string, unknown> = {};
-      for (let i = 0; i < 20; i++) {
-        await new Promise((r) => setTimeout(r, 1_100));
+      // The pool notices its connections are gone on the next query (and
+      // /ready keeps its answer about a second).
+      const body = await until("/ready to say the database is unreachable", async () => {
         const res = await fetch(`${stack.url}/ready`);
-        body = await json(res);
-        if (res.status === 503 && (body["database"] as { ok: boolean }).ok === false) break;
-      }
+        const b = await json(res);
+        return res.status === 503 && (b["database"] as { ok: boolean }).ok === false
+          ? b
+          : undefined;
+      });
       assert.deepEqual(body["database"], { ok: false });
       assert.match(String(body["message"]), /^not ready: the database unreachable$/);
       const text = JSON.stringify(body);

@@ -133,11 +133,15 @@ describe("NEAR slow finality and relayer nonces", () => {
       assert.equal(out.success, true, JSON.stringify(out));
     }
     assert.equal(usdcOf(payer.accountId), before - 4001n - 4002n - 4003n - 4004n);
+    // Re-wrapped for this payer's last two payments, not any earlier test's.
     const replaced = await stack.service.db
-      .selectFrom("settlement_transactions")
-      .select(["reference", "replaces"])
-      .where("network", "=", "near:mainnet")
-      .where("replaces", "is not", null)
+      .selectFrom("settlement_transactions as t")
+      .innerJoin("settlements as s", "s.id", "t.settlement_id")
+      .select(["t.reference", "t.replaces"])
+      .where("t.network", "=", "near:mainnet")
+      .where("t.replaces", "is not", null)
+      .where("s.payer", "=", payer.accountId)
+      .where("s.amount", "in", ["4003", "4004"])
       .execute();
     assert.ok(replaced.length >= 1, "a refused transaction was re-wrapped");
   });

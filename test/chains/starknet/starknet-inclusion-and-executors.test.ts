@@ -6,8 +6,8 @@
  * reason, and nothing but the executor's fee moved; an executor low on
  * STRK leaves the rotation. A burst of payments bound to one executor is
  * sent in nonce order, each signed once; when the executor's nonce moved
- * behind the service's back before a burst, every payment still lands once. (The node down and a lost answer to the send:
- * test/families/outage.test.ts.)
+ * behind the service's back before a burst, every payment still lands once.
+ * (The node down and a lost answer to the send: test/families/outage.test.ts.)
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -114,33 +114,36 @@ describe("Starknet slow blocks, reverts and executors", () => {
     const executor = info().executors[0]!;
     const strkBefore = ledger().balanceOf(STARKNET_STRK, executor);
     ledger().withhold = true;
-    let first: SettleAnswer;
+    let burned = false;
     try {
-      first = await settle(body);
+      const first = await settle(body);
       assert.equal(first.errorReason, "settlement_pending");
       // Between verification and inclusion the payer moves its USDC away.
       ledger().burn(STARKNET_USDC, address, balance);
-    } finally {
+      burned = true;
       ledger().release();
+      await until("the held transaction is accepted", async () =>
+        ledger().transaction(first.transaction)?.finality === "ACCEPTED_ON_L2" ? true : undefined,
+      );
+      assert.equal(ledger().transaction(first.transaction)!.execution, "REVERTED");
+      const retry = await settle(body);
+      assert.equal(retry.success, false);
+      assert.equal(retry.errorReason, "insufficient_funds", retry.errorMessage);
+      assert.equal(usdcOf(address), 0n);
+      assert.equal(usdcOf(info().payTo), payToBefore);
+      assert.ok(
+        ledger().balanceOf(STARKNET_STRK, executor) < strkBefore,
+        "the executor paid the fee",
+      );
+      assert.deepEqual(
+        (await rowsOf(address, "3333")).map((r) => [r.status, r.error_reason]),
+        [["failed", "insufficient_funds"]],
+      );
+    } finally {
+      // Blocks and the payer's USDC come back whatever failed: later tests need both.
+      ledger().release();
+      if (burned) ledger().mint(STARKNET_USDC, address, balance);
     }
-    await until("the held transaction is accepted", async () =>
-      ledger().transaction(first.transaction)?.finality === "ACCEPTED_ON_L2" ? true : undefined,
-    );
-    assert.equal(ledger().transaction(first.transaction)!.execution, "REVERTED");
-    const retry = await settle(body);
-    assert.equal(retry.success, false);
-    assert.equal(retry.errorReason, "insufficient_funds", retry.errorMessage);
-    assert.equal(usdcOf(address), 0n);
-    assert.equal(usdcOf(info().payTo), payToBefore);
-    assert.ok(
-      ledger().balanceOf(STARKNET_STRK, executor) < strkBefore,
-      "the executor paid the fee",
-    );
-    assert.deepEqual(
-      (await rowsOf(address, "3333")).map((r) => [r.status, r.error_reason]),
-      [["failed", "insufficient_funds"]],
-    );
-    ledger().mint(STARKNET_USDC, address, balance);
   });
 
   /** Settles `body`; a `settlement_pending` is asked again once its transaction is in. */

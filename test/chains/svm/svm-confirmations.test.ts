@@ -18,7 +18,9 @@ import { SOLANA_NETWORK as NETWORK, testSvmFamily } from "../../support/svmFamil
 import { startRpcProxy, type RpcProxy } from "../../support/rpcProxy.js";
 import { solanaPaymentRequest } from "../../support/solanaPayments.js";
 
-const SETTLES = 8;
+// Enough that one call per settlement (at least this many) stands clear of
+// one call a tick for all of them (a few, over a 400 ms slot at 50 ms ticks).
+const SETTLES = 32;
 
 describe("Solana confirmations", () => {
   let devnet: RunningSolana & { ledger: SolanaLedger };
