@@ -45,3 +45,24 @@ test("rows come in family order, with the reference and the ratio where there is
     /^\| Starknet \(closed loop, concurrency 100\) \| – \| 23\.2 \| – \| 28\.11 \| 310 \| 2026-11-27 \|$/,
   );
 });
+
+test("a figure a run could not measure shows as a dash, not as NaN or a ratio of it", () => {
+  const [, , row] = summaryTable([
+    {
+      label: "NEAR",
+      settleShape: "closed loop, concurrency 100",
+      date: "2026-11-27T00:00:00.000Z",
+      // As JSON gives back a NaN or an Infinity that was written.
+      ours: { settlePerSecond: 0, cpuMsPerSettle: null as unknown as number, peakRssMb: 300 },
+      reference: {
+        settlePerSecond: 0,
+        cpuMsPerSettle: Number.POSITIVE_INFINITY,
+        peakRssMb: 200,
+      },
+    },
+  ]).split("\n");
+  assert.equal(
+    row,
+    "| NEAR (closed loop, concurrency 100) | – | 0.0 | – | – | 300 vs 200 (1.50×) | 2026-11-27 |",
+  );
+});

@@ -49,14 +49,18 @@ function readRows(): SummaryRow[] {
   return JSON.parse(readFileSync(ROWS_FILE, "utf8")) as SummaryRow[];
 }
 
-const num = (v: number | undefined, digits: number) =>
-  v === undefined
-    ? "–"
-    : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+// A run that answered nothing has no per-operation figure (JSON keeps NaN as null).
+const finite = (v: number | null | undefined): v is number =>
+  typeof v === "number" && Number.isFinite(v);
+
+const num = (v: number | null | undefined, digits: number) =>
+  finite(v)
+    ? v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
+    : "–";
 
 /** "ours vs reference (ratio×)", the ratio ours over the reference's. */
-function pair(ours: number | undefined, ref: number | undefined, digits: number): string {
-  if (ref === undefined || ours === undefined) return num(ours, digits);
+function pair(ours: number | null | undefined, ref: number | null | undefined, digits: number) {
+  if (!finite(ours) || !finite(ref) || ref <= 0) return num(ours, digits);
   return `${num(ours, digits)} vs ${num(ref, digits)} (${(ours / ref).toFixed(2)}×)`;
 }
 
