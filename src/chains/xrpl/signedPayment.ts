@@ -89,10 +89,10 @@ const fail = (reason: string, message: string, payer?: string): Checked => ({
   ...(payer ? { payer } : {}),
 });
 
-/** The hex blob a payload carries, or undefined when it has none. */
 /** A signed Payment is a few hundred bytes; anything past this is not one. */
 const MAX_BLOB_HEX = 4096;
 
+/** The hex blob a payload carries, or undefined when it has none (or one too long to be a payment). */
 export function signedBlobOf(payload: PaymentPayload): string | undefined {
   const blob = (payload.payload as Record<string, unknown> | undefined)?.["signedTxBlob"];
   return typeof blob === "string" &&
