@@ -49,6 +49,7 @@ import {
   ERC20_APPROVAL_GAS_SPONSORING,
 } from "@x402/extensions";
 import {
+  BATCH_SETTLEMENT_ADDRESS,
   PERMIT2_ADDRESS,
   x402ExactPermit2ProxyABI,
   x402ExactPermit2ProxyAddress,
@@ -63,6 +64,7 @@ import {
   getAddress,
   isAddress,
   keccak256,
+  parseAbi,
   parseTransaction,
   recoverTransactionAddress,
   type Hex,
@@ -122,6 +124,16 @@ const OK: ApprovalCheck = { ok: true };
 const PERMIT2 = getAddress(PERMIT2_ADDRESS);
 const EXACT_PROXY = getAddress(x402ExactPermit2ProxyAddress);
 const UPTO_PROXY = getAddress(x402UptoPermit2ProxyAddress);
+const BATCH_ESCROW = getAddress(BATCH_SETTLEMENT_ADDRESS);
+/**
+ * The batch-settlement escrow's Permit2 deposit collector: the CREATE2
+ * address `@x402/evm` deposits through, which its index does not export.
+ */
+const PERMIT2_DEPOSIT_COLLECTOR = getAddress("0x4020425FAf3B746C082C2f942b4E5159887B0005");
+/** The escrow's deposit, the one call of it a sponsored approve is sent for. */
+const ESCROW_DEPOSIT_ABI = parseAbi([
+  "function deposit((address payer, address payerAuthorizer, address receiver, address receiverAuthorizer, address token, uint40 withdrawDelay, bytes32 salt) config, uint128 amount, address collector, bytes collectorData)",
+]);
 
 /** What the extension signer offers beyond the official interface: a pre-send simulation. */
 export interface SponsoringSigner extends Erc20ApprovalGasSponsoringSigner {
@@ -231,10 +243,13 @@ async function readApprove(
  * The Permit2 settlement a sponsored approve is sent for: the amount it
  * moves (which Permit2's allowance must cover) and, for `upto`, the one
  * account of ours the proxy accepts it from (the witness's facilitator).
+ * One per scheme that takes the extension: the exact and upto proxies'
+ * `settle`, and a batch-settlement `deposit` through the Permit2 collector.
+ * Undefined for any other call: no approve is sent or funded for it.
  */
-function settlementOf(call: { to: Hex; data: Hex }): { needed: bigint; sender?: Hex } {
-  const to = getAddress(call.to);
+function settlementOf(call: { to: Hex; data: Hex }): { needed: bigint; sender?: Hex } | undefined {
   try {
+    const to = getAddress(call.to);
     if (to === EXACT_PROXY) {
       const d = decodeFunctionData({ abi: x402ExactPermit2ProxyABI, data: call.data });
       if (d.functionName === "settle") {
@@ -252,19 +267,30 @@ function settlementOf(call: { to: Hex; data: Hex }): { needed: bigint; sender?: 
         ];
         return { needed: amount, sender: getAddress(witness.facilitator) };
       }
+    } else if (to === BATCH_ESCROW) {
+      const d = decodeFunctionData({ abi: ESCROW_DEPOSIT_ABI, data: call.data });
+      const [, amount, collector] = d.args;
+      if (getAddress(collector) === PERMIT2_DEPOSIT_COLLECTOR) return { needed: amount };
     }
   } catch {
     // falls through: not a settlement we send an approve for
   }
-  throw new Error(
-    `${ApprovalReason.failed}: the call after the approve is not a Permit2 proxy settlement`,
-  );
+  return undefined;
 }
 
-function permit2AuthorizationOf(
+const NOT_A_SETTLEMENT = `${ApprovalReason.failed}: the call after the approve is not a Permit2 settlement this service sponsors (exact or upto proxy settle, batch-settlement deposit through the Permit2 collector)`;
+
+/**
+ * The payment's Permit2 authorization, where each scheme puts it: at the
+ * top of an exact or upto payload, in a batch-settlement deposit's
+ * `deposit.authorization`.
+ */
+export function permit2AuthorizationOf(
   payload: PaymentPayload,
 ): { from: string; permitted: { amount: string } } | undefined {
-  const auth = (payload.payload as Record<string, unknown> | undefined)?.["permit2Authorization"];
+  const inner = payload.payload as Record<string, unknown> | undefined;
+  const deposit = inner?.["deposit"] as { authorization?: Record<string, unknown> } | undefined;
+  const auth = inner?.["permit2Authorization"] ?? deposit?.authorization?.["permit2Authorization"];
   if (typeof auth !== "object" || auth === null) return undefined;
   const a = auth as { from?: unknown; permitted?: { amount?: unknown } };
   if (typeof a.from !== "string" || !isAddress(a.from, { strict: false })) return undefined;
@@ -462,6 +488,7 @@ export class ApprovalSponsor {
       );
     }
     const target = settlementOf(settle);
+    if (!target) throw new Error(NOT_A_SETTLEMENT);
     const approveHash = await this.relay(approve, target.needed);
     // The mechanisms suggest a fixed gas limit; the pool's own simulation
     // instead proves the settlement succeeds now that Permit2 is approved,
@@ -487,7 +514,10 @@ export class ApprovalSponsor {
     const read = await readApprove(approve);
     if (!read.ok) return false;
     const { signer: payer, token, tx } = read.approve;
+    // A call this service does not sponsor simulates as a failure: the
+    // payment is refused with the mechanism's reason, never an error.
     const target = settlementOf(settle);
+    if (!target) return false;
     const settler = target.sender ?? this.opts.pool.addresses[0];
     const request = this.opts.client.request as unknown as (args: {
       method: string;

@@ -46,6 +46,7 @@ import { createEvmSigner } from "./signer.js";
 import { EvmSignerPool } from "./signerPool.js";
 import { TokenDomainCache } from "./tokenDomain.js";
 import { ApprovalSponsor, ERC20_APPROVAL_KEY } from "./approvalSponsor.js";
+import { eip2612Refusal } from "./permitSponsoring.js";
 import type { Erc20ApprovalGasSponsoringFacilitatorExtension } from "@x402/extensions";
 import { collectThroughVault } from "./confidential/collectingSigner.js";
 
@@ -320,6 +321,8 @@ export class EvmChainAdapter implements ChainFamily {
     const inner = payload.payload as Record<string, unknown>;
     const foreign = foreignRefundClaim(inner, requirements.network);
     if (foreign) return { ok: false, reason: Reason.invalidPayload, message: foreign };
+    const permit = eip2612Refusal(payload, requirements);
+    if (permit) return { ok: false, ...permit };
     const approval = await runtime.approvals.check(payload, requirements);
     if (!approval.ok) return approval;
     if (!("authorization" in inner)) return { ok: true, requirements };
