@@ -137,6 +137,44 @@ export const noopJournal: TransactionJournal = {
   async finished() {},
 };
 
+/** Why a payer's gas is not funded: a payment refusal, with the reason's words. */
+export interface FundingRefusal {
+  reason: string;
+  message: string;
+}
+
+/**
+ * The record of gas given to payers so they can send their own transaction
+ * (an approve the service relays), kept so a stranger is funded once: a
+ * payer funded whose payment did not settle is not funded again, and each
+ * account's fundings are budgeted. Bound to the settlement in the current
+ * scope, like the journal.
+ */
+export interface SponsoredFundings {
+  /** Why this payer may not be funded now; undefined when it may. Reads only. */
+  refusal(network: string, payer: string): Promise<FundingRefusal | undefined>;
+  /**
+   * Records a funding of `wei` before it is sent, unless the payer holds an
+   * unsettled funding already or the settling account's budget is spent
+   * (then the refusal, and nothing recorded). Atomic across replicas for
+   * one payer.
+   */
+  reserve(network: string, payer: string, wei: bigint): Promise<FundingRefusal | undefined>;
+  /** A reserved funding that was not sent after all. */
+  release(network: string, payer: string): Promise<void>;
+}
+
+/** No record: every payer may be funded (tests of a family alone, verify threads). */
+export const unrecordedFundings: SponsoredFundings = {
+  async refusal() {
+    return undefined;
+  },
+  async reserve() {
+    return undefined;
+  },
+  async release() {},
+};
+
 /**
  * Which of a family's accounts this replica may use now. With one replica it
  * holds them all; replicas sharing a database each hold a fair share, and a
@@ -206,6 +244,8 @@ export type TransactionPhase = "broadcast" | "inclusion";
 export interface FamilyContext {
   log: Logger;
   journal: TransactionJournal;
+  /** Gas given to payers for their own transactions, once each and within a budget. */
+  sponsoredFundings?: SponsoredFundings;
   /** Shares the family's accounts between replicas (one holder per process). */
   leases: { port: SignerLeases; holder: string; ttlMs?: number; heartbeatMs?: number };
   /** Bound on every wait for a transaction's outcome; past it, `settlement_pending`. */

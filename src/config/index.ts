@@ -108,6 +108,8 @@ export interface Config {
     readonly maxLimit: number;
     /** Settlements failing on-chain per network per hour before an account is held off. */
     readonly failuresPerHour: { readonly free: number; readonly paid: number };
+    /** Payers' gas fundings (erc20ApprovalGasSponsoring) one account's settles may make in 24 hours. */
+    readonly sponsoredFundingsPerDay: number;
     /** Monthly prices of the paid plans, in micro-USD. */
     readonly prices: { readonly starter: number; readonly pro: number; readonly max: number };
     /** How far below zero a pay-as-you-go balance may run before suspension, in micro-USD. */
@@ -205,6 +207,9 @@ const EnvSchema = z.object({
   // signature) and never count; these are failures that cost us gas.
   FAILED_SETTLES_PER_HOUR_FREE: intVar("FAILED_SETTLES_PER_HOUR_FREE", 1, 1_000_000, 20),
   FAILED_SETTLES_PER_HOUR_PAID: intVar("FAILED_SETTLES_PER_HOUR_PAID", 1, 1_000_000, 500),
+  // Each funding is one approve's gas (bounded in the EVM family), so a
+  // count bounds the native tokens an account's payers can be given.
+  SPONSORED_FUNDINGS_PER_DAY: intVar("SPONSORED_FUNDINGS_PER_DAY", 0, 1_000_000, 100),
   PLAN_STARTER_PRICE_USD: usdVar("PLAN_STARTER_PRICE_USD", DEFAULT_PLAN_PRICES.starter),
   PLAN_PRO_PRICE_USD: usdVar("PLAN_PRO_PRICE_USD", DEFAULT_PLAN_PRICES.pro),
   PLAN_MAX_PRICE_USD: usdVar("PLAN_MAX_PRICE_USD", DEFAULT_PLAN_PRICES.max),
@@ -501,6 +506,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         free: e.FAILED_SETTLES_PER_HOUR_FREE,
         paid: e.FAILED_SETTLES_PER_HOUR_PAID,
       },
+      sponsoredFundingsPerDay: e.SPONSORED_FUNDINGS_PER_DAY,
       prices: {
         starter: e.PLAN_STARTER_PRICE_USD,
         pro: e.PLAN_PRO_PRICE_USD,
@@ -752,6 +758,12 @@ export const VARIABLES: {
       name: "FAILED_SETTLES_PER_HOUR_PAID",
       default: "`500`",
       description: "The same limit for accounts on a paid plan.",
+    },
+    {
+      name: "SPONSORED_FUNDINGS_PER_DAY",
+      default: "`100`",
+      description:
+        "How many payers one account's settles may fund with gas for their approve of Permit2 (`erc20ApprovalGasSponsoring`) in 24 hours, across networks; past it the payment is refused `erc20_approval_funding_budget_spent` (a payer holding its own gas is not affected). Each funding is at most one approve's gas (see [EVM](chains/evm.md)). `0` funds no one.",
     },
     {
       name: "PLAN_STARTER_PRICE_USD",

@@ -50,6 +50,7 @@ export async function createEvm(
     confirmationTimeoutMs: ctx.settleTimeoutMs,
     log,
     journal: ctx.journal,
+    ...(ctx.sponsoredFundings ? { sponsoredFundings: ctx.sponsoredFundings } : {}),
     ...(ctx.pendingSettlements ? { pendingSettlementStore: ctx.pendingSettlements } : {}),
     minSignerBalanceWei: settings.minSignerBalanceWei,
     maxGasPerTransaction: settings.maxGasPerTransaction,

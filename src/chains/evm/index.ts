@@ -39,7 +39,12 @@ import { evmExactPayloadShapeError, evmUptoPayloadShapeError } from "./payloadSh
 import type { Logger } from "../../lib/logger.js";
 import type { SignerLeases } from "../ports.js";
 import { FeeOracle } from "./feeOracle.js";
-import { noopJournal, type TransactionJournal } from "../ports.js";
+import {
+  noopJournal,
+  unrecordedFundings,
+  type SponsoredFundings,
+  type TransactionJournal,
+} from "../ports.js";
 import { reconcileEvmSettlement } from "./reconcile.js";
 import { chainFor, createEvmPublicClient, type RpcBatching } from "./rpc.js";
 import { createEvmSigner } from "./signer.js";
@@ -65,6 +70,8 @@ export interface RegisterEvmOptions {
   confirmationTimeoutMs: number;
   log: Logger;
   journal?: TransactionJournal;
+  /** Gas given to payers for their approve (erc20ApprovalGasSponsoring): once each, budgeted. */
+  sponsoredFundings?: SponsoredFundings;
   /** Shared store so a settle retry on another replica reconciles (see @x402/core). */
   pendingSettlementStore?: PendingSettlementStore;
   /**
@@ -194,6 +201,8 @@ export class EvmChainAdapter implements ChainFamily {
           signer,
           fees,
           journal: opts.journal ?? noopJournal,
+          fundings: opts.sponsoredFundings ?? unrecordedFundings,
+          opStack: network.opStack === true,
           ...(opts.maxGasPerTransaction !== undefined
             ? { maxGasPerTransaction: opts.maxGasPerTransaction }
             : {}),
