@@ -12,6 +12,7 @@ export interface Metrics {
   transactionPhase: Histogram<"network" | "phase">;
   signerHealthy: Gauge<"network" | "signer">;
   signerBalance: Gauge<"network" | "signer">;
+  signerFloor: Gauge<"network">;
   rpcReachable: Gauge<"network">;
   reconciled: Counter<"network" | "status">;
   gasSpent: Counter<"network" | "outcome">;
@@ -95,6 +96,14 @@ export function createMetrics(collectProcess = true): Metrics {
       name: "x402_signer_balance_native",
       help: "Native gas-token balance of each facilitator account, in whole units",
       labelNames: ["network", "signer"],
+      registers: [registry],
+    }),
+    signerFloor: new Gauge({
+      name: "x402_signer_balance_floor_native",
+      help:
+        "The balance, in whole native units, below which a facilitator account of the network " +
+        "leaves the rotation (alert while x402_signer_balance_native nears it)",
+      labelNames: ["network"],
       registers: [registry],
     }),
     reconciled: new Counter({
