@@ -13,7 +13,6 @@ export interface Metrics {
   signerHealthy: Gauge<"network" | "signer">;
   signerBalance: Gauge<"network" | "signer">;
   signerFloor: Gauge<"network">;
-  rpcReachable: Gauge<"network">;
   reconciled: Counter<"network" | "status">;
   gasSpent: Counter<"network" | "outcome">;
   nativeRecovery: Gauge;
@@ -118,12 +117,6 @@ export function createMetrics(collectProcess = true): Metrics {
         "What our signers' mined settlement transactions cost, in whole native units (ETH, STRK), " +
         "by outcome: success, or reverted (gas spent for nothing)",
       labelNames: ["network", "outcome"],
-      registers: [registry],
-    }),
-    rpcReachable: new Gauge({
-      name: "x402_rpc_reachable",
-      help: "1 when the network's RPC answered the last readiness probe, 0 when it did not",
-      labelNames: ["network"],
       registers: [registry],
     }),
     nativeRecovery: new Gauge({
