@@ -14,6 +14,7 @@ export interface Metrics {
   signerBalance: Gauge<"network" | "signer">;
   signerFloor: Gauge<"network">;
   reconciled: Counter<"network" | "status">;
+  webhookAttempts: Counter<"outcome">;
   gasSpent: Counter<"network" | "outcome">;
   nativeRecovery: Gauge;
   verifyThreads: Gauge;
@@ -109,6 +110,14 @@ export function createMetrics(collectProcess = true): Metrics {
       name: "x402_settlements_reconciled_total",
       help: "Interrupted settlements decided from the chain by the reconciler, by outcome",
       labelNames: ["network", "status"],
+      registers: [registry],
+    }),
+    webhookAttempts: new Counter({
+      name: "x402_webhook_deliveries_total",
+      help:
+        "Webhook delivery attempts by outcome: delivered (2xx), retrying (failed, retry scheduled) " +
+        "or given_up (failed for the last time)",
+      labelNames: ["outcome"],
       registers: [registry],
     }),
     gasSpent: new Counter({
