@@ -98,6 +98,14 @@ module.exports = {
       to: { path: "^src/(?!clients/)" },
     },
     {
+      name: "config-not-up",
+      comment:
+        "src/config reads the environment for everyone above it: it may use the family table, the protocol and lib, never a feature, storage, HTTP, the facilitator or a worker (a feature's defaults are applied by the feature).",
+      severity: "error",
+      from: { path: "^src/config" },
+      to: { path: "^src/(features|storage|http|facilitator|workers|cli|app\\.ts|main\\.ts)" },
+    },
+    {
       name: "protocol-is-low",
       comment:
         "src/protocol is x402 itself (envelope, reasons, answers, pre-checks): every layer may use it; it uses only lib.",

@@ -1,6 +1,6 @@
 /**
  * Writes docs/configuration.md from the variable catalogues that sit beside
- * each parser (src/config/index.ts, auth.ts, confidential.ts, and every
+ * each parser (src/config/variables.ts, auth.ts, confidential.ts, and every
  * family's src/chains/<family>/config.ts), so the reference is the code's own
  * word. src/config/configDocs.test.ts fails when the file differs from what
  * this writes, or when the source reads a variable no catalogue lists.
@@ -10,7 +10,7 @@
 import { writeFileSync } from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { format, resolveConfig } from "prettier";
-import { VARIABLES as SERVICE_VARIABLES } from "../src/config/index.js";
+import { VARIABLES as SERVICE_VARIABLES } from "../src/config/variables.js";
 import { VARIABLES as AUTH_VARIABLES } from "../src/config/auth.js";
 import { VARIABLES as VAULT_VARIABLES } from "../src/config/confidential.js";
 import { FAMILIES, NAMESPACES, type Namespace } from "../src/chains/index.js";

@@ -97,7 +97,7 @@ export async function openBilling(opts: {
   }
   // A devnet serving fewer networks than the default names sells on those it has.
   const networks = config.billing.networks.filter((n) => opts.served.includes(n));
-  const prices = config.plans.prices ?? DEFAULT_PLAN_PRICES;
+  const prices = { ...DEFAULT_PLAN_PRICES, ...config.plans.prices };
   const limits = {
     prices,
     topUpMinMicroUsd: config.billing.topUpMinMicroUsd,
