@@ -14,7 +14,7 @@ import type { Db } from "../../storage/db.js";
 
 const DAY_MS = 86_400_000;
 
-export const FundingReason = {
+const FundingReason = {
   alreadyFunded: "erc20_approval_payer_already_funded",
   budgetSpent: "erc20_approval_funding_budget_spent",
 } as const;
