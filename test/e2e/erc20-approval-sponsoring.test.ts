@@ -393,13 +393,14 @@ describe("erc20ApprovalGasSponsoring: a payer with no gas and no allowance pays 
   test("a payer delegated (EIP-7702) to a forwarder is never funded: three tries, no funding, none of our gas", async (t) => {
     const payer = await coldPayer();
     const sink = privateKeyToAccount(generatePrivateKey()).address;
-    // The delegate forwards every wei it receives to the sink:
-    // CALL(gas, sink, selfbalance, 0, 0, 0, 0), then stop.
+    // The delegate answers every call with the ERC-1271 magic value, so
+    // the payer's signatures check out; a plain transfer to it forwards
+    // every wei to the sink, then burns about 1.3M gas in a loop.
     const forwarder = privateKeyToAccount(generatePrivateKey()).address;
     const testClient = createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) });
     await testClient.setCode({
       address: forwarder,
-      bytecode: `0x5f5f5f5f4773${sink.slice(2)}5af100`,
+      bytecode: `0x36603057${"5f".repeat(4)}4773${sink.slice(2)}5af1506200c3505b600190038060255750005b631626ba7e60e01b5f5260205ff3`,
     });
     const payments = [await signedPayment(payer), await signedPayment(payer)];
     await testClient.setCode({
