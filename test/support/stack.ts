@@ -4,6 +4,7 @@
  * account and an API key ready.
  */
 import type { Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 import { startDevnet, type Devnet } from "../../devnet/index.js";
 import { SOLANA_MAINNET, startSolanaLedger, type RunningSolana } from "../../devnet/svm/index.js";
 import type { SolanaLedger } from "../../devnet/svm/ledger.js";
@@ -117,7 +118,10 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
   const service = await createService({
     config,
     database,
-    devnetPayerKeys: first[1].payerPrivateKeys,
+    devnetPayers: first[1].payerPrivateKeys.map((k) => ({
+      address: privateKeyToAccount(k).address,
+      privateKey: k,
+    })),
     ...(opts.confidential && vault
       ? {
           confidential: {
