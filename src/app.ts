@@ -98,6 +98,7 @@ export async function createService(opts: ServiceOptions) {
     ...{ db, config, recorder, confidential, metrics, log, overrides },
     reconcile: (pending) => facilitator.reconcile(pending),
     chainSince: await checkChains(db, facilitator.servedFamilies, log),
+    networks: facilitator.networks(),
   });
   closers.push(() => workers.stop());
   const payments = createPayments({

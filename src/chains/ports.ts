@@ -215,8 +215,19 @@ export interface FamilyContext {
   leases: { port: SignerLeases; holder: string; ttlMs?: number; heartbeatMs?: number };
   /** Bound on every wait for a transaction's outcome; past it, `settlement_pending`. */
   settleTimeoutMs: number;
-  /** A sending account entered or left the rotation (the service turns it into metrics). */
-  onSignerHealth: (network: string, address: string, healthy: boolean, balance: number) => void;
+  /**
+   * A sending account's balance was read: whether it is in the rotation, its
+   * balance and the floor below which it leaves it, both in whole native
+   * units (the service turns them into metrics, so an alert can fire before
+   * the floor is reached).
+   */
+  onSignerHealth: (
+    network: string,
+    address: string,
+    healthy: boolean,
+    balance: number,
+    floor: number,
+  ) => void;
   /**
    * How long a settlement transaction took to broadcast (everything before
    * the node accepted it) and to be included (from then to its receipt).

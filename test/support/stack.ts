@@ -81,6 +81,8 @@ export interface StackOptions {
   starknetRpcUrl?: (nodeUrl: string) => Promise<string>;
   /** Serve confidential settlement with the devnet's vault on eip155:8453 (mock coprocessor in-process). */
   confidential?: boolean;
+  /** Node's process metrics on /metrics (off by default: they are the test runner's own). */
+  collectProcessMetrics?: boolean;
   /** The confidential worker: false (tests drive its passes) or its clock. */
   confidentialWorker?: NonNullable<ServiceOptions["overrides"]>["confidentialWorker"];
 }
@@ -138,7 +140,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         }
       : {}),
     overrides: {
-      collectProcessMetrics: false,
+      collectProcessMetrics: opts.collectProcessMetrics ?? false,
       pollingIntervalMs: 50,
       ...(opts.confidentialWorker !== undefined
         ? { confidentialWorker: opts.confidentialWorker }

@@ -80,7 +80,13 @@ export class StarknetChainAdapter implements ChainFamily {
         minFeeBalance: settings.minExecutorFeeBalance,
         leases: ctx.leases,
         onHealth: (address, healthy, fri) =>
-          ctx.onSignerHealth(id, address, healthy, Number(fri) / 1e18),
+          ctx.onSignerHealth(
+            id,
+            address,
+            healthy,
+            Number(fri) / 1e18,
+            Number(settings.minExecutorFeeBalance) / 1e18,
+          ),
       });
       const scheme = new ExactStarknetScheme(network, rpc, executors, ctx.journal, {
         skewSeconds: settings.timeSkewSeconds,

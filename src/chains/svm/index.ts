@@ -123,7 +123,13 @@ export class SvmChainAdapter implements ChainFamily {
         confirmTimeoutMs: ctx.settleTimeoutMs,
         minLamports: settings.minFeePayerLamports,
         onSignerHealth: (a, healthy, lamports) =>
-          ctx.onSignerHealth(id, a, healthy, Number(lamports) / 1e9),
+          ctx.onSignerHealth(
+            id,
+            a,
+            healthy,
+            Number(lamports) / 1e9,
+            Number(settings.minFeePayerLamports) / 1e9,
+          ),
         ...(ctx.pollingIntervalMs !== undefined ? { pollMs: ctx.pollingIntervalMs } : {}),
       });
       this.runtimes.set(id, {
