@@ -40,6 +40,16 @@ module.exports = {
       to: { path: FAMILY },
     },
     {
+      name: "features-no-chain-sdk",
+      comment:
+        "Features reach a chain through the family table and the ports (billing's server scheme: exactServerSchemeOf; confidential settlement: confidentialPort.ts), never through a chain SDK.",
+      severity: "error",
+      from: { path: "^src/features", pathNot: notTest },
+      to: {
+        path: "node_modules/(viem|@x402/(evm|svm)|@solana|@solana-program|@near-js|xrpl|starknet)/",
+      },
+    },
+    {
       name: "features-not-to-http",
       severity: "error",
       from: { path: "^src/features" },
@@ -160,7 +170,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: "node_modules" },
-    exclude: { path: "node_modules|^dist/" },
+    exclude: { path: "^dist/" },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
     enhancedResolveOptions: { extensions: [".ts", ".js", ".json"] },

@@ -10,7 +10,7 @@
 import { writeFileSync } from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { format, resolveConfig } from "prettier";
-import { VARIABLES as SERVICE_VARIABLES } from "../src/config/variables.js";
+import { VARIABLES as SERVICE_VARIABLES } from "../src/config/index.js";
 import { VARIABLES as AUTH_VARIABLES } from "../src/config/auth.js";
 import { VARIABLES as VAULT_VARIABLES } from "../src/config/confidential.js";
 import { FAMILIES, NAMESPACES, type Namespace } from "../src/chains/index.js";

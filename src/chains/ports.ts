@@ -6,7 +6,7 @@
  * family through the table in `src/chains/index.ts` and these interfaces.
  */
 import type { PendingSettlementStore, x402Facilitator } from "@x402/core/facilitator";
-import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import type { PaymentPayload, PaymentRequirements, SchemeNetworkServer } from "@x402/core/types";
 import type { PaymentRequest } from "../protocol/index.js";
 import type { Logger } from "../lib/logger.js";
 import type { ConfigVariable } from "../lib/envVars.js";
@@ -69,6 +69,11 @@ export interface FamilyEntry<Setup = unknown, Settings = unknown> {
   verifyThreads?(settings: Settings): { count: number; startAtPerSecond: number };
   /** Loads the confidential settlement vault client, for the family whose chain holds it. */
   confidentialVault?(): Promise<ConfidentialVaultFactory>;
+  /**
+   * Loads the family's `exact` server scheme, the one resource servers
+   * price and offer with (the service uses it to sell its own plans).
+   */
+  exactServerScheme(): Promise<SchemeNetworkServer>;
 }
 
 /** How a family reads its environment variables (never `process.env` itself). */
@@ -137,9 +142,13 @@ export const noopJournal: TransactionJournal = {
   async finished() {},
 };
 
-/** Why a payer's gas is not funded: a payment refusal, with the reason's words. */
+/**
+ * Why a payer's gas is not funded: it was funded before and that payment did
+ * not settle, or the settling account's budget is spent. The family answers
+ * its own reason for each.
+ */
 export interface FundingRefusal {
-  reason: string;
+  kind: "already_funded" | "budget_spent";
   message: string;
 }
 

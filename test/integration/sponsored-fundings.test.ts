@@ -76,8 +76,8 @@ for (const backend of availableBackends()) {
       // The same payer again, by another payment of it, before the first settles.
       const second = await settlement(owner);
       const refused = await inScope(second, () => fundings.reserve(NETWORK, p, 10n));
-      assert.equal(refused?.reason, "erc20_approval_payer_already_funded");
-      assert.equal((await fundings.refusal(NETWORK, p))?.reason, refused?.reason);
+      assert.equal(refused?.kind, "already_funded");
+      assert.equal((await fundings.refusal(NETWORK, p))?.kind, refused?.kind);
       // Another network is another account of the payer's.
       assert.equal(await inScope(second, () => fundings.reserve("eip155:8453", p, 10n)), undefined);
       // The first payment failed: the payer stays refused.
@@ -138,7 +138,7 @@ for (const backend of availableBackends()) {
       const over = await settlement(owner);
       const p = payer();
       const refused = await inScope(over, () => fundings.reserve(NETWORK, p, 1n));
-      assert.equal(refused?.reason, "erc20_approval_funding_budget_spent");
+      assert.equal(refused?.kind, "budget_spent");
       assert.match(refused!.message, /SPONSORED_FUNDINGS_PER_DAY/);
       assert.equal((await rows(p)).length, 0, "nothing recorded for a refused funding");
       const other = await account();

@@ -66,9 +66,7 @@ function sponsor(
     fundings: {
       ...unrecordedFundings,
       refusal: async () =>
-        chain.fundedBefore
-          ? { reason: "erc20_approval_payer_already_funded", message: "" }
-          : undefined,
+        chain.fundedBefore ? { kind: "already_funded" as const, message: "" } : undefined,
     },
     opStack: false,
     maxGasPerTransaction: 3_000_000n,

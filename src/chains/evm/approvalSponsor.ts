@@ -73,45 +73,15 @@ import {
   type TransactionSerializable,
 } from "viem";
 import { Reason } from "../../protocol/reasons.js";
-import type { SponsoredFundings, TransactionJournal } from "../ports.js";
+import type { FundingRefusal, SponsoredFundings, TransactionJournal } from "../ports.js";
 import { currentSettlement } from "../settlementScope.js";
 import { isAlreadyKnown, isNonceError, isTransportError } from "./broadcastErrors.js";
 import { GasPriceTooHighError, type FeeOracle } from "./feeOracle.js";
 import { refusingClearly } from "./signer.js";
 import type { EvmSignerPool } from "./signerPool.js";
+import { ApprovalReason } from "./reasons.js";
 
 export const ERC20_APPROVAL_KEY = ERC20_APPROVAL_GAS_SPONSORING.key;
-
-/**
- * Reasons for an approve we will not send. The first ten are the official
- * mechanisms' own strings (the same conditions, so the same words); the rest
- * name what only this service checks.
- */
-const ApprovalReason = {
-  format: "invalid_erc20_approval_extension_format",
-  from: "erc20_approval_from_mismatch",
-  asset: "erc20_approval_asset_mismatch",
-  spender: "erc20_approval_spender_not_permit2",
-  parse: "erc20_approval_tx_parse_failed",
-  target: "erc20_approval_tx_wrong_target",
-  selector: "erc20_approval_tx_wrong_selector",
-  txSpender: "erc20_approval_tx_wrong_spender",
-  calldata: "erc20_approval_tx_invalid_calldata",
-  signer: "erc20_approval_tx_signer_mismatch",
-  /** The mechanisms turn an error carrying this into `erc20_approval_broadcast_failed`. */
-  failed: "erc20_approval_tx_failed",
-  chain: "erc20_approval_tx_wrong_chain",
-  type: "erc20_approval_tx_unsupported_type",
-  value: "erc20_approval_tx_sends_value",
-  amount: "erc20_approval_amount_insufficient",
-  gas: "erc20_approval_tx_gas_too_high",
-  gasTooLow: "erc20_approval_tx_gas_too_low",
-  overpriced: "erc20_approval_tx_overpriced",
-  payerHasCode: "erc20_approval_payer_has_code",
-  feeTooHigh: "erc20_approval_tx_fee_too_high",
-  feeTooLow: "erc20_approval_tx_fee_too_low",
-  nonce: "erc20_approval_tx_nonce_mismatch",
-} as const;
 
 export type ApprovalCheck = { ok: true } | { ok: false; reason: string; message: string };
 
@@ -145,6 +115,13 @@ const GAS_PRICE_ORACLE = "0x420000000000000000000000000000000000000F" as const;
 const GAS_PRICE_ORACLE_ABI = parseAbi(["function getL1Fee(bytes) view returns (uint256)"]);
 
 const min = (x: bigint, y: bigint) => (x < y ? x : y);
+
+/** The record's refusal, in this family's words. */
+function fundingRefused(r: FundingRefusal): { ok: false; reason: string; message: string } {
+  const reason =
+    r.kind === "already_funded" ? ApprovalReason.alreadyFunded : ApprovalReason.budgetSpent;
+  return { ok: false, reason, message: r.message };
+}
 
 const OK: ApprovalCheck = { ok: true };
 const PERMIT2 = getAddress(PERMIT2_ADDRESS);
@@ -591,7 +568,7 @@ export class ApprovalSponsor {
       );
     }
     const prior = await this.opts.fundings.refusal(this.opts.network, a.signer);
-    return prior ? { ok: false, ...prior } : undefined;
+    return prior ? fundingRefused(prior) : undefined;
   }
 
   /**
@@ -761,7 +738,7 @@ export class ApprovalSponsor {
         a.signer,
         fundable.funding,
       );
-      if (reserved) return refuse(reserved);
+      if (reserved) return refuse(fundingRefused(reserved));
       await this.fund(a.signer, fundable.funding);
     }
     await this.opts.journal.sent({

@@ -24,7 +24,8 @@ import type {
 import { ExactNearScheme, type FinalBlock, type NearSchemeSettings } from "./exactScheme.js";
 import { NearRelayers } from "./relayers.js";
 import { NearRpc } from "./rpc.js";
-import { NearReason, decodeDelegate, delegateKey, signedDelegateOf } from "./signedDelegate.js";
+import { NearReason } from "./reasons.js";
+import { decodeDelegate, delegateKey, signedDelegateOf } from "./signedDelegate.js";
 
 export interface NearSetup {
   networks: readonly { id: string; rpcUrl: string }[];

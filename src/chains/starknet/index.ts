@@ -21,6 +21,7 @@ import type {
 } from "../ports.js";
 import { ExactStarknetScheme, type ExpectedTransfer } from "./exactScheme.js";
 import { ExecutorPool, type ExecutorKey } from "./executors.js";
+import { StarknetReason } from "./reasons.js";
 import {
   addressHex,
   feltHex,
@@ -28,7 +29,6 @@ import {
   parseOutsideExecution,
   payerOf,
   signedMessageHash,
-  StarknetReason,
 } from "./outsideExecution.js";
 import { StarknetRpc } from "./rpc.js";
 

@@ -14,13 +14,8 @@ import type { Db } from "../../storage/db.js";
 
 const DAY_MS = 86_400_000;
 
-const FundingReason = {
-  alreadyFunded: "erc20_approval_payer_already_funded",
-  budgetSpent: "erc20_approval_funding_budget_spent",
-} as const;
-
 const ALREADY_FUNDED: FundingRefusal = {
-  reason: FundingReason.alreadyFunded,
+  kind: "already_funded",
   message:
     "this payer was already sent gas for an approve whose payment did not settle; it pays its own gas for the approve now",
 };
@@ -50,7 +45,7 @@ export class DbSponsoredFundings implements SponsoredFundings {
       // Every settle runs in a scope; funding outside one could not be
       // attributed to an account or budgeted, so it is not made.
       return {
-        reason: FundingReason.budgetSpent,
+        kind: "budget_spent",
         message: "no settlement to attribute the funding to",
       };
     }
@@ -61,7 +56,7 @@ export class DbSponsoredFundings implements SponsoredFundings {
       .where("id", "=", settlementId)
       .executeTakeFirst();
     if (!settlement) {
-      return { reason: FundingReason.budgetSpent, message: "the settlement is not recorded" };
+      return { kind: "budget_spent", message: "the settlement is not recorded" };
     }
     const since = new Date(Date.now() - DAY_MS);
     const { n } = await this.db
@@ -72,7 +67,7 @@ export class DbSponsoredFundings implements SponsoredFundings {
       .executeTakeFirstOrThrow();
     if (Number(n) >= this.perDay) {
       return {
-        reason: FundingReason.budgetSpent,
+        kind: "budget_spent",
         message: `this account's settles funded ${n} payers' approve gas in the last 24 hours, its budget (SPONSORED_FUNDINGS_PER_DAY); the payer can pay its own gas for the approve`,
       };
     }
