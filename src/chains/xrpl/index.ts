@@ -48,7 +48,7 @@ export interface XrplSetup {
 }
 
 /** The WebSocket a node serving JSON-RPC at `rpcUrl` most likely serves too (public nodes serve both on one port). */
-export function webSocketUrlOf(rpcUrl: string): string {
+function webSocketUrlOf(rpcUrl: string): string {
   const url = new URL(rpcUrl);
   url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
   return url.toString();
@@ -119,11 +119,6 @@ export class XrplChainAdapter implements ChainFamily {
 
   async close(): Promise<void> {
     await Promise.all([...this.runtimes.values()].map((r) => r.ledgers.close()));
-  }
-
-  /** Whether `network`'s validated ledgers arrive by rippled's stream now (else by polling). */
-  streaming(network: string): boolean {
-    return this.runtimes.get(network)?.ledgers.streaming ?? false;
   }
 
   payerOf(payload: PaymentPayload): string | undefined {
