@@ -534,6 +534,9 @@ export function familyTable(results: readonly FamilyResult[]): string {
       "open arrivals: settle p50 / p99 (ms)",
       (r) => `${p(r.open.settle, 50)} / ${p(r.open.settle, 99)}`,
     ),
+    row("open arrivals: answered after the including block closed, p50 / p99 (ms)", (r) =>
+      sinceBlockCell(r.openAfterBlockMs),
+    ),
     row("server CPU per settlement (ms)", (r) => r.settleCpuMs?.toFixed(2) ?? "–"),
     row("of which signatures and hashing (the family's cryptography)", (r) =>
       typeof r.cryptoShare === "number"
