@@ -31,9 +31,9 @@ import type { StarknetNetwork } from "./networks.js";
 import type { TransactionJournal } from "../ports.js";
 import type { BlockTicker } from "./blockTicker.js";
 import { ExecutorRefusal, type ExecutorPool, type ResourceBounds } from "./executors.js";
+import { StarknetReason } from "./reasons.js";
 import {
   SIGNATURE_VALID,
-  StarknetReason,
   TRANSFER_EVENT_KEY,
   addressHex,
   checkOutsideExecution,

@@ -22,6 +22,7 @@ import type {
 import { ExactStarknetScheme, type ExpectedTransfer } from "./exactScheme.js";
 import { ExecutorPool, type ExecutorKey } from "./executors.js";
 import { BlockTicker } from "./blockTicker.js";
+import { StarknetReason } from "./reasons.js";
 import {
   addressHex,
   feltHex,
@@ -29,7 +30,6 @@ import {
   parseOutsideExecution,
   payerOf,
   signedMessageHash,
-  StarknetReason,
 } from "./outsideExecution.js";
 import { StarknetRpc } from "./rpc.js";
 
@@ -81,7 +81,13 @@ export class StarknetChainAdapter implements ChainFamily {
         minFeeBalance: settings.minExecutorFeeBalance,
         leases: ctx.leases,
         onHealth: (address, healthy, fri) =>
-          ctx.onSignerHealth(id, address, healthy, Number(fri) / 1e18),
+          ctx.onSignerHealth(
+            id,
+            address,
+            healthy,
+            Number(fri) / 1e18,
+            Number(settings.minExecutorFeeBalance) / 1e18,
+          ),
       });
       // One look at the head serves every waiting settle, so it can look
       // more often than each settle used to ask for its receipt.

@@ -32,7 +32,8 @@ import { Reason } from "../../protocol/reasons.js";
 import type { XrplNetwork } from "./networks.js";
 import type { TransactionJournal } from "../ports.js";
 import { XrplRpcError, type XrplRpc } from "./rpc.js";
-import { XrplReason, checkSignedPayment, type PaymentTx } from "./signedPayment.js";
+import { XrplReason } from "./reasons.js";
+import { checkSignedPayment, type PaymentTx } from "./signedPayment.js";
 import type { ValidatedLedgers } from "./validatedLedgers.js";
 
 /** The account flag that disables the master key. */

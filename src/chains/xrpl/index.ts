@@ -27,13 +27,8 @@ import {
 import { networkNotServed, nothingWasSent, probeNetworks } from "../familySupport.js";
 import { XrplRpc } from "./rpc.js";
 import { ValidatedLedgers } from "./validatedLedgers.js";
-import {
-  XrplReason,
-  decodePayment,
-  paymentHash,
-  requiredAsset,
-  signedBlobOf,
-} from "./signedPayment.js";
+import { XrplReason } from "./reasons.js";
+import { decodePayment, paymentHash, requiredAsset, signedBlobOf } from "./signedPayment.js";
 
 export interface XrplSetup {
   networks: readonly {
