@@ -17,7 +17,7 @@
  * choosing, so a few payers sign many payments each.
  */
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { PaymentRequirements, SchemeNetworkClient } from "@x402/core/types";
@@ -40,7 +40,7 @@ import { openMigratedDb } from "../src/storage/db.js";
 import { createAccount } from "../src/features/accounts/accounts.js";
 import { setAccountPlan } from "../src/features/plans/quotaLedger.js";
 import { createApiKey } from "../src/features/keys/apiKeys.js";
-import { percentile, runLoad, type LoadResult } from "./load.js";
+import { mergeLoadResults, percentile, runLoad, type LoadResult } from "./load.js";
 import { cpuSecondsOf } from "./cpuShare.js";
 import { monotonicUs } from "./cpuProfile.js";
 import { serverProfile } from "./serverProfile.js";
@@ -75,6 +75,19 @@ export interface FamilyResult {
   /** How the ledger runs, the payers and the service's keys, for the header. */
   setup: string;
   settle: LoadResult;
+  /**
+   * Open arrivals at half the closed loop's rate, as independent customers
+   * arrive: latency counts from each payment's due time.
+   */
+  open: { ratePerSecond: number; settle: LoadResult };
+  /**
+   * Per settled payment of the closed loop, ms from the close of the block or
+   * ledger that included it to its answer at the load generator, sorted;
+   * undefined where the ledger does not say when it closed.
+   */
+  afterBlockMs: number[] | undefined;
+  /** The same for the open arrivals' settled payments. */
+  openAfterBlockMs: number[] | undefined;
   settleCpuMs: number | undefined;
   peakRssMb: number;
   blockMs: number;
@@ -112,6 +125,8 @@ interface RunningFamily {
   balance(): BigNumber;
   /** What `count` settled payments of `amount` add up to, in the same units. */
   sumOf(count: number): BigNumber;
+  /** When (performance.now()) the block that included `transaction` closed, where the ledger tells. */
+  includedAt?: (transaction: string) => number | undefined;
   stop(): Promise<void>;
 }
 
@@ -123,6 +138,8 @@ const BLOCK_MS = 1000;
  * whose 1,000 settles take longer than that asks for more.
  */
 const MAX_TIMEOUT_SECONDS = 60;
+/** Open arrivals are signed and sent in slices of this many seconds of arrivals. */
+const OPEN_SLICE_SECONDS = 8;
 
 async function startNear(count: number): Promise<RunningFamily> {
   const relayers = 2;
@@ -158,6 +175,9 @@ async function startNear(count: number): Promise<RunningFamily> {
 async function startXrpl(count: number): Promise<RunningFamily> {
   const running = await startXrplLedger({ closeMs: BLOCK_MS, payers: count });
   const { info } = running;
+  // Each ledger's close, on this process's clock, for the delay to each answer.
+  const closedAt = new Map<number, number>();
+  running.ledger.onClose((l) => closedAt.set(l.index, performance.now()));
   // One connection for all the signing: the scheme opens one per payment otherwise.
   const client = new Client(info.wsUrl);
   await client.connect();
@@ -182,6 +202,10 @@ async function startXrpl(count: number): Promise<RunningFamily> {
     balance: () =>
       new BigNumber(running.ledger.issuedBalance(info.payTo, issuer, info.assets.RLUSD)),
     sumOf: (n) => new BigNumber(amount).times(n),
+    includedAt: (hash) => {
+      const index = running.ledger.transaction(hash)?.ledgerIndex;
+      return index === undefined ? undefined : closedAt.get(index);
+    },
     async stop() {
       await client.disconnect();
       await running.stop();
@@ -228,14 +252,23 @@ const STARTERS: Record<FamilyName, (count: number) => Promise<RunningFamily>> = 
   starknet: startStarknet,
 };
 
-async function signAll(family: RunningFamily, requirements: PaymentRequirements, n: number) {
+/** `n` payments, from the payers after the first `from` (each payer of its own where one is needed). */
+async function signAll(
+  family: RunningFamily,
+  requirements: PaymentRequirements,
+  n: number,
+  from = 0,
+) {
   const out: string[] = [];
   // A few at a time: NEAR and XRPL schemes read the payer's nonce or
   // sequence and the head from the ledger, which answers in this process.
   for (let i = 0; i < n; i += 50) {
     const batch = await Promise.all(
       Array.from({ length: Math.min(50, n - i) }, (_, j) =>
-        family.schemes[(i + j) % family.schemes.length]!.createPaymentPayload(2, requirements),
+        family.schemes[(from + i + j) % family.schemes.length]!.createPaymentPayload(
+          2,
+          requirements,
+        ),
       ),
     );
     for (const partial of batch) {
@@ -256,8 +289,9 @@ export async function runFamilyBench(
   opts: FamilyBenchOptions,
 ): Promise<FamilyResult> {
   const say = opts.progress;
-  say(`${name}: starting the local ledger with ${opts.settleCount} payments' payers…`);
-  const family = await STARTERS[name](opts.settleCount);
+  say(`${name}: starting the local ledger with ${2 * opts.settleCount} payments' payers…`);
+  // The closed loop's payments, then as many again for the open arrivals.
+  const family = await STARTERS[name](2 * opts.settleCount);
   const children: ChildProcess[] = [];
   try {
     const dataDir = mkdtempSync(join(tmpdir(), `bench-${name}-`));
@@ -309,6 +343,8 @@ export async function runFamilyBench(
     const bodies = await signAll(family, requirements, opts.settleCount);
     const balanceBefore = family.balance();
     say(`${name}: settling at concurrency ${opts.concurrency}…`);
+    // When each settled payment's answer arrived, to set against its block's close.
+    const answeredAt: [string, number][] = [];
     const cpuBefore = cpuSecondsOf(server.pid!);
     const settleFrom = monotonicUs();
     const benchCpuBefore = process.cpuUsage();
@@ -318,7 +354,7 @@ export async function runFamilyBench(
       concurrency: opts.concurrency,
       bodies,
       capMs: 300_000,
-      classify: classifySettle,
+      classify: noteAnswers(answeredAt),
     });
     const cpuAfter = cpuSecondsOf(server.pid!);
     const settleWindow = { fromUs: settleFrom, toUs: monotonicUs() };
@@ -327,12 +363,54 @@ export async function runFamilyBench(
     say(
       `    ${[...settle.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${settle.seconds.toFixed(1)} s`,
     );
+    const includedAt = family.includedAt;
+    const sinceBlock = (answers: [string, number][]) =>
+      includedAt
+        ? answers
+            .map(([tx, at]) => at - (includedAt(tx) ?? NaN))
+            .filter(Number.isFinite)
+            .sort((a, b) => a - b)
+        : undefined;
+    const afterBlockMs = sinceBlock(answeredAt);
+    const settled = settle.outcomes.get("settled") ?? 0;
+
+    // Signed a few seconds' worth at a time, just before they are due: a
+    // payment's validity starts when it is signed (an XRPL payment lapses
+    // 14 ledgers after), and the last of 1,000 signed at once would lapse
+    // waiting for its turn. Each slice's arrivals are open.
+    const openRate = Math.max(1, settled / settle.seconds / 2);
+    const slice = Math.max(1, Math.ceil(openRate * OPEN_SLICE_SECONDS));
+    say(`${name}: ${opts.settleCount} more, arriving at ${openRate.toFixed(1)} a second…`);
+    const slices: LoadResult[] = [];
+    const openAnsweredAt: [string, number][] = [];
+    for (let done = 0; done < opts.settleCount; done += slice) {
+      const n = Math.min(slice, opts.settleCount - done);
+      const openBodies = await signAll(family, requirements, n, opts.settleCount + done);
+      slices.push(
+        await runLoad({
+          url: `${url}/settle`,
+          headers: { "x-api-key": key.key },
+          concurrency: 1_000,
+          bodies: openBodies,
+          ratePerSecond: openRate,
+          capMs: 600_000,
+          classify: noteAnswers(openAnsweredAt),
+        }),
+      );
+    }
+    const open = mergeLoadResults(slices);
+    say(
+      `    ${[...open.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${open.seconds.toFixed(1)} s`,
+    );
     // A settled payment is in a block, so this is final once the answers are in.
     const received = family.balance().minus(balanceBefore);
-    const settled = settle.outcomes.get("settled") ?? 0;
+    const settledAll = settled + (open.outcomes.get("settled") ?? 0);
     const [exit] = await stopServers(children);
     children.length = 0;
     const profile = serverProfile(profileDir, exit, [{ label: "settle", windows: [settleWindow] }]);
+    // Kept where BENCH_CPU_PROFILE_DIR asks, for `bench/profile-summary.ts`.
+    const keep = process.env["BENCH_CPU_PROFILE_DIR"];
+    if (keep) cpSync(profileDir, keep, { recursive: true });
     rmSync(profileDir, { recursive: true, force: true });
     const cryptoShare = profile.ok
       ? profile.overall.byCategory
@@ -360,6 +438,9 @@ export async function runFamilyBench(
       network: family.network,
       setup: family.setup,
       settle,
+      open: { ratePerSecond: openRate, settle: open },
+      afterBlockMs,
+      openAfterBlockMs: sinceBlock(openAnsweredAt),
       settleCpuMs:
         cpuBefore !== undefined && cpuAfter !== undefined && settled > 0
           ? ((cpuAfter - cpuBefore) * 1000) / settled
@@ -368,13 +449,23 @@ export async function runFamilyBench(
       blockMs: family.blockMs,
       perBlock: family.perBlock,
       received: received.toFixed(),
-      settledSum: family.sumOf(settled).toFixed(),
+      settledSum: family.sumOf(settledAll).toFixed(),
       succeededRows,
     };
   } finally {
     await stopServers(children);
     await family.stop();
   }
+}
+
+/** `classifySettle`, noting when each settled payment's answer arrived, to set against its block's close. */
+function noteAnswers(into: [string, number][]) {
+  return (status: number, json: unknown): string => {
+    const label = classifySettle(status, json);
+    const tx = (json as { transaction?: unknown } | undefined)?.transaction;
+    if (label === "settled" && typeof tx === "string") into.push([tx, performance.now()]);
+    return label;
+  };
 }
 
 /** Why a run does not count: a payment not settled, money or records that do not add up. */
@@ -387,18 +478,28 @@ export function familyProblems(r: FamilyResult): string[] {
       `${r.title}: ${settled} of ${r.settle.sent} settled (${failures.map(([k, v]) => `${k} ${v}`).join(", ")})`,
     );
   }
+  const openSettled = r.open.settle.outcomes.get("settled") ?? 0;
+  if (openSettled !== r.open.settle.sent || r.open.settle.sent === 0) {
+    const failures = [...r.open.settle.outcomes].filter(([k]) => k !== "settled");
+    problems.push(
+      `${r.title}, open arrivals: ${openSettled} of ${r.open.settle.sent} settled (${failures.map(([k, v]) => `${k} ${v}`).join(", ")})`,
+    );
+  }
   if (r.received !== r.settledSum) {
     problems.push(
       `${r.title}: the payTo received ${r.received}, the settled payments add up to ${r.settledSum}`,
     );
   }
-  if (r.succeededRows !== settled) {
+  if (r.succeededRows !== settled + openSettled) {
     problems.push(
-      `${r.title}: the database holds ${r.succeededRows} succeeded settlements on ${r.network}, ${settled} settled`,
+      `${r.title}: the database holds ${r.succeededRows} succeeded settlements on ${r.network}, ${settled + openSettled} settled`,
     );
   }
   return problems;
 }
+
+const sinceBlockCell = (ms: number[] | undefined) =>
+  ms && ms.length > 0 ? `${percentile(ms, 50).toFixed(0)} / ${percentile(ms, 99).toFixed(0)}` : "–";
 
 export function familyTable(results: readonly FamilyResult[]): string {
   const p = (r: LoadResult, q: number) => percentile(r.latenciesMs, q).toFixed(0);
@@ -414,6 +515,23 @@ export function familyTable(results: readonly FamilyResult[]): string {
     row("settled / sent", (r) => `${settled(r)} / ${r.settle.sent}`),
     row("settled per second", (r) => rate(r).toFixed(1)),
     row("settle p50 / p99 (ms)", (r) => `${p(r.settle, 50)} / ${p(r.settle, 99)}`),
+    row("answered after the including block closed, p50 / p99 (ms)", (r) =>
+      sinceBlockCell(r.afterBlockMs),
+    ),
+    row("open arrivals at half the closed loop's rate (a second)", (r) =>
+      r.open.ratePerSecond.toFixed(1),
+    ),
+    row(
+      "open arrivals: settled / sent",
+      (r) => `${r.open.settle.outcomes.get("settled") ?? 0} / ${r.open.settle.sent}`,
+    ),
+    row(
+      "open arrivals: settle p50 / p99 (ms)",
+      (r) => `${p(r.open.settle, 50)} / ${p(r.open.settle, 99)}`,
+    ),
+    row("open arrivals: answered after the including block closed, p50 / p99 (ms)", (r) =>
+      sinceBlockCell(r.openAfterBlockMs),
+    ),
     row("server CPU per settlement (ms)", (r) => r.settleCpuMs?.toFixed(2) ?? "–"),
     row("of which signatures and hashing (the family's cryptography)", (r) =>
       typeof r.cryptoShare === "number"

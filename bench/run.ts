@@ -22,7 +22,7 @@ import { evmTargets, targetsTable } from "./targets.js";
 import { runSvmBench, svmTable } from "./svm.js";
 import { recordSummary } from "./summary.js";
 import { validPerSecond } from "./harness.js";
-import type { LoadResult } from "./load.js";
+import { percentile, type LoadResult } from "./load.js";
 import {
   familyProblems,
   familyTable,
@@ -71,7 +71,9 @@ async function familyBench(name: FamilyName): Promise<void> {
     `The ledger runs inside the bench's own process, beside the load generator; the machine is shared, and other`,
     `work may run on it at the same time, so the figures are noisy.`,
     `${settleCount.toLocaleString("en-US")} distinct payments signed with this project's client scheme before the run, POSTed to /settle at`,
-    `concurrency 100 (a closed loop: a worker sends its next payment when the last one is answered).`,
+    `concurrency 100 (a closed loop: a worker sends its next payment when the last one is answered), then as many`,
+    `again arriving at half the closed loop's rate whether or not earlier ones were answered (open arrivals;`,
+    `latency counts from each payment's due time).`,
     ``,
     familyTable([result]),
   ].join("\n");
@@ -88,6 +90,8 @@ async function familyBench(name: FamilyName): Promise<void> {
         settlePerSecond: settledPerSecond(result.settle),
         cpuMsPerSettle: result.settleCpuMs,
         peakRssMb: result.peakRssMb,
+        openSettleP50Ms: percentile(result.open.settle.latenciesMs, 50),
+        openSettleP99Ms: percentile(result.open.settle.latenciesMs, 99),
       },
     });
   }

@@ -13,7 +13,13 @@ test("rows come in family order, with the reference and the ratio where there is
       label: "Starknet",
       settleShape: "closed loop, concurrency 100",
       date: "2026-11-27T00:00:00.000Z",
-      ours: { settlePerSecond: 23.2, cpuMsPerSettle: 28.11, peakRssMb: 310 },
+      ours: {
+        settlePerSecond: 23.2,
+        cpuMsPerSettle: 28.11,
+        peakRssMb: 310,
+        openSettleP50Ms: 2104.4,
+        openSettleP99Ms: 3311,
+      },
     },
     {
       label: "Solana, embedded database",
@@ -25,6 +31,8 @@ test("rows come in family order, with the reference and the ratio where there is
         cpuMsPerVerify: 1.55,
         cpuMsPerSettle: 3.72,
         peakRssMb: 290,
+        openSettleP50Ms: 452,
+        openSettleP99Ms: 610,
       },
       reference: {
         verifyPerSecond: 713,
@@ -32,17 +40,19 @@ test("rows come in family order, with the reference and the ratio where there is
         cpuMsPerVerify: 1.58,
         cpuMsPerSettle: 3.59,
         peakRssMb: 216,
+        openSettleP50Ms: 460,
+        openSettleP99Ms: 650,
       },
     },
   ]).split("\n");
   assert.equal(table.length, 4);
   assert.match(
     table[2]!,
-    /^\| Solana, embedded database \(closed loop, concurrency 100\) \| 728 vs 713 \(1\.02×\) \| 185\.8 vs 199\.4 \(0\.93×\) \| 1\.55 vs 1\.58 \(0\.98×\) \| 3\.72 vs 3\.59 \(1\.04×\) \| 290 vs 216 \(1\.34×\) \| 2026-11-26 \|$/,
+    /^\| Solana, embedded database \(closed loop, concurrency 100\) \| 728 vs 713 \(1\.02×\) \| 185\.8 vs 199\.4 \(0\.93×\) \| 452 \/ 610 vs 460 \/ 650 \| 1\.55 vs 1\.58 \(0\.98×\) \| 3\.72 vs 3\.59 \(1\.04×\) \| 290 vs 216 \(1\.34×\) \| 2026-11-26 \|$/,
   );
   assert.match(
     table[3]!,
-    /^\| Starknet \(closed loop, concurrency 100\) \| – \| 23\.2 \| – \| 28\.11 \| 310 \| 2026-11-27 \|$/,
+    /^\| Starknet \(closed loop, concurrency 100\) \| – \| 23\.2 \| 2,104 \/ 3,311 \| – \| 28\.11 \| 310 \| 2026-11-27 \|$/,
   );
 });
 
@@ -63,6 +73,6 @@ test("a figure a run could not measure shows as a dash, not as NaN or a ratio of
   ]).split("\n");
   assert.equal(
     row,
-    "| NEAR (closed loop, concurrency 100) | – | 0.0 | – | – | 300 vs 200 (1.50×) | 2026-11-27 |",
+    "| NEAR (closed loop, concurrency 100) | – | 0.0 | – | – | – | 300 vs 200 (1.50×) | 2026-11-27 |",
   );
 });

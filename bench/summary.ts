@@ -21,6 +21,9 @@ interface SideFigures {
   cpuMsPerVerify?: number | undefined;
   cpuMsPerSettle?: number | undefined;
   peakRssMb: number;
+  /** Settle latency under open arrivals at half the closed loop's rate, as a customer meets it. */
+  openSettleP50Ms?: number | undefined;
+  openSettleP99Ms?: number | undefined;
 }
 
 export interface SummaryRow {
@@ -64,14 +67,25 @@ function pair(ours: number | null | undefined, ref: number | null | undefined, d
   return `${num(ours, digits)} vs ${num(ref, digits)} (${(ours / ref).toFixed(2)}×)`;
 }
 
+/** "p50 / p99", and the reference's beside it where it was measured. */
+function latency(ours: SideFigures, ref: SideFigures | undefined): string {
+  const one = (f: SideFigures) =>
+    finite(f.openSettleP50Ms) && finite(f.openSettleP99Ms)
+      ? `${num(f.openSettleP50Ms, 0)} / ${num(f.openSettleP99Ms, 0)}`
+      : undefined;
+  const o = one(ours);
+  const r = ref ? one(ref) : undefined;
+  return o === undefined ? "–" : r === undefined ? o : `${o} vs ${r}`;
+}
+
 export function summaryTable(rows: readonly SummaryRow[]): string {
   const sorted = [...rows].sort((a, b) => ORDER.indexOf(a.label) - ORDER.indexOf(b.label));
   return [
-    "| run | valid verifications/s | settled/s | CPU ms per verification | CPU ms per settlement | peak RSS (MB) | date |",
-    "| --- | --- | --- | --- | --- | --- | --- |",
+    "| run | valid verifications/s | settled/s | settle p50 / p99 (ms), arrivals at half that rate | CPU ms per verification | CPU ms per settlement | peak RSS (MB) | date |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ...sorted.map((r) => {
       const ref = r.reference;
-      return `| ${r.label} (${r.settleShape}) | ${pair(r.ours.verifyPerSecond, ref?.verifyPerSecond, 0)} | ${pair(r.ours.settlePerSecond, ref?.settlePerSecond, 1)} | ${pair(r.ours.cpuMsPerVerify, ref?.cpuMsPerVerify, 2)} | ${pair(r.ours.cpuMsPerSettle, ref?.cpuMsPerSettle, 2)} | ${pair(r.ours.peakRssMb, ref?.peakRssMb, 0)} | ${r.date.slice(0, 10)} |`;
+      return `| ${r.label} (${r.settleShape}) | ${pair(r.ours.verifyPerSecond, ref?.verifyPerSecond, 0)} | ${pair(r.ours.settlePerSecond, ref?.settlePerSecond, 1)} | ${latency(r.ours, ref)} | ${pair(r.ours.cpuMsPerVerify, ref?.cpuMsPerVerify, 2)} | ${pair(r.ours.cpuMsPerSettle, ref?.cpuMsPerSettle, 2)} | ${pair(r.ours.peakRssMb, ref?.peakRssMb, 0)} | ${r.date.slice(0, 10)} |`;
     }),
   ].join("\n");
 }

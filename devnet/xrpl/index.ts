@@ -48,6 +48,10 @@ interface XrplNetworkInfo {
 export interface RunningXrpl {
   info: XrplNetworkInfo;
   ledger: XrplLedger;
+  /** Test control: the WebSocket (and so the `ledger` stream) down, or back up. */
+  setWebSocketDown(down: boolean): void;
+  /** Connections subscribed to the `ledger` stream now. */
+  ledgerSubscribers(): number;
   stop(): Promise<void>;
 }
 
@@ -93,6 +97,8 @@ export async function startXrplLedger(opts: XrplDevnetOptions = {}): Promise<Run
       payerSeeds: payers.map((p) => p.seed!),
       payTo: payTo.classicAddress,
     },
+    setWebSocketDown: (down) => served.setWebSocketDown(down),
+    ledgerSubscribers: () => served.ledgerSubscribers(),
     async stop() {
       ledger.stop();
       await served.close();

@@ -103,6 +103,8 @@ export class XrplLedger {
   /** Submissions held back (congestion); they expire at their LastLedgerSequence. */
   private readonly queue = new Map<string, { blob: string; lastLedger: number | undefined }>();
   private timer: NodeJS.Timeout | undefined;
+  /** Told of every ledger as it closes (rippled's `ledger` stream is fed from here). */
+  private readonly closeListeners = new Set<(ledger: ClosedLedger) => void>();
   /** Test control: accept submissions into the queue but never apply them. */
   withhold = false;
   /** How many recent ledgers are kept (a node with little history: lower it). */
@@ -311,7 +313,14 @@ export class XrplLedger {
     for (const [h, q] of this.queue) {
       if (q.lastLedger !== undefined && q.lastLedger < index + 1) this.queue.delete(h);
     }
+    for (const listener of this.closeListeners) listener(ledger);
     return ledger;
+  }
+
+  /** Calls `listener` with every ledger that closes from now on; returns how to stop. */
+  onClose(listener: (ledger: ClosedLedger) => void): () => void {
+    this.closeListeners.add(listener);
+    return () => this.closeListeners.delete(listener);
   }
 
   /** Lets held transactions in (test control), in the order they came. */

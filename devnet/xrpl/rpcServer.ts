@@ -7,7 +7,7 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { WebSocketServer } from "ws";
+import { WebSocketServer, type WebSocket } from "ws";
 import { describeResult } from "./engineResults.js";
 import type { ClosedLedger, XrplLedger } from "./ledger.js";
 
@@ -308,7 +308,27 @@ function answer(
 export interface ServedXrpl {
   rpcUrl: string;
   wsUrl: string;
+  /**
+   * Test control: WebSocket down (every connection dropped, new ones
+   * refused) or back up. JSON-RPC over HTTP is not affected.
+   */
+  setWebSocketDown(down: boolean): void;
+  /** Connections subscribed to the `ledger` stream now. */
+  ledgerSubscribers(): number;
   close(): Promise<void>;
+}
+
+/** What rippled's `ledger` stream says of a validated ledger (and `subscribe` answers with). */
+function ledgerStreamFields(ledger: XrplLedger, l: ClosedLedger) {
+  return {
+    fee_base: Number(ledger.baseFee),
+    ledger_hash: l.hash,
+    ledger_index: l.index,
+    ledger_time: l.closeTime,
+    reserve_base: Number(ledger.reserveBase),
+    reserve_inc: Number(ledger.reserveIncrement),
+    validated_ledgers: `${ledger.ledgerAt(l.index - 100) ? l.index - 100 : 1}-${l.index}`,
+  };
 }
 
 export async function serveXrpl(ledger: XrplLedger, port = 0): Promise<ServedXrpl> {
@@ -359,8 +379,21 @@ export async function serveXrpl(ledger: XrplLedger, port = 0): Promise<ServedXrp
       );
     });
   });
-  const wss = new WebSocketServer({ server });
+  let webSocketDown = false;
+  const wss = new WebSocketServer({ server, verifyClient: () => !webSocketDown });
+  /** Sockets subscribed to the `ledger` stream. */
+  const ledgerSubscribers = new Set<WebSocket>();
+  const stopListening = ledger.onClose((closed) => {
+    if (ledgerSubscribers.size === 0) return;
+    const message = JSON.stringify({
+      type: "ledgerClosed",
+      ...ledgerStreamFields(ledger, closed),
+      txn_count: closed.transactions.length,
+    });
+    for (const socket of ledgerSubscribers) socket.send(message);
+  });
   wss.on("connection", (socket) => {
+    socket.on("close", () => ledgerSubscribers.delete(socket));
     socket.on("message", (data) => {
       let request: Params;
       try {
@@ -370,6 +403,18 @@ export async function serveXrpl(ledger: XrplLedger, port = 0): Promise<ServedXrp
         return;
       }
       const { id, command, ...params } = request;
+      // Streams live on the connection, so only the WebSocket serves them.
+      const streams = Array.isArray(params["streams"]) ? (params["streams"] as unknown[]) : [];
+      if ((command === "subscribe" || command === "unsubscribe") && streams.includes("ledger")) {
+        if (command === "unsubscribe") ledgerSubscribers.delete(socket);
+        else ledgerSubscribers.add(socket);
+        const result =
+          command === "subscribe" ? ledgerStreamFields(ledger, ledger.validatedLedger) : {};
+        socket.send(
+          JSON.stringify({ id, type: "response", status: "success", api_version: 2, result }),
+        );
+        return;
+      }
       const a = answer(handlers, String(command ?? ""), params);
       socket.send(
         JSON.stringify(
@@ -385,7 +430,15 @@ export async function serveXrpl(ledger: XrplLedger, port = 0): Promise<ServedXrp
   return {
     rpcUrl: `http://127.0.0.1:${bound}`,
     wsUrl: `ws://127.0.0.1:${bound}`,
+    ledgerSubscribers: () => ledgerSubscribers.size,
+    setWebSocketDown(down) {
+      webSocketDown = down;
+      if (!down) return;
+      ledgerSubscribers.clear();
+      for (const c of wss.clients) c.terminate();
+    },
     async close() {
+      stopListening();
       for (const c of wss.clients) c.terminate();
       wss.close();
       server.closeAllConnections();

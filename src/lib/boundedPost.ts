@@ -5,7 +5,7 @@
  * busy service those cost more CPU than the JSON they carry (see
  * `docs/benchmarks.md`).
  */
-import { Agent, request } from "undici";
+import { Agent, request, type Dispatcher } from "undici";
 
 /** A default bound on an answer (10 MiB, viem's own `maxResponseBodySize`). */
 const MAX_ANSWER_BYTES = 10_485_760;
@@ -36,11 +36,17 @@ export function keepAliveAgent(): Agent {
 export async function postForText(
   url: string | URL,
   init: {
-    dispatcher: Agent;
+    dispatcher: Dispatcher;
     headers: Record<string, string>;
     body: string | null;
     signal?: AbortSignal | null | undefined;
     maxBodyBytes?: number;
+    /**
+     * Lets a POST share a pipelined connection with those before it: undici
+     * holds a non-idempotent request, or one after a "blocking" one, until
+     * the ones ahead are answered.
+     */
+    pipelined?: boolean;
   },
 ): Promise<PostedAnswer> {
   const limit = init.maxBodyBytes ?? MAX_ANSWER_BYTES;
@@ -50,6 +56,7 @@ export async function postForText(
     body: init.body,
     signal: init.signal ?? undefined,
     dispatcher: init.dispatcher,
+    ...(init.pipelined ? { idempotent: true, blocking: false } : {}),
   });
   const declared = Number(res.headers["content-length"]);
   if (Number.isFinite(declared) && declared > limit) {

@@ -29,6 +29,7 @@ import type {
 import { Reason } from "../../protocol/reasons.js";
 import type { StarknetNetwork } from "./networks.js";
 import type { TransactionJournal } from "../ports.js";
+import type { BlockTicker } from "./blockTicker.js";
 import { ExecutorRefusal, type ExecutorPool, type ResourceBounds } from "./executors.js";
 import { StarknetReason } from "./reasons.js";
 import {
@@ -45,7 +46,8 @@ import { RpcCode, rpcErrorCode, type StarknetRpc } from "./rpc.js";
 export interface StarknetSchemeSettings {
   skewSeconds: number;
   settleTimeoutMs: number;
-  pollMs: number;
+  /** The chain's head, watched once for every waiting settle. */
+  blocks: BlockTicker;
   /**
    * The most one settlement may cost the executor, in FRI: the sum over the
    * simulation's resource bounds of amount times price. Above it: refused,
@@ -237,6 +239,8 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
     const deadline = Date.now() + this.settings.settleTimeoutMs;
     const want = this.expectedOf(oe, requirements, false) as unknown as ExpectedTransfer;
     for (;;) {
+      // The head known before the look: a block made during it wakes the wait at once.
+      const seen = this.settings.blocks.known();
       const outcome = await this.outcome(sent.hash, want).catch(() => undefined);
       if (outcome?.state === "succeeded" || outcome?.state === "failed") {
         if (outcome.state === "succeeded")
@@ -255,8 +259,13 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
           "the transaction was sent and is not accepted on L2 yet; it is being followed",
         );
       }
-      await new Promise((r) => setTimeout(r, this.settings.pollMs));
+      await this.settings.blocks.waitPast(seen, deadline - Date.now());
     }
+  }
+
+  /** Wakes every settle waiting for a block (the service is stopping). */
+  close(): void {
+    this.settings.blocks.close();
   }
 
   /** The transfer a payment makes, as numbers (or as hex for the journal). */

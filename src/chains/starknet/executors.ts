@@ -7,11 +7,14 @@
  *   `/supported` offers the executors in rotation, and all stay accepted.
  * - An executor whose STRK balance falls below the floor leaves the
  *   rotation (log line, `x402_signer_in_rotation` metric) until it is topped up.
- * - Nonces: sends from one executor are serialized in this process. An
- *   executor this replica holds the lease for keeps its nonce locally; one
- *   another replica holds (a payment named it here) reads the node's
- *   pre-confirmed nonce first. A nonce the node refuses is re-read and the
- *   transaction re-signed, at most three times.
+ * - Nonces: one executor's sends take turns in this process (nonce,
+ *   signature, journal, onto the wire) and overlap after that: each is sent
+ *   without waiting for the node to accept the one before, over a connection
+ *   that keeps their order (rpc.ts). An executor this replica holds the
+ *   lease for keeps its nonce locally, reserving one per send; one another
+ *   replica holds (a payment named it here) reads the node's pre-confirmed
+ *   nonce first. A nonce the node refuses is re-read once the sends ahead
+ *   are answered, and the transaction re-signed, at most three times.
  * - Before a transaction leaves, its hash, nonce and signed body are
  *   journaled, so a crash can be followed up by re-sending exactly it.
  * - Private keys live only inside starknet.js `Account` signers: never logged.
@@ -37,8 +40,10 @@ interface Executor {
   leased: boolean;
   /** The next nonce to use, when this process knows it. */
   nonce: bigint | undefined;
-  /** Sends from this account, one after another. */
+  /** Turns of this account's sends (nonce, signature, journal, on the wire), one after another. */
   queue: Promise<unknown>;
+  /** Sends on the wire, not yet answered: a nonce read from the node waits for them. */
+  onWire: Set<Promise<unknown>>;
   inFlight: number;
 }
 
@@ -119,6 +124,7 @@ export class ExecutorPool {
         leased: false,
         nonce: undefined,
         queue: Promise.resolve(),
+        onWire: new Set(),
         inFlight: 0,
       });
     }
@@ -257,42 +263,28 @@ export class ExecutorPool {
       );
     }
     e.inFlight++;
-    const run = e.queue.then(() => this.sendNow(e, calls, resourceBounds, detail));
-    e.queue = run.catch(() => undefined);
-    return run.finally(() => e.inFlight--);
+    return this.sendFrom(e, calls, resourceBounds, detail).finally(() => e.inFlight--);
   }
 
-  private async sendNow(
+  /**
+   * One payment's transaction, sent and re-signed until the node takes it.
+   * Its nonce is reserved, the transaction signed, journaled and put on the
+   * executor's in-order connection in the executor's turn; the turn then
+   * passes to the next send without waiting for the node's answer, so one
+   * executor's sends overlap and still reach the node in nonce order.
+   */
+  private async sendFrom(
     e: Executor,
     calls: Call[],
     resourceBounds: ResourceBounds,
     detail: Record<string, unknown>,
   ): Promise<{ hash: string; ambiguous: boolean }> {
     for (let attempt = 1; ; attempt++) {
-      const nonce =
-        e.leased && e.nonce !== undefined
-          ? e.nonce
-          : BigInt(
-              await this.opts.rpc.ask((p) => p.getNonceForAddress(e.address, "pre_confirmed")),
-            );
-      // Fee bounds and tip are given: starknet.js neither estimates nor scans blocks for a tip.
-      const signed = await e.account.getSignedTransaction(calls, {
-        nonce,
-        tip: 0n,
-        resourceBounds,
-      });
-      const txHash = e.signer.takeHash(signed.signature);
-      if (txHash === undefined)
-        throw new Error("the executor's signer kept no hash for its transaction");
-      await this.opts.journal.sent({
-        network: this.opts.network,
-        reference: txHash,
-        signer: e.address,
-        detail: { ...detail, nonce: nonce.toString(), transaction: signed },
-      });
+      const turn = e.queue.then(() => this.signAndDispatch(e, calls, resourceBounds, detail));
+      e.queue = turn.catch(() => undefined);
+      const { txHash, answer } = await turn;
       try {
-        await this.opts.rpc.ask((p) => p.invokeSignedTx(signed));
-        e.nonce = nonce + 1n;
+        await answer;
         return { hash: txHash, ambiguous: false };
       } catch (err) {
         if (!(err instanceof RpcError)) {
@@ -304,15 +296,11 @@ export class ExecutorPool {
           );
           return { hash: txHash, ambiguous: true };
         }
-        if (err.code === RpcCode.duplicateTx) {
-          e.nonce = nonce + 1n;
-          return { hash: txHash, ambiguous: false };
-        }
-        if (err.code === RpcCode.invalidTransactionNonce && attempt < 3) {
-          e.nonce = undefined;
-          continue;
-        }
+        if (err.code === RpcCode.duplicateTx) return { hash: txHash, ambiguous: false };
+        // Every send after a refused one is refused too (its nonce is ahead
+        // of the node's): the next turn reads the node's nonce again.
         e.nonce = undefined;
+        if (err.code === RpcCode.invalidTransactionNonce && attempt < 3) continue;
         const reason =
           err.code === RpcCode.insufficientAccountBalance ||
           err.code === RpcCode.insufficientResources
@@ -324,5 +312,54 @@ export class ExecutorPool {
         );
       }
     }
+  }
+
+  /**
+   * The executor's turn: the nonce (its own count while this replica holds
+   * the lease; otherwise, or after a refusal, the node's once every send
+   * already on the wire is answered), the signature, the journal, and the
+   * send put on the wire. Returns without waiting for the node's answer.
+   */
+  private async signAndDispatch(
+    e: Executor,
+    calls: Call[],
+    resourceBounds: ResourceBounds,
+    detail: Record<string, unknown>,
+  ): Promise<{ nonce: bigint; txHash: string; answer: Promise<unknown> }> {
+    let nonce: bigint;
+    if (e.leased && e.nonce !== undefined) {
+      nonce = e.nonce;
+    } else {
+      await Promise.allSettled(e.onWire);
+      nonce = BigInt(
+        await this.opts.rpc.ask((p) => p.getNonceForAddress(e.address, "pre_confirmed")),
+      );
+    }
+    // Fee bounds and tip are given: starknet.js neither estimates nor scans blocks for a tip.
+    const signed = await e.account.getSignedTransaction(calls, {
+      nonce,
+      tip: 0n,
+      resourceBounds,
+    });
+    const txHash = e.signer.takeHash(signed.signature);
+    if (txHash === undefined)
+      throw new Error("the executor's signer kept no hash for its transaction");
+    await this.opts.journal.sent({
+      network: this.opts.network,
+      reference: txHash,
+      signer: e.address,
+      detail: { ...detail, nonce: nonce.toString(), transaction: signed },
+    });
+    // Reserved: the next turn signs the nonce after this one.
+    e.nonce = nonce + 1n;
+    // Put on the wire now, inside the turn: the in-order connection keeps
+    // the order the sends are made in.
+    const answer = this.opts.rpc.askInOrder((p) => p.invokeSignedTx(signed));
+    e.onWire.add(answer);
+    void answer.then(
+      () => e.onWire.delete(answer),
+      () => e.onWire.delete(answer),
+    );
+    return { nonce, txHash, answer };
   }
 }

@@ -21,6 +21,7 @@ import type {
 } from "../ports.js";
 import { ExactStarknetScheme, type ExpectedTransfer } from "./exactScheme.js";
 import { ExecutorPool, type ExecutorKey } from "./executors.js";
+import { BlockTicker } from "./blockTicker.js";
 import { StarknetReason } from "./reasons.js";
 import {
   addressHex,
@@ -88,10 +89,16 @@ export class StarknetChainAdapter implements ChainFamily {
             Number(settings.minExecutorFeeBalance) / 1e18,
           ),
       });
+      // One look at the head serves every waiting settle, so it can look
+      // more often than each settle used to ask for its receipt.
+      const blocks = new BlockTicker(
+        () => rpc.ask((p) => p.getBlockNumber()),
+        Math.min(ctx.pollingIntervalMs ?? 1000, 250),
+      );
       const scheme = new ExactStarknetScheme(network, rpc, executors, ctx.journal, {
         skewSeconds: settings.timeSkewSeconds,
         settleTimeoutMs: ctx.settleTimeoutMs,
-        pollMs: ctx.pollingIntervalMs ?? 1000,
+        blocks,
         maxFeeFri: settings.maxFeeFri,
         ...(ctx.onFeePaid ? { onFeePaid: (status, strk) => ctx.onFeePaid!(id, status, strk) } : {}),
       });
@@ -116,6 +123,7 @@ export class StarknetChainAdapter implements ChainFamily {
   }
 
   async close(): Promise<void> {
+    for (const r of this.runtimes.values()) r.scheme.close();
     await Promise.all([...this.runtimes.values()].map((r) => r.executors.stop()));
   }
 

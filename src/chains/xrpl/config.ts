@@ -3,6 +3,10 @@
  *
  * - `XRPL_RPC_URL`: a rippled JSON-RPC URL over HTTP(S) (serves `xrpl:0`).
  *   The model is keyless, so no keys: the payer signs and pays its own fee.
+ * - `XRPL_WS_URL`: rippled's WebSocket, where the `ledger` stream says the
+ *   moment a ledger is validated, so a settle answers then instead of at its
+ *   next poll. Unset: the RPC URL's host and port over `ws(s)://`; `off`:
+ *   poll only. While the stream is down the service polls.
  * - `XRPL_MAX_FEE_DROPS`: the highest fee a payment may carry (default
  *   10000 drops, 0.01 XRP); above it the payment is refused, since a
  *   resource server should not be the reason a payer overpays.
@@ -17,7 +21,7 @@ import type { ConfigVariable } from "../../lib/envVars.js";
 import type { XrplSettings, XrplSetup } from "./index.js";
 
 interface XrplConfig {
-  setup: { networks: { id: string; rpcUrl: string }[] } | undefined;
+  setup: { networks: { id: string; rpcUrl: string; wsUrl?: string | null }[] } | undefined;
   settings: { maxFeeDrops: bigint; minLedgerCloseSeconds: number };
 }
 
@@ -28,6 +32,13 @@ function parseXrplConfig(env: NodeJS.ProcessEnv): XrplConfig {
       "XRPL_RPC_URL must be rippled's JSON-RPC over http(s), e.g. https://xrplcluster.com (not ws://)",
     );
   }
+  const wsRaw = env["XRPL_WS_URL"]?.trim();
+  if (wsRaw && wsRaw !== "off" && !/^wss?:\/\//.test(wsRaw)) {
+    throw new ConfigError(
+      "XRPL_WS_URL must be rippled's WebSocket (ws:// or wss://), or `off` to poll only",
+    );
+  }
+  const wsUrl = wsRaw === "off" ? null : wsRaw || undefined;
   const maxFee = env["XRPL_MAX_FEE_DROPS"]?.trim() || "10000";
   if (!/^\d{1,12}$/.test(maxFee) || BigInt(maxFee) < 10n) {
     throw new ConfigError("XRPL_MAX_FEE_DROPS must be a whole number of drops, at least 10");
@@ -40,7 +51,11 @@ function parseXrplConfig(env: NodeJS.ProcessEnv): XrplConfig {
     );
   }
   return {
-    setup: rpcUrl ? { networks: [{ id: XRPL_MAINNET_ID, rpcUrl }] } : undefined,
+    setup: rpcUrl
+      ? {
+          networks: [{ id: XRPL_MAINNET_ID, rpcUrl, ...(wsUrl !== undefined ? { wsUrl } : {}) }],
+        }
+      : undefined,
     settings: { maxFeeDrops: BigInt(maxFee), minLedgerCloseSeconds: close },
   };
 }
@@ -55,6 +70,13 @@ const VARIABLES: readonly ConfigVariable[] = [
     description:
       "rippled JSON-RPC over HTTP(S) for `xrpl:0` (not `ws://`). Alone it serves the XRP Ledger (keyless: no keys to set). Point it at a node that keeps at least the last 1,000 ledgers, or an expired payment stays `settlement_pending`.",
     example: "XRPL_RPC_URL=https://xrplcluster.com",
+  },
+  {
+    name: "XRPL_WS_URL",
+    default: "the `XRPL_RPC_URL` host and port over `ws://` (`wss://` for `https://`)",
+    description:
+      "rippled WebSocket for `xrpl:0`, whose `ledger` stream announces each validated ledger so a settle answers as soon as its ledger closes. `off` polls only. While the stream is unreachable the service polls the JSON-RPC URL and reconnects in the background.",
+    example: "XRPL_WS_URL=wss://xrplcluster.com",
   },
   {
     name: "XRPL_MAX_FEE_DROPS",

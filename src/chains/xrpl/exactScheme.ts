@@ -15,7 +15,9 @@
  * until it is validated, or until the validated ledger passes its
  * `LastLedgerSequence` without it (it can never land: a failure), or until
  * the time budget ends (`settlement_pending` with the hash; the reconciler
- * finishes it).
+ * finishes it). It looks again as each validated ledger is announced on
+ * rippled's `ledger` stream, or every polling interval while the stream is
+ * down (validatedLedgers.ts).
  */
 import { deriveAddress } from "xrpl";
 import { refusedSettle, settleRefusal, verifyAnswer } from "../../protocol/answers.js";
@@ -32,6 +34,7 @@ import type { TransactionJournal } from "../ports.js";
 import { XrplRpcError, type XrplRpc } from "./rpc.js";
 import { XrplReason } from "./reasons.js";
 import { checkSignedPayment, type PaymentTx } from "./signedPayment.js";
+import type { ValidatedLedgers } from "./validatedLedgers.js";
 
 /** The account flag that disables the master key. */
 const LSF_DISABLE_MASTER = 0x00100000;
@@ -41,7 +44,6 @@ export interface XrplSchemeSettings {
   /** The shortest time a ledger takes to close; bounds how far ahead `LastLedgerSequence` may lie. */
   minLedgerCloseSeconds: number;
   settleTimeoutMs: number;
-  pollMs: number;
 }
 
 /** What the chain says of one transaction, looked for in a range of ledgers. */
@@ -109,7 +111,7 @@ export class ExactXrplScheme implements SchemeNetworkFacilitator {
   constructor(
     private readonly network: XrplNetwork,
     private readonly rpc: XrplRpc,
-    private readonly validatedLedger: () => Promise<number>,
+    private readonly ledgers: ValidatedLedgers,
     private readonly journal: TransactionJournal,
     private readonly settings: XrplSchemeSettings,
   ) {}
@@ -171,7 +173,8 @@ export class ExactXrplScheme implements SchemeNetworkFacilitator {
     // apply it. Unless it is already in a ledger (the payer may have
     // submitted these bytes elsewhere: tefPAST_SEQ), it never lands from here.
     if (/^(tem|tef|tel|tec)/.test(preliminary)) {
-      const seen = await this.validatedLedger()
+      const seen = await this.ledgers
+        .current()
         .then((validated) => this.status(hash, { first: range.first, last: validated }))
         .catch(() => undefined);
       if (seen?.state === "missing") {
@@ -187,6 +190,8 @@ export class ExactXrplScheme implements SchemeNetworkFacilitator {
     }
     const deadline = Date.now() + this.settings.settleTimeoutMs;
     for (;;) {
+      // The ledger known before the look: one that closes during it wakes the wait at once.
+      const seen = this.ledgers.known();
       const status = await this.status(hash, range).catch(() => undefined);
       if (status?.state === "validated") return this.finish(hash, status, payer, network);
       // Missing from every ledger up to its LastLedgerSequence: it can never land.
@@ -206,7 +211,8 @@ export class ExactXrplScheme implements SchemeNetworkFacilitator {
           errorMessage: "the payment was submitted and is not validated yet; it is being followed",
         });
       }
-      await new Promise((r) => setTimeout(r, this.settings.pollMs));
+      // The next validated ledger (by the stream), or the polling interval without it.
+      await this.ledgers.waitPast(seen, deadline - Date.now());
     }
   }
 
@@ -281,7 +287,7 @@ export class ExactXrplScheme implements SchemeNetworkFacilitator {
       payer,
     });
 
-    const validated = await this.validatedLedger();
+    const validated = await this.ledgers.current();
     const lastLedger = tx.LastLedgerSequence!;
     const maxAhead = Math.min(
       Math.ceil(requirements.maxTimeoutSeconds / this.settings.minLedgerCloseSeconds) + 2,

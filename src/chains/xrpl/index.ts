@@ -24,13 +24,29 @@ import {
   reasonForResult,
   type XrplSchemeSettings,
 } from "./exactScheme.js";
-import { networkNotServed, nothingWasSent, probeNetworks, RecentRead } from "../familySupport.js";
+import { networkNotServed, nothingWasSent, probeNetworks } from "../familySupport.js";
 import { XrplRpc } from "./rpc.js";
+import { ValidatedLedgers } from "./validatedLedgers.js";
 import { XrplReason } from "./reasons.js";
 import { decodePayment, paymentHash, requiredAsset, signedBlobOf } from "./signedPayment.js";
 
 export interface XrplSetup {
-  networks: readonly { id: string; rpcUrl: string }[];
+  networks: readonly {
+    id: string;
+    rpcUrl: string;
+    /**
+     * rippled's WebSocket, for the `ledger` stream: undefined takes the RPC
+     * URL's host and port (`http` → `ws`, `https` → `wss`), null polls only.
+     */
+    wsUrl?: string | null;
+  }[];
+}
+
+/** The WebSocket a node serving JSON-RPC at `rpcUrl` most likely serves too (public nodes serve both on one port). */
+function webSocketUrlOf(rpcUrl: string): string {
+  const url = new URL(rpcUrl);
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  return url.toString();
 }
 
 export type XrplSettings = Pick<XrplSchemeSettings, "maxFeeDrops" | "minLedgerCloseSeconds">;
@@ -39,8 +55,8 @@ interface XrplRuntime {
   network: XrplNetwork;
   rpc: XrplRpc;
   scheme: ExactXrplScheme;
-  /** The validated ledger index, read at most every 250 ms however many ask. */
-  validated: RecentRead<number>;
+  /** The validated ledger index: by rippled's `ledger` stream, or read at most every 250 ms. */
+  ledgers: ValidatedLedgers;
   lastTransportFailure: number;
 }
 
@@ -53,7 +69,7 @@ export class XrplChainAdapter implements ChainFamily {
   private readonly schemes = new Map<string, readonly string[]>();
 
   constructor(setup: XrplSetup, settings: XrplSettings, ctx: FamilyContext) {
-    for (const { id, rpcUrl } of setup.networks) {
+    for (const { id, rpcUrl, wsUrl } of setup.networks) {
       const network = findXrplNetwork(id);
       if (!network) throw new Error(`unknown XRP Ledger network ${id}`);
       // The callback runs later, once the runtime is in the map.
@@ -63,25 +79,21 @@ export class XrplChainAdapter implements ChainFamily {
         url: rpcUrl,
         onTransportFailure: (at) => (runtime().lastTransportFailure = at),
       });
-      const validated = new RecentRead(
-        () =>
+      const ledgers = new ValidatedLedgers({
+        network: id,
+        wsUrl: wsUrl === null ? undefined : (wsUrl ?? webSocketUrlOf(rpcUrl)),
+        readValidated: () =>
           rpc
             .call<{ ledger_index: number | string }>("ledger", { ledger_index: "validated" })
             .then((res) => Number(res.ledger_index)),
-        250,
-      );
-      const scheme = new ExactXrplScheme(network, rpc, () => validated.get(), ctx.journal, {
+        pollMs: ctx.pollingIntervalMs ?? 500,
+        log: ctx.log,
+      });
+      const scheme = new ExactXrplScheme(network, rpc, ledgers, ctx.journal, {
         ...settings,
         settleTimeoutMs: ctx.settleTimeoutMs,
-        pollMs: ctx.pollingIntervalMs ?? 500,
       });
-      this.runtimes.set(id, {
-        network,
-        rpc,
-        scheme,
-        validated,
-        lastTransportFailure: 0,
-      });
+      this.runtimes.set(id, { network, rpc, scheme, ledgers, lastTransportFailure: 0 });
       this.schemes.set(id, ["exact"]);
     }
   }
@@ -97,10 +109,12 @@ export class XrplChainAdapter implements ChainFamily {
   }
 
   async start(): Promise<void> {
-    await Promise.all([...this.runtimes.values()].map((r) => r.validated.get()));
+    await Promise.all([...this.runtimes.values()].map((r) => r.ledgers.start()));
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    await Promise.all([...this.runtimes.values()].map((r) => r.ledgers.close()));
+  }
 
   payerOf(payload: PaymentPayload): string | undefined {
     const account = decodePayment(payload)?.Account;
@@ -149,7 +163,7 @@ export class XrplChainAdapter implements ChainFamily {
 
   async currentBlock(network: string): Promise<bigint | undefined> {
     const r = this.runtimes.get(network);
-    return r ? BigInt(await r.validated.get()) : undefined;
+    return r ? BigInt(await r.ledgers.current()) : undefined;
   }
 
   rpcFailedSince(network: string, sinceMs: number): boolean {
