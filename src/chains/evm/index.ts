@@ -154,6 +154,7 @@ export class EvmChainAdapter implements ChainFamily {
       });
       const signer = createEvmSigner({
         publicClient: client,
+        fees,
         pool,
         confirmationTimeoutMs: opts.confirmationTimeoutMs,
       });

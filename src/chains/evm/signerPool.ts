@@ -8,8 +8,10 @@
  * - leaseKeeper.ts: this replica's share of the accounts;
  * - signerHealth.ts: an account low on gas leaves the rotation.
  *
- * Every call is simulated (gasLimits.ts) before a nonce is taken, so a
- * payment that would revert costs neither gas nor a nonce.
+ * Every call is simulated (gasLimits.ts) before a nonce is taken, as it will
+ * be sent (our account, our fees, the pending block, its gas limit), so a
+ * payment that would revert costs neither gas nor a nonce; and no call gets
+ * more gas than its shape's ceiling (gasCeilings.ts).
  */
 import type { Chain, Hex, PublicClient, TransactionReceipt } from "viem";
 import type { Logger } from "../../lib/logger.js";
@@ -24,6 +26,7 @@ import { LeaseKeeper, type LeaseSettings } from "./leaseKeeper.js";
 import { SignerHealthCheck } from "./signerHealth.js";
 import { GasLimits } from "./gasLimits.js";
 import { GasLimitTooHighError } from "./feeOracle.js";
+import { gasCeilingFor, shapeOf } from "./gasCeilings.js";
 import { AmbiguousBroadcastError, isNonceError } from "./broadcastErrors.js";
 
 export { NoHealthySignerError, SignerUnavailableError } from "./broadcastErrors.js";
@@ -143,15 +146,31 @@ export class EvmSignerPool {
     from?: Hex;
     /** Native value (wei): only the gas funding of a sponsored approval sends any. */
     value?: bigint;
+    /**
+     * The most gas this call may be given, when the caller knows its shape
+     * better than its selector says (a wallet deployment through a factory).
+     */
+    ceiling?: bigint;
   }): Promise<Hex> {
     const started = performance.now();
     const lane = call.from ? this.lanes.named(call.from) : this.lanes.pick();
-    // Simulation first: a call that would revert throws here, before a nonce
-    // or any gas is spent.
-    const gas = call.gas ?? (await this.gasLimits.forCall(lane.account.address, call));
-    const ceiling = this.opts.maxGasPerTransaction;
-    if (ceiling !== undefined && gas > ceiling) throw new GasLimitTooHighError(gas, ceiling);
     const fees = await this.opts.fees.forNewTransaction();
+    const ceiling = this.ceilingFor(call);
+    // Simulation first, of the transaction as it will be sent: a call that
+    // would revert throws here, before a nonce or any gas is spent.
+    let gas: bigint;
+    if (call.gas === undefined) {
+      gas = await this.gasLimits.forCall(lane.account.address, call, fees, {
+        ceiling,
+        remembered: shapeOf(call.data)?.remembered ?? ceiling,
+      });
+    } else {
+      if (ceiling !== undefined && call.gas > ceiling) {
+        throw new GasLimitTooHighError(call.gas, ceiling);
+      }
+      gas = call.gas;
+      await this.gasLimits.simulate(lane.account.address, call, fees, gas);
+    }
     const tx = { to: call.to, data: call.data, gas, ...(call.value ? { value: call.value } : {}) };
     for (let attempt = 0; ; attempt++) {
       const nonce = await this.lanes.takeNonce(lane);
@@ -181,6 +200,13 @@ export class EvmSignerPool {
         throw e;
       }
     }
+  }
+
+  /** The call's shape's ceiling, under the operator's and the caller's. */
+  private ceilingFor(call: { data: Hex; ceiling?: bigint }): bigint | undefined {
+    const shaped = gasCeilingFor(call.data, this.opts.maxGasPerTransaction);
+    if (call.ceiling === undefined) return shaped;
+    return shaped !== undefined && shaped < call.ceiling ? shaped : call.ceiling;
   }
 
   /**
