@@ -64,6 +64,11 @@ export interface Config {
   readonly builderServiceCode: string | undefined;
   /** A `pending` settlement older than this is reconciled against the chain. */
   readonly reconcileAfterMs: number;
+  /**
+   * How long a payer whose own payment failed on-chain is refused, on every
+   * account (`payer_failed_onchain_recently`); 0: never.
+   */
+  readonly payerFailureCoolingMs: number;
   /** How long SIGTERM waits for in-flight requests before closing anyway. */
   readonly shutdownDrainMs: number;
   readonly http: {
@@ -205,6 +210,7 @@ const EnvSchema = z.object({
   // signature) and never count; these are failures that cost us gas.
   FAILED_SETTLES_PER_HOUR_FREE: intVar("FAILED_SETTLES_PER_HOUR_FREE", 1, 1_000_000, 20),
   FAILED_SETTLES_PER_HOUR_PAID: intVar("FAILED_SETTLES_PER_HOUR_PAID", 1, 1_000_000, 500),
+  PAYER_FAILURE_COOLING_SECONDS: intVar("PAYER_FAILURE_COOLING_SECONDS", 0, 30 * 86_400, 3_600),
   PLAN_STARTER_PRICE_USD: usdVar("PLAN_STARTER_PRICE_USD", DEFAULT_PLAN_PRICES.starter),
   PLAN_PRO_PRICE_USD: usdVar("PLAN_PRO_PRICE_USD", DEFAULT_PLAN_PRICES.pro),
   PLAN_MAX_PRICE_USD: usdVar("PLAN_MAX_PRICE_USD", DEFAULT_PLAN_PRICES.max),
@@ -522,6 +528,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     builderCode: e.BUILDER_CODE || undefined,
     builderServiceCode: e.BUILDER_SERVICE_CODE || undefined,
     reconcileAfterMs,
+    payerFailureCoolingMs: e.PAYER_FAILURE_COOLING_SECONDS * 1000,
     shutdownDrainMs,
     host: e.HOST ?? (mode === "devnet" ? "127.0.0.1" : "0.0.0.0"),
     port: e.PORT,
@@ -752,6 +759,12 @@ export const VARIABLES: {
       name: "FAILED_SETTLES_PER_HOUR_PAID",
       default: "`500`",
       description: "The same limit for accounts on a paid plan.",
+    },
+    {
+      name: "PAYER_FAILURE_COOLING_SECONDS",
+      default: "`3600`",
+      description:
+        "How long a payer whose own payment failed on-chain (its wallet's code, or its own move of the funds or the nonce, at our gas cost) is refused before anything is sent, on every account: the settle answers `payer_failed_onchain_recently`. Such failures do not count against the settling account's failure limit. `0` turns the cooling off.",
     },
     {
       name: "PLAN_STARTER_PRICE_USD",

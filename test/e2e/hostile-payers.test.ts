@@ -32,6 +32,7 @@ import { startStack, type TestStack } from "../support/stack.js";
 import { requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
+import { FRONT_RUN_FEES, settleRacedBy } from "../support/settleRace.js";
 
 const NETWORK = "eip155:8453";
 const PAY_TO = "0x000000000000000000000000000000000000c0de" as const;
@@ -127,9 +128,19 @@ describe("hostile payers with code (ERC-1271 wallet, EIP-7702 delegation)", () =
 
   /** A merchant of its own (a Free account) and its facilitator client. */
   async function merchant(name: string): Promise<HTTPFacilitatorClient> {
+    return (await merchantAccount(name)).facilitator;
+  }
+
+  async function merchantAccount(name: string) {
     const account = await createAccount(stack.service.db, name);
     const key = (await createApiKey(stack.service.db, account.id, name)).key;
-    return new HTTPFacilitatorClient({ url: stack.url, createAuthHeaders: apiKeyAuth(key) });
+    return {
+      id: account.id,
+      facilitator: new HTTPFacilitatorClient({
+        url: stack.url,
+        createAuthHeaders: apiKeyAuth(key),
+      }),
+    };
   }
 
   /** 25 settles by one hostile payer, then the merchant's honest customer pays. */
@@ -204,5 +215,72 @@ describe("hostile payers with code (ERC-1271 wallet, EIP-7702 delegation)", () =
     assert.deepEqual([r.success, r.errorReason, r.transaction], [false, "gas_limit_too_high", ""]);
     assert.deepEqual(after, before, "no transaction, no gas");
     assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, wallet), 10n * PRICE);
+  });
+
+  test("a payer that moves its USDC away in the block of our settle: refused on every account after one failure; the merchant is not held off", async () => {
+    const first = await merchantAccount("raced merchant");
+    const payerKey = generatePrivateKey();
+    const payer = privateKeyToAccount(payerKey);
+    await client.request({
+      method: "anvil_setBalance" as never,
+      params: [payer.address, toHex(10n ** 18n)] as never,
+    });
+    await fund(payer.address, 100n * PRICE);
+    const requirements = requirementsFor({
+      network: NETWORK,
+      usdc: stack.usdc,
+      payTo: PAY_TO,
+      amount: PRICE.toString(),
+    });
+    const before = await signersState(stack, client);
+    const raced = await settleRacedBy(
+      stack.rpcUrl,
+      async () => first.facilitator.settle(await signPayment(payerKey, requirements), requirements),
+      () =>
+        createWalletClient({ account: payer, transport: http(stack.rpcUrl) }).writeContract({
+          chain: null,
+          address: stack.usdc,
+          abi: erc20Abi,
+          functionName: "transfer",
+          args: [PAY_TO, 100n * PRICE],
+          // No estimate: against the pending block it would see our settle first.
+          gas: 100_000n,
+          ...FRONT_RUN_FEES,
+        }),
+    );
+    assert.equal(raced.success, false, JSON.stringify(raced));
+    // Sent, and reverted on-chain (a failure's answer names no transaction).
+    const row = await stack.service.db
+      .selectFrom("settlements")
+      .select(["status", "failure_cause", "transaction"])
+      .where("account_id", "=", first.id)
+      .executeTakeFirstOrThrow();
+    assert.equal(row.status, "failed");
+    assert.notEqual(row.transaction, null, "sent");
+    assert.equal(row.failure_cause, "payer", "charged to the payer, not the merchant");
+
+    // Funded again, the payer is refused everywhere, before anything is sent.
+    await fund(payer.address, 100n * PRICE);
+    const answers: string[] = [];
+    for (let i = 0; i < 24; i++) {
+      const facilitator = i % 2 === 0 ? first.facilitator : await merchant(`other ${i}`);
+      const r = await facilitator.settle(await signPayment(payerKey, requirements), requirements);
+      answers.push(r.success ? "success" : `${r.errorReason}|${r.transaction}`);
+    }
+    const after = await signersState(stack, client);
+    console.log(
+      `racing EOA payer: 25 settles → ${after.nonces - before.nonces} broadcasts, our signers spent ${before.balance - after.balance} wei; answers: ${[...new Set(answers)].join(" | ")}`,
+    );
+    assert.deepEqual(new Set(answers), new Set(["payer_failed_onchain_recently|"]));
+    assert.equal(after.nonces - before.nonces, 1, "one failed transaction, then nothing");
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payer.address), 100n * PRICE);
+
+    // The merchant's own failure limit did not count the payer's failure,
+    // and its honest customers still settle.
+    const honest = await first.facilitator.settle(
+      await signPayment(stack.payerKeys[1]!, requirements),
+      requirements,
+    );
+    assert.equal(honest.success, true, JSON.stringify(honest));
   });
 });

@@ -25,6 +25,7 @@ import type {
   PreparedPayment,
   ReconcileOutcome,
   TransactionPhase,
+  FailureCause,
 } from "../ports.js";
 import {
   evmAuthorizationKey,
@@ -41,6 +42,7 @@ import type { SignerLeases } from "../ports.js";
 import { FeeOracle } from "./feeOracle.js";
 import { noopJournal, type TransactionJournal } from "../ports.js";
 import { reconcileEvmSettlement } from "./reconcile.js";
+import { evmFailureCause } from "./failureCause.js";
 import { chainFor, createEvmPublicClient, type RpcBatching } from "./rpc.js";
 import { createEvmSigner } from "./signer.js";
 import { EvmSignerPool } from "./signerPool.js";
@@ -277,6 +279,13 @@ export class EvmChainAdapter implements ChainFamily {
         raw: String(t.detail["raw"] ?? "0x") as Hex,
       })),
     );
+  }
+
+  /** Who caused a settlement that failed on-chain (failureCause.ts). */
+  failureCause(payload: PaymentPayload, requirements: PaymentRequirements): Promise<FailureCause> {
+    const runtime = this.runtimes.get(requirements.network);
+    if (!runtime) return Promise.resolve("requirements");
+    return evmFailureCause(runtime.client, payload, requirements);
   }
 
   async currentBlock(network: string): Promise<bigint | undefined> {

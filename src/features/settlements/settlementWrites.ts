@@ -166,6 +166,7 @@ const OUTCOME_COLUMNS = Object.keys({
   success_answered_at: true,
   success_request_id: true,
   settled_amount: true,
+  failure_cause: true,
 } satisfies Record<keyof SettlementOutcomeRow, true>);
 
 /**
