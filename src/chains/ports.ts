@@ -229,6 +229,8 @@ export interface FamilyContext {
   onNativeRecovery?: (active: boolean) => void;
   /** What one of our transactions cost, in whole native units, once mined (a metric). */
   onFeePaid?: (network: string, status: "success" | "reverted", fee: number) => void;
+  /** Each network's hourly budget for failed settlements, in whole native units (a metric). */
+  onFailedGasBudget?: (network: string, budget: number) => void;
   /** The confidential settlement vault, whose payments its family collects through it. */
   confidentialVault?: { network: string; address: `0x${string}` };
 }

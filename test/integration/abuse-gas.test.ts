@@ -315,6 +315,14 @@ describe("a listed hostile token: bounded per settle, and held off after a few f
     const metric = await stack.service.metrics.gasSpent.get();
     const reverted = metric.values.find((v) => v.labels["outcome"] === "reverted");
     assert.ok(reverted && reverted.value > 0, "x402_signer_gas_spent_total counts it");
+    const failed = (await stack.service.metrics.failedGas.get()).values.find(
+      (v) => v.labels["network"] === NETWORK,
+    );
+    assert.equal(failed?.value, Number(spent) / 1e18, "x402_failed_settlement_gas_native_total");
+    const budget = (await stack.service.metrics.failedGasBudget.get()).values.find(
+      (v) => v.labels["network"] === NETWORK,
+    );
+    assert.equal(budget?.value, 1, "x402_failed_settlement_gas_budget_native: the default, 1 ETH");
   });
 
   test("another account is not held off by this one's failures", async () => {

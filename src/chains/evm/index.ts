@@ -80,6 +80,12 @@ export interface RegisterEvmOptions {
   minSignerBalanceWei?: bigint;
   /** The most gas one settlement transaction may be given. */
   maxGasPerTransaction?: bigint;
+  /**
+   * Each network's hourly budget (wei) for transactions that fail on-chain,
+   * in flight included (failedGasBudget.ts): by chain id, and `default`.
+   */
+  failedGasBudgetWei?: { default: bigint | undefined; byChainId: ReadonlyMap<number, bigint> };
+  onFailedGasBudget?: (network: string, budget: number) => void;
   onSignerHealth?: (network: string, address: string, healthy: boolean, balanceWei: bigint) => void;
   onTransactionPhase?: (network: string, phase: TransactionPhase, seconds: number) => void;
   onFeePaid?: (network: string, status: "success" | "reverted", fee: number) => void;
@@ -149,11 +155,17 @@ export class EvmChainAdapter implements ChainFamily {
           ? { maxGasPerTransaction: opts.maxGasPerTransaction }
           : {}),
         ...(opts.leases ? { leases: opts.leases } : {}),
+        failedGasBudgetWei:
+          opts.failedGasBudgetWei?.byChainId.get(network.chainId) ??
+          opts.failedGasBudgetWei?.default,
         onSignerHealth: (address, healthy, balance) =>
           opts.onSignerHealth?.(network.id, address, healthy, balance),
         onPhase: (phase, seconds) => opts.onTransactionPhase?.(network.id, phase, seconds),
         onFeePaid: (status, wei) => opts.onFeePaid?.(network.id, status, Number(wei) / 1e18),
       });
+      if (pool.failedGasBudgetWei !== undefined) {
+        opts.onFailedGasBudget?.(network.id, Number(pool.failedGasBudgetWei) / 1e18);
+      }
       const signer = createEvmSigner({
         publicClient: client,
         fees,

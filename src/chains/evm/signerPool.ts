@@ -27,6 +27,7 @@ import { SignerHealthCheck } from "./signerHealth.js";
 import { GasLimits } from "./gasLimits.js";
 import { GasLimitTooHighError } from "./feeOracle.js";
 import { gasCeilingFor, shapeOf } from "./gasCeilings.js";
+import { FailedGasBudget } from "./failedGasBudget.js";
 import { AmbiguousBroadcastError, isNonceError } from "./broadcastErrors.js";
 
 export { NoHealthySignerError, SignerUnavailableError } from "./broadcastErrors.js";
@@ -47,6 +48,8 @@ export interface SignerPoolOptions {
   minBalanceWei: bigint;
   /** The most gas one transaction may be given; above it nothing is sent. */
   maxGasPerTransaction?: bigint;
+  /** Hourly budget (wei) for transactions that fail on-chain, in flight included; undefined: none. */
+  failedGasBudgetWei?: bigint | undefined;
   balanceCheckMs?: number;
   onSignerHealth?: (address: string, healthy: boolean, balanceWei: bigint) => void;
   /** A transaction's broadcast time, and its time from acceptance to receipt. */
@@ -69,6 +72,7 @@ export class EvmSignerPool {
   private readonly leases: LeaseKeeper | undefined;
   private readonly health: SignerHealthCheck;
   private readonly gasLimits: GasLimits;
+  private readonly failedGas: FailedGasBudget;
   /** Keyed by every hash of a transaction (original and replacements). */
   private readonly inflight = new Map<string, InFlight>();
 
@@ -77,6 +81,7 @@ export class EvmSignerPool {
     this.lanes = new NonceLanes(network, client, opts.privateKeys, !opts.leases);
     this.addresses = this.lanes.addresses;
     this.gasLimits = new GasLimits(client);
+    this.failedGas = new FailedGasBudget(network, opts.failedGasBudgetWei);
     this.watcher = new ReceiptWatcher(client, opts.receiptTickMs, (e) =>
       log.warn({ err: String(e), network }, "receipt watcher: RPC error"),
     );
@@ -111,6 +116,11 @@ export class EvmSignerPool {
       },
       log,
     );
+  }
+
+  /** The hourly budget for failed transactions (wei), when there is one. */
+  get failedGasBudgetWei(): bigint | undefined {
+    return this.failedGas.budgetWei;
   }
 
   /** Takes this replica's share of the accounts, then starts the gas-balance check. */
@@ -172,18 +182,23 @@ export class EvmSignerPool {
       await this.gasLimits.simulate(lane.account.address, call, fees, gas);
     }
     const tx = { to: call.to, data: call.data, gas, ...(call.value ? { value: call.value } : {}) };
+    // What it would cost if it reverted must fit the hour's failure budget.
+    const hold = this.failedGas.reserve(gas * fees.maxFeePerGas);
     for (let attempt = 0; ; attempt++) {
-      const nonce = await this.lanes.takeNonce(lane);
+      const nonce = await this.lanes.takeNonce(lane).catch((e: unknown) => {
+        this.failedGas.finish(hold, false, 0n);
+        throw e;
+      });
       try {
         const hash = await this.broadcaster.send(lane, nonce, tx, fees);
-        this.track(lane, nonce, tx, fees, hash);
+        this.track(lane, nonce, tx, fees, hash, hold);
         this.reportPhase("broadcast", started);
         return hash;
       } catch (e) {
         if (e instanceof AmbiguousBroadcastError) {
           // It may be in the pool: keep its nonce, follow it like any other
           // transaction, and let the caller report the settlement as pending.
-          this.track(lane, nonce, tx, fees, e.hash);
+          this.track(lane, nonce, tx, fees, e.hash, hold);
           const scope = currentSettlement()?.notes;
           if (scope) scope.ambiguousReference = e.hash;
           throw e;
@@ -197,6 +212,7 @@ export class EvmSignerPool {
         // The nonce was taken but nothing was accepted: fill the gap so later
         // transactions from this account are not stuck behind it.
         void this.broadcaster.fillGap(lane, nonce, fees);
+        this.failedGas.finish(hold, false, 0n);
         throw e;
       }
     }
@@ -228,6 +244,7 @@ export class EvmSignerPool {
     tx: { to: Hex; data: Hex; gas: bigint; value?: bigint },
     fees: Fees,
     hash: Hex,
+    budgetHold: symbol,
   ): void {
     let resolve!: (r: TransactionReceipt) => void;
     const receipt = new Promise<TransactionReceipt>((r) => (resolve = r));
@@ -242,6 +259,7 @@ export class EvmSignerPool {
       timer: undefined,
       bumps: 0,
       acceptedAt: performance.now(),
+      budgetHold,
     };
     this.inflight.set(hash.toLowerCase(), f);
     this.watchHash(f, hash);
@@ -264,6 +282,7 @@ export class EvmSignerPool {
       if (h.toLowerCase() !== r.transactionHash.toLowerCase()) this.watcher.forget(h);
     }
     const fee = r.gasUsed * r.effectiveGasPrice;
+    if (f.budgetHold) this.failedGas.finish(f.budgetHold, r.status === "reverted", fee);
     this.opts.onFeePaid?.(r.status, fee);
     void this.opts.journal
       .finished(r.transactionHash, r.status, r.blockNumber, fee)
