@@ -258,6 +258,14 @@ describe("hostile payers with code (ERC-1271 wallet, EIP-7702 delegation)", () =
     assert.equal(row.status, "failed");
     assert.notEqual(row.transaction, null, "sent");
     assert.equal(row.failure_cause, "payer", "charged to the payer, not the merchant");
+    // The mined transaction's signed bytes are not kept at rest.
+    const journal = await stack.service.db
+      .selectFrom("settlement_transactions")
+      .select(["status", "detail"])
+      .where("reference", "=", row.transaction!)
+      .executeTakeFirstOrThrow();
+    assert.equal(journal.status, "reverted");
+    assert.equal("raw" in journal.detail, false, JSON.stringify(journal.detail));
 
     // Funded again, the payer is refused everywhere, before anything is sent.
     await fund(payer.address, 100n * PRICE);

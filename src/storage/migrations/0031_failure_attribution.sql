@@ -16,3 +16,16 @@ CREATE INDEX settlements_payer_failures_idx ON settlements (payer, finished_at)
 -- its own: its pending rows per network.
 CREATE INDEX settlements_in_flight_idx ON settlements (account_id, network, started_at)
   WHERE status = 'pending';
+
+-- A mined transaction is never sent again, so the signed bytes its journal
+-- entry kept for a re-send (EVM `raw`, with a payer's sponsored approve; the
+-- XRPL `blob`; NEAR's `signedTransaction`; a Solana or Starknet
+-- `transaction`) are dropped, as every new final entry's are; and so are
+-- those of any entry whose settlement is final (a replaced version that was
+-- never mined).
+UPDATE settlement_transactions t
+  SET detail = t.detail - ARRAY['raw', 'blob', 'signedTransaction', 'transaction']
+  WHERE t.detail ?| ARRAY['raw', 'blob', 'signedTransaction', 'transaction']
+    AND (t.status <> 'sent'
+      OR EXISTS (SELECT 1 FROM settlements s
+        WHERE s.id = t.settlement_id AND s.status <> 'pending'));
