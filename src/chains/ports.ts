@@ -6,7 +6,7 @@
  * family through the table in `src/chains/index.ts` and these interfaces.
  */
 import type { PendingSettlementStore, x402Facilitator } from "@x402/core/facilitator";
-import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import type { PaymentPayload, PaymentRequirements, SchemeNetworkServer } from "@x402/core/types";
 import type { PaymentRequest } from "../protocol/index.js";
 import type { Logger } from "../lib/logger.js";
 import type { ConfigVariable } from "../lib/envVars.js";
@@ -69,6 +69,11 @@ export interface FamilyEntry<Setup = unknown, Settings = unknown> {
   verifyThreads?(settings: Settings): { count: number; startAtPerSecond: number };
   /** Loads the confidential settlement vault client, for the family whose chain holds it. */
   confidentialVault?(): Promise<ConfidentialVaultFactory>;
+  /**
+   * Loads the family's `exact` server scheme, the one resource servers
+   * price and offer with (the service uses it to sell its own plans).
+   */
+  exactServerScheme(): Promise<SchemeNetworkServer>;
 }
 
 /** How a family reads its environment variables (never `process.env` itself). */
@@ -210,8 +215,19 @@ export interface FamilyContext {
   leases: { port: SignerLeases; holder: string; ttlMs?: number; heartbeatMs?: number };
   /** Bound on every wait for a transaction's outcome; past it, `settlement_pending`. */
   settleTimeoutMs: number;
-  /** A sending account entered or left the rotation (the service turns it into metrics). */
-  onSignerHealth: (network: string, address: string, healthy: boolean, balance: number) => void;
+  /**
+   * A sending account's balance was read: whether it is in the rotation, its
+   * balance and the floor below which it leaves it, both in whole native
+   * units (the service turns them into metrics, so an alert can fire before
+   * the floor is reached).
+   */
+  onSignerHealth: (
+    network: string,
+    address: string,
+    healthy: boolean,
+    balance: number,
+    floor: number,
+  ) => void;
   /**
    * How long a settlement transaction took to broadcast (everything before
    * the node accepted it) and to be included (from then to its receipt).

@@ -78,9 +78,10 @@ export async function createEngine(opts: EngineOptions): Promise<PaymentFacilita
     },
     settleTimeoutMs: config.settleTimeoutMs,
     pendingSettlements: opts.pendingSettlements,
-    onSignerHealth: (network, signer, healthy, balance) => {
+    onSignerHealth: (network, signer, healthy, balance, floor) => {
       metrics.signerHealthy.set({ network, signer }, healthy ? 1 : 0);
       metrics.signerBalance.set({ network, signer }, balance);
+      metrics.signerFloor.set({ network }, floor);
     },
     onTransactionPhase: (network, phase, seconds) =>
       metrics.transactionPhase.observe({ network, phase }, seconds),

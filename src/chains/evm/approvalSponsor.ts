@@ -77,36 +77,9 @@ import { isAlreadyKnown, isNonceError, isTransportError } from "./broadcastError
 import { GasPriceTooHighError, type FeeOracle } from "./feeOracle.js";
 import { refusingClearly } from "./signer.js";
 import type { EvmSignerPool } from "./signerPool.js";
+import { ApprovalReason } from "./reasons.js";
 
 export const ERC20_APPROVAL_KEY = ERC20_APPROVAL_GAS_SPONSORING.key;
-
-/**
- * Reasons for an approve we will not send. The first ten are the official
- * mechanisms' own strings (the same conditions, so the same words); the rest
- * name what only this service checks.
- */
-const ApprovalReason = {
-  format: "invalid_erc20_approval_extension_format",
-  from: "erc20_approval_from_mismatch",
-  asset: "erc20_approval_asset_mismatch",
-  spender: "erc20_approval_spender_not_permit2",
-  parse: "erc20_approval_tx_parse_failed",
-  target: "erc20_approval_tx_wrong_target",
-  selector: "erc20_approval_tx_wrong_selector",
-  txSpender: "erc20_approval_tx_wrong_spender",
-  calldata: "erc20_approval_tx_invalid_calldata",
-  signer: "erc20_approval_tx_signer_mismatch",
-  /** The mechanisms turn an error carrying this into `erc20_approval_broadcast_failed`. */
-  failed: "erc20_approval_tx_failed",
-  chain: "erc20_approval_tx_wrong_chain",
-  type: "erc20_approval_tx_unsupported_type",
-  value: "erc20_approval_tx_sends_value",
-  amount: "erc20_approval_amount_insufficient",
-  gas: "erc20_approval_tx_gas_too_high",
-  feeTooHigh: "erc20_approval_tx_fee_too_high",
-  feeTooLow: "erc20_approval_tx_fee_too_low",
-  nonce: "erc20_approval_tx_nonce_mismatch",
-} as const;
 
 export type ApprovalCheck = { ok: true } | { ok: false; reason: string; message: string };
 

@@ -63,7 +63,13 @@ export async function createEvm(
     leases: ctx.leases,
     ...(ctx.confidentialVault ? { confidentialVault: ctx.confidentialVault } : {}),
     onSignerHealth: (network, address, healthy, balanceWei) =>
-      ctx.onSignerHealth(network, address, healthy, Number(balanceWei) / 1e18),
+      ctx.onSignerHealth(
+        network,
+        address,
+        healthy,
+        Number(balanceWei) / 1e18,
+        Number(settings.minSignerBalanceWei) / 1e18,
+      ),
     ...(ctx.onTransactionPhase ? { onTransactionPhase: ctx.onTransactionPhase } : {}),
     ...(ctx.onFeePaid ? { onFeePaid: ctx.onFeePaid } : {}),
     ...(settings.stuckTxMs !== undefined ? { stuckAfterMs: settings.stuckTxMs } : {}),
