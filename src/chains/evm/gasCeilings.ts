@@ -21,19 +21,22 @@ import type { Hex } from "viem";
  * about 200k; a Safe or a Coinbase Smart Wallet with an ECDSA owner is under
  * 20k.
  */
-export const SIGNATURE_CHECK_ALLOWANCE = 250_000n;
+const SIGNATURE_CHECK_ALLOWANCE = 250_000n;
 
 /**
  * The most gas a payer's sponsored `approve(Permit2, …)` may ask: an
  * ERC-20 approve costs 46k on the devnet (a first allowance, cold slot);
  * twice that leaves room for tokens with a little more bookkeeping. It runs
- * from the payer's own account, so no signature check is added.
+ * from the payer's own account, so no signature check is added. For the
+ * approval sponsor's checks of the approve it relays.
+ * @public
  */
 export const APPROVE_RELAY_GAS_CEILING = 100_000n;
 
 /**
  * The funding of a sponsored approve: a plain value transfer to an address
  * without code costs exactly this, and nothing else is ever sent with it.
+ * @public
  */
 export const PLAIN_TRANSFER_GAS = 21_000n;
 

@@ -73,12 +73,7 @@ interface Remembered {
 const MAX_SHAPES = 1_000;
 
 /** The transaction as JSON-RPC call parameters: our account, our fees, its gas limit. */
-export function callParams(
-  from: Hex,
-  call: SimulatedCall,
-  fees: Fees,
-  gas?: bigint,
-): Record<string, Hex> {
+function callParams(from: Hex, call: SimulatedCall, fees: Fees, gas?: bigint): Record<string, Hex> {
   return {
     from,
     to: call.to,
