@@ -289,6 +289,8 @@ export interface FamilyContext {
   onNativeRecovery?: (active: boolean) => void;
   /** What one of our transactions cost, in whole native units, once mined (a metric). */
   onFeePaid?: (network: string, status: "success" | "reverted", fee: number) => void;
+  /** Each network's hourly budget for failed settlements, in whole native units (a metric). */
+  onFailedGasBudget?: (network: string, budget: number) => void;
   /** The confidential settlement vault, whose payments its family collects through it. */
   confidentialVault?: { network: string; address: `0x${string}` };
 }
@@ -330,6 +332,9 @@ export class NothingSentError extends Error {
  * One chain family. Adding a family is a folder implementing this, one line
  * in the composition root, its registry data and its devnet.
  */
+/** Who a settlement's on-chain failure is charged to (failure limits, payer cooling). */
+export type FailureCause = "payer" | "requirements";
+
 export interface ChainFamily {
   /** CAIP-2 namespace: `eip155`, `solana`, `near`, `xrpl`, `starknet`. */
   readonly family: string;
@@ -378,6 +383,12 @@ export interface ChainFamily {
   currentBlock(network: string): Promise<bigint | undefined>;
   /** What became of a settlement from the chain alone; may re-send exactly a journaled transaction. */
   reconcile(pending: PendingSettlement): Promise<ReconcileOutcome>;
+  /**
+   * Who caused a settlement that failed on-chain: the payer (its wallet's
+   * code, or its own move of the funds or the nonce), or the requirements
+   * (what the account asked for). Absent: the requirements, as before.
+   */
+  failureCause?(payload: PaymentPayload, requirements: PaymentRequirements): Promise<FailureCause>;
   /** A cheap read against each network's RPC, for /ready and the reachability gauge. */
   probe(): Promise<NetworkProbe[]>;
   /**

@@ -293,6 +293,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     builderCode: e.BUILDER_CODE || undefined,
     builderServiceCode: e.BUILDER_SERVICE_CODE || undefined,
     reconcileAfterMs,
+    payerFailureCoolingMs: e.PAYER_FAILURE_COOLING_SECONDS * 1000,
     shutdownDrainMs,
     host: e.HOST ?? (mode === "devnet" ? "127.0.0.1" : "0.0.0.0"),
     port: e.PORT,

@@ -73,6 +73,7 @@ export const EnvSchema = z.object({
   // Each funding is one approve's gas (bounded in the EVM family), so a
   // count bounds the native tokens an account's payers can be given.
   SPONSORED_FUNDINGS_PER_DAY: intVar("SPONSORED_FUNDINGS_PER_DAY", 0, 1_000_000, 100),
+  PAYER_FAILURE_COOLING_SECONDS: intVar("PAYER_FAILURE_COOLING_SECONDS", 0, 30 * 86_400, 3_600),
   PLAN_STARTER_PRICE_USD: optionalUsdVar("PLAN_STARTER_PRICE_USD"),
   PLAN_PRO_PRICE_USD: optionalUsdVar("PLAN_PRO_PRICE_USD"),
   PLAN_MAX_PRICE_USD: optionalUsdVar("PLAN_MAX_PRICE_USD"),

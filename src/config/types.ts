@@ -41,6 +41,11 @@ export interface Config {
   readonly builderServiceCode: string | undefined;
   /** A `pending` settlement older than this is reconciled against the chain. */
   readonly reconcileAfterMs: number;
+  /**
+   * How long a payer whose own payment failed on-chain is refused, on every
+   * account (`payer_failed_onchain_recently`); 0: never.
+   */
+  readonly payerFailureCoolingMs: number;
   /** How long SIGTERM waits for in-flight requests before closing anyway. */
   readonly shutdownDrainMs: number;
   readonly http: {

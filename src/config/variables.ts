@@ -228,6 +228,12 @@ export const VARIABLES: {
         "How many payers one account's settles may fund with gas for their approve of Permit2 (`erc20ApprovalGasSponsoring`) in 24 hours, across networks; past it the payment is refused `erc20_approval_funding_budget_spent` (a payer holding its own gas is not affected). Each funding is at most one approve's gas (see [EVM](chains/evm.md)). `0` funds no one.",
     },
     {
+      name: "PAYER_FAILURE_COOLING_SECONDS",
+      default: "`3600`",
+      description:
+        "How long a payer whose own payment failed on-chain (its wallet's code, or its own move of the funds or the nonce, at our gas cost) is refused before anything is sent, on every account: the settle answers `payer_failed_onchain_recently`. Such failures do not count against the settling account's failure limit. `0` turns the cooling off.",
+    },
+    {
       name: "PLAN_STARTER_PRICE_USD",
       default: "`5`",
       description:

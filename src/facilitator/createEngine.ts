@@ -90,7 +90,11 @@ export async function createEngine(opts: EngineOptions): Promise<PaymentFacilita
     onTransactionPhase: (network, phase, seconds) =>
       metrics.transactionPhase.observe({ network, phase }, seconds),
     onNativeRecovery: (on) => metrics.nativeRecovery.set(on ? 1 : 0),
-    onFeePaid: (network, outcome, fee) => metrics.gasSpent.inc({ network, outcome }, fee),
+    onFeePaid: (network, outcome, fee) => {
+      metrics.gasSpent.inc({ network, outcome }, fee);
+      if (outcome === "reverted") metrics.failedGas.inc({ network }, fee);
+    },
+    onFailedGasBudget: (network, budget) => metrics.failedGasBudget.set({ network }, budget),
     ...(opts.confidentialVault
       ? { confidentialVault: { network: CONFIDENTIAL_NETWORK, address: opts.confidentialVault } }
       : {}),

@@ -22,6 +22,7 @@ import type { Logger } from "../lib/logger.js";
 import {
   ChainUnavailableError,
   type ChainFamily,
+  type FailureCause,
   type NetworkProbe,
   type PendingSettlement,
   type PreparedPayment,
@@ -143,6 +144,18 @@ export class PaymentFacilitator {
       });
     }
     return family.reconcile(pending);
+  }
+
+  /**
+   * Who caused a settlement of this payment that failed on-chain. A family
+   * that cannot tell, or a read that fails, charges the requirements: the
+   * account's own limit then counts it, as it did before payers were told apart.
+   */
+  async failureCause(payment: InspectedPayment): Promise<FailureCause> {
+    const { paymentPayload, paymentRequirements } = payment.request;
+    const family = this.familyOf(paymentRequirements.network);
+    if (!family?.failureCause) return "requirements";
+    return family.failureCause(paymentPayload, paymentRequirements).catch(() => "requirements");
   }
 
   /** Verifications of the networks these threads serve run there (see verifyThreadPool.ts). */

@@ -16,6 +16,8 @@ export interface Metrics {
   reconciled: Counter<"network" | "status">;
   webhookAttempts: Counter<"outcome">;
   gasSpent: Counter<"network" | "outcome">;
+  failedGas: Counter<"network">;
+  failedGasBudget: Gauge<"network">;
   nativeRecovery: Gauge;
   verifyThreads: Gauge;
   verifiedOnThread: Counter;
@@ -126,6 +128,19 @@ export function createMetrics(collectProcess = true): Metrics {
         "What our signers' mined settlement transactions cost, in whole native units (ETH, STRK), " +
         "by outcome: success, or reverted (gas spent for nothing)",
       labelNames: ["network", "outcome"],
+      registers: [registry],
+    }),
+    // Alert rules are written on these two names: keep them.
+    failedGas: new Counter({
+      name: "x402_failed_settlement_gas_native_total",
+      help: "What our settlement transactions that reverted on-chain cost, in whole native units (ETH, STRK)",
+      labelNames: ["network"],
+      registers: [registry],
+    }),
+    failedGasBudget: new Gauge({
+      name: "x402_failed_settlement_gas_budget_native",
+      help: "The hourly budget of native currency for settlement transactions that fail on-chain, per network (in flight included)",
+      labelNames: ["network"],
       registers: [registry],
     }),
     nativeRecovery: new Gauge({

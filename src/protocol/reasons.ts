@@ -24,4 +24,15 @@ export const Reason = {
    * is settling or settled for another request, or through another account.
    */
   duplicateSettlement: "duplicate_settlement",
+  /**
+   * The payer's own payment failed on-chain recently (its wallet's code, or
+   * its own move of the funds or the nonce): refused on every account for
+   * `PAYER_FAILURE_COOLING_SECONDS`, before anything is sent.
+   */
+  payerFailedOnchainRecently: "payer_failed_onchain_recently",
+  /**
+   * The service's hourly budget of gas for settlements that fail on-chain
+   * is spent on this network: retry after the time the answer names.
+   */
+  failedSettlementGasBudgetSpent: "failed_settlement_gas_budget_spent",
 } as const;

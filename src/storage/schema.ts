@@ -86,6 +86,12 @@ interface SettlementsTable {
   success_request_id: ColumnType<string | null, string | null | undefined, string | null>;
   /** 0018: the amount the success named, when the mechanism said it. */
   settled_amount: ColumnType<string | null, string | null | undefined, string | null>;
+  /** 0031: who an on-chain failure is charged to (null: not told apart, the account). */
+  failure_cause: ColumnType<
+    "payer" | "requirements" | null,
+    "payer" | "requirements" | null | undefined,
+    "payer" | "requirements" | null
+  >;
 }
 
 interface ChainIdentitiesTable {

@@ -3,15 +3,24 @@
  * - a token the service does not list is refused before any chain call,
  *   however good it looks in a simulation (this one passes simulation and
  *   burns all its gas when mined);
- * - a listed token (an operator's mistake) still costs at most the gas
- *   ceiling per settle, and a handful of on-chain failures an hour before
- *   the account's settles on that network are held off (429);
+ * - a listed token (an operator's mistake) that turns hostile between our
+ *   simulation and the block (armed in the same block, ahead of the settle)
+ *   still costs at most the gas ceiling per settle, and a handful of such
+ *   on-chain failures an hour, charged to the account whose requirements
+ *   named the token, before its settles on that network are held off (429);
  * - a suspended account is refused even a settle that costs no quota.
  * Money is read from the chain: our signers' nonces and balances.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { createPublicClient, createWalletClient, http, type Hex, type PublicClient } from "viem";
+import {
+  createPublicClient,
+  createWalletClient,
+  http,
+  parseAbi,
+  type Hex,
+  type PublicClient,
+} from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { PaymentRequirements } from "@x402/core/types";
 import { loadArtifacts } from "../../devnet/compile.js";
@@ -21,6 +30,26 @@ import { nowSeconds, signAuthorization } from "../support/authorization.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { setAccountSuspended } from "../../src/features/plans/quotaLedger.js";
+import { FRONT_RUN_FEES, settleRacedBy } from "../support/settleRace.js";
+
+const ARM_ABI = parseAbi(["function setArmed(bool armed)"]);
+
+/** Arms or disarms the burner; `fees` ahead of the service's transaction when racing it. */
+function setArmed(rpcUrl: string, key: Hex, burner: Hex, armed: boolean, fees = {}) {
+  return createWalletClient({
+    account: privateKeyToAccount(key),
+    transport: http(rpcUrl),
+  }).writeContract({
+    chain: null,
+    address: burner,
+    abi: ARM_ABI,
+    functionName: "setArmed",
+    args: [armed],
+    // No estimate: against the pending block it would run after our settle.
+    gas: 60_000n,
+    ...fees,
+  });
+}
 
 const NETWORK = "eip155:8453";
 const PAY_TO = "0x000000000000000000000000000000000000b00b" as Hex;
@@ -212,12 +241,40 @@ describe("a listed hostile token: bounded per settle, and held off after a few f
     assert.deepEqual(await signersState(stack, client), before, "no transaction, no gas");
   });
 
+  test("a token armed against a simulation at gas price 0 is caught before sending", async () => {
+    await client.waitForTransactionReceipt({
+      hash: await setArmed(stack.rpcUrl, stack.payerKeys[0]!, burner, true),
+    });
+    try {
+      const before = await signersState(stack, client);
+      const out = await settle(await body(stack, burner, 1));
+      assert.equal(out.status, 200);
+      assert.deepEqual([out.body["success"], out.body["transaction"]], [false, ""]);
+      assert.deepEqual(await signersState(stack, client), before, "no transaction, no gas");
+    } finally {
+      await client.waitForTransactionReceipt({
+        hash: await setArmed(stack.rpcUrl, stack.payerKeys[0]!, burner, false),
+      });
+    }
+  });
+
   test("50 settles that fail on-chain: 5 are sent (each at most one transaction's gas), then 429 with Retry-After", async () => {
     const before = await signersState(stack, client);
     const outcomes: string[] = [];
     let retryAfter: string | null = null;
     for (let i = 0; i < 50; i++) {
-      const out = await settle(await body(stack, burner, 1 + (i % 3)));
+      const b = await body(stack, burner, 1 + (i % 3));
+      // Armed in the block that mines the settle, after our simulation passed.
+      const out = await settleRacedBy(
+        stack.rpcUrl,
+        () => settle(b),
+        () => setArmed(stack.rpcUrl, stack.payerKeys[0]!, burner, true, FRONT_RUN_FEES),
+      );
+      if (out.status !== 429) {
+        await client.waitForTransactionReceipt({
+          hash: await setArmed(stack.rpcUrl, stack.payerKeys[0]!, burner, false),
+        });
+      }
       if (out.status === 429) {
         assert.equal(out.body["error"], "too_many_failed_settlements");
         retryAfter = out.retryAfter;
@@ -258,6 +315,14 @@ describe("a listed hostile token: bounded per settle, and held off after a few f
     const metric = await stack.service.metrics.gasSpent.get();
     const reverted = metric.values.find((v) => v.labels["outcome"] === "reverted");
     assert.ok(reverted && reverted.value > 0, "x402_signer_gas_spent_total counts it");
+    const failed = (await stack.service.metrics.failedGas.get()).values.find(
+      (v) => v.labels["network"] === NETWORK,
+    );
+    assert.equal(failed?.value, Number(spent) / 1e18, "x402_failed_settlement_gas_native_total");
+    const budget = (await stack.service.metrics.failedGasBudget.get()).values.find(
+      (v) => v.labels["network"] === NETWORK,
+    );
+    assert.equal(budget?.value, 1, "x402_failed_settlement_gas_budget_native: the default, 1 ETH");
   });
 
   test("another account is not held off by this one's failures", async () => {

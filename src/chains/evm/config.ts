@@ -12,7 +12,7 @@
  */
 import { availableParallelism } from "node:os";
 import { z } from "zod";
-import type { Hex } from "viem";
+import { parseEther, type Hex } from "viem";
 import { ConfigError } from "../../lib/configError.js";
 import {
   intVar,
@@ -52,6 +52,15 @@ export interface EvmSettings {
    * settlement can cost us. Above it: refused, nothing sent.
    */
   readonly maxGasPerTransaction: bigint;
+  /**
+   * Each network's hourly budget (wei) for settlement transactions that fail
+   * on-chain, in flight included (failedGasBudget.ts): the
+   * `EVM_FAILED_GAS_BUDGET_NATIVE` default and its per-chain overrides.
+   */
+  readonly failedGasBudgetWei: {
+    readonly default: bigint | undefined;
+    readonly byChainId: ReadonlyMap<number, bigint>;
+  };
   /**
    * Factories the service may call to deploy a counterfactual (ERC-6492)
    * payer wallet at settle. Empty: such wallets cannot pay until deployed.
@@ -114,6 +123,37 @@ const EvmEnv = z.object({
       },
     ),
 });
+
+/** A budget in whole native units ("0.5"); "off": none. */
+function nativeBudget(name: string, raw: string): bigint | undefined {
+  if (raw === "off") return undefined;
+  if (!/^\d{1,12}(\.\d{1,18})?$/.test(raw)) {
+    throw new ConfigError(
+      `${name} must be an amount of the network's native currency (e.g. 0.5) or "off", got "${raw}"`,
+    );
+  }
+  return parseEther(raw);
+}
+
+/** EVM_FAILED_GAS_BUDGET_NATIVE and its EVM_FAILED_GAS_BUDGET_NATIVE_<chainId> overrides. */
+function parseFailedGasBudgets(env: NodeJS.ProcessEnv): EvmSettings["failedGasBudgetWei"] {
+  const byChainId = new Map<number, bigint>();
+  for (const { chainId } of EVM_NETWORKS) {
+    const name = `EVM_FAILED_GAS_BUDGET_NATIVE_${chainId}`;
+    const value = env[name];
+    if (value === undefined || value === "") continue;
+    const budget = nativeBudget(name, value);
+    if (budget !== undefined) byChainId.set(chainId, budget);
+  }
+  const raw = env["EVM_FAILED_GAS_BUDGET_NATIVE"];
+  return {
+    default: nativeBudget(
+      "EVM_FAILED_GAS_BUDGET_NATIVE",
+      raw === undefined || raw === "" ? "1" : raw,
+    ),
+    byChainId,
+  };
+}
 
 function parseKeys(raw: string | undefined, name: string): Hex[] {
   const keys = listEntries(raw);
@@ -219,6 +259,20 @@ const VARIABLES: readonly ConfigVariable[] = [
       "The most gas one settlement transaction may be given (100,000 to 30,000,000); above it the settle is refused `gas_limit_too_high` and nothing is sent. With `EVM_MAX_GAS_PRICE_GWEI_<chainId>` it bounds what one settlement can cost.",
   },
   {
+    name: "EVM_FAILED_GAS_BUDGET_NATIVE",
+    default: "`1`",
+    description:
+      "The most native currency (ETH, POL, …) the service's signers may spend per network and hour on settlement transactions that fail on-chain, counting every transaction still in flight at its gas limit times its maximum fee; a settle that would pass it is refused `failed_settlement_gas_budget_spent` (nothing sent) until the hour's failures age out. `off`: no budget. Per process: several replicas spend up to this each. Watch `x402_failed_settlement_gas_native_total` against `x402_failed_settlement_gas_budget_native` ([Operations](operations.md)).",
+    example: "EVM_FAILED_GAS_BUDGET_NATIVE=0.2",
+  },
+  {
+    name: "EVM_FAILED_GAS_BUDGET_NATIVE_<chainId>",
+    default: "`EVM_FAILED_GAS_BUDGET_NATIVE`",
+    description:
+      "The same budget for one network, in its own native currency (a network whose currency is worth little needs a larger number).",
+    example: "EVM_FAILED_GAS_BUDGET_NATIVE_137=50",
+  },
+  {
     name: "EVM_STUCK_TX_MS",
     default: "3 block times, at least 5 s",
     description:
@@ -308,6 +362,7 @@ export const evmConfig: FamilyConfig<EvmSetup, EvmSettings> = {
       settings: {
         minSignerBalanceWei: BigInt(e.EVM_MIN_SIGNER_BALANCE_WEI),
         maxGasPerTransaction: BigInt(e.EVM_MAX_GAS_PER_TX),
+        failedGasBudgetWei: parseFailedGasBudgets(env),
         erc6492AllowedFactories: factories
           .split(",")
           .map((a) => a.trim())

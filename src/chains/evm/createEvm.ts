@@ -54,6 +54,8 @@ export async function createEvm(
     ...(ctx.pendingSettlements ? { pendingSettlementStore: ctx.pendingSettlements } : {}),
     minSignerBalanceWei: settings.minSignerBalanceWei,
     maxGasPerTransaction: settings.maxGasPerTransaction,
+    failedGasBudgetWei: settings.failedGasBudgetWei,
+    ...(ctx.onFailedGasBudget ? { onFailedGasBudget: ctx.onFailedGasBudget } : {}),
     eip6492AllowedFactories: settings.erc6492AllowedFactories,
     ...(rpcBatching ? { rpcBatching } : {}),
     ...(settings.batchAuthorizerKey

@@ -38,7 +38,7 @@ export class GasLimitTooHighError extends Error {
     readonly ceiling: bigint,
   ) {
     super(
-      `the settlement would need ${gas} gas, above the ceiling of ${ceiling} per transaction (EVM_MAX_GAS_PER_TX); nothing was sent`,
+      `the settlement would need ${gas} gas, above the ceiling of ${ceiling} for this payment's shape (at most EVM_MAX_GAS_PER_TX); nothing was sent`,
     );
     this.name = "GasLimitTooHighError";
   }

@@ -16,6 +16,7 @@ import {
 import { privateKeyToAccount } from "viem/accounts";
 import { startDevnet, type Devnet } from "../../../devnet/index.js";
 import { GasLimits } from "./gasLimits.js";
+import { FeeOracle, GasLimitTooHighError, type Fees } from "./feeOracle.js";
 
 describe("gas limits", () => {
   let devnet: Devnet;
@@ -24,6 +25,8 @@ describe("gas limits", () => {
   let usdc: Hex;
   let payer: Hex;
   let holder: Hex;
+  /** What our transactions would offer: every simulation runs with a fee, as sent. */
+  let fees: Fees;
 
   before(async () => {
     devnet = await startDevnet({ blockTimeSeconds: 0, outFile: null });
@@ -41,6 +44,7 @@ describe("gas limits", () => {
         },
       }),
     }) as PublicClient;
+    fees = await new FeeOracle(client, 60_000, undefined).current();
   });
   after(() => devnet.stop());
 
@@ -58,12 +62,13 @@ describe("gas limits", () => {
   test("one estimate per shape; the next call of that shape is one simulation under the remembered limit", async () => {
     const limits = new GasLimits(client);
     calls.clear();
-    const first = await limits.forCall(payer, transfer(holder, 1n));
+    const first = await limits.forCall(payer, transfer(holder, 1n), fees);
     assert.equal(count("eth_estimateGas"), 1);
     const estimate = (first * 100n) / 120n;
-    const second = await limits.forCall(payer, transfer(holder, 2n));
+    const second = await limits.forCall(payer, transfer(holder, 2n), fees);
     assert.equal(count("eth_estimateGas"), 1, "no second estimate");
-    assert.equal(count("eth_call"), 1, "one simulation");
+    // One simulation proved the first call's own limit, one the second's.
+    assert.equal(count("eth_call"), 2, "one simulation each");
     assert.ok(second >= first, `${second} leaves at least the room of ${first}`);
     // Room is block space: the remembered limit keeps 20%, not more.
     assert.ok(second <= (estimate * 121n) / 100n, `${second} within 20% of ${estimate}`);
@@ -72,25 +77,29 @@ describe("gas limits", () => {
   test("a call that would revert throws, whether its shape is known or not", async () => {
     const limits = new GasLimits(client);
     const tooMuch = 10n ** 30n;
-    await assert.rejects(limits.forCall(payer, transfer(holder, tooMuch)), /revert|exceeds/i);
-    await limits.forCall(payer, transfer(holder, 1n));
-    await assert.rejects(limits.forCall(payer, transfer(holder, tooMuch)), /revert|exceeds/i);
+    await assert.rejects(limits.forCall(payer, transfer(holder, tooMuch), fees), /revert|exceeds/i);
+    await limits.forCall(payer, transfer(holder, 1n), fees);
+    await assert.rejects(limits.forCall(payer, transfer(holder, tooMuch), fees), /revert|exceeds/i);
   });
 
   test("a costlier call than the remembered limit is estimated afresh, and the limit rises", async () => {
     // No room: the remembered limit is exactly what a transfer to a holder costs.
     const limits = new GasLimits(client, { rememberMarginPct: 0 });
-    const cheap = ((await limits.forCall(payer, transfer(holder, 1n))) * 100n) / 120n;
+    const cheap = ((await limits.forCall(payer, transfer(holder, 1n), fees)) * 100n) / 120n;
     calls.clear();
     // A first credit to an address writes a new storage slot: more gas.
     const fresh = transfer(freshAddress(), 1n);
-    const costly = await limits.forCall(payer, fresh);
-    assert.equal(count("eth_call"), 1, "the simulation under the old limit failed");
+    const costly = await limits.forCall(payer, fresh, fees);
+    assert.equal(
+      count("eth_call"),
+      2,
+      "the simulation under the old limit failed, then the new one proved",
+    );
     assert.equal(count("eth_estimateGas"), 1, "so it was estimated");
     assert.ok((costly * 100n) / 120n > cheap, "the fresh estimate is higher");
     // The raised limit now proves the costly shape in one simulation.
     calls.clear();
-    await limits.forCall(payer, transfer(freshAddress(), 1n));
+    await limits.forCall(payer, transfer(freshAddress(), 1n), fees);
     assert.equal(count("eth_estimateGas"), 0);
     assert.equal(count("eth_call"), 1);
   });
@@ -98,45 +107,47 @@ describe("gas limits", () => {
   test("a remembered limit older than its time to live is estimated again", async () => {
     let now = 1_000_000;
     const limits = new GasLimits(client, { ttlMs: 60_000, now: () => now });
-    await limits.forCall(payer, transfer(holder, 1n));
+    await limits.forCall(payer, transfer(holder, 1n), fees);
     calls.clear();
     now += 60_001;
-    await limits.forCall(payer, transfer(holder, 1n));
+    await limits.forCall(payer, transfer(holder, 1n), fees);
     assert.equal(count("eth_estimateGas"), 1);
-    assert.equal(count("eth_call"), 0);
+    assert.equal(count("eth_call"), 1, "the fresh limit proven as sent");
   });
   test("a burst of one shape with no limit yet sends one estimate; the rest are checked under it", async () => {
     const limits = new GasLimits(client);
     calls.clear();
     const burst = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => limits.forCall(payer, transfer(holder, BigInt(i + 1)))),
+      Array.from({ length: 20 }, (_, i) =>
+        limits.forCall(payer, transfer(holder, BigInt(i + 1)), fees),
+      ),
     );
     assert.equal(count("eth_estimateGas"), 1, "one estimate for the burst");
-    assert.equal(count("eth_call"), 19, "each other call proven by one simulation");
+    assert.equal(count("eth_call"), 20, "each call proven by one simulation");
     // Every call got the remembered limit, the estimate with its 20% of room.
     assert.equal(new Set(burst).size, 1, burst.join(", "));
     // The same after the limit expires: one fresh estimate for a burst, not one each.
     let now = 1_000_000;
     const expiring = new GasLimits(client, { ttlMs: 60_000, now: () => now });
-    await expiring.forCall(payer, transfer(holder, 1n));
+    await expiring.forCall(payer, transfer(holder, 1n), fees);
     now += 60_001;
     calls.clear();
     await Promise.all(
       Array.from({ length: 10 }, (_, i) =>
-        expiring.forCall(payer, transfer(holder, BigInt(i + 1))),
+        expiring.forCall(payer, transfer(holder, BigInt(i + 1)), fees),
       ),
     );
     assert.equal(count("eth_estimateGas"), 1);
-    assert.equal(count("eth_call"), 9);
+    assert.equal(count("eth_call"), 10);
   });
 
   test("a burst whose first call reverts: that call throws, the others still get their limits", async () => {
     const limits = new GasLimits(client);
     calls.clear();
     const [bad, ...good] = await Promise.allSettled([
-      limits.forCall(payer, transfer(holder, 10n ** 30n)),
+      limits.forCall(payer, transfer(holder, 10n ** 30n), fees),
       ...Array.from({ length: 5 }, (_, i) =>
-        limits.forCall(payer, transfer(holder, BigInt(i + 1))),
+        limits.forCall(payer, transfer(holder, BigInt(i + 1)), fees),
       ),
     ]);
     assert.equal(bad!.status, "rejected");
@@ -147,5 +158,40 @@ describe("gas limits", () => {
     }
     // They waited for the failed one once, then estimated for themselves.
     assert.ok(count("eth_estimateGas") <= 6, `${count("eth_estimateGas")} estimates`);
+  });
+
+  test("a limit raised by one costly call shrinks back once it expires", async () => {
+    let now = 1_000_000;
+    const limits = new GasLimits(client, { ttlMs: 60_000, now: () => now });
+    const costly = await limits.forCall(payer, transfer(freshAddress(), 1n), fees);
+    // Within its life the costlier limit serves the cheaper call too.
+    assert.equal(await limits.forCall(payer, transfer(holder, 1n), fees), costly);
+    now += 60_001;
+    const cheap = await limits.forCall(payer, transfer(holder, 1n), fees);
+    assert.ok(cheap < costly, `${cheap} came back below ${costly}`);
+  });
+
+  test("a call costlier than its shape's cap gets its own limit and leaves the shape's alone", async () => {
+    const limits = new GasLimits(client);
+    const cheap = await limits.forCall(payer, transfer(holder, 1n), fees);
+    // The cap sits between the two costs: the fresh address's own estimate is
+    // above it, so it is not kept for the shape.
+    const bounds = { ceiling: 1_000_000n, remembered: cheap };
+    const costly = await limits.forCall(payer, transfer(freshAddress(), 1n), fees, bounds);
+    assert.ok(costly > cheap);
+    calls.clear();
+    assert.equal(await limits.forCall(payer, transfer(holder, 2n), fees, bounds), cheap);
+    assert.equal(count("eth_estimateGas"), 0, "the shape's limit is still the cheap one");
+  });
+
+  test("a call that needs more than its ceiling is refused: GasLimitTooHighError", async () => {
+    const limits = new GasLimits(client);
+    await assert.rejects(
+      limits.forCall(payer, transfer(freshAddress(), 1n), fees, {
+        ceiling: 30_000n,
+        remembered: 30_000n,
+      }),
+      (e) => e instanceof GasLimitTooHighError && e.ceiling === 30_000n,
+    );
   });
 });

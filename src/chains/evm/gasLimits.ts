@@ -13,7 +13,18 @@
  * throws the revert, as before, or raises the remembered limit.
  *
  * A remembered limit is re-estimated after `ttlMs`, so it follows what a
- * chain's gas prices put into gas units (the L1 part on some rollups).
+ * chain's gas prices put into gas units (the L1 part on some rollups), and
+ * the new estimate replaces it: a limit raised by one costly call shrinks
+ * back. What is remembered is capped per shape (gasCeilings.ts, the honest
+ * cost times a small factor, without the contract-wallet allowance), so a
+ * payer whose own call costs more (a wallet that burns gas in its signature
+ * check) gets its own estimate and never raises the limit other payers get.
+ *
+ * Every simulation runs the transaction as it will be sent: from the
+ * account that will send it, with the fees it will pay (so `tx.gasprice`
+ * is not 0, which a payer's code could tell apart from a real transaction),
+ * against the pending block, under the very gas limit it will carry. A call
+ * that needs more than its shape's ceiling is refused here (GasLimitTooHighError).
  *
  * One estimate per shape at a time: calls of a shape with no limit yet (the
  * first burst after a start, or every call in flight when a limit expires)
@@ -28,6 +39,7 @@
  * the remembered limit fails its simulation and raises the limit.
  */
 import { toHex, type Hex, type PublicClient } from "viem";
+import { GasLimitTooHighError, type Fees } from "./feeOracle.js";
 
 export interface GasLimitOptions {
   /** Margin on a fresh estimate for the transaction itself (was and stays 20%). */
@@ -38,12 +50,40 @@ export interface GasLimitOptions {
   now?: () => number;
 }
 
+/** A call as it will be sent. */
+export interface SimulatedCall {
+  to: Hex;
+  data: Hex;
+  value?: bigint;
+}
+
+/** What bounds a call's limit: the most it may be given, and the most remembered for its shape. */
+export interface GasBounds {
+  /** Above this nothing is sent (undefined: no bound). */
+  ceiling: bigint | undefined;
+  /** The most a limit learned from one call may be for the others of its shape. */
+  remembered: bigint | undefined;
+}
+
 interface Remembered {
   gas: bigint;
   until: number;
 }
 
 const MAX_SHAPES = 1_000;
+
+/** The transaction as JSON-RPC call parameters: our account, our fees, its gas limit. */
+function callParams(from: Hex, call: SimulatedCall, fees: Fees, gas?: bigint): Record<string, Hex> {
+  return {
+    from,
+    to: call.to,
+    data: call.data,
+    ...(call.value ? { value: toHex(call.value) } : {}),
+    ...(gas !== undefined ? { gas: toHex(gas) } : {}),
+    maxFeePerGas: toHex(fees.maxFeePerGas),
+    maxPriorityFeePerGas: toHex(fees.maxPriorityFeePerGas),
+  };
+}
 
 export class GasLimits {
   private readonly shapes = new Map<string, Remembered>();
@@ -64,8 +104,17 @@ export class GasLimits {
     this.now = opts.now ?? Date.now;
   }
 
-  /** Resolves with a limit the call fits in; throws what the node says when it would revert. */
-  async forCall(from: Hex, call: { to: Hex; data: Hex }): Promise<bigint> {
+  /**
+   * Resolves with a limit the call fits in, proven by a simulation of the
+   * transaction as it will be sent; throws what the node says when it would
+   * revert, and GasLimitTooHighError when it needs more than `bounds.ceiling`.
+   */
+  async forCall(
+    from: Hex,
+    call: SimulatedCall,
+    fees: Fees,
+    bounds: GasBounds = { ceiling: undefined, remembered: undefined },
+  ): Promise<bigint> {
     const shape = `${call.to.toLowerCase()}:${call.data.slice(0, 10)}`;
     let known = this.fresh(shape);
     const leader = this.estimating.get(shape);
@@ -79,41 +128,65 @@ export class GasLimits {
       known = this.fresh(shape);
     }
     if (known) {
-      try {
-        // No retry: a failure here is an answer (revert, too little gas),
-        // and the estimate below is the second opinion.
-        await this.client.request(
-          {
-            method: "eth_call",
-            params: [{ from, to: call.to, data: call.data, gas: toHex(known.gas) }, "latest"],
-          },
-          { retryCount: 0 },
-        );
-        return known.gas;
-      } catch {
-        // A revert or too little gas: the estimate below tells which.
-      }
+      // No retry: a failure here is an answer (revert, too little gas),
+      // and the estimate below is the second opinion.
+      const ok = await this.simulate(from, call, fees, known.gas).then(
+        () => true,
+        () => false,
+      );
+      if (ok) return known.gas;
     }
-    const estimate = await this.estimate(shape, from, call);
-    return (estimate * this.estimateMargin) / 100n;
+    const estimate = await this.estimate(shape, from, call, fees, bounds);
+    const { ceiling } = bounds;
+    if (ceiling !== undefined && estimate > ceiling)
+      throw new GasLimitTooHighError(estimate, ceiling);
+    let limit = (estimate * this.estimateMargin) / 100n;
+    if (ceiling !== undefined && limit > ceiling) limit = ceiling;
+    // The estimate searched for the least gas that succeeds; the transaction
+    // carries `limit`. Prove that one, as sent (a payer's code can tell the
+    // gas it is given, too).
+    await this.simulate(from, call, fees, limit);
+    return limit;
+  }
+
+  /** One `eth_call` of the transaction as it will be sent; throws on a revert. */
+  async simulate(from: Hex, call: SimulatedCall, fees: Fees, gas: bigint): Promise<void> {
+    await this.client.request(
+      { method: "eth_call", params: [callParams(from, call, fees, gas), "pending"] },
+      { retryCount: 0 },
+    );
   }
 
   /**
-   * Estimates a call and remembers the limit for its shape. The first
-   * estimate of a shape under way is the one later calls wait for.
+   * Estimates a call and remembers the limit for its shape, capped. The
+   * first estimate of a shape under way is the one later calls wait for.
    */
-  private estimate(shape: string, from: Hex, call: { to: Hex; data: Hex }): Promise<bigint> {
+  private estimate(
+    shape: string,
+    from: Hex,
+    call: SimulatedCall,
+    fees: Fees,
+    bounds: GasBounds,
+  ): Promise<bigint> {
     const run = (async () => {
-      const estimate = await this.client.estimateGas({
-        account: from,
-        to: call.to,
-        data: call.data,
-      });
+      const estimate = BigInt(
+        await this.client.request({
+          method: "eth_estimateGas",
+          params: [callParams(from, call, fees), "pending"],
+        }),
+      );
       if (this.shapes.size >= MAX_SHAPES) this.shapes.clear();
       const remembered = (estimate * this.rememberMargin) / 100n;
-      // Keep the larger of the two: a shape's costlier calls (a first payment
-      // to an address, say) should not shrink the limit for the rest.
-      const previous = this.shapes.get(shape);
+      const cap = bounds.remembered ?? bounds.ceiling;
+      // A call costlier than the cap (a contract wallet's heavy check) has
+      // its own limit and leaves the shape's alone: one payer's code never
+      // raises what the others get.
+      if (cap !== undefined && remembered > cap) return estimate;
+      // Within the memory's life, keep the larger of the two: a shape's
+      // costlier calls (a first payment to an address) should not shrink the
+      // limit for the rest. An expired limit does not count: the fresh
+      // estimate replaces it, so a raised limit comes back down.
+      const previous = this.fresh(shape);
       const gas = previous && previous.gas > remembered ? previous.gas : remembered;
       this.shapes.set(shape, { gas, until: this.now() + this.ttlMs });
       return estimate;

@@ -25,6 +25,7 @@ import type {
   PreparedPayment,
   ReconcileOutcome,
   TransactionPhase,
+  FailureCause,
 } from "../ports.js";
 import {
   evmAuthorizationKey,
@@ -46,6 +47,7 @@ import {
   type TransactionJournal,
 } from "../ports.js";
 import { reconcileEvmSettlement } from "./reconcile.js";
+import { evmFailureCause } from "./failureCause.js";
 import { chainFor, createEvmPublicClient, type RpcBatching } from "./rpc.js";
 import { createEvmSigner } from "./signer.js";
 import { EvmSignerPool } from "./signerPool.js";
@@ -86,6 +88,12 @@ export interface RegisterEvmOptions {
   minSignerBalanceWei?: bigint;
   /** The most gas one settlement transaction may be given. */
   maxGasPerTransaction?: bigint;
+  /**
+   * Each network's hourly budget (wei) for transactions that fail on-chain,
+   * in flight included (failedGasBudget.ts): by chain id, and `default`.
+   */
+  failedGasBudgetWei?: { default: bigint | undefined; byChainId: ReadonlyMap<number, bigint> };
+  onFailedGasBudget?: (network: string, budget: number) => void;
   onSignerHealth?: (network: string, address: string, healthy: boolean, balanceWei: bigint) => void;
   onTransactionPhase?: (network: string, phase: TransactionPhase, seconds: number) => void;
   onFeePaid?: (network: string, status: "success" | "reverted", fee: number) => void;
@@ -155,13 +163,20 @@ export class EvmChainAdapter implements ChainFamily {
           ? { maxGasPerTransaction: opts.maxGasPerTransaction }
           : {}),
         ...(opts.leases ? { leases: opts.leases } : {}),
+        failedGasBudgetWei:
+          opts.failedGasBudgetWei?.byChainId.get(network.chainId) ??
+          opts.failedGasBudgetWei?.default,
         onSignerHealth: (address, healthy, balance) =>
           opts.onSignerHealth?.(network.id, address, healthy, balance),
         onPhase: (phase, seconds) => opts.onTransactionPhase?.(network.id, phase, seconds),
         onFeePaid: (status, wei) => opts.onFeePaid?.(network.id, status, Number(wei) / 1e18),
       });
+      if (pool.failedGasBudgetWei !== undefined) {
+        opts.onFailedGasBudget?.(network.id, Number(pool.failedGasBudgetWei) / 1e18);
+      }
       const signer = createEvmSigner({
         publicClient: client,
+        fees,
         pool,
         confirmationTimeoutMs: opts.confirmationTimeoutMs,
       });
@@ -286,6 +301,13 @@ export class EvmChainAdapter implements ChainFamily {
         raw: String(t.detail["raw"] ?? "0x") as Hex,
       })),
     );
+  }
+
+  /** Who caused a settlement that failed on-chain (failureCause.ts). */
+  failureCause(payload: PaymentPayload, requirements: PaymentRequirements): Promise<FailureCause> {
+    const runtime = this.runtimes.get(requirements.network);
+    if (!runtime) return Promise.resolve("requirements");
+    return evmFailureCause(runtime.client, payload, requirements);
   }
 
   async currentBlock(network: string): Promise<bigint | undefined> {

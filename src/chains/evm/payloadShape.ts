@@ -7,6 +7,11 @@ import { valueAt } from "../../lib/valueAt.js";
 
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address");
 const uint = z.string().regex(/^\d{1,78}$/, "must be a string of digits");
+// A Permit2 nonce is one number however it is written ("1", "01"); its
+// canonical spelling is the only one taken, so copies of one payment meet.
+const nonce = z
+  .string()
+  .regex(/^(0|[1-9]\d{0,77})$/, "must be a string of digits without leading zeros");
 const hex = z.string().regex(/^0x([0-9a-fA-F]{2})*$/, "must be 0x-prefixed hex bytes");
 
 const eip3009 = z.object({
@@ -27,7 +32,7 @@ const permit2 = z.object({
     from: address,
     permitted: z.object({ token: address, amount: uint }),
     spender: address,
-    nonce: uint,
+    nonce,
     deadline: uint,
     witness: z.object({ to: address, validAfter: uint }).passthrough(),
   }),

@@ -50,6 +50,17 @@ describe("EVM authorization keys", () => {
     assert.equal(exact, upto);
   });
 
+  test("a Permit2 nonce is one number however it is written", () => {
+    const key = (nonce: string) =>
+      evmAuthorizationKey(
+        payload({ signature: "0x01", permit2Authorization: { from: PAYER, nonce } }),
+        requirements("exact"),
+      );
+    assert.equal(key("01"), key("1"));
+    assert.equal(key("0007"), key("7"));
+    assert.notEqual(key("1"), key("10"));
+  });
+
   test("a payload with neither names no key (the service hashes the payload instead)", () => {
     assert.equal(evmAuthorizationKey(payload({ type: "claim" }), requirements()), undefined);
   });

@@ -35,6 +35,14 @@ export function evmPayerOf(payload: PaymentPayload): string | undefined {
   return str(permit2?.["from"]);
 }
 
+/**
+ * A Permit2 nonce as the one number it is on-chain: the signed typed data
+ * reads it with BigInt, so "1" and "01" are one nonce and must be one key.
+ */
+function canonicalNumber(n: string): string {
+  return /^\d{1,78}$/.test(n) ? BigInt(n).toString() : n;
+}
+
 export function evmAuthorizationKey(
   payload: PaymentPayload,
   requirements: PaymentRequirements,
@@ -50,7 +58,9 @@ export function evmAuthorizationKey(
   const permit2 = body["permit2Authorization"] as Fields | undefined;
   const owner = str(permit2?.["from"]);
   const permitNonce = str(permit2?.["nonce"]);
-  if (owner && permitNonce) return `${network}:permit2:${owner}:${permitNonce}`.toLowerCase();
+  if (owner && permitNonce) {
+    return `${network}:permit2:${owner}:${canonicalNumber(permitNonce)}`.toLowerCase();
+  }
   return undefined;
 }
 

@@ -12,9 +12,15 @@ import { currentSettlement } from "../settlementScope.js";
 import { NoHealthySignerError, SignerUnavailableError, type EvmSignerPool } from "./signerPool.js";
 import { pinnedSender } from "./pinnedSender.js";
 import { CodeCache } from "./codeCache.js";
+import type { FeeOracle } from "./feeOracle.js";
+import { simulationClient } from "./simulationClient.js";
+import { WALLET_DEPLOY_GAS_CEILING } from "./gasCeilings.js";
+import { FailedGasBudgetSpentError } from "./failedGasBudget.js";
 
 export interface EvmSignerOptions {
   publicClient: PublicClient;
+  /** The fees our transactions pay: every simulation runs with them (simulationClient.ts). */
+  fees: FeeOracle;
   pool: EvmSignerPool;
   /** Bound on every receipt wait; past it the mechanism reports `settlement_pending`. */
   confirmationTimeoutMs: number;
@@ -28,6 +34,8 @@ export async function refusingClearly<T>(send: () => Promise<T>): Promise<T> {
     const scope = currentSettlement()?.notes;
     if (scope && e instanceof GasPriceTooHighError) {
       scope.refusal = { reason: Reason.gasPriceTooHigh, message: e.message };
+    } else if (scope && e instanceof FailedGasBudgetSpentError) {
+      scope.refusal = { reason: Reason.failedSettlementGasBudgetSpent, message: e.message };
     } else if (scope && e instanceof GasLimitTooHighError) {
       scope.refusal = { reason: EvmReason.gasLimitTooHigh, message: e.message };
     } else if (
@@ -41,9 +49,14 @@ export async function refusingClearly<T>(send: () => Promise<T>): Promise<T> {
 }
 
 export function createEvmSigner(opts: EvmSignerOptions): FacilitatorEvmSigner {
-  const pc = opts.publicClient;
-  const codes = new CodeCache(pc);
   const pool = opts.pool;
+  const codes = new CodeCache(opts.publicClient);
+  // Reads that decide a payment simulate as our transaction would run.
+  const pc = simulationClient(
+    opts.publicClient,
+    () => pool.addresses[0],
+    () => opts.fees.current(),
+  );
   return {
     getAddresses: () => pool.addresses,
     readContract: (args) => {
@@ -85,7 +98,12 @@ export function createEvmSigner(opts: EvmSignerOptions): FacilitatorEvmSigner {
         }),
       );
     },
-    sendTransaction: (args) => refusingClearly(() => pool.send({ to: args.to, data: args.data })),
+    // The mechanisms send a bare transaction only to deploy a counterfactual
+    // (ERC-6492) wallet through an allowed factory.
+    sendTransaction: (args) =>
+      refusingClearly(() =>
+        pool.send({ to: args.to, data: args.data, ceiling: WALLET_DEPLOY_GAS_CEILING }),
+      ),
     waitForTransactionReceipt: async (args) => {
       const r = await pool.waitForReceipt(
         args.hash as Hex,

@@ -8,8 +8,10 @@
  * - leaseKeeper.ts: this replica's share of the accounts;
  * - signerHealth.ts: an account low on gas leaves the rotation.
  *
- * Every call is simulated (gasLimits.ts) before a nonce is taken, so a
- * payment that would revert costs neither gas nor a nonce.
+ * Every call is simulated (gasLimits.ts) before a nonce is taken, as it will
+ * be sent (our account, our fees, the pending block, its gas limit), so a
+ * payment that would revert costs neither gas nor a nonce; and no call gets
+ * more gas than its shape's ceiling (gasCeilings.ts).
  */
 import type { Chain, Hex, PublicClient, TransactionReceipt } from "viem";
 import type { Logger } from "../../lib/logger.js";
@@ -24,6 +26,8 @@ import { LeaseKeeper, type LeaseSettings } from "./leaseKeeper.js";
 import { SignerHealthCheck } from "./signerHealth.js";
 import { GasLimits } from "./gasLimits.js";
 import { GasLimitTooHighError } from "./feeOracle.js";
+import { gasCeilingFor, shapeOf } from "./gasCeilings.js";
+import { FailedGasBudget } from "./failedGasBudget.js";
 import { AmbiguousBroadcastError, isNonceError } from "./broadcastErrors.js";
 
 export { NoHealthySignerError, SignerUnavailableError } from "./broadcastErrors.js";
@@ -44,6 +48,8 @@ export interface SignerPoolOptions {
   minBalanceWei: bigint;
   /** The most gas one transaction may be given; above it nothing is sent. */
   maxGasPerTransaction?: bigint;
+  /** Hourly budget (wei) for transactions that fail on-chain, in flight included; undefined: none. */
+  failedGasBudgetWei?: bigint | undefined;
   balanceCheckMs?: number;
   onSignerHealth?: (address: string, healthy: boolean, balanceWei: bigint) => void;
   /** A transaction's broadcast time, and its time from acceptance to receipt. */
@@ -66,6 +72,7 @@ export class EvmSignerPool {
   private readonly leases: LeaseKeeper | undefined;
   private readonly health: SignerHealthCheck;
   private readonly gasLimits: GasLimits;
+  private readonly failedGas: FailedGasBudget;
   /** Keyed by every hash of a transaction (original and replacements). */
   private readonly inflight = new Map<string, InFlight>();
 
@@ -74,6 +81,7 @@ export class EvmSignerPool {
     this.lanes = new NonceLanes(network, client, opts.privateKeys, !opts.leases);
     this.addresses = this.lanes.addresses;
     this.gasLimits = new GasLimits(client);
+    this.failedGas = new FailedGasBudget(network, opts.failedGasBudgetWei);
     this.watcher = new ReceiptWatcher(client, opts.receiptTickMs, (e) =>
       log.warn({ err: String(e), network }, "receipt watcher: RPC error"),
     );
@@ -110,6 +118,11 @@ export class EvmSignerPool {
     );
   }
 
+  /** The hourly budget for failed transactions (wei), when there is one. */
+  get failedGasBudgetWei(): bigint | undefined {
+    return this.failedGas.budgetWei;
+  }
+
   /** Takes this replica's share of the accounts, then starts the gas-balance check. */
   async start(): Promise<void> {
     await this.leases?.start();
@@ -143,28 +156,49 @@ export class EvmSignerPool {
     from?: Hex;
     /** Native value (wei): only the gas funding of a sponsored approval sends any. */
     value?: bigint;
+    /**
+     * The most gas this call may be given, when the caller knows its shape
+     * better than its selector says (a wallet deployment through a factory).
+     */
+    ceiling?: bigint;
   }): Promise<Hex> {
     const started = performance.now();
     const lane = call.from ? this.lanes.named(call.from) : this.lanes.pick();
-    // Simulation first: a call that would revert throws here, before a nonce
-    // or any gas is spent.
-    const gas = call.gas ?? (await this.gasLimits.forCall(lane.account.address, call));
-    const ceiling = this.opts.maxGasPerTransaction;
-    if (ceiling !== undefined && gas > ceiling) throw new GasLimitTooHighError(gas, ceiling);
     const fees = await this.opts.fees.forNewTransaction();
+    const ceiling = this.ceilingFor(call);
+    // Simulation first, of the transaction as it will be sent: a call that
+    // would revert throws here, before a nonce or any gas is spent.
+    let gas: bigint;
+    if (call.gas === undefined) {
+      gas = await this.gasLimits.forCall(lane.account.address, call, fees, {
+        ceiling,
+        remembered: shapeOf(call.data)?.remembered ?? ceiling,
+      });
+    } else {
+      if (ceiling !== undefined && call.gas > ceiling) {
+        throw new GasLimitTooHighError(call.gas, ceiling);
+      }
+      gas = call.gas;
+      await this.gasLimits.simulate(lane.account.address, call, fees, gas);
+    }
     const tx = { to: call.to, data: call.data, gas, ...(call.value ? { value: call.value } : {}) };
+    // What it would cost if it reverted must fit the hour's failure budget.
+    const hold = this.failedGas.reserve(gas * fees.maxFeePerGas);
     for (let attempt = 0; ; attempt++) {
-      const nonce = await this.lanes.takeNonce(lane);
+      const nonce = await this.lanes.takeNonce(lane).catch((e: unknown) => {
+        this.failedGas.finish(hold, false, 0n);
+        throw e;
+      });
       try {
         const hash = await this.broadcaster.send(lane, nonce, tx, fees);
-        this.track(lane, nonce, tx, fees, hash);
+        this.track(lane, nonce, tx, fees, hash, hold);
         this.reportPhase("broadcast", started);
         return hash;
       } catch (e) {
         if (e instanceof AmbiguousBroadcastError) {
           // It may be in the pool: keep its nonce, follow it like any other
           // transaction, and let the caller report the settlement as pending.
-          this.track(lane, nonce, tx, fees, e.hash);
+          this.track(lane, nonce, tx, fees, e.hash, hold);
           const scope = currentSettlement()?.notes;
           if (scope) scope.ambiguousReference = e.hash;
           throw e;
@@ -178,9 +212,17 @@ export class EvmSignerPool {
         // The nonce was taken but nothing was accepted: fill the gap so later
         // transactions from this account are not stuck behind it.
         void this.broadcaster.fillGap(lane, nonce, fees);
+        this.failedGas.finish(hold, false, 0n);
         throw e;
       }
     }
+  }
+
+  /** The call's shape's ceiling, under the operator's and the caller's. */
+  private ceilingFor(call: { data: Hex; ceiling?: bigint }): bigint | undefined {
+    const shaped = gasCeilingFor(call.data, this.opts.maxGasPerTransaction);
+    if (call.ceiling === undefined) return shaped;
+    return shaped !== undefined && shaped < call.ceiling ? shaped : call.ceiling;
   }
 
   /**
@@ -202,6 +244,7 @@ export class EvmSignerPool {
     tx: { to: Hex; data: Hex; gas: bigint; value?: bigint },
     fees: Fees,
     hash: Hex,
+    budgetHold: symbol,
   ): void {
     let resolve!: (r: TransactionReceipt) => void;
     const receipt = new Promise<TransactionReceipt>((r) => (resolve = r));
@@ -216,6 +259,7 @@ export class EvmSignerPool {
       timer: undefined,
       bumps: 0,
       acceptedAt: performance.now(),
+      budgetHold,
     };
     this.inflight.set(hash.toLowerCase(), f);
     this.watchHash(f, hash);
@@ -238,6 +282,7 @@ export class EvmSignerPool {
       if (h.toLowerCase() !== r.transactionHash.toLowerCase()) this.watcher.forget(h);
     }
     const fee = r.gasUsed * r.effectiveGasPrice;
+    if (f.budgetHold) this.failedGas.finish(f.budgetHold, r.status === "reverted", fee);
     this.opts.onFeePaid?.(r.status, fee);
     void this.opts.journal
       .finished(r.transactionHash, r.status, r.blockNumber, fee)

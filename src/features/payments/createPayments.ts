@@ -21,7 +21,7 @@ export function createPayments(opts: {
   quota: QuotaLedger | undefined;
   catalog: Cataloger;
   confidential: ConfidentialFeature;
-  config: { settleTimeoutMs: number; reconcileAfterMs: number };
+  config: { settleTimeoutMs: number; reconcileAfterMs: number; payerFailureCoolingMs: number };
   metrics: Metrics;
   log: Logger;
   reportError: (e: unknown, what: string) => void;
@@ -33,6 +33,7 @@ export function createPayments(opts: {
     log: opts.log.child({ component: "payments" }),
     settleTimeoutMs,
     reconcileAfterMs,
+    payerCoolingMs: opts.config.payerFailureCoolingMs,
     catalog: opts.catalog,
     ...(opts.quota ? { quota: opts.quota } : {}),
     confidential: opts.confidential.gate,

@@ -4,7 +4,7 @@
  * the facilitator that implements it (the composition root wires the two).
  */
 import type { SettleResponse, VerifyResponse } from "@x402/core/types";
-import type { PendingSettlement, ReconcileOutcome } from "../../chains/ports.js";
+import type { FailureCause, PendingSettlement, ReconcileOutcome } from "../../chains/ports.js";
 import type { InspectedPayment, PaymentRequest } from "../../protocol/index.js";
 
 export interface PaymentEngine {
@@ -18,4 +18,6 @@ export interface PaymentEngine {
    */
   settle(payment: InspectedPayment, settlementId: string): Promise<SettleResponse>;
   reconcile(pending: PendingSettlement): Promise<ReconcileOutcome>;
+  /** Who caused a settlement of this payment that failed on-chain (see ChainFamily). */
+  failureCause(payment: InspectedPayment): Promise<FailureCause>;
 }

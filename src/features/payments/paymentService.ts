@@ -38,6 +38,7 @@ import { idempotencyStage } from "./stages/idempotencyStage.js";
 import { catalogStage } from "./stages/catalogStage.js";
 import { quotaStage } from "./stages/quotaStage.js";
 import { intentStage } from "./stages/intentStage.js";
+import { payerCoolingStage } from "./stages/payerCoolingStage.js";
 import { commitStage } from "./stages/commitStage.js";
 import { mechanismStage } from "./stages/mechanismStage.js";
 import { confidentialGateStage, confidentialReceiptStage } from "./stages/confidentialStages.js";
@@ -63,6 +64,8 @@ export interface PaymentServiceDeps {
   confidentialUnits?: number;
   /** Told each settle stage's own time (the service turns it into a metric). */
   timeStage?: StageTimer;
+  /** How long a payer whose own payment failed on-chain is refused (0 or absent: never). */
+  payerCoolingMs?: number;
 }
 
 export class PaymentService {
@@ -172,9 +175,10 @@ function settleStages(deps: PaymentServiceDeps, duplicates: DuplicateSettles): S
     ...(deps.paymentIds ? [idempotencyStage(deps.paymentIds)] : []),
     ...(deps.catalog ? [catalogStage(deps.catalog)] : []),
     ...(deps.confidential ? [confidentialReceiptStage(deps.confidential)] : []),
+    ...(deps.payerCoolingMs ? [payerCoolingStage(deps.recorder, deps.payerCoolingMs)] : []),
     intentStage(deps.recorder, duplicates),
     ...(deps.quota ? [quotaStage(deps.quota, deps.recorder)] : []),
-    commitStage(deps.recorder),
+    commitStage(deps.recorder, deps.engine),
     ...(deps.confidential ? [confidentialGateStage(deps.confidential, deps.recorder)] : []),
     mechanismStage(deps.engine, deps.recorder),
   ];

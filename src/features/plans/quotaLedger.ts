@@ -55,6 +55,8 @@ interface ReserveRequest {
 
 /** How long failed settlements count against an account. */
 export const FAILURE_WINDOW_MS = 60 * 60 * 1000;
+/** When settles in flight hold an account with failures of its own: retry after about one settle. */
+const IN_FLIGHT_RETRY_MS = 10_000;
 /** On-chain failures an account may have per network and hour, when the config gives none. */
 export const DEFAULT_FAILURES_PER_HOUR: Readonly<{ free: number; paid: number }> = {
   free: 20,
@@ -132,7 +134,10 @@ export class QuotaLedger {
   /**
    * The refusals of the requests whose account and network are over the
    * failure limit: settlements that failed after something was sent (our
-   * gas spent) in the last hour. One indexed read per flush, which finds
+   * gas spent) in the last hour, the account's own (a failure its payer
+   * caused is the payer's: see payerCoolingStage.ts). Once an account has
+   * such failures, its settles in flight on the network count too, as the
+   * failures they may become. One indexed read per flush, which finds
    * nothing for an honest account; the plan is read only for the few that
    * are near a limit.
    */
@@ -143,15 +148,23 @@ export class QuotaLedger {
     const pairs = [...new Map(requests.map((r) => [failureKey(r), r])).values()];
     const since = new Date(at.getTime() - FAILURE_WINDOW_MS);
     const limits = this.limits.failuresPerHour ?? DEFAULT_FAILURES_PER_HOUR;
-    const rows = await sql<{ account_id: string; network: string; failed_at: Date[] }>`
+    const rows = await sql<{
+      account_id: string;
+      network: string;
+      failed_at: Date[];
+      in_flight: number;
+    }>`
       select s.account_id, s.network,
-        array_agg(s.finished_at order by s.finished_at desc) as failed_at
+        array_agg(s.finished_at order by s.finished_at desc) as failed_at,
+        (select count(*) from settlements p
+          where p.account_id = s.account_id and p.network = s.network
+            and p.status = 'pending' and p.started_at > ${since})::int as in_flight
       from settlements s
       join unnest(${pairs.map((p) => p.accountId)}::uuid[], ${pairs.map((p) => p.network)}::text[])
         as r(account_id, network) on s.account_id = r.account_id and s.network = r.network
       where s.status = 'failed' and s.transaction is not null and s.finished_at > ${since}
-      group by s.account_id, s.network
-      having count(*) >= ${Math.min(limits.free, limits.paid)}`.execute(this.db);
+        and s.failure_cause is distinct from 'payer'
+      group by s.account_id, s.network`.execute(this.db);
     const refusals = new Map<string, ServiceError>();
     if (rows.rows.length === 0) return refusals;
     const plans = new Map(
@@ -171,16 +184,24 @@ export class QuotaLedger {
       const plan = plans.get(row.account_id) ?? "free";
       const limit = plan === "free" ? limits.free : limits.paid;
       const failures = row.failed_at.length;
-      if (failures < limit) continue;
+      // The request's own pending row is among those in flight.
+      const waiting = failures < limit && failures + row.in_flight > limit;
+      if (failures < limit && !waiting) continue;
       // Settles resume once the failures in the window are fewer than the
-      // limit: when the limit-th most recent one is an hour old.
-      const lifts = new Date(row.failed_at[limit - 1]!).getTime() + FAILURE_WINDOW_MS;
+      // limit: when the limit-th most recent one is an hour old; or, held
+      // for settles in flight, once they have ended (a settle's time).
+      const lifts = waiting
+        ? at.getTime() + IN_FLIGHT_RETRY_MS
+        : new Date(row.failed_at[limit - 1]!).getTime() + FAILURE_WINDOW_MS;
       const retryAfterSeconds = Math.max(1, Math.ceil((lifts - at.getTime()) / 1000));
+      const counted = waiting
+        ? `${failures} of this account's settlements on ${row.network} failed on-chain in the last hour and ${row.in_flight} are in flight`
+        : `${failures} of this account's settlements on ${row.network} failed on-chain in the last hour`;
       refusals.set(
         `${row.account_id}|${row.network}`,
         new ServiceError(
           "too_many_failed_settlements",
-          `${failures} of this account's settlements on ${row.network} failed on-chain in the last hour, each at our gas cost; the ${plan} plan allows ${limit}. Settles on ${row.network} resume in ${retryAfterSeconds} s: check the payments you send (an asset, balance or signature that fails on-chain) before retrying`,
+          `${counted}, each at our gas cost; the ${plan} plan allows ${limit}. Settles on ${row.network} resume in ${retryAfterSeconds} s: check the payments you send (an asset, balance or signature that fails on-chain) before retrying`,
           {
             retryable: true,
             details: { network: row.network, failures, limit, plan, retryAfterSeconds },
@@ -217,8 +238,9 @@ export class QuotaLedger {
       ),
       sql` `,
     )} else ${planRule("free", this.limits).hardLimit}::int end)`;
-    // The account's on-chain failures on these networks in the last hour,
-    // under its plan's failure limit (counted together: stricter than per
+    // The account's own on-chain failures on these networks in the last hour
+    // (not its payers'), with its settles in flight once it has any, under
+    // its plan's failure limit (counted together: stricter than per
     // network; one over it is decided in turn, per network, exactly).
     const failures = this.limits.failuresPerHour ?? DEFAULT_FAILURES_PER_HOUR;
     const networks = unique(requests.map((r) => r.network));
@@ -230,11 +252,22 @@ export class QuotaLedger {
       where q.account_id = ${accountId} and q.month = ${month} and a.id = q.account_id
         and a.suspended_at is null
         and (${limit} is null or q.used + q.reserved + ${units}::int <= ${limit})
-        and (select count(*) from settlements s
-          where s.account_id = q.account_id and s.network = any(${networks}::text[])
-            and s.status = 'failed' and s.transaction is not null and s.finished_at > ${since})
-          < (case coalesce(a.plan, 'free') when 'free' then ${failures.free}::int
-              else ${failures.paid}::int end)
+        and (select case
+            when f.failed = 0 then true
+            when f.failed >= f.lim then false
+            -- With failures of its own, its settles in flight count too
+            -- (this flush's own pending rows among them).
+            else f.failed + (select count(*) from settlements p
+              where p.account_id = q.account_id and p.network = any(${networks}::text[])
+                and p.status = 'pending' and p.started_at > ${since}) <= f.lim
+            end
+          from (select count(*) as failed,
+              (case coalesce(a.plan, 'free') when 'free' then ${failures.free}::int
+                else ${failures.paid}::int end) as lim
+            from settlements s
+            where s.account_id = q.account_id and s.network = any(${networks}::text[])
+              and s.status = 'failed' and s.transaction is not null and s.finished_at > ${since}
+              and s.failure_cause is distinct from 'payer') f)
       returning a.plan`.execute(this.db);
     const row = granted.rows[0];
     if (!row) return undefined;

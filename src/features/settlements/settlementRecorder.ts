@@ -24,6 +24,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { sql, type Transaction } from "kysely";
 import stringify from "safe-stable-stringify";
+import type { FailureCause } from "../../chains/ports.js";
 import type { SettleResponse } from "@x402/core/types";
 import type { Db } from "../../storage/db.js";
 import { DEFAULT_MAX_BATCH, GroupCommit } from "../../storage/groupCommit.js";
@@ -436,6 +437,57 @@ export class SettlementRecorder {
       .returning("id")
       .executeTakeFirst();
     return claimed !== undefined;
+  }
+
+  /**
+   * Names who caused the on-chain failure a pending row is about to be
+   * finished with, when something was sent for it (the journal set its
+   * transaction): `cause` reads the chain only then. Written while the row
+   * is still pending, so no failure limit ever counts it against the wrong
+   * party. Best effort: a row left without a cause is charged to the
+   * account, as before causes were told apart.
+   */
+  async attributeFailure(id: string, cause: () => Promise<FailureCause>): Promise<void> {
+    try {
+      const row = await this.db
+        .selectFrom("settlements")
+        .select("transaction")
+        .where("id", "=", id)
+        .where("status", "=", "pending")
+        .executeTakeFirst();
+      if (!row?.transaction) return;
+      await this.db
+        .updateTable("settlements")
+        .set({ failure_cause: await cause() })
+        .where("id", "=", id)
+        .where("status", "=", "pending")
+        .execute();
+    } catch (e) {
+      this.log.warn({ err: describeError(e), settlementId: id }, "could not attribute a failure");
+    }
+  }
+
+  /**
+   * When the payer's most recent on-chain failure that was its own ended,
+   * on any account, if it is later than `since`.
+   */
+  async payerFailedSince(
+    network: string,
+    payer: string | undefined,
+    since: Date,
+  ): Promise<Date | undefined> {
+    const stored = storablePayer(network, payer);
+    if (!stored) return undefined;
+    const row = await this.db
+      .selectFrom("settlements")
+      .select((eb) => eb.fn.max("finished_at").as("last"))
+      .where("payer", "=", stored)
+      .where("status", "=", "failed")
+      .where("transaction", "is not", null)
+      .where("failure_cause", "=", "payer")
+      .where("finished_at", ">", since)
+      .executeTakeFirst();
+    return row?.last ? new Date(row.last as unknown as string) : undefined;
   }
 
   /** Nothing was sent because the chain or a store could not be reached: nobody's fault. */

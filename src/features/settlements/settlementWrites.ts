@@ -122,6 +122,15 @@ export async function journalSent(
     where s.id = f.id and s.transaction is null`.execute(db);
 }
 
+/**
+ * The signed bytes a journal entry keeps so an unmined transaction can be
+ * sent again (EVM `raw`, the XRPL `blob`, NEAR's `signedTransaction`, a
+ * Solana or Starknet `transaction`). A mined one is never sent again, so
+ * they are dropped with its final status: signed material does not stay
+ * at rest (0031 drops those already stored).
+ */
+const SIGNED_DETAIL_KEYS = ["raw", "blob", "signedTransaction", "transaction"];
+
 /** The chain's final word on journaled transactions. */
 export async function journalMined(
   db: Kysely<Database>,
@@ -130,7 +139,7 @@ export async function journalMined(
   await sql`
     update settlement_transactions t
     set status = m.status, block_number = coalesce(m.block_number, t.block_number),
-      fee = coalesce(m.fee, t.fee)
+      fee = coalesce(m.fee, t.fee), detail = t.detail - ${SIGNED_DETAIL_KEYS}::text[]
     from unnest(
       ${mined.map((m) => m.reference)}::text[],
       ${mined.map((m) => m.status)}::text[],
@@ -166,6 +175,7 @@ const OUTCOME_COLUMNS = Object.keys({
   success_answered_at: true,
   success_request_id: true,
   settled_amount: true,
+  failure_cause: true,
 } satisfies Record<keyof SettlementOutcomeRow, true>);
 
 /**

@@ -11,17 +11,30 @@
  * database failing), the answer is `settlement_pending` with the hash: the
  * payment landed, and the record the reconciler finishes later lets exactly
  * one re-presentation collect it.
+ *
+ * A failure after something was sent is charged first to whoever caused it
+ * (the payer or the account's requirements: see chains' `failureCause`).
  */
 import { Reason } from "../../../protocol/reasons.js";
 import { settlePending, settleRefusal } from "../../../protocol/answers.js";
 import type { SettlementRecorder } from "../../settlements/settlementRecorder.js";
+import type { PaymentEngine } from "../engine.js";
 import type { SettleStage } from "./pipeline.js";
 
-export function commitStage(recorder: SettlementRecorder): SettleStage {
+export function commitStage(
+  recorder: SettlementRecorder,
+  engine?: Pick<PaymentEngine, "failureCause">,
+): SettleStage {
   return {
     name: "commit",
     async run(ctx, next) {
       const result = await next();
+      // A failure after something was sent cost us gas: name who caused it
+      // (the payer, or the account's requirements) before the row is final,
+      // so each failure limit counts only its own party's.
+      if (engine && !result.success && result.errorReason !== Reason.settlementPending) {
+        await recorder.attributeFailure(ctx.settlementId!, () => engine.failureCause(ctx.payment));
+      }
       const written = await recorder.finish(
         ctx.settlementId!,
         result,

@@ -1,0 +1,41 @@
+/**
+ * Stage: a payer that just cost us gas is refused. A payer whose own
+ * payment failed on-chain (its wallet's code, or its own move of the funds
+ * or the nonce: see chains' `failureCause`) is refused for a cooling period,
+ * on every account, before any row is written or anything sent. One hostile
+ * wallet then costs us at most one failed transaction per cooling period,
+ * however many merchants it pays, and never uses up a merchant's failure
+ * limit (that counts only what the merchant's requirements cause).
+ *
+ * One indexed read per settle, which finds nothing for an honest payer.
+ */
+import { Reason } from "../../../protocol/reasons.js";
+import { settleRefusal } from "../../../protocol/answers.js";
+import type { SettlementRecorder } from "../../settlements/settlementRecorder.js";
+import type { SettleStage } from "./pipeline.js";
+
+export function payerCoolingStage(
+  recorder: SettlementRecorder,
+  coolingMs: number,
+  now: () => number = Date.now,
+): SettleStage {
+  return {
+    name: "payer-cooling",
+    async run(ctx, next) {
+      const network = ctx.request.paymentRequirements.network;
+      const payer = ctx.payment.payer;
+      const at = now();
+      const last = await recorder.payerFailedSince(network, payer, new Date(at - coolingMs));
+      if (!last) return next();
+      const seconds = Math.max(1, Math.ceil((last.getTime() + coolingMs - at) / 1000));
+      return settleRefusal(
+        {
+          reason: Reason.payerFailedOnchainRecently,
+          message: `a payment from ${payer} failed on-chain in the last ${Math.round(coolingMs / 1000)} s because of the payer's wallet or funds, at the facilitator's gas cost; its payments are refused for another ${seconds} s. Nothing was sent`,
+          payer,
+        },
+        network,
+      );
+    },
+  };
+}

@@ -1,0 +1,294 @@
+/**
+ * A payer whose address carries code cannot make us pay for it, nor switch a
+ * merchant off. Its ERC-1271 check burns gas and answers "valid" only when
+ * `tx.gasprice` is 0 (true of a simulation without a fee, never on-chain):
+ * planted with `anvil_setCode` as a contract wallet, and as an EOA's EIP-7702
+ * delegation. Payments are made with the official `@x402/evm` exact client
+ * and settled through `HTTPFacilitatorClient`, and what our signers sent and
+ * spent is read from the chain.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { HTTPFacilitatorClient } from "@x402/core/server";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import type { ClientEvmSigner } from "@x402/evm";
+import { ExactEvmScheme as ExactEvmClientScheme } from "@x402/evm/exact/client";
+import {
+  concatHex,
+  createPublicClient,
+  createWalletClient,
+  erc20Abi,
+  http,
+  pad,
+  toHex,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { loadArtifacts } from "../../devnet/compile.js";
+import { apiKeyAuth } from "../support/resourceServer.js";
+import { startStack, type TestStack } from "../support/stack.js";
+import { requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
+import { createAccount } from "../../src/features/accounts/accounts.js";
+import { createApiKey } from "../../src/features/keys/apiKeys.js";
+import { FRONT_RUN_FEES, settleRacedBy } from "../support/settleRace.js";
+
+const NETWORK = "eip155:8453";
+const PAY_TO = "0x000000000000000000000000000000000000c0de" as const;
+const PRICE = 1_000n;
+/** Burn rounds in each signature check: about 2M gas, as in the review's probe. */
+const HEAVY_BURN = 4_500n;
+/** A check that burns little: only simulating with our fee tells it apart. */
+const LIGHT_BURN = 50n;
+
+/** A client signer for a hostile payer: its "signature" is the burn rounds (and "valid at any price"). */
+function hostileSigner(address: Address, rounds: bigint, alwaysValid = false): ClientEvmSigner {
+  return {
+    address,
+    signTypedData: () =>
+      Promise.resolve(
+        concatHex([
+          pad(toHex(rounds), { size: 32 }),
+          ...(alwaysValid ? [pad(toHex(1), { size: 32 })] : []),
+        ]),
+      ),
+  };
+}
+
+async function signersState(stack: TestStack, client: PublicClient) {
+  let nonces = 0;
+  let balance = 0n;
+  for (const key of stack.devnet.networks[NETWORK]!.facilitatorPrivateKeys) {
+    const address = privateKeyToAccount(key as Hex).address;
+    nonces += await client.getTransactionCount({ address, blockTag: "pending" });
+    balance += await client.getBalance({ address });
+  }
+  return { nonces, balance };
+}
+
+describe("hostile payers with code (ERC-1271 wallet, EIP-7702 delegation)", () => {
+  let stack: TestStack;
+  let client: PublicClient;
+  let walletCode: Hex;
+  let delegate: Address;
+
+  before(async () => {
+    stack = await startStack({
+      networks: [NETWORK],
+      payers: 2,
+      env: { METER_SETTLEMENTS: "true" },
+    });
+    client = createPublicClient({ transport: http(stack.rpcUrl) });
+    walletCode = (await loadArtifacts())["DevnetGasPriceSwitchWallet"]!.deployedBytecode;
+    delegate = privateKeyToAccount(generatePrivateKey()).address;
+    await plant(delegate, walletCode);
+  });
+  after(() => stack?.stop());
+
+  async function plant(address: Address, code: Hex): Promise<void> {
+    await client.request({ method: "anvil_setCode" as never, params: [address, code] as never });
+  }
+
+  async function fund(address: Address, amount: bigint): Promise<void> {
+    const funder = createWalletClient({
+      account: privateKeyToAccount(stack.payerKeys[0]!),
+      transport: http(stack.rpcUrl),
+    });
+    const hash = await funder.writeContract({
+      chain: null,
+      address: stack.usdc,
+      abi: erc20Abi,
+      functionName: "transfer",
+      args: [address, amount],
+    });
+    assert.equal((await client.waitForTransactionReceipt({ hash })).status, "success");
+  }
+
+  async function payment(
+    signer: ClientEvmSigner,
+  ): Promise<{ payload: PaymentPayload; requirements: PaymentRequirements }> {
+    const requirements = requirementsFor({
+      network: NETWORK,
+      usdc: stack.usdc,
+      payTo: PAY_TO,
+      amount: PRICE.toString(),
+    });
+    const partial = await new ExactEvmClientScheme(signer).createPaymentPayload(2, requirements);
+    return {
+      requirements,
+      payload: {
+        x402Version: 2,
+        accepted: requirements,
+        payload: partial.payload,
+        resource: { url: "http://127.0.0.1/paid", description: "", mimeType: "application/json" },
+      } as PaymentPayload,
+    };
+  }
+
+  /** A merchant of its own (a Free account) and its facilitator client. */
+  async function merchant(name: string): Promise<HTTPFacilitatorClient> {
+    return (await merchantAccount(name)).facilitator;
+  }
+
+  async function merchantAccount(name: string) {
+    const account = await createAccount(stack.service.db, name);
+    const key = (await createApiKey(stack.service.db, account.id, name)).key;
+    return {
+      id: account.id,
+      facilitator: new HTTPFacilitatorClient({
+        url: stack.url,
+        createAuthHeaders: apiKeyAuth(key),
+      }),
+    };
+  }
+
+  /** 25 settles by one hostile payer, then the merchant's honest customer pays. */
+  async function attack(payer: Address, rounds: bigint, label: string) {
+    const facilitator = await merchant(label);
+    await fund(payer, 100n * PRICE);
+    const before = await signersState(stack, client);
+    const answers: string[] = [];
+    for (let i = 0; i < 25; i++) {
+      const { payload, requirements } = await payment(hostileSigner(payer, rounds));
+      try {
+        const r = await facilitator.settle(payload, requirements);
+        answers.push(r.success ? "success" : `${r.errorReason}: ${r.errorMessage ?? ""}`);
+      } catch (e) {
+        answers.push(`refused: ${(e as Error).message.slice(0, 80)}`);
+      }
+    }
+    const after = await signersState(stack, client);
+    const broadcasts = after.nonces - before.nonces;
+    const spentWei = before.balance - after.balance;
+    console.log(
+      `${label}: 25 hostile settles → ${broadcasts} broadcasts, our signers spent ${spentWei} wei; answers: ${[...new Set(answers)].join(" | ")}`,
+    );
+    assert.ok(broadcasts <= 2, `at most 2 broadcasts, got ${broadcasts}: ${answers.join(", ")}`);
+    assert.ok(!answers.includes("success"), "no hostile settle succeeds");
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payer), 100n * PRICE);
+
+    // The merchant's next honest payment settles and moves the money.
+    const honest = requirementsFor({
+      network: NETWORK,
+      usdc: stack.usdc,
+      payTo: PAY_TO,
+      amount: PRICE.toString(),
+    });
+    const payToBefore = await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO);
+    const r = await facilitator.settle(await signPayment(stack.payerKeys[1]!, honest), honest);
+    assert.equal(r.success, true, JSON.stringify(r));
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO), payToBefore + PRICE);
+    return { broadcasts, spentWei };
+  }
+
+  test("a contract wallet whose check burns little: at most 2 broadcasts in 25, the merchant still settles", async () => {
+    const wallet = privateKeyToAccount(generatePrivateKey()).address;
+    await plant(wallet, walletCode);
+    await attack(wallet, LIGHT_BURN, "ERC-1271 wallet, light check");
+  });
+
+  test("a contract wallet planted with anvil_setCode, burning ~2M gas: at most 2 broadcasts in 25, the merchant still settles", async () => {
+    const wallet = privateKeyToAccount(generatePrivateKey()).address;
+    await plant(wallet, walletCode);
+    await attack(wallet, HEAVY_BURN, "ERC-1271 wallet, heavy check");
+  });
+
+  test("an EOA delegated with EIP-7702 to the same code: at most 2 broadcasts in 25, the merchant still settles", async () => {
+    const eoa = privateKeyToAccount(generatePrivateKey()).address;
+    await plant(eoa, concatHex(["0xef0100", delegate]));
+    await attack(eoa, HEAVY_BURN, "EIP-7702 delegated EOA, heavy check");
+  });
+
+  test("a wallet that pays, but burns ~2M gas in its check first, is refused gas_limit_too_high: nothing sent", async () => {
+    const facilitator = await merchant("burning payer");
+    const wallet = privateKeyToAccount(generatePrivateKey()).address;
+    await plant(wallet, walletCode);
+    await fund(wallet, 10n * PRICE);
+    const before = await signersState(stack, client);
+    const { payload, requirements } = await payment(hostileSigner(wallet, HEAVY_BURN, true));
+    const r = await facilitator.settle(payload, requirements);
+    const after = await signersState(stack, client);
+    console.log(
+      `paying wallet, heavy check: ${after.nonces - before.nonces} broadcasts, our signers spent ${before.balance - after.balance} wei; answer: ${r.errorReason ?? "success"}`,
+    );
+    assert.deepEqual([r.success, r.errorReason, r.transaction], [false, "gas_limit_too_high", ""]);
+    assert.deepEqual(after, before, "no transaction, no gas");
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, wallet), 10n * PRICE);
+  });
+
+  test("a payer that moves its USDC away in the block of our settle: refused on every account after one failure; the merchant is not held off", async () => {
+    const first = await merchantAccount("raced merchant");
+    const payerKey = generatePrivateKey();
+    const payer = privateKeyToAccount(payerKey);
+    await client.request({
+      method: "anvil_setBalance" as never,
+      params: [payer.address, toHex(10n ** 18n)] as never,
+    });
+    await fund(payer.address, 100n * PRICE);
+    const requirements = requirementsFor({
+      network: NETWORK,
+      usdc: stack.usdc,
+      payTo: PAY_TO,
+      amount: PRICE.toString(),
+    });
+    const before = await signersState(stack, client);
+    const raced = await settleRacedBy(
+      stack.rpcUrl,
+      async () => first.facilitator.settle(await signPayment(payerKey, requirements), requirements),
+      () =>
+        createWalletClient({ account: payer, transport: http(stack.rpcUrl) }).writeContract({
+          chain: null,
+          address: stack.usdc,
+          abi: erc20Abi,
+          functionName: "transfer",
+          args: [PAY_TO, 100n * PRICE],
+          // No estimate: against the pending block it would see our settle first.
+          gas: 100_000n,
+          ...FRONT_RUN_FEES,
+        }),
+    );
+    assert.equal(raced.success, false, JSON.stringify(raced));
+    // Sent, and reverted on-chain (a failure's answer names no transaction).
+    const row = await stack.service.db
+      .selectFrom("settlements")
+      .select(["status", "failure_cause", "transaction"])
+      .where("account_id", "=", first.id)
+      .executeTakeFirstOrThrow();
+    assert.equal(row.status, "failed");
+    assert.notEqual(row.transaction, null, "sent");
+    assert.equal(row.failure_cause, "payer", "charged to the payer, not the merchant");
+    // The mined transaction's signed bytes are not kept at rest.
+    const journal = await stack.service.db
+      .selectFrom("settlement_transactions")
+      .select(["status", "detail"])
+      .where("reference", "=", row.transaction!)
+      .executeTakeFirstOrThrow();
+    assert.equal(journal.status, "reverted");
+    assert.equal("raw" in journal.detail, false, JSON.stringify(journal.detail));
+
+    // Funded again, the payer is refused everywhere, before anything is sent.
+    await fund(payer.address, 100n * PRICE);
+    const answers: string[] = [];
+    for (let i = 0; i < 24; i++) {
+      const facilitator = i % 2 === 0 ? first.facilitator : await merchant(`other ${i}`);
+      const r = await facilitator.settle(await signPayment(payerKey, requirements), requirements);
+      answers.push(r.success ? "success" : `${r.errorReason}|${r.transaction}`);
+    }
+    const after = await signersState(stack, client);
+    console.log(
+      `racing EOA payer: 25 settles → ${after.nonces - before.nonces} broadcasts, our signers spent ${before.balance - after.balance} wei; answers: ${[...new Set(answers)].join(" | ")}`,
+    );
+    assert.deepEqual(new Set(answers), new Set(["payer_failed_onchain_recently|"]));
+    assert.equal(after.nonces - before.nonces, 1, "one failed transaction, then nothing");
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payer.address), 100n * PRICE);
+
+    // The merchant's own failure limit did not count the payer's failure,
+    // and its honest customers still settle.
+    const honest = await first.facilitator.settle(
+      await signPayment(stack.payerKeys[1]!, requirements),
+      requirements,
+    );
+    assert.equal(honest.success, true, JSON.stringify(honest));
+  });
+});
