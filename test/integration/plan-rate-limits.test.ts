@@ -237,6 +237,29 @@ for (const backend of availableBackends()) {
       assert.equal((await planStatus(stack.url, ip, other.key)).status, 200);
     });
 
+    test("pay-as-you-go has Free's request limit until it holds a prepaid balance", async () => {
+      const ip = clientAddress();
+      const unfunded = await accountKey(stack.service.db, "payg");
+      const funded = await accountKey(stack.service.db, "payg");
+      await stack.service.db
+        .updateTable("accounts")
+        .set({ balance_micro_usd: "1000000" })
+        .where("id", "=", funded.accountId)
+        .execute();
+      const accounts = await stack.service.db
+        .selectFrom("accounts")
+        .select(["id", "plan", "balance_micro_usd"])
+        .where("id", "in", [unfunded.accountId, funded.accountId])
+        .execute();
+      assert.ok(accounts.every((a) => a.plan === "payg"));
+      const free = await planStatus(stack.url, ip, unfunded.key);
+      assert.equal(free.status, 200);
+      assert.equal(free.headers.get("x-ratelimit-limit"), "3", "Free's budget");
+      const paid = await planStatus(stack.url, ip, funded.key);
+      assert.equal(paid.status, 200);
+      assert.equal(paid.headers.get("x-ratelimit-limit"), "6000", "pay-as-you-go's budget");
+    });
+
     test("a plan upgrade raises the key's limit within the current window: the count so far stays", async () => {
       const ip = clientAddress();
       const key = await accountKey(stack.service.db, "free");

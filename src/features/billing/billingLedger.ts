@@ -334,6 +334,11 @@ async function applyToAccount(
       { ...received, balanceMicroUsd: balance.toString(), balanceUsd: usdOf(balance) },
       now,
     );
+    // Pay-as-you-go's paid limits come with a positive balance: every
+    // replica's key cache holds the plan its rate limit applies.
+    if (account.plan === "payg" && account.balanceMicroUsd <= 0n && balance > 0n) {
+      await announceChange(trx, API_KEYS_CHANGED);
+    }
     if (lifts) {
       await recordBillingEvent(
         trx,

@@ -135,6 +135,26 @@ export function planRule(plan: string, limits: PlanLimits): PlanRule {
   }
 }
 
+/**
+ * Whether an account is held to Free's abuse limits (failures, requests):
+ * Free, and pay-as-you-go without a positive prepaid balance. Moving from
+ * Free to pay-as-you-go costs nothing, so the paid plans' limits come with
+ * money held, never with the switch alone.
+ */
+export function holdsFreeLimits(plan: string | null, balanceMicroUsd: bigint | string): boolean {
+  const name = planNamed(plan ?? "free");
+  return name === "free" || (name === "payg" && BigInt(balanceMicroUsd) <= 0n);
+}
+
+/**
+ * Pay-as-you-go's hard monthly limit: none while its prepaid balance is
+ * positive (past the free units it is charged), its free units otherwise
+ * (nothing to charge the rest to).
+ */
+export function paygHardLimit(balanceMicroUsd: bigint | string): number | null {
+  return BigInt(balanceMicroUsd) > 0n ? null : PAYG_FREE_UNITS;
+}
+
 /** Calendar month in UTC, 'YYYY-MM'. */
 export function monthOf(at: Date): string {
   return at.toISOString().slice(0, 7);

@@ -21,11 +21,14 @@ import { announceChange } from "../../storage/changeFeed.js";
 import { API_KEYS_CHANGED } from "../keys/apiKeys.js";
 import { recordBillingEvent } from "../webhooks/billingEvents.js";
 import {
+  PAYG_FREE_UNITS,
   PAYG_UNIT_PRICE_MICRO_USD,
   PLAN_NAMES,
   UPGRADE_PATH,
+  holdsFreeLimits,
   monthOf,
   paygBillableUnits,
+  paygHardLimit,
   planRule,
   usdOf,
   type PlanLimits,
@@ -171,18 +174,25 @@ export class QuotaLedger {
       (
         await this.db
           .selectFrom("accounts")
-          .select(["id", "plan"])
+          .select(["id", "plan", "balance_micro_usd"])
           .where(
             "id",
             "in",
             rows.rows.map((r) => r.account_id),
           )
           .execute()
-      ).map((a) => [a.id, planRule(a.plan ?? "free", this.limits).name]),
+      ).map((a) => [
+        a.id,
+        {
+          name: planRule(a.plan ?? "free", this.limits).name,
+          free: holdsFreeLimits(a.plan, a.balance_micro_usd),
+        },
+      ]),
     );
     for (const row of rows.rows) {
-      const plan = plans.get(row.account_id) ?? "free";
-      const limit = plan === "free" ? limits.free : limits.paid;
+      const held = plans.get(row.account_id) ?? { name: "free" as const, free: true };
+      const plan = held.name;
+      const limit = held.free ? limits.free : limits.paid;
       const failures = row.failed_at.length;
       // The request's own pending row is among those in flight.
       const waiting = failures < limit && failures + row.in_flight > limit;
@@ -232,9 +242,13 @@ export class QuotaLedger {
     const units = requests.reduce((n, r) => n + r.units, 0);
     // Each plan's hard limit (null: none); an unknown plan is held to the
     // free plan's, as planRule holds it.
+    // Pay-as-you-go without a positive balance: its free units only.
     const limit = sql`(case coalesce(a.plan, 'free') ${sql.join(
-      PLAN_NAMES.map(
-        (name) => sql`when ${name} then ${planRule(name, this.limits).hardLimit}::int`,
+      PLAN_NAMES.map((name) =>
+        name === "payg"
+          ? sql`when 'payg' then (case when a.balance_micro_usd > 0 then null
+              else ${PAYG_FREE_UNITS}::int end)`
+          : sql`when ${name} then ${planRule(name, this.limits).hardLimit}::int`,
       ),
       sql` `,
     )} else ${planRule("free", this.limits).hardLimit}::int end)`;
@@ -262,7 +276,8 @@ export class QuotaLedger {
                 and p.status = 'pending' and p.started_at > ${since}) <= f.lim
             end
           from (select count(*) as failed,
-              (case coalesce(a.plan, 'free') when 'free' then ${failures.free}::int
+              (case when coalesce(a.plan, 'free') = 'free'
+                  or (a.plan = 'payg' and a.balance_micro_usd <= 0) then ${failures.free}::int
                 else ${failures.paid}::int end) as lim
             from settlements s
             where s.account_id = q.account_id and s.network = any(${networks}::text[])
@@ -305,6 +320,7 @@ export class QuotaLedger {
           "used",
           "reserved",
           accountOf(eb).select("plan").as("plan"),
+          accountOf(eb).select("balance_micro_usd").as("balance_micro_usd"),
           accountOf(eb).select("suspended_at").as("suspended_at"),
           accountOf(eb).select("suspended_by").as("suspended_by"),
         ])
@@ -319,7 +335,9 @@ export class QuotaLedger {
           reason: this.refusal(code, rule.name, rule.reportedLimit, held),
         });
         if (held.suspended_at) return refuse("account_suspended");
-        if (rule.hardLimit !== null && held.used + held.reserved + r.units > rule.hardLimit) {
+        const hardLimit =
+          rule.name === "payg" ? paygHardLimit(held.balance_micro_usd ?? "0") : rule.hardLimit;
+        if (hardLimit !== null && held.used + held.reserved + r.units > hardLimit) {
           return refuse("quota_exceeded");
         }
         held.reserved += r.units;
