@@ -146,15 +146,6 @@ export function holdsFreeLimits(plan: string | null, balanceMicroUsd: bigint | s
   return name === "free" || (name === "payg" && BigInt(balanceMicroUsd) <= 0n);
 }
 
-/**
- * Pay-as-you-go's hard monthly limit: none while its prepaid balance is
- * positive (past the free units it is charged), its free units otherwise
- * (nothing to charge the rest to).
- */
-export function paygHardLimit(balanceMicroUsd: bigint | string): number | null {
-  return BigInt(balanceMicroUsd) > 0n ? null : PAYG_FREE_UNITS;
-}
-
 /** Calendar month in UTC, 'YYYY-MM'. */
 export function monthOf(at: Date): string {
   return at.toISOString().slice(0, 7);

@@ -21,14 +21,12 @@ import { announceChange } from "../../storage/changeFeed.js";
 import { API_KEYS_CHANGED } from "../keys/apiKeys.js";
 import { recordBillingEvent } from "../webhooks/billingEvents.js";
 import {
-  PAYG_FREE_UNITS,
   PAYG_UNIT_PRICE_MICRO_USD,
   PLAN_NAMES,
   UPGRADE_PATH,
   holdsFreeLimits,
   monthOf,
   paygBillableUnits,
-  paygHardLimit,
   planRule,
   usdOf,
   type PlanLimits,
@@ -242,13 +240,9 @@ export class QuotaLedger {
     const units = requests.reduce((n, r) => n + r.units, 0);
     // Each plan's hard limit (null: none); an unknown plan is held to the
     // free plan's, as planRule holds it.
-    // Pay-as-you-go without a positive balance: its free units only.
     const limit = sql`(case coalesce(a.plan, 'free') ${sql.join(
-      PLAN_NAMES.map((name) =>
-        name === "payg"
-          ? sql`when 'payg' then (case when a.balance_micro_usd > 0 then null
-              else ${PAYG_FREE_UNITS}::int end)`
-          : sql`when ${name} then ${planRule(name, this.limits).hardLimit}::int`,
+      PLAN_NAMES.map(
+        (name) => sql`when ${name} then ${planRule(name, this.limits).hardLimit}::int`,
       ),
       sql` `,
     )} else ${planRule("free", this.limits).hardLimit}::int end)`;
@@ -320,7 +314,6 @@ export class QuotaLedger {
           "used",
           "reserved",
           accountOf(eb).select("plan").as("plan"),
-          accountOf(eb).select("balance_micro_usd").as("balance_micro_usd"),
           accountOf(eb).select("suspended_at").as("suspended_at"),
           accountOf(eb).select("suspended_by").as("suspended_by"),
         ])
@@ -335,9 +328,7 @@ export class QuotaLedger {
           reason: this.refusal(code, rule.name, rule.reportedLimit, held),
         });
         if (held.suspended_at) return refuse("account_suspended");
-        const hardLimit =
-          rule.name === "payg" ? paygHardLimit(held.balance_micro_usd ?? "0") : rule.hardLimit;
-        if (hardLimit !== null && held.used + held.reserved + r.units > hardLimit) {
+        if (rule.hardLimit !== null && held.used + held.reserved + r.units > rule.hardLimit) {
           return refuse("quota_exceeded");
         }
         held.reserved += r.units;
