@@ -80,7 +80,12 @@ export interface DayCredit {
   amount: bigint;
 }
 
-export type PaymentState = "none" | "collected" | "redeemed" | "returned";
+/**
+ * `challenged`: its merchant presented its receipt in a challenge of its
+ * day; it stays in the day's pool unless that day was disputed and the
+ * merchant was paid it from the bond.
+ */
+export type PaymentState = "none" | "collected" | "redeemed" | "returned" | "challenged";
 
 /** What the vault collected for one authorization (state `none`: nothing). */
 export interface CollectedPayment {
@@ -92,7 +97,13 @@ export interface CollectedPayment {
   day: number;
 }
 
-export type DayPhase = "open" | "closing" | "closed";
+/**
+ * `closed`: the KMS proved the split adds up; its challenge window runs,
+ * then its credits are released. `disputed`: a challenge proved a
+ * merchant's credit short; nothing of the split is released, and no day
+ * closes until the bond owner resumes (which reopens it).
+ */
+export type DayPhase = "open" | "closing" | "closed" | "disputed";
 
 /** A day as the vault keeps it. */
 export interface DayInfo {
@@ -101,13 +112,17 @@ export interface DayInfo {
   payments: number;
   redeemed: bigint;
   returned: bigint;
-  /** What the day's credits must add up to: collected, less redeemed and returned. */
+  /** What the day's credits must add up to: collected, less redeemed, returned and claimed. */
   pool: bigint;
   /** Bumped each time the KMS proved an attempt's credits wrong. */
   attempt: number;
   slotsCredited: number;
   slotsReleased: number;
   phase: DayPhase;
+  /** Chain time (s) until which its merchants may challenge it (0: not closed). */
+  challengeWindowEndsAt: bigint;
+  /** Challenges waiting for the KMS's answer; the day is not released meanwhile. */
+  openChallenges: number;
 }
 
 interface CreditDayResult {
@@ -120,6 +135,11 @@ interface CreditDayResult {
   total: bigint;
   /** Payments sent back to their payers by this call. */
   returned: Hex[];
+  /**
+   * Closed, but not released yet: its challenge window ends then (chain
+   * time, s), or challenges of it are open. Call again after it.
+   */
+  releasableAfter: bigint | null;
 }
 
 /**
@@ -313,8 +333,21 @@ export interface FhevmNetworkSettings {
  * once would collide (and two finalizing the same withdrawal would revert).
  */
 export interface OperatorKeyLease {
-  /** Runs `work` while this replica alone may send with the operator key. */
-  hold<T>(work: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` while this replica alone may send with the operator key.
+   * `work` calls `held.ensureHeld()` right before each transaction it sends.
+   */
+  hold<T>(work: (held: OperatorKeyHold) => Promise<T>): Promise<T>;
+}
+
+/** The lease as its holder sees it while it works. */
+export interface OperatorKeyHold {
+  /**
+   * Throws when the lease may have passed to another replica: a renewal
+   * failed, or none succeeded within the lease's term (a stalled
+   * database). Nothing more may be sent with the key under this hold.
+   */
+  ensureHeld(): void;
 }
 
 interface ConfidentialVaultLog {
