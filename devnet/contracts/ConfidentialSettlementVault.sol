@@ -118,24 +118,25 @@ contract ConfidentialSettlementVault {
     bytes32 public constant WITHDRAW_TYPEHASH =
         keccak256("Withdraw(uint256 slot,address to,uint64 amount,uint64 nonce,uint64 deadline)");
 
-    /// @notice Payment states.
-    uint8 public constant PAYMENT_COLLECTED = 1;
-    uint8 public constant PAYMENT_REDEEMED = 2;
-    uint8 public constant PAYMENT_RETURNED = 3;
+    /// @notice Payment states (`payment`'s `state`): 1 collected, 2 redeemed,
+    ///         3 returned, 4 challenged.
+    uint8 internal constant PAYMENT_COLLECTED = 1;
+    uint8 internal constant PAYMENT_REDEEMED = 2;
+    uint8 internal constant PAYMENT_RETURNED = 3;
     /// @notice Presented by its merchant in a challenge: its day's split was
     ///         checked against it, or it was paid from the bond.
-    uint8 public constant PAYMENT_CHALLENGED = 4;
+    uint8 internal constant PAYMENT_CHALLENGED = 4;
 
-    /// @notice Day phases: open to payments, then to the batch's credits
+    /// @notice Day phases (`dayInfo`'s `phase`), 0 to 3: open to payments, then to the batch's credits
     ///         (and to redemptions); closing while the KMS decrypts the
     ///         check; closed once the check was proven true (challengeable
     ///         for `challengeWindow`, then released); disputed once a
     ///         challenge proved a merchant's credit short (nothing of its
     ///         split is released; it reopens when the bond owner resumes).
-    uint8 public constant DAY_OPEN = 0;
-    uint8 public constant DAY_CLOSING = 1;
-    uint8 public constant DAY_CLOSED = 2;
-    uint8 public constant DAY_DISPUTED = 3;
+    uint8 internal constant DAY_OPEN = 0;
+    uint8 internal constant DAY_CLOSING = 1;
+    uint8 internal constant DAY_CLOSED = 2;
+    uint8 internal constant DAY_DISPUTED = 3;
 
     uint8 private constant CHALLENGE_OPEN = 1;
     uint8 private constant CHALLENGE_RESOLVED = 2;
@@ -929,6 +930,11 @@ contract ConfidentialSettlementVault {
         );
     }
 
+    /// @notice A slot's credit of `day` in its current attempt, until released (0: none).
+    function slotDayCredit(uint256 slot, uint256 day) external view returns (bytes32) {
+        return _creditedIn[slot][day] == _days[day].attempt + 1 ? euint64.unwrap(_pending[slot][day]) : bytes32(0);
+    }
+
     /// @return closedAt when the day closed (0: not closed); its window ends `challengeWindow` later
     /// @return openChallenges challenges awaiting the KMS's answer
     /// @return claimed what its merchants were paid from the bond out of its pool
@@ -1137,8 +1143,11 @@ contract ConfidentialSettlementVault {
 
     /// @dev Keeps a slot's credit of the day pending and adds it to the
     ///      attempt's 128-bit sum.
+    ///      The operator may decrypt it, so the merchant's dashboard can
+    ///      compare it with the day's receipts during the challenge window.
     function _addPending(uint256 id, uint256 day, euint64 amount, euint128 sum) private returns (euint128) {
         FHE.allowThis(amount);
+        FHE.allow(amount, operator);
         _pending[id][day] = amount;
         euint128 wide = FHE.asEuint128(amount);
         return FHE.isInitialized(sum) ? FHE.add(sum, wide) : wide;

@@ -143,6 +143,18 @@ interface CreditDayResult {
 }
 
 /**
+ * A merchant's challenge proved the day's split short: nothing of it is
+ * released, and the vault refuses every close until the bond owner resumes.
+ */
+export class DayDisputedError extends Error {
+  constructor(readonly day: number) {
+    super(
+      `day ${day} is disputed: a merchant's challenge proved its split short; no day closes until the bond owner resumes`,
+    );
+  }
+}
+
+/**
  * The KMS proved that an attempt's credits did not add up to the day's pool
  * (a redemption or a return changed it meanwhile, or the credits were
  * wrong): the vault discarded them and the day is open for a new attempt.
@@ -264,6 +276,22 @@ export interface ConfidentialVault {
    * to send it, only to build it.
    */
   redeemCall(signed: SignedReceipt, salt: Hex): { to: Address; data: Hex };
+  /**
+   * The transaction a withdrawal address sends itself to challenge its
+   * slot's credit of `day` with these receipts (all of that day and slot).
+   */
+  challengeCall(
+    day: number,
+    slot: bigint,
+    salt: Hex,
+    receipts: readonly SignedReceipt[],
+  ): { to: Address; data: Hex };
+  /**
+   * The slot's credit of `day` as the closed split wrote it, decrypted with
+   * the operator's ACL permission; null when it holds none (not credited in
+   * the current attempt, or released).
+   */
+  dayCredit(slot: bigint, day: number): Promise<bigint | null>;
   /** The transaction a withdrawal address sends itself to cancel a stalled withdrawal. */
   cancelCall(withdrawalId: bigint): { to: Address; data: Hex };
   /** The slot's available balance, decrypted with the operator's ACL permission. */

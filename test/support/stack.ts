@@ -80,6 +80,8 @@ export interface StackOptions {
   starknetRpcUrl?: (nodeUrl: string) => Promise<string>;
   /** Serve confidential settlement with the devnet's vault on eip155:8453 (mock coprocessor in-process). */
   confidential?: boolean;
+  /** The vault's challenge window in seconds (default 0: a closed day is released at once). */
+  confidentialChallengeWindowSeconds?: number;
   /** The confidential worker: false (tests drive its passes) or its clock. */
   confidentialWorker?: NonNullable<ServiceOptions["overrides"]>["confidentialWorker"];
 }
@@ -92,6 +94,9 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     outFile: null,
     ...(opts.facilitators ? { facilitators: opts.facilitators } : {}),
     ...(opts.payers ? { payers: opts.payers } : {}),
+    ...(opts.confidentialChallengeWindowSeconds === undefined
+      ? {}
+      : { confidentialChallengeWindowSeconds: opts.confidentialChallengeWindowSeconds }),
   });
   await opts.beforeService?.(devnet);
   const solana = opts.solana ? await startSolanaLedger({ slotMs: 100 }) : undefined;

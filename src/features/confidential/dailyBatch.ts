@@ -40,7 +40,11 @@ import { getAddress, type Hex } from "viem";
 import { describeError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import type { Database } from "../../storage/schema.js";
-import { DayRejectedError, type CollectedPayment } from "../../chains/confidentialPort.js";
+import {
+  DayDisputedError,
+  DayRejectedError,
+  type CollectedPayment,
+} from "../../chains/confidentialPort.js";
 import { authorizationOf, dayStart, dayToDate, type ConfidentialCredits } from "./credits.js";
 import type { ConfidentialVault } from "./vaultPort.js";
 
@@ -214,6 +218,10 @@ export class DailyBatch {
           shouldStop: () => lease.lost,
         });
       } catch (e) {
+        if (e instanceof DayDisputedError) {
+          log.error(e.message);
+          return { ran: false, day, why: "disputed" };
+        }
         if (!(e instanceof DayRejectedError)) throw e;
         // The KMS proved the credits wrong (the pool changed under them: a
         // redemption meanwhile). The day reopened on-chain; the next pass

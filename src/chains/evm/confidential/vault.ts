@@ -72,6 +72,7 @@ import {
 import { confidentialVaultAbi } from "./vaultAbi.js";
 import {
   CONFIDENTIAL_NETWORK,
+  DayDisputedError,
   DayRejectedError,
   type CollectedPayment,
   type ConfidentialVault,
@@ -494,11 +495,7 @@ export async function createConfidentialVault(
     },
 
     async creditDay({ day, credits, returns = [], shouldStop }) {
-      if ((await dayInfo(day)).phase === "disputed") {
-        throw new Error(
-          `day ${day} is disputed: a challenge proved its split short; it reopens when the bond owner resumes`,
-        );
-      }
+      if ((await dayInfo(day)).phase === "disputed") throw new DayDisputedError(day);
       if (!Number.isInteger(day) || day < 0) throw new Error(`day must be a UTC day number`);
       const stopIfAsked = () => {
         if (shouldStop?.()) throw new Error(`the batch of day ${day} was taken over; stopping`);
@@ -610,9 +607,7 @@ export async function createConfidentialVault(
         info = await dayInfo(day);
       }
       const chainNow = await publicClient.getBlock().then((b) => b.timestamp);
-      if (info.phase === "disputed") {
-        throw new Error(`day ${day} was disputed by a challenge during its window`);
-      }
+      if (info.phase === "disputed") throw new DayDisputedError(day);
       if (chainNow < info.challengeWindowEndsAt || info.openChallenges > 0) {
         opts.log?.info(
           {
@@ -745,6 +740,35 @@ export async function createConfidentialVault(
         ],
       }),
     }),
+
+    challengeCall: (day, slot, salt, receipts) => ({
+      to: address,
+      data: encodeFunctionData({
+        abi: confidentialVaultAbi,
+        functionName: "challenge",
+        args: [
+          BigInt(day),
+          slot,
+          salt,
+          receipts.map((r) => ({
+            payer: getAddress(r.receipt.payer),
+            nonce: r.receipt.nonce,
+            merchant: getAddress(r.receipt.merchant),
+            slot: BigInt(r.receipt.slot),
+            amount: BigInt(r.receipt.amount),
+            day: r.receipt.day,
+          })),
+          receipts.map((r) => r.signature),
+        ],
+      }),
+    }),
+
+    async dayCredit(slot, day) {
+      const handle = await read<Hex>("slotDayCredit", [slot, BigInt(day)]);
+      if (BigInt(handle) === 0n) return null;
+      const [value] = await fhe.userDecrypt(address, [handle], operator as LocalAccount);
+      return value ?? 0n;
+    },
 
     cancelCall: (id) => ({
       to: address,
