@@ -35,6 +35,7 @@ import { registerSupportedRoute } from "./routes/supported.js";
 import { registerBillingRoutes } from "./routes/billing.js";
 import { registerConfidentialStatusRoute } from "./routes/confidential.js";
 import type { ConfidentialMerchants } from "../features/confidential/merchants.js";
+import type { ConfidentialCredits } from "../features/confidential/credits.js";
 import { registerHealthRoutes } from "./routes/health.js";
 import type { ReadinessReport } from "../features/health/readiness.js";
 import type { PlanStatus } from "../features/plans/planStatus.js";
@@ -67,6 +68,8 @@ export interface HttpDeps {
   dashboard?: DashboardHttpDeps;
   /** Confidential settlement's status, for GET /confidential/status. */
   confidentialMerchants?: ConfidentialMerchants;
+  /** Its receipts and credits, for GET /confidential/days. */
+  confidentialCredits?: ConfidentialCredits;
   /** The service's version, for the OpenAPI document. */
   version?: string;
   /** The public origin (PUBLIC_URL): https turns HSTS on. */
@@ -219,7 +222,10 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     plans: deps.plans,
   });
   if (deps.confidentialMerchants) {
-    registerConfidentialStatusRoute(app, { merchants: deps.confidentialMerchants });
+    registerConfidentialStatusRoute(app, {
+      merchants: deps.confidentialMerchants,
+      ...(deps.confidentialCredits ? { credits: deps.confidentialCredits } : {}),
+    });
   }
   if (deps.dashboard) await registerDashboardHttp(app, deps.dashboard, deps.mode);
 
