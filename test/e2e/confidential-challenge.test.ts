@@ -22,7 +22,11 @@ import { signedInUser, type DashboardUser } from "../support/dashboardSession.js
 import { paymentRequest, post, signPayment, usdcBalance } from "../support/payments.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { utcDay } from "../../src/features/confidential/credits.js";
-import { confidentialRequirements, pastNextMidnight } from "../support/confidential.js";
+import {
+  confidentialRequirements,
+  creditDayToOperatorsOwnSlot,
+  pastNextMidnight,
+} from "../support/confidential.js";
 
 const PRICE_ATOMIC = 10_000n;
 
@@ -99,23 +103,11 @@ describe("a merchant's challenge, end to end", () => {
     assert.equal(paid["success"], true, JSON.stringify(paid));
 
     // The key holder's own slot, and the whole day's pool credited to it.
-    const thief = privateKeyToAccount(generatePrivateKey());
-    const thiefSignature = await thief.signMessage({
-      message: vault.enablementMessage(thief.address, "thief"),
-    });
-    const { slot: thiefSlot } = await vault.assignSlot({
-      merchant: thief.address,
-      accountRef: "thief",
-      walletSignature: thiefSignature,
-    });
     const now = await pastNextMidnight(stack.rpcUrl, vault, 60);
     const day = utcDay(now) - 1;
-    const info = await vault.dayInfo(day);
-    assert.equal(info.pool, PRICE_ATOMIC);
-    const stolen = await vault.creditDay({
-      day,
-      credits: [{ slot: thiefSlot, amount: info.pool }],
-    });
+    const stolen = await creditDayToOperatorsOwnSlot(vault, day);
+    const thiefSlot = stolen.slot;
+    assert.equal(stolen.pool, PRICE_ATOMIC);
     assert.notEqual(stolen.releasableAfter, null, "released before its challenge window ended");
 
     // The merchant's check: through its API key and in the dashboard alike.

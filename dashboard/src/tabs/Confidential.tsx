@@ -265,6 +265,18 @@ function BalanceView() {
  * sends the challenge from the withdrawal wallet; the contract pays what the
  * receipts show from the operator bond once the KMS has answered.
  */
+/**
+ * A short day's receipts all presented leaves nothing to send: the day is
+ * either awaiting the contract's check of them or (disputed) paid from the
+ * bond, which is what the merchant needs to read rather than "Short" again.
+ */
+function verdict(e: DayCheck) {
+  if (!e.shortfall) return "Matches";
+  if (e.challenge) return <strong>Short</strong>;
+  if (e.phase === "disputed") return "Challenged: your receipts are paid from the operator's bond";
+  return "Challenged: waiting for the contract's check of your receipts";
+}
+
 function DayChecks() {
   const queryClient = useQueryClient();
   const days = useQuery({
@@ -310,8 +322,8 @@ function DayChecks() {
                       {e.receipts} = {usdc(e.receiptsTotal)}
                     </td>
                     <td>
-                      {e.shortfall ? <strong>Short</strong> : "Matches"}
-                      {e.windowEndsAt && (
+                      {verdict(e)}
+                      {e.phase === "closed" && e.windowEndsAt && (
                         <span className="muted"> (challengeable until {when(e.windowEndsAt)})</span>
                       )}{" "}
                       {e.challenge && (
