@@ -20,6 +20,14 @@ import type { PaymentPayload } from "@x402/core/types";
 import { startDevnet, type Devnet } from "../devnet/index.js";
 import type { FamilyAdapter } from "../test/families/adapter.js";
 import { evm } from "../test/families/evm.js";
+import { near } from "../test/families/near.js";
+import { solana } from "../test/families/solana.js";
+import { starknet } from "../test/families/starknet.js";
+import { xrpl } from "../test/families/xrpl.js";
+import { startSolanaLedger } from "../devnet/svm/index.js";
+import { startNearLedger } from "../devnet/near/index.js";
+import { startXrplLedger } from "../devnet/xrpl/index.js";
+import { startStarknetLedger } from "../devnet/starknet/index.js";
 import { requirementsFor, signedBy } from "../test/families/signing.js";
 import type { TestStack } from "../test/support/stack.js";
 import { signPayment } from "../test/support/payments.js";
@@ -31,6 +39,8 @@ export interface ChainAudit {
   name: string;
   network: string;
   payTo: string;
+  /** The payTo's balance when the run began (an XRPL account holds its reserve). */
+  payToStart: bigint;
   payToBalance(): Promise<bigint>;
   /**
    * Why `transaction` is not exactly one transfer of `payment` on the
@@ -136,6 +146,7 @@ export async function startEvmChain(parts: () => StackParts): Promise<ChaosChain
       name: "EVM",
       network: "eip155:8453",
       payTo,
+      payToStart: await evm.balanceOf(stack(), payTo),
       payToBalance: () => evm.balanceOf(stack(), payTo),
       async holds(transaction) {
         const receipt = await client
@@ -190,4 +201,113 @@ export async function startEvmChain(parts: () => StackParts): Promise<ChaosChain
       await devnet.stop();
     },
   };
+}
+
+/**
+ * The loopback ledgers of the other families (Solana on LiteSVM; NEAR, XRPL
+ * and Starknet executing for real in-process), each behind its faulty
+ * proxy. Their checks read the ledger itself: a success's transaction must
+ * be one it holds, and the payTo's balance the sum of the successes (their
+ * suites check a transfer's detail; here the sum does).
+ */
+export async function startLedgerChains(parts: () => StackParts): Promise<ChaosChain[]> {
+  const [sol, nearLedger, xrplLedger, stark] = await Promise.all([
+    startSolanaLedger({ slotMs: 200 }),
+    startNearLedger({ blockMs: 500 }),
+    startXrplLedger({ closeMs: 1000 }),
+    startStarknetLedger({ blockMs: 500 }),
+  ]);
+  const stack = (): TestStack =>
+    ({
+      ...parts(),
+      solana: sol,
+      near: nearLedger,
+      xrpl: xrplLedger,
+      starknet: stark,
+    }) as unknown as TestStack;
+  const proxies = await Promise.all([
+    startFaultyRpc(solana.network, sol.info.rpcUrl),
+    startFaultyRpc(near.network, nearLedger.info.rpcUrl),
+    startFaultyRpc(xrpl.network, xrplLedger.info.rpcUrl),
+    startFaultyRpc(starknet.network, stark.info.rpcUrl),
+  ]);
+  const chain = async (
+    name: string,
+    adapter: FamilyAdapter,
+    rpc: FaultyRpc,
+    env: Record<string, string>,
+    payers: number,
+    holds: (reference: string) => boolean,
+    stopLedger: () => Promise<unknown>,
+  ): Promise<ChaosChain> => {
+    const payTo = adapter.payTo(stack());
+    return {
+      name,
+      rpc,
+      env,
+      traffic: { ...adapterTraffic(adapter, stack, payers), name },
+      audit: {
+        name,
+        network: adapter.network,
+        payTo,
+        payToStart: await adapter.balanceOf(stack(), payTo),
+        payToBalance: () => adapter.balanceOf(stack(), payTo),
+        holds: async (reference) => holds(reference),
+        transferProblem: async (reference) =>
+          holds(reference) ? undefined : "the ledger does not hold this transaction",
+      },
+      stop: async () => {
+        await rpc.close();
+        await stopLedger();
+      },
+    };
+  };
+  return Promise.all([
+    chain(
+      "Solana",
+      solana,
+      proxies[0]!,
+      { SVM_RPC_URL: proxies[0]!.url, SVM_PRIVATE_KEYS: sol.info.facilitatorSecretKeys.join(",") },
+      4,
+      (ref) => sol.ledger.transaction(ref) !== undefined,
+      () => sol.stop(),
+    ),
+    chain(
+      "NEAR",
+      near,
+      proxies[1]!,
+      {
+        NEAR_RPC_URL: proxies[1]!.url,
+        NEAR_RELAYER_KEYS: nearLedger.info.relayers
+          .map((r) => `${r.accountId}:${r.secretKey}`)
+          .join(","),
+      },
+      3,
+      (ref) => nearLedger.ledger.transaction(ref) !== undefined,
+      () => nearLedger.stop(),
+    ),
+    chain(
+      "XRPL",
+      xrpl,
+      proxies[2]!,
+      { XRPL_RPC_URL: proxies[2]!.url },
+      3,
+      (ref) => xrplLedger.ledger.transaction(ref) !== undefined,
+      () => xrplLedger.stop(),
+    ),
+    chain(
+      "Starknet",
+      starknet,
+      proxies[3]!,
+      {
+        STARKNET_RPC_URL: proxies[3]!.url,
+        STARKNET_EXECUTOR_KEYS: stark.executors
+          .map((e) => `${e.address}:${e.privateKey}`)
+          .join(","),
+      },
+      3,
+      (ref) => stark.ledger.transaction(ref) !== undefined,
+      () => stark.stop(),
+    ),
+  ]);
 }

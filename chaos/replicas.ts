@@ -38,8 +38,11 @@ export function createReplica(
   name: string,
   env: Record<string, string>,
   onLine: (line: string) => void,
+  /** A process ended without being stopped; `served`: after it had answered. */
+  onExit: (code: number | null, signal: NodeJS.Signals | null, served: boolean) => void,
 ): Replica {
   let child: ChildProcess | undefined;
+  let stopping = false;
   const replica: Replica = {
     name,
     url: undefined,
@@ -49,18 +52,29 @@ export function createReplica(
       return child !== undefined && child.exitCode === null && child.signalCode === null;
     },
     async start() {
+      stopping = false;
       const port = await freePort();
       const url = `http://127.0.0.1:${port}`;
       const c = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
         env: { ...process.env, ...env, HOST: "127.0.0.1", PORT: String(port) },
-        stdio: ["ignore", "ignore", "pipe"],
+        stdio: ["ignore", "pipe", "pipe"],
       });
       child = c;
       replica.starts++;
       let tail = "";
-      c.stderr!.on("data", (d: Buffer) => {
+      const lines = (d: Buffer) => {
         tail = (tail + d.toString()).slice(-4000);
         for (const line of d.toString().split("\n")) if (line.trim()) onLine(line);
+      };
+      c.stdout!.on("data", lines);
+      c.stderr!.on("data", lines);
+      // A process that ends without being stopped crashed (or refused to
+      // start): a supervisor starts it again, and the run counts it.
+      c.once("exit", (code, signal) => {
+        if (stopping || child !== c) return;
+        const served = replica.url !== undefined;
+        replica.url = undefined;
+        onExit(code, signal, served);
       });
       await until(
         `${name} to answer /health`,
@@ -81,6 +95,7 @@ export function createReplica(
       // at once. A draining one keeps its address, as a load balancer keeps
       // sending until its health check notices.
       if (signal === "SIGKILL") replica.url = undefined;
+      stopping = true;
       c.kill(signal);
       const code = await exited;
       replica.url = undefined;

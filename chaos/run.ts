@@ -16,6 +16,7 @@
  *   CHAOS_SEED     the scenario (default: a random seed, printed)
  *   CHAOS_MINUTES  how long traffic runs (default 10; fractions allowed)
  *   CHAOS_FAULTS   comma-separated fault kinds to inject (default: all)
+ *   CHAOS_FAMILIES `evm` for anvil alone (default: every family)
  *   CHAOS_OUT      where the history and the service logs go (default .chaos/)
  */
 import { createWriteStream, mkdirSync } from "node:fs";
@@ -26,7 +27,7 @@ import { setWebhookEndpoint } from "../src/features/webhooks/webhookRepository.j
 import { openMigratedDb, openDb, type OpenedDb } from "../src/storage/db.js";
 import { seededRandom } from "../test/support/seededRandom.js";
 import { startBalancer } from "./balancer.js";
-import { startEvmChain, type ChaosChain, type StackParts } from "./chains.js";
+import { startEvmChain, startLedgerChains, type ChaosChain, type StackParts } from "./chains.js";
 import { checkInvariants } from "./checks.js";
 import { FAULT_KINDS, faultSchedule, injectFault, type FaultKind } from "./faults.js";
 import { History } from "./history.js";
@@ -67,11 +68,13 @@ function settings() {
     process.exit(2);
   }
   const out = resolve(process.env["CHAOS_OUT"] ?? ".chaos");
-  return { seed, minutes, faults: faults as FaultKind[], out };
+  // "evm" alone keeps a run on anvil; the default runs every family.
+  const families = process.env["CHAOS_FAMILIES"] === "evm" ? ["evm"] : ["evm", "others"];
+  return { seed, minutes, faults: faults as FaultKind[], out, families };
 }
 
 async function main(): Promise<number> {
-  const { seed, minutes, faults, out } = settings();
+  const { seed, minutes, faults, out, families } = settings();
   const runMs = Math.round(minutes * 60_000);
   mkdirSync(out, { recursive: true });
   say(
@@ -121,9 +124,10 @@ async function main(): Promise<number> {
 
     let balancerUrl = "";
     const parts = (): StackParts => ({ url: balancerUrl, apiKey: accounts[0]!.apiKey });
-    say("chaos: starting the chains (EVM)…");
+    say("chaos: starting the chains (EVM on anvil; Solana, NEAR, XRPL, Starknet ledgers)…");
     const chains: ChaosChain[] = [];
     chains.push(await startEvmChain(parts));
+    if (families.includes("others")) chains.push(...(await startLedgerChains(parts)));
     cleanup.push(() => Promise.all(chains.map((c) => c.stop())));
 
     const logs = createWriteStream(join(out, `service-${seed}.log`));
@@ -142,9 +146,30 @@ async function main(): Promise<number> {
       FAILED_SETTLES_PER_HOUR_PAID: "1000000",
       ...Object.assign({}, ...chains.map((c) => c.env)),
     };
-    const replicas = ["replica-a", "replica-b"].map((name) =>
-      createReplica(name, env, (line) => logs.write(`${name} ${line}\n`)),
-    );
+    const crashes: string[] = [];
+    const replicas = ["replica-a", "replica-b"].map((name) => {
+      const replica = createReplica(
+        name,
+        env,
+        (line) => logs.write(`${name} ${line}\n`),
+        (code, signal, served) => {
+          const what = `${name} exited by itself (${signal ?? `exit ${code}`})${served ? "" : " while starting"}`;
+          // Refusing to start while a store or the chain is out of reach is
+          // the start checks' design; ending while serving is a crash.
+          if (served) crashes.push(what);
+          history.record({ type: "fault", fault: "crash", detail: what });
+          // As a supervisor does: start it again a moment later.
+          setTimeout(() => {
+            if (!replica.running) {
+              replica.start().catch((e: unknown) => {
+                history.record({ type: "fault", fault: "crash", detail: `${name}: ${String(e)}` });
+              });
+            }
+          }, 1_000);
+        },
+      );
+      return replica;
+    });
     cleanup.push(() => Promise.all(replicas.map((r) => r.stop("SIGTERM"))));
     say("chaos: starting two service processes…");
     await Promise.all(replicas.map((r) => r.start()));
@@ -212,6 +237,7 @@ async function main(): Promise<number> {
       }
     }
     say("chaos: traffic stopped; waiting for the faults to end and retries to finish…");
+    webhooks.flaky = false;
     await faultLoop;
     for (const r of replicas) if (!r.running) await r.start();
     for (const c of chains) c.rpc.mode = "pass";
@@ -221,7 +247,7 @@ async function main(): Promise<number> {
     // What was left pending is the reconciler's to finish, within its horizon.
     say("chaos: waiting for the reconciler and the webhook deliveries…");
     opened = await reopen(opened, postgres.url);
-    const settledDeadline = Date.now() + HORIZON_MS + 30_000;
+    const settledDeadline = Date.now() + HORIZON_MS + 90_000;
     for (;;) {
       const open = await opened.db
         .selectFrom("settlements")
@@ -235,6 +261,10 @@ async function main(): Promise<number> {
         .executeTakeFirstOrThrow();
       if ((Number(open.n) === 0 && Number(undelivered.n) === 0) || Date.now() > settledDeadline) {
         break;
+      }
+      if (Date.now() - lastProgress >= 10_000) {
+        say(`chaos: ${open.n} settlements pending, ${undelivered.n} webhook events undelivered…`);
+        lastProgress = Date.now();
       }
       await sleep(1_000);
     }
@@ -258,6 +288,12 @@ async function main(): Promise<number> {
       horizonMs: HORIZON_MS,
       memory,
       memoryBound: MEMORY_BOUND,
+    });
+
+    results.push({
+      name: "no service process crashed while serving",
+      checked: `${replicas.reduce((n, r) => n + r.starts, 0)} process starts`,
+      violations: crashes,
     });
 
     say("");
