@@ -8,13 +8,21 @@
  */
 import {
   createPublicClient,
+  createWalletClient,
   decodeEventLog,
   erc20Abi,
   getAddress,
   http,
+  maxUint256,
   type Hex,
   type PublicClient,
 } from "viem";
+import { x402Client } from "@x402/core/client";
+import { x402ResourceServer } from "@x402/core/server";
+import { PERMIT2_ADDRESS } from "@x402/evm";
+import { ExactEvmScheme as ExactEvmClientScheme } from "@x402/evm/exact/client";
+import { ExactEvmScheme as ExactEvmServerScheme } from "@x402/evm/exact/server";
+import { facilitatorClient } from "../test/support/resourceServer.js";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { PaymentPayload } from "@x402/core/types";
 import { startDevnet, type Devnet } from "../devnet/index.js";
@@ -97,19 +105,87 @@ export interface StackParts {
   apiKey: string;
 }
 
-export async function startEvmChain(parts: () => StackParts): Promise<ChaosChain> {
+/** The checks of one anvil chain: receipts, Transfer logs and every block's senders. */
+function evmAudit(
+  name: string,
+  network: string,
+  client: PublicClient,
+  fromBlock: bigint,
+  signers: ReadonlySet<string>,
+  payTo: string,
+  payToStart: bigint,
+  payToBalance: () => Promise<bigint>,
+): ChainAudit {
+  const canonicalReceipt = async (transaction: string) => {
+    const receipt = await client
+      .getTransactionReceipt({ hash: transaction as Hex })
+      .catch(() => undefined);
+    if (!receipt) return undefined;
+    const block = await client.getBlock({ blockNumber: receipt.blockNumber });
+    return block.hash === receipt.blockHash ? receipt : undefined;
+  };
+  return {
+    name,
+    network,
+    payTo,
+    payToStart,
+    payToBalance,
+    holds: async (transaction) => (await canonicalReceipt(transaction)) !== undefined,
+    async transferProblem(transaction, payment) {
+      const receipt = await canonicalReceipt(transaction);
+      if (!receipt) return "no receipt in a block of the canonical chain";
+      if (receipt.status !== "success") return "the transaction reverted";
+      const transfers = receipt.logs.flatMap((log) => {
+        if (log.address.toLowerCase() !== payment.asset.toLowerCase()) return [];
+        try {
+          const ev = decodeEventLog({ abi: erc20Abi, data: log.data, topics: log.topics });
+          return ev.eventName === "Transfer" ? [ev.args] : [];
+        } catch {
+          return [];
+        }
+      });
+      const matching = transfers.filter(
+        (t) =>
+          getAddress(t.to) === getAddress(payment.payTo) &&
+          getAddress(t.from) === getAddress(payment.payer) &&
+          t.value === payment.amount,
+      );
+      if (matching.length !== 1) {
+        return `${matching.length} matching transfers (of ${transfers.length}) to ${payment.payTo} of ${payment.amount}`;
+      }
+      return undefined;
+    },
+    async signerTransactions() {
+      const head = await client.getBlockNumber();
+      const sent: string[] = [];
+      for (let n = fromBlock; n <= head; n++) {
+        const block = await client.getBlock({ blockNumber: n, includeTransactions: true });
+        for (const tx of block.transactions) {
+          if (signers.has(tx.from.toLowerCase())) sent.push(tx.hash);
+        }
+      }
+      return sent;
+    },
+  };
+}
+
+const PERMIT2_NETWORK = "eip155:4663";
+const PERMIT2_PAY_TO = "0x00000000000000000000000000000000000d0e12";
+
+/**
+ * The devnet's anvil chains: `exact` with EIP-3009 USDC on eip155:8453 (the
+ * suites' adapter), and `exact` through Permit2 with USDG on eip155:4663,
+ * whose payers approve Permit2 once, as their wallets do.
+ */
+export async function startEvmChains(parts: () => StackParts): Promise<ChaosChain[]> {
   const devnet: Devnet = await startDevnet({
-    networks: ["eip155:8453"],
+    networks: ["eip155:8453", PERMIT2_NETWORK],
     blockTimeSeconds: 1,
     outFile: null,
     payers: 5,
     facilitators: 4,
   });
   const info = devnet.networks["eip155:8453"]!;
-  const rpc = await startFaultyRpc("eip155:8453", info.rpcUrl);
-  const client: PublicClient = createPublicClient({ transport: http(info.rpcUrl) });
-  const fromBlock = (await client.getBlockNumber()) + 1n;
-  const usdc = info.assets["USDC"] as Hex;
   const signerKeys = info.facilitatorPrivateKeys as Hex[];
   const signers = new Set(signerKeys.map((k) => privateKeyToAccount(k).address.toLowerCase()));
   const stack = (): TestStack =>
@@ -118,21 +194,15 @@ export async function startEvmChain(parts: () => StackParts): Promise<ChaosChain
       devnet,
       network: "eip155:8453",
       rpcUrl: info.rpcUrl,
-      usdc,
+      usdc: info.assets["USDC"] as Hex,
       assets: info.assets,
       payerKeys: info.payerPrivateKeys,
     }) as unknown as TestStack;
+
+  const rpc = await startFaultyRpc("eip155:8453", info.rpcUrl);
+  const client: PublicClient = createPublicClient({ transport: http(info.rpcUrl) });
   const payTo = evm.payTo(stack());
-  const traffic: TrafficFamily = {
-    ...adapterTraffic(evm, stack, 4),
-    async unfunded(amount) {
-      const requirements = await requirementsFor(stack(), evm, amount);
-      const key = generatePrivateKey();
-      const payload: PaymentPayload = await signPayment(key, requirements);
-      return { payload, requirements, payer: privateKeyToAccount(key).address };
-    },
-  };
-  return {
+  const eip3009: ChaosChain = {
     name: "EVM",
     rpc,
     env: {
@@ -140,67 +210,115 @@ export async function startEvmChain(parts: () => StackParts): Promise<ChaosChain
       EVM_PRIVATE_KEYS: signerKeys.join(","),
       EVM_BLOCK_TIME_MS_8453: "1000",
     },
-    traffic,
-    anvil: { rpcUrl: info.rpcUrl, signerKeys },
-    audit: {
-      name: "EVM",
-      network: "eip155:8453",
-      payTo,
-      payToStart: await evm.balanceOf(stack(), payTo),
-      payToBalance: () => evm.balanceOf(stack(), payTo),
-      async holds(transaction) {
-        const receipt = await client
-          .getTransactionReceipt({ hash: transaction as Hex })
-          .catch(() => undefined);
-        if (!receipt) return false;
-        const block = await client.getBlock({ blockNumber: receipt.blockNumber });
-        return block.hash === receipt.blockHash;
-      },
-      async transferProblem(transaction, payment) {
-        const receipt = await client
-          .getTransactionReceipt({ hash: transaction as Hex })
-          .catch(() => undefined);
-        if (!receipt) return "no receipt on the canonical chain";
-        if (receipt.status !== "success") return "the transaction reverted";
-        const block = await client.getBlock({ blockNumber: receipt.blockNumber });
-        if (block.hash !== receipt.blockHash) return "its block is not canonical";
-        const transfers = receipt.logs.flatMap((log) => {
-          if (log.address.toLowerCase() !== payment.asset.toLowerCase()) return [];
-          try {
-            const ev = decodeEventLog({ abi: erc20Abi, data: log.data, topics: log.topics });
-            return ev.eventName === "Transfer" ? [ev.args] : [];
-          } catch {
-            return [];
-          }
-        });
-        const matching = transfers.filter(
-          (t) =>
-            getAddress(t.to) === getAddress(payment.payTo) &&
-            getAddress(t.from) === getAddress(payment.payer) &&
-            t.value === payment.amount,
-        );
-        if (matching.length !== 1) {
-          return `${matching.length} matching transfers (of ${transfers.length}) to ${payment.payTo} of ${payment.amount}`;
-        }
-        return undefined;
-      },
-      async signerTransactions() {
-        const head = await client.getBlockNumber();
-        const sent: string[] = [];
-        for (let n = fromBlock; n <= head; n++) {
-          const block = await client.getBlock({ blockNumber: n, includeTransactions: true });
-          for (const tx of block.transactions) {
-            if (signers.has(tx.from.toLowerCase())) sent.push(tx.hash);
-          }
-        }
-        return sent;
+    traffic: {
+      ...adapterTraffic(evm, stack, 4),
+      async unfunded(amount) {
+        const requirements = await requirementsFor(stack(), evm, amount);
+        const key = generatePrivateKey();
+        const payload: PaymentPayload = await signPayment(key, requirements);
+        return { payload, requirements, payer: privateKeyToAccount(key).address };
       },
     },
+    anvil: { rpcUrl: info.rpcUrl, signerKeys },
+    audit: evmAudit(
+      "EVM",
+      "eip155:8453",
+      client,
+      (await client.getBlockNumber()) + 1n,
+      signers,
+      payTo,
+      await evm.balanceOf(stack(), payTo),
+      () => evm.balanceOf(stack(), payTo),
+    ),
     stop: async () => {
       await rpc.close();
       await devnet.stop();
     },
   };
+
+  const p2 = devnet.networks[PERMIT2_NETWORK]!;
+  const usdg = p2.assets["USDG"] as Hex;
+  const p2rpc = await startFaultyRpc(PERMIT2_NETWORK, p2.rpcUrl);
+  const p2client: PublicClient = createPublicClient({ transport: http(p2.rpcUrl) });
+  const payers = (p2.payerPrivateKeys as Hex[]).slice(0, 4).map((k) => privateKeyToAccount(k));
+  for (const payer of payers) {
+    const wallet = createWalletClient({ account: payer, transport: http(p2.rpcUrl) });
+    const hash = await wallet.writeContract({
+      address: usdg,
+      abi: erc20Abi,
+      functionName: "approve",
+      args: [PERMIT2_ADDRESS, maxUint256],
+      chain: null,
+    });
+    await p2client.waitForTransactionReceipt({ hash });
+  }
+  const balanceOfPayTo = () =>
+    p2client.readContract({
+      address: usdg,
+      abi: erc20Abi,
+      functionName: "balanceOf",
+      args: [PERMIT2_PAY_TO],
+    });
+  const requirements = async (amount: bigint) => {
+    const server = new x402ResourceServer(facilitatorClient(stack())).register(
+      PERMIT2_NETWORK,
+      new ExactEvmServerScheme(),
+    );
+    await server.initialize();
+    const [r] = await server.buildPaymentRequirements({
+      scheme: "exact",
+      network: PERMIT2_NETWORK,
+      payTo: PERMIT2_PAY_TO,
+      price: {
+        amount: amount.toString(),
+        asset: usdg,
+        extra: { assetTransferMethod: "permit2", name: "Global Dollar", version: "1" },
+      },
+    });
+    if (!r) throw new Error("no Permit2 requirements");
+    return r;
+  };
+  const permit2: ChaosChain = {
+    name: "EVM Permit2",
+    rpc: p2rpc,
+    env: { EVM_RPC_URLS_4663: p2rpc.url, EVM_BLOCK_TIME_MS_4663: "1000" },
+    traffic: {
+      name: "EVM Permit2",
+      network: PERMIT2_NETWORK,
+      payers: payers.length,
+      requirements,
+      async pay(i, amount) {
+        const r = await requirements(amount);
+        const payer = payers[i]!;
+        const payload = await new x402Client()
+          .register("eip155:*", new ExactEvmClientScheme(payer))
+          // USDG is not one of the client's default assets: allowed explicitly.
+          .setSpendControls({
+            allowedAssets: [
+              { network: PERMIT2_NETWORK, asset: usdg, maxAmountPerPayment: "1000000000" },
+            ],
+          })
+          .createPaymentPayload({
+            x402Version: 2,
+            resource: { url: "http://127.0.0.1/chaos", description: "", mimeType: "" },
+            accepts: [r],
+          });
+        return { payload, requirements: r, payer: payer.address };
+      },
+    },
+    audit: evmAudit(
+      "EVM Permit2",
+      PERMIT2_NETWORK,
+      p2client,
+      (await p2client.getBlockNumber()) + 1n,
+      signers,
+      PERMIT2_PAY_TO,
+      await balanceOfPayTo(),
+      balanceOfPayTo,
+    ),
+    stop: () => p2rpc.close(),
+  };
+  return [eip3009, permit2];
 }
 
 /**

@@ -35,6 +35,11 @@ export type HistoryEntry =
   | { at: number; type: "answer"; id: number; answer: Answer }
   | { at: number; type: "lost"; id: number; error: string }
   | { at: number; type: "fault"; fault: string; detail: string }
+  | {
+      at: number;
+      type: "payment";
+      payment: { id: string; network: string; payer: string; payTo: string; amount: string };
+    }
   | { at: number; type: "chain"; chain: string; event: string; detail: string };
 
 type Without<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;

@@ -27,7 +27,7 @@ import { setWebhookEndpoint } from "../src/features/webhooks/webhookRepository.j
 import { openMigratedDb, openDb, type OpenedDb } from "../src/storage/db.js";
 import { seededRandom } from "../test/support/seededRandom.js";
 import { startBalancer } from "./balancer.js";
-import { startEvmChain, startLedgerChains, type ChaosChain, type StackParts } from "./chains.js";
+import { startEvmChains, startLedgerChains, type ChaosChain, type StackParts } from "./chains.js";
 import { checkInvariants } from "./checks.js";
 import { FAULT_KINDS, faultSchedule, injectFault, type FaultKind } from "./faults.js";
 import { History } from "./history.js";
@@ -126,7 +126,7 @@ async function main(): Promise<number> {
     const parts = (): StackParts => ({ url: balancerUrl, apiKey: accounts[0]!.apiKey });
     say("chaos: starting the chains (EVM on anvil; Solana, NEAR, XRPL, Starknet ledgers)…");
     const chains: ChaosChain[] = [];
-    chains.push(await startEvmChain(parts));
+    chains.push(...(await startEvmChains(parts)));
     if (families.includes("others")) chains.push(...(await startLedgerChains(parts)));
     cleanup.push(() => Promise.all(chains.map((c) => c.stop())));
 

@@ -63,7 +63,12 @@ interface Body {
 }
 
 const REQUEST_TIMEOUT_MS = 120_000;
-const PENDING_RETRIES = 12;
+/**
+ * Retries of an open outcome, 2–6 s apart: long enough to outlast a
+ * payment-identifier claim a dead process left (taken over after
+ * 2 × SETTLE_TIMEOUT_MS + 30 s).
+ */
+const PENDING_RETRIES = 30;
 
 export class Traffic {
   readonly payments = new Map<string, PaymentRecord>();
@@ -157,6 +162,16 @@ export class Traffic {
       asset: requirements.asset,
       amount: BigInt(requirements.amount),
     });
+    this.opts.history.record({
+      type: "payment",
+      payment: {
+        id,
+        network: family.network,
+        payer,
+        payTo: requirements.payTo,
+        amount: requirements.amount,
+      },
+    });
     return {
       x402Version: 2,
       paymentPayload: { ...payload, accepted: requirements },
@@ -241,6 +256,8 @@ export class Traffic {
       !answer ||
       answer.status === 503 ||
       answer.status === 502 ||
+      // A payment-identifier claim still executing: "retry shortly".
+      answer.status === 409 ||
       answer.status === 429 ||
       (answer.status === 200 && answer.json?.["errorReason"] === "settlement_pending");
     if (open) {
