@@ -40,6 +40,16 @@ module.exports = {
       to: { path: FAMILY },
     },
     {
+      name: "features-no-chain-sdk",
+      comment:
+        "Features reach a chain through the family table and the ports (billing's server scheme: exactServerSchemeOf; confidential settlement: confidentialPort.ts), never through a chain SDK.",
+      severity: "error",
+      from: { path: "^src/features", pathNot: notTest },
+      to: {
+        path: "node_modules/(viem|@x402/(evm|svm)|@solana|@solana-program|@near-js|xrpl|starknet)/",
+      },
+    },
+    {
       name: "features-not-to-http",
       severity: "error",
       from: { path: "^src/features" },
@@ -98,6 +108,14 @@ module.exports = {
       to: { path: "^src/(?!clients/)" },
     },
     {
+      name: "config-not-up",
+      comment:
+        "src/config reads the environment for everyone above it: it may use the family table, the protocol and lib, never a feature, storage, HTTP, the facilitator or a worker (a feature's defaults are applied by the feature).",
+      severity: "error",
+      from: { path: "^src/config" },
+      to: { path: "^src/(features|storage|http|facilitator|workers|cli|app\\.ts|main\\.ts)" },
+    },
+    {
       name: "protocol-is-low",
       comment:
         "src/protocol is x402 itself (envelope, reasons, answers, pre-checks): every layer may use it; it uses only lib.",
@@ -152,7 +170,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: "node_modules" },
-    exclude: { path: "node_modules|^dist/" },
+    exclude: { path: "^dist/" },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
     enhancedResolveOptions: { extensions: [".ts", ".js", ".json"] },

@@ -29,6 +29,9 @@ import BigNumber from "bignumber.js";
 import { NEAR_MAINNET, startNearLedger } from "../devnet/near/index.js";
 import { XRPL_MAINNET, startXrplLedger } from "../devnet/xrpl/index.js";
 import { STARKNET_MAINNET, startStarknetLedger } from "../devnet/starknet/index.js";
+import { nearService } from "../devnet/near/service.js";
+import { xrplService } from "../devnet/xrpl/service.js";
+import { starknetService } from "../devnet/starknet/service.js";
 import { ExactNearClientScheme } from "../src/chains/near/clients/exactClient.js";
 import { ExactXrplClientScheme } from "../src/chains/xrpl/clients/exactClient.js";
 import { ExactStarknetClientScheme } from "../src/chains/starknet/clients/exactClient.js";
@@ -134,10 +137,7 @@ async function startNear(count: number): Promise<RunningFamily> {
     blockMs: BLOCK_MS,
     // NearLedger.produce takes the whole pool into each block.
     perBlock: undefined,
-    env: {
-      NEAR_RPC_URL: info.rpcUrl,
-      NEAR_RELAYER_KEYS: info.relayers.map((r) => `${r.accountId}:${r.secretKey}`).join(","),
-    },
+    env: nearService.env(running),
     payTo: info.payTo,
     asset: info.assets.USDC,
     amount: "10000",
@@ -170,7 +170,7 @@ async function startXrpl(count: number): Promise<RunningFamily> {
     blockMs: BLOCK_MS,
     // XrplLedger.submit applies to the open ledger at once; close() validates all of it.
     perBlock: undefined,
-    env: { XRPL_RPC_URL: info.rpcUrl },
+    env: xrplService.env(running),
     payTo: info.payTo,
     asset: info.assets.RLUSD,
     amount,
@@ -202,12 +202,7 @@ async function startStarknet(count: number): Promise<RunningFamily> {
     blockMs: BLOCK_MS,
     // StarknetLedger.produceBlock takes the whole mempool into each block.
     perBlock: undefined,
-    env: {
-      STARKNET_RPC_URL: info.rpcUrl,
-      STARKNET_EXECUTOR_KEYS: running.executors
-        .map((e) => `${e.address}:${e.privateKey}`)
-        .join(","),
-    },
+    env: starknetService.env(running),
     payTo: info.payTo,
     asset: info.assets.USDC,
     amount: "10000",

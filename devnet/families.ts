@@ -1,14 +1,19 @@
 /**
  * The devnet's local ledger of each chain family other than EVM (whose anvil
  * chains `devnet/index.ts` starts together): how to start it, what the
- * service is given to serve it, and its line in the start-up banner. One
- * entry per family; a new family's devnet is its folder and one line here.
+ * service is given to serve it (devnet/<family>/service.ts, which the test
+ * stack and the benchmarks use too), and its line in the start-up banner.
+ * One entry per family; a new family's devnet is its folder and one entry here.
  */
 import type { ChainSetups } from "../src/chains/index.js";
-import { SOLANA_MAINNET, startSolanaDevnet } from "./svm/index.js";
-import { XRPL_MAINNET, startXrplLedger } from "./xrpl/index.js";
-import { NEAR_MAINNET, startNearLedger } from "./near/index.js";
-import { STARKNET_MAINNET, startStarknetLedger } from "./starknet/index.js";
+import { startSolanaDevnet } from "./svm/index.js";
+import { solanaService } from "./svm/service.js";
+import { startXrplLedger } from "./xrpl/index.js";
+import { xrplService } from "./xrpl/service.js";
+import { startNearLedger } from "./near/index.js";
+import { nearService } from "./near/service.js";
+import { startStarknetLedger } from "./starknet/index.js";
+import { starknetService } from "./starknet/service.js";
 
 /** A started ledger, as the devnet boot keeps it. */
 export interface RunningLedger {
@@ -22,6 +27,27 @@ export interface RunningLedger {
   stop(): Promise<unknown>;
 }
 
+/** A family's mapping from its running ledger to the service (devnet/<family>/service.ts). */
+interface ServiceMapping<R> {
+  network: string;
+  setup(running: R): ChainSetups;
+  banner(running: R): string;
+}
+
+/** A started ledger, through its family's mapping. */
+function running<R extends { info: object; stop(): Promise<unknown> }>(
+  mapping: ServiceMapping<R>,
+  ledger: R,
+): RunningLedger {
+  return {
+    network: mapping.network,
+    info: ledger.info,
+    setup: mapping.setup(ledger),
+    banner: mapping.banner(ledger),
+    stop: () => ledger.stop(),
+  };
+}
+
 export interface DevnetLedger {
   network: string;
   /** What starts, for the progress line. */
@@ -31,78 +57,23 @@ export interface DevnetLedger {
 
 export const DEVNET_LEDGERS: readonly DevnetLedger[] = [
   {
-    network: SOLANA_MAINNET,
+    network: solanaService.network,
     what: "the local Solana ledger (LiteSVM)",
-    async start() {
-      const running = await startSolanaDevnet({});
-      const { info } = running;
-      return {
-        network: SOLANA_MAINNET,
-        info,
-        setup: {
-          solana: {
-            networks: [{ id: SOLANA_MAINNET, rpcUrl: info.rpcUrl }],
-            secretKeys: info.facilitatorSecretKeys,
-          },
-        },
-        banner: `${info.rpcUrl}   USDC ${info.assets.USDC}`,
-        stop: () => running.stop(),
-      };
-    },
+    start: async () => running(solanaService, await startSolanaDevnet({})),
   },
   {
-    network: XRPL_MAINNET,
+    network: xrplService.network,
     what: "the local XRP Ledger (a ledger close every second)",
-    async start() {
-      const running = await startXrplLedger({});
-      const { info } = running;
-      return {
-        network: XRPL_MAINNET,
-        info,
-        setup: { xrpl: { networks: [{ id: XRPL_MAINNET, rpcUrl: info.rpcUrl }] } },
-        banner: `${info.wsUrl}   XRP, RLUSD ${info.issuers.RLUSD}`,
-        stop: () => running.stop(),
-      };
-    },
+    start: async () => running(xrplService, await startXrplLedger({})),
   },
   {
-    network: NEAR_MAINNET,
+    network: nearService.network,
     what: "the local NEAR chain (a block every second)",
-    async start() {
-      const running = await startNearLedger({});
-      const { info } = running;
-      return {
-        network: NEAR_MAINNET,
-        info,
-        setup: {
-          near: {
-            networks: [{ id: NEAR_MAINNET, rpcUrl: info.rpcUrl }],
-            relayerKeys: info.relayers.map((r) => `${r.accountId}:${r.secretKey}`),
-          },
-        },
-        banner: `${info.rpcUrl}   USDC ${info.assets.USDC}`,
-        stop: () => running.stop(),
-      };
-    },
+    start: async () => running(nearService, await startNearLedger({})),
   },
   {
-    network: STARKNET_MAINNET,
+    network: starknetService.network,
     what: "the local Starknet (a block every second)",
-    async start() {
-      const running = await startStarknetLedger({});
-      const { info } = running;
-      return {
-        network: STARKNET_MAINNET,
-        info,
-        setup: {
-          starknet: {
-            networks: [{ id: STARKNET_MAINNET, rpcUrl: info.rpcUrl }],
-            executors: running.executors,
-          },
-        },
-        banner: `${info.rpcUrl}   USDC ${info.assets.USDC}`,
-        stop: () => running.stop(),
-      };
-    },
+    start: async () => running(starknetService, await startStarknetLedger({})),
   },
 ];

@@ -11,6 +11,7 @@
  */
 import { join } from "node:path";
 import type { Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 import { startDevnet, readDevnetFile, updateDevnetFile } from "./index.js";
 import { addDevnetNetwork } from "./devnetFile.js";
 import { DEVNET_LEDGERS, type RunningLedger } from "./families.js";
@@ -21,6 +22,7 @@ import { startLocalIdentityProviders } from "./identityProviders.js";
 import type { Logger } from "pino";
 import type { Config } from "../src/config/index.js";
 import type { Service } from "../src/app.js";
+import type { DevnetPayer } from "../src/features/billing/createBilling.js";
 import type { ChainSetups } from "../src/chains/index.js";
 import type { NetworkDescription } from "../src/chains/ports.js";
 import type { ConfidentialVaultOptions } from "../src/chains/confidentialPort.js";
@@ -45,8 +47,8 @@ export interface DevnetMode {
   /** The devnet's own token copies, so the dashboard shows amounts in token units. */
   networks: NetworkDescription[];
   confidential: ConfidentialVaultOptions | undefined;
-  /** Funded payer keys of the first EVM chain: the dashboard offers them to pay for plans. */
-  payerKeys: string[];
+  /** Funded payers of the first EVM chain: the dashboard offers them to pay for plans. */
+  payers: DevnetPayer[];
   /** Once the service listens: the API key, the devnet file and the banner. */
   announce(service: Service, url: string): Promise<void>;
   /** Stops every local chain and sign-in provider. */
@@ -123,7 +125,10 @@ export async function bootDevnet(
       },
       chains,
       networks: devnetTokens(devnet.networks),
-      payerKeys: [...(infos[0]?.[1].payerPrivateKeys ?? [])],
+      payers: (infos[0]?.[1].payerPrivateKeys ?? []).map((k) => ({
+        address: privateKeyToAccount(k).address,
+        privateKey: k,
+      })),
       confidential: base?.confidential && {
         rpcUrl: base.rpcUrl,
         chainId: base.chainId,

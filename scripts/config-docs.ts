@@ -1,6 +1,6 @@
 /**
  * Writes docs/configuration.md from the variable catalogues that sit beside
- * each parser (src/config/index.ts, auth.ts, confidential.ts, and every
+ * each parser (src/config/variables.ts, auth.ts, confidential.ts, and every
  * family's src/chains/<family>/config.ts), so the reference is the code's own
  * word. src/config/configDocs.test.ts fails when the file differs from what
  * this writes, or when the source reads a variable no catalogue lists.

@@ -4,11 +4,14 @@
 // that CI reads (scripts/summary-reporter.mjs).
 //
 //   node scripts/run-tests.mjs --unit          the unit lane (`npm run test:unit`): every
-//                                              src/**/*.test.ts, several files at once (one
-//                                              per core, at least 2)
+//                                              src/**/*.test.ts but *.integration.test.ts,
+//                                              several files at once (one per core, at
+//                                              least 2); no database and no chain
 //   node scripts/run-tests.mjs --integration   the integration lane (`npm run test:integration`):
 //                                              everything under test/, devnet/ and bench/,
-//                                              one file at a time
+//                                              and src/**/*.integration.test.ts (the tests
+//                                              beside the code that start a database or a
+//                                              chain), one file at a time
 //   node scripts/run-tests.mjs --all           the unit lane, then the integration lane
 //                                              (`npm test`): each lane's count on a labelled
 //                                              line, and last the two lanes' total; both
@@ -21,23 +24,34 @@
 import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, sep } from "node:path";
 import { parseSummary, summaryLine } from "./summary-reporter.mjs";
+
+/** A test beside the code that starts a database or a chain says so in its name. */
+const INTEGRATION_BESIDE_CODE = ".integration.test.ts";
 
 const LANES = {
   unit: {
     roots: ["src"],
-    // Unit files start their own anvil (on a free port) or an in-memory
-    // PGlite at most, so they run side by side, one per core.
+    keep: (f) => !f.endsWith(INTEGRATION_BESIDE_CODE),
+    // Unit files do no I/O (checked below), so they run side by side, one
+    // per core, and the lane stays fast on a busy 2-core machine.
     concurrency: Math.max(2, availableParallelism()),
   },
   integration: {
-    roots: ["test", "devnet", "bench"],
+    roots: ["test", "devnet", "bench", "src"],
+    keep: (f) => !f.startsWith(`src${sep}`) || f.endsWith(INTEGRATION_BESIDE_CODE),
     // Integration tests start chains and servers: one file at a time keeps a
     // 2-core machine responsive and the output readable.
     concurrency: 1,
   },
 };
+
+/**
+ * What starts a database or a chain from a test: such a file belongs to the
+ * integration lane, so the unit lane refuses it rather than slow down.
+ */
+const STARTS_IO = /\b(openMigratedDb|openDb|PGliteThread|new PGlite|startDevnet|startAnvil)\b/;
 
 const args = process.argv.slice(2);
 const mode = ["unit", "integration", "all"].find((m) => args.includes(`--${m}`));
@@ -65,11 +79,23 @@ function find(dir) {
   return out;
 }
 
-function filesUnder(roots) {
+function filesUnder(roots, keep = () => true) {
   return roots
     .flatMap(find)
+    .filter(keep)
     .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
     .sort();
+}
+
+/** Exits when a unit-lane file starts a database or a chain, naming the files. */
+function refuseIoInUnitLane(files) {
+  const offenders = files.filter((f) => STARTS_IO.test(readFileSync(f, "utf8")));
+  if (offenders.length === 0) return;
+  console.error(
+    `the unit lane does no I/O, but these start a database or a chain:\n  ${offenders.join("\n  ")}\n` +
+      `name them *${INTEGRATION_BESIDE_CODE} (the integration lane runs them)`,
+  );
+  process.exit(1);
 }
 
 /**
@@ -104,7 +130,8 @@ if (mode === "all") {
   let failedLanes = 0;
   let ran = 0;
   for (const [name, lane] of Object.entries(LANES)) {
-    const files = filesUnder(lane.roots);
+    const files = filesUnder(lane.roots, lane.keep);
+    if (name === "unit") refuseIoInUnitLane(files);
     if (files.length === 0) {
       console.log(`\n${name} lane: no test files matched`);
       continue;
@@ -139,7 +166,10 @@ if (mode === "all") {
   process.exit(failedLanes > 0 || total.failed > 0 ? 1 : 0);
 }
 
-const files = filesUnder(mode ? LANES[mode].roots : ["src", "devnet", "bench", "test"]);
+const files = mode
+  ? filesUnder(LANES[mode].roots, LANES[mode].keep)
+  : filesUnder(["src", "devnet", "bench", "test"]);
+if (mode === "unit") refuseIoInUnitLane(files);
 if (files.length === 0) {
   console.error("no test files matched");
   process.exit(1);

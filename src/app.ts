@@ -27,7 +27,7 @@ import { createCatalog } from "./features/catalog/createCatalog.js";
 import { serviceReadiness } from "./features/health/readiness.js";
 import { openDashboard } from "./features/dashboard/dashboard.js";
 import { openConfidential } from "./features/confidential/createConfidential.js";
-import { openBilling } from "./features/billing/createBilling.js";
+import { openBilling, type DevnetPayer } from "./features/billing/createBilling.js";
 import { startWorkers, type WorkerOverrides } from "./workers/index.js";
 import { buildHttpServer, closeGracefully } from "./http/server.js";
 
@@ -41,8 +41,8 @@ export interface ServiceOptions {
   networks?: readonly NetworkDescription[];
   /** The privacy contract and its keys; absent: confidential settlement is not available. */
   confidential?: ConfidentialVaultOptions;
-  /** Devnet: funded payer keys the dashboard offers for paying plans without a wallet. */
-  devnetPayerKeys?: readonly string[];
+  /** Devnet: funded payers the dashboard offers for paying plans without a wallet. */
+  devnetPayers?: readonly DevnetPayer[];
   overrides?: ServiceOverrides;
 }
 
@@ -98,6 +98,7 @@ export async function createService(opts: ServiceOptions) {
     ...{ db, config, recorder, confidential, metrics, log, overrides },
     reconcile: (pending) => facilitator.reconcile(pending),
     chainSince: await checkChains(db, facilitator.servedFamilies, log),
+    networks: facilitator.networks(),
   });
   closers.push(() => workers.stop());
   const payments = createPayments({
@@ -106,7 +107,7 @@ export async function createService(opts: ServiceOptions) {
   });
   closers.push(() => catalog.cataloger.drain());
   const billing = await openBilling({
-    ...{ db, config, log, recorder, devnetPayerKeys: opts.devnetPayerKeys },
+    ...{ db, config, log, recorder, devnetPayers: opts.devnetPayers },
     ...{ engine: facilitator, served: facilitator.networks(), sweepMs: overrides.billingSweepMs },
     supported: () => facilitator.supported(),
   });

@@ -103,7 +103,7 @@ async function main(): Promise<void> {
       config,
       chains: devnet?.chains ?? config.chains,
       log,
-      ...(devnet ? { networks: devnet.networks, devnetPayerKeys: devnet.payerKeys } : {}),
+      ...(devnet ? { networks: devnet.networks, devnetPayers: devnet.payers } : {}),
       ...(confidential ? { confidential } : {}),
     });
     const address = await service.listen();

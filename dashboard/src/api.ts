@@ -1,5 +1,13 @@
 // The dashboard talks to the service only through its JSON API. Every
-// state-changing call carries the session's CSRF token.
+// state-changing call carries the session's CSRF token. The answers' types
+// are the server's own (type-only imports, erased from the bundle), so the
+// two cannot drift apart silently.
+import type { SettlementPage } from "../../src/features/dashboard/settlementList.js";
+
+/** One settlement of GET /api/settlements. */
+export type Settlement = SettlementPage["items"][number];
+export type { BillingHistoryEntry } from "../../src/features/billing/billingLedger.js";
+
 let csrfToken = "";
 
 export function setCsrfToken(token: string): void {
@@ -58,26 +66,6 @@ export interface Session {
   mode: "devnet" | "production";
 }
 
-export interface Settlement {
-  id: string;
-  apiKeyId: string;
-  apiKeyName: string;
-  network: string;
-  scheme: string;
-  payer: string | null;
-  payTo: string;
-  asset: string;
-  assetSymbol: string | null;
-  amount: string;
-  amountInUnits: string | null;
-  transaction: string | null;
-  explorerUrl: string | null;
-  status: string;
-  reason: string | null;
-  message: string | null;
-  startedAt: string;
-}
-
 export interface ApiKey {
   id: string;
   name: string;
@@ -119,20 +107,4 @@ export interface PlanStatus {
     usdPerPeriod?: string;
   }[];
   billing: BillingOffer;
-}
-
-export interface BillingHistoryEntry {
-  id: string;
-  date: string;
-  kind: "plan" | "top_up" | "comp";
-  plan: string | null;
-  amountUsd: string;
-  network: string | null;
-  transaction: string | null;
-  explorerUrl: string | null;
-  periodStart: string | null;
-  periodEnd: string | null;
-  source: string;
-  status: string;
-  note: string | null;
 }

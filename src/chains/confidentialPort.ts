@@ -8,6 +8,23 @@
  */
 import type { Address, Hex } from "viem";
 
+/**
+ * The chain's address and wallet-signature checks the feature makes (a
+ * merchant's checksummed address, its wallet's signed enablement and
+ * withdrawal, a chain error's short message), offered here so the feature
+ * names no chain library: the vault's chain decides which one answers.
+ */
+export {
+  BaseError,
+  getAddress,
+  isAddress,
+  verifyMessage,
+  verifyTypedData,
+  type Address,
+  type Hex,
+  type TypedDataDefinition,
+} from "viem";
+
 /** The network confidential settlement runs on (spec 2.7: the first EVM network). */
 export const CONFIDENTIAL_NETWORK = "eip155:8453" as const;
 

@@ -6,6 +6,7 @@
  * configuration parser; its code and SDK are imported only when one of its
  * networks is served.
  */
+import type { SchemeNetworkServer } from "@x402/core/types";
 import type { ChainFamily, FamilyContext, FamilyEntry, NetworkDescription } from "./ports.js";
 import { CONFIDENTIAL_NETWORK, type ConfidentialVaultFactory } from "./confidentialPort.js";
 import { evmFamily } from "./evm/entry.js";
@@ -103,6 +104,16 @@ export async function createFamilies(
     families.push(await create(setups[ns], settings[ns], ctx));
   }
   return families;
+}
+
+/**
+ * The `exact` server scheme of a network's family, as a resource server
+ * (here: the plans' checkout) registers it for that network.
+ */
+export async function exactServerSchemeOf(network: string): Promise<SchemeNetworkServer> {
+  const entry = familyEntryOf(network);
+  if (!entry) throw new Error(`no family serves ${network}`);
+  return entry.exactServerScheme();
 }
 
 /** The confidential vault's client, from the family whose chain holds the vault. */

@@ -6,7 +6,7 @@
  * family through the table in `src/chains/index.ts` and these interfaces.
  */
 import type { PendingSettlementStore, x402Facilitator } from "@x402/core/facilitator";
-import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import type { PaymentPayload, PaymentRequirements, SchemeNetworkServer } from "@x402/core/types";
 import type { PaymentRequest } from "../protocol/index.js";
 import type { Logger } from "../lib/logger.js";
 import type { ConfigVariable } from "../lib/envVars.js";
@@ -69,6 +69,11 @@ export interface FamilyEntry<Setup = unknown, Settings = unknown> {
   verifyThreads?(settings: Settings): { count: number; startAtPerSecond: number };
   /** Loads the confidential settlement vault client, for the family whose chain holds it. */
   confidentialVault?(): Promise<ConfidentialVaultFactory>;
+  /**
+   * Loads the family's `exact` server scheme, the one resource servers
+   * price and offer with (the service uses it to sell its own plans).
+   */
+  exactServerScheme(): Promise<SchemeNetworkServer>;
 }
 
 /** How a family reads its environment variables (never `process.env` itself). */
@@ -135,6 +140,48 @@ export interface TransactionJournal {
 export const noopJournal: TransactionJournal = {
   async sent() {},
   async finished() {},
+};
+
+/**
+ * Why a payer's gas is not funded: it was funded before and that payment did
+ * not settle, or the settling account's budget is spent. The family answers
+ * its own reason for each.
+ */
+export interface FundingRefusal {
+  kind: "already_funded" | "budget_spent";
+  message: string;
+}
+
+/**
+ * The record of gas given to payers so they can send their own transaction
+ * (an approve the service relays), kept so a stranger is funded once: a
+ * payer funded whose payment did not settle is not funded again, and each
+ * account's fundings are budgeted. Bound to the settlement in the current
+ * scope, like the journal.
+ */
+export interface SponsoredFundings {
+  /** Why this payer may not be funded now; undefined when it may. Reads only. */
+  refusal(network: string, payer: string): Promise<FundingRefusal | undefined>;
+  /**
+   * Records a funding of `wei` before it is sent, unless the payer holds an
+   * unsettled funding already or the settling account's budget is spent
+   * (then the refusal, and nothing recorded). Atomic across replicas for
+   * one payer.
+   */
+  reserve(network: string, payer: string, wei: bigint): Promise<FundingRefusal | undefined>;
+  /** A reserved funding that was not sent after all. */
+  release(network: string, payer: string): Promise<void>;
+}
+
+/** No record: every payer may be funded (tests of a family alone, verify threads). */
+export const unrecordedFundings: SponsoredFundings = {
+  async refusal() {
+    return undefined;
+  },
+  async reserve() {
+    return undefined;
+  },
+  async release() {},
 };
 
 /**
@@ -206,12 +253,25 @@ export type TransactionPhase = "broadcast" | "inclusion";
 export interface FamilyContext {
   log: Logger;
   journal: TransactionJournal;
+  /** Gas given to payers for their own transactions, once each and within a budget. */
+  sponsoredFundings?: SponsoredFundings;
   /** Shares the family's accounts between replicas (one holder per process). */
   leases: { port: SignerLeases; holder: string; ttlMs?: number; heartbeatMs?: number };
   /** Bound on every wait for a transaction's outcome; past it, `settlement_pending`. */
   settleTimeoutMs: number;
-  /** A sending account entered or left the rotation (the service turns it into metrics). */
-  onSignerHealth: (network: string, address: string, healthy: boolean, balance: number) => void;
+  /**
+   * A sending account's balance was read: whether it is in the rotation, its
+   * balance and the floor below which it leaves it, both in whole native
+   * units (the service turns them into metrics, so an alert can fire before
+   * the floor is reached).
+   */
+  onSignerHealth: (
+    network: string,
+    address: string,
+    healthy: boolean,
+    balance: number,
+    floor: number,
+  ) => void;
   /**
    * How long a settlement transaction took to broadcast (everything before
    * the node accepted it) and to be included (from then to its receipt).

@@ -74,7 +74,7 @@ const CONFIDENTIAL_VARIABLES = [
 ] as const;
 
 /**
- * `readSecret` reads VAR or the file named by VAR_FILE (src/config/index.ts).
+ * `readSecret` reads VAR or the file named by VAR_FILE (src/lib/envVars.ts).
  * Returns undefined when nothing is set.
  */
 export function parseConfidentialConfig(

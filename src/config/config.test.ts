@@ -300,7 +300,11 @@ test("Starknet is a production configuration: one JSON-RPC URL and executor addr
 
 test("plans are priced in USD and sold on USDC networks: defaults, the operator's prices, and what cannot work", () => {
   const devnet = loadConfig({});
-  assert.deepEqual(devnet.plans.prices, { starter: 5_000_000, pro: 49_000_000, max: 399_000_000 });
+  assert.deepEqual(
+    devnet.plans.prices,
+    {},
+    "unset prices stay unset: the plans feature owns its defaults",
+  );
   assert.deepEqual(
     devnet.billing.networks,
     ["eip155:8453"],

@@ -21,6 +21,7 @@ import type {
   FamilyEntry,
   NetworkDescription,
   SignerLeases,
+  SponsoredFundings,
   TransactionJournal,
 } from "../chains/ports.js";
 import { CONFIDENTIAL_NETWORK } from "../chains/confidentialPort.js";
@@ -46,6 +47,8 @@ export interface EngineOptions {
   metrics: Metrics;
   journal: TransactionJournal;
   leases: SignerLeases;
+  /** Gas given to payers for their approve: once each, within each account's budget. */
+  sponsoredFundings?: SponsoredFundings;
   pendingSettlements: PendingSettlementStore;
   /**
    * The confidential settlement vault's address, when there is one (its
@@ -69,6 +72,7 @@ export async function createEngine(opts: EngineOptions): Promise<PaymentFacilita
   const ctx: FamilyContext = {
     log,
     journal: opts.journal,
+    ...(opts.sponsoredFundings ? { sponsoredFundings: opts.sponsoredFundings } : {}),
     // Every replica may hold the same keys; leases keep each account's nonces
     // with one replica at a time.
     leases: {
@@ -78,9 +82,10 @@ export async function createEngine(opts: EngineOptions): Promise<PaymentFacilita
     },
     settleTimeoutMs: config.settleTimeoutMs,
     pendingSettlements: opts.pendingSettlements,
-    onSignerHealth: (network, signer, healthy, balance) => {
+    onSignerHealth: (network, signer, healthy, balance, floor) => {
       metrics.signerHealthy.set({ network, signer }, healthy ? 1 : 0);
       metrics.signerBalance.set({ network, signer }, balance);
+      metrics.signerFloor.set({ network }, floor);
     },
     onTransactionPhase: (network, phase, seconds) =>
       metrics.transactionPhase.observe({ network, phase }, seconds),

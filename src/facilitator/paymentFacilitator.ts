@@ -195,7 +195,7 @@ export class PaymentFacilitator {
     // throws, so the block's cache forgets it and the next ask checks afresh.
     const run = async () => {
       const ranAt = Date.now();
-      const verdict = await this.engine.verify(req.paymentPayload, pre.requirements);
+      const verdict = await this.engineVerify(payment, pre.requirements, ranAt);
       if (!verdict.isValid) assertChainAnswered(family, network, ranAt);
       return verdict;
     };
@@ -217,6 +217,33 @@ export class PaymentFacilitator {
       ...(message ? { invalidMessage: message } : {}),
       ...(result.payer || payment.payer ? { payer: result.payer ?? payment.payer } : {}),
     };
+  }
+
+  /**
+   * The mechanism's verdict. A mechanism or extension that throws instead of
+   * answering is not an answer the caller can act on as an HTTP error: with
+   * the chain failing meanwhile it is an outage (503, retry); otherwise the
+   * payment is refused with `unexpected_verify_error` and the error logged.
+   */
+  private async engineVerify(
+    payment: RoutedPayment,
+    requirements: PaymentRequest["paymentRequirements"],
+    ranAt: number,
+  ): Promise<VerifyResponse> {
+    const { request: req, family } = payment;
+    const network = req.paymentRequirements.network;
+    try {
+      return await this.engine.verify(req.paymentPayload, requirements);
+    } catch (e) {
+      if (e instanceof ChainUnavailableError) throw e;
+      assertChainAnswered(family, network, ranAt);
+      this.log.error({ err: describeError(e), network }, "verify threw");
+      return verifyRefusal({
+        reason: Reason.unexpectedVerifyError,
+        message: "the payment could not be checked as sent; nothing was charged",
+        payer: payment.payer,
+      });
+    }
   }
 
   /**

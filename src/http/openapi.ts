@@ -3,7 +3,7 @@
  * `@fastify/swagger` from the JSON schemas every route registers with, and
  * served at GET /openapi.json. It must be registered before any route.
  *
- * The public x402 routes validate their bodies with zod (requestSchema.ts)
+ * The public x402 routes validate their bodies with zod (protocol/envelope.ts)
  * so their error messages stay protocol-specific; their documented body is
  * generated from that same zod schema here, and each route's `config.auth`
  * becomes its security requirement, so the document cannot drift from

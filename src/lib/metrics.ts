@@ -12,8 +12,9 @@ export interface Metrics {
   transactionPhase: Histogram<"network" | "phase">;
   signerHealthy: Gauge<"network" | "signer">;
   signerBalance: Gauge<"network" | "signer">;
-  rpcReachable: Gauge<"network">;
+  signerFloor: Gauge<"network">;
   reconciled: Counter<"network" | "status">;
+  webhookAttempts: Counter<"outcome">;
   gasSpent: Counter<"network" | "outcome">;
   nativeRecovery: Gauge;
   verifyThreads: Gauge;
@@ -97,10 +98,26 @@ export function createMetrics(collectProcess = true): Metrics {
       labelNames: ["network", "signer"],
       registers: [registry],
     }),
+    signerFloor: new Gauge({
+      name: "x402_signer_balance_floor_native",
+      help:
+        "The balance, in whole native units, below which a facilitator account of the network " +
+        "leaves the rotation (alert while x402_signer_balance_native nears it)",
+      labelNames: ["network"],
+      registers: [registry],
+    }),
     reconciled: new Counter({
       name: "x402_settlements_reconciled_total",
       help: "Interrupted settlements decided from the chain by the reconciler, by outcome",
       labelNames: ["network", "status"],
+      registers: [registry],
+    }),
+    webhookAttempts: new Counter({
+      name: "x402_webhook_deliveries_total",
+      help:
+        "Webhook delivery attempts by outcome: delivered (2xx), retrying (failed, retry scheduled) " +
+        "or given_up (failed for the last time)",
+      labelNames: ["outcome"],
       registers: [registry],
     }),
     gasSpent: new Counter({
@@ -109,12 +126,6 @@ export function createMetrics(collectProcess = true): Metrics {
         "What our signers' mined settlement transactions cost, in whole native units (ETH, STRK), " +
         "by outcome: success, or reverted (gas spent for nothing)",
       labelNames: ["network", "outcome"],
-      registers: [registry],
-    }),
-    rpcReachable: new Gauge({
-      name: "x402_rpc_reachable",
-      help: "1 when the network's RPC answered the last readiness probe, 0 when it did not",
-      labelNames: ["network"],
       registers: [registry],
     }),
     nativeRecovery: new Gauge({

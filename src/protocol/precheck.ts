@@ -8,6 +8,14 @@ import type { Refusal } from "./answers.js";
 import { Reason } from "./reasons.js";
 
 /**
+ * Swap settlement (pay in one token, settle in another) is announced as
+ * experimental and not offered: a payment asking for it is refused like any
+ * other unsupported scheme, with a message that says so rather than leaving a
+ * merchant who heard of it to wonder whether the name was wrong.
+ */
+const SWAP_SCHEME = /swap/i;
+
+/**
  * The refusal of a request this service cannot take as it is, or undefined.
  * `schemes`: the schemes served on the request's network (undefined: the
  * network is not served).
@@ -32,7 +40,9 @@ export function protocolRefusal(
   if (!schemes.includes(scheme)) {
     return {
       reason: Reason.unsupportedScheme,
-      message: `scheme ${scheme} is not supported on ${network}; see GET /supported`,
+      message: SWAP_SCHEME.test(scheme)
+        ? `swap settlement (scheme ${scheme}) is experimental and not available yet; see GET /supported`
+        : `scheme ${scheme} is not supported on ${network}; see GET /supported`,
     };
   }
   return undefined;

@@ -369,6 +369,19 @@ interface ConfidentialWithdrawalsTable {
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
+/** 0032: gas sent to a payer for its approve of Permit2 (erc20ApprovalGasSponsoring). */
+interface SponsoredFundingsTable {
+  id: Generated<string>;
+  network: string;
+  /** Lower case. */
+  payer: string;
+  settlement_id: string;
+  account_id: string;
+  wei: ColumnType<string, string, string>;
+  settled: ColumnType<boolean, boolean | undefined, boolean>;
+  funded_at: CreatedAt;
+}
+
 export interface Database {
   identities: IdentitiesTable;
   dashboard_sessions: DashboardSessionsTable;
@@ -377,6 +390,7 @@ export interface Database {
   api_keys: ApiKeysTable;
   settlements: SettlementsTable;
   settlement_transactions: SettlementTransactionsTable;
+  sponsored_fundings: SponsoredFundingsTable;
   pending_settlements: PendingSettlementsTable;
   chain_identities: ChainIdentitiesTable;
   facilitator_replicas: FacilitatorReplicasTable;

@@ -3,7 +3,8 @@
  * reconciler of interrupted settlements, the watcher of recent successes
  * (reorgs), webhook delivery, the pruning of
  * expired dashboard sessions, and confidential settlement's daily batch and
- * withdrawals (when a vault is configured). Tests turn loops off or speed
+ * withdrawals (when a vault is configured); and the gauges of the backlogs
+ * they work through. Tests turn loops off or speed
  * them up through `WorkerOverrides`.
  */
 import type { Logger } from "../lib/logger.js";
@@ -17,6 +18,7 @@ import { SettlementReconciler } from "./settlementReconciler.js";
 import { SuccessWatcher } from "./successWatcher.js";
 import { WebhookDeliveryWorker, type WebhookDeliveryOptions } from "./webhookDelivery.js";
 import { startSessionPruner } from "./sessionPruner.js";
+import { registerBacklogMetrics } from "./backlogMetrics.js";
 import { ConfidentialWorker, type ConfidentialWorkerOptions } from "./confidentialWorker.js";
 
 /**
@@ -29,7 +31,7 @@ export interface WorkerOverrides {
   /** Run the background reconciler of interrupted settlements (default true). */
   reconcile?: boolean;
   /** Webhook delivery: false disables it; an object overrides timings. */
-  webhooks?: false | Partial<Omit<WebhookDeliveryOptions, "db" | "log">>;
+  webhooks?: false | Partial<Omit<WebhookDeliveryOptions, "db" | "log" | "onAttempt">>;
   /** The confidential worker: false disables it; an object overrides its clock and pace. */
   confidentialWorker?: false | Partial<Pick<ConfidentialWorkerOptions, "now" | "pollMs">>;
 }
@@ -48,6 +50,8 @@ export function startWorkers(opts: {
   reconcile: (pending: PendingSettlement) => Promise<ReconcileOutcome>;
   /** Per network, the instant before which records belong to an earlier chain. */
   chainSince: ReadonlyMap<string, Date>;
+  /** The served networks (the backlog gauges show each, at 0 when idle). */
+  networks: readonly string[];
   config: { reconcileAfterMs: number; webhooks: { allowPrivateTargets: boolean } };
   confidential: ConfidentialFeature;
   metrics: Metrics;
@@ -77,9 +81,15 @@ export function startWorkers(opts: {
     db: opts.db,
     log: log.child({ component: "webhooks" }),
     allowPrivateTargets: opts.config.webhooks.allowPrivateTargets,
+    onAttempt: (outcome) => opts.metrics.webhookAttempts.inc({ outcome }),
     ...(overrides.webhooks || {}),
   });
   if (overrides.webhooks !== false) webhooks.start();
+  registerBacklogMetrics({
+    ...{ db: opts.db, recorder: opts.recorder, registry: opts.metrics.registry },
+    ...{ reconcileAfterMs: opts.config.reconcileAfterMs, networks: opts.networks },
+    log: log.child({ component: "metrics" }),
+  });
   const sessions = startSessionPruner(() => pruneExpiredSessions(opts.db), log);
   const { batch, withdrawals, credits } = opts.confidential;
   const confidential =

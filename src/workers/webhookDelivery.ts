@@ -59,7 +59,15 @@ export interface WebhookDeliveryOptions {
    * a busy account's backlog drains in runs, not one event per pass.
    */
   runLength?: number;
+  /** Told each recorded attempt's outcome (a metric). */
+  onAttempt?: (outcome: AttemptOutcome) => void;
 }
+
+/**
+ * What an attempt came to: the endpoint took it, it failed with a retry
+ * scheduled, or it failed for the last time (or had no endpoint left).
+ */
+export type AttemptOutcome = "delivered" | "retrying" | "given_up";
 
 /**
  * The claim: for each account with due events, its oldest pending event (its
@@ -171,6 +179,12 @@ interface RunOutcome {
     retryInMs: number | null;
   };
 }
+
+const OUTCOME_OF_STATE = {
+  delivered: "delivered",
+  pending: "retrying",
+  failed: "given_up",
+} as const satisfies Record<"delivered" | "failed" | "pending", AttemptOutcome>;
 
 /** Delay before the retry that follows attempt `attempt` (1-based). */
 function retryDelayMs(attempt: number, baseMs: number, maxMs: number): number {
@@ -317,12 +331,15 @@ export class WebhookDeliveryWorker {
       );
       return;
     }
-    for (const { event, attempt } of outcomes)
-      if (attempt?.state === "failed")
+    for (const { event, attempt } of outcomes) {
+      if (!attempt) continue;
+      this.opts.onAttempt?.(OUTCOME_OF_STATE[attempt.state]);
+      if (attempt.state === "failed")
         this.opts.log.warn(
           { eventId: event.id, accountId: event.account_id, attempts: event.attempts },
           "webhook event given up",
         );
+    }
   }
 
   private async send(url: string, secret: string, event: Claimed): Promise<AttemptResult> {

@@ -302,6 +302,11 @@ describe("dashboard in Chromium", () => {
     await tab(page, "Plans");
     await page.getByText("10 of 10 settlements used this month").waitFor();
     await page.getByText("No payments yet.").waitFor();
+    // Swap settlement is announced where a merchant looks for capabilities.
+    assert.match(
+      (await page.getByTestId("swap-settlement").textContent()) ?? "",
+      /Swap settlement .* is experimental and not\s+available yet/,
+    );
     await page.screenshot({ path: `${SHOTS}/plans-before.png`, fullPage: true });
 
     const treasury = DEVNET_BILLING_PAY_TO as Hex;

@@ -9,7 +9,11 @@
  * settles, and the settlement records all three transactions. A second
  * presentation of the same payment sends nothing; an approve the payer
  * cannot have meant (too small, a stale nonce, a fee above what we pay) is
- * refused at /verify with its reason.
+ * refused at /verify with its reason. Sponsoring funds an approve and
+ * nothing else: an honest cold payer keeps at most 40% of the funding, a
+ * payer with code (an EIP-7702 delegation forwarding its ETH away) is never
+ * funded, an over-priced approve is refused, and a payer funded once whose
+ * payment did not settle is not funded again.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -41,6 +45,7 @@ import {
   encodeFunctionData,
   erc20Abi,
   http,
+  maxUint256,
   type Hex,
   type PublicClient,
 } from "viem";
@@ -203,7 +208,18 @@ describe("erc20ApprovalGasSponsoring: a payer with no gas and no allowance pays 
     assert.ok(body.extensions.includes(ERC20_APPROVAL_GAS_SPONSORING.key), body.extensions.join());
   });
 
-  test("exact: cold payer; funding, approve and settle are sent and recorded, a replay sends nothing", async () => {
+  /** Our signers' native balance on the network, summed: what their gas cost shows in. */
+  async function oursInWei(): Promise<bigint> {
+    const supported = (await (await fetch(`${stack.url}/supported`)).json()) as {
+      signers: Record<string, string[]>;
+    };
+    const balances = await Promise.all(
+      supported.signers["eip155"]!.map((a) => publicClient.getBalance({ address: a as Hex })),
+    );
+    return balances.reduce((x, y) => x + y, 0n);
+  }
+
+  test("exact: cold payer; funding, approve and settle are sent and recorded, a replay sends nothing", async (t) => {
     const payer = await coldPayer();
     const payToBefore = await tokenBalance(stack.rpcUrl, USDG, PAY_TO);
     const client = payingClient(new ExactEvmClientScheme(toClientEvmSigner(payer, publicClient)));
@@ -224,6 +240,32 @@ describe("erc20ApprovalGasSponsoring: a payer with no gas and no allowance pays 
     assert.equal(await tokenBalance(stack.rpcUrl, USDG, payer.address), 100_000n - PRICE);
     assert.equal(await publicClient.getTransactionCount({ address: payer.address }), 1);
     await assertThreeTransactions(payer.address, receipt.transaction, x402ExactPermit2ProxyAddress);
+
+    // What the payer kept of the funding: whatever its approve did not burn.
+    const { txs } = await journaled(receipt.transaction);
+    const funding = await publicClient.getTransaction({ hash: txs[0]!.reference as Hex });
+    assert.equal(funding.gas, 21_000n, "the funding is a plain transfer");
+    const approveReceipt = await publicClient.getTransactionReceipt({
+      hash: txs[1]!.reference as Hex,
+    });
+    const kept = await publicClient.getBalance({ address: payer.address });
+    assert.equal(kept, funding.value - approveReceipt.gasUsed * approveReceipt.effectiveGasPrice);
+    // The funding was sized at the base fee of the block before it; this
+    // devnet's near-empty blocks then lower the base fee 12.5% a block, and
+    // what the approve saves by that is the payer's too. At the base fee it
+    // was funded at, the payer keeps at most 40%.
+    const [checkedAt, approvedIn] = await Promise.all([
+      publicClient.getBlock({ blockNumber: funding.blockNumber! - 1n }),
+      publicClient.getBlock({ blockNumber: approveReceipt.blockNumber }),
+    ]);
+    const fall = checkedAt.baseFeePerGas! - approvedIn.baseFeePerGas!;
+    const keptAtFundedFee = kept - approveReceipt.gasUsed * fall;
+    const percent = (x: bigint) => Number((x * 10_000n) / funding.value) / 100;
+    t.diagnostic(
+      `funded ${funding.value} wei; the approve used ${approveReceipt.gasUsed} gas at ${approveReceipt.effectiveGasPrice}; the payer kept ${kept} (${percent(kept)}%), ${percent(keptAtFundedFee)}% at the base fee it was funded at`,
+    );
+    assert.ok(percent(keptAtFundedFee) <= 40, `the payer kept ${percent(keptAtFundedFee)}%`);
+    assert.ok(percent(kept) < 45, `the payer kept ${percent(kept)}%`);
 
     // The same payment again: answered without a second approve or funding.
     const balance = await publicClient.getBalance({ address: payer.address });
@@ -282,7 +324,7 @@ describe("erc20ApprovalGasSponsoring: a payer with no gas and no allowance pays 
   async function withApprove(
     payer: PrivateKeyAccount,
     payload: PaymentPayload,
-    tx: { amount: bigint; nonce?: number; maxFeePerGas?: bigint },
+    tx: { amount: bigint; nonce?: number; gas?: bigint; maxFeePerGas?: bigint; tip?: bigint },
   ): Promise<PaymentPayload> {
     const key = ERC20_APPROVAL_GAS_SPONSORING.key;
     const info = (payload.extensions![key] as { info: Record<string, unknown> }).info;
@@ -296,9 +338,9 @@ describe("erc20ApprovalGasSponsoring: a payer with no gas and no allowance pays 
         args: [PERMIT2_ADDRESS, tx.amount],
       }),
       nonce: tx.nonce ?? 0,
-      gas: 70_000n,
+      gas: tx.gas ?? 70_000n,
       maxFeePerGas: tx.maxFeePerGas ?? 2_000_000_000n,
-      maxPriorityFeePerGas: 1_000_000n,
+      maxPriorityFeePerGas: tx.tip ?? 1_000_000n,
     });
     return {
       ...payload,
@@ -346,6 +388,113 @@ describe("erc20ApprovalGasSponsoring: a payer with no gas and no allowance pays 
     assert.equal(await publicClient.getTransactionCount({ address: payer.address }), 0);
     assert.equal(await allowanceOf(payer.address), 0n);
     void (requirements satisfies PaymentRequirements);
+  });
+
+  test("a payer delegated (EIP-7702) to a forwarder is never funded: three tries, no funding, none of our gas", async (t) => {
+    const payer = await coldPayer();
+    const sink = privateKeyToAccount(generatePrivateKey()).address;
+    // The delegate answers every call with the ERC-1271 magic value, so
+    // the payer's signatures check out; a plain transfer to it forwards
+    // every wei to the sink, then burns about 1.3M gas in a loop.
+    const forwarder = privateKeyToAccount(generatePrivateKey()).address;
+    const testClient = createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) });
+    await testClient.setCode({
+      address: forwarder,
+      bytecode: `0x36603057${"5f".repeat(4)}4773${sink.slice(2)}5af1506200c3505b600190038060255750005b631626ba7e60e01b5f5260205ff3`,
+    });
+    const payments = [await signedPayment(payer), await signedPayment(payer)];
+    await testClient.setCode({
+      address: payer.address,
+      bytecode: `0xef0100${forwarder.slice(2)}`,
+    });
+    const before = await oursInWei();
+    const answers = [];
+    for (const p of [...payments, payments[0]!]) answers.push(await settle(p.payload));
+    for (const a of answers) {
+      assert.equal(a["success"], false, JSON.stringify(a));
+      assert.equal(a["errorReason"], "erc20_approval_payer_has_code", JSON.stringify(a));
+    }
+    const spent = before - (await oursInWei());
+    t.diagnostic(`3 settles: 0 fundings, our gas ${spent} wei, the sink got 0`);
+    assert.equal(spent, 0n, "none of our gas was spent");
+    assert.equal(await publicClient.getBalance({ address: sink }), 0n);
+    assert.equal(await publicClient.getBalance({ address: payer.address }), 0n);
+    const fundings = await stack.service.db
+      .selectFrom("sponsored_fundings")
+      .selectAll()
+      .where("payer", "=", payer.address.toLowerCase())
+      .execute();
+    assert.equal(fundings.length, 0);
+  });
+
+  test("an over-priced approve is refused with its reason and nothing is sent", async () => {
+    const payer = await coldPayer();
+    const { payload, requirements } = await signedPayment(payer);
+    const block = await publicClient.getBlock();
+    const base = block.baseFeePerGas!;
+    const cases: [string, { gas?: bigint; maxFeePerGas?: bigint; tip?: bigint }][] = [
+      // The probe of the review: 100,000 gas at twice the base fee.
+      ["erc20_approval_tx_gas_too_high", { gas: 100_000n, maxFeePerGas: 2n * base, tip: 0n }],
+      // The official client's gas limit, at twice the base fee with no tip.
+      ["erc20_approval_tx_overpriced", { gas: 70_000n, maxFeePerGas: 2n * base, tip: 0n }],
+    ];
+    for (const [reason, tx] of cases) {
+      const p = await withApprove(payer, payload, { amount: maxUint256, ...tx });
+      const body = { x402Version: 2, paymentPayload: p, paymentRequirements: requirements };
+      const verified = await call("verify", body);
+      assert.equal(verified["invalidReason"], reason, JSON.stringify(verified));
+      assert.match(String(verified["invalidMessage"]), /gas|fund/);
+      const settled = await settle(p);
+      assert.equal(settled["errorReason"], reason, JSON.stringify(settled));
+    }
+    assert.equal(await publicClient.getBalance({ address: payer.address }), 0n);
+    assert.equal(await publicClient.getTransactionCount({ address: payer.address }), 0);
+  });
+
+  test("a payer funded once whose payment did not settle is not funded again", async () => {
+    const payer = await coldPayer();
+    const first = await settle((await signedPayment(payer)).payload);
+    assert.equal(first["success"], true, JSON.stringify(first));
+    const { row } = await journaled(String(first["transaction"]));
+    // Stands for a settle that failed after its approve was mined (the
+    // payer moved its tokens, or used its Permit2 nonce, in between).
+    await stack.service.db
+      .updateTable("settlements")
+      .set({ status: "failed" })
+      .where("id", "=", row.id)
+      .execute();
+    // The payer resets the allowance (with gas of its own), holds no gas
+    // again, and asks for another funding.
+    const testClient = createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) });
+    await testClient.setBalance({ address: payer.address, value: 10n ** 16n });
+    const payerWallet = createWalletClient({
+      account: payer,
+      chain: devnetChain(CHAIN_ID, stack.rpcUrl),
+      transport: http(stack.rpcUrl),
+    });
+    const reset = await payerWallet.writeContract({
+      address: USDG,
+      abi: erc20Abi,
+      functionName: "approve",
+      args: [PERMIT2_ADDRESS, 0n],
+    });
+    await publicClient.waitForTransactionReceipt({ hash: reset });
+    await testClient.setBalance({
+      address: payer.address,
+      value: 0n,
+    });
+    const before = await oursInWei();
+    const again = await signedPayment(payer);
+    const verified = await call("verify", {
+      x402Version: 2,
+      paymentPayload: again.payload,
+      paymentRequirements: again.requirements,
+    });
+    assert.equal(verified["invalidReason"], "erc20_approval_payer_already_funded");
+    const answer = await settle(again.payload);
+    assert.equal(answer["errorReason"], "erc20_approval_payer_already_funded");
+    assert.equal(await oursInWei(), before, "nothing was sent");
+    assert.equal(await publicClient.getBalance({ address: payer.address }), 0n);
   });
 
   test("a settle sent without a verify, for a payer who holds none of the tokens, funds nothing and sends nothing", async () => {

@@ -132,6 +132,40 @@ for (const backend of availableBackends()) {
       assert.equal(beyond.pagination.total, total());
     });
 
+    test("a page larger than the maximum is served at the maximum and says so; past the end is an empty page", async () => {
+      // The official client asks for what it wants; it gets our largest page.
+      const big = await discovery.listResources({ limit: 1000 });
+      assert.deepEqual(big.pagination, { limit: 100, offset: 0, total: total() });
+      assert.equal(big.items.length, total());
+      const raw = await fetch(`${stack.url}/discovery/resources?limit=1000&offset=2`);
+      assert.equal(raw.status, 200);
+      const body = (await raw.json()) as { items: unknown[]; pagination: unknown };
+      assert.deepEqual(body.pagination, { limit: 100, offset: 2, total: total() });
+      assert.equal(body.items.length, total() - 2);
+      // Past the end, however far: an empty page with the total.
+      for (const offset of [total(), 5_000_000]) {
+        const past = await discovery.listResources({ limit: 1000, offset });
+        assert.deepEqual(past.items, []);
+        assert.deepEqual(past.pagination, { limit: 100, offset, total: total() });
+      }
+
+      const all = await discovery.search({ query: "data", limit: 1000 });
+      assert.equal(all.resources.length, HTTP_COUNT, "every match in one page of at most 100");
+      assert.deepEqual(all.pagination, { limit: HTTP_COUNT, cursor: null });
+      const page = await fetch(`${stack.url}/discovery/search?query=data&limit=1000&offset=25`);
+      assert.equal(page.status, 200);
+      const rest = (await page.json()) as { resources: DiscoveryResource[]; pagination: unknown };
+      assert.deepEqual(
+        rest.resources.map((r) => r.resource),
+        all.resources.slice(25).map((r) => r.resource),
+      );
+      const past = await fetch(`${stack.url}/discovery/search?query=data&offset=500`);
+      assert.equal(past.status, 200);
+      const none = (await past.json()) as { resources: unknown[]; pagination: unknown };
+      assert.deepEqual(none.resources, []);
+      assert.deepEqual(none.pagination, { limit: 0, cursor: null });
+    });
+
     test("type, payTo, scheme, network and extensions filter, alone and together", async () => {
       const all = async (params: Parameters<typeof discovery.listResources>[0]) => {
         const page = await discovery.listResources({ limit: 100, ...params });
@@ -238,9 +272,9 @@ for (const backend of availableBackends()) {
 
     test("bad parameters are 400 with the envelope and a message naming the parameter", async () => {
       const cases: [string, RegExp][] = [
-        ["/discovery/resources?offset=-1", /^offset must be a whole number from 0 to 1000000$/],
-        ["/discovery/resources?limit=101", /^limit must be a whole number from 1 to 100$/],
-        ["/discovery/resources?limit=0", /^limit must be a whole number from 1 to 100$/],
+        ["/discovery/resources?offset=-1", /^offset must be a whole number from 0/],
+        ["/discovery/resources?limit=0", /^limit must be a whole number from 1$/],
+        ["/discovery/resources?limit=-5", /^limit must be a whole number from 1$/],
         ["/discovery/resources?limit=ten", /^limit must be a whole number/],
         ["/discovery/resources?limit=2.5", /^limit must be a whole number/],
         [
@@ -256,8 +290,12 @@ for (const backend of availableBackends()) {
         ["/discovery/search", /^query is required/],
         ["/discovery/search?query=%20%20", /^query is required/],
         [`/discovery/search?query=${"q".repeat(257)}`, /^query must be at most 256 characters$/],
-        ["/discovery/search?query=x&limit=500", /^limit must be a whole number from 1 to 100$/],
-        ["/discovery/search?query=x&offset=20", /^search pages with cursor/],
+        ["/discovery/search?query=x&limit=0", /^limit must be a whole number from 1$/],
+        [
+          "/discovery/search?query=x&offset=1000001",
+          /^offset must be a whole number from 0 to 1000000$/,
+        ],
+        ["/discovery/search?query=x&offset=20&cursor=abc", /^give cursor .* or offset, not both$/],
         ["/discovery/search?query=x&cursor=bogus", /^cursor is not one this service issued/],
       ];
       for (const [path, message] of cases) {

@@ -2,6 +2,7 @@
  * A signer account low on gas leaves the rotation: settlements go through the
  * others, the log and `x402_signer_in_rotation` say so; with every account
  * low, a settle is refused with `no_signer_available` and nothing is sent.
+ * The balances and the floor they are held to are metrics in whole units.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -38,6 +39,12 @@ describe("signer gas health", () => {
     assert.match(
       metrics,
       /x402_signer_in_rotation\{network="eip155:8453",signer="0x[0-9a-fA-F]{40}"\} 1/,
+    );
+    // The floor beside the balances, in the same whole units: what an alert compares them with.
+    assert.match(metrics, /x402_signer_balance_floor_native\{network="eip155:8453"\} 500\n/);
+    assert.match(
+      metrics,
+      new RegExp(`x402_signer_balance_native\\{network="eip155:8453",signer="${drained}"\\} 1\\n`),
     );
     const requirements = requirementsFor({
       network: stack.network,

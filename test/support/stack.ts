@@ -4,16 +4,17 @@
  * account and an API key ready.
  */
 import type { Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 import { startDevnet, type Devnet } from "../../devnet/index.js";
-import { SOLANA_MAINNET, startSolanaLedger, type RunningSolana } from "../../devnet/svm/index.js";
+import { startSolanaLedger, type RunningSolana } from "../../devnet/svm/index.js";
+import { solanaService } from "../../devnet/svm/service.js";
 import type { SolanaLedger } from "../../devnet/svm/ledger.js";
-import { XRPL_MAINNET, startXrplLedger, type RunningXrpl } from "../../devnet/xrpl/index.js";
-import { NEAR_MAINNET, startNearLedger, type RunningNear } from "../../devnet/near/index.js";
-import {
-  STARKNET_MAINNET,
-  startStarknetLedger,
-  type RunningStarknet,
-} from "../../devnet/starknet/index.js";
+import { startXrplLedger, type RunningXrpl } from "../../devnet/xrpl/index.js";
+import { xrplService } from "../../devnet/xrpl/service.js";
+import { startNearLedger, type RunningNear } from "../../devnet/near/index.js";
+import { nearService } from "../../devnet/near/service.js";
+import { startStarknetLedger, type RunningStarknet } from "../../devnet/starknet/index.js";
+import { starknetService } from "../../devnet/starknet/service.js";
 import { createService, type Service, type ServiceOptions } from "../../src/app.js";
 import { startDevnetFhevm } from "../../devnet/fhevm.js";
 import { loadConfig } from "../../src/config/index.js";
@@ -80,6 +81,8 @@ export interface StackOptions {
   starknetRpcUrl?: (nodeUrl: string) => Promise<string>;
   /** Serve confidential settlement with the devnet's vault on eip155:8453 (mock coprocessor in-process). */
   confidential?: boolean;
+  /** Node's process metrics on /metrics (off by default: they are the test runner's own). */
+  collectProcessMetrics?: boolean;
   /** The confidential worker: false (tests drive its passes) or its clock. */
   confidentialWorker?: NonNullable<ServiceOptions["overrides"]>["confidentialWorker"];
 }
@@ -117,7 +120,10 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
   const service = await createService({
     config,
     database,
-    devnetPayerKeys: first[1].payerPrivateKeys,
+    devnetPayers: first[1].payerPrivateKeys.map((k) => ({
+      address: privateKeyToAccount(k).address,
+      privateKey: k,
+    })),
     ...(opts.confidential && vault
       ? {
           confidential: {
@@ -134,7 +140,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         }
       : {}),
     overrides: {
-      collectProcessMetrics: false,
+      collectProcessMetrics: opts.collectProcessMetrics ?? false,
       pollingIntervalMs: 50,
       ...(opts.confidentialWorker !== undefined
         ? { confidentialWorker: opts.confidentialWorker }
@@ -154,64 +160,11 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         ),
         privateKeys: first[1].facilitatorPrivateKeys as Hex[],
       },
-      ...(solana
-        ? {
-            solana: {
-              networks: [
-                {
-                  id: SOLANA_MAINNET,
-                  rpcUrl: opts.solanaRpcUrl
-                    ? await opts.solanaRpcUrl(solana.info.rpcUrl)
-                    : solana.info.rpcUrl,
-                },
-              ],
-              secretKeys: solana.info.facilitatorSecretKeys,
-            },
-          }
-        : {}),
-      ...(xrpl
-        ? {
-            xrpl: {
-              networks: [
-                {
-                  id: XRPL_MAINNET,
-                  rpcUrl: opts.xrplRpcUrl
-                    ? await opts.xrplRpcUrl(xrpl.info.rpcUrl)
-                    : xrpl.info.rpcUrl,
-                },
-              ],
-            },
-          }
-        : {}),
-      ...(near
-        ? {
-            near: {
-              networks: [
-                {
-                  id: NEAR_MAINNET,
-                  rpcUrl: opts.nearRpcUrl
-                    ? await opts.nearRpcUrl(near.info.rpcUrl)
-                    : near.info.rpcUrl,
-                },
-              ],
-              relayerKeys: near.info.relayers.map((r) => `${r.accountId}:${r.secretKey}`),
-            },
-          }
-        : {}),
+      ...(solana ? solanaService.setup(solana, await opts.solanaRpcUrl?.(solana.info.rpcUrl)) : {}),
+      ...(xrpl ? xrplService.setup(xrpl, await opts.xrplRpcUrl?.(xrpl.info.rpcUrl)) : {}),
+      ...(near ? nearService.setup(near, await opts.nearRpcUrl?.(near.info.rpcUrl)) : {}),
       ...(starknet
-        ? {
-            starknet: {
-              networks: [
-                {
-                  id: STARKNET_MAINNET,
-                  rpcUrl: opts.starknetRpcUrl
-                    ? await opts.starknetRpcUrl(starknet.info.rpcUrl)
-                    : starknet.info.rpcUrl,
-                },
-              ],
-              executors: starknet.executors,
-            },
-          }
+        ? starknetService.setup(starknet, await opts.starknetRpcUrl?.(starknet.info.rpcUrl))
         : {}),
     },
   });

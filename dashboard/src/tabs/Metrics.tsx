@@ -4,27 +4,10 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import { api } from "../api.js";
 import { Loadable } from "../ui.js";
-
-interface MetricsData {
-  bucketSeconds: number;
-  buckets: string[];
-  settlements: { succeeded: number[]; failed: number[] };
-  byNetwork: { network: string; settlements: number[] }[];
-  volumeByAsset: { network: string; asset: string; symbol: string | null; amounts: number[] }[];
-  gasSpent: GasSpent[];
-}
+import type { MetricsSeries as MetricsData } from "../../../src/features/dashboard/activity.js";
 
 /** What our signers' transactions for this account's settlements cost on one network. */
-interface GasSpent {
-  network: string;
-  /** The native token fees are paid in; null when not known. */
-  symbol: string | null;
-  transactions: number;
-  reverted: number;
-  /** Smallest native unit (wei, FRI); null when the chain reported no fee. */
-  fee: string | null;
-  feeInUnits: string | null;
-}
+type GasSpent = MetricsData["gasSpent"][number];
 
 const RANGES = [
   { id: "24h", label: "24 hours" },

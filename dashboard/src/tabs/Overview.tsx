@@ -1,46 +1,19 @@
 import { useQuery } from "@tanstack/react-query";
 import { api, type Session } from "../api.js";
 import { CopyButton, Loadable, percent, when } from "../ui.js";
+import type { Overview as ServerOverview } from "../../../src/features/dashboard/activity.js";
+import type { PlanStatus } from "../../../src/features/plans/planStatus.js";
 
-interface OverviewData {
-  today: { settlements: number; succeeded: number; failed: number };
-  month: { settlements: number; succeeded: number; failed: number };
-  successRate: number | null;
-  volumeThisMonth: {
-    network: string;
-    asset: string;
-    symbol: string | null;
-    settlements: number;
-    amount: string;
-    amountInUnits: string | null;
-  }[];
-  quota: {
-    plan: string;
-    limit: number;
-    usedThisMonth: number;
-    metered: boolean;
-    suspended: boolean;
-    paidUntil: string | null;
-  };
-  latestFailures: {
-    id: string;
-    network: string;
-    reason: string | null;
-    message: string | null;
-    at: string;
-  }[];
-  onChainFailures: OnChainFailures[];
-}
+/** GET /api/overview: the account's activity, with its quota beside it. */
+type OverviewData = ServerOverview & {
+  quota: Pick<
+    PlanStatus,
+    "plan" | "limit" | "usedThisMonth" | "metered" | "suspended" | "paidUntil"
+  >;
+};
 
 /** A network where settlements failed on-chain (our gas spent) in the last hour. */
-interface OnChainFailures {
-  network: string;
-  lastHour: number;
-  /** The plan's limit per hour; null when settlements are not metered (no limit applies). */
-  limit: number | null;
-  /** When settles on the network resume; null while under the limit. */
-  heldOffUntil: string | null;
-}
+type OnChainFailures = ServerOverview["onChainFailures"][number];
 
 export function Overview({ session }: { session: Session }) {
   const overview = useQuery({

@@ -206,6 +206,10 @@ export function Plans() {
                 );
               })}
             </ul>
+            <p className="muted" data-testid="swap-settlement">
+              Swap settlement (pay in one token, settle in another) is experimental and not
+              available yet: every plan settles in the token the payer signed for.
+            </p>
             {billing.enabled && (
               <section aria-labelledby="topup-h">
                 <h2 id="topup-h">Top up pay-as-you-go</h2>

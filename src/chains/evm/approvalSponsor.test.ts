@@ -9,7 +9,7 @@ import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { PERMIT2_ADDRESS } from "@x402/evm";
 import { encodeFunctionData, erc20Abi, maxUint256, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { noopJournal } from "../ports.js";
+import { noopJournal, unrecordedFundings } from "../ports.js";
 import { ApprovalSponsor, ERC20_APPROVAL_KEY } from "./approvalSponsor.js";
 
 const CHAIN_ID = 4663;
@@ -33,7 +33,17 @@ const requirements: PaymentRequirements = {
  * A chain where the payer's next nonce is 0, Permit2 holds `allowance`, the
  * payer holds `balance` of the token (enough by default) and the base fee is 1 gwei.
  */
-function sponsor(chain: { allowance?: bigint; nonce?: number; balance?: bigint } = {}) {
+function sponsor(
+  chain: {
+    allowance?: bigint;
+    nonce?: number;
+    balance?: bigint;
+    /** The payer's native balance (default 0: its approve's gas is funded). */
+    eth?: bigint;
+    code?: Hex;
+    fundedBefore?: boolean;
+  } = {},
+) {
   return new ApprovalSponsor({
     network: requirements.network,
     chainId: CHAIN_ID,
@@ -41,6 +51,10 @@ function sponsor(chain: { allowance?: bigint; nonce?: number; balance?: bigint }
       getTransactionCount: async () => chain.nonce ?? 0,
       readContract: async ({ functionName }: { functionName: string }) =>
         functionName === "balanceOf" ? (chain.balance ?? 1_000_000n) : (chain.allowance ?? 0n),
+      getBalance: async () => chain.eth ?? 0n,
+      getCode: async () => chain.code,
+      // What a first approve of a plain ERC-20 costs.
+      estimateGas: async () => 46_000n,
     } as never,
     pool: { addresses: [] } as never,
     signer: {} as never,
@@ -49,6 +63,12 @@ function sponsor(chain: { allowance?: bigint; nonce?: number; balance?: bigint }
       baseFee: async () => GWEI,
     } as never,
     journal: noopJournal,
+    fundings: {
+      ...unrecordedFundings,
+      refusal: async () =>
+        chain.fundedBefore ? { kind: "already_funded" as const, message: "" } : undefined,
+    },
+    opStack: false,
     maxGasPerTransaction: 3_000_000n,
     confirmationTimeoutMs: 1_000,
   });
@@ -63,6 +83,7 @@ interface ApproveTx {
   nonce?: number;
   gas?: bigint;
   maxFeePerGas?: bigint;
+  tip?: bigint;
   value?: bigint;
   legacy?: boolean;
 }
@@ -94,7 +115,7 @@ async function signedApprove(tx: ApproveTx = {}): Promise<Hex> {
     type: "eip1559",
     chainId: "chainId" in tx ? tx.chainId! : CHAIN_ID,
     maxFeePerGas: tx.maxFeePerGas ?? 2n * GWEI,
-    maxPriorityFeePerGas: GWEI / 10n,
+    maxPriorityFeePerGas: tx.tip ?? ((tx.maxFeePerGas ?? 2n * GWEI) < GWEI ? 0n : GWEI),
   });
 }
 
@@ -167,6 +188,7 @@ test("each fault of the signed approve has its own reason", async () => {
     ["erc20_approval_tx_gas_too_high", await payment({ gas: 3_000_001n })],
     // Far below the per-transaction ceiling, far above what an approve costs.
     ["erc20_approval_tx_gas_too_high", await payment({ gas: 100_001n })],
+    ["erc20_approval_tx_gas_too_high", await payment({ gas: 80_000n })],
     ["erc20_approval_tx_nonce_mismatch", await payment({ nonce: 1 })],
     ["erc20_approval_tx_fee_too_high", await payment({ maxFeePerGas: 3n * GWEI + 1n })],
     ["erc20_approval_tx_fee_too_low", await payment({ maxFeePerGas: GWEI - 1n })],
@@ -174,6 +196,36 @@ test("each fault of the signed approve has its own reason", async () => {
   for (const [reason, p] of cases) assert.equal(await reasonOf(p), reason, reason);
   // A legacy transaction with its EIP-155 chain id is an approve like any other.
   assert.equal(await reasonOf(await payment({ legacy: true, chainId: CHAIN_ID })), "ok");
+});
+
+test("a payer short of gas is funded only for a plain account, an approve's honest gas, and a funding at most 40% above its cost", async () => {
+  // 70,000 gas (the official client's) at 2 gwei with a 1 gwei tip over a
+  // 1 gwei base fee: 140,000 gwei up front for 92,000 of cost (34% left over).
+  assert.equal(await reasonOf(await payment()), "ok");
+  const delegated = sponsor({ code: `0xef0100${"ab".repeat(20)}` });
+  assert.equal(await reasonOf(await payment(), delegated), "erc20_approval_payer_has_code");
+  assert.equal(
+    await reasonOf(await payment(), sponsor({ code: "0x6080" })),
+    "erc20_approval_payer_has_code",
+  );
+  assert.equal(await reasonOf(await payment({ gas: 45_999n })), "erc20_approval_tx_gas_too_low");
+  // 160% of the 46,000 the approve needs is 73,600.
+  assert.equal(await reasonOf(await payment({ gas: 73_601n })), "erc20_approval_tx_gas_too_high");
+  // Twice the base fee and a small tip: the payer would keep 62% of the funding.
+  assert.equal(
+    await reasonOf(await payment({ maxFeePerGas: 2n * GWEI, tip: GWEI / 10n })),
+    "erc20_approval_tx_overpriced",
+  );
+  assert.equal(
+    await reasonOf(await payment(), sponsor({ fundedBefore: true })),
+    "erc20_approval_payer_already_funded",
+  );
+  // A payer holding the approve's gas is funded nothing, so none of this applies.
+  const holds = sponsor({ eth: 70_000n * 2n * GWEI, code: `0xef0100${"ab".repeat(20)}` });
+  assert.equal(
+    await reasonOf(await payment({ maxFeePerGas: 2n * GWEI, tip: GWEI / 10n }), holds),
+    "ok",
+  );
 });
 
 test("when Permit2 already holds enough, the approve will not be sent, so its nonce and fee do not matter", async () => {

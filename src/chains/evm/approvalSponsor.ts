@@ -49,6 +49,7 @@ import {
   ERC20_APPROVAL_GAS_SPONSORING,
 } from "@x402/extensions";
 import {
+  BATCH_SETTLEMENT_ADDRESS,
   PERMIT2_ADDRESS,
   x402ExactPermit2ProxyABI,
   x402ExactPermit2ProxyAddress,
@@ -63,6 +64,7 @@ import {
   getAddress,
   isAddress,
   keccak256,
+  parseAbi,
   parseTransaction,
   recoverTransactionAddress,
   type Hex,
@@ -71,42 +73,15 @@ import {
   type TransactionSerializable,
 } from "viem";
 import { Reason } from "../../protocol/reasons.js";
-import type { TransactionJournal } from "../ports.js";
+import type { FundingRefusal, SponsoredFundings, TransactionJournal } from "../ports.js";
 import { currentSettlement } from "../settlementScope.js";
 import { isAlreadyKnown, isNonceError, isTransportError } from "./broadcastErrors.js";
 import { GasPriceTooHighError, type FeeOracle } from "./feeOracle.js";
 import { refusingClearly } from "./signer.js";
 import type { EvmSignerPool } from "./signerPool.js";
+import { ApprovalReason } from "./reasons.js";
 
 export const ERC20_APPROVAL_KEY = ERC20_APPROVAL_GAS_SPONSORING.key;
-
-/**
- * Reasons for an approve we will not send. The first ten are the official
- * mechanisms' own strings (the same conditions, so the same words); the rest
- * name what only this service checks.
- */
-const ApprovalReason = {
-  format: "invalid_erc20_approval_extension_format",
-  from: "erc20_approval_from_mismatch",
-  asset: "erc20_approval_asset_mismatch",
-  spender: "erc20_approval_spender_not_permit2",
-  parse: "erc20_approval_tx_parse_failed",
-  target: "erc20_approval_tx_wrong_target",
-  selector: "erc20_approval_tx_wrong_selector",
-  txSpender: "erc20_approval_tx_wrong_spender",
-  calldata: "erc20_approval_tx_invalid_calldata",
-  signer: "erc20_approval_tx_signer_mismatch",
-  /** The mechanisms turn an error carrying this into `erc20_approval_broadcast_failed`. */
-  failed: "erc20_approval_tx_failed",
-  chain: "erc20_approval_tx_wrong_chain",
-  type: "erc20_approval_tx_unsupported_type",
-  value: "erc20_approval_tx_sends_value",
-  amount: "erc20_approval_amount_insufficient",
-  gas: "erc20_approval_tx_gas_too_high",
-  feeTooHigh: "erc20_approval_tx_fee_too_high",
-  feeTooLow: "erc20_approval_tx_fee_too_low",
-  nonce: "erc20_approval_tx_nonce_mismatch",
-} as const;
 
 export type ApprovalCheck = { ok: true } | { ok: false; reason: string; message: string };
 
@@ -118,10 +93,50 @@ export type ApprovalCheck = { ok: true } | { ok: false; reason: string; message:
  */
 const APPROVE_MAX_GAS = 100_000n;
 
+/**
+ * A funded approve's gas limit may be up to 160% of what the node says it
+ * needs: the official client signs 70,000 for a fresh allowance slot that
+ * costs about 46,400 (151%).
+ */
+const APPROVE_GAS_HEADROOM_PERCENT = 160n;
+
+/**
+ * The most of a funding a payer may be left holding after its approve, at
+ * today's base fee: the chain makes it hold gas limit × max fee up front,
+ * and whatever the approve does not burn stays with it.
+ */
+const MAX_KEPT_PERCENT = 40n;
+
+/** A plain transfer of native value runs no code and costs exactly this. */
+const PLAIN_TRANSFER_GAS = 21_000n;
+
+/** The OP-stack GasPriceOracle predeploy, which prices a transaction's L1 data fee. */
+const GAS_PRICE_ORACLE = "0x420000000000000000000000000000000000000F" as const;
+const GAS_PRICE_ORACLE_ABI = parseAbi(["function getL1Fee(bytes) view returns (uint256)"]);
+
+const min = (x: bigint, y: bigint) => (x < y ? x : y);
+
+/** The record's refusal, in this family's words. */
+function fundingRefused(r: FundingRefusal): { ok: false; reason: string; message: string } {
+  const reason =
+    r.kind === "already_funded" ? ApprovalReason.alreadyFunded : ApprovalReason.budgetSpent;
+  return { ok: false, reason, message: r.message };
+}
+
 const OK: ApprovalCheck = { ok: true };
 const PERMIT2 = getAddress(PERMIT2_ADDRESS);
 const EXACT_PROXY = getAddress(x402ExactPermit2ProxyAddress);
 const UPTO_PROXY = getAddress(x402UptoPermit2ProxyAddress);
+const BATCH_ESCROW = getAddress(BATCH_SETTLEMENT_ADDRESS);
+/**
+ * The batch-settlement escrow's Permit2 deposit collector: the CREATE2
+ * address `@x402/evm` deposits through, which its index does not export.
+ */
+const PERMIT2_DEPOSIT_COLLECTOR = getAddress("0x4020425FAf3B746C082C2f942b4E5159887B0005");
+/** The escrow's deposit, the one call of it a sponsored approve is sent for. */
+const ESCROW_DEPOSIT_ABI = parseAbi([
+  "function deposit((address payer, address payerAuthorizer, address receiver, address receiverAuthorizer, address token, uint40 withdrawDelay, bytes32 salt) config, uint128 amount, address collector, bytes collectorData)",
+]);
 
 /** What the extension signer offers beyond the official interface: a pre-send simulation. */
 export interface SponsoringSigner extends Erc20ApprovalGasSponsoringSigner {
@@ -137,6 +152,10 @@ export interface ApprovalSponsorOptions {
   signer: FacilitatorEvmSigner;
   fees: FeeOracle;
   journal: TransactionJournal;
+  /** Who was funded already, and each account's budget. */
+  fundings: SponsoredFundings;
+  /** An OP-stack chain: the approve's L1 data fee is funded too (GasPriceOracle). */
+  opStack: boolean;
   /** EVM_MAX_GAS_PER_TX: the approve's gas limit may not exceed it. */
   maxGasPerTransaction?: bigint;
   /** Bound on each receipt wait (funding, approve). */
@@ -145,6 +164,7 @@ export interface ApprovalSponsorOptions {
 
 /** A signed approve, decoded and with its signer recovered. */
 interface SignedApprove {
+  raw: Hex;
   tx: TransactionSerializable;
   hash: Hex;
   signer: Hex;
@@ -154,6 +174,8 @@ interface SignedApprove {
   gas: bigint;
   /** maxFeePerGas, or gasPrice for the older types. */
   maxFee: bigint;
+  /** maxPriorityFeePerGas; undefined for the older types (all above the base fee is tip). */
+  tip: bigint | undefined;
 }
 
 /** Decodes a signed approve offline, or says what is wrong with it. */
@@ -215,6 +237,7 @@ async function readApprove(
   return {
     ok: true,
     approve: {
+      raw,
       tx,
       hash: keccak256(raw),
       signer: getAddress(signer),
@@ -223,6 +246,8 @@ async function readApprove(
       amount,
       gas: tx.gas ?? 0n,
       maxFee: maxFee ?? 0n,
+      // A zero tip is left out of the encoding, so read as absent.
+      tip: tx.type === "eip1559" ? (tx.maxPriorityFeePerGas ?? 0n) : undefined,
     },
   };
 }
@@ -231,10 +256,13 @@ async function readApprove(
  * The Permit2 settlement a sponsored approve is sent for: the amount it
  * moves (which Permit2's allowance must cover) and, for `upto`, the one
  * account of ours the proxy accepts it from (the witness's facilitator).
+ * One per scheme that takes the extension: the exact and upto proxies'
+ * `settle`, and a batch-settlement `deposit` through the Permit2 collector.
+ * Undefined for any other call: no approve is sent or funded for it.
  */
-function settlementOf(call: { to: Hex; data: Hex }): { needed: bigint; sender?: Hex } {
-  const to = getAddress(call.to);
+function settlementOf(call: { to: Hex; data: Hex }): { needed: bigint; sender?: Hex } | undefined {
   try {
+    const to = getAddress(call.to);
     if (to === EXACT_PROXY) {
       const d = decodeFunctionData({ abi: x402ExactPermit2ProxyABI, data: call.data });
       if (d.functionName === "settle") {
@@ -252,19 +280,30 @@ function settlementOf(call: { to: Hex; data: Hex }): { needed: bigint; sender?: 
         ];
         return { needed: amount, sender: getAddress(witness.facilitator) };
       }
+    } else if (to === BATCH_ESCROW) {
+      const d = decodeFunctionData({ abi: ESCROW_DEPOSIT_ABI, data: call.data });
+      const [, amount, collector] = d.args;
+      if (getAddress(collector) === PERMIT2_DEPOSIT_COLLECTOR) return { needed: amount };
     }
   } catch {
     // falls through: not a settlement we send an approve for
   }
-  throw new Error(
-    `${ApprovalReason.failed}: the call after the approve is not a Permit2 proxy settlement`,
-  );
+  return undefined;
 }
 
-function permit2AuthorizationOf(
+const NOT_A_SETTLEMENT = `${ApprovalReason.failed}: the call after the approve is not a Permit2 settlement this service sponsors (exact or upto proxy settle, batch-settlement deposit through the Permit2 collector)`;
+
+/**
+ * The payment's Permit2 authorization, where each scheme puts it: at the
+ * top of an exact or upto payload, in a batch-settlement deposit's
+ * `deposit.authorization`.
+ */
+export function permit2AuthorizationOf(
   payload: PaymentPayload,
 ): { from: string; permitted: { amount: string } } | undefined {
-  const auth = (payload.payload as Record<string, unknown> | undefined)?.["permit2Authorization"];
+  const inner = payload.payload as Record<string, unknown> | undefined;
+  const deposit = inner?.["deposit"] as { authorization?: Record<string, unknown> } | undefined;
+  const auth = inner?.["permit2Authorization"] ?? deposit?.authorization?.["permit2Authorization"];
   if (typeof auth !== "object" || auth === null) return undefined;
   const a = auth as { from?: unknown; permitted?: { amount?: unknown } };
   if (typeof a.from !== "string" || !isAddress(a.from, { strict: false })) return undefined;
@@ -288,6 +327,8 @@ export class ApprovalSponsor {
   readonly signer: SponsoringSigner;
   /** The relay running for each payer: one at a time, so a second waits and finds the allowance. */
   private readonly relaying = new Map<string, Promise<unknown>>();
+  /** Whether the chain has the OP-stack GasPriceOracle (read once). */
+  private oraclePresent: Promise<boolean> | undefined;
 
   constructor(private readonly opts: ApprovalSponsorOptions) {
     const base = opts.signer;
@@ -393,21 +434,26 @@ export class ApprovalSponsor {
   }
 
   /**
-   * Whether an approve we are about to fund and send can do its job now:
-   * the payer's next nonce, a fee within what we pay and above the base fee,
-   * and the tokens the payment moves. Asked at verify and again right before
-   * the funding at settle, since a settle need not follow a verify and the
-   * chain moves between them: no gas is funded for an approve or a payment
-   * that cannot go through.
+   * Whether an approve we are about to fund and send can do its job now,
+   * and what funding it needs (0 when the payer holds the approve's gas):
+   * the payer's next nonce, a fee within what we pay and above the base
+   * fee, and the tokens the payment moves. When the payer lacks the gas,
+   * also what keeps the funding to one approve's cost (see `fundingRefusal`).
+   * Asked at verify and again right before the funding at settle, since a
+   * settle need not follow a verify and the chain moves between them: no gas
+   * is funded for an approve or a payment that cannot go through.
    */
-  private async fundable(a: SignedApprove, needed: bigint): Promise<ApprovalCheck> {
+  private async fundable(
+    a: SignedApprove,
+    needed: bigint,
+  ): Promise<ApprovalCheck & { funding?: bigint }> {
     const fail = (reason: string, message: string): ApprovalCheck => ({
       ok: false,
       reason,
       message,
     });
     const { client } = this.opts;
-    const [nextNonce, ours, baseFee, held] = await Promise.all([
+    const [nextNonce, ours, baseFee, held, balance, l1Fee] = await Promise.all([
       client.getTransactionCount({ address: a.signer, blockTag: "pending" }),
       this.opts.fees.forNewTransaction().catch((e: unknown) => {
         if (e instanceof GasPriceTooHighError) return e;
@@ -420,6 +466,9 @@ export class ApprovalSponsor {
         functionName: "balanceOf",
         args: [a.signer],
       }),
+      // Pending: a funding sent by an earlier attempt and not yet mined counts.
+      client.getBalance({ address: a.signer, blockTag: "pending" }),
+      this.l1Fee(a),
     ]);
     if (a.tx.nonce !== nextNonce) {
       return fail(
@@ -446,7 +495,100 @@ export class ApprovalSponsor {
         `the payer holds ${held} of the ${needed} the payment moves: no approve is funded for it`,
       );
     }
-    return OK;
+    // What the chain makes the payer hold before it takes the approve.
+    const upFront = a.gas * a.maxFee + l1Fee;
+    if (balance >= upFront) return { ok: true, funding: 0n };
+    const refused = await this.fundingRefusal(a, baseFee, upFront, l1Fee);
+    return refused ?? { ok: true, funding: upFront - balance };
+  }
+
+  /**
+   * Why a payer short of the approve's gas is not funded, or undefined:
+   * - it has code (a contract, or an EIP-7702 delegation `0xef0100…`):
+   *   code can take the funding elsewhere, or burn gas at the transfer;
+   * - the approve's gas limit is below what this token's approve needs
+   *   (it would fail and the payer keep the funding), or more than
+   *   APPROVE_GAS_HEADROOM times it;
+   * - what the chain requires up front (gas limit × max fee, plus the L1
+   *   data fee on an OP-stack chain) is more than 1/(1 − MAX_KEPT) times
+   *   what the approve costs at today's base fee: at most MAX_KEPT of the
+   *   funding can be left over for the payer to keep;
+   * - the payer was funded before and that payment did not settle, or the
+   *   settling account's budget for fundings is spent.
+   */
+  private async fundingRefusal(
+    a: SignedApprove,
+    baseFee: bigint | undefined,
+    upFront: bigint,
+    l1Fee: bigint,
+  ): Promise<ApprovalCheck | undefined> {
+    const fail = (reason: string, message: string): ApprovalCheck => ({
+      ok: false,
+      reason,
+      message,
+    });
+    const { client } = this.opts;
+    const code = await client.getCode({ address: a.signer });
+    if (code && code !== "0x") {
+      return fail(
+        ApprovalReason.payerHasCode,
+        code.toLowerCase().startsWith("0xef0100")
+          ? "the payer's account is delegated (EIP-7702) and holds too little gas for its approve: only a plain account is funded; it can pay its own gas"
+          : "the payer is a contract and holds too little gas for its approve: only a plain account is funded",
+      );
+    }
+    // An approve's cost depends on the token and on the payer's current
+    // allowance slot; the node says what this one needs now.
+    const need = await client.estimateGas({
+      account: a.signer,
+      to: a.token,
+      data: a.tx.data ?? "0x",
+    });
+    if (a.gas < need) {
+      return fail(
+        ApprovalReason.gasTooLow,
+        `the approve's gas limit ${a.gas} is below the ${need} it needs: it would fail`,
+      );
+    }
+    const gasCeiling = (need * APPROVE_GAS_HEADROOM_PERCENT) / 100n;
+    if (a.gas > gasCeiling) {
+      return fail(
+        ApprovalReason.gas,
+        `the approve's gas limit ${a.gas} is more than ${APPROVE_GAS_HEADROOM_PERCENT}% of the ${need} it needs; only up to ${gasCeiling} is funded`,
+      );
+    }
+    // The price the approve pays in a block at today's base fee.
+    const price =
+      baseFee === undefined ? a.maxFee : min(a.maxFee, baseFee + (a.tip ?? a.maxFee - baseFee));
+    const cost = need * price + l1Fee;
+    if ((upFront - cost) * 100n > upFront * MAX_KEPT_PERCENT) {
+      return fail(
+        ApprovalReason.overpriced,
+        `funding this approve takes ${upFront} wei up front (gas limit ${a.gas} × max fee ${a.maxFee}${l1Fee > 0n ? ` + L1 fee ${l1Fee}` : ""}) for about ${cost} of real cost at today's base fee; at most ${MAX_KEPT_PERCENT}% may be left over: sign it with a lower gas limit or max fee`,
+      );
+    }
+    const prior = await this.opts.fundings.refusal(this.opts.network, a.signer);
+    return prior ? fundingRefused(prior) : undefined;
+  }
+
+  /**
+   * The approve's L1 data fee on an OP-stack chain, from its GasPriceOracle
+   * predeploy (priced on the signed bytes, a few bytes more than the chain
+   * charges for). 0 elsewhere, and where the predeploy is absent (a devnet
+   * made with plain anvil has none: no L1 fee is charged there either).
+   */
+  private async l1Fee(a: SignedApprove): Promise<bigint> {
+    if (!this.opts.opStack) return 0n;
+    this.oraclePresent ??= this.opts.client
+      .getCode({ address: GAS_PRICE_ORACLE })
+      .then((code) => code !== undefined && code !== "0x");
+    if (!(await this.oraclePresent)) return 0n;
+    return this.opts.client.readContract({
+      address: GAS_PRICE_ORACLE,
+      abi: GAS_PRICE_ORACLE_ABI,
+      functionName: "getL1Fee",
+      args: [a.raw],
+    });
   }
 
   /**
@@ -462,6 +604,7 @@ export class ApprovalSponsor {
       );
     }
     const target = settlementOf(settle);
+    if (!target) throw new Error(NOT_A_SETTLEMENT);
     const approveHash = await this.relay(approve, target.needed);
     // The mechanisms suggest a fixed gas limit; the pool's own simulation
     // instead proves the settlement succeeds now that Permit2 is approved,
@@ -487,7 +630,10 @@ export class ApprovalSponsor {
     const read = await readApprove(approve);
     if (!read.ok) return false;
     const { signer: payer, token, tx } = read.approve;
+    // A call this service does not sponsor simulates as a failure: the
+    // payment is refused with the mechanism's reason, never an error.
     const target = settlementOf(settle);
+    if (!target) return false;
     const settler = target.sender ?? this.opts.pool.addresses[0];
     const request = this.opts.client.request as unknown as (args: {
       method: string;
@@ -578,16 +724,29 @@ export class ApprovalSponsor {
       return a.hash;
     }
     if (allowance >= needed) return undefined;
+    const scope = currentSettlement()?.notes;
+    const refuse = (r: { reason: string; message: string }): never => {
+      // The settle answers the precise reason, not the mechanism's generic one.
+      if (scope && !scope.sent) scope.refusal = r;
+      throw new Error(`${ApprovalReason.failed}: ${r.message}`);
+    };
     const fundable = await this.fundable(a, needed);
-    if (!fundable.ok) throw new Error(`${ApprovalReason.failed}: ${fundable.message}`);
-    await this.fund(a);
+    if (!fundable.ok) return refuse(fundable);
+    if (fundable.funding) {
+      const reserved = await this.opts.fundings.reserve(
+        this.opts.network,
+        a.signer,
+        fundable.funding,
+      );
+      if (reserved) return refuse(fundingRefused(reserved));
+      await this.fund(a.signer, fundable.funding);
+    }
     await this.opts.journal.sent({
       network: this.opts.network,
       reference: a.hash,
       // Not one of our accounts: the payer signed it, so no `signer`.
       detail: { raw, nonce: a.tx.nonce, payer: a.signer, sponsored: ERC20_APPROVAL_KEY },
     });
-    const scope = currentSettlement()?.notes;
     if (scope) scope.sent = true;
     await this.broadcast(raw, a.hash);
     const receipt = await this.receipt(a.hash, "the payer's approve");
@@ -598,23 +757,25 @@ export class ApprovalSponsor {
     return a.hash;
   }
 
-  /** Sends the payer what its approve's gas may cost beyond what it holds (nothing if it holds enough). */
-  private async fund(a: SignedApprove): Promise<void> {
-    const { client, pool } = this.opts;
-    const cost = a.gas * a.maxFee;
-    // Pending: a funding sent by an earlier attempt and not yet mined counts.
-    const balance = await client.getBalance({ address: a.signer, blockTag: "pending" });
-    if (balance >= cost) return;
-    const value = cost - balance;
-    // A plain account takes a transfer for 21,000 gas; one with code (an
-    // EIP-7702 delegation) may run some, so ask the node.
-    const code = await client.getCode({ address: a.signer });
-    const gas =
-      code && code !== "0x"
-        ? ((await client.estimateGas({ account: pool.addresses[0]!, to: a.signer, value })) * 12n) /
-          10n
-        : 21_000n;
-    const hash = await refusingClearly(() => pool.send({ to: a.signer, data: "0x", gas, value }));
+  /**
+   * Sends the payer `value`, the approve's up-front gas beyond what it
+   * holds, as a plain transfer: 21,000 gas, so no code of the payer's runs
+   * on our gas (a payer with code is never funded; one that gained code
+   * since costs us this transfer and gets nothing). A funding refused
+   * before it left is forgotten, so the payer may be funded later.
+   */
+  private async fund(payer: Hex, value: bigint): Promise<void> {
+    let hash: Hex;
+    try {
+      hash = await refusingClearly(() =>
+        this.opts.pool.send({ to: payer, data: "0x", gas: PLAIN_TRANSFER_GAS, value }),
+      );
+    } catch (e) {
+      if (!currentSettlement()?.notes.sent) {
+        await this.opts.fundings.release(this.opts.network, payer).catch(() => undefined);
+      }
+      throw e;
+    }
     const receipt = await this.receipt(hash, "the gas funding of the payer");
     if (receipt.status !== "success") {
       throw new Error(`${ApprovalReason.failed}: the gas funding ${hash} reverted`);

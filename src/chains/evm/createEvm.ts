@@ -50,6 +50,7 @@ export async function createEvm(
     confirmationTimeoutMs: ctx.settleTimeoutMs,
     log,
     journal: ctx.journal,
+    ...(ctx.sponsoredFundings ? { sponsoredFundings: ctx.sponsoredFundings } : {}),
     ...(ctx.pendingSettlements ? { pendingSettlementStore: ctx.pendingSettlements } : {}),
     minSignerBalanceWei: settings.minSignerBalanceWei,
     maxGasPerTransaction: settings.maxGasPerTransaction,
@@ -61,7 +62,13 @@ export async function createEvm(
     leases: ctx.leases,
     ...(ctx.confidentialVault ? { confidentialVault: ctx.confidentialVault } : {}),
     onSignerHealth: (network, address, healthy, balanceWei) =>
-      ctx.onSignerHealth(network, address, healthy, Number(balanceWei) / 1e18),
+      ctx.onSignerHealth(
+        network,
+        address,
+        healthy,
+        Number(balanceWei) / 1e18,
+        Number(settings.minSignerBalanceWei) / 1e18,
+      ),
     ...(ctx.onTransactionPhase ? { onTransactionPhase: ctx.onTransactionPhase } : {}),
     ...(ctx.onFeePaid ? { onFeePaid: ctx.onFeePaid } : {}),
     ...(settings.stuckTxMs !== undefined ? { stuckAfterMs: settings.stuckTxMs } : {}),

@@ -38,6 +38,10 @@ export const evmFamily: FamilyEntry<EvmSetup, EvmSettings> = {
   assetKey: (id) => id.toLowerCase(),
   hexAddresses: true,
   config: evmConfig,
+  async exactServerScheme() {
+    const { ExactEvmScheme } = await import("@x402/evm/exact/server");
+    return new ExactEvmScheme();
+  },
   async load() {
     const { createEvm } = await import("./createEvm.js");
     return createEvm;

@@ -39,13 +39,19 @@ import { evmExactPayloadShapeError, evmUptoPayloadShapeError } from "./payloadSh
 import type { Logger } from "../../lib/logger.js";
 import type { SignerLeases } from "../ports.js";
 import { FeeOracle } from "./feeOracle.js";
-import { noopJournal, type TransactionJournal } from "../ports.js";
+import {
+  noopJournal,
+  unrecordedFundings,
+  type SponsoredFundings,
+  type TransactionJournal,
+} from "../ports.js";
 import { reconcileEvmSettlement } from "./reconcile.js";
 import { chainFor, createEvmPublicClient, type RpcBatching } from "./rpc.js";
 import { createEvmSigner } from "./signer.js";
 import { EvmSignerPool } from "./signerPool.js";
 import { TokenDomainCache } from "./tokenDomain.js";
 import { ApprovalSponsor, ERC20_APPROVAL_KEY } from "./approvalSponsor.js";
+import { eip2612Refusal } from "./permitSponsoring.js";
 import type { Erc20ApprovalGasSponsoringFacilitatorExtension } from "@x402/extensions";
 import { collectThroughVault } from "./confidential/collectingSigner.js";
 
@@ -64,6 +70,8 @@ export interface RegisterEvmOptions {
   confirmationTimeoutMs: number;
   log: Logger;
   journal?: TransactionJournal;
+  /** Gas given to payers for their approve (erc20ApprovalGasSponsoring): once each, budgeted. */
+  sponsoredFundings?: SponsoredFundings;
   /** Shared store so a settle retry on another replica reconciles (see @x402/core). */
   pendingSettlementStore?: PendingSettlementStore;
   /**
@@ -193,6 +201,8 @@ export class EvmChainAdapter implements ChainFamily {
           signer,
           fees,
           journal: opts.journal ?? noopJournal,
+          fundings: opts.sponsoredFundings ?? unrecordedFundings,
+          opStack: network.opStack === true,
           ...(opts.maxGasPerTransaction !== undefined
             ? { maxGasPerTransaction: opts.maxGasPerTransaction }
             : {}),
@@ -320,6 +330,8 @@ export class EvmChainAdapter implements ChainFamily {
     const inner = payload.payload as Record<string, unknown>;
     const foreign = foreignRefundClaim(inner, requirements.network);
     if (foreign) return { ok: false, reason: Reason.invalidPayload, message: foreign };
+    const permit = eip2612Refusal(payload, requirements);
+    if (permit) return { ok: false, ...permit };
     const approval = await runtime.approvals.check(payload, requirements);
     if (!approval.ok) return approval;
     if (!("authorization" in inner)) return { ok: true, requirements };

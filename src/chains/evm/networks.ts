@@ -40,7 +40,15 @@ export interface EvmNetwork {
   readonly blockTimeMs: number;
   /** A public explorer's transaction page, `{tx}` standing for the hash; absent: none known. */
   readonly explorerTx?: string;
+  /**
+   * An OP-stack chain: every transaction also pays an L1 data fee, which
+   * the chain's GasPriceOracle predeploy prices and the sender must hold.
+   */
+  readonly opStack?: true;
 }
+
+/** Base, OP Mainnet, Celo, Unichain and World Chain run the OP stack. */
+const OP_STACK_CHAIN_IDS: ReadonlySet<number> = new Set([8453, 10, 42220, 130, 480]);
 
 const EVM_SCHEMES: readonly SchemeName[] = ["exact", "upto", "batch-settlement"];
 
@@ -71,6 +79,7 @@ function evm(
     schemes: EVM_SCHEMES,
     blockTimeMs,
     ...(explorer ? { explorerTx: `${explorer}/tx/{tx}` } : {}),
+    ...(OP_STACK_CHAIN_IDS.has(chainId) ? { opStack: true as const } : {}),
   };
 }
 

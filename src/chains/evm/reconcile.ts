@@ -19,6 +19,7 @@ import {
   type TransactionReceipt,
 } from "viem";
 import { Reason } from "../../protocol/reasons.js";
+import { EvmReason } from "./reasons.js";
 
 export interface JournaledTransaction {
   hash: Hex;
@@ -128,7 +129,7 @@ function outcomeOfReceipts(
   if (reverted) {
     return {
       status: "failed",
-      reason: "invalid_exact_evm_transaction_failed",
+      reason: EvmReason.transactionFailed,
       message: "the settlement transaction reverted",
       transaction: reverted.transactionHash,
     };

@@ -20,6 +20,10 @@ export const nearFamily: FamilyEntry<NearSetup, NearSettings> = {
     native: { symbol: "NEAR", decimals: 24 },
   })),
   config: nearConfig,
+  async exactServerScheme() {
+    const { ExactNearServerScheme } = await import("./clients/exactServer.js");
+    return new ExactNearServerScheme();
+  },
   async load() {
     const { createNear } = await import("./index.js");
     return async (setup, settings, ctx) => createNear(setup, settings, ctx);

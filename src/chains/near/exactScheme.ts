@@ -31,8 +31,8 @@ import type { NearNetwork } from "./networks.js";
 import type { TransactionJournal } from "../ports.js";
 import type { NearRelayers } from "./relayers.js";
 import { NearRpcError, type NearRpc } from "./rpc.js";
+import { NearReason } from "./reasons.js";
 import {
-  NearReason,
   checkSignedDelegate,
   delegateFingerprint,
   type DecodedDelegate,

@@ -24,7 +24,8 @@ import type {
 import { ExactNearScheme, type FinalBlock, type NearSchemeSettings } from "./exactScheme.js";
 import { NearRelayers } from "./relayers.js";
 import { NearRpc } from "./rpc.js";
-import { NearReason, decodeDelegate, delegateKey, signedDelegateOf } from "./signedDelegate.js";
+import { NearReason } from "./reasons.js";
+import { decodeDelegate, delegateKey, signedDelegateOf } from "./signedDelegate.js";
 
 export interface NearSetup {
   networks: readonly { id: string; rpcUrl: string }[];
@@ -46,6 +47,11 @@ interface NearRuntime {
 }
 
 /** `account:ed25519:secret` → the account and its key pair. */
+/** Yocto (10^-24) to whole NEAR for a metric, keeping six decimals. */
+function nearOf(yocto: bigint): number {
+  return Number(yocto / 10n ** 18n) / 1e6;
+}
+
 function parseRelayerKey(entry: string): { accountId: string; keyPair: KeyPair } {
   const at = entry.indexOf(":");
   const accountId = entry.slice(0, at);
@@ -77,7 +83,13 @@ export class NearChainAdapter implements ChainFamily {
         log: ctx.log,
         minBalanceYocto: settings.minRelayerBalanceYocto,
         onSignerHealth: (account, healthy, yocto) =>
-          ctx.onSignerHealth(id, account, healthy, Number(yocto / 10n ** 18n) / 1e6),
+          ctx.onSignerHealth(
+            id,
+            account,
+            healthy,
+            nearOf(yocto),
+            nearOf(settings.minRelayerBalanceYocto),
+          ),
         leases: ctx.leases,
       });
       const final = new RecentRead(

@@ -14,27 +14,7 @@ import { PublicKey } from "@near-js/crypto";
 import { SCHEMA, encodeDelegateAction, type DelegateAction } from "@near-js/transactions";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { verifyEd25519 } from "../../lib/ed25519.js";
-
-export const NearReason = {
-  payload: "invalid_exact_near_payload",
-  keyType: "invalid_exact_near_key_type",
-  signature: "invalid_exact_near_signature",
-  actions: "invalid_exact_near_actions",
-  method: "invalid_exact_near_method",
-  asset: "invalid_exact_near_asset",
-  recipient: "invalid_exact_near_recipient",
-  amount: "invalid_exact_near_amount",
-  deposit: "invalid_exact_near_deposit",
-  gas: "invalid_exact_near_gas",
-  relayerIsPayer: "invalid_exact_near_relayer_is_payer",
-  expired: "invalid_exact_near_expired",
-  maxBlockHeight: "invalid_exact_near_max_block_height",
-  nonce: "invalid_exact_near_nonce",
-  accessKey: "invalid_exact_near_access_key",
-  accountNotFound: "invalid_exact_near_account_not_found",
-  recipientNotRegistered: "invalid_exact_near_recipient_not_registered",
-  transactionFailed: "invalid_exact_near_transaction_failed",
-} as const;
+import { NearReason } from "./reasons.js";
 
 /** A signed delegate action as the checks read it. */
 export interface DecodedDelegate {

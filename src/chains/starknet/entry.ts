@@ -24,6 +24,10 @@ export const starknetFamily: FamilyEntry<StarknetSetup, StarknetSettings> = {
   assetKey: (id) => (/^0x[0-9a-fA-F]{1,64}$/.test(id) ? `0x${BigInt(id).toString(16)}` : id),
   hexAddresses: true,
   config: starknetConfig,
+  async exactServerScheme() {
+    const { ExactStarknetServerScheme } = await import("./clients/exactServer.js");
+    return new ExactStarknetServerScheme();
+  },
   async load() {
     const { createStarknet } = await import("./index.js");
     return async (setup, settings, ctx) => createStarknet(setup, settings, ctx);

@@ -30,9 +30,9 @@ import { Reason } from "../../protocol/reasons.js";
 import type { StarknetNetwork } from "./networks.js";
 import type { TransactionJournal } from "../ports.js";
 import { ExecutorRefusal, type ExecutorPool, type ResourceBounds } from "./executors.js";
+import { StarknetReason } from "./reasons.js";
 import {
   SIGNATURE_VALID,
-  StarknetReason,
   TRANSFER_EVENT_KEY,
   addressHex,
   checkOutsideExecution,

@@ -21,6 +21,7 @@ import type {
 } from "../ports.js";
 import { ExactStarknetScheme, type ExpectedTransfer } from "./exactScheme.js";
 import { ExecutorPool, type ExecutorKey } from "./executors.js";
+import { StarknetReason } from "./reasons.js";
 import {
   addressHex,
   feltHex,
@@ -28,7 +29,6 @@ import {
   parseOutsideExecution,
   payerOf,
   signedMessageHash,
-  StarknetReason,
 } from "./outsideExecution.js";
 import { StarknetRpc } from "./rpc.js";
 
@@ -80,7 +80,13 @@ export class StarknetChainAdapter implements ChainFamily {
         minFeeBalance: settings.minExecutorFeeBalance,
         leases: ctx.leases,
         onHealth: (address, healthy, fri) =>
-          ctx.onSignerHealth(id, address, healthy, Number(fri) / 1e18),
+          ctx.onSignerHealth(
+            id,
+            address,
+            healthy,
+            Number(fri) / 1e18,
+            Number(settings.minExecutorFeeBalance) / 1e18,
+          ),
       });
       const scheme = new ExactStarknetScheme(network, rpc, executors, ctx.journal, {
         skewSeconds: settings.timeSkewSeconds,

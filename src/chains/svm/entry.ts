@@ -20,6 +20,10 @@ export const svmFamily: FamilyEntry<SvmSetup, SvmSettings> = {
     native: { symbol: "SOL", decimals: 9 },
   })),
   config: svmConfig,
+  async exactServerScheme() {
+    const { ExactSvmScheme } = await import("@x402/svm/exact/server");
+    return new ExactSvmScheme();
+  },
   async load() {
     const { createSvm } = await import("./index.js");
     return createSvm;

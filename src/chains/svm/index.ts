@@ -43,6 +43,7 @@ import type {
 import { SvmFeePayers, type Commitment } from "./feePayers.js";
 import { svmAuthorizationKey, svmPayerOf, svmShapeError } from "./paymentIdentity.js";
 import { rememberBounded } from "../../lib/boundedMap.js";
+import { SvmReason } from "./reasons.js";
 
 export interface SvmSetup {
   networks: readonly { id: string; rpcUrl: string }[];
@@ -65,7 +66,7 @@ const TOKEN_ACCOUNT_KEPT_MS = 60_000;
 /** How many token accounts are remembered at most (the oldest go first). */
 const TOKEN_ACCOUNTS_KEPT = 10_000;
 
-export const SVM_PAY_TO_WITHOUT_TOKEN_ACCOUNT = "invalid_exact_svm_pay_to_token_account_missing";
+export const SVM_PAY_TO_WITHOUT_TOKEN_ACCOUNT = SvmReason.payToTokenAccountMissing;
 
 /** The official scheme, offering its fee payers in rotation instead of at random. */
 class RotatingExactSvmScheme extends ExactSvmScheme {
@@ -122,7 +123,13 @@ export class SvmChainAdapter implements ChainFamily {
         confirmTimeoutMs: ctx.settleTimeoutMs,
         minLamports: settings.minFeePayerLamports,
         onSignerHealth: (a, healthy, lamports) =>
-          ctx.onSignerHealth(id, a, healthy, Number(lamports) / 1e9),
+          ctx.onSignerHealth(
+            id,
+            a,
+            healthy,
+            Number(lamports) / 1e9,
+            Number(settings.minFeePayerLamports) / 1e9,
+          ),
         ...(ctx.pollingIntervalMs !== undefined ? { pollMs: ctx.pollingIntervalMs } : {}),
       });
       this.runtimes.set(id, {
@@ -296,7 +303,7 @@ export class SvmChainAdapter implements ChainFamily {
     if (status?.err) {
       return {
         status: "failed",
-        reason: "invalid_exact_svm_transaction_failed",
+        reason: SvmReason.transactionFailed,
         message: `the settlement transaction failed on-chain: ${JSON.stringify(status.err)}`,
         transaction: latest.reference,
       };

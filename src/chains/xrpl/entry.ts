@@ -25,6 +25,10 @@ export const xrplFamily: FamilyEntry<XrplSetup, XrplSettings> = {
     native: { symbol: "XRP", decimals: 6 },
   })),
   config: xrplConfig,
+  async exactServerScheme() {
+    const { ExactXrplServerScheme } = await import("./clients/exactServer.js");
+    return new ExactXrplServerScheme();
+  },
   async load() {
     const { createXrpl } = await import("./index.js");
     return async (setup, settings, ctx) => createXrpl(setup, settings, ctx);

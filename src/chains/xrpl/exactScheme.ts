@@ -30,7 +30,8 @@ import { Reason } from "../../protocol/reasons.js";
 import type { XrplNetwork } from "./networks.js";
 import type { TransactionJournal } from "../ports.js";
 import { XrplRpcError, type XrplRpc } from "./rpc.js";
-import { XrplReason, checkSignedPayment, type PaymentTx } from "./signedPayment.js";
+import { XrplReason } from "./reasons.js";
+import { checkSignedPayment, type PaymentTx } from "./signedPayment.js";
 
 /** The account flag that disables the master key. */
 const LSF_DISABLE_MASTER = 0x00100000;

@@ -26,13 +26,8 @@ import {
 } from "./exactScheme.js";
 import { networkNotServed, nothingWasSent, probeNetworks, RecentRead } from "../familySupport.js";
 import { XrplRpc } from "./rpc.js";
-import {
-  XrplReason,
-  decodePayment,
-  paymentHash,
-  requiredAsset,
-  signedBlobOf,
-} from "./signedPayment.js";
+import { XrplReason } from "./reasons.js";
+import { decodePayment, paymentHash, requiredAsset, signedBlobOf } from "./signedPayment.js";
 
 export interface XrplSetup {
   networks: readonly { id: string; rpcUrl: string }[];

@@ -16,7 +16,12 @@
  * presented again (a retry, a replay, another replica) finds its row and
  * changes nothing.
  */
-import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
+import type {
+  PaymentPayload,
+  PaymentRequirements,
+  SchemeNetworkServer,
+  SettleResponse,
+} from "@x402/core/types";
 import type {
   FacilitatorClient,
   HTTPAdapter,
@@ -33,7 +38,6 @@ import {
   decodePaymentSignatureHeader,
   encodePaymentResponseHeader,
 } from "@x402/core/http";
-import { ExactEvmScheme } from "@x402/evm/exact/server";
 import type { Logger } from "../../lib/logger.js";
 import { ServiceError } from "../../lib/errors.js";
 import type { Db } from "../../storage/db.js";
@@ -72,8 +76,10 @@ export interface CheckoutOptions {
   db: Db;
   /** This service's payment core, as the billing account uses it (no quota stage). */
   payments: PaymentService;
-  /** Reads a payment's authorization key, the one its settlement is recorded under. */
+  /** Reads a payment's authorization key (its settlement is recorded under it) and payer. */
   engine: Pick<PaymentEngine, "inspect">;
+  /** Each billing network's `exact` server scheme (its family's), to price and offer with. */
+  schemes: ReadonlyMap<string, SchemeNetworkServer>;
   principal: ApiKeyPrincipal;
   supported: () => SupportedResponse;
   networks: readonly string[];
@@ -152,7 +158,7 @@ export class BillingCheckout {
       new OwnFacilitator(opts.payments, opts.principal, opts.supported),
     );
     for (const network of opts.networks) {
-      server.register(network as `${string}:${string}`, new ExactEvmScheme());
+      server.register(network as `${string}:${string}`, schemeOf(opts.schemes, network));
     }
     const purchaseOf = (ctx: HTTPRequestContext) => {
       const p = this.purchases.get(ctx.adapter);
@@ -188,8 +194,8 @@ export class BillingCheckout {
    */
   initialize(): Promise<void> {
     this.ready ??= (async () => {
-      const scheme = new ExactEvmScheme();
       for (const network of this.opts.networks) {
+        const scheme = schemeOf(this.opts.schemes, network);
         const parsed = await scheme.parsePrice("$1", network as `${string}:${string}`);
         this.usdc.set(network, { asset: parsed.asset, extra: parsed.extra ?? {} });
       }
@@ -256,7 +262,7 @@ export class BillingCheckout {
     }
 
     const { paymentPayload, paymentRequirements } = processed;
-    const key = this.keyOf(paymentPayload, paymentRequirements);
+    const { authorizationKey: key, payer } = this.inspect(paymentPayload, paymentRequirements);
     const begun = await beginPayment(db, {
       accountId: req.accountId,
       purchase,
@@ -266,7 +272,7 @@ export class BillingCheckout {
         network: paymentRequirements.network,
         asset: paymentRequirements.asset,
         payTo: paymentRequirements.payTo,
-        payer: payerOf(paymentPayload),
+        payer: payer ?? null,
       },
     });
     if (!begun.fresh) return this.answerFromRow(begun.row, req.accountId);
@@ -355,7 +361,7 @@ export class BillingCheckout {
     if (typeof payload !== "object" || payload === null || !payload.accepted) return undefined;
     let key: string;
     try {
-      key = this.keyOf(payload, payload.accepted);
+      key = this.inspect(payload, payload.accepted).authorizationKey;
     } catch {
       return undefined;
     }
@@ -407,12 +413,13 @@ export class BillingCheckout {
     };
   }
 
-  private keyOf(payload: PaymentPayload, requirements: PaymentRequirements): string {
+  /** The payment as the engine reads it: its authorization key and its payer. */
+  private inspect(payload: PaymentPayload, requirements: PaymentRequirements) {
     return this.opts.engine.inspect({
       x402Version: 2,
       paymentPayload: payload,
       paymentRequirements: requirements,
-    }).authorizationKey;
+    });
   }
 
   private unpaidBody(p: Purchase): Record<string, unknown> {
@@ -469,10 +476,14 @@ function paymentView(row: BillingPaymentRow) {
   };
 }
 
-/** The payer a verified EVM payment names (`exact` EIP-3009: `authorization.from`). */
-function payerOf(payload: PaymentPayload): string | null {
-  const from = (payload.payload as { authorization?: { from?: unknown } }).authorization?.from;
-  return typeof from === "string" ? from : null;
+/** A billing network's server scheme; every network sold has one (createBilling loads them). */
+function schemeOf(
+  schemes: ReadonlyMap<string, SchemeNetworkServer>,
+  network: string,
+): SchemeNetworkServer {
+  const scheme = schemes.get(network);
+  if (!scheme) throw new Error(`no exact server scheme for ${network}`);
+  return scheme;
 }
 
 /** The reason the official layer put in a 402's PAYMENT-REQUIRED (`error`). */

@@ -5,12 +5,11 @@
  * its successes are counted like any account's), the x402 checkout, what
  * the plans cost and where they are paid, and the sweep that ends periods.
  */
-import { privateKeyToAccount } from "viem/accounts";
-import type { Hex } from "viem";
 import type { Logger } from "../../lib/logger.js";
 import { describeError } from "../../lib/errors.js";
 import type { Db } from "../../storage/db.js";
 import type { SupportedResponse } from "../../protocol/index.js";
+import { exactServerSchemeOf } from "../../chains/index.js";
 import type { SettlementRecorder } from "../settlements/settlementRecorder.js";
 import type { PaymentEngine } from "../payments/engine.js";
 import { PaymentService } from "../payments/paymentService.js";
@@ -50,7 +49,13 @@ export interface BillingOffer {
    * Devnet only: funded payer keys of the local chains, so a person can pay
    * in the dashboard without a wallet. Never set in production.
    */
-  devnetPayers?: { address: string; privateKey: string }[];
+  devnetPayers?: DevnetPayer[];
+}
+
+/** A funded devnet payer: its address and the key that signs for it. */
+export interface DevnetPayer {
+  readonly address: string;
+  readonly privateKey: string;
 }
 
 export interface BillingFeature {
@@ -85,7 +90,7 @@ export async function openBilling(opts: {
     reconcileAfterMs: number;
   };
   log: Logger;
-  devnetPayerKeys?: readonly string[];
+  devnetPayers?: readonly DevnetPayer[];
   /** How often the sweep runs (default a minute; 0: never on its own). */
   sweepMs?: number;
 }): Promise<BillingFeature> {
@@ -97,7 +102,7 @@ export async function openBilling(opts: {
   }
   // A devnet serving fewer networks than the default names sells on those it has.
   const networks = config.billing.networks.filter((n) => opts.served.includes(n));
-  const prices = config.plans.prices ?? DEFAULT_PLAN_PRICES;
+  const prices = { ...DEFAULT_PLAN_PRICES, ...config.plans.prices };
   const limits = {
     prices,
     topUpMinMicroUsd: config.billing.topUpMinMicroUsd,
@@ -117,6 +122,10 @@ export async function openBilling(opts: {
         reconcileAfterMs: config.reconcileAfterMs,
       }),
       engine: opts.engine,
+      // Each network's exact server scheme, from its family (the table).
+      schemes: new Map(
+        await Promise.all(networks.map(async (n) => [n, await exactServerSchemeOf(n)] as const)),
+      ),
       principal,
       supported: opts.supported,
       networks,
@@ -127,12 +136,7 @@ export async function openBilling(opts: {
     await checkout.initialize();
   }
   const devnetPayers =
-    config.mode === "devnet" && opts.devnetPayerKeys
-      ? opts.devnetPayerKeys.map((k) => ({
-          address: privateKeyToAccount(k as Hex).address,
-          privateKey: k,
-        }))
-      : undefined;
+    config.mode === "devnet" && opts.devnetPayers ? [...opts.devnetPayers] : undefined;
   const assets = new Map(checkout?.assets().map((a) => [a.network, a.asset]) ?? []);
   const offer: BillingOffer = {
     enabled: checkout !== undefined,

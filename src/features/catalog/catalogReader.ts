@@ -37,6 +37,8 @@ export interface SearchRequest extends CatalogFilters {
   query: string;
   limit: number;
   cursor?: string | undefined;
+  /** Where to start without a cursor (at most MAX_OFFSET); default 0. */
+  offset?: number | undefined;
 }
 
 function toDiscoveryResource(row: CatalogEntryRow): DiscoveryResource {
@@ -81,7 +83,26 @@ export class CatalogReader {
     this.gate = new Gate(maxConcurrentQueries);
   }
 
+  /**
+   * @throws ServiceError invalid_request for an offset deeper than
+   *   MAX_OFFSET into a catalog that reaches that deep (past its end, the
+   *   page is simply empty).
+   */
   async list(req: ListRequest): Promise<DiscoveryResourcesResponse> {
+    if (req.offset > MAX_OFFSET) {
+      const total = await this.total(req);
+      if (req.offset < total) {
+        throw new ServiceError(
+          "invalid_request",
+          `offset may be at most ${MAX_OFFSET} while entries remain past it; narrow the filters to reach them`,
+        );
+      }
+      return {
+        x402Version: X402_VERSION,
+        items: [],
+        pagination: { limit: req.limit, offset: req.offset, total },
+      };
+    }
     const key = JSON.stringify(["list", ...canonicalFilters(req), req.limit, req.offset]);
     return this.cache.get(key, async () => {
       const page = { limit: req.limit, offset: req.offset };
@@ -89,11 +110,7 @@ export class CatalogReader {
       const rows = await this.gate.run(() => listCatalogEntries(this.db, req, page));
       // Pages of one filter share their total, so it is cached on its own.
       const total =
-        req.offset === 0 && rows.length < req.limit
-          ? rows.length
-          : ((await this.cache.get(JSON.stringify(["total", ...canonicalFilters(req)]), () =>
-              this.gate.run(() => countCatalogEntries(this.db, req)),
-            )) as number);
+        req.offset === 0 && rows.length < req.limit ? rows.length : await this.total(req);
       return {
         x402Version: X402_VERSION,
         items: rows.map(toDiscoveryResource),
@@ -102,13 +119,20 @@ export class CatalogReader {
     }) as Promise<DiscoveryResourcesResponse>;
   }
 
+  /** How many entries match the filters; pages of one filter share it, so it is cached on its own. */
+  private async total(filters: CatalogFilters): Promise<number> {
+    return (await this.cache.get(JSON.stringify(["total", ...canonicalFilters(filters)]), () =>
+      this.gate.run(() => countCatalogEntries(this.db, filters)),
+    )) as number;
+  }
+
   /**
    * @throws ServiceError invalid_request for a cursor from elsewhere.
    */
   async search(req: SearchRequest): Promise<SearchDiscoveryResourcesResponse> {
     const terms = searchTerms(req.query);
     const scope = searchScope([terms, ...canonicalFilters(req)]);
-    let offset = 0;
+    let offset = req.offset ?? 0;
     if (req.cursor !== undefined) {
       const decoded = decodeCursor(req.cursor, scope, MAX_OFFSET);
       if (!decoded.ok) throw new ServiceError("invalid_request", decoded.reason);

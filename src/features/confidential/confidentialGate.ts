@@ -7,7 +7,7 @@
  * Plain payments pass through untouched at the cost of one property read,
  * unless they pay the privacy contract itself.
  */
-import { getAddress, isAddress, type Address, type Hex } from "viem";
+import { getAddress, isAddress, type Address, type Hex } from "../../chains/confidentialPort.js";
 import type { SettleResponse } from "@x402/core/types";
 import type { PaymentRequest } from "../../protocol/index.js";
 import { ServiceError } from "../../lib/errors.js";

@@ -15,7 +15,7 @@
  * is signed when the row is written and again on demand if that was lost,
  * and the signature is deterministic, so every copy is the same receipt.
  */
-import { getAddress, isAddress, type Hex } from "viem";
+import { getAddress, isAddress, type Hex } from "../../chains/confidentialPort.js";
 import type { Kysely } from "kysely";
 import type { Database } from "../../storage/schema.js";
 import type { ConfidentialVault, SignedReceipt } from "./vaultPort.js";

@@ -31,7 +31,7 @@
  *   a second release, so a chunk sent twice credits once.
  */
 import type { Kysely } from "kysely";
-import { getAddress, type Hex } from "viem";
+import { getAddress, type Hex } from "../../chains/confidentialPort.js";
 import { describeError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import type { Database } from "../../storage/schema.js";

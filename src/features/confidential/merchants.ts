@@ -8,7 +8,13 @@
  * contract assigns the slot. Repeating the call with the same wallet resumes
  * an assignment that was cut off; another wallet is refused.
  */
-import { getAddress, isAddress, verifyMessage, type Address, type Hex } from "viem";
+import {
+  getAddress,
+  isAddress,
+  verifyMessage,
+  type Address,
+  type Hex,
+} from "../../chains/confidentialPort.js";
 import type { Kysely } from "kysely";
 import { ServiceError } from "../../lib/errors.js";
 import type { Database, OfferMode } from "../../storage/schema.js";

@@ -7,7 +7,7 @@
  * to a merchant the submitting key does not own, and a plain payment whose
  * `payTo` is the contract (it would move USDC in with no slot to credit).
  */
-import { getAddress, isAddress, type Address } from "viem";
+import { getAddress, isAddress, type Address } from "../../chains/confidentialPort.js";
 import type { PaymentRequest } from "../../protocol/index.js";
 import type { MerchantRecord } from "./merchants.js";
 

@@ -8,7 +8,13 @@
  * contract refuses a request or a finalization twice.
  */
 import { randomUUID } from "node:crypto";
-import { BaseError, getAddress, verifyTypedData, type Hex, type TypedDataDefinition } from "viem";
+import {
+  BaseError,
+  getAddress,
+  verifyTypedData,
+  type Hex,
+  type TypedDataDefinition,
+} from "../../chains/confidentialPort.js";
 import type { Kysely } from "kysely";
 import { describeError, ServiceError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";

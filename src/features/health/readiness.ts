@@ -13,9 +13,15 @@
  * users and databases, and RPC hosts name the provider (some put an
  * account's endpoint in the host name): those go to the log, once each
  * time the set of problems changes.
+ *
+ * `x402_rpc_reachable` is set by every fresh report, and a scrape asks for
+ * one (or reuses the last second's): an operator whose load balancer does
+ * not poll /ready still gets a current value to alert on, not the answer
+ * of whenever /ready was last asked.
  */
 import { sql } from "kysely";
 import type { Redis } from "ioredis";
+import { Gauge } from "prom-client";
 import type { NetworkProbe } from "../../chains/ports.js";
 import type { Logger } from "../../lib/logger.js";
 import type { Metrics } from "../../lib/metrics.js";
@@ -119,20 +125,28 @@ export function serviceReadiness(opts: {
   db: Db;
   networks: () => Promise<NetworkProbe[]>;
   redis: Redis | undefined;
-  metrics: Metrics;
+  metrics: Pick<Metrics, "registry">;
   log: Logger;
 }): () => Promise<ReadinessReport> {
-  const { redis, metrics, log } = opts;
+  const { redis, log } = opts;
+  const rpcReachable = new Gauge({
+    name: "x402_rpc_reachable",
+    help: "1 when the network's RPC answered the last readiness probe (a scrape runs one), 0 when it did not",
+    labelNames: ["network"],
+    registers: [opts.metrics.registry],
+    // The probe's onReport sets the values this scrape shows.
+    collect: async () => void (await readiness()),
+  });
   // Logged when the set of problems changes, not on every probe: a load
   // balancer polling through an outage would otherwise fill the log.
   let lastProblems = "[]";
-  return createReadiness({
+  const readiness = createReadiness({
     database: async () => void (await sql`select 1`.execute(opts.db)),
     networks: opts.networks,
     ...(redis ? { redis: async () => void (await redis.ping()) } : {}),
     onReport: (report) => {
       for (const n of report.networks) {
-        metrics.rpcReachable.set({ network: n.network }, n.reachable ? 1 : 0);
+        rpcReachable.set({ network: n.network }, n.reachable ? 1 : 0);
       }
       const problems = problemsOf(report);
       const key = JSON.stringify(problems);
@@ -142,4 +156,5 @@ export function serviceReadiness(opts: {
       else log.warn({ problems }, "not ready");
     },
   });
+  return readiness;
 }

@@ -59,7 +59,7 @@ export interface PlanStatus {
 }
 
 export function planOffers(limits: PlanLimits): PlanOffer[] {
-  const prices = limits.prices ?? DEFAULT_PLAN_PRICES;
+  const prices = { ...DEFAULT_PLAN_PRICES, ...limits.prices };
   return PLAN_NAMES.map((name) => {
     const rule = planRule(name, limits);
     if (name === "payg") {

@@ -82,8 +82,8 @@ export interface PlanLimits {
    * free accounts get fewer. Absent: 20 free, 500 paid.
    */
   failuresPerHour?: { free: number; paid: number };
-  /** Monthly prices of the paid plans (absent: DEFAULT_PLAN_PRICES). */
-  prices?: PlanPrices;
+  /** Monthly prices of the paid plans; a plan absent costs its DEFAULT_PLAN_PRICES. */
+  prices?: Partial<PlanPrices>;
   /**
    * How far below zero a pay-as-you-go balance may run before the account
    * is suspended, in micro-USD (absent: 0, suspended at the first charge

@@ -3,7 +3,8 @@
  * monthly quota (absent when settlements are not metered), the recorder
  * (the settlements table's one writer), and the ports the families get from
  * the service (the transaction journal, the signer leases shared between
- * replicas, the store of settlements answered `settlement_pending`).
+ * replicas, the store of settlements answered `settlement_pending`, the
+ * record of gas given to payers).
  */
 import type { Logger } from "../../lib/logger.js";
 import type { Db } from "../../storage/db.js";
@@ -13,10 +14,11 @@ import { DbSignerLeases } from "../signers/dbSignerLeases.js";
 import { DbPendingSettlementStore } from "./pendingSettlementStore.js";
 import { SettlementRecorder } from "./settlementRecorder.js";
 import { DbTransactionJournal } from "./transactionJournal.js";
+import { DbSponsoredFundings } from "./sponsoredFundings.js";
 
 export function openSettlements(
   db: Db,
-  plans: PlanLimits & { metering: boolean },
+  plans: PlanLimits & { metering: boolean; sponsoredFundingsPerDay?: number },
   log: Logger,
   reportError: (e: unknown, what: string) => void,
 ) {
@@ -29,6 +31,7 @@ export function openSettlements(
       journal: new DbTransactionJournal(recorder),
       leases: new DbSignerLeases(db),
       pendingSettlements: new DbPendingSettlementStore(db),
+      sponsoredFundings: new DbSponsoredFundings(db, plans.sponsoredFundingsPerDay ?? 100),
     },
   };
 }

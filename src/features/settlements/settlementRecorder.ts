@@ -407,6 +407,27 @@ export class SettlementRecorder {
   }
 
   /**
+   * Per network, the settlements still `pending` that started at or before
+   * `olderThan`: how many, and when the oldest started (the metrics of
+   * settlements stuck past the reconciler's horizon). Reads the partial
+   * index of pending rows only.
+   */
+  async pendingStartedBefore(
+    olderThan: Date,
+  ): Promise<{ network: string; count: number; oldest: Date }[]> {
+    const rows = await this.db
+      .selectFrom("settlements")
+      .select(["network"])
+      .select(sql<number>`count(*)::int`.as("count"))
+      .select(sql<Date>`min(started_at)`.as("oldest"))
+      .where("status", "=", "pending")
+      .where("started_at", "<=", olderThan)
+      .groupBy("network")
+      .execute();
+    return rows.map((r) => ({ network: r.network, count: r.count, oldest: new Date(r.oldest) }));
+  }
+
+  /**
    * Removes an intent row whose settlement was refused before anything was
    * sent (quota): like any request refused with 402, it leaves no record.
    */

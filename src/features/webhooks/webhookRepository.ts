@@ -1,4 +1,5 @@
 /** Webhook endpoints per account, and the delivery log. */
+import { sql } from "kysely";
 import type { Db } from "../../storage/db.js";
 import { generateWebhookSecret } from "./signing.js";
 import { assertPublicTarget } from "./ssrfGuard.js";
@@ -129,4 +130,14 @@ function toEndpoint(row: {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
+}
+
+/** Events in the outbox not yet delivered or given up (read from the pending index). */
+export async function countPendingWebhookEvents(db: Db): Promise<number> {
+  const row = await db
+    .selectFrom("webhook_events")
+    .select(sql<number>`count(*)::int`.as("count"))
+    .where("status", "=", "pending")
+    .executeTakeFirstOrThrow();
+  return row.count;
 }

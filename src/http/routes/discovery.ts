@@ -18,8 +18,27 @@ import {
 } from "../../features/catalog/limits.js";
 import { sendError } from "../errorEnvelope.js";
 
+/** The largest number ten digits write: no bound a client needs to be told of. */
+const UNBOUNDED = 9_999_999_999;
+
+/**
+ * A page size: any whole number from 1, served at MAX_PAGE_LIMIT when it
+ * asks for more (the response's `pagination.limit` says what was applied),
+ * so a client asking for "everything" gets the largest page, not an error.
+ */
+function pageSize(fallback: number) {
+  const rule = "limit must be a whole number from 1";
+  return z
+    .string()
+    .regex(/^\d{1,10}$/, rule)
+    .transform(Number)
+    .pipe(z.number().min(1, rule))
+    .transform((n) => Math.min(n, MAX_PAGE_LIMIT))
+    .default(fallback);
+}
+
 function wholeNumber(name: string, min: number, max: number, fallback: number) {
-  const rule = `${name} must be a whole number from ${min} to ${max}`;
+  const rule = `${name} must be a whole number from ${min}${max < UNBOUNDED ? ` to ${max}` : ""}`;
   return z
     .string()
     .regex(/^\d{1,10}$/, rule)
@@ -71,8 +90,10 @@ const filterSchema = z.object({
 });
 
 const listSchema = filterSchema.extend({
-  limit: wholeNumber("limit", 1, MAX_PAGE_LIMIT, DEFAULT_PAGE_LIMIT),
-  offset: wholeNumber("offset", 0, MAX_OFFSET, 0),
+  limit: pageSize(DEFAULT_PAGE_LIMIT),
+  // Past the end is an empty page, however far (the reader refuses only a
+  // deep offset into a catalog that reaches it).
+  offset: wholeNumber("offset", 0, UNBOUNDED, 0),
 });
 
 const searchSchema = filterSchema.extend({
@@ -81,7 +102,8 @@ const searchSchema = filterSchema.extend({
     .trim()
     .min(1, "query is required: the words to search for, e.g. ?query=weather")
     .max(MAX_QUERY_LENGTH, `query must be at most ${MAX_QUERY_LENGTH} characters`),
-  limit: wholeNumber("limit", 1, MAX_PAGE_LIMIT, DEFAULT_PAGE_LIMIT),
+  limit: pageSize(DEFAULT_PAGE_LIMIT),
+  offset: wholeNumber("offset", 0, MAX_OFFSET, 0).optional(),
   cursor: z
     .string()
     .max(200, "cursor is not one this service issued; pass pagination.cursor unchanged")
@@ -123,11 +145,11 @@ export function registerDiscoveryRoutes(
 
   app.get("/discovery/search", async (request: FastifyRequest, reply: FastifyReply) => {
     const query = (request.query ?? {}) as Record<string, unknown>;
-    if (query["offset"] !== undefined) {
+    if (query["offset"] !== undefined && query["cursor"] !== undefined) {
       return sendError(
         reply,
         "invalid_request",
-        "search pages with cursor (pagination.cursor of the previous page), not offset",
+        "give cursor (pagination.cursor of the previous page) or offset, not both",
       );
     }
     const parsed = parseQuery(searchSchema, query, ["query", "cursor"]);
