@@ -12,7 +12,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -66,7 +66,9 @@ test("a two-minute chaos run with a fixed seed holds every money invariant", asy
     }
     assert.doesNotMatch(report, /FAIL/);
     assert.equal(code, 0, report);
-  } finally {
+    // Kept on failure: the history and the service logs are the evidence.
     rmSync(out, { recursive: true, force: true });
+  } finally {
+    if (existsSync(out)) console.log(`chaos history and logs kept in ${out}`);
   }
 });
