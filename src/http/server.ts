@@ -4,7 +4,7 @@
  */
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "../lib/logger.js";
-import { isServiceError, describeError } from "../lib/errors.js";
+import { isDatabaseUnavailable, isServiceError, describeError } from "../lib/errors.js";
 import { newRequestId } from "../lib/ids.js";
 import type { Metrics } from "../lib/metrics.js";
 import type { PaymentFacilitator } from "../facilitator/paymentFacilitator.js";
@@ -168,6 +168,19 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
 
   app.setErrorHandler(async (error, request, reply) => {
     if (isServiceError(error)) return sendServiceError(reply, error);
+    if (isDatabaseUnavailable(error)) {
+      // The database restarted or is out of reach: an outage, retried shortly.
+      request.log.warn(
+        { err: describeError(error), requestId: request.id },
+        "database unavailable",
+      );
+      reply.header("Retry-After", "1");
+      return sendError(
+        reply,
+        "service_unavailable",
+        "the service's database is unavailable for a moment; retry shortly",
+      );
+    }
     const err = error as { code?: string; statusCode?: number };
     const mapped = codeForFastifyError(err);
     if (mapped.code === "internal_error") {
