@@ -7,7 +7,8 @@ import type { KnipConfig } from "knip";
 const config: KnipConfig = {
   // Found without being listed (knip reads them itself):
   //   - package.json scripts: src/main.ts (dev), src/cli/keys.ts (keys),
-  //     devnet/cli.ts (devnet), bench/run.ts and bench/catalog-cli.ts (bench);
+  //     devnet/cli.ts (devnet), bench/run.ts and bench/catalog-cli.ts (bench),
+  //     chaos/run.ts (chaos);
   //   - the dashboard, through the Vite plugin: dashboard/vite.config.ts and
   //     dashboard/index.html's src/main.tsx. The dashboard is included, not
   //     ignored: it is part of the repository that `npm run typecheck` checks.

@@ -2,7 +2,9 @@
  * Places the confidential settlement vault on the devnet's `eip155:8453`
  * chain: the fhEVM host contracts first (devnet/fhevm.ts), then the vault's
  * runtime code at its fixed address, initialized with the devnet USDC, the
- * devnet operator and receipt-signer keys, and the host's addresses.
+ * devnet operator, receipt-signer and bond-owner keys, the challenge window
+ * and the host's addresses; then the bond owner deposits the operator bond
+ * (minted by the token's owner), without which no day could close.
  *
  * Idempotent: on a kept chain that already has the vault nothing happens,
  * so a restart keeps every slot and balance.
@@ -20,7 +22,12 @@ import {
 import { privateKeyToAccount } from "viem/accounts";
 import type { Artifacts } from "./compile.js";
 import { FHEVM_HOST, placeFhevmHost } from "./fhevm.js";
-import { devnetConfidentialOperatorKey, devnetReceiptSignerKey } from "./keys.js";
+import {
+  devnetConfidentialBondOwnerKey,
+  devnetConfidentialOperatorKey,
+  devnetDeployerKey,
+  devnetReceiptSignerKey,
+} from "./keys.js";
 
 /** Where the devnet keeps the vault: fixed, so a resource server's configuration never changes. */
 const CONFIDENTIAL_VAULT_ADDRESS: Address = "0x4020C0F1De000000000000000000000000000008";
@@ -33,7 +40,12 @@ export interface DevnetConfidentialInfo {
   contractAddress: Address;
   operatorPrivateKey: Hex;
   receiptSignerPrivateKey: Hex;
+  /** Holds the operator bond: withdraws it, resumes after a proven fraud. */
+  bondOwnerPrivateKey: Hex;
 }
+
+/** The devnet's operator bond: far above any day a test or a developer collects. */
+const DEVNET_BOND = 1_000_000n * 10n ** 6n;
 
 const RECEIPT_TIMEOUT_MS = 60_000;
 
@@ -42,11 +54,20 @@ export async function placeConfidentialVault(opts: {
   chainId: number;
   artifacts: Artifacts;
   usdc: Address;
+  /** Mints the bond (the USDC's owner). Default: the devnet deployer. */
+  tokenOwnerKey?: Hex;
+  /**
+   * Seconds between a day's close and the release of its credits, during
+   * which merchants may challenge it. Default 0: the devnet releases a day
+   * as soon as it closes; tests of challenges set one.
+   */
+  challengeWindowSeconds?: number;
 }): Promise<DevnetConfidentialInfo> {
   const info: DevnetConfidentialInfo = {
     contractAddress: CONFIDENTIAL_VAULT_ADDRESS,
     operatorPrivateKey: devnetConfidentialOperatorKey(),
     receiptSignerPrivateKey: devnetReceiptSignerKey(),
+    bondOwnerPrivateKey: devnetConfidentialBondOwnerKey(),
   };
   const chain = defineChain({
     id: opts.chainId,
@@ -76,12 +97,14 @@ export async function placeConfidentialVault(opts: {
   const testClient = createTestClient({ chain, transport, mode: "anvil" });
   const operator = privateKeyToAccount(info.operatorPrivateKey);
   const receiptSigner = privateKeyToAccount(info.receiptSignerPrivateKey);
+  const bondOwner = privateKeyToAccount(info.bondOwnerPrivateKey);
   await Promise.all([
     testClient.setCode({
       address: CONFIDENTIAL_VAULT_ADDRESS,
       bytecode: artifact.deployedBytecode,
     }),
     testClient.setBalance({ address: operator.address, value: parseEther("1000") }),
+    testClient.setBalance({ address: bondOwner.address, value: parseEther("10") }),
   ]);
   const wallet = createWalletClient({ chain, transport, account: operator });
   const hash = await wallet.writeContract({
@@ -92,6 +115,8 @@ export async function placeConfidentialVault(opts: {
       opts.usdc,
       operator.address,
       receiptSigner.address,
+      bondOwner.address,
+      BigInt(opts.challengeWindowSeconds ?? 0),
       {
         ACLAddress: FHEVM_HOST.acl,
         CoprocessorAddress: FHEVM_HOST.executor,
@@ -100,11 +125,55 @@ export async function placeConfidentialVault(opts: {
     ],
     gas: 500_000n,
   });
-  if (!(await testClient.getAutomine())) await testClient.mine({ blocks: 1 });
-  const receipt = await publicClient.waitForTransactionReceipt({
-    hash,
-    timeout: RECEIPT_TIMEOUT_MS,
+  const automine = await testClient.getAutomine();
+  const confirm = async (what: string, sent: Hex) => {
+    if (!automine) await testClient.mine({ blocks: 1 });
+    const receipt = await publicClient.waitForTransactionReceipt({
+      hash: sent,
+      timeout: RECEIPT_TIMEOUT_MS,
+    });
+    if (receipt.status !== "success") throw new Error(`vault ${what} reverted (${sent})`);
+  };
+  await confirm("initialize", hash);
+
+  // The operator bond: minted to its owner, approved, deposited.
+  const usdcAbi = opts.artifacts["DevnetUSDC"]?.abi;
+  if (!usdcAbi) throw new Error("DevnetUSDC is missing from the compiled artifacts");
+  const minter = createWalletClient({
+    chain,
+    transport,
+    account: privateKeyToAccount(opts.tokenOwnerKey ?? devnetDeployerKey()),
   });
-  if (receipt.status !== "success") throw new Error(`vault initialize reverted (${hash})`);
+  const bondWallet = createWalletClient({ chain, transport, account: bondOwner });
+  await confirm(
+    "bond mint",
+    await minter.writeContract({
+      address: opts.usdc,
+      abi: usdcAbi,
+      functionName: "mint",
+      args: [bondOwner.address, DEVNET_BOND],
+      gas: 200_000n,
+    }),
+  );
+  await confirm(
+    "bond approve",
+    await bondWallet.writeContract({
+      address: opts.usdc,
+      abi: usdcAbi,
+      functionName: "approve",
+      args: [CONFIDENTIAL_VAULT_ADDRESS, DEVNET_BOND],
+      gas: 200_000n,
+    }),
+  );
+  await confirm(
+    "bond deposit",
+    await bondWallet.writeContract({
+      address: CONFIDENTIAL_VAULT_ADDRESS,
+      abi: artifact.abi,
+      functionName: "depositBond",
+      args: [DEVNET_BOND],
+      gas: 200_000n,
+    }),
+  );
   return info;
 }

@@ -55,6 +55,8 @@ export interface DeployOptions {
   payerTokenBalance?: bigint;
   /** Owns (initializes, mints) the tokens. Default: the devnet deployer key. */
   ownerKey?: Hex;
+  /** The confidential vault's challenge window in seconds (default 0, see confidentialVault.ts). */
+  confidentialChallengeWindowSeconds?: number;
 }
 
 export interface DeployedNetwork {
@@ -253,6 +255,10 @@ export async function deployNetwork(opts: DeployOptions): Promise<DeployedNetwor
           chainId: network.chainId,
           artifacts: opts.artifacts,
           usdc,
+          tokenOwnerKey: opts.ownerKey ?? devnetDeployerKey(),
+          ...(opts.confidentialChallengeWindowSeconds === undefined
+            ? {}
+            : { challengeWindowSeconds: opts.confidentialChallengeWindowSeconds }),
         })
       : undefined;
   return { assets, notDeployed, owner: owner.address, ...(confidential ? { confidential } : {}) };

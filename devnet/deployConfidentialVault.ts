@@ -1,7 +1,7 @@
 /**
  * Deploys the confidential settlement vault to a real chain: one creation
  * transaction whose constructor initializes it (token, operator, receipt
- * signer, the chain's fhEVM host contracts), so no one can initialize a
+ * signer, bond owner, challenge window, the chain's fhEVM host contracts), so no one can initialize a
  * freshly deployed vault before its owner (the devnet instead places the
  * runtime code and calls `initialize`, see confidentialVault.ts).
  *
@@ -30,6 +30,13 @@ export interface VaultDeployment {
   asset: Address;
   operator: Address;
   receiptSigner: Address;
+  /**
+   * Holds the operator bond (a cold key: deposits are anyone's, withdrawing
+   * and resuming after a proven fraud are its alone); not the operator.
+   */
+  bondOwner: Address;
+  /** Seconds between a day's close and the release of its credits. */
+  challengeWindowSeconds: number;
   /** The chain's fhEVM host contracts. */
   coprocessor: { acl: Address; executor: Address; kmsVerifier: Address };
 }
@@ -44,6 +51,16 @@ export interface DeployedVault {
 export async function deployConfidentialVault(d: VaultDeployment): Promise<DeployedVault> {
   if (getAddress(d.operator) === getAddress(d.receiptSigner)) {
     throw new Error("the operator and the receipt signer must be different accounts");
+  }
+  if (getAddress(d.operator) === getAddress(d.bondOwner)) {
+    throw new Error(
+      "the bond owner must not be the operator: a stolen operator key would hold the bond",
+    );
+  }
+  if (!Number.isInteger(d.challengeWindowSeconds) || d.challengeWindowSeconds < 3_600) {
+    throw new Error(
+      "the challenge window must be at least an hour (merchants' wallets check in it)",
+    );
   }
   const chain = defineChain({
     id: d.chainId,
@@ -77,6 +94,8 @@ export async function deployConfidentialVault(d: VaultDeployment): Promise<Deplo
       d.asset,
       d.operator,
       d.receiptSigner,
+      d.bondOwner,
+      BigInt(d.challengeWindowSeconds),
       {
         ACLAddress: d.coprocessor.acl,
         CoprocessorAddress: d.coprocessor.executor,
@@ -91,16 +110,20 @@ export async function deployConfidentialVault(d: VaultDeployment): Promise<Deplo
   const address = getAddress(receipt.contractAddress);
   const read = (functionName: string) =>
     client.readContract({ address, abi: artifact.abi, functionName }) as Promise<unknown>;
-  const [operator, receiptSigner, asset, deploymentBlock] = await Promise.all([
+  const [operator, receiptSigner, asset, deploymentBlock, bondOwner, window] = await Promise.all([
     read("operator"),
     read("receiptSigner"),
     read("asset"),
     read("deploymentBlock"),
+    read("bondOwner"),
+    read("challengeWindow"),
   ]);
   if (
     getAddress(operator as Address) !== getAddress(d.operator) ||
     getAddress(receiptSigner as Address) !== getAddress(d.receiptSigner) ||
     getAddress(asset as Address) !== getAddress(d.asset) ||
+    getAddress(bondOwner as Address) !== getAddress(d.bondOwner) ||
+    window !== BigInt(d.challengeWindowSeconds) ||
     deploymentBlock !== receipt.blockNumber
   ) {
     throw new Error(`the vault at ${address} was not initialized as asked`);

@@ -89,6 +89,12 @@ export interface DevnetOptions {
   outFile?: string | null;
   /** Atomic token units minted to each payer. Default 1,000,000 whole tokens. */
   payerTokenBalance?: bigint;
+  /**
+   * The confidential vault's challenge window in seconds: how long after a
+   * day closes its merchants may challenge its split. Default 0 (released at
+   * once); tests of the challenge set one.
+   */
+  confidentialChallengeWindowSeconds?: number;
   /** Receives one line per step ("starting anvil for …"). Default: silent. */
   progress?: (line: string) => void;
   /**
@@ -187,6 +193,9 @@ export async function startDevnet(opts: DevnetOptions = {}): Promise<Devnet> {
           ...(opts.payerTokenBalance === undefined
             ? {}
             : { payerTokenBalance: opts.payerTokenBalance }),
+          ...(opts.confidentialChallengeWindowSeconds === undefined
+            ? {}
+            : { confidentialChallengeWindowSeconds: opts.confidentialChallengeWindowSeconds }),
         });
         for (const [symbol, address] of Object.entries(deployed.assets)) {
           say(`${network.id}: deployed ${symbol} at ${address}`);

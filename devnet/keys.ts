@@ -94,6 +94,14 @@ export function devnetReceiptSignerKey(): Hex {
   return keyAt(1, 3);
 }
 
+/**
+ * Owns the devnet vault's operator bond: deposited at placement, and the
+ * only key that may take it back or lift the freeze a proven fraud sets.
+ */
+export function devnetConfidentialBondOwnerKey(): Hex {
+  return keyAt(1, 7);
+}
+
 /** Owns the devnet's fhEVM ACL, which lets it initialize the KMS and input verifiers. */
 export function devnetFhevmHostOwnerKey(): Hex {
   return keyAt(1, 4);

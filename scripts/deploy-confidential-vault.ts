@@ -7,6 +7,8 @@
  *   CONFIDENTIAL_DEPLOYER_KEY_FILE=/run/secrets/…    pays the gas (or CONFIDENTIAL_DEPLOYER_KEY)
  *   CONFIDENTIAL_OPERATOR_ADDRESS=0x…                the operator key's address
  *   CONFIDENTIAL_RECEIPT_SIGNER_ADDRESS=0x…          the receipt signer key's address
+ *   CONFIDENTIAL_BOND_OWNER_ADDRESS=0x…              holds the operator bond (a cold key, not the operator)
+ *   CONFIDENTIAL_CHALLENGE_WINDOW_SECONDS=172800     how long merchants may challenge a closed day (default 2 days)
  *   CONFIDENTIAL_ACL_ADDRESS, CONFIDENTIAL_EXECUTOR_ADDRESS, CONFIDENTIAL_KMS_VERIFIER_ADDRESS
  *                                                    the chain's fhEVM host contracts
  *   CONFIDENTIAL_ASSET_ADDRESS=0x…                   default: USDC on Base
@@ -19,6 +21,9 @@
 import { readFileSync } from "node:fs";
 import type { Address, Hex } from "viem";
 import { deployConfidentialVault } from "../devnet/deployConfidentialVault.js";
+
+/** Two days: a merchant's wallet or its daily check has a full day's slack. */
+const DEFAULT_CHALLENGE_WINDOW_S = 172_800;
 
 /** USDC on Base (eip155:8453). */
 const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
@@ -55,6 +60,10 @@ async function main(): Promise<void> {
     asset: address("CONFIDENTIAL_ASSET_ADDRESS", BASE_USDC),
     operator: address("CONFIDENTIAL_OPERATOR_ADDRESS"),
     receiptSigner: address("CONFIDENTIAL_RECEIPT_SIGNER_ADDRESS"),
+    bondOwner: address("CONFIDENTIAL_BOND_OWNER_ADDRESS"),
+    challengeWindowSeconds: Number(
+      process.env["CONFIDENTIAL_CHALLENGE_WINDOW_SECONDS"]?.trim() || DEFAULT_CHALLENGE_WINDOW_S,
+    ),
     coprocessor: {
       acl: address("CONFIDENTIAL_ACL_ADDRESS"),
       executor: address("CONFIDENTIAL_EXECUTOR_ADDRESS"),
@@ -62,7 +71,7 @@ async function main(): Promise<void> {
     },
   });
   process.stdout.write(
-    `deployed and initialized in ${deployed.transaction} (block ${deployed.deploymentBlock})\nCONFIDENTIAL_CONTRACT_ADDRESS=${deployed.address}\n`,
+    `deployed and initialized in ${deployed.transaction} (block ${deployed.deploymentBlock})\nCONFIDENTIAL_CONTRACT_ADDRESS=${deployed.address}\nNo day closes until the bond owner deposits the operator bond (depositBond): see docs/confidential.md.\n`,
   );
 }
 

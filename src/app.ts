@@ -127,6 +127,7 @@ export async function createService(opts: ServiceOptions) {
   const http = await buildHttpServer({
     dashboard: { ...dashboard, confidential, billing },
     ...{ confidentialMerchants: confidential.merchants, readiness, log, metrics, facilitator },
+    ...(confidential.credits ? { confidentialCredits: confidential.credits } : {}),
     ...{ payments, auth, catalog: catalog.reader, mode: config.mode, billing, plans: config.plans },
     planStatus: dashboard.dashboard.plan,
     ...{ bodyLimitBytes: config.bodyLimitBytes, trustProxy: config.http.trustProxy },

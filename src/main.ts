@@ -10,6 +10,9 @@ import type { DevnetMode } from "../devnet/serviceMode.js";
 import { limitHeapGrowth } from "./lib/heapGrowth.js";
 import { StartRefused, checkPortFree, claimDataDir, refusalFor } from "./startChecks.js";
 
+/** How @x402/evm's background asset-contract check words an RPC failure. */
+const ABANDONED_ASSET_CHECK = "failed to check whether asset is a contract";
+
 function progress(line: string): void {
   process.stderr.write(`${line}\n`);
 }
@@ -81,6 +84,18 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", () => void shutdown("SIGINT"));
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  // @x402/evm starts its asset-contract check (an eth_getCode) in the
+  // background beside signature verification; when verification returns
+  // early, nobody awaits the check, and an RPC failure during it would be an
+  // unhandled rejection, which ends the process. That one is noise: logged.
+  // Any other unhandled rejection is a bug of ours and still ends it.
+  process.on("unhandledRejection", (reason) => {
+    if (reason instanceof Error && reason.message.startsWith(ABANDONED_ASSET_CHECK)) {
+      log.warn({ err: reason.message }, "an abandoned asset-contract check failed");
+      return;
+    }
+    throw reason;
+  });
 
   try {
     const confidential = devnet ? devnet.confidential : confidentialVaultOptions(config);

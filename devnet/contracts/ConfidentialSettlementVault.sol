@@ -51,33 +51,47 @@ interface IEIP3009 {
 ///      2. The operator's batch for an ended day: `creditSlots` writes every
 ///         slot's encrypted credit into a pending bucket (not spendable),
 ///         summed in 128 bits so no credit can wrap the sum; `closeDay`
-///         publishes `sum == what the day collected` for the KMS to decrypt;
-///         `finalizeDay` (anyone, with the KMS proof) either accepts the day
-///         or, when the credits do not add up, throws them away for a new
-///         attempt; `release` (anyone) then moves each slot's accepted
+///         (refused while the operator bond is short) publishes `sum == what
+///         the day collected` for the KMS to decrypt; `finalizeDay` (anyone,
+///         with the KMS proof) either closes the day or, when the credits do
+///         not add up, throws them away for a new attempt. A closed day's
+///         challenge window then runs (`challengeWindow`); only after it,
+///         with no challenge open, does `release` (anyone) move each slot's
 ///         credit into its balance.
+///      2b. During the window a merchant's wallet presents its receipts of
+///         the day (`challenge`): each is checked against the vault's own
+///         record of the payment, and the slot's credit is compared, under
+///         encryption, with the receipts' sum; the KMS decrypts only whether
+///         it falls short (`resolveChallenge`). A shortfall is proven fraud:
+///         the day is disputed (none of its credits is ever released as
+///         split), the merchant is paid its receipts from the operator bond,
+///         and no day can close until the bond owner `resume`s, which
+///         reopens the disputed day for an honest split.
 ///      3. A merchant whose day is not closed a day after it ended redeems
 ///         its receipts (our signature over one payment) against the
 ///         vault's own record of that payment: same amount, same day, once.
 ///      4. Withdrawals debit obliviously (the amount, or nothing when the
 ///         balance is short); the KMS-signed outcome releases the USDC; after
 ///         24 hours unfinalized the merchant may cancel and the debit is undone.
-///      What the operator key can still do: assign slots, choose how a day's
-///      collected total is split between slots (the split must add up, so at
-///      worst it misattributes within one day's pool, which merchants see
-///      against their receipts), return an unattributed payment to its own
-///      payer, and send back USDC that reached the vault outside `collect`.
-///      It cannot mint, wrap a credit around, spend pending credit, or move
-///      a merchant's balance.
+///      What the operator key can still do: assign slots, delay a day,
+///      return a payment of a day not yet closing to its own payer, send back
+///      USDC that reached the vault outside `collect`, and choose how a day's
+///      collected total is split between slots (the split must add up); a
+///      split that shorts a merchant who challenges is paid from the bond and
+///      releases nothing of the day. It cannot mint, wrap a credit around,
+///      spend pending credit, move a merchant's balance, or touch the bond.
 ///
 ///      Invariants:
 ///      - A slot is bound to `keccak256(abi.encode(merchant, salt))` when
 ///        assigned and never rebound. No merchant address is stored or logged
 ///        until that merchant withdraws or redeems (which name it, as they must).
 ///      - Every collected payment is in exactly one of: its day's pool (until
-///        the day closes, then in slot balances), a redemption, or returned.
-///      - collected - returned - paid out <= the vault's USDC; credited (closed
-///        days and redemptions) - paid out <= the same.
+///        the day closes, then in slot balances), a redemption, returned, or
+///        claimed from the bond by a challenge that proved its day's split short.
+///      - collected - returned - claimed - paid out + bond <= the vault's USDC;
+///        credited (closed days and redemptions) - paid out + bond <= the same.
+///      - The bond covers, at every close, what every day closing or in its
+///        challenge window collected, that day included.
 ///      - The runtime code may be placed with `anvil_setCode` (devnet), so no
 ///        immutables; `initialize` sets everything once, and the constructor
 ///        runs it in a real deployment so nobody can initialize it first.
@@ -104,17 +118,28 @@ contract ConfidentialSettlementVault {
     bytes32 public constant WITHDRAW_TYPEHASH =
         keccak256("Withdraw(uint256 slot,address to,uint64 amount,uint64 nonce,uint64 deadline)");
 
-    /// @notice Payment states.
-    uint8 public constant PAYMENT_COLLECTED = 1;
-    uint8 public constant PAYMENT_REDEEMED = 2;
-    uint8 public constant PAYMENT_RETURNED = 3;
+    /// @notice Payment states (`payment`'s `state`): 1 collected, 2 redeemed,
+    ///         3 returned, 4 challenged.
+    uint8 internal constant PAYMENT_COLLECTED = 1;
+    uint8 internal constant PAYMENT_REDEEMED = 2;
+    uint8 internal constant PAYMENT_RETURNED = 3;
+    /// @notice Presented by its merchant in a challenge: its day's split was
+    ///         checked against it, or it was paid from the bond.
+    uint8 internal constant PAYMENT_CHALLENGED = 4;
 
-    /// @notice Day phases: open to payments, then to the batch's credits
+    /// @notice Day phases (`dayInfo`'s `phase`), 0 to 3: open to payments, then to the batch's credits
     ///         (and to redemptions); closing while the KMS decrypts the
-    ///         check; closed once the check was proven true.
-    uint8 public constant DAY_OPEN = 0;
-    uint8 public constant DAY_CLOSING = 1;
-    uint8 public constant DAY_CLOSED = 2;
+    ///         check; closed once the check was proven true (challengeable
+    ///         for `challengeWindow`, then released); disputed once a
+    ///         challenge proved a merchant's credit short (nothing of its
+    ///         split is released; it reopens when the bond owner resumes).
+    uint8 internal constant DAY_OPEN = 0;
+    uint8 internal constant DAY_CLOSING = 1;
+    uint8 internal constant DAY_CLOSED = 2;
+    uint8 internal constant DAY_DISPUTED = 3;
+
+    uint8 private constant CHALLENGE_OPEN = 1;
+    uint8 private constant CHALLENGE_RESOLVED = 2;
 
     uint8 private constant WITHDRAWAL_DEBITED = 1;
     uint8 private constant WITHDRAWAL_FINALIZED = 2;
@@ -170,10 +195,30 @@ contract ConfidentialSettlementVault {
         uint32 slotsCredited;
         uint32 slotsReleased;
         uint8 phase;
+        /// @dev Paid from the bond to challengers of this day (out of its pool).
+        uint64 claimed;
+        /// @dev When `finalizeDay` closed it: its challenge window starts.
+        uint40 closedAt;
+        uint32 openChallenges;
+        /// @dev Its `collected` counts in `bondCommitted`.
+        bool bondHeld;
         /// @dev The attempt's credits, summed in 128 bits: 2^32 slots of
         ///      at most 2^64 - 1 each cannot wrap it.
         euint128 creditedSum;
         ebool matches;
+    }
+
+    /// @dev One merchant's receipts of one day against its slot's credit.
+    struct Challenge {
+        uint256 slot;
+        address merchant;
+        uint32 day;
+        uint8 state;
+        bool short_;
+        /// @dev What its receipts add up to (this challenge's own).
+        uint64 amount;
+        /// @dev Encrypted: the slot's credit < every receipt it presented for the day.
+        ebool shortfall;
     }
 
     struct Withdrawal {
@@ -221,6 +266,31 @@ contract ConfidentialSettlementVault {
     /// @dev slot => withdrawal nonce => withdrawal id + 1, so a request is found without logs.
     mapping(uint256 => mapping(uint64 => uint256)) private _withdrawalOf;
 
+    /// @notice Holds the operator bond: deposits it back, and alone lifts a
+    ///         freeze (a cold key; the operator key cannot touch the bond).
+    address public bondOwner;
+    /// @notice Seconds between a day's close and the release of its credits.
+    uint256 public challengeWindow;
+    /// @notice USDC held against proven fraud, paid to shorted merchants.
+    uint256 public bond;
+    /// @notice What the days closing, or closed and not yet released, collected.
+    uint256 public bondCommitted;
+    /// @notice Set by a proven shortfall: no day closes until the bond owner resumes.
+    bool public frozen;
+    uint256 public totalClaimed;
+    /// @dev Paid from the bond on disputed days, given back to it on resume.
+    uint256 private _claimsToRestore;
+    uint256[] private _disputedDays;
+    uint256 public challengeCount;
+    mapping(uint256 => Challenge) private _challenges;
+    /// @dev slot => day => receipts its merchant presented and was not paid from the bond.
+    mapping(uint256 => mapping(uint256 => uint256)) private _presented;
+    /// @dev receipt key => slot + 1 whose merchant presented it.
+    mapping(bytes32 => uint256) private _presentedBy;
+    /// @dev slot => day => the part of `_presented` that another slot presented
+    ///      first (a second receipt for one payment): the bond alone pays it.
+    mapping(uint256 => mapping(uint256 => uint256)) private _presentedTwice;
+
     // ---- events ----
 
     event Initialized(address asset, address operator, address receiptSigner);
@@ -239,6 +309,15 @@ contract ConfidentialSettlementVault {
     );
     event WithdrawalFinalized(uint256 indexed id, bool paid);
     event WithdrawalCancelled(uint256 indexed id);
+    event BondDeposited(address indexed from, uint256 amount);
+    event BondWithdrawn(address indexed to, uint256 amount);
+    event ChallengeOpened(
+        uint256 indexed id, uint256 indexed day, uint256 indexed slot, uint256 amount, bytes32 shortfall
+    );
+    event ChallengeResolved(uint256 indexed id, bool shortfall);
+    event DayDisputed(uint256 indexed day, uint256 indexed challenge);
+    event ClaimPaid(uint256 indexed day, uint256 indexed slot, address indexed merchant, uint256 amount);
+    event Resumed(address operator, uint256 reopenedDays);
 
     // ---- errors ----
 
@@ -272,6 +351,16 @@ contract ConfidentialSettlementVault {
     error NotDebited(uint256 id);
     error NotWithdrawalOwner();
     error TooEarlyToCancel(uint256 cancellableAt);
+    error NotBondOwner();
+    error OperatorFrozen();
+    error NotFrozen();
+    error BondTooLow(uint256 bond, uint256 required);
+    /// @dev Or a challenge of the day is still open.
+    error ChallengeWindowOpen(uint256 endsAt);
+    error NotChallengeable(uint256 day);
+    error ReceiptNotForChallenge(bytes32 receiptKey);
+    error ReceiptAlreadyPresented(bytes32 receiptKey);
+    error ChallengeNotOpen(uint256 id);
 
     modifier onlyOperator() {
         if (msg.sender != operator) revert NotOperator();
@@ -283,27 +372,39 @@ contract ConfidentialSettlementVault {
     /// @notice Deploys and initializes in one transaction, so no one can
     ///         initialize a fresh vault before its owner does. (The devnet
     ///         places the runtime code instead and calls `initialize`.)
-    constructor(IERC20 asset_, address operator_, address receiptSigner_, CoprocessorConfig memory coprocessor) {
-        _initialize(asset_, operator_, receiptSigner_, coprocessor);
+    constructor(
+        IERC20 asset_,
+        address operator_,
+        address receiptSigner_,
+        address bondOwner_,
+        uint256 challengeWindow_,
+        CoprocessorConfig memory coprocessor
+    ) {
+        _initialize(asset_, operator_, receiptSigner_, bondOwner_, challengeWindow_, coprocessor);
     }
 
     /// @notice Sets the token, the operator (submits batches, pays gas; the
     ///         only account allowed to assign slots, credit and return
-    ///         payments), the receipt signer and the chain's FHE coprocessor.
+    ///         payments), the receipt signer, the bond owner, the challenge
+    ///         window (seconds) and the chain's FHE coprocessor.
     ///         Once; a deployed vault already ran it in its constructor.
     function initialize(
         IERC20 asset_,
         address operator_,
         address receiptSigner_,
+        address bondOwner_,
+        uint256 challengeWindow_,
         CoprocessorConfig calldata coprocessor
     ) external {
-        _initialize(asset_, operator_, receiptSigner_, coprocessor);
+        _initialize(asset_, operator_, receiptSigner_, bondOwner_, challengeWindow_, coprocessor);
     }
 
     function _initialize(
         IERC20 asset_,
         address operator_,
         address receiptSigner_,
+        address bondOwner_,
+        uint256 challengeWindow_,
         CoprocessorConfig memory coprocessor
     ) private {
         if (_initialized) revert AlreadyInitialized();
@@ -311,6 +412,8 @@ contract ConfidentialSettlementVault {
         asset = asset_;
         operator = operator_;
         receiptSigner = receiptSigner_;
+        bondOwner = bondOwner_;
+        challengeWindow = challengeWindow_;
         deploymentBlock = block.number;
         FHE.setCoprocessor(coprocessor);
         emit Initialized(address(asset_), operator_, receiptSigner_);
@@ -431,9 +534,16 @@ contract ConfidentialSettlementVault {
     /// @notice Ends an attempt's crediting once every slot is credited, and
     ///         publishes, for the KMS to decrypt, whether the credits add up
     ///         to the day's pool (collected, less redeemed and returned).
+    ///         Refused while frozen by a proven fraud, and while the bond is
+    ///         below what this day and every day not yet released collected.
     function closeDay(uint256 day) external onlyOperator {
+        if (frozen) revert OperatorFrozen();
         DayState storage d = _creditableDay(day);
         if (d.slotsCredited != slotCount) revert DayIncomplete(day, d.slotsCredited, slotCount);
+        uint256 required = bondCommitted + d.collected;
+        if (bond < required) revert BondTooLow(bond, required);
+        bondCommitted = required;
+        d.bondHeld = true;
         uint256 pool = dayPool(day);
         ebool matches = FHE.isInitialized(d.creditedSum)
             ? FHE.eq(d.creditedSum, uint128(pool))
@@ -446,10 +556,12 @@ contract ConfidentialSettlementVault {
     }
 
     /// @notice Settles a closing day with the KMS decryption of its check.
-    ///         True: the day is closed and its credits may be released.
-    ///         False: the credits are discarded and the day reopens for a new
-    ///         attempt. Anyone may submit the proof.
+    ///         True: the day is closed, its challenge window starts, and after
+    ///         it its credits may be released. False: the credits are
+    ///         discarded and the day reopens for a new attempt. Anyone may
+    ///         submit the proof; not while frozen.
     function finalizeDay(uint256 day, bytes calldata cleartexts, bytes calldata decryptionProof) external {
+        if (frozen) revert OperatorFrozen();
         DayState storage d = _days[day];
         if (d.phase != DAY_CLOSING) revert DayNotClosing(day);
         bytes32[] memory handles = new bytes32[](1);
@@ -457,25 +569,29 @@ contract ConfidentialSettlementVault {
         FHE.checkSignatures(handles, cleartexts, decryptionProof);
         if (abi.decode(cleartexts, (bool))) {
             d.phase = DAY_CLOSED;
+            d.closedAt = uint40(block.timestamp);
             uint256 pool = dayPool(day);
             totalCredited += pool;
             _checkSolvent();
             emit DayClosed(day, pool, d.payments);
         } else {
             emit DayRejected(day, d.attempt);
-            d.phase = DAY_OPEN;
-            d.attempt += 1;
-            d.slotsCredited = 0;
-            d.creditedSum = euint128.wrap(0);
-            d.matches = ebool.wrap(0);
+            _reopen(d);
         }
     }
 
     /// @notice Moves a closed day's pending credit of each slot into its
-    ///         balance, once per slot. Anyone may call it.
+    ///         balance, once per slot, once its challenge window is over and
+    ///         no challenge of it is open. Anyone may call it.
     function release(uint256 day, uint256[] calldata slotIds) external {
         DayState storage d = _days[day];
         if (d.phase != DAY_CLOSED) revert DayNotClosed(day);
+        uint256 endsAt = uint256(d.closedAt) + challengeWindow;
+        if (block.timestamp < endsAt || d.openChallenges != 0) revert ChallengeWindowOpen(endsAt);
+        if (d.bondHeld) {
+            d.bondHeld = false;
+            bondCommitted -= d.collected;
+        }
         uint32 mark = d.attempt + 1;
         uint256 released;
         for (uint256 i = 0; i < slotIds.length; i++) {
@@ -491,6 +607,149 @@ contract ConfidentialSettlementVault {
         }
         d.slotsReleased += uint32(released);
         emit SlotsReleased(day, released);
+    }
+
+    // ---- the operator bond ----
+
+    /// @notice Adds to the operator bond (anyone; the USDC comes from the caller).
+    function depositBond(uint256 amount) external {
+        uint256 before = asset.balanceOf(address(this));
+        asset.safeTransferFrom(msg.sender, address(this), amount);
+        uint256 received = asset.balanceOf(address(this)) - before;
+        bond += received;
+        emit BondDeposited(msg.sender, received);
+    }
+
+    /// @notice The bond owner takes back bond that no day closing or in its
+    ///         challenge window needs; never while frozen.
+    function withdrawBond(address to, uint256 amount) external {
+        if (msg.sender != bondOwner) revert NotBondOwner();
+        if (frozen) revert OperatorFrozen();
+        if (amount > bond || bond - amount < bondCommitted) revert BondTooLow(bond - amount, bondCommitted);
+        bond -= amount;
+        asset.safeTransfer(to, amount);
+        emit BondWithdrawn(to, amount);
+    }
+
+    /// @notice After a proven fraud, the bond owner's answer: the operator
+    ///         key becomes `newOperator` (rotate a key that stole), the bond
+    ///         gets back from the disputed days' pools what it paid their
+    ///         merchants, and each disputed day reopens for an honest split.
+    function resume(address newOperator) external {
+        if (msg.sender != bondOwner) revert NotBondOwner();
+        if (!frozen) revert NotFrozen();
+        frozen = false;
+        operator = newOperator;
+        bond += _claimsToRestore;
+        totalClaimed += _claimsToRestore;
+        _claimsToRestore = 0;
+        uint256 n = _disputedDays.length;
+        for (uint256 i = 0; i < n; i++) {
+            // A disputed day was closed and never released: its bond share is held.
+            DayState storage d = _days[_disputedDays[i]];
+            d.bondHeld = false;
+            bondCommitted -= d.collected;
+            _reopen(d);
+        }
+        delete _disputedDays;
+        emit Resumed(newOperator, n);
+    }
+
+    // ---- challenges: a receipt the operator must honour ----
+
+    /// @notice A merchant's wallet presents its receipts of `day` against its
+    ///         slot's credit for that day, during the day's challenge window
+    ///         (or any time once the day is disputed). Each receipt must be
+    ///         our signature for this merchant and slot, and match the vault's
+    ///         record of a payment collected that day and never presented,
+    ///         redeemed or returned. The vault then compares, encrypted, the
+    ///         slot's credit with everything the merchant presented for the
+    ///         day; `resolveChallenge` takes the KMS's answer. On a disputed
+    ///         day there is nothing to compare: the receipts are paid at once.
+    ///         Reveals on-chain: the merchant, its slot, and these payments.
+    function challenge(
+        uint256 day,
+        uint256 slot,
+        bytes32 salt,
+        Receipt[] calldata receipts,
+        bytes[] calldata signatures
+    ) external returns (uint256 id) {
+        if (receipts.length != signatures.length) revert LengthMismatch();
+        if (slot >= slotCount) revert UnknownSlot(slot);
+        Slot storage s = _slots[slot];
+        if (keccak256(abi.encode(msg.sender, salt)) != s.commitment) revert NotSlotOwner();
+        DayState storage d = _days[day];
+        if (d.phase != DAY_DISPUTED && (d.phase != DAY_CLOSED || block.timestamp >= uint256(d.closedAt) + challengeWindow)) {
+            revert NotChallengeable(day);
+        }
+        (uint256 amount, bool equivocated) = _presentAll(day, slot, receipts, signatures);
+        s.revealedOwner = msg.sender;
+        if (equivocated && d.phase == DAY_CLOSED) _dispute(d, day, challengeCount);
+        return _openChallenge(d, day, slot, amount);
+    }
+
+    /// @dev Records a challenge of `amount` more receipts: compared under
+    ///      encryption on a closed day, paid at once on a disputed one.
+    function _openChallenge(DayState storage d, uint256 day, uint256 slot, uint256 amount)
+        private
+        returns (uint256 id)
+    {
+        uint256 presented = _presented[slot][day] + amount;
+        _presented[slot][day] = presented;
+        bool disputed = d.phase == DAY_DISPUTED;
+        id = challengeCount++;
+        Challenge storage c = _challenges[id];
+        c.slot = slot;
+        c.merchant = msg.sender;
+        c.day = uint32(day);
+        c.amount = uint64(amount);
+        if (disputed) {
+            c.state = CHALLENGE_RESOLVED;
+            c.short_ = true;
+            emit ChallengeOpened(id, day, slot, amount, bytes32(0));
+            _payClaim(d, day, slot, msg.sender);
+            return id;
+        }
+        euint64 credit = _creditedIn[slot][day] == d.attempt + 1 ? _pending[slot][day] : FHE.asEuint64(0);
+        ebool shortfall = FHE.lt(credit, FHE.asEuint64(uint64(presented)));
+        FHE.allowThis(shortfall);
+        FHE.makePubliclyDecryptable(shortfall);
+        c.state = CHALLENGE_OPEN;
+        c.shortfall = shortfall;
+        d.openChallenges += 1;
+        emit ChallengeOpened(id, day, slot, amount, ebool.unwrap(shortfall));
+    }
+
+    /// @notice Settles a challenge with the KMS decryption of its comparison.
+    ///         Anyone may submit it. Short: the day is disputed (nothing of
+    ///         its split is released, the operator key is frozen) and the
+    ///         merchant is paid, from the bond, every receipt it presented for
+    ///         the day. Not short: nothing moves.
+    function resolveChallenge(uint256 id, bytes calldata cleartexts, bytes calldata decryptionProof) external {
+        Challenge storage c = _challenges[id];
+        if (c.state != CHALLENGE_OPEN) revert ChallengeNotOpen(id);
+        bytes32[] memory handles = new bytes32[](1);
+        handles[0] = ebool.unwrap(c.shortfall);
+        FHE.checkSignatures(handles, cleartexts, decryptionProof);
+        bool shortfall = abi.decode(cleartexts, (bool));
+        c.state = CHALLENGE_RESOLVED;
+        c.short_ = shortfall;
+        uint256 day = c.day;
+        DayState storage d = _days[day];
+        d.openChallenges -= 1;
+        emit ChallengeResolved(id, shortfall);
+        if (shortfall && d.phase == DAY_CLOSED) _dispute(d, day, id);
+        if (d.phase == DAY_DISPUTED) _payClaim(d, day, c.slot, c.merchant);
+    }
+
+    /// @dev The split is proven wrong: none of it may be released, and the
+    ///      key that made it may close nothing more.
+    function _dispute(DayState storage d, uint256 day, uint256 challengeId) private {
+        d.phase = DAY_DISPUTED;
+        totalCredited -= dayPool(day);
+        frozen = true;
+        _disputedDays.push(day);
+        emit DayDisputed(day, challengeId);
     }
 
     // ---- receipts without us ----
@@ -513,6 +772,7 @@ contract ConfidentialSettlementVault {
         if (p.state == 0) revert PaymentNotCollected(key);
         if (p.state == PAYMENT_REDEEMED) revert ReceiptAlreadyRedeemed(key);
         if (p.state == PAYMENT_RETURNED) revert PaymentWasReturned(key);
+        if (p.state == PAYMENT_CHALLENGED) revert ReceiptAlreadyPresented(key);
         if (p.amount != r.amount || p.day != r.day) revert ReceiptMismatch(key);
         DayState storage d = _days[p.day];
         if (d.phase == DAY_CLOSED) revert ReceiptCreditedByBatch(key);
@@ -638,10 +898,59 @@ contract ConfidentialSettlementVault {
         }
     }
 
+    /// @return slot the challenged slot
+    /// @return merchant who presented the receipts
+    /// @return day the day challenged
+    /// @return amount what its own receipts add up to
+    /// @return resolved whether the KMS's answer is in (or it was paid at once)
+    /// @return shortfall the answer: the slot's credit fell short
+    /// @return handle the encrypted comparison, publicly decryptable
+    function challengeInfo(uint256 id)
+        external
+        view
+        returns (
+            uint256 slot,
+            address merchant,
+            uint32 day,
+            uint64 amount,
+            bool resolved,
+            bool shortfall,
+            bytes32 handle
+        )
+    {
+        Challenge storage c = _challenges[id];
+        return (
+            c.slot,
+            c.merchant,
+            c.day,
+            c.amount,
+            c.state == CHALLENGE_RESOLVED,
+            c.short_,
+            ebool.unwrap(c.shortfall)
+        );
+    }
+
+    /// @notice A slot's credit of `day` in its current attempt, until released (0: none).
+    function slotDayCredit(uint256 slot, uint256 day) external view returns (bytes32) {
+        return _creditedIn[slot][day] == _days[day].attempt + 1 ? euint64.unwrap(_pending[slot][day]) : bytes32(0);
+    }
+
+    /// @return closedAt when the day closed (0: not closed); its window ends `challengeWindow` later
+    /// @return openChallenges challenges awaiting the KMS's answer
+    /// @return claimed what its merchants were paid from the bond out of its pool
+    function dayChallenges(uint256 day)
+        external
+        view
+        returns (uint256 closedAt, uint256 openChallenges, uint256 claimed)
+    {
+        DayState storage d = _days[day];
+        return (d.closedAt, d.openChallenges, d.claimed);
+    }
+
     /// @notice What the day's credits must add up to: collected, less redeemed and returned.
     function dayPool(uint256 day) public view returns (uint256) {
         DayState storage d = _days[day];
-        return uint256(d.collected) - d.redeemed - d.returned;
+        return uint256(d.collected) - d.redeemed - d.returned - d.claimed;
     }
 
     function dayInfo(uint256 day)
@@ -721,7 +1030,7 @@ contract ConfidentialSettlementVault {
     /// @notice USDC the vault holds beyond what it owes: what reached it
     ///         outside `collect`.
     function strayBalance() public view returns (uint256) {
-        uint256 owed = totalCollected - totalReturned - totalPaidOut;
+        uint256 owed = totalCollected - totalReturned - totalClaimed - totalPaidOut + bond;
         uint256 holdings = asset.balanceOf(address(this));
         return holdings > owed ? holdings - owed : 0;
     }
@@ -761,10 +1070,84 @@ contract ConfidentialSettlementVault {
         emit Collected(day, key, from, value);
     }
 
+    function _presentAll(uint256 day, uint256 slot, Receipt[] calldata receipts, bytes[] calldata signatures)
+        private
+        returns (uint256 amount, bool equivocated)
+    {
+        for (uint256 i = 0; i < receipts.length; i++) {
+            (uint256 a, bool twice) = _presentReceipt(receipts[i], signatures[i], day, slot);
+            amount += a;
+            equivocated = equivocated || twice;
+        }
+    }
+
+    /// @dev Checks one receipt of a challenge and marks its payment presented.
+    ///      A payment another slot's merchant presented before, with a
+    ///      receipt of ours too, proves the receipt signer signed two receipts
+    ///      for one payment (`twice`): the receipt counts, and its day is
+    ///      disputed, so the bond pays both merchants.
+    function _presentReceipt(Receipt calldata r, bytes calldata signature, uint256 day, uint256 slot)
+        private
+        returns (uint256, bool twice)
+    {
+        bytes32 key = receiptKey(r.payer, r.nonce);
+        if (r.merchant != msg.sender || r.slot != slot || r.day != day) revert ReceiptNotForChallenge(key);
+        if (ECDSA.recover(_typedDataHash(_receiptStructHash(r)), signature) != receiptSigner) {
+            revert InvalidSignature();
+        }
+        Payment storage p = _payments[key];
+        if (p.state == 0) revert PaymentNotCollected(key);
+        if (p.state == PAYMENT_CHALLENGED) {
+            uint256 by = _presentedBy[key];
+            // Presented by this slot already, or by two slots already.
+            if (by == slot + 1 || by == 0 || by == type(uint256).max) revert ReceiptAlreadyPresented(key);
+            twice = true;
+        }
+        if (p.state == PAYMENT_REDEEMED) revert ReceiptAlreadyRedeemed(key);
+        if (p.state == PAYMENT_RETURNED) revert PaymentWasReturned(key);
+        if (p.amount != r.amount || p.day != day) revert ReceiptMismatch(key);
+        p.state = PAYMENT_CHALLENGED;
+        _presentedBy[key] = twice ? type(uint256).max : slot + 1;
+        if (twice) _presentedTwice[slot][day] += p.amount;
+        return (p.amount, twice);
+    }
+
+    /// @dev Pays a merchant of a disputed day, from the bond, every receipt
+    ///      it presented for the day and was not yet paid; those payments
+    ///      leave the day's pool (the bond gets them back on resume).
+    function _payClaim(DayState storage d, uint256 day, uint256 slot, address merchant) private {
+        uint256 amount = _presented[slot][day];
+        if (amount == 0) return;
+        if (amount > bond) revert BondTooLow(bond, amount);
+        // What a second receipt for one payment claims is in no pool: the
+        // bond pays it and does not get it back.
+        uint256 fromPool = amount - _presentedTwice[slot][day];
+        _presented[slot][day] = 0;
+        _presentedTwice[slot][day] = 0;
+        bond -= amount;
+        d.claimed += uint64(fromPool);
+        _claimsToRestore += fromPool;
+        asset.safeTransfer(merchant, amount);
+        emit ClaimPaid(day, slot, merchant, amount);
+    }
+
+    /// @dev Discards a day's credits for a new attempt.
+    function _reopen(DayState storage d) private {
+        d.phase = DAY_OPEN;
+        d.attempt += 1;
+        d.slotsCredited = 0;
+        d.closedAt = 0;
+        d.creditedSum = euint128.wrap(0);
+        d.matches = ebool.wrap(0);
+    }
+
     /// @dev Keeps a slot's credit of the day pending and adds it to the
     ///      attempt's 128-bit sum.
+    ///      The operator may decrypt it, so the merchant's dashboard can
+    ///      compare it with the day's receipts during the challenge window.
     function _addPending(uint256 id, uint256 day, euint64 amount, euint128 sum) private returns (euint128) {
         FHE.allowThis(amount);
+        FHE.allow(amount, operator);
         _pending[id][day] = amount;
         euint128 wide = FHE.asEuint128(amount);
         return FHE.isInitialized(sum) ? FHE.add(sum, wide) : wide;
@@ -790,7 +1173,7 @@ contract ConfidentialSettlementVault {
     }
 
     function _checkSolvent() private view {
-        uint256 owed = totalCredited - totalPaidOut;
+        uint256 owed = totalCredited - totalPaidOut + bond;
         uint256 holdings = asset.balanceOf(address(this));
         if (owed > holdings) revert Insolvent(owed, holdings);
     }

@@ -97,7 +97,12 @@ export interface DayCredit {
   amount: bigint;
 }
 
-export type PaymentState = "none" | "collected" | "redeemed" | "returned";
+/**
+ * `challenged`: its merchant presented its receipt in a challenge of its
+ * day; it stays in the day's pool unless that day was disputed and the
+ * merchant was paid it from the bond.
+ */
+export type PaymentState = "none" | "collected" | "redeemed" | "returned" | "challenged";
 
 /** What the vault collected for one authorization (state `none`: nothing). */
 export interface CollectedPayment {
@@ -109,7 +114,13 @@ export interface CollectedPayment {
   day: number;
 }
 
-export type DayPhase = "open" | "closing" | "closed";
+/**
+ * `closed`: the KMS proved the split adds up; its challenge window runs,
+ * then its credits are released. `disputed`: a challenge proved a
+ * merchant's credit short; nothing of the split is released, and no day
+ * closes until the bond owner resumes (which reopens it).
+ */
+export type DayPhase = "open" | "closing" | "closed" | "disputed";
 
 /** A day as the vault keeps it. */
 export interface DayInfo {
@@ -118,13 +129,17 @@ export interface DayInfo {
   payments: number;
   redeemed: bigint;
   returned: bigint;
-  /** What the day's credits must add up to: collected, less redeemed and returned. */
+  /** What the day's credits must add up to: collected, less redeemed, returned and claimed. */
   pool: bigint;
   /** Bumped each time the KMS proved an attempt's credits wrong. */
   attempt: number;
   slotsCredited: number;
   slotsReleased: number;
   phase: DayPhase;
+  /** Chain time (s) until which its merchants may challenge it (0: not closed). */
+  challengeWindowEndsAt: bigint;
+  /** Challenges waiting for the KMS's answer; the day is not released meanwhile. */
+  openChallenges: number;
 }
 
 interface CreditDayResult {
@@ -137,6 +152,23 @@ interface CreditDayResult {
   total: bigint;
   /** Payments sent back to their payers by this call. */
   returned: Hex[];
+  /**
+   * Closed, but not released yet: its challenge window ends then (chain
+   * time, s), or challenges of it are open. Call again after it.
+   */
+  releasableAfter: bigint | null;
+}
+
+/**
+ * A merchant's challenge proved the day's split short: nothing of it is
+ * released, and the vault refuses every close until the bond owner resumes.
+ */
+export class DayDisputedError extends Error {
+  constructor(readonly day: number) {
+    super(
+      `day ${day} is disputed: a merchant's challenge proved its split short; no day closes until the bond owner resumes`,
+    );
+  }
 }
 
 /**
@@ -261,6 +293,22 @@ export interface ConfidentialVault {
    * to send it, only to build it.
    */
   redeemCall(signed: SignedReceipt, salt: Hex): { to: Address; data: Hex };
+  /**
+   * The transaction a withdrawal address sends itself to challenge its
+   * slot's credit of `day` with these receipts (all of that day and slot).
+   */
+  challengeCall(
+    day: number,
+    slot: bigint,
+    salt: Hex,
+    receipts: readonly SignedReceipt[],
+  ): { to: Address; data: Hex };
+  /**
+   * The slot's credit of `day` as the closed split wrote it, decrypted with
+   * the operator's ACL permission; null when it holds none (not credited in
+   * the current attempt, or released).
+   */
+  dayCredit(slot: bigint, day: number): Promise<bigint | null>;
   /** The transaction a withdrawal address sends itself to cancel a stalled withdrawal. */
   cancelCall(withdrawalId: bigint): { to: Address; data: Hex };
   /** The slot's available balance, decrypted with the operator's ACL permission. */
@@ -330,8 +378,21 @@ export interface FhevmNetworkSettings {
  * once would collide (and two finalizing the same withdrawal would revert).
  */
 export interface OperatorKeyLease {
-  /** Runs `work` while this replica alone may send with the operator key. */
-  hold<T>(work: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` while this replica alone may send with the operator key.
+   * `work` calls `held.ensureHeld()` right before each transaction it sends.
+   */
+  hold<T>(work: (held: OperatorKeyHold) => Promise<T>): Promise<T>;
+}
+
+/** The lease as its holder sees it while it works. */
+export interface OperatorKeyHold {
+  /**
+   * Throws when the lease may have passed to another replica: a renewal
+   * failed, or none succeeded within the lease's term (a stalled
+   * database). Nothing more may be sent with the key under this hold.
+   */
+  ensureHeld(): void;
 }
 
 interface ConfidentialVaultLog {

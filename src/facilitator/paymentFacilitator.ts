@@ -297,6 +297,10 @@ export class PaymentFacilitator {
       if (notes.ambiguousReference) {
         return settlePending(notes.ambiguousReference, network, LOST_ANSWER, payer);
       }
+      // A mechanism that threw because the chain could not be read (an
+      // asset check's eth_getCode through a failing provider) met an outage,
+      // not a bad payment: with nothing sent, that is a 503 to retry.
+      if (!notes.sent) assertChainAnswered(family, network, startedAt);
       return settleRefusal(
         {
           reason: Reason.unexpectedSettleError,

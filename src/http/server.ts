@@ -4,7 +4,7 @@
  */
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "../lib/logger.js";
-import { isServiceError, describeError } from "../lib/errors.js";
+import { isDatabaseUnavailable, isServiceError, describeError } from "../lib/errors.js";
 import { newRequestId } from "../lib/ids.js";
 import type { Metrics } from "../lib/metrics.js";
 import type { PaymentFacilitator } from "../facilitator/paymentFacilitator.js";
@@ -35,6 +35,7 @@ import { registerSupportedRoute } from "./routes/supported.js";
 import { registerBillingRoutes } from "./routes/billing.js";
 import { registerConfidentialStatusRoute } from "./routes/confidential.js";
 import type { ConfidentialMerchants } from "../features/confidential/merchants.js";
+import type { ConfidentialCredits } from "../features/confidential/credits.js";
 import { registerHealthRoutes } from "./routes/health.js";
 import type { ReadinessReport } from "../features/health/readiness.js";
 import type { PlanStatus } from "../features/plans/planStatus.js";
@@ -67,6 +68,8 @@ export interface HttpDeps {
   dashboard?: DashboardHttpDeps;
   /** Confidential settlement's status, for GET /confidential/status. */
   confidentialMerchants?: ConfidentialMerchants;
+  /** Its receipts and credits, for GET /confidential/days. */
+  confidentialCredits?: ConfidentialCredits;
   /** The service's version, for the OpenAPI document. */
   version?: string;
   /** The public origin (PUBLIC_URL): https turns HSTS on. */
@@ -165,6 +168,19 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
 
   app.setErrorHandler(async (error, request, reply) => {
     if (isServiceError(error)) return sendServiceError(reply, error);
+    if (isDatabaseUnavailable(error)) {
+      // The database restarted or is out of reach: an outage, retried shortly.
+      request.log.warn(
+        { err: describeError(error), requestId: request.id },
+        "database unavailable",
+      );
+      reply.header("Retry-After", "1");
+      return sendError(
+        reply,
+        "service_unavailable",
+        "the service's database is unavailable for a moment; retry shortly",
+      );
+    }
     const err = error as { code?: string; statusCode?: number };
     const mapped = codeForFastifyError(err);
     if (mapped.code === "internal_error") {
@@ -219,7 +235,10 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     plans: deps.plans,
   });
   if (deps.confidentialMerchants) {
-    registerConfidentialStatusRoute(app, { merchants: deps.confidentialMerchants });
+    registerConfidentialStatusRoute(app, {
+      merchants: deps.confidentialMerchants,
+      ...(deps.confidentialCredits ? { credits: deps.confidentialCredits } : {}),
+    });
   }
   if (deps.dashboard) await registerDashboardHttp(app, deps.dashboard, deps.mode);
 

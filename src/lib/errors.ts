@@ -62,3 +62,28 @@ export function describeError(e: unknown): string {
   if (e instanceof Error) return `${e.name}: ${e.message}`;
   return String(e);
 }
+
+/** Socket errors of a store that went away (restarting, unreachable). */
+const LOST_CONNECTION_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT"]);
+
+/**
+ * Whether `e` says the database could not be reached or dropped the
+ * connection (a server restarting, failing over, refusing connections)
+ * rather than refused the statement: an outage to retry through, never the
+ * caller's fault. PostgreSQL's SQLSTATE class 08 (connection exception) and
+ * 57P01–57P03 (the server shutting down or starting), node's socket errors,
+ * and pg's own message for a connection cut mid-query.
+ */
+export function isDatabaseUnavailable(e: unknown): boolean {
+  for (let cause = e, depth = 0; cause && depth < 5; depth++) {
+    const { code, message } = cause as { code?: unknown; message?: unknown };
+    if (typeof code === "string") {
+      if (code.startsWith("08") || /^57P0[123]$/.test(code) || LOST_CONNECTION_CODES.has(code)) {
+        return true;
+      }
+    }
+    if (typeof message === "string" && /Connection terminated/.test(message)) return true;
+    cause = (cause as { cause?: unknown }).cause;
+  }
+  return false;
+}

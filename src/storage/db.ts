@@ -71,6 +71,11 @@ export async function openDb(opts: OpenDbOptions): Promise<OpenedDb> {
     const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.poolSize ?? 20 });
     // A dropped idle connection must not crash the process.
     pool.on("error", () => undefined);
+    // Nor may one dropped while a query holds it (the server restarted): the
+    // query fails with the error, and the pool discards the broken client
+    // when it is released. Without a listener of its own, the client's
+    // 'error' event would end the process.
+    pool.on("connect", (client) => client.on("error", () => undefined));
     const db = new Kysely<Database>({ dialect: counted(new PostgresDialect({ pool }), opts) });
     return { db, kind: "postgres", close: () => db.destroy() };
   }

@@ -1,6 +1,7 @@
 /**
  * The background loops, started together and stopped with one call: the
- * reconciler of interrupted settlements, webhook delivery, the pruning of
+ * reconciler of interrupted settlements, the watcher of recent successes
+ * (reorgs), webhook delivery, the pruning of
  * expired dashboard sessions, and confidential settlement's daily batch and
  * withdrawals (when a vault is configured); and the gauges of the backlogs
  * they work through. Tests turn loops off or speed
@@ -14,10 +15,17 @@ import type { SettlementRecorder } from "../features/settlements/settlementRecor
 import type { ConfidentialFeature } from "../features/confidential/createConfidential.js";
 import { pruneExpiredSessions } from "../features/identity/sessions.js";
 import { SettlementReconciler } from "./settlementReconciler.js";
+import { SuccessWatcher } from "./successWatcher.js";
 import { WebhookDeliveryWorker, type WebhookDeliveryOptions } from "./webhookDelivery.js";
 import { startSessionPruner } from "./sessionPruner.js";
 import { registerBacklogMetrics } from "./backlogMetrics.js";
 import { ConfidentialWorker, type ConfidentialWorkerOptions } from "./confidentialWorker.js";
+
+/**
+ * How long a success is watched for a reorg after its answer: about 30
+ * blocks of Base, far deeper than the reorgs its chain has seen.
+ */
+const SUCCESS_WATCH_MS = 60_000;
 
 export interface WorkerOverrides {
   /** Run the background reconciler of interrupted settlements (default true). */
@@ -59,7 +67,16 @@ export function startWorkers(opts: {
     olderThanMs: opts.config.reconcileAfterMs,
     onFinished: (row) => opts.metrics.reconciled.inc({ network: row.network, status: row.status }),
   });
-  if (overrides.reconcile !== false) reconciler.start();
+  const successes = new SuccessWatcher({
+    recorder: opts.recorder,
+    reconcile: opts.reconcile,
+    log: log.child({ component: "success-watcher" }),
+    windowMs: SUCCESS_WATCH_MS,
+  });
+  if (overrides.reconcile !== false) {
+    reconciler.start();
+    successes.start();
+  }
   const webhooks = new WebhookDeliveryWorker({
     db: opts.db,
     log: log.child({ component: "webhooks" }),
@@ -93,6 +110,7 @@ export function startWorkers(opts: {
     confidential,
     async stop() {
       await reconciler.stop();
+      await successes.stop();
       await webhooks.stop();
       await confidential?.stop();
       sessions.stop();

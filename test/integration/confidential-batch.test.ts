@@ -137,7 +137,14 @@ for (const backend of availableBackends()) {
       const gate = new Promise<void>((r) => (release = r));
       slow.creditDay = async () => {
         await gate;
-        return { txHashes: [], alreadyCredited: [], credited: [], total: 0n, returned: [] };
+        return {
+          txHashes: [],
+          alreadyCredited: [],
+          credited: [],
+          total: 0n,
+          returned: [],
+          releasableAfter: null,
+        };
       };
       const now = new Date();
       const a = new DailyBatch(db, slow, confidential.credits!, {

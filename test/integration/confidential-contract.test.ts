@@ -307,18 +307,23 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     assert.deepEqual(abiFunctions, [
       "assignSlot",
       "cancelWithdraw",
+      "challenge",
       "closeDay",
       "collect",
       "collect",
       "creditSlots",
+      "depositBond",
       "finalizeDay",
       "finalizeWithdraw",
       "initialize",
       "redeemReceipt",
       "release",
       "requestWithdraw",
+      "resolveChallenge",
+      "resume",
       "returnPayments",
       "returnStray",
+      "withdrawBond",
     ]);
     // initialize cannot run again (it would replace the operator or signer).
     await assert.rejects(
@@ -330,6 +335,8 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
           usdc,
           attacker.address,
           attacker.address,
+          attacker.address,
+          0n,
           { ACLAddress: usdc, CoprocessorAddress: usdc, KMSVerifierAddress: usdc },
         ],
       }),
@@ -670,8 +677,9 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     await nextDay();
     const merchants = [await enable(), await enable(), await enable()];
     const day = await currentDay();
-    // Counts no array, slot id or day would equal; amounts whose sums no single payment equals.
-    const counts = [21, 23, 25];
+    // Counts no array, storage slot, slot id or day would equal (the vault's
+    // storage variables take slots 0 to 29); amounts whose sums no single payment equals.
+    const counts = [31, 33, 35];
     const payments = new Map<Merchant, Payment[]>();
     let seed = 1;
     for (const [i, m] of merchants.entries()) {
@@ -724,6 +732,8 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
       asset: usdc,
       operator,
       receiptSigner,
+      bondOwner: privateKeyToAccount(generatePrivateKey()).address,
+      challengeWindowSeconds: 172_800,
       coprocessor: {
         acl: FHEVM_HOST.acl,
         executor: FHEVM_HOST.executor,
@@ -761,6 +771,8 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
           usdc,
           privateKeyToAccount(generatePrivateKey()).address,
           privateKeyToAccount(generatePrivateKey()).address,
+          privateKeyToAccount(generatePrivateKey()).address,
+          0n,
           { ACLAddress: usdc, CoprocessorAddress: usdc, KMSVerifierAddress: usdc },
         ],
       }),

@@ -8,6 +8,7 @@ import type { PaymentRequirements } from "@x402/core/types";
 import { createTestClient, http, type Address, type TypedDataDefinition } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { ConfidentialMerchants } from "../../src/features/confidential/merchants.js";
+import type { ConfidentialVault } from "../../src/features/confidential/vaultPort.js";
 import { requirementsFor } from "./payments.js";
 
 /** Enables `accountId` with a new wallet, signing the enablement message as the dashboard's wallet does. */
@@ -77,4 +78,27 @@ export async function pastNextMidnight(
   await testClient.setNextBlockTimestamp({ timestamp: BigInt(at) });
   await testClient.mine({ blocks: 1 });
   return new Date(at * 1000);
+}
+
+/**
+ * The theft a challenge exists for: the operator key enables a slot of its
+ * own and credits the whole of `day`'s pool to it, so the merchants whose
+ * receipts the pool holds are credited nothing. Returns the thief's slot.
+ */
+export async function creditDayToOperatorsOwnSlot(
+  vault: Pick<ConfidentialVault, "enablementMessage" | "assignSlot" | "dayInfo" | "creditDay">,
+  day: number,
+): Promise<{ slot: bigint; pool: bigint; releasableAfter: bigint | null }> {
+  const thief = privateKeyToAccount(generatePrivateKey());
+  const walletSignature = await thief.signMessage({
+    message: vault.enablementMessage(thief.address, "thief"),
+  });
+  const { slot } = await vault.assignSlot({
+    merchant: thief.address,
+    accountRef: "thief",
+    walletSignature,
+  });
+  const { pool } = await vault.dayInfo(day);
+  const { releasableAfter } = await vault.creditDay({ day, credits: [{ slot, amount: pool }] });
+  return { slot, pool, releasableAfter };
 }

@@ -81,6 +81,8 @@ export interface StackOptions {
   starknetRpcUrl?: (nodeUrl: string) => Promise<string>;
   /** Serve confidential settlement with the devnet's vault on eip155:8453 (mock coprocessor in-process). */
   confidential?: boolean;
+  /** The vault's challenge window in seconds (default 0: a closed day is released at once). */
+  confidentialChallengeWindowSeconds?: number;
   /** Node's process metrics on /metrics (off by default: they are the test runner's own). */
   collectProcessMetrics?: boolean;
   /** The confidential worker: false (tests drive its passes) or its clock. */
@@ -95,6 +97,9 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     outFile: null,
     ...(opts.facilitators ? { facilitators: opts.facilitators } : {}),
     ...(opts.payers ? { payers: opts.payers } : {}),
+    ...(opts.confidentialChallengeWindowSeconds === undefined
+      ? {}
+      : { confidentialChallengeWindowSeconds: opts.confidentialChallengeWindowSeconds }),
   });
   await opts.beforeService?.(devnet);
   const solana = opts.solana ? await startSolanaLedger({ slotMs: 100 }) : undefined;

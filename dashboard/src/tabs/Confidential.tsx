@@ -19,6 +19,16 @@ interface ConfidentialInfo {
   description: string;
   observer: string;
 }
+interface DayCheck {
+  day: string;
+  phase: string;
+  windowEndsAt: string | null;
+  credit: string | null;
+  receipts: number;
+  receiptsTotal: string;
+  shortfall: boolean;
+  challenge: WalletCall | null;
+}
 interface Balance {
   available: string | null;
   availableError: string | null;
@@ -210,6 +220,7 @@ export function Confidential() {
                 <ErrorNote error={setMode.error} />
               </section>
               <BalanceView />
+              <DayChecks />
               <Receipts />
               <Withdrawals />
             </>
@@ -243,6 +254,94 @@ function BalanceView() {
             </dd>
           </dl>
         )}
+      </Loadable>
+    </section>
+  );
+}
+
+/**
+ * Each closed day still in its challenge window: the slot's credit as the
+ * contract holds it against the day's receipts. On a shortfall one action
+ * sends the challenge from the withdrawal wallet; the contract pays what the
+ * receipts show from the operator bond once the KMS has answered.
+ */
+/**
+ * A short day's receipts all presented leaves nothing to send: the day is
+ * either awaiting the contract's check of them or (disputed) paid from the
+ * bond, which is what the merchant needs to read rather than "Short" again.
+ */
+function verdict(e: DayCheck) {
+  if (!e.shortfall) return "Matches";
+  if (e.challenge) return <strong>Short</strong>;
+  if (e.phase === "disputed") return "Challenged: your receipts are paid from the operator's bond";
+  return "Challenged: waiting for the contract's check of your receipts";
+}
+
+function DayChecks() {
+  const queryClient = useQueryClient();
+  const days = useQuery({
+    queryKey: ["confidential-days"],
+    queryFn: () => api<{ days: DayCheck[] }>("/api/confidential/days"),
+    refetchInterval: 30_000,
+  });
+  const challenge = useMutation({
+    mutationFn: (call: WalletCall) => sendFromWallet(call),
+    onSuccess: () => void queryClient.invalidateQueries({ queryKey: ["confidential-days"] }),
+  });
+  return (
+    <section aria-labelledby="days-h">
+      <h2 id="days-h">Check each day</h2>
+      <p className="muted">
+        After a day closes, its credits wait out a challenge window before they become available.
+        Here each such day's credit to you, as the contract holds it, is compared with your
+        receipts. If it falls short, challenge it from your wallet: the contract checks your
+        receipts and pays what they show from the operator's bond. The challenge names your
+        withdrawal address, your slot and these payments on-chain.
+      </p>
+      <ErrorNote error={challenge.error} />
+      <Loadable query={days} label="the days">
+        {(d) =>
+          d.days.length === 0 ? (
+            <p className="empty">No day of your receipts is in its challenge window.</p>
+          ) : (
+            <table className="days">
+              <thead>
+                <tr>
+                  <th scope="col">Day</th>
+                  <th scope="col">Credit</th>
+                  <th scope="col">Receipts</th>
+                  <th scope="col">Verdict</th>
+                </tr>
+              </thead>
+              <tbody>
+                {d.days.map((e) => (
+                  <tr key={e.day} data-testid={`day-${e.day}`}>
+                    <td>{e.day}</td>
+                    <td>{e.phase === "disputed" ? "disputed" : usdc(e.credit)}</td>
+                    <td>
+                      {e.receipts} = {usdc(e.receiptsTotal)}
+                    </td>
+                    <td>
+                      {verdict(e)}
+                      {e.phase === "closed" && e.windowEndsAt && (
+                        <span className="muted"> (challengeable until {when(e.windowEndsAt)})</span>
+                      )}{" "}
+                      {e.challenge && (
+                        <button
+                          type="button"
+                          onClick={() => e.challenge && challenge.mutate(e.challenge)}
+                          disabled={challenge.isPending}
+                        >
+                          Challenge from my wallet
+                        </button>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )
+        }
       </Loadable>
     </section>
   );

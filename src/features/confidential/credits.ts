@@ -54,6 +54,22 @@ export interface CreditListing {
 /** Settlements (and unsigned receipts) a sweep handles at most; the next sweep takes the rest. */
 const SWEEP_BATCH = 500;
 
+/** One day of the merchant's receipts checked against its slot's credit (see `dayChecks`). */
+export interface DayCheck {
+  day: string;
+  phase: string;
+  /** Until when its wallet may challenge it (null once disputed or never closed). */
+  windowEndsAt: string | null;
+  /** The slot's credit of the day, atomic units; null on a disputed day. */
+  credit: string | null;
+  /** Receipts of the day still in its pool, and what they add up to. */
+  receipts: number;
+  receiptsTotal: string;
+  shortfall: boolean;
+  /** What the withdrawal wallet sends to present the receipts not presented yet. */
+  challenge: { from: Hex; to: Hex; data: Hex } | null;
+}
+
 export class ConfidentialCredits {
   constructor(
     private readonly db: Kysely<Database>,
@@ -323,6 +339,75 @@ export class ConfidentialCredits {
       from: getAddress(row.merchant_address),
       ...this.vault.redeemCall(signed, row.slot_secret as Hex),
     };
+  }
+
+  /**
+   * Each recent day of the account's receipts that its wallet may still
+   * challenge (closed and in its window, or disputed), with the slot's
+   * credit of that day as the vault holds it (decrypted with the operator's
+   * permission) against what the day's receipts add up to; on a shortfall
+   * (or a disputed day), the transaction the wallet sends itself to present
+   * the receipts not yet presented. A split the operator key wrote against
+   * our own plan shows here, since the credit is read from the vault.
+   */
+  async dayChecks(accountId: string, lookbackDays = 7): Promise<DayCheck[]> {
+    const merchant = await this.db
+      .selectFrom("confidential_merchants")
+      .select(["slot", "slot_secret", "merchant_address"])
+      .where("account_id", "=", accountId)
+      .executeTakeFirst();
+    if (!merchant || merchant.slot === null || !merchant.slot_secret) return [];
+    const slot = BigInt(merchant.slot);
+    const today = utcDay(new Date(Number(await this.vault.chainTime()) * 1000));
+    const rows = await this.db
+      .selectFrom("confidential_credits")
+      .select(["day", "receipt", "receipt_signature"])
+      .where("account_id", "=", accountId)
+      .where("day", ">=", today - lookbackDays)
+      .where("day", "<", today)
+      .where("receipt_signature", "is not", null)
+      .execute();
+    const byDay = new Map<number, SignedReceipt[]>();
+    for (const r of rows) {
+      if (r.day === null || !r.receipt) continue;
+      byDay.set(r.day, [...(byDay.get(r.day) ?? []), r.receipt as SignedReceipt]);
+    }
+    const now = await this.vault.chainTime();
+    const checks: DayCheck[] = [];
+    for (const [day, receipts] of [...byDay].sort(([a], [b]) => a - b)) {
+      const info = await this.vault.dayInfo(day);
+      const inWindow = info.phase === "closed" && now < info.challengeWindowEndsAt;
+      if (!inWindow && info.phase !== "disputed") continue;
+      const states = await Promise.all(receipts.map((r) => this.vault.payment(r.key)));
+      const counted = receipts.filter((_, i) =>
+        ["collected", "challenged"].includes(states[i]!.state),
+      );
+      const presentable = receipts.filter((_, i) => states[i]!.state === "collected");
+      const receiptsTotal = counted.reduce((t, r) => t + BigInt(r.receipt.amount), 0n);
+      const credit =
+        info.phase === "closed" ? ((await this.vault.dayCredit(slot, day)) ?? 0n) : null;
+      const shortfall = info.phase === "disputed" || (credit !== null && credit < receiptsTotal);
+      checks.push({
+        day: dayToDate(day),
+        phase: info.phase,
+        windowEndsAt:
+          info.challengeWindowEndsAt === 0n
+            ? null
+            : new Date(Number(info.challengeWindowEndsAt) * 1000).toISOString(),
+        credit: credit === null ? null : credit.toString(),
+        receipts: counted.length,
+        receiptsTotal: receiptsTotal.toString(),
+        shortfall,
+        challenge:
+          shortfall && presentable.length > 0
+            ? {
+                from: getAddress(merchant.merchant_address),
+                ...this.vault.challengeCall(day, slot, merchant.slot_secret as Hex, presentable),
+              }
+            : null,
+      });
+    }
+    return checks;
   }
 
   /**

@@ -17,6 +17,11 @@
  *   batch until the reconciler decides it;
  * - a payment redeemed by its receipt, or returned, is recorded as such.
  *
+ * A closed day's credits are released only after its challenge window (the
+ * vault refuses earlier): the batch stays `running` and a later pass
+ * releases them. A day a challenge proved short (`disputed`) waits for the
+ * bond owner; nothing is sent for it meanwhile.
+ *
  * A day can be closed any time after it ended, so a batch that did not run
  * (an outage, a rejected attempt) runs on a later pass: the worker looks for
  * every unclosed day, not just yesterday.
@@ -35,7 +40,11 @@ import { getAddress, type Hex } from "../../chains/confidentialPort.js";
 import { describeError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import type { Database } from "../../storage/schema.js";
-import { DayRejectedError, type CollectedPayment } from "../../chains/confidentialPort.js";
+import {
+  DayDisputedError,
+  DayRejectedError,
+  type CollectedPayment,
+} from "../../chains/confidentialPort.js";
 import { authorizationOf, dayStart, dayToDate, type ConfidentialCredits } from "./credits.js";
 import type { ConfidentialVault } from "./vaultPort.js";
 
@@ -56,7 +65,11 @@ export type BatchOutcome =
       skipped: number;
       txHashes: Hex[];
     }
-  | { ran: false; day: number; why: "done" | "held" | "settling" | "rejected" };
+  | {
+      ran: false;
+      day: number;
+      why: "done" | "held" | "settling" | "rejected" | "challenge-window" | "disputed";
+    };
 
 export interface DailyBatchOptions {
   /** Who is running it, for the lease (a replica id). */
@@ -151,6 +164,12 @@ export class DailyBatch {
     const lease = this.keepLease(day, now);
     try {
       const info = await this.vault.dayInfo(day);
+      if (info.phase === "disputed") {
+        log.error(
+          "confidential daily batch: a merchant's challenge proved this day's split short; no day closes until the bond owner resumes",
+        );
+        return { ran: false, day, why: "disputed" };
+      }
       const plan = await this.plan(day, info.phase === "open");
       if (plan.settling) return { ran: false, day, why: "settling" };
       if (info.phase === "open" && info.pool === 0n && plan.returns.length === 0) {
@@ -199,6 +218,10 @@ export class DailyBatch {
           shouldStop: () => lease.lost,
         });
       } catch (e) {
+        if (e instanceof DayDisputedError) {
+          log.error(e.message);
+          return { ran: false, day, why: "disputed" };
+        }
         if (!(e instanceof DayRejectedError)) throw e;
         // The KMS proved the credits wrong (the pool changed under them: a
         // redemption meanwhile). The day reopened on-chain; the next pass
@@ -208,6 +231,10 @@ export class DailyBatch {
           "confidential daily batch: the vault rejected the credits",
         );
         return { ran: false, day, why: "rejected" };
+      }
+      if (result.releasableAfter !== null) {
+        // Closed; its merchants may challenge it until then.
+        return { ran: false, day, why: "challenge-window" };
       }
       const finalInfo = await this.vault.dayInfo(day);
       await this.finish(day, now, plan, result.txHashes, finalInfo.attempt);
@@ -335,7 +362,8 @@ export class DailyBatch {
       const row = rows.get(key);
       if (p.state === "redeemed") plan.redeemed.push(key);
       if (p.state === "returned") plan.returnedBefore.push(key);
-      if (p.state !== "collected" || !row) continue;
+      // A challenged payment stays in its day's pool (its day was not disputed).
+      if ((p.state !== "collected" && p.state !== "challenged") || !row) continue;
       if (BigInt(row.amount) !== p.amount) {
         // Cannot happen (the vault collected the signed value our row holds);
         // the vault's amount is what the pool holds, so it is what is credited.
@@ -448,8 +476,8 @@ export class DailyBatch {
    * Renews the day's lease while the batch runs (a third of the lease each
    * time, on the caller's clock advanced by the time spent), so a batch
    * longer than the lease is not resumed by another replica meanwhile.
-   * `lost` turns true once another replica holds it: the run stops before
-   * its next transaction.
+   * `lost` turns true once another replica holds it, or a renewal fails:
+   * the run stops before its next transaction.
    */
   private keepLease(day: number, now: Date): { lost: boolean; stop(): void } {
     const started = Date.now();
@@ -468,9 +496,11 @@ export class DailyBatch {
           .then((row) => {
             if (!row) state.lost = true;
           })
-          .catch((e: unknown) =>
-            this.opts.log.warn({ err: describeError(e), day }, "could not renew the batch lease"),
-          );
+          .catch((e: unknown) => {
+            // Unrenewed, it may run out and be resumed elsewhere: stop.
+            state.lost = true;
+            this.opts.log.warn({ err: describeError(e), day }, "could not renew the batch lease");
+          });
       },
       Math.max(1_000, Math.floor(this.opts.leaseMs / 3)),
     );

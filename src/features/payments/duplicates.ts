@@ -142,11 +142,41 @@ export class DuplicateSettles {
         "this payment is being settled through another API key of this account; that key gets its answer",
       );
     }
-    if (row.status === "pending" && this.ownerIsRunning(row)) {
+    if (row.status === "pending" && this.owners.has(row.id)) {
       return refuse(
         Reason.duplicateSettlement,
         "this payment is being settled by another request right now; that request gets its answer",
       );
+    }
+    if (row.status === "pending" && this.ownerIsRunning(row)) return this.awaitOwner(ctx, row);
+    return this.follow(ctx, row);
+  }
+
+  /**
+   * A copy of a payment another process is settling. That process may have
+   * died with the request inside it, its answer lost with it: a copy refused
+   * as a duplicate would then leave the payment paid and never answered as
+   * paid. So the copy waits for the owner's outcome: the owner's answer
+   * stands (the copy is told it was already answered, or the same failure),
+   * and an owner that has not finished within the wait gets this copy
+   * `settlement_pending`, whose retry follows the chain once the owner is
+   * known to be gone.
+   */
+  private async awaitOwner(
+    ctx: SettleContext,
+    first: SettlementRow,
+  ): Promise<SettleResponse | undefined> {
+    const deadline = Date.now() + this.opts.waitMs;
+    let row = first;
+    while (row.status === "pending" && this.ownerIsRunning(row)) {
+      if (Date.now() >= deadline) return pendingAnswer(ctx, row);
+      await sleep(this.opts.pollMs ?? 200);
+      const current = await this.recorder.get(row.id);
+      if (!current) return undefined;
+      row = current;
+    }
+    if (row.success_answered_at) {
+      return refusal(ctx, row, ctx.payment.replayReason, ALREADY_ANSWERED);
     }
     return this.follow(ctx, row);
   }

@@ -333,6 +333,68 @@ export class SettlementRecorder {
     };
   }
 
+  /**
+   * Settlements that succeeded with a transaction since `since`, newest
+   * first (a reorg takes the newest blocks first): the ones a reorg could
+   * still take back.
+   */
+  async recentSuccesses(since: Date, limit: number): Promise<SettlementRow[]> {
+    return this.db
+      .selectFrom("settlements")
+      .selectAll()
+      .where("status", "=", "succeeded")
+      .where("transaction", "is not", null)
+      .where("finished_at", ">=", since)
+      .orderBy("finished_at", "desc")
+      .limit(limit)
+      .execute();
+  }
+
+  /**
+   * A success the chain took back (a reorg removed its transaction) whose
+   * authorization can no longer land: recorded failed, with its
+   * `settlement.failed` event, and its quota charge given back. Guarded, so
+   * replicas deciding it together write it once. Returns the row if this
+   * call moved it.
+   */
+  async revokeSuccess(
+    id: string,
+    outcome: { reason: string; message: string },
+  ): Promise<SettlementRow | undefined> {
+    return this.db.transaction().execute(async (trx) => {
+      const row = await trx
+        .updateTable("settlements")
+        .set({
+          status: "failed",
+          error_reason: outcome.reason,
+          error_message: outcome.message,
+          billed: false,
+        })
+        .where("id", "=", id)
+        .where("status", "=", "succeeded")
+        .returningAll()
+        .executeTakeFirst();
+      if (!row) return undefined;
+      await recordSettlementEvents(trx, [row]);
+      const billed = await trx
+        .selectFrom("usage_charges")
+        .select("month")
+        .where("settlement_id", "=", id)
+        .executeTakeFirst();
+      if (this.metering) {
+        const month =
+          billed?.month ?? new Date(row.finished_at ?? Date.now()).toISOString().slice(0, 7);
+        await trx
+          .updateTable("quota_usage")
+          .set({ used: sql<number>`greatest(used - ${row.units}, 0)` })
+          .where("account_id", "=", row.account_id)
+          .where("month", "=", month)
+          .execute();
+      }
+      return row;
+    });
+  }
+
   /** Pending rows at least as old as `olderThan` (they have lost their owner), oldest first. */
   async orphaned(olderThan: Date, limit: number): Promise<SettlementRow[]> {
     return this.db

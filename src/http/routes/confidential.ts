@@ -5,11 +5,29 @@
  */
 import type { FastifyInstance } from "fastify";
 import type { ConfidentialMerchants } from "../../features/confidential/merchants.js";
+import type { ConfidentialCredits } from "../../features/confidential/credits.js";
 
 export function registerConfidentialStatusRoute(
   app: FastifyInstance,
-  deps: { merchants: ConfidentialMerchants },
+  deps: { merchants: ConfidentialMerchants; credits?: ConfidentialCredits },
 ): void {
+  // GET /confidential/days: what the Confidential tab's check shows, for a
+  // merchant's own script (npm run confidential:check) with its API key.
+  const credits = deps.credits;
+  if (credits) {
+    app.get(
+      "/confidential/days",
+      {
+        config: { auth: "apiKey" },
+        schema: {
+          tags: ["confidential"],
+          summary:
+            "Each day still in its challenge window: the slot's credit against the day's receipts, and on a shortfall the challenge the withdrawal wallet sends",
+        },
+      },
+      async (request) => ({ days: await credits.dayChecks(request.principal!.accountId) }),
+    );
+  }
   app.get(
     "/confidential/status",
     {

@@ -72,6 +72,7 @@ import {
 import { confidentialVaultAbi } from "./vaultAbi.js";
 import {
   CONFIDENTIAL_NETWORK,
+  DayDisputedError,
   DayRejectedError,
   type CollectedPayment,
   type ConfidentialVault,
@@ -79,6 +80,8 @@ import {
   type DayInfo,
   type DayPhase,
   type FhevmNetworkSettings,
+  type OperatorKeyHold,
+  type OperatorKeyLease,
   type PaymentState,
   type WithdrawalInfo,
   type WithdrawalLookup,
@@ -124,8 +127,9 @@ const PAYMENT_STATES: Record<number, PaymentState> = {
   1: "collected",
   2: "redeemed",
   3: "returned",
+  4: "challenged",
 };
-const PHASES: Record<number, DayPhase> = { 0: "open", 1: "closing", 2: "closed" };
+const PHASES: Record<number, DayPhase> = { 0: "open", 1: "closing", 2: "closed", 3: "disputed" };
 
 async function createFheClient(opts: ConfidentialVaultOptions): Promise<{
   fhe: FheClient;
@@ -185,10 +189,11 @@ export async function createConfidentialVault(
   const address = getAddress(opts.contractAddress);
   const vault = { address, abi: confidentialVaultAbi } as const;
 
-  const [asset, onChainOperator, onChainSigner] = await Promise.all([
+  const [asset, onChainOperator, onChainSigner, challengeWindow] = await Promise.all([
     publicClient.readContract({ ...vault, functionName: "asset" }),
     publicClient.readContract({ ...vault, functionName: "operator" }),
     publicClient.readContract({ ...vault, functionName: "receiptSigner" }),
+    publicClient.readContract({ ...vault, functionName: "challengeWindow" }),
   ]);
   if (getAddress(onChainOperator) !== operator.address) {
     throw new Error(
@@ -207,18 +212,35 @@ export async function createConfidentialVault(
   // for the one before; across replicas the lease lets one hold it. `work`
   // reads what decides its transaction while holding both.
   let queue: Promise<unknown> = Promise.resolve();
-  const lease = opts.operatorLease ?? { hold: <T>(work: () => Promise<T>) => work() };
+  const lease: OperatorKeyLease = opts.operatorLease ?? {
+    hold: (work) => work({ ensureHeld: () => undefined }),
+  };
+  // The hold `exclusively` runs under (one at a time, by the queue).
+  let current: OperatorKeyHold | null = null;
   const exclusively = <T>(work: () => Promise<T>): Promise<T> => {
-    const held = () => lease.hold(work);
+    const held = () =>
+      lease.hold(async (hold) => {
+        current = hold;
+        try {
+          return await work();
+        } finally {
+          current = null;
+        }
+      });
     const run = queue.then(held, held);
     queue = run.catch(() => undefined);
     return run;
   };
-  /** Sends one operator transaction and waits for it; only inside `exclusively`. */
+  /**
+   * Sends one operator transaction and waits for it; only inside
+   * `exclusively`, and only while the lease is surely still this replica's.
+   */
   const send = async (
     what: string,
     call: { functionName: string; args: readonly unknown[] },
   ): Promise<TransactionReceipt> => {
+    if (!current) throw new Error(`${what}: the operator key is sent with only under its lease`);
+    current.ensureHeld();
     const hash = await wallet.writeContract({
       ...vault,
       ...(call as { functionName: "closeDay"; args: [bigint] }),
@@ -285,22 +307,84 @@ export async function createConfidentialVault(
   };
 
   const dayInfo = async (day: number): Promise<DayInfo> => {
-    const [collected, payments, redeemed, returned, attempt, slotsCredited, slotsReleased, phase] =
-      await read<[bigint, number, bigint, bigint, number, number, number, number, Hex]>("dayInfo", [
+    const [
+      [collected, payments, redeemed, returned, attempt, slotsCredited, slotsReleased, phase],
+      [closedAt, openChallenges, claimed],
+    ] = await Promise.all([
+      read<[bigint, number, bigint, bigint, number, number, number, number, Hex]>("dayInfo", [
         BigInt(day),
-      ]);
+      ]),
+      read<[bigint, bigint, bigint]>("dayChallenges", [BigInt(day)]),
+    ]);
     return {
       day,
       collected,
       payments: Number(payments),
       redeemed,
       returned,
-      pool: collected - redeemed - returned,
+      pool: collected - redeemed - returned - claimed,
       attempt: Number(attempt),
       slotsCredited: Number(slotsCredited),
       slotsReleased: Number(slotsReleased),
       phase: PHASES[phase] ?? "open",
+      challengeWindowEndsAt: closedAt === 0n ? 0n : closedAt + challengeWindow,
+      openChallenges: Number(openChallenges),
     };
+  };
+
+  /** Submits the KMS's answer to every open challenge of `day`. */
+  const resolveChallenges = async (day: number) => {
+    const count = await read<bigint>("challengeCount");
+    for (let id = 0n; id < count; id++) {
+      const [, , challengedDay, , resolved, , handle] = await read<
+        [bigint, Address, number, bigint, boolean, boolean, Hex]
+      >("challengeInfo", [id]);
+      if (resolved || Number(challengedDay) !== day) continue;
+      const decryption = await fhe.publicDecrypt([handle]);
+      const receipt = await exclusively(async () => {
+        const [, , , , nowResolved] = await read<[bigint, Address, number, bigint, boolean]>(
+          "challengeInfo",
+          [id],
+        );
+        if (nowResolved) return null; // the merchant's wallet, or anyone, was first
+        return send("resolveChallenge", {
+          functionName: "resolveChallenge",
+          args: [id, decryption.cleartexts, decryption.proof],
+        });
+      });
+      const outcome = receipt
+        ? events(receipt).find((e) => e.eventName === "ChallengeResolved")
+        : undefined;
+      if (outcome?.eventName === "ChallengeResolved" && outcome.args.shortfall) {
+        opts.log?.warn(
+          { day, challenge: id.toString() },
+          "a merchant's challenge proved the day's split short: the day is disputed and the vault refuses every close until the bond owner resumes",
+        );
+      }
+    }
+  };
+
+  /**
+   * Refuses to close a day the vault would refuse: frozen by a proven fraud
+   * (the bond owner must resume), or a bond below what this day and every
+   * day not yet released collected.
+   */
+  const requireBondFor = async (info: DayInfo) => {
+    const [bond, committed, frozen] = await Promise.all([
+      read<bigint>("bond"),
+      read<bigint>("bondCommitted"),
+      read<boolean>("frozen"),
+    ]);
+    if (frozen) {
+      throw new Error(
+        `day ${info.day} cannot close: a challenge proved a day's split short, and the vault refuses every close until the bond owner resumes`,
+      );
+    }
+    if (bond < committed + info.collected) {
+      throw new Error(
+        `day ${info.day} cannot close: the operator bond is ${bond}, below the ${committed + info.collected} that this day and the days not yet released collected; the bond owner must deposit more (depositBond)`,
+      );
+    }
   };
 
   const dayPayments = async (day: number): Promise<CollectedPayment[]> => {
@@ -411,6 +495,7 @@ export async function createConfidentialVault(
     },
 
     async creditDay({ day, credits, returns = [], shouldStop }) {
+      if ((await dayInfo(day)).phase === "disputed") throw new DayDisputedError(day);
       if (!Number.isInteger(day) || day < 0) throw new Error(`day must be a UTC day number`);
       const stopIfAsked = () => {
         if (shouldStop?.()) throw new Error(`the batch of day ${day} was taken over; stopping`);
@@ -480,6 +565,7 @@ export async function createConfidentialVault(
 
         // 4. Close: the vault publishes whether the credits add up to the pool.
         stopIfAsked();
+        await requireBondFor(info);
         const closed = await write("closeDay", { functionName: "closeDay", args: [BigInt(day)] });
         txHashes.push(closed.transactionHash);
         info = await dayInfo(day);
@@ -512,7 +598,34 @@ export async function createConfidentialVault(
         info = await dayInfo(day);
       }
 
-      // 6. Release the accepted credits into the balances (anyone may; we do).
+      // 6. After the challenge window, with no challenge open, release the
+      //    accepted credits into the balances (anyone may; we do).
+      if (info.phase === "closed" && info.openChallenges > 0) {
+        // A merchant's challenge waits for the KMS's answer, and the day's
+        // release waits for it: anyone may submit the answer, so we do.
+        await resolveChallenges(day);
+        info = await dayInfo(day);
+      }
+      const chainNow = await publicClient.getBlock().then((b) => b.timestamp);
+      if (info.phase === "disputed") throw new DayDisputedError(day);
+      if (chainNow < info.challengeWindowEndsAt || info.openChallenges > 0) {
+        opts.log?.info(
+          {
+            day,
+            windowEndsAt: info.challengeWindowEndsAt.toString(),
+            openChallenges: info.openChallenges,
+          },
+          "confidential day closed; released after its challenge window",
+        );
+        return {
+          txHashes,
+          alreadyCredited,
+          credited,
+          total: info.pool,
+          returned,
+          releasableAfter: info.challengeWindowEndsAt,
+        };
+      }
       const { unreleased } = await slotsOfDay(day, slotCount);
       for (let i = 0; i < unreleased.length; i += RELEASES_PER_TX) {
         stopIfAsked();
@@ -526,7 +639,14 @@ export async function createConfidentialVault(
         { day, slots: Number(slotCount), credited: credited.length, pool: info.pool.toString() },
         "confidential day closed",
       );
-      return { txHashes, alreadyCredited, credited, total: info.pool, returned };
+      return {
+        txHashes,
+        alreadyCredited,
+        credited,
+        total: info.pool,
+        returned,
+        releasableAfter: null,
+      };
     },
 
     async prepareWithdraw({ slot, merchant, amount, validForSeconds }) {
@@ -620,6 +740,35 @@ export async function createConfidentialVault(
         ],
       }),
     }),
+
+    challengeCall: (day, slot, salt, receipts) => ({
+      to: address,
+      data: encodeFunctionData({
+        abi: confidentialVaultAbi,
+        functionName: "challenge",
+        args: [
+          BigInt(day),
+          slot,
+          salt,
+          receipts.map((r) => ({
+            payer: getAddress(r.receipt.payer),
+            nonce: r.receipt.nonce,
+            merchant: getAddress(r.receipt.merchant),
+            slot: BigInt(r.receipt.slot),
+            amount: BigInt(r.receipt.amount),
+            day: r.receipt.day,
+          })),
+          receipts.map((r) => r.signature),
+        ],
+      }),
+    }),
+
+    async dayCredit(slot, day) {
+      const handle = await read<Hex>("slotDayCredit", [slot, BigInt(day)]);
+      if (BigInt(handle) === 0n) return null;
+      const [value] = await fhe.userDecrypt(address, [handle], operator as LocalAccount);
+      return value ?? 0n;
+    },
 
     cancelCall: (id) => ({
       to: address,

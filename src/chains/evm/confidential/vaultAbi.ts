@@ -8,6 +8,8 @@ export const confidentialVaultAbi = [
       { internalType: "contract IERC20", name: "asset_", type: "address" },
       { internalType: "address", name: "operator_", type: "address" },
       { internalType: "address", name: "receiptSigner_", type: "address" },
+      { internalType: "address", name: "bondOwner_", type: "address" },
+      { internalType: "uint256", name: "challengeWindow_", type: "uint256" },
       {
         components: [
           { internalType: "address", name: "ACLAddress", type: "address" },
@@ -31,6 +33,24 @@ export const confidentialVaultAbi = [
   {
     inputs: [{ internalType: "uint256", name: "amount", type: "uint256" }],
     name: "BadAmount",
+    type: "error",
+  },
+  {
+    inputs: [
+      { internalType: "uint256", name: "bond", type: "uint256" },
+      { internalType: "uint256", name: "required", type: "uint256" },
+    ],
+    name: "BondTooLow",
+    type: "error",
+  },
+  {
+    inputs: [{ internalType: "uint256", name: "id", type: "uint256" }],
+    name: "ChallengeNotOpen",
+    type: "error",
+  },
+  {
+    inputs: [{ internalType: "uint256", name: "endsAt", type: "uint256" }],
+    name: "ChallengeWindowOpen",
     type: "error",
   },
   {
@@ -87,11 +107,18 @@ export const confidentialVaultAbi = [
   { inputs: [], name: "InvalidKMSSignatures", type: "error" },
   { inputs: [], name: "InvalidSignature", type: "error" },
   { inputs: [], name: "LengthMismatch", type: "error" },
+  { inputs: [], name: "NotBondOwner", type: "error" },
+  {
+    inputs: [{ internalType: "uint256", name: "day", type: "uint256" }],
+    name: "NotChallengeable",
+    type: "error",
+  },
   {
     inputs: [{ internalType: "uint256", name: "id", type: "uint256" }],
     name: "NotDebited",
     type: "error",
   },
+  { inputs: [], name: "NotFrozen", type: "error" },
   { inputs: [], name: "NotOperator", type: "error" },
   {
     inputs: [{ internalType: "address", name: "to", type: "address" }],
@@ -108,6 +135,7 @@ export const confidentialVaultAbi = [
     type: "error",
   },
   { inputs: [], name: "NotWithdrawalOwner", type: "error" },
+  { inputs: [], name: "OperatorFrozen", type: "error" },
   {
     inputs: [{ internalType: "bytes32", name: "receiptKey", type: "bytes32" }],
     name: "PaymentNotCollected",
@@ -128,6 +156,11 @@ export const confidentialVaultAbi = [
   },
   {
     inputs: [{ internalType: "bytes32", name: "receiptKey", type: "bytes32" }],
+    name: "ReceiptAlreadyPresented",
+    type: "error",
+  },
+  {
+    inputs: [{ internalType: "bytes32", name: "receiptKey", type: "bytes32" }],
     name: "ReceiptAlreadyRedeemed",
     type: "error",
   },
@@ -139,6 +172,11 @@ export const confidentialVaultAbi = [
   {
     inputs: [{ internalType: "bytes32", name: "receiptKey", type: "bytes32" }],
     name: "ReceiptMismatch",
+    type: "error",
+  },
+  {
+    inputs: [{ internalType: "bytes32", name: "receiptKey", type: "bytes32" }],
+    name: "ReceiptNotForChallenge",
     type: "error",
   },
   {
@@ -184,6 +222,56 @@ export const confidentialVaultAbi = [
   {
     anonymous: false,
     inputs: [
+      { indexed: true, internalType: "address", name: "from", type: "address" },
+      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
+    ],
+    name: "BondDeposited",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "address", name: "to", type: "address" },
+      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
+    ],
+    name: "BondWithdrawn",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "uint256", name: "id", type: "uint256" },
+      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
+      { indexed: true, internalType: "uint256", name: "slot", type: "uint256" },
+      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
+      { indexed: false, internalType: "bytes32", name: "shortfall", type: "bytes32" },
+    ],
+    name: "ChallengeOpened",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "uint256", name: "id", type: "uint256" },
+      { indexed: false, internalType: "bool", name: "shortfall", type: "bool" },
+    ],
+    name: "ChallengeResolved",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
+      { indexed: true, internalType: "uint256", name: "slot", type: "uint256" },
+      { indexed: true, internalType: "address", name: "merchant", type: "address" },
+      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
+    ],
+    name: "ClaimPaid",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
       { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
       { indexed: true, internalType: "bytes32", name: "receiptKey", type: "bytes32" },
       { indexed: true, internalType: "address", name: "payer", type: "address" },
@@ -211,6 +299,15 @@ export const confidentialVaultAbi = [
       { indexed: false, internalType: "bytes32", name: "matches", type: "bytes32" },
     ],
     name: "DayClosing",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
+      { indexed: true, internalType: "uint256", name: "challenge", type: "uint256" },
+    ],
+    name: "DayDisputed",
     type: "event",
   },
   {
@@ -260,6 +357,15 @@ export const confidentialVaultAbi = [
       { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
     ],
     name: "ReceiptRedeemed",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: false, internalType: "address", name: "operator", type: "address" },
+      { indexed: false, internalType: "uint256", name: "reopenedDays", type: "uint256" },
+    ],
+    name: "Resumed",
     type: "event",
   },
   {
@@ -336,50 +442,8 @@ export const confidentialVaultAbi = [
   },
   {
     inputs: [],
-    name: "DAY_CLOSED",
-    outputs: [{ internalType: "uint8", name: "", type: "uint8" }],
-    stateMutability: "view",
-    type: "function",
-  },
-  {
-    inputs: [],
-    name: "DAY_CLOSING",
-    outputs: [{ internalType: "uint8", name: "", type: "uint8" }],
-    stateMutability: "view",
-    type: "function",
-  },
-  {
-    inputs: [],
-    name: "DAY_OPEN",
-    outputs: [{ internalType: "uint8", name: "", type: "uint8" }],
-    stateMutability: "view",
-    type: "function",
-  },
-  {
-    inputs: [],
     name: "FINALIZATION_TIMEOUT",
     outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
-    stateMutability: "view",
-    type: "function",
-  },
-  {
-    inputs: [],
-    name: "PAYMENT_COLLECTED",
-    outputs: [{ internalType: "uint8", name: "", type: "uint8" }],
-    stateMutability: "view",
-    type: "function",
-  },
-  {
-    inputs: [],
-    name: "PAYMENT_REDEEMED",
-    outputs: [{ internalType: "uint8", name: "", type: "uint8" }],
-    stateMutability: "view",
-    type: "function",
-  },
-  {
-    inputs: [],
-    name: "PAYMENT_RETURNED",
-    outputs: [{ internalType: "uint8", name: "", type: "uint8" }],
     stateMutability: "view",
     type: "function",
   },
@@ -419,10 +483,85 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
+    inputs: [],
+    name: "bond",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "bondCommitted",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "bondOwner",
+    outputs: [{ internalType: "address", name: "", type: "address" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
     inputs: [{ internalType: "uint256", name: "id", type: "uint256" }],
     name: "cancelWithdraw",
     outputs: [],
     stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [
+      { internalType: "uint256", name: "day", type: "uint256" },
+      { internalType: "uint256", name: "slot", type: "uint256" },
+      { internalType: "bytes32", name: "salt", type: "bytes32" },
+      {
+        components: [
+          { internalType: "address", name: "payer", type: "address" },
+          { internalType: "bytes32", name: "nonce", type: "bytes32" },
+          { internalType: "address", name: "merchant", type: "address" },
+          { internalType: "uint256", name: "slot", type: "uint256" },
+          { internalType: "uint64", name: "amount", type: "uint64" },
+          { internalType: "uint32", name: "day", type: "uint32" },
+        ],
+        internalType: "struct ConfidentialSettlementVault.Receipt[]",
+        name: "receipts",
+        type: "tuple[]",
+      },
+      { internalType: "bytes[]", name: "signatures", type: "bytes[]" },
+    ],
+    name: "challenge",
+    outputs: [{ internalType: "uint256", name: "id", type: "uint256" }],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "challengeCount",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [{ internalType: "uint256", name: "id", type: "uint256" }],
+    name: "challengeInfo",
+    outputs: [
+      { internalType: "uint256", name: "slot", type: "uint256" },
+      { internalType: "address", name: "merchant", type: "address" },
+      { internalType: "uint32", name: "day", type: "uint32" },
+      { internalType: "uint64", name: "amount", type: "uint64" },
+      { internalType: "bool", name: "resolved", type: "bool" },
+      { internalType: "bool", name: "shortfall", type: "bool" },
+      { internalType: "bytes32", name: "handle", type: "bytes32" },
+    ],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "challengeWindow",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
     type: "function",
   },
   {
@@ -478,6 +617,17 @@ export const confidentialVaultAbi = [
   },
   {
     inputs: [{ internalType: "uint256", name: "day", type: "uint256" }],
+    name: "dayChallenges",
+    outputs: [
+      { internalType: "uint256", name: "closedAt", type: "uint256" },
+      { internalType: "uint256", name: "openChallenges", type: "uint256" },
+      { internalType: "uint256", name: "claimed", type: "uint256" },
+    ],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [{ internalType: "uint256", name: "day", type: "uint256" }],
     name: "dayInfo",
     outputs: [
       { internalType: "uint64", name: "collected", type: "uint64" },
@@ -524,6 +674,13 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
+    inputs: [{ internalType: "uint256", name: "amount", type: "uint256" }],
+    name: "depositBond",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
     inputs: [],
     name: "domainSeparator",
     outputs: [{ internalType: "bytes32", name: "", type: "bytes32" }],
@@ -553,10 +710,19 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
+    inputs: [],
+    name: "frozen",
+    outputs: [{ internalType: "bool", name: "", type: "bool" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
     inputs: [
       { internalType: "contract IERC20", name: "asset_", type: "address" },
       { internalType: "address", name: "operator_", type: "address" },
       { internalType: "address", name: "receiptSigner_", type: "address" },
+      { internalType: "address", name: "bondOwner_", type: "address" },
+      { internalType: "uint256", name: "challengeWindow_", type: "uint256" },
       {
         components: [
           { internalType: "address", name: "ACLAddress", type: "address" },
@@ -666,6 +832,24 @@ export const confidentialVaultAbi = [
   },
   {
     inputs: [
+      { internalType: "uint256", name: "id", type: "uint256" },
+      { internalType: "bytes", name: "cleartexts", type: "bytes" },
+      { internalType: "bytes", name: "decryptionProof", type: "bytes" },
+    ],
+    name: "resolveChallenge",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [{ internalType: "address", name: "newOperator", type: "address" }],
+    name: "resume",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [
       { internalType: "uint256", name: "day", type: "uint256" },
       { internalType: "bytes32[]", name: "keys", type: "bytes32[]" },
     ],
@@ -705,6 +889,16 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
+    inputs: [
+      { internalType: "uint256", name: "slot", type: "uint256" },
+      { internalType: "uint256", name: "day", type: "uint256" },
+    ],
+    name: "slotDayCredit",
+    outputs: [{ internalType: "bytes32", name: "", type: "bytes32" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
     inputs: [{ internalType: "uint256", name: "slot", type: "uint256" }],
     name: "slotInfo",
     outputs: [
@@ -735,6 +929,13 @@ export const confidentialVaultAbi = [
   },
   {
     inputs: [],
+    name: "totalClaimed",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
     name: "totalCollected",
     outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
     stateMutability: "view",
@@ -759,6 +960,16 @@ export const confidentialVaultAbi = [
     name: "totalReturned",
     outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
     stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [
+      { internalType: "address", name: "to", type: "address" },
+      { internalType: "uint256", name: "amount", type: "uint256" },
+    ],
+    name: "withdrawBond",
+    outputs: [],
+    stateMutability: "nonpayable",
     type: "function",
   },
   {

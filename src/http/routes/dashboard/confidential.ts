@@ -8,6 +8,7 @@
  *   GET  /api/confidential/balance               available (decrypted) and pending balance
  *   GET  /api/confidential/receipts              confidential payments and their receipts (paged)
  *   POST /api/confidential/receipts/redeem       the transaction the wallet sends to redeem one
+ *   GET  /api/confidential/days                  each challengeable day: its credit against its receipts
  *   POST /api/confidential/withdrawals/request   what the wallet signs to withdraw
  *   POST /api/confidential/withdrawals           submit a signed withdrawal
  *   GET  /api/confidential/withdrawals           the account's withdrawals
@@ -199,6 +200,15 @@ export function registerConfidentialRoutes(
       const { paymentNonce } = request.body as { paymentNonce: string };
       return credits().redeemCall(request.dashboardSession!.accountId, paymentNonce);
     },
+  );
+
+  app.get(
+    "/api/confidential/days",
+    sessionRoute("confidential", {
+      summary:
+        "Each day still in its challenge window: the slot's credit against the day's receipts, and on a shortfall the challenge the wallet sends",
+    }),
+    async (request) => ({ days: await credits().dayChecks(request.dashboardSession!.accountId) }),
   );
 
   app.post(

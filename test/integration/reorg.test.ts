@@ -1,0 +1,139 @@
+/**
+ * A success the chain takes back. anvil reorgs the block that held a
+ * settlement answered `success: true` (its transaction is gone, the payer's
+ * authorization unused again, the signer's nonce rolled back). The service
+ * re-sends the journaled transaction, exactly as signed, and the transfer
+ * is on the canonical chain again, once. When the transaction can no longer
+ * land (another transaction took its nonce), the settlement is recorded
+ * failed, with a `settlement.failed` event, and its quota unit given back.
+ */
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { createPublicClient, createWalletClient, http, type Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { setWebhookEndpoint } from "../../src/features/webhooks/webhookRepository.js";
+import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
+import { until } from "../support/processes.js";
+import { startStack, type TestStack } from "../support/stack.js";
+
+let stack: TestStack;
+let chain: ReturnType<typeof createPublicClient>;
+
+before(async () => {
+  stack = await startStack({
+    blockTimeSeconds: 0,
+    facilitators: 1,
+    env: { METER_SETTLEMENTS: "true" },
+  });
+  chain = createPublicClient({ transport: http(stack.rpcUrl) });
+  await setWebhookEndpoint(stack.service.db, stack.accountId, "http://127.0.0.1:9/hook", {
+    allowPrivateTargets: true,
+  });
+});
+after(() => stack?.stop());
+
+const anvil = async (method: string, params: unknown[]) => {
+  const res = await fetch(stack.rpcUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+  const json = (await res.json()) as { result?: unknown; error?: { message: string } };
+  if (json.error) throw new Error(json.error.message);
+  return json.result;
+};
+
+/** Settles a payment of `amount` to `payTo` by payer `i`; its success answer. */
+async function settled(i: number, payTo: Hex, amount: bigint) {
+  const requirements = requirementsFor({
+    network: "eip155:8453",
+    usdc: stack.usdc,
+    payTo,
+    amount: amount.toString(),
+  });
+  const body = {
+    x402Version: 2,
+    paymentPayload: await signPayment(stack.payerKeys[i]!, requirements),
+    paymentRequirements: requirements,
+  };
+  const res = await post(stack.url, "/settle", body, stack.apiKey);
+  const answer = (await res.json()) as { success: boolean; transaction: Hex };
+  assert.equal(answer.success, true, JSON.stringify(answer));
+  return answer.transaction;
+}
+
+const rowOf = (transaction: string) =>
+  stack.service.db
+    .selectFrom("settlements")
+    .selectAll()
+    .where("transaction", "=", transaction)
+    .executeTakeFirstOrThrow();
+
+test("a reorg takes a settled transaction out: it is re-sent from the journal and the transfer is on the chain again, once", async () => {
+  const payTo = "0x00000000000000000000000000000000000e0e01" as Hex;
+  const tx = await settled(0, payTo, 4_321n);
+  assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payTo), 4_321n);
+
+  await anvil("anvil_reorg", [1, []]);
+  assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payTo), 0n, "the reorg took it out");
+
+  const receipt = await until("the transaction mined again", () =>
+    chain.getTransactionReceipt({ hash: tx }),
+  );
+  assert.equal(receipt.status, "success");
+  assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payTo), 4_321n, "paid once");
+  const row = await rowOf(tx);
+  assert.equal(row.status, "succeeded");
+});
+
+test("a reorged transaction whose nonce another transaction took is recorded failed, with settlement.failed, and unbilled", async () => {
+  const payTo = "0x00000000000000000000000000000000000e0e02" as Hex;
+  const tx = await settled(1, payTo, 5_432n);
+  const before = await rowOf(tx);
+  const used = await stack.service.db
+    .selectFrom("quota_usage")
+    .select("used")
+    .where("account_id", "=", stack.accountId)
+    .executeTakeFirstOrThrow();
+
+  // The reorg, and at once a transaction of the same signer at the same
+  // nonce from outside the service: the journaled one can no longer land.
+  const signerKey = stack.devnet.networks["eip155:8453"]!.facilitatorPrivateKeys[0] as Hex;
+  const signer = privateKeyToAccount(signerKey);
+  await anvil("anvil_reorg", [1, []]);
+  const nonce = await chain.getTransactionCount({ address: signer.address });
+  await createWalletClient({ account: signer, transport: http(stack.rpcUrl) }).sendTransaction({
+    to: signer.address,
+    value: 0n,
+    nonce,
+    chain: null,
+  });
+
+  const failed = await until(
+    "the settlement recorded failed",
+    async () => {
+      const row = await rowOf(tx);
+      return row.status === "failed" ? row : undefined;
+    },
+    60_000,
+  );
+  assert.equal(before.status, "succeeded");
+  assert.match(failed.error_message ?? "", /superseded|nothing was transferred/);
+  assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payTo), 0n, "nothing moved");
+  const events = await stack.service.db
+    .selectFrom("webhook_events")
+    .select("type")
+    .where("settlement_id", "=", failed.id)
+    .orderBy("seq")
+    .execute();
+  assert.deepEqual(
+    events.map((e) => e.type),
+    ["settlement.succeeded", "settlement.failed"],
+  );
+  const after = await stack.service.db
+    .selectFrom("quota_usage")
+    .select("used")
+    .where("account_id", "=", stack.accountId)
+    .executeTakeFirstOrThrow();
+  assert.equal(after.used, used.used - 1, "its quota unit is given back");
+});
