@@ -10,7 +10,9 @@
  * authorization was used elsewhere or expired), and says so on two passes
  * in a row (one unreadable receipt is not a verdict), is the success
  * recorded as failed, with a `settlement.failed` event and its quota charge
- * given back: the records then agree with the chain.
+ * given back: the records then agree with the chain. The journal keeps a
+ * success's signed bytes for exactly that re-send, and this watcher drops
+ * them once the watch is over.
  */
 import type { Logger } from "../lib/logger.js";
 import { describeError } from "../lib/errors.js";
@@ -31,11 +33,15 @@ export interface SuccessWatcherOptions {
 /** At most this many successes are asked of the chain per pass. */
 const PER_PASS = 200;
 
+/** Signed material past its watch is swept every this many passes. */
+const DROP_EVERY_PASSES = 10;
+
 export class SuccessWatcher {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   /** Successes the chain said could not land on the last pass. */
   private readonly doomed = new Set<string>();
+  private passes = 0;
 
   constructor(private readonly opts: SuccessWatcherOptions) {}
 
@@ -102,5 +108,14 @@ export class SuccessWatcher {
       }
     }
     for (const id of this.doomed) if (!seen.has(id)) this.doomed.delete(id);
+    // Once a success's watch is over nothing will send it again, so its
+    // signed bytes need not stay at rest. Not every pass: it is a sweep.
+    if (++this.passes % DROP_EVERY_PASSES === 0) {
+      try {
+        await recorder.dropSignedMaterial(new Date(Date.now() - this.opts.windowMs));
+      } catch (e) {
+        log.warn({ err: describeError(e) }, "could not drop signed material yet");
+      }
+    }
   }
 }

@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import { createPublicClient, createWalletClient, http, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { setWebhookEndpoint } from "../../src/features/webhooks/webhookRepository.js";
+import { dropSignedMaterial } from "../../src/features/settlements/settlementWrites.js";
 import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
 import { until } from "../support/processes.js";
 import { startStack, type TestStack } from "../support/stack.js";
@@ -136,4 +137,28 @@ test("a reorged transaction whose nonce another transaction took is recorded fai
     .where("account_id", "=", stack.accountId)
     .executeTakeFirstOrThrow();
   assert.equal(after.used, used.used - 1, "its quota unit is given back");
+});
+
+test("a success's signed bytes stay in the journal while a reorg can take it back, and are dropped once its watch is over", async () => {
+  const payTo = "0x00000000000000000000000000000000000e0e03" as Hex;
+  const tx = await settled(0, payTo, 1_234n);
+  const journal = () =>
+    stack.service.db
+      .selectFrom("settlement_transactions")
+      .select(["status", "detail"])
+      .where("reference", "=", tx)
+      .executeTakeFirstOrThrow();
+  const mined = await until("the journal entry marked mined", async () => {
+    const entry = await journal();
+    return entry.status === "success" && entry;
+  });
+  assert.equal("raw" in mined.detail, true, "kept for a re-send after a reorg");
+
+  // A sweep whose cutoff is before this success leaves it; one after drops it.
+  await dropSignedMaterial(stack.service.db, new Date(Date.now() - 60_000));
+  assert.equal("raw" in (await journal()).detail, true);
+  await dropSignedMaterial(stack.service.db, new Date(Date.now() + 1_000));
+  const after = await journal();
+  assert.equal("raw" in after.detail, false, JSON.stringify(after.detail));
+  assert.equal(after.status, "success");
 });

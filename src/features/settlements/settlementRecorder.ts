@@ -43,6 +43,7 @@ import type { ApiKeyPrincipal } from "../keys/authenticator.js";
 import type { QuotaCharge, QuotaReservation } from "../plans/quotaLedger.js";
 import { recordSettlementEvents } from "../webhooks/events.js";
 import {
+  dropSignedMaterial,
   insertIntents,
   journalMined,
   journalSent,
@@ -348,6 +349,11 @@ export class SettlementRecorder {
       .orderBy("finished_at", "desc")
       .limit(limit)
       .execute();
+  }
+
+  /** Drops the signed bytes no reorg watch needs any more (see `dropSignedMaterial`). */
+  async dropSignedMaterial(before: Date): Promise<void> {
+    await dropSignedMaterial(this.db, before);
   }
 
   /**

@@ -123,11 +123,13 @@ export async function journalSent(
 }
 
 /**
- * The signed bytes a journal entry keeps so an unmined transaction can be
- * sent again (EVM `raw`, the XRPL `blob`, NEAR's `signedTransaction`, a
- * Solana or Starknet `transaction`). A mined one is never sent again, so
- * they are dropped with its final status: signed material does not stay
- * at rest (0031 drops those already stored).
+ * The signed bytes a journal entry keeps so a transaction can be sent again
+ * (EVM `raw`, the XRPL `blob`, NEAR's `signedTransaction`, a Solana or
+ * Starknet `transaction`). A reverted one is never sent again, so its bytes
+ * go with its final status. A successful one is kept only while a reorg can
+ * still take it back: the success watcher re-sends it exactly as signed, so
+ * its bytes are dropped once its watch is over (`dropSignedMaterial`).
+ * Signed material does not stay at rest (0031 dropped those already stored).
  */
 const SIGNED_DETAIL_KEYS = ["raw", "blob", "signedTransaction", "transaction"];
 
@@ -139,7 +141,9 @@ export async function journalMined(
   await sql`
     update settlement_transactions t
     set status = m.status, block_number = coalesce(m.block_number, t.block_number),
-      fee = coalesce(m.fee, t.fee), detail = t.detail - ${SIGNED_DETAIL_KEYS}::text[]
+      fee = coalesce(m.fee, t.fee),
+      detail = case when m.status = 'reverted' then t.detail - ${SIGNED_DETAIL_KEYS}::text[]
+        else t.detail end
     from unnest(
       ${mined.map((m) => m.reference)}::text[],
       ${mined.map((m) => m.status)}::text[],
@@ -147,6 +151,23 @@ export async function journalMined(
       ${mined.map((m) => (m.fee === undefined ? null : m.fee.toString()))}::numeric[]
     ) as m(reference, status, block_number, fee)
     where t.reference = m.reference`.execute(db);
+}
+
+/**
+ * Drops the signed bytes of journal entries no reorg watch needs any more:
+ * those of a final settlement that finished before `before`, and those of a
+ * mined entry with no settlement (a sponsored funding) sent before it.
+ */
+export async function dropSignedMaterial(db: Kysely<Database>, before: Date): Promise<void> {
+  await sql`
+    update settlement_transactions t
+    set detail = t.detail - ${SIGNED_DETAIL_KEYS}::text[]
+    where t.detail ?| ${SIGNED_DETAIL_KEYS}::text[]
+      and (exists (select 1 from settlements s where s.id = t.settlement_id
+          and s.status <> 'pending' and s.finished_at < ${before})
+        or (t.settlement_id is null and t.status <> 'sent' and t.created_at < ${before}))`.execute(
+    db,
+  );
 }
 
 // Every column but the stored request; a Record, so a new column must be listed.
