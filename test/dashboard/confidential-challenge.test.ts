@@ -237,7 +237,9 @@ describe("Confidential tab in Chromium: checking each day and challenging a shor
       .getByText("Challenged: 0.020000 USDC paid to your wallet from the operator's bond")
       .waitFor();
     await page.getByTestId("balance-bond-paid").getByText("0.020000 USDC").waitFor();
-    assert.match(await page.getByTestId("balance-pending").innerText(), /^0\.000000 USDC/);
+    // Pending is the honest day's one payment, still in its window; the
+    // stolen day's two are no longer counted there.
+    assert.match(await page.getByTestId("balance-pending").innerText(), /^0\.010000 USDC/);
     assert.equal(await shortRow.locator("td").nth(1).innerText(), "disputed");
     assert.equal(await shortRow.getByRole("button").count(), 0);
     await honestRow.getByText("Matches").waitFor();
