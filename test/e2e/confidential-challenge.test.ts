@@ -37,6 +37,7 @@ interface DayCheck {
   receipts: number;
   receiptsTotal: string;
   shortfall: boolean;
+  paidFromBond: string;
   challenge: { from: Hex; to: Hex; data: Hex } | null;
 }
 
@@ -167,5 +168,25 @@ describe("a merchant's challenge, end to end", () => {
       { phase: after?.phase, shortfall: after?.shortfall, challenge: after?.challenge },
       { phase: "disputed", shortfall: true, challenge: null },
     );
+    // What the vault paid is recorded: the row is bond_paid, not pending.
+    assert.equal(after?.paidFromBond, PRICE_ATOMIC.toString());
+    const row = await stack.service.db
+      .selectFrom("confidential_credits")
+      .select(["outcome", "credited_day"])
+      .where("account_id", "=", user.accountId)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(row, { outcome: "bond_paid", credited_day: null });
+    const listed = (await (await user.call("/api/confidential/receipts")).json()) as {
+      receipts: { state: string; redeemableFrom: string | null }[];
+    };
+    assert.deepEqual(
+      listed.receipts.map((r) => [r.state, r.redeemableFrom]),
+      [["bond_paid", null]],
+    );
+    const balance = (await (await user.call("/api/confidential/balance")).json()) as Record<
+      string,
+      unknown
+    >;
+    assert.deepEqual([balance["pending"], balance["paidFromBond"]], ["0", PRICE_ATOMIC.toString()]);
   });
 });
