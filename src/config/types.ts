@@ -114,7 +114,7 @@ export interface Config {
     /** Let webhook endpoints be private, loopback or link-local addresses (SSRF guard off). */
     readonly allowPrivateTargets: boolean;
   };
-  /** Live API keys an account may create from the dashboard (rate limits count per key). */
+  /** Live API keys an account may create from the dashboard (rate limits count per account, all its keys together). */
   readonly apiKeysPerAccount: number;
   /** Confidential settlement's service-side settings (the contract's are in config/confidential.ts). */
   readonly confidential: {

@@ -144,13 +144,13 @@ export const VARIABLES: {
     {
       name: "RATE_LIMIT_PLAN_WINDOW_MS",
       default: "`60000`",
-      description: "The per-key window (1000 to 3600000: 1 s to 1 h).",
+      description: "The per-account window (1000 to 3600000: 1 s to 1 h).",
     },
     {
       name: "RATE_LIMIT_PLAN_FREE",
       default: "`120`",
       description:
-        "Requests per API key per window on the `free` plan. `0`: no limit for the plan. Over it: 429 with `Retry-After`, the plan and the upgrade path.",
+        "Requests per account (all its API keys together) per window on the `free` plan. `0`: no limit for the plan. Over it: 429 with `Retry-After`, the plan and the upgrade path.",
     },
     {
       name: "RATE_LIMIT_PLAN_STARTER",
@@ -185,7 +185,7 @@ export const VARIABLES: {
     {
       name: "REDIS_URL",
       description:
-        "`redis://` or `rediss://`: rate-limit counters (per key and per IP) shared by every replica. Without it each process counts alone. Unreachable: requests are served uncounted.",
+        "`redis://` or `rediss://`: rate-limit counters (per account and per IP) shared by every replica. Without it each process counts alone. Unreachable: requests are served uncounted.",
     },
   ],
   plans: [

@@ -1,11 +1,13 @@
 /**
- * Request rate limits: per API key, by the account's plan, on the routes
+ * Request rate limits: per account, by its plan, on the routes
  * that take an `X-API-Key`; per client IP on every other route and on every
  * request whose key is refused.
  *
  * A resource server often fronts many agents from one address, so an
  * address is the wrong unit for paid calls: a request with a valid key
- * counts against its key's budget only, never against its IP. The IP budget
+ * counts against its account's budget only (all its keys together, so
+ * deleting a key and creating another never starts a fresh window, and more
+ * keys never buy more requests), never against its IP. The IP budget
  * guards what anyone may call without a key, and counts every missing,
  * malformed, wrong or revoked key, so guessing keys is limited too.
  *
@@ -59,13 +61,15 @@ export async function registerRateLimits(
   const anyKeyLimited = keys !== undefined && Object.values(keys.perPlan).some((n) => n > 0);
   if (!addressLimited && !anyKeyLimited) return NO_LIMITS;
 
-  // One store, two kinds of subject: `key:<id>` for a valid key (its budget
-  // is its plan's), `ip:<address>` for everything else.
+  // One store, two kinds of subject: `account:<id>` for a valid key (the
+  // account's budget, its plan's), `ip:<address>` for everything else.
   const keyLimitOf = (request: FastifyRequest) => keys?.perPlan[request.keyPlan ?? "free"] ?? 0;
   await app.register(rateLimit, {
     global: false,
     keyGenerator: (request) =>
-      request.principal ? `key:${request.principal.keyId}` : `ip:${normalizeIP(request.ip)}`,
+      request.principal
+        ? `account:${request.principal.accountId}`
+        : `ip:${normalizeIP(request.ip)}`,
     max: (request) => (request.principal ? keyLimitOf(request) : opts.addressMax),
     timeWindow: (request) => (request.principal && keys ? keys.windowMs : opts.addressWindowMs),
     ...(opts.redis ? { redis: opts.redis, nameSpace: "x402-facilitator-rl:" } : {}),
@@ -125,7 +129,7 @@ export async function registerRateLimits(
       return sendError(
         reply,
         "rate_limited",
-        `this API key is over its plan's rate limit: the ${plan} plan allows ${exceeded.max} requests per ${describeWindow(exceeded.windowMs)} for each key; retry after the Retry-After seconds, or move the account to a larger plan for a higher limit (see ${UPGRADE_PATH})`,
+        `this API key's account is over its plan's rate limit: the ${plan} plan allows ${exceeded.max} requests per ${describeWindow(exceeded.windowMs)} for the account, all its keys together; retry after the Retry-After seconds, or move the account to a larger plan for a higher limit (see ${UPGRADE_PATH})`,
         {
           plan,
           limit: exceeded.max,

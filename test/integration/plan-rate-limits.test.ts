@@ -1,5 +1,5 @@
 /**
- * Rate limits of a hosted API: each API key has its plan's budget, and the
+ * Rate limits of a hosted API: each account (all its API keys together) has its plan's budget, and the
  * per-IP budget guards only what takes no key, plus refused keys.
  * - A key over its plan's limit: 429, Retry-After, the JSON envelope naming
  *   the plan and the upgrade path; its settle is never run.
@@ -202,6 +202,62 @@ for (const backend of availableBackends()) {
         headers: { "x-forwarded-for": clientAddress() },
       });
       assert.equal(elsewhere.status, 200);
+    });
+
+    test("the budget is the account's: a second key shares it, and deleting the key and creating another does not start a fresh window", async () => {
+      const ip = clientAddress();
+      const first = await accountKey(stack.service.db, "free");
+      const second = await createApiKey(stack.service.db, first.accountId, "second");
+      assert.equal((await planStatus(stack.url, ip, first.key)).status, 200);
+      const shared = await planStatus(stack.url, ip, second.key);
+      assert.equal(shared.status, 200);
+      assert.equal(shared.headers.get("x-ratelimit-remaining"), "1", "one count for both keys");
+      assert.equal((await planStatus(stack.url, ip, first.key)).status, 200);
+      assert.equal((await planStatus(stack.url, ip, first.key)).status, 429);
+      // Both keys deleted, a fresh one created: the account's window goes on.
+      assert.equal(await deleteApiKey(stack.service.db, first.keyId), true);
+      assert.equal(await deleteApiKey(stack.service.db, second.id), true);
+      const fresh = await createApiKey(stack.service.db, first.accountId, "fresh");
+      const live = await stack.service.db
+        .selectFrom("api_keys")
+        .select("id")
+        .where("account_id", "=", first.accountId)
+        .where("revoked_at", "is", null)
+        .execute();
+      assert.deepEqual(
+        live.map((k) => k.id),
+        [fresh.id],
+        "one live key: the old ones are gone",
+      );
+      const refused = await planStatus(stack.url, ip, fresh.key);
+      assert.equal(refused.status, 429);
+      assert.equal(((await refused.json()) as Envelope).error, "rate_limited");
+      // Another account's key is on its own budget.
+      const other = await accountKey(stack.service.db, "free");
+      assert.equal((await planStatus(stack.url, ip, other.key)).status, 200);
+    });
+
+    test("pay-as-you-go has Free's request limit until it holds a prepaid balance", async () => {
+      const ip = clientAddress();
+      const unfunded = await accountKey(stack.service.db, "payg");
+      const funded = await accountKey(stack.service.db, "payg");
+      await stack.service.db
+        .updateTable("accounts")
+        .set({ balance_micro_usd: "1000000" })
+        .where("id", "=", funded.accountId)
+        .execute();
+      const accounts = await stack.service.db
+        .selectFrom("accounts")
+        .select(["id", "plan", "balance_micro_usd"])
+        .where("id", "in", [unfunded.accountId, funded.accountId])
+        .execute();
+      assert.ok(accounts.every((a) => a.plan === "payg"));
+      const free = await planStatus(stack.url, ip, unfunded.key);
+      assert.equal(free.status, 200);
+      assert.equal(free.headers.get("x-ratelimit-limit"), "3", "Free's budget");
+      const paid = await planStatus(stack.url, ip, funded.key);
+      assert.equal(paid.status, 200);
+      assert.equal(paid.headers.get("x-ratelimit-limit"), "6000", "pay-as-you-go's budget");
     });
 
     test("a plan upgrade raises the key's limit within the current window: the count so far stays", async () => {

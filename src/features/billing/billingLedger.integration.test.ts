@@ -156,18 +156,22 @@ describe("billing ledger", () => {
   const pending = async (accountId: string, order: Order, now: Date) => {
     const account = await readAccountBilling(db(), accountId);
     const purchase = priceOrder(account, order, "dashboard", LIMITS, now);
-    const { row } = await beginPayment(db(), {
-      accountId,
-      purchase,
-      source: "dashboard",
-      details: {
-        authorizationKey: `eip155:8453:test:${randomUUID()}`,
-        network: "eip155:8453",
-        asset: "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913",
-        payTo: "0x7e45000000000000000000000000000000007e45",
-        payer: "0x1111111111111111111111111111111111111111",
+    const { row } = await beginPayment(
+      db(),
+      {
+        accountId,
+        purchase,
+        source: "dashboard",
+        details: {
+          authorizationKey: `eip155:8453:test:${randomUUID()}`,
+          network: "eip155:8453",
+          asset: "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913",
+          payTo: "0x7e45000000000000000000000000000000007e45",
+          payer: "0x1111111111111111111111111111111111111111",
+        },
       },
-    });
+      now,
+    );
     return row;
   };
   const pay = async (accountId: string, order: Order, now: Date) => {
@@ -307,7 +311,17 @@ describe("billing ledger", () => {
     assert.equal(account.paidUntil, null);
   });
 
-  test("two lower plans paid in advance that raced: both periods wait, on the higher plan, whichever landed first", async () => {
+  const conflict = async (p: Promise<unknown>) =>
+    assert.rejects(p, (e: unknown) => e instanceof ServiceError && e.code === "conflict");
+  const planRows = async (accountId: string) =>
+    db()
+      .selectFrom("billing_payments")
+      .select(["plan", "status", "period_start", "period_end"])
+      .where("account_id", "=", accountId)
+      .orderBy("created_at")
+      .execute();
+
+  test("two lower plans paid in advance that raced: the first is written, the other refused before it is settled", async () => {
     for (const [first, second] of [
       ["starter", "pro"],
       ["pro", "starter"],
@@ -315,25 +329,98 @@ describe("billing ledger", () => {
       const id = await withEndpoint(`race-${first}`);
       const t0 = new Date("2026-10-01T00:00:00Z");
       await pay(id, { kind: "plan", plan: "max" }, t0);
-      // Both priced before either was paid, so pricing let both through.
+      // Both priced before either was written: the account row decides.
       const later = new Date(t0.getTime() + DAY);
       const a = await pending(id, { kind: "plan", plan: first }, later);
-      const b = await pending(id, { kind: "plan", plan: second }, later);
-      for (const row of [a, b]) {
-        const done = await applyPayment(
-          db(),
-          row.id,
-          { transaction: `0x${"cd".repeat(32)}`, payer: null },
-          SETTINGS,
-          later,
-        );
-        assert.equal(done.applied, true);
-      }
+      await conflict(pending(id, { kind: "plan", plan: second }, later));
+      const done = await applyPayment(
+        db(),
+        a.id,
+        { transaction: `0x${"cd".repeat(32)}`, payer: null },
+        SETTINGS,
+        later,
+      );
+      assert.equal(done.applied, true);
       const account = await readAccountBilling(db(), id);
       assert.equal(account.plan, "max");
-      assert.equal(account.nextPlan, "pro", `${first} then ${second}`);
-      assert.equal(account.nextPlanDays, 60);
+      assert.equal(account.nextPlan, first, `${first} then ${second}`);
+      assert.equal(account.nextPlanDays, 30);
+      assert.deepEqual(
+        (await planRows(id)).map((r) => `${r.plan}:${r.status}`),
+        ["max:paid", `${first}:paid`],
+      );
     }
+  });
+
+  test("one Pro and five Starters sent together for after Max: one is bought, for its own plan and 30 days", async () => {
+    const id = await withEndpoint("race-six");
+    const t0 = new Date("2026-10-01T00:00:00Z");
+    await pay(id, { kind: "plan", plan: "max" }, t0);
+    const later = new Date(t0.getTime() + DAY);
+    const account = await readAccountBilling(db(), id);
+    const orders = ["pro", "starter", "starter", "starter", "starter", "starter"] as const;
+    // All priced against the same account state, then written at once.
+    const written = await Promise.allSettled(
+      orders.map((plan) =>
+        beginPayment(
+          db(),
+          {
+            accountId: id,
+            purchase: priceOrder(account, { kind: "plan", plan }, "dashboard", LIMITS, later),
+            source: "dashboard",
+            details: {
+              authorizationKey: `eip155:8453:test:${randomUUID()}`,
+              network: "eip155:8453",
+              asset: "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913",
+              payTo: "0x7e45000000000000000000000000000000007e45",
+              payer: "0x1111111111111111111111111111111111111111",
+            },
+          },
+          later,
+        ),
+      ),
+    );
+    const won = written.filter((w) => w.status === "fulfilled");
+    assert.equal(won.length, 1, "one advance at a time");
+    for (const w of written) {
+      if (w.status === "rejected") {
+        assert.ok(w.reason instanceof ServiceError && w.reason.code === "conflict");
+      }
+    }
+    const row = won[0]!.value.row;
+    await applyPayment(db(), row.id, { transaction: "0x06", payer: null }, SETTINGS, later);
+    const after = await readAccountBilling(db(), id);
+    assert.equal(after.nextPlan, row.plan);
+    assert.equal(after.nextPlanDays, 30);
+    const rows = await planRows(id);
+    assert.deepEqual(
+      rows.map((r) => `${r.plan}:${r.status}`),
+      ["max:paid", `${row.plan}:paid`],
+    );
+  });
+
+  test("a payment for another plan given up as unsettled, then settled after an advance was bought: credited to the balance, the waiting plan untouched", async () => {
+    const id = await withEndpoint("race-late");
+    const t0 = new Date("2026-10-01T00:00:00Z");
+    await pay(id, { kind: "plan", plan: "max" }, t0);
+    const later = new Date(t0.getTime() + DAY);
+    const late = await pending(id, { kind: "plan", plan: "pro" }, later);
+    await failPayment(db(), late.id, "the payment was never settled");
+    await pay(id, { kind: "plan", plan: "starter" }, later);
+    const done = await applyPayment(
+      db(),
+      late.id,
+      { transaction: "0x07", payer: null },
+      SETTINGS,
+      later,
+    );
+    assert.equal(done.applied, true);
+    assert.equal(done.row.status, "paid");
+    assert.equal(done.row.period_start, null);
+    const account = await readAccountBilling(db(), id);
+    assert.equal(account.nextPlan, "starter");
+    assert.equal(account.nextPlanDays, 30);
+    assert.equal(account.balanceMicroUsd, BigInt(DEFAULT_PLAN_PRICES.pro));
   });
 
   test("an operator comp is refused while a plan paid in advance waits: the paid days are kept", async () => {

@@ -19,7 +19,7 @@
  *   authorization may be presented again (nothing moved).
  */
 import { randomUUID } from "node:crypto";
-import { sql, type Selectable, type Transaction } from "kysely";
+import { sql, type Insertable, type Selectable, type Transaction } from "kysely";
 import type { Db } from "../../storage/db.js";
 import type { BillingPaymentsTable, Database } from "../../storage/schema.js";
 import { announceChange } from "../../storage/changeFeed.js";
@@ -27,7 +27,7 @@ import { ServiceError } from "../../lib/errors.js";
 import { API_KEYS_CHANGED } from "../keys/apiKeys.js";
 import { recordBillingEvent } from "../webhooks/billingEvents.js";
 import { BILLING_SUSPENSION } from "../plans/quotaLedger.js";
-import { isPaidPlan, PLAN_RANK, usdOf, type PlanName } from "../plans/plans.js";
+import { isPaidPlan, planNamed, usdOf, type PaidPlan, type PlanName } from "../plans/plans.js";
 import { BILLING_ACCOUNT_ID } from "./billingAccount.js";
 import {
   accountBillingOf,
@@ -85,6 +85,7 @@ export async function beginPayment(
     source: Buyer;
     details: PaymentDetails;
   },
+  now: Date = new Date(),
 ): Promise<{ row: BillingPaymentRow; fresh: boolean }> {
   const { purchase, details } = input;
   const values = {
@@ -103,7 +104,73 @@ export async function beginPayment(
     period_start: purchase.periodStart ?? null,
     period_end: purchase.periodEnd ?? null,
   };
-  const written = await db
+  const written = await db.transaction().execute(async (trx) => {
+    if (purchase.order.kind === "plan") {
+      await refuseSecondAdvance(
+        trx,
+        input.accountId,
+        purchase.order.plan,
+        values.authorization_key,
+        now,
+      );
+    }
+    return insertPending(trx, values, input.accountId);
+  });
+  if (written) return { row: written, fresh: true };
+  const existing = await findPayment(db, details.authorizationKey);
+  if (!existing) throw new Error("billing payment row vanished");
+  return { row: existing, fresh: false };
+}
+
+/**
+ * One plan paid in advance at a time: a lower plan bought for after the
+ * current period is refused (409, before anything is settled) while another
+ * one waits, applied or still being settled. Decided on the locked account
+ * row, so orders priced together are taken one at a time: the first is
+ * written, the rest are refused, and every payment that is settled buys the
+ * plan and days it paid for.
+ */
+async function refuseSecondAdvance(
+  trx: Transaction<Database>,
+  accountId: string,
+  plan: PaidPlan,
+  authorizationKey: string,
+  now: Date,
+): Promise<void> {
+  const account = await lockAccount(trx, accountId);
+  if (planEffect(account, plan, now) !== "queued") return;
+  if (account.nextPlanDays !== null) {
+    throw new ServiceError(
+      "conflict",
+      `a paid change to ${planLabel(account.nextPlan ?? "free")} already waits for the end of this period`,
+    );
+  }
+  const settling = await trx
+    .selectFrom("billing_payments")
+    .select("plan")
+    .where("account_id", "=", accountId)
+    .where("kind", "=", "plan")
+    .where("status", "=", "pending")
+    // The same payment presented twice at once is answered from its row.
+    .where("authorization_key", "!=", authorizationKey)
+    .execute();
+  const inFlight = settling.find(
+    (r) => isPaidPlan(r.plan) && planEffect(account, r.plan, now) === "queued",
+  );
+  if (inFlight) {
+    throw new ServiceError(
+      "conflict",
+      `a payment for ${planLabel(planNamed(inFlight.plan!))} after this period is being settled: one plan is paid in advance at a time; try again once it is settled`,
+    );
+  }
+}
+
+function insertPending(
+  trx: Transaction<Database>,
+  values: Insertable<BillingPaymentsTable>,
+  accountId: string,
+) {
+  return trx
     .insertInto("billing_payments")
     .values(values)
     .onConflict((oc) =>
@@ -121,14 +188,10 @@ export async function beginPayment(
           created_at: sql<Date>`now()`,
         }))
         .where("billing_payments.status", "=", "failed")
-        .where("billing_payments.account_id", "=", input.accountId),
+        .where("billing_payments.account_id", "=", accountId),
     )
     .returningAll()
     .executeTakeFirst();
-  if (written) return { row: written, fresh: true };
-  const existing = await findPayment(db, details.authorizationKey);
-  if (!existing) throw new Error("billing payment row vanished");
-  return { row: existing, fresh: false };
 }
 
 export function findPayment(
@@ -271,6 +334,11 @@ async function applyToAccount(
       { ...received, balanceMicroUsd: balance.toString(), balanceUsd: usdOf(balance) },
       now,
     );
+    // Pay-as-you-go's paid limits come with a positive balance: every
+    // replica's key cache holds the plan its rate limit applies.
+    if (account.plan === "payg" && account.balanceMicroUsd <= 0n && balance > 0n) {
+      await announceChange(trx, API_KEYS_CHANGED);
+    }
     if (lifts) {
       await recordBillingEvent(
         trx,
@@ -286,21 +354,22 @@ async function applyToAccount(
   if (!isPaidPlan(plan)) throw new Error(`billing payment ${row.id} names no paid plan`);
   const effect = planEffect(account, plan, now);
   const { start, end } = periodOf(account, effect, now);
+  if (effect === "queued" && account.nextPlanDays !== null && account.nextPlan !== plan) {
+    // Pricing takes one plan paid in advance at a time (on the locked row),
+    // so this is only a payment whose row was given up as never settled and
+    // then settled after another advance was bought. Only one plan can wait,
+    // and giving either plan the other's days would sell days nobody paid
+    // for: the money goes to the prepaid balance instead, and says so.
+    return creditInstead(trx, row, received, now);
+  }
   if (effect === "queued") {
-    // Pricing refuses a second paid change while one waits, but two priced
-    // before either was paid both land here: the second's days extend the
-    // change already waiting, on the higher of the two plans. Both were
-    // paid, so neither period is lost, and if the plans differ the race
-    // costs us the difference, never the customer.
+    // Two payments for the same lower plan both waiting: their days add up.
     const days = daysBetween(start, end);
-    const waiting = account.nextPlanDays !== null;
-    const queued = account.nextPlan;
-    const higher = isPaidPlan(queued) && PLAN_RANK[queued] > PLAN_RANK[plan] ? queued : plan;
     await trx
       .updateTable("accounts")
       .set(
-        waiting
-          ? { next_plan: higher, next_plan_days: sql<number>`next_plan_days + ${days}` }
+        account.nextPlanDays !== null
+          ? { next_plan_days: sql<number>`next_plan_days + ${days}` }
           : { next_plan: plan, next_plan_days: days },
       )
       .where("id", "=", row.account_id)
@@ -345,6 +414,43 @@ async function applyToAccount(
   }
   // Every replica's key cache holds the plan for the per-key rate limit.
   if (effect !== "queued" && account.plan !== plan) await announceChange(trx, API_KEYS_CHANGED);
+  return updated;
+}
+
+/** A plan payment that cannot buy its plan: its amount becomes prepaid balance. */
+async function creditInstead(
+  trx: Transaction<Database>,
+  row: BillingPaymentRow,
+  received: Record<string, unknown>,
+  now: Date,
+): Promise<BillingPaymentRow> {
+  const credited = await trx
+    .updateTable("accounts")
+    .set({
+      balance_micro_usd: sql<string>`balance_micro_usd + ${row.amount_micro_usd}::bigint`,
+    })
+    .where("id", "=", row.account_id)
+    .returning("balance_micro_usd")
+    .executeTakeFirstOrThrow();
+  const updated = await trx
+    .updateTable("billing_payments")
+    .set({ period_start: null, period_end: null })
+    .where("id", "=", row.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  const balance = BigInt(credited.balance_micro_usd);
+  await recordBillingEvent(
+    trx,
+    row.account_id,
+    "billing.payment_received",
+    {
+      ...received,
+      effect: "credited",
+      balanceMicroUsd: balance.toString(),
+      balanceUsd: usdOf(balance),
+    },
+    now,
+  );
   return updated;
 }
 

@@ -99,7 +99,7 @@ export function planEffect(account: AccountBilling, plan: PaidPlan, now: Date): 
   if (PLAN_RANK[plan] > PLAN_RANK[current]) return "now";
   // A lower plan waits for the current period when there is one to wait
   // for: what was paid for runs its course. (Pricing refuses it while
-  // another paid change already waits.)
+  // another paid change waits, and the ledger again on the locked row.)
   return running ? "queued" : "now";
 }
 

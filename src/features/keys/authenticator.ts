@@ -8,11 +8,11 @@
  * a key takes effect within that window on every replica. `last_used_at` is
  * written at most once a minute per key, off the request path.
  *
- * The same lookup reads the account's plan, so the per-key rate limit knows
- * a key's budget without a query of its own.
+ * The same lookup reads the account's plan and balance, so the rate limit
+ * knows a key's budget without a query of its own.
  */
 import type { Db } from "../../storage/db.js";
-import { planNamed, type PlanName } from "../plans/plans.js";
+import { holdsFreeLimits, planNamed, type PlanName } from "../plans/plans.js";
 import { hashApiKey, looksLikeApiKey, sameHash } from "./apiKeyFormat.js";
 
 export interface ApiKeyPrincipal {
@@ -24,6 +24,7 @@ export interface ApiKeyPrincipal {
 /** A valid key: who it is, and its account's plan as of the (cached) lookup. */
 export interface IdentifiedKey {
   principal: ApiKeyPrincipal;
+  /** The plan whose request limit applies: Free for pay-as-you-go without a prepaid balance. */
   plan: PlanName;
 }
 
@@ -92,6 +93,7 @@ export class ApiKeyAuthenticator {
         "api_keys.account_id",
         "api_keys.key_hash",
         "accounts.plan",
+        "accounts.balance_micro_usd",
       ])
       .where("api_keys.key_hash", "=", hash)
       .where("api_keys.revoked_at", "is", null)
@@ -99,7 +101,7 @@ export class ApiKeyAuthenticator {
     if (!row || !sameHash(row.key_hash, hash)) return null;
     return {
       principal: { keyId: row.id, keyName: row.name, accountId: row.account_id },
-      plan: planNamed(row.plan),
+      plan: holdsFreeLimits(row.plan, row.balance_micro_usd) ? "free" : planNamed(row.plan),
     };
   }
 

@@ -135,6 +135,17 @@ export function planRule(plan: string, limits: PlanLimits): PlanRule {
   }
 }
 
+/**
+ * Whether an account is held to Free's abuse limits (failures, requests):
+ * Free, and pay-as-you-go without a positive prepaid balance. Moving from
+ * Free to pay-as-you-go costs nothing, so the paid plans' limits come with
+ * money held, never with the switch alone.
+ */
+export function holdsFreeLimits(plan: string | null, balanceMicroUsd: bigint | string): boolean {
+  const name = planNamed(plan ?? "free");
+  return name === "free" || (name === "payg" && BigInt(balanceMicroUsd) <= 0n);
+}
+
 /** Calendar month in UTC, 'YYYY-MM'. */
 export function monthOf(at: Date): string {
   return at.toISOString().slice(0, 7);

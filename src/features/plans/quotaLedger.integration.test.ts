@@ -1,7 +1,8 @@
 /**
  * The quota ledger on its own (no HTTP): reservations never overshoot the
  * hard limit, a release gives units back, a charge in a transaction bills
- * exactly once, pay-as-you-go accrues charges past its free allowance, and a
+ * exactly once, pay-as-you-go accrues charges past its free allowance (and is
+ * held to Free's failure limit while it holds no prepaid balance), and a
  * suspended account is refused.
  */
 import { after, before, describe, test } from "node:test";
@@ -11,6 +12,8 @@ import { createAccount } from "../accounts/accounts.js";
 import { QuotaLedger, setAccountPlan, setAccountSuspended } from "./quotaLedger.js";
 import { PAYG_FREE_UNITS, monthOf } from "./plans.js";
 import { ServiceError } from "../../lib/errors.js";
+import { randomUUID } from "node:crypto";
+import { createApiKey } from "../keys/apiKeys.js";
 
 const LIMITS = { starterLimit: 3, proLimit: 100, maxLimit: 1000 };
 
@@ -95,5 +98,64 @@ describe("quota ledger", () => {
     await assert.rejects(ledger.reserve(account.id, 1, "eip155:8453"), (e: unknown) => {
       return e instanceof ServiceError && e.code === "account_suspended";
     });
+  });
+
+  test("pay-as-you-go without a positive balance has Free's failure limit; a balance lifts it", async () => {
+    const strict = new QuotaLedger(database.db, {
+      ...LIMITS,
+      failuresPerHour: { free: 2, paid: 50 },
+    });
+    const refusedWith = (code: string) => (e: unknown) =>
+      e instanceof ServiceError && e.code === code;
+    const setBalance = (id: string, micro: string) =>
+      database.db
+        .updateTable("accounts")
+        .set({ balance_micro_usd: micro })
+        .where("id", "=", id)
+        .execute();
+
+    // Two failures of its own in the hour: Free's limit, until it is funded.
+    const failing = await createAccount(database.db, "payg-failing");
+    await setAccountPlan(database.db, failing.id, "payg");
+    const key = await createApiKey(database.db, failing.id, "k");
+    const now = new Date();
+    for (let i = 0; i < 2; i++) {
+      await database.db
+        .insertInto("settlements")
+        .values({
+          id: randomUUID(),
+          account_id: failing.id,
+          api_key_id: key.id,
+          network: "eip155:8453",
+          scheme: "exact",
+          payer: "0x1111111111111111111111111111111111111111",
+          pay_to: "0x7e45000000000000000000000000000000007e45",
+          asset: "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913",
+          amount: "1",
+          payload_fingerprint: `f${i}`,
+          status: "failed",
+          transaction: `0x${String(i).repeat(64)}`,
+          error_reason: "transaction_reverted",
+          error_message: null,
+          started_at: now,
+          finished_at: now,
+          duration_ms: 1,
+          request: null,
+          authorization_key: `test:${randomUUID()}`,
+        })
+        .execute();
+    }
+    await assert.rejects(
+      strict.reserve(failing.id, 1, "eip155:8453"),
+      refusedWith("too_many_failed_settlements"),
+    );
+    await setBalance(failing.id, "-5");
+    await assert.rejects(
+      strict.reserve(failing.id, 1, "eip155:8453"),
+      refusedWith("too_many_failed_settlements"),
+    );
+    await setBalance(failing.id, "1");
+    await strict.reserve(failing.id, 1, "eip155:8453");
+    assert.deepEqual(await usage(failing.id), { used: 0, reserved: 1 });
   });
 });

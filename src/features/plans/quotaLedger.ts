@@ -24,6 +24,7 @@ import {
   PAYG_UNIT_PRICE_MICRO_USD,
   PLAN_NAMES,
   UPGRADE_PATH,
+  holdsFreeLimits,
   monthOf,
   paygBillableUnits,
   planRule,
@@ -171,18 +172,25 @@ export class QuotaLedger {
       (
         await this.db
           .selectFrom("accounts")
-          .select(["id", "plan"])
+          .select(["id", "plan", "balance_micro_usd"])
           .where(
             "id",
             "in",
             rows.rows.map((r) => r.account_id),
           )
           .execute()
-      ).map((a) => [a.id, planRule(a.plan ?? "free", this.limits).name]),
+      ).map((a) => [
+        a.id,
+        {
+          name: planRule(a.plan ?? "free", this.limits).name,
+          free: holdsFreeLimits(a.plan, a.balance_micro_usd),
+        },
+      ]),
     );
     for (const row of rows.rows) {
-      const plan = plans.get(row.account_id) ?? "free";
-      const limit = plan === "free" ? limits.free : limits.paid;
+      const held = plans.get(row.account_id) ?? { name: "free" as const, free: true };
+      const plan = held.name;
+      const limit = held.free ? limits.free : limits.paid;
       const failures = row.failed_at.length;
       // The request's own pending row is among those in flight.
       const waiting = failures < limit && failures + row.in_flight > limit;
@@ -262,7 +270,8 @@ export class QuotaLedger {
                 and p.status = 'pending' and p.started_at > ${since}) <= f.lim
             end
           from (select count(*) as failed,
-              (case coalesce(a.plan, 'free') when 'free' then ${failures.free}::int
+              (case when coalesce(a.plan, 'free') = 'free'
+                  or (a.plan = 'payg' and a.balance_micro_usd <= 0) then ${failures.free}::int
                 else ${failures.paid}::int end) as lim
             from settlements s
             where s.account_id = q.account_id and s.network = any(${networks}::text[])
