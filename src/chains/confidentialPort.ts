@@ -230,6 +230,11 @@ export interface ConfidentialVault {
   /** Every payment the vault collected on `day` (a ledger no one can rewrite). */
   dayPayments(day: number): Promise<CollectedPayment[]>;
   /**
+   * What the vault paid each slot's merchant from the operator bond for
+   * `day` (its `ClaimPaid` events), by slot; empty unless the day was disputed.
+   */
+  claimsPaid(day: number): Promise<Map<bigint, bigint>>;
+  /**
    * Signs a payment's receipt. `day` and `amount` must be the vault's own
    * record of it (`payment`): only such a receipt can be redeemed.
    */

@@ -327,7 +327,7 @@ interface ConfidentialCreditsTable {
   /** 0021: the UTC day the vault collected it in. */
   day: number | null;
   /** 0021: credited another way: its receipt redeemed, or returned to its payer. */
-  outcome: "redeemed" | "returned" | null;
+  outcome: "redeemed" | "returned" | "bond_paid" | null;
   /** 0021: why its day's batch skipped it. */
   problem: string | null;
 }

@@ -221,10 +221,25 @@ describe("Confidential tab in Chromium: checking each day and challenging a shor
       functionName: "frozen",
     });
     assert.equal(frozen, true, "no next close from this operator key");
+    // The rows record what the vault paid: no longer pending.
+    const rows = await stack.service.db
+      .selectFrom("confidential_credits")
+      .select(["outcome", "credited_day"])
+      .where("account_id", "=", user.accountId)
+      .where("day", "=", day)
+      .execute();
+    assert.equal(rows.length, 2);
+    for (const r of rows) assert.deepEqual(r, { outcome: "bond_paid", credited_day: null });
 
     // The merchant comes back to the tab later.
     await showTab(page);
-    await shortRow.getByText(/paid from the operator's bond/).waitFor();
+    await shortRow
+      .getByText("Challenged: 0.020000 USDC paid to your wallet from the operator's bond")
+      .waitFor();
+    await page.getByTestId("balance-bond-paid").getByText("0.020000 USDC").waitFor();
+    // Pending is the honest day's one payment, still in its window; the
+    // stolen day's two are no longer counted there.
+    assert.match(await page.getByTestId("balance-pending").innerText(), /^0\.010000 USDC/);
     assert.equal(await shortRow.locator("td").nth(1).innerText(), "disputed");
     assert.equal(await shortRow.getByRole("button").count(), 0);
     await honestRow.getByText("Matches").waitFor();

@@ -15,7 +15,7 @@ import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createTestClient, http, type Hex } from "viem";
+import { createPublicClient, createTestClient, createWalletClient, http, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
 import { signedInUser, type DashboardUser } from "../support/dashboardSession.js";
@@ -37,6 +37,7 @@ interface DayCheck {
   receipts: number;
   receiptsTotal: string;
   shortfall: boolean;
+  paidFromBond: string;
   challenge: { from: Hex; to: Hex; data: Hex } | null;
 }
 
@@ -56,6 +57,10 @@ describe("a merchant's challenge, end to end", () => {
   let stack: TestStack;
   let user: DashboardUser;
   let apiKey: string;
+  // A second merchant paid the same day, who does not challenge at first.
+  let other: DashboardUser;
+  let otherApiKey: string;
+  const otherWallet = privateKeyToAccount(generatePrivateKey());
   let dir: string;
   const walletKey = generatePrivateKey();
   const wallet = privateKeyToAccount(walletKey);
@@ -71,10 +76,21 @@ describe("a merchant's challenge, end to end", () => {
     const { merchants } = stack.service.confidential;
     const message = merchants.enablementMessage(wallet.address, user.accountId);
     await merchants.enable(user.accountId, wallet.address, await wallet.signMessage({ message }));
-    await createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) }).setBalance({
-      address: wallet.address,
-      value: 10n ** 18n,
-    });
+    other = await signedInUser(stack.service.db, stack.url);
+    otherApiKey = (await createApiKey(stack.service.db, other.accountId, "shop")).key;
+    await merchants.enable(
+      other.accountId,
+      otherWallet.address,
+      await otherWallet.signMessage({
+        message: merchants.enablementMessage(otherWallet.address, other.accountId),
+      }),
+    );
+    for (const address of [wallet.address, otherWallet.address]) {
+      await createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) }).setBalance({
+        address,
+        value: 10n ** 18n,
+      });
+    }
     dir = mkdtempSync(join(tmpdir(), "confidential-check-"));
   });
   after(async () => {
@@ -101,13 +117,28 @@ describe("a merchant's challenge, end to end", () => {
       await post(stack.url, "/settle", paymentRequest(requirements, payload.payload), apiKey)
     ).json()) as Record<string, unknown>;
     assert.equal(paid["success"], true, JSON.stringify(paid));
+    const otherRequirements = confidentialRequirements({
+      usdc: stack.usdc,
+      vault: contract,
+      merchant: otherWallet.address,
+    });
+    const otherPayload = await signPayment(stack.payerKeys[2]!, otherRequirements);
+    const otherPaid = (await (
+      await post(
+        stack.url,
+        "/settle",
+        paymentRequest(otherRequirements, otherPayload.payload),
+        otherApiKey,
+      )
+    ).json()) as Record<string, unknown>;
+    assert.equal(otherPaid["success"], true, JSON.stringify(otherPaid));
 
     // The key holder's own slot, and the whole day's pool credited to it.
     const now = await pastNextMidnight(stack.rpcUrl, vault, 60);
     const day = utcDay(now) - 1;
     const stolen = await creditDayToOperatorsOwnSlot(vault, day);
     const thiefSlot = stolen.slot;
-    assert.equal(stolen.pool, PRICE_ATOMIC);
+    assert.equal(stolen.pool, 2n * PRICE_ATOMIC);
     assert.notEqual(stolen.releasableAfter, null, "released before its challenge window ended");
 
     // The merchant's check: through its API key and in the dashboard alike.
@@ -167,5 +198,66 @@ describe("a merchant's challenge, end to end", () => {
       { phase: after?.phase, shortfall: after?.shortfall, challenge: after?.challenge },
       { phase: "disputed", shortfall: true, challenge: null },
     );
+    // What the vault paid is recorded: the row is bond_paid, not pending.
+    assert.equal(after?.paidFromBond, PRICE_ATOMIC.toString());
+    const row = await stack.service.db
+      .selectFrom("confidential_credits")
+      .select(["outcome", "credited_day"])
+      .where("account_id", "=", user.accountId)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(row, { outcome: "bond_paid", credited_day: null });
+    const listed = (await (await user.call("/api/confidential/receipts")).json()) as {
+      receipts: { state: string; redeemableFrom: string | null }[];
+    };
+    assert.deepEqual(
+      listed.receipts.map((r) => [r.state, r.redeemableFrom]),
+      [["bond_paid", null]],
+    );
+    const balance = (await (await user.call("/api/confidential/balance")).json()) as Record<
+      string,
+      unknown
+    >;
+    assert.deepEqual([balance["pending"], balance["paidFromBond"]], ["0", PRICE_ATOMIC.toString()]);
+
+    // The other merchant did not challenge: the vault paid it nothing, so
+    // its payment stays pending and its check offers the challenge, which a
+    // disputed day pays at once; the next pass records it paid.
+    const otherRow = () =>
+      stack.service.db
+        .selectFrom("confidential_credits")
+        .select(["outcome", "credited_day"])
+        .where("account_id", "=", other.accountId)
+        .executeTakeFirstOrThrow();
+    assert.deepEqual(await otherRow(), { outcome: null, credited_day: null });
+    const [otherCheck] = (
+      (await (await other.call("/api/confidential/days")).json()) as { days: DayCheck[] }
+    ).days;
+    assert.deepEqual([otherCheck?.phase, otherCheck?.paidFromBond], ["disputed", "0"]);
+    assert.ok(otherCheck?.challenge);
+    const otherBefore = await usdcBalance(stack.rpcUrl, stack.usdc, otherWallet.address);
+    const hash = await createWalletClient({
+      account: otherWallet,
+      transport: http(stack.rpcUrl),
+    }).sendTransaction({
+      chain: null,
+      to: otherCheck.challenge.to,
+      data: otherCheck.challenge.data,
+    });
+    const sent = await createPublicClient({
+      transport: http(stack.rpcUrl),
+    }).waitForTransactionReceipt({
+      hash,
+    });
+    assert.equal(sent.status, "success");
+    assert.deepEqual(await stack.service.confidential.batch!.run(day, now), {
+      ran: false,
+      day,
+      why: "disputed",
+    });
+    assert.equal(
+      (await usdcBalance(stack.rpcUrl, stack.usdc, otherWallet.address)) - otherBefore,
+      PRICE_ATOMIC,
+    );
+    assert.deepEqual(await otherRow(), { outcome: "bond_paid", credited_day: null });
   });
 });

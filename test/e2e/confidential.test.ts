@@ -530,6 +530,7 @@ describe("confidential settlement end to end", () => {
       available: before.available,
       availableError: null,
       pending: (BigInt(before.pending) + PRICE_ATOMIC).toString(),
+      paidFromBond: "0",
     });
     const nonce = (payload.payload as { authorization: { nonce: string } }).authorization.nonce;
     const redeemCall = () =>

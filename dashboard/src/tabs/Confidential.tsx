@@ -27,19 +27,30 @@ interface DayCheck {
   receipts: number;
   receiptsTotal: string;
   shortfall: boolean;
+  paidFromBond: string;
   challenge: WalletCall | null;
 }
 interface Balance {
   available: string | null;
   availableError: string | null;
   pending: string;
+  /** Paid from the operator bond on a disputed day: already in the wallet. */
+  paidFromBond: string;
 }
 interface ReceiptEntry {
   paymentNonce: string;
   payer: string;
   amount: string;
   transaction: string | null;
-  state: "settling" | "pending" | "available" | "redeemed" | "returned" | "unbacked" | "failed";
+  state:
+    | "settling"
+    | "pending"
+    | "available"
+    | "redeemed"
+    | "returned"
+    | "bond_paid"
+    | "unbacked"
+    | "failed";
   createdAt: string;
   day: string | null;
   creditedDay: string | null;
@@ -252,6 +263,17 @@ function BalanceView() {
               {usdc(b.pending)}{" "}
               <span className="muted">(spendable once its day's batch closes)</span>
             </dd>
+            {BigInt(b.paidFromBond) > 0n && (
+              <>
+                <dt>Paid from the operator bond</dt>
+                <dd data-testid="balance-bond-paid">
+                  {usdc(b.paidFromBond)}{" "}
+                  <span className="muted">
+                    (a disputed day&apos;s receipts, already sent to your wallet)
+                  </span>
+                </dd>
+              </>
+            )}
           </dl>
         )}
       </Loadable>
@@ -273,6 +295,9 @@ function BalanceView() {
 function verdict(e: DayCheck) {
   if (!e.shortfall) return "Matches";
   if (e.challenge) return <strong>Short</strong>;
+  if (e.phase === "disputed" && BigInt(e.paidFromBond) > 0n) {
+    return `Challenged: ${usdc(e.paidFromBond)} paid to your wallet from the operator's bond`;
+  }
   if (e.phase === "disputed") return "Challenged: your receipts are paid from the operator's bond";
   return "Challenged: waiting for the contract's check of your receipts";
 }

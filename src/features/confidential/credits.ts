@@ -28,11 +28,19 @@ import type { Logger } from "../../lib/logger.js";
  * - `available`: its day's batch released it into the balance;
  * - `redeemed`: credited by its receipt, on-chain;
  * - `returned`: no merchant could be credited, so the vault sent it back to its payer;
+ * - `bond_paid`: its day was disputed and the vault paid it to the merchant from the operator bond;
  * - `unbacked`: the vault has no record of the payment for its day (reported);
  * - `settling` / `failed`: its settlement is not (or no longer) a success.
  */
 type CreditState =
-  "settling" | "pending" | "available" | "redeemed" | "returned" | "unbacked" | "failed";
+  | "settling"
+  | "pending"
+  | "available"
+  | "redeemed"
+  | "returned"
+  | "bond_paid"
+  | "unbacked"
+  | "failed";
 
 export interface CreditListing {
   paymentNonce: string;
@@ -66,6 +74,8 @@ export interface DayCheck {
   receipts: number;
   receiptsTotal: string;
   shortfall: boolean;
+  /** What the vault paid the merchant from the operator bond for the day's receipts (disputed day). */
+  paidFromBond: string;
   /** What the withdrawal wallet sends to present the receipts not presented yet. */
   challenge: { from: Hex; to: Hex; data: Hex } | null;
 }
@@ -361,15 +371,19 @@ export class ConfidentialCredits {
     const today = utcDay(new Date(Number(await this.vault.chainTime()) * 1000));
     const rows = await this.db
       .selectFrom("confidential_credits")
-      .select(["day", "receipt", "receipt_signature"])
+      .select(["day", "receipt", "receipt_signature", "amount", "outcome"])
       .where("account_id", "=", accountId)
       .where("day", ">=", today - lookbackDays)
       .where("day", "<", today)
       .where("receipt_signature", "is not", null)
       .execute();
     const byDay = new Map<number, SignedReceipt[]>();
+    const bondPaid = new Map<number, bigint>();
     for (const r of rows) {
       if (r.day === null || !r.receipt) continue;
+      if (r.outcome === "bond_paid") {
+        bondPaid.set(r.day, (bondPaid.get(r.day) ?? 0n) + BigInt(r.amount));
+      }
       byDay.set(r.day, [...(byDay.get(r.day) ?? []), r.receipt as SignedReceipt]);
     }
     const now = await this.vault.chainTime();
@@ -398,6 +412,7 @@ export class ConfidentialCredits {
         receipts: counted.length,
         receiptsTotal: receiptsTotal.toString(),
         shortfall,
+        paidFromBond: (bondPaid.get(day) ?? 0n).toString(),
         challenge:
           shortfall && presentable.length > 0
             ? {
@@ -425,17 +440,30 @@ export class ConfidentialCredits {
       .executeTakeFirst();
     return BigInt(row?.total ?? "0");
   }
+
+  /** What the vault paid the account from the operator bond (disputed days): in its wallet. */
+  async bondPaidTotal(accountId: string): Promise<bigint> {
+    const row = await this.db
+      .selectFrom("confidential_credits")
+      .select((eb) => eb.fn.sum<string | null>("amount").as("total"))
+      .where("account_id", "=", accountId)
+      .where("outcome", "=", "bond_paid")
+      .executeTakeFirst();
+    return BigInt(row?.total ?? "0");
+  }
 }
 
 function stateOf(r: {
   credited_day: number | null;
-  outcome: "redeemed" | "returned" | null;
+  outcome: "redeemed" | "returned" | "bond_paid" | null;
   problem: string | null;
   status: string | null;
 }): CreditState {
   if (r.credited_day !== null) return "available";
   if (r.outcome === "redeemed") return "redeemed";
   if (r.outcome === "returned") return "returned";
+  // Its day was disputed and the vault paid it from the operator bond.
+  if (r.outcome === "bond_paid") return "bond_paid";
   if (r.problem !== null) return "unbacked";
   // Rows are written only for settled payments; a row whose settlement is
   // no longer live was reconciled as failed after its answer.

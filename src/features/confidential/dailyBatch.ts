@@ -165,6 +165,7 @@ export class DailyBatch {
     try {
       const info = await this.vault.dayInfo(day);
       if (info.phase === "disputed") {
+        await this.recordBondPaid(day);
         log.error(
           "confidential daily batch: a merchant's challenge proved this day's split short; no day closes until the bond owner resumes",
         );
@@ -219,6 +220,7 @@ export class DailyBatch {
         });
       } catch (e) {
         if (e instanceof DayDisputedError) {
+          await this.recordBondPaid(day);
           log.error(e.message);
           return { ran: false, day, why: "disputed" };
         }
@@ -362,8 +364,10 @@ export class DailyBatch {
       const row = rows.get(key);
       if (p.state === "redeemed") plan.redeemed.push(key);
       if (p.state === "returned") plan.returnedBefore.push(key);
-      // A challenged payment stays in its day's pool (its day was not disputed).
+      // A challenged payment stays in its day's pool, unless its day was
+      // disputed and the bond paid it (then the pool no longer holds it).
       if ((p.state !== "collected" && p.state !== "challenged") || !row) continue;
+      if (row.outcome === "bond_paid") continue;
       if (BigInt(row.amount) !== p.amount) {
         // Cannot happen (the vault collected the signed value our row holds);
         // the vault's amount is what the pool holds, so it is what is credited.
@@ -398,18 +402,71 @@ export class DailyBatch {
   }
 
   /** Our credit rows for these payment keys, with their merchant's slot. */
-  private async rowsOf(keys: string[]): Promise<Map<string, { amount: string; slot: bigint }>> {
-    const rows = new Map<string, { amount: string; slot: bigint }>();
+  /**
+   * On a disputed day, marks `bond_paid` the payments whose merchant the
+   * vault paid from the operator bond. What was paid is read from the vault
+   * (its `ClaimPaid` events, per slot) and compared with what the slot's
+   * merchant presented (its payments in state `challenged`): the vault pays
+   * everything a slot presented at once, so a slot paid at least that much
+   * was paid each of them. A merchant that has not presented its receipts
+   * yet was paid nothing: its rows stay pending (it may still present them,
+   * and is then paid at once; a later pass marks them).
+   */
+  private async recordBondPaid(day: number): Promise<void> {
+    const [ledger, paid] = await Promise.all([
+      this.vault.dayPayments(day),
+      this.vault.claimsPaid(day),
+    ]);
+    const presented = ledger.filter((p) => p.state === "challenged");
+    if (presented.length === 0 || paid.size === 0) return;
+    const rows = await this.rowsOf(presented.map((p) => p.key.toLowerCase()));
+    const bySlot = new Map<bigint, { keys: string[]; total: bigint }>();
+    for (const p of presented) {
+      const key = p.key.toLowerCase();
+      const row = rows.get(key);
+      if (!row) continue;
+      const slot = bySlot.get(row.slot) ?? { keys: [], total: 0n };
+      slot.keys.push(key);
+      slot.total += p.amount;
+      bySlot.set(row.slot, slot);
+    }
+    const keys = [...bySlot]
+      .filter(([slot, s]) => (paid.get(slot) ?? 0n) >= s.total)
+      .flatMap(([, s]) => s.keys);
+    if (keys.length === 0) return;
+    const marked = await this.db
+      .updateTable("confidential_credits")
+      .set({ outcome: "bond_paid" })
+      .where("payment_key", "in", keys)
+      .where("credited_day", "is", null)
+      .where("outcome", "is", null)
+      .executeTakeFirst();
+    if (marked.numUpdatedRows > 0n) {
+      this.opts.log.info(
+        { day: dayToDate(day), payments: Number(marked.numUpdatedRows) },
+        "confidential daily batch: payments of a disputed day paid from the operator bond",
+      );
+    }
+  }
+
+  private async rowsOf(
+    keys: string[],
+  ): Promise<Map<string, { amount: string; slot: bigint; outcome: string | null }>> {
+    const rows = new Map<string, { amount: string; slot: bigint; outcome: string | null }>();
     for (let i = 0; i < keys.length; i += 1000) {
       const found = await this.db
         .selectFrom("confidential_credits as c")
         .innerJoin("confidential_merchants as m", "m.account_id", "c.account_id")
-        .select(["c.payment_key", "c.amount", "m.slot"])
+        .select(["c.payment_key", "c.amount", "c.outcome", "m.slot"])
         .where("c.payment_key", "in", keys.slice(i, i + 1000))
         .execute();
       for (const r of found) {
         if (r.payment_key && r.slot !== null) {
-          rows.set(r.payment_key.toLowerCase(), { amount: r.amount, slot: BigInt(r.slot) });
+          rows.set(r.payment_key.toLowerCase(), {
+            amount: r.amount,
+            slot: BigInt(r.slot),
+            outcome: r.outcome,
+          });
         }
       }
     }

@@ -332,6 +332,23 @@ export async function createConfidentialVault(
     };
   };
 
+  const claimsPaid = async (day: number): Promise<Map<bigint, bigint>> => {
+    const logs = await publicClient.getContractEvents({
+      ...vault,
+      eventName: "ClaimPaid",
+      args: { day: BigInt(day) },
+      fromBlock: await read<bigint>("deploymentBlock"),
+      toBlock: "latest",
+    });
+    const paid = new Map<bigint, bigint>();
+    for (const l of logs) {
+      const { slot, amount } = l.args;
+      if (slot === undefined || amount === undefined) continue;
+      paid.set(slot, (paid.get(slot) ?? 0n) + amount);
+    }
+    return paid;
+  };
+
   /** Submits the KMS's answer to every open challenge of `day`. */
   const resolveChallenges = async (day: number) => {
     const count = await read<bigint>("challengeCount");
@@ -464,6 +481,7 @@ export async function createConfidentialVault(
     payment,
     dayInfo,
     dayPayments,
+    claimsPaid,
 
     async signReceipt({ paymentNonce, payer, merchant, slot, amount, day }) {
       const receipt: Receipt = {

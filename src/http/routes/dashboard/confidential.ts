@@ -5,7 +5,7 @@
  *   GET  /api/confidential/enablement-message    what the wallet signs to enable
  *   POST /api/confidential/enable                bind the withdrawal wallet, assign the slot
  *   POST /api/confidential/mode                  default | confidential | both, live
- *   GET  /api/confidential/balance               available (decrypted) and pending balance
+ *   GET  /api/confidential/balance               available (decrypted), pending, and paid from the bond
  *   GET  /api/confidential/receipts              confidential payments and their receipts (paged)
  *   POST /api/confidential/receipts/redeem       the transaction the wallet sends to redeem one
  *   GET  /api/confidential/days                  each challengeable day: its credit against its receipts
@@ -144,7 +144,7 @@ export function registerConfidentialRoutes(
         throw new ServiceError("conflict", "enable confidential settlement first");
       }
       const vault = need(deps.confidential.vault);
-      const [available, pending] = await Promise.all([
+      const [available, pending, paidFromBond] = await Promise.all([
         vault.balance(merchant.slot).then(
           (v) => ({ value: v.toString(), error: null }),
           () => ({
@@ -153,11 +153,13 @@ export function registerConfidentialRoutes(
           }),
         ),
         credits().pendingTotal(accountId),
+        credits().bondPaidTotal(accountId),
       ]);
       return {
         available: available.value,
         availableError: available.error,
         pending: pending.toString(),
+        paidFromBond: paidFromBond.toString(),
       };
     },
   );
