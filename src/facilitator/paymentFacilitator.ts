@@ -14,7 +14,7 @@ import { createHash } from "node:crypto";
 import stringify from "safe-stable-stringify";
 import type { x402Facilitator } from "@x402/core/facilitator";
 import type { SettleResponse, VerifyResponse } from "@x402/core/types";
-import { describeError } from "../lib/errors.js";
+import { ServiceError, describeError, isDatabaseUnavailable } from "../lib/errors.js";
 import { Reason } from "../protocol/reasons.js";
 import { settlePending, settleRefusal, verifyRefusal } from "../protocol/answers.js";
 import { protocolRefusal } from "../protocol/precheck.js";
@@ -296,6 +296,17 @@ export class PaymentFacilitator {
       this.log.error({ err: describeError(e), network }, "settle threw");
       if (notes.ambiguousReference) {
         return settlePending(notes.ambiguousReference, network, LOST_ANSWER, payer);
+      }
+      // Something was sent, or the database failed under the settle (so
+      // what was sent is not known here): "nothing was charged" could be
+      // false. The row stays pending for the reconciler, and the caller's
+      // retry gets its outcome; the answer now is an outage to retry.
+      if (notes.sent || isDatabaseUnavailable(e)) {
+        throw new ServiceError(
+          "service_unavailable",
+          "the settlement's outcome is not known yet; retry shortly to get it",
+          { retryable: true, cause: e },
+        );
       }
       // A mechanism that threw because the chain could not be read (an
       // asset check's eth_getCode through a failing provider) met an outage,
