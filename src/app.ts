@@ -4,11 +4,10 @@
  * keys, confidential settlement, the workers); this file opens them in
  * order and closes them in the reverse order. It names no chain family.
  */
-import { join } from "node:path";
 import type { Config } from "./config/index.js";
 import { createLogger, type Logger } from "./lib/logger.js";
 import { createMetrics } from "./lib/metrics.js";
-import { openMigratedDb, type OpenedDb } from "./storage/db.js";
+import { openServiceDb, type OpenedDb } from "./storage/db.js";
 import { createRedis } from "./storage/redis.js";
 import {
   assetKey,
@@ -63,12 +62,7 @@ export async function createService(opts: ServiceOptions) {
   // Closed in the reverse order of opening.
   const closers: (() => unknown)[] = [];
   const database =
-    opts.database ??
-    (await openMigratedDb({
-      databaseUrl: config.databaseUrl,
-      dataDir: join(config.dataDir, "pglite"),
-      traffic: metrics.dbTraffic,
-    }));
+    opts.database ?? (await openServiceDb(config.databaseUrl, config.dataDir, metrics.dbTraffic));
   if (!opts.database) closers.push(() => database.close());
   const db = database.db;
   const reportError = (e: unknown, what: string) => log.error({ err: String(e) }, `${what} failed`);

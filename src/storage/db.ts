@@ -103,6 +103,22 @@ export async function openDb(opts: OpenDbOptions): Promise<OpenedDb> {
   }
 }
 
+/**
+ * The service's own database, migrated: PostgreSQL at `databaseUrl`, else
+ * the embedded one in `pglite/` under the service's data directory.
+ */
+export function openServiceDb(
+  databaseUrl: string | undefined,
+  dataDir: string,
+  traffic?: DbTraffic,
+): Promise<OpenedDb> {
+  return openMigratedDb({
+    databaseUrl,
+    dataDir: join(dataDir, "pglite"),
+    ...(traffic ? { traffic } : {}),
+  });
+}
+
 export async function openMigratedDb(opts: OpenDbOptions): Promise<OpenedDb> {
   const opened = await openDb(opts);
   try {
