@@ -22,17 +22,7 @@
 import { readFileSync } from "node:fs";
 import { createPublicClient, createWalletClient, defineChain, http, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-
-interface DayCheck {
-  day: string;
-  phase: string;
-  windowEndsAt: string | null;
-  credit: string | null;
-  receipts: number;
-  receiptsTotal: string;
-  shortfall: boolean;
-  challenge: { from: Hex; to: Hex; data: Hex } | null;
-}
+import type { DayCheck } from "../src/features/confidential/credits.js";
 
 function setting(name: string): string {
   const file = process.env[`${name}_FILE`]?.trim();

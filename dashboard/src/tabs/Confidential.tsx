@@ -2,6 +2,7 @@ import { useState, type FormEvent } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api } from "../api.js";
 import { ErrorNote, Loadable, shortHex, when } from "../ui.js";
+import type { DayCheck } from "../../../src/features/confidential/credits.js";
 
 type Mode = "default" | "confidential" | "both";
 
@@ -18,17 +19,6 @@ interface ConfidentialInfo {
   fee: { unitsPerSettlement: number; explanation: string };
   description: string;
   observer: string;
-}
-interface DayCheck {
-  day: string;
-  phase: string;
-  windowEndsAt: string | null;
-  credit: string | null;
-  receipts: number;
-  receiptsTotal: string;
-  shortfall: boolean;
-  paidFromBond: string;
-  challenge: WalletCall | null;
 }
 interface Balance {
   available: string | null;
