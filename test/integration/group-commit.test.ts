@@ -469,5 +469,18 @@ for (const backend of availableBackends()) {
         .execute();
       assert.deepEqual(rows, [], "the row another replica stored is gone once read and deleted");
     });
+
+    test("the pending-settlement store's write never throws: its failure must not turn a transaction in flight into a failed answer", async () => {
+      const down = await openTestDb(backend);
+      await down.close();
+      const store = new DbPendingSettlementStore(down.db);
+      await assert.doesNotReject(store.set("sig-6", tx(6)));
+      const rows = await database.db
+        .selectFrom("pending_settlements")
+        .select("key")
+        .where("key", "=", "sig-6")
+        .execute();
+      assert.deepEqual(rows, [], "nothing was written");
+    });
   });
 }

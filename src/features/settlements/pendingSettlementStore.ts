@@ -66,6 +66,13 @@ export class DbPendingSettlementStore implements PendingSettlementStore {
     return this.reads.submit(key);
   }
 
+  /**
+   * Never throws. The mechanism turns a failed `set` into a final failure
+   * answer with the transaction still in flight, which would record a
+   * payment that may land as failed. The row is only a shortcut: the
+   * settlement's intent row and transaction journal already lead a retry to
+   * the transaction sent, so a lost write costs nothing but that shortcut.
+   */
   async set(key: string, txHash: string): Promise<void> {
     // Before the write: if its answer is lost, a later delete still runs.
     this.remember(key);
@@ -74,7 +81,8 @@ export class DbPendingSettlementStore implements PendingSettlementStore {
       .insertInto("pending_settlements")
       .values({ key, tx_hash: txHash, expires_at: expires })
       .onConflict((oc) => oc.column("key").doUpdateSet({ tx_hash: txHash, expires_at: expires }))
-      .execute();
+      .execute()
+      .catch(() => undefined);
   }
 
   private remember(key: string): void {
