@@ -68,7 +68,8 @@ test("SIGKILL between broadcast and receipt: restart reconciles, one transfer, r
       env,
       stdio: ["ignore", "ignore", "inherit"],
     });
-    await until("the service to answer", async () => (await fetch(`${url}/health`)).ok);
+    // A cold start compiles the service first: slow on a busy machine.
+    await until("the service to answer", async () => (await fetch(`${url}/health`)).ok, 120_000);
     return c;
   };
 

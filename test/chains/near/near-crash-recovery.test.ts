@@ -51,6 +51,8 @@ async function service(dataDir: string, port: number): Promise<ChildProcess> {
   await until(
     "the service to answer",
     async () => (await fetch(`http://127.0.0.1:${port}/health`)).ok,
+    // A cold start compiles the service first: slow on a busy machine.
+    120_000,
   );
   return c;
 }
