@@ -2,8 +2,9 @@
  * The quota ledger on its own (no HTTP): reservations never overshoot the
  * hard limit, a release gives units back, a charge in a transaction bills
  * exactly once, pay-as-you-go accrues charges past its free allowance (and is
- * held to Free's failure limit while it holds no prepaid balance), and a
- * suspended account is refused.
+ * held to Free's failure limit while it holds no prepaid balance), a
+ * success a reorg took back is not paid for, and a suspended account is
+ * refused.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -89,6 +90,90 @@ describe("quota ledger", () => {
     assert.deepEqual(
       charges.map((c) => [c.units, Number(c.amount_micro_usd)]),
       [[2, 2000]],
+    );
+  });
+
+  test("a revoked success gives back its units and its pay-as-you-go charge, and lifts the suspension that charge made", async () => {
+    const account = await createAccount(database.db, "payg-revoked");
+    await setAccountPlan(database.db, account.id, "payg");
+    const key = await createApiKey(database.db, account.id, "k");
+    await database.db
+      .insertInto("webhook_endpoints")
+      .values({
+        account_id: account.id,
+        url: "https://hooks.example/x",
+        secret: "whsec_test",
+        events: ["billing.account_suspended", "billing.suspension_lifted"],
+        updated_at: new Date(),
+      })
+      .execute();
+    await database.db
+      .insertInto("quota_usage")
+      .values({ account_id: account.id, month: monthOf(new Date()), used: PAYG_FREE_UNITS })
+      .execute();
+    await database.db
+      .updateTable("accounts")
+      .set({ balance_micro_usd: "500" })
+      .where("id", "=", account.id)
+      .execute();
+    const settlement = {
+      id: randomUUID(),
+      account_id: account.id,
+      units: 2,
+      finished_at: new Date(),
+    };
+    await database.db
+      .insertInto("settlements")
+      .values({
+        ...settlement,
+        api_key_id: key.id,
+        network: "eip155:8453",
+        scheme: "exact",
+        payer: null,
+        pay_to: "0x0000000000000000000000000000000000000001",
+        asset: "0x0000000000000000000000000000000000000002",
+        amount: "1",
+        payload_fingerprint: randomUUID(),
+        status: "succeeded",
+        transaction: "0x01",
+        error_reason: null,
+        error_message: null,
+        started_at: new Date(),
+        duration_ms: 1,
+        request: null,
+      })
+      .execute();
+    await database.db
+      .transaction()
+      .execute((trx) => ledger.chargeIn(trx, account.id, 2, settlement.id));
+    const account_ = async () => {
+      const a = await database.db
+        .selectFrom("accounts")
+        .select(["balance_micro_usd", "suspended_by"])
+        .where("id", "=", account.id)
+        .executeTakeFirstOrThrow();
+      return { balance_micro_usd: String(a.balance_micro_usd), suspended_by: a.suspended_by };
+    };
+    assert.deepEqual(await account_(), { balance_micro_usd: "-1500", suspended_by: "billing" });
+
+    await database.db.transaction().execute((trx) => ledger.revokeChargeIn(trx, settlement));
+    assert.deepEqual(await account_(), { balance_micro_usd: "500", suspended_by: null });
+    assert.deepEqual(await usage(account.id), { used: PAYG_FREE_UNITS, reserved: 0 });
+    const left = await database.db
+      .selectFrom("usage_charges")
+      .select("id")
+      .where("settlement_id", "=", settlement.id)
+      .execute();
+    assert.deepEqual(left, [], "the charge is gone");
+    const events = await database.db
+      .selectFrom("webhook_events")
+      .select("type")
+      .where("account_id", "=", account.id)
+      .orderBy("seq")
+      .execute();
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ["billing.account_suspended", "billing.suspension_lifted"],
     );
   });
 

@@ -489,6 +489,74 @@ export class QuotaLedger {
     await drawPaygBalances(tx, owed, this.limits.paygGraceMicroUsd ?? 0, this.now());
   }
 
+  /**
+   * Takes back what a success was charged, in the caller's transaction (the
+   * one that records the success revoked, after a reorg removed it): its
+   * units from the month it was counted in, and a pay-as-you-go charge's
+   * amount back to the prepaid balance, lifting a suspension that balance
+   * made once it covers the grace again. A payment that did not land is
+   * never paid for.
+   */
+  async revokeChargeIn(
+    tx: Transaction<Database>,
+    settlement: { id: string; account_id: string; units: number; finished_at: Date | null },
+  ): Promise<void> {
+    const charges = await tx
+      .deleteFrom("usage_charges")
+      .where("settlement_id", "=", settlement.id)
+      .returning(["month", "amount_micro_usd"])
+      .execute();
+    const month =
+      charges[0]?.month ?? new Date(settlement.finished_at ?? this.now()).toISOString().slice(0, 7);
+    await tx
+      .updateTable("quota_usage")
+      .set({ used: sql<number>`greatest(used - ${settlement.units}, 0)` })
+      .where("account_id", "=", settlement.account_id)
+      .where("month", "=", month)
+      .execute();
+    const refund = charges.reduce((sum, c) => sum + BigInt(c.amount_micro_usd), 0n);
+    if (refund === 0n) return;
+    const grace = BigInt(this.limits.paygGraceMicroUsd ?? 0);
+    const lifted = await sql<{ balance: string; lifted: boolean }>`
+      with before as (
+        select id, suspended_by from accounts where id = ${settlement.account_id} for update
+      )
+      update accounts a set
+        balance_micro_usd = a.balance_micro_usd + ${refund.toString()}::bigint,
+        suspended_at = case when b.suspended_by = ${BILLING_SUSPENSION}
+          and a.balance_micro_usd + ${refund.toString()}::bigint >= -${grace.toString()}::bigint
+          then null else a.suspended_at end,
+        suspended_reason = case when b.suspended_by = ${BILLING_SUSPENSION}
+          and a.balance_micro_usd + ${refund.toString()}::bigint >= -${grace.toString()}::bigint
+          then null else a.suspended_reason end,
+        suspended_by = case when b.suspended_by = ${BILLING_SUSPENSION}
+          and a.balance_micro_usd + ${refund.toString()}::bigint >= -${grace.toString()}::bigint
+          then null else a.suspended_by end
+      from before b
+      where a.id = b.id
+      returning a.balance_micro_usd::text as balance,
+        (b.suspended_by = ${BILLING_SUSPENSION} and a.suspended_by is null) as lifted`.execute(tx);
+    const row = lifted.rows[0];
+    // Pay-as-you-go's paid limits come back with a positive balance: every
+    // replica's key cache holds the rate limit it applies.
+    if (row && BigInt(row.balance) > 0n && BigInt(row.balance) - refund <= 0n) {
+      await announceChange(tx, API_KEYS_CHANGED);
+    }
+    if (row?.lifted) {
+      await recordBillingEvent(
+        tx,
+        settlement.account_id,
+        "billing.suspension_lifted",
+        {
+          balanceMicroUsd: row.balance,
+          balanceUsd: usdOf(row.balance),
+          settlementId: settlement.id,
+        },
+        this.now(),
+      );
+    }
+  }
+
   /** Gives the reserved units back (the settle failed or never ran). */
   async release(r: QuotaReservation): Promise<void> {
     await this.db

@@ -93,6 +93,11 @@ export interface SettlementMetering {
     charges: readonly QuotaCharge[],
     reservations: readonly QuotaReservation[],
   ): Promise<void>;
+  /** Takes back a revoked success's charge (units, and a pay-as-you-go amount), in the caller's transaction. */
+  revokeChargeIn(
+    tx: Transaction<Database>,
+    settlement: { id: string; account_id: string; units: number; finished_at: Date | null },
+  ): Promise<void>;
 }
 
 export interface SettleIntent {
@@ -359,7 +364,8 @@ export class SettlementRecorder {
   /**
    * A success the chain took back (a reorg removed its transaction) whose
    * authorization can no longer land: recorded failed, with its
-   * `settlement.failed` event, and its quota charge given back. Guarded, so
+   * `settlement.failed` event, and its charge given back (its quota units,
+   * and a pay-as-you-go amount to the prepaid balance). Guarded, so
    * replicas deciding it together write it once. Returns the row if this
    * call moved it.
    */
@@ -382,21 +388,7 @@ export class SettlementRecorder {
         .executeTakeFirst();
       if (!row) return undefined;
       await recordSettlementEvents(trx, [row]);
-      const billed = await trx
-        .selectFrom("usage_charges")
-        .select("month")
-        .where("settlement_id", "=", id)
-        .executeTakeFirst();
-      if (this.metering) {
-        const month =
-          billed?.month ?? new Date(row.finished_at ?? Date.now()).toISOString().slice(0, 7);
-        await trx
-          .updateTable("quota_usage")
-          .set({ used: sql<number>`greatest(used - ${row.units}, 0)` })
-          .where("account_id", "=", row.account_id)
-          .where("month", "=", month)
-          .execute();
-      }
+      await this.metering?.revokeChargeIn(trx, row);
       return row;
     });
   }
