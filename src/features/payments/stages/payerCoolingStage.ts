@@ -8,6 +8,8 @@
  * limit (that counts only what the merchant's requirements cause).
  *
  * One indexed read per settle, which finds nothing for an honest payer.
+ * A cooling payer's retry of a payment already on record is let through to
+ * the intent stage, which answers it from that record.
  */
 import { Reason } from "../../../protocol/reasons.js";
 import { settleRefusal } from "../../../protocol/answers.js";
@@ -27,6 +29,10 @@ export function payerCoolingStage(
       const at = now();
       const last = await recorder.payerFailedSince(network, payer, new Date(at - coolingMs));
       if (!last) return next();
+      // A payment already on record (a retry of one sent, perhaps landed)
+      // is answered from its record by the intent stage: "nothing was sent"
+      // would be untrue of it.
+      if (await recorder.findLive(ctx.payment.authorizationKey)) return next();
       const seconds = Math.max(1, Math.ceil((last.getTime() + coolingMs - at) / 1000));
       return settleRefusal(
         {
