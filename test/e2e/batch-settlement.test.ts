@@ -15,6 +15,7 @@ import assert from "node:assert/strict";
 import express from "express";
 import { paymentMiddleware } from "@x402/express";
 import type { HTTPFacilitatorClient } from "@x402/core/server";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { x402ResourceServer } from "@x402/core/server";
 import { x402Client } from "@x402/core/client";
 import { PERMIT2_ADDRESS, toClientEvmSigner } from "@x402/evm";
@@ -29,6 +30,7 @@ import {
   defineChain,
   parseAbi,
   erc20Abi,
+  getAddress,
   http,
   maxUint256,
   type Hex,
@@ -43,10 +45,12 @@ import {
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { usdcBalance } from "../support/payments.js";
+import { FRONT_RUN_FEES, settleRacedBy } from "../support/settleRace.js";
 
 const PAY_TO = "0x000000000000000000000000000000000000ba7c" as const;
 const PRICE = 1_000n; // 0.001 of a 6-decimal dollar token
 const REQUESTS = 3;
+const ESCROW_SETTLE_ABI = parseAbi(["function settle(address receiver, address token)"]);
 const DEPOSIT_ABI = parseAbi([
   "function deposit((address payer, address payerAuthorizer, address receiver, address receiverAuthorizer, address token, uint40 withdrawDelay, bytes32 salt) config, uint128 amount, address collector, bytes collectorData)",
 ]);
@@ -251,6 +255,70 @@ for (const variant of VARIANTS) {
         PRICE * BigInt(REQUESTS),
         "the receiver got exactly what was used",
       );
+    });
+
+    test("settle: a payout another caller made first is not our success, though our call did not revert", async () => {
+      const res = await pay(resourceUrl);
+      assert.equal(res.status, 200, await res.clone().text());
+      const manager = serverScheme.createChannelManager(facilitator, NETWORK, token());
+      const claims = await manager.claim();
+      assert.equal(claims.length, 1, JSON.stringify(claims));
+      const receiverBefore = await usdcBalance(stack.rpcUrl, token(), PAY_TO);
+      // The service keys a settle action by its payload, and this receiver's
+      // first settle succeeded: this one names the receiver checksummed, as
+      // a resource server may, so it is another payload for the same payout.
+      const requirements = {
+        scheme: "batch-settlement",
+        network: NETWORK,
+        asset: token(),
+        amount: "0",
+        payTo: PAY_TO,
+        maxTimeoutSeconds: 0,
+        extra: {},
+      };
+      const settlePayload = {
+        x402Version: 2,
+        accepted: requirements,
+        payload: { type: "settle", receiver: getAddress(PAY_TO), token: token() },
+      } as PaymentPayload;
+      // Someone else calls the escrow's settle for the same receiver in the
+      // block of ours: ours then finds nothing owed and returns, moving nothing.
+      const raced = await settleRacedBy(
+        stack.rpcUrl,
+        () => facilitator.settle(settlePayload, requirements as PaymentRequirements),
+        () =>
+          createWalletClient({
+            account: privateKeyToAccount(stack.payerKeys[0]!),
+            transport: http(stack.rpcUrl),
+          }).writeContract({
+            chain: null,
+            address: X402_BATCH_SETTLEMENT_ADDRESS,
+            abi: ESCROW_SETTLE_ABI,
+            functionName: "settle",
+            args: [PAY_TO, token()],
+            gas: 200_000n,
+            ...FRONT_RUN_FEES,
+          }),
+      );
+      assert.deepEqual(
+        [raced.success, raced.errorReason],
+        [false, "evm_settlement_transfer_missing"],
+        JSON.stringify(raced),
+      );
+      assert.equal(
+        await usdcBalance(stack.rpcUrl, token(), PAY_TO),
+        receiverBefore + PRICE,
+        "the receiver was paid once, by the other caller",
+      );
+      const settleRow = (await rows()).filter((r) => actionOf(r.request) === "settle").at(-1);
+      assert.deepEqual(
+        [settleRow?.status, settleRow?.error_reason],
+        ["failed", "evm_settlement_transfer_missing"],
+      );
+      const ours = await publicClient.getTransactionReceipt({
+        hash: settleRow!.transaction as Hex,
+      });
+      assert.equal(ours.status, "success", "mined without reverting");
     });
 
     test("refund: the payer gets the unclaimed rest of the deposit back", async () => {

@@ -267,8 +267,28 @@ describe("hostile payers with code (ERC-1271 wallet, EIP-7702 delegation)", () =
     assert.equal(journal.status, "reverted");
     assert.equal("raw" in journal.detail, false, JSON.stringify(journal.detail));
 
-    // Funded again, the payer is refused everywhere, before anything is sent.
+    // Funded again, the payer is refused everywhere, before anything is sent,
+    // and its payments do not verify either, on any account, while an
+    // honest payer's still do.
     await fund(payer.address, 100n * PRICE);
+    const stranger = await merchant("verifying merchant");
+    for (const facilitator of [first.facilitator, stranger]) {
+      const verdict = await facilitator.verify(
+        await signPayment(payerKey, requirements),
+        requirements,
+      );
+      assert.deepEqual(
+        [verdict.isValid, verdict.invalidReason, verdict.payer],
+        [false, "payer_failed_onchain_recently", payer.address],
+        JSON.stringify(verdict),
+      );
+      assert.match(verdict.invalidMessage ?? "", /refused for another \d+ s/);
+    }
+    const honestVerdict = await stranger.verify(
+      await signPayment(stack.payerKeys[1]!, requirements),
+      requirements,
+    );
+    assert.equal(honestVerdict.isValid, true, JSON.stringify(honestVerdict));
     const answers: string[] = [];
     for (let i = 0; i < 24; i++) {
       const facilitator = i % 2 === 0 ? first.facilitator : await merchant(`other ${i}`);

@@ -47,6 +47,7 @@ import {
   type TransactionJournal,
 } from "../ports.js";
 import { reconcileEvmSettlement } from "./reconcile.js";
+import { TransferCheckedScheme } from "./promisedTransfer.js";
 import { evmFailureCause } from "./failureCause.js";
 import { chainFor, createEvmPublicClient, type RpcBatching } from "./rpc.js";
 import { createEvmSigner } from "./signer.js";
@@ -194,7 +195,11 @@ export class EvmChainAdapter implements ChainFamily {
       const mechanisms: SchemeNetworkFacilitator[] = [
         new ExactEvmScheme(exactSigner, { ...pending, ...factories }),
         new UptoEvmScheme(signer, pending),
-        new BatchSettlementEvmScheme(signer, opts.batchAuthorizer, { ...pending, ...factories }),
+        // Its success is checked against the transfer it promised (promisedTransfer.ts).
+        new TransferCheckedScheme(
+          new BatchSettlementEvmScheme(signer, opts.batchAuthorizer, { ...pending, ...factories }),
+          (hash) => client.getTransactionReceipt({ hash }),
+        ),
       ];
       this.schemes.set(
         network.id,

@@ -12,6 +12,8 @@ export const EvmReason = {
   gasLimitTooHigh: "gas_limit_too_high",
   /** Found by the reconciler: the settlement's transaction reverted. */
   transactionFailed: "invalid_exact_evm_transaction_failed",
+  /** Mined without reverting, but without the token movement the payment promised. */
+  transferMissing: "evm_settlement_transfer_missing",
 } as const;
 
 /**

@@ -5,21 +5,16 @@
  * has the same hash and nonce and so cannot move money twice.
  *
  * A settlement succeeded only when one of its transactions was mined with
- * the transfer the payment promised (the token's `Transfer` from the payer
- * to the recipient for the amount), as the mechanism itself checks at
- * settle. A settlement sends more than its transfer at times (an ERC-6492
+ * the transfer the payment promised (promisedTransfer.ts: for `exact` the
+ * token's `Transfer` from the payer to the recipient for the amount, as the
+ * mechanism itself checks at settle; for `batch-settlement` the deposit into
+ * the escrow, or the escrow's payout). A settlement sends more than its transfer at times (an ERC-6492
  * wallet's deployment first): a mined deployment is not a payment.
  */
-import {
-  BaseError,
-  parseAbi,
-  parseEventLogs,
-  type Hex,
-  type PublicClient,
-  type TransactionReceipt,
-} from "viem";
+import { BaseError, parseAbi, type Hex, type PublicClient, type TransactionReceipt } from "viem";
 import { Reason } from "../../protocol/reasons.js";
 import { EvmReason } from "./reasons.js";
+import { carriesTransfer, promisedTransferOf, type PromisedTransfer } from "./promisedTransfer.js";
 
 export interface JournaledTransaction {
   hash: Hex;
@@ -34,58 +29,6 @@ export type ReconcileOutcome =
 const EIP3009_ABI = parseAbi([
   "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
 ]);
-
-const TRANSFER_ABI = parseAbi([
-  "event Transfer(address indexed from, address indexed to, uint256 value)",
-]);
-
-/** The token movement a payment promised. */
-interface ExpectedTransfer {
-  token: string;
-  from: string;
-  to: string;
-  value: bigint;
-}
-
-/**
- * What an `exact` or `upto` payment must move: the requirements' amount of
- * their asset, from the payer to their recipient. Undefined for payloads
- * whose transfers go elsewhere (batch-settlement escrow).
- */
-function expectedTransferOf(request: unknown): ExpectedTransfer | undefined {
-  const r = request as {
-    paymentPayload?: {
-      payload?: {
-        authorization?: { from?: string };
-        permit2Authorization?: { from?: string };
-      };
-    };
-    paymentRequirements?: { scheme?: string; asset?: string; payTo?: string; amount?: string };
-  };
-  const req = r.paymentRequirements;
-  if (!req || (req.scheme !== "exact" && req.scheme !== "upto")) return undefined;
-  const inner = r.paymentPayload?.payload;
-  const from = inner?.authorization?.from ?? inner?.permit2Authorization?.from;
-  if (!from || !req.asset || !req.payTo || !/^\d+$/.test(req.amount ?? "")) return undefined;
-  return {
-    token: req.asset.toLowerCase(),
-    from: from.toLowerCase(),
-    to: req.payTo.toLowerCase(),
-    value: BigInt(req.amount!),
-  };
-}
-
-/** Whether a receipt carries the promised transfer. */
-function carriesTransfer(receipt: TransactionReceipt, expected: ExpectedTransfer): boolean {
-  const transfers = parseEventLogs({ abi: TRANSFER_ABI, logs: receipt.logs, strict: true });
-  return transfers.some(
-    (t) =>
-      t.address.toLowerCase() === expected.token &&
-      t.args.from.toLowerCase() === expected.from &&
-      t.args.to.toLowerCase() === expected.to &&
-      t.args.value === expected.value,
-  );
-}
 
 interface Eip3009Authorization {
   from: Hex;
@@ -118,7 +61,7 @@ function receiptsOf(
  */
 function outcomeOfReceipts(
   receipts: readonly (TransactionReceipt | undefined)[],
-  expected: ExpectedTransfer | undefined,
+  expected: PromisedTransfer | undefined,
 ): ReconcileOutcome | undefined {
   const mined = receipts.filter((r): r is TransactionReceipt => r !== undefined);
   const paid = mined.find(
@@ -142,7 +85,7 @@ export async function reconcileEvmSettlement(
   request: unknown,
   transactions: readonly JournaledTransaction[],
 ): Promise<ReconcileOutcome> {
-  const expected = expectedTransferOf(request);
+  const expected = promisedTransferOf(request);
   const receipts = await receiptsOf(client, transactions);
   const decided = outcomeOfReceipts(receipts, expected);
   if (decided) return decided;

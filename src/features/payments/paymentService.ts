@@ -6,7 +6,8 @@
  * (see `settleStages`). The intent stage is also where duplicates meet: its
  * insert is refused for an authorization that already has a live record,
  * and that record decides the answer (duplicates.ts). A verify asks the
- * engine and the payment's record together, and catalogs a valid payment.
+ * engine and the payment's record together (the record's read also tells
+ * whether the payer is cooling), and catalogs a valid payment.
  * Infrastructure failures become 503 `service_unavailable`, never a payment
  * reason.
  */
@@ -18,8 +19,7 @@ import type { Logger } from "../../lib/logger.js";
 import type { InspectedPayment, PaymentRequest } from "../../protocol/index.js";
 import { verifyRefusal } from "../../protocol/answers.js";
 import type { ApiKeyPrincipal } from "../keys/authenticator.js";
-import type { SettlementRecorder } from "../settlements/settlementRecorder.js";
-import type { SettlementRow } from "../../storage/schema.js";
+import type { LiveLookup, SettlementRecorder } from "../settlements/settlementRecorder.js";
 import type { Cataloger } from "../catalog/cataloger.js";
 import type { QuotaLedger } from "../plans/quotaLedger.js";
 import {
@@ -38,7 +38,7 @@ import { idempotencyStage } from "./stages/idempotencyStage.js";
 import { catalogStage } from "./stages/catalogStage.js";
 import { quotaStage } from "./stages/quotaStage.js";
 import { intentStage } from "./stages/intentStage.js";
-import { payerCoolingStage } from "./stages/payerCoolingStage.js";
+import { coolingRefusal, payerCoolingStage } from "./stages/payerCoolingStage.js";
 import { commitStage } from "./stages/commitStage.js";
 import { mechanismStage } from "./stages/mechanismStage.js";
 import { confidentialGateStage, confidentialReceiptStage } from "./stages/confidentialStages.js";
@@ -96,15 +96,22 @@ export class PaymentService {
     // account is owed its delivery even once the chain has consumed it.
     // Both are awaited (nothing of a verification outlives its answer);
     // where the record decides, the chain's verdict, or its outage, is moot.
+    // The same read tells whether the payer is cooling (its own payment
+    // failed on-chain recently): a settle would refuse it before sending,
+    // so the verify refuses it too, unless the record already decides.
+    const at = Date.now();
     const [record, verdict] = await Promise.allSettled([
-      this.recordOf(payment.authorizationKey),
+      this.recordOf(payment, at),
       unavailableAs503(() => engine.verify(payment)),
     ]);
-    const fromRecord = verdictFromRecord(
-      record.status === "fulfilled" ? record.value : undefined,
-      payment,
-      principal.accountId,
-    );
+    const found = record.status === "fulfilled" ? record.value : undefined;
+    const fromRecord =
+      verdictFromRecord(found?.row, payment, principal.accountId) ??
+      (found?.payerFailedAt
+        ? verifyRefusal(
+            coolingRefusal(payment.payer, found.payerFailedAt, this.deps.payerCoolingMs ?? 0, at),
+          )
+        : undefined);
     if (!fromRecord && verdict.status === "rejected") throw verdict.reason;
     const result = fromRecord ?? (verdict as PromiseFulfilledResult<VerifyResponse>).value;
     const catalog = this.deps.catalog;
@@ -119,13 +126,24 @@ export class PaymentService {
   }
 
   /**
-   * The live record of a payment, for a verify. A database that cannot be
-   * read leaves the chain's verdict to stand (logged): a settle of the
-   * payment checks its record again, and fails closed.
+   * The live record of a payment, and whether its payer is cooling, for a
+   * verify. A database that cannot be read leaves the chain's verdict to
+   * stand (logged): a settle of the payment checks both again, and fails
+   * closed.
    */
-  private async recordOf(authorizationKey: string): Promise<SettlementRow | undefined> {
+  private async recordOf(payment: InspectedPayment, at: number): Promise<LiveLookup | undefined> {
+    const coolingMs = this.deps.payerCoolingMs ?? 0;
     try {
-      return await this.deps.recorder.lookUpLive(authorizationKey);
+      return await this.deps.recorder.lookUpLive(
+        payment.authorizationKey,
+        coolingMs > 0
+          ? {
+              network: payment.request.paymentRequirements.network,
+              payer: payment.payer,
+              since: new Date(at - coolingMs),
+            }
+          : undefined,
+      );
     } catch (e) {
       this.deps.log.warn({ err: describeError(e) }, "verify could not read the payment's record");
       return undefined;

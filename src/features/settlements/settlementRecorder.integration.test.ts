@@ -116,4 +116,38 @@ describe("settlement recorder", () => {
     await recorder.countAttempt(id);
     assert.equal((await recorder.get(id))!.attempts, 3);
   });
+
+  test("a verify's look-ups share one read that tells live rows and cooling payers apart", async () => {
+    const failed = (await begin("hostile"))!;
+    await recorder.finish(
+      failed,
+      { success: false, errorReason: "x", transaction: "", network: "eip155:8453" },
+      Date.now(),
+    );
+    const failedAt = new Date(Date.now() - 60_000);
+    await database.db
+      .updateTable("settlements")
+      .set({ transaction: "0xbad", failure_cause: "payer", finished_at: failedAt })
+      .where("id", "=", failed)
+      .execute();
+    const pending = (await begin("settling"))!;
+    const cooling = (payer: string, sinceMs: number) => ({
+      network: "eip155:8453",
+      payer,
+      since: new Date(Date.now() - sinceMs),
+    });
+    const [settling, hot, cold, honest, unchecked] = await Promise.all([
+      recorder.lookUpLive("settling", cooling("0xABC", 3_600_000)),
+      recorder.lookUpLive("other-1", cooling("0xabc", 3_600_000)),
+      recorder.lookUpLive("other-2", cooling("0xAbC", 30_000)),
+      recorder.lookUpLive("other-3", cooling("0xdef", 3_600_000)),
+      recorder.lookUpLive("hostile"),
+    ]);
+    assert.equal(settling.row?.id, pending);
+    assert.equal(settling.payerFailedAt?.getTime(), failedAt.getTime());
+    assert.deepEqual(hot, { row: undefined, payerFailedAt: failedAt });
+    assert.deepEqual(cold, { row: undefined, payerFailedAt: undefined }, "failed before since");
+    assert.deepEqual(honest, { row: undefined, payerFailedAt: undefined });
+    assert.deepEqual(unchecked, { row: undefined, payerFailedAt: undefined }, "failed: not live");
+  });
 });

@@ -85,6 +85,21 @@ function storablePayer(network: string, payer: string | undefined): string | nul
   return payer && /^[\x21-\x7e]{1,256}$/.test(payer) ? storedSpelling(network, payer) : null;
 }
 
+/** A verify's look-up: an authorization, and a payer (stored spelling) to check for cooling. */
+interface LiveRead {
+  key: string;
+  payer?: string;
+  since?: Date;
+}
+
+/** What a verify's look-up found. */
+export interface LiveLookup {
+  /** The authorization's live row, if any. */
+  row: SettlementRow | undefined;
+  /** When the payer's latest own on-chain failure ended, if after the `since` asked. */
+  payerFailedAt: Date | undefined;
+}
+
 /** Quota side effects of settlements' transitions (absent: not metered). */
 export interface SettlementMetering {
   /** Charges successes and gives reservations back, in the caller's transaction. */
@@ -147,7 +162,7 @@ export class SettlementRecorder {
   private readonly sent: GroupCommit<SentTransaction, undefined>;
   private readonly mined: GroupCommit<MinedTransaction, undefined>;
   private readonly outcomes: GroupCommit<OutcomeWrite, boolean>;
-  private readonly liveReads: GroupCommit<string, SettlementRow | undefined>;
+  private readonly liveReads: GroupCommit<LiveRead, LiveLookup>;
 
   constructor(
     private readonly db: Db,
@@ -173,26 +188,87 @@ export class SettlementRecorder {
       const answered = await this.writeOutcomes(writes);
       return writes.map((w) => ({ status: "fulfilled", value: answered.has(w.id) }) as const);
     }, opts);
-    // Verifications ask for the records of the payments they check: the
-    // look-ups of concurrent verifications share one indexed read.
-    this.liveReads = new GroupCommit(async (keys) => {
-      const rows = await this.db
-        .selectFrom("settlements")
-        .selectAll()
-        .where("authorization_key", "in", [...new Set(keys)])
-        .where(HOLDS_AUTHORIZATION)
-        .execute();
-      const byKey = new Map(rows.map((r) => [r.authorization_key, r]));
-      return keys.map((k) => ({ status: "fulfilled", value: byKey.get(k) }) as const);
-    }, opts);
+    // Verifications ask for the records of the payments they check, and
+    // whether their payers are cooling: the look-ups of concurrent
+    // verifications share one statement.
+    this.liveReads = new GroupCommit((reads) => this.readLive(reads), opts);
   }
 
   /**
-   * The live row of an authorization, if any, read together with the
-   * look-ups of concurrent callers (the verify path's one database read).
+   * The live row of an authorization, if any, and, when `cooling` is given,
+   * when its payer's own on-chain failure ended if later than `since` (as
+   * `payerFailedSince`), read together with the look-ups of concurrent
+   * callers: the verify path's one database read.
    */
-  lookUpLive(authorizationKey: string): Promise<SettlementRow | undefined> {
-    return this.liveReads.submit(authorizationKey);
+  lookUpLive(
+    authorizationKey: string,
+    cooling?: { network: string; payer: string | undefined; since: Date },
+  ): Promise<LiveLookup> {
+    const payer = cooling ? storablePayer(cooling.network, cooling.payer) : null;
+    return this.liveReads.submit({
+      key: authorizationKey,
+      ...(payer && cooling ? { payer, since: cooling.since } : {}),
+    });
+  }
+
+  private async readLive(
+    reads: readonly LiveRead[],
+  ): Promise<readonly PromiseSettledResult<LiveLookup>[]> {
+    const keys = [...new Set(reads.map((r) => r.key))];
+    const checked = reads.filter((r) => r.payer !== undefined);
+    const live = this.db
+      .selectFrom("settlements")
+      .selectAll()
+      .where("authorization_key", "in", keys)
+      .where(HOLDS_AUTHORIZATION);
+    const rows: SettlementRow[] = [];
+    const lastFailure = new Map<string, Date>();
+    if (checked.length === 0) {
+      rows.push(...(await live.execute()));
+    } else {
+      // One statement answers both: the live rows, and beside them (a full
+      // join that never matches) each checked payer's latest failure of its
+      // own since the earliest `since` asked; each caller compares it with
+      // its own.
+      const since = new Date(Math.min(...checked.map((r) => r.since!.getTime())));
+      const payers = [...new Set(checked.map((r) => r.payer!))];
+      const found = await this.db
+        .with("live", () => live)
+        .with("cooling", (db) =>
+          db
+            .selectFrom("settlements")
+            .select((eb) => ["payer", eb.fn.max("finished_at").as("last")])
+            .where("payer", "in", payers)
+            .where("status", "=", "failed")
+            .where("transaction", "is not", null)
+            .where("failure_cause", "=", "payer")
+            .where("finished_at", ">", since)
+            .groupBy("payer"),
+        )
+        .selectFrom("live")
+        .fullJoin("cooling", (join) => join.on(sql<boolean>`false`))
+        .selectAll("live")
+        .select(["cooling.payer as cooling_payer", "cooling.last as cooling_last"])
+        .execute();
+      for (const { cooling_payer, cooling_last, ...row } of found) {
+        if (cooling_payer !== null && cooling_last !== null) {
+          lastFailure.set(cooling_payer, new Date(cooling_last as unknown as string));
+        } else {
+          rows.push(row as SettlementRow);
+        }
+      }
+    }
+    const byKey = new Map(rows.map((r) => [r.authorization_key, r]));
+    return reads.map((r) => {
+      const last = r.payer !== undefined ? lastFailure.get(r.payer) : undefined;
+      return {
+        status: "fulfilled",
+        value: {
+          row: byKey.get(r.key),
+          payerFailedAt: last && last > r.since! ? last : undefined,
+        },
+      } as const;
+    });
   }
 
   /** The live row (pending, or succeeded with a transaction) of an authorization, if any. */

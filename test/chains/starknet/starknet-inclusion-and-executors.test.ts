@@ -7,6 +7,8 @@
  * STRK leaves the rotation. A burst of payments bound to one executor is
  * sent in nonce order, each signed once; when the executor's nonce moved
  * behind the service's back before a burst, every payment still lands once.
+ * A payment whose simulated resource bounds could cost more than the fee
+ * ceiling is refused at verify and settle, and nothing is sent.
  * (The node down and a lost answer to the send: test/families/outage.test.ts.)
  */
 import { after, before, describe, test } from "node:test";
@@ -143,6 +145,45 @@ describe("Starknet slow blocks, reverts and executors", () => {
       // Blocks and the payer's USDC come back whatever failed: later tests need both.
       ledger().release();
       if (burned) ledger().mint(STARKNET_USDC, address, balance);
+    }
+  });
+
+  test("the resource bounds are the simulation's and capped: above STARKNET_MAX_FEE_STRK (1 STRK) verify and settle refuse, nothing sent", async () => {
+    const { address, body } = await signed(1, requirements("4444"));
+    const executor = info().executors[0]!;
+    const nonceBefore = ledger().nonceAt(BigInt(executor), true);
+    const usdcBefore = usdcOf(address);
+    const prices = { ...ledger().gasPrices };
+    // L2 gas at 250 times the local node's price: the simulation's bounds
+    // for an honest payment then exceed the ceiling, as a heavy account
+    // contract's would at normal prices.
+    ledger().gasPrices = { ...prices, l2: prices.l2 * 250n };
+    try {
+      const verified = (await (await post(stack.url, "/verify", body, stack.apiKey)).json()) as {
+        isValid: boolean;
+        invalidReason?: string;
+        invalidMessage?: string;
+      };
+      assert.deepEqual(
+        [verified.isValid, verified.invalidReason],
+        [false, "invalid_exact_starknet_fee_too_high"],
+        JSON.stringify(verified),
+      );
+      const refused = await settle(body);
+      console.log(`fee spike: ${refused.errorMessage}`);
+      assert.deepEqual(
+        [refused.success, refused.errorReason, refused.transaction],
+        [false, "invalid_exact_starknet_fee_too_high", ""],
+        JSON.stringify(refused),
+      );
+      assert.match(
+        refused.errorMessage ?? "",
+        /above the ceiling of 1000000000000000000 per transaction \(STARKNET_MAX_FEE_STRK\); nothing was sent/,
+      );
+      assert.equal(ledger().nonceAt(BigInt(executor), true), nonceBefore, "nothing sent");
+      assert.equal(usdcOf(address), usdcBefore);
+    } finally {
+      ledger().gasPrices = prices;
     }
   });
 

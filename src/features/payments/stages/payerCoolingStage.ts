@@ -7,14 +7,30 @@
  * however many merchants it pays, and never uses up a merchant's failure
  * limit (that counts only what the merchant's requirements cause).
  *
- * One indexed read per settle, which finds nothing for an honest payer.
- * A cooling payer's retry of a payment already on record is let through to
- * the intent stage, which answers it from that record.
+ * One indexed read per settle, which finds nothing for an honest payer. A
+ * verify answers the same refusal (see `PaymentService.verify`). A cooling
+ * payer's retry of a payment already on record is let through to the intent
+ * stage, which answers it from that record.
  */
 import { Reason } from "../../../protocol/reasons.js";
 import { settleRefusal } from "../../../protocol/answers.js";
 import type { SettlementRecorder } from "../../settlements/settlementRecorder.js";
 import type { SettleStage } from "./pipeline.js";
+
+/** The refusal of a payer whose own payment failed on-chain at `last`, cooling until `last + coolingMs`. */
+export function coolingRefusal(
+  payer: string | undefined,
+  last: Date,
+  coolingMs: number,
+  at: number,
+): { reason: string; message: string; payer: string | undefined } {
+  const seconds = Math.max(1, Math.ceil((last.getTime() + coolingMs - at) / 1000));
+  return {
+    reason: Reason.payerFailedOnchainRecently,
+    message: `a payment from ${payer} failed on-chain in the last ${Math.round(coolingMs / 1000)} s because of the payer's wallet or funds, at the facilitator's gas cost; its payments are refused for another ${seconds} s`,
+    payer,
+  };
+}
 
 export function payerCoolingStage(
   recorder: SettlementRecorder,
@@ -33,13 +49,9 @@ export function payerCoolingStage(
       // is answered from its record by the intent stage: "nothing was sent"
       // would be untrue of it.
       if (await recorder.findLive(ctx.payment.authorizationKey)) return next();
-      const seconds = Math.max(1, Math.ceil((last.getTime() + coolingMs - at) / 1000));
+      const refusal = coolingRefusal(payer, last, coolingMs, at);
       return settleRefusal(
-        {
-          reason: Reason.payerFailedOnchainRecently,
-          message: `a payment from ${payer} failed on-chain in the last ${Math.round(coolingMs / 1000)} s because of the payer's wallet or funds, at the facilitator's gas cost; its payments are refused for another ${seconds} s. Nothing was sent`,
-          payer,
-        },
+        { ...refusal, message: `${refusal.message}. Nothing was sent` },
         network,
       );
     },
