@@ -6,7 +6,7 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,7 +15,7 @@ import { startDevnet, type Devnet } from "../../devnet/index.js";
 import { openMigratedDb } from "../../src/storage/db.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
-import { freePort, signalAndWait, until } from "../support/processes.js";
+import { freePort, signalAndWait, startServiceProcess, until } from "../support/processes.js";
 import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
 
 const PAY_TO = "0x7777777777777777777777777777777777777777" as Hex;
@@ -63,15 +63,7 @@ test("SIGKILL between broadcast and receipt: restart reconciles, one transfer, r
     RECONCILE_AFTER_MS: "0",
   };
   delete (env as Record<string, string | undefined>)["DATABASE_URL"];
-  const startService = async () => {
-    const c = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-      env,
-      stdio: ["ignore", "ignore", "inherit"],
-    });
-    // A cold start compiles the service first: slow on a busy machine.
-    await until("the service to answer", async () => (await fetch(`${url}/health`)).ok, 120_000);
-    return c;
-  };
+  const startService = () => startServiceProcess(url, env);
 
   child = await startService();
   const requirements = requirementsFor({

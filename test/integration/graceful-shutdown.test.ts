@@ -7,7 +7,6 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,7 +17,7 @@ import { startDevnet, type Devnet } from "../../devnet/index.js";
 import { openMigratedDb } from "../../src/storage/db.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
-import { freePort, until } from "../support/processes.js";
+import { freePort, startServiceProcess, until } from "../support/processes.js";
 import { requirementsFor, signPayment } from "../support/payments.js";
 
 const PAY_TO = "0x9191919191919191919191919191919191919191" as Hex;
@@ -56,13 +55,12 @@ test("SIGTERM with 12 settles in flight: all answered, exit 0, leases back, data
   };
   delete env["DATABASE_URL"];
   let stderr = "";
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    env,
-    stdio: ["ignore", "ignore", "pipe"],
-  });
+  // stderr is read from the start: a paused pipe keeps what came before.
+  const child = await startServiceProcess(url, env, ["ignore", "ignore", "pipe"]);
   child.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
-  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
-  await until("the service to answer", async () => (await fetch(`${url}/health`)).ok, 60_000);
+  const exited = new Promise<number | null>((r) =>
+    child.exitCode !== null ? r(child.exitCode) : child.once("exit", (code) => r(code)),
+  );
 
   const rpc = createPublicClient({ transport: http(info.rpcUrl) });
   const signers = info.facilitatorPrivateKeys.map((k) => privateKeyToAccount(k as Hex).address);

@@ -1,5 +1,5 @@
 /** Helpers for tests that run the service as a separate process. */
-import type { ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
 import { createServer } from "node:net";
 
 /** A free loopback port. */
@@ -42,4 +42,26 @@ export async function signalAndWait(
       : new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   child.kill(signal);
   return exited;
+}
+
+/**
+ * Starts the service (`src/main.ts`) as a process of its own and waits until
+ * `url`'s /health answers. A cold start compiles the service first, which
+ * takes a busy machine well over 30 s, hence the two minutes. A start that
+ * never answers kills the process before failing: a process left running
+ * would keep the test file's runner waiting for ever.
+ */
+export async function startServiceProcess(
+  url: string,
+  env: NodeJS.ProcessEnv,
+  stdio: StdioOptions = ["ignore", "ignore", "inherit"],
+): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { env, stdio });
+  try {
+    await until("the service to answer", async () => (await fetch(`${url}/health`)).ok, 120_000);
+    return child;
+  } catch (e) {
+    await signalAndWait(child, "SIGKILL");
+    throw e;
+  }
 }

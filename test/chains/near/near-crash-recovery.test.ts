@@ -8,7 +8,7 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,7 +16,7 @@ import { startNearLedger, type RunningNear } from "../../../devnet/near/index.js
 import { openMigratedDb } from "../../../src/storage/db.js";
 import { createAccount } from "../../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../../src/features/keys/apiKeys.js";
-import { freePort, signalAndWait, until } from "../../support/processes.js";
+import { freePort, signalAndWait, startServiceProcess, until } from "../../support/processes.js";
 import { post } from "../../support/payments.js";
 import { nearPayment, nearRequirements, payerKey } from "../../support/nearPayments.js";
 
@@ -44,17 +44,7 @@ async function service(dataDir: string, port: number): Promise<ChildProcess> {
     SETTLE_TIMEOUT_MS: "20000",
   };
   delete env["DATABASE_URL"];
-  const c = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    env,
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  await until(
-    "the service to answer",
-    async () => (await fetch(`http://127.0.0.1:${port}/health`)).ok,
-    // A cold start compiles the service first: slow on a busy machine.
-    120_000,
-  );
-  return c;
+  return startServiceProcess(`http://127.0.0.1:${port}`, env);
 }
 
 test("SIGKILL with a relayed payment in the pool, then the node loses it: restart re-sends the same bytes, one transfer", async () => {
