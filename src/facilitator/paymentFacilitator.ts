@@ -27,15 +27,10 @@ import {
   type PendingSettlement,
   type PreparedPayment,
   type ReconcileOutcome,
-  type SettlementNotes,
+  type RoutedPayment,
 } from "../chains/ports.js";
-import { runInSettlementScope } from "../chains/settlementScope.js";
-import {
-  X402_VERSION,
-  type InspectedPayment,
-  type PaymentRequest,
-  type SupportedResponse,
-} from "../protocol/index.js";
+import { runInSettlementScope, type SettlingPayment } from "../chains/settlementScope.js";
+import { X402_VERSION, type PaymentRequest, type SupportedResponse } from "../protocol/index.js";
 import { sanitizeMessage, splitReason } from "./sanitize.js";
 import { assertChainAnswered, publicReason } from "./familyAnswers.js";
 import { answerResult, answerThrown } from "./settleReport.js";
@@ -152,9 +147,9 @@ export class PaymentFacilitator {
    * that cannot tell, or a read that fails, charges the requirements: the
    * account's own limit then counts it, as it did before payers were told apart.
    */
-  async failureCause(payment: InspectedPayment): Promise<FailureCause> {
+  async failureCause(payment: RoutedPayment): Promise<FailureCause> {
     const { paymentPayload, paymentRequirements } = payment.request;
-    const family = this.familyOf(paymentRequirements.network);
+    const family = payment.family;
     if (!family?.failureCause) return "requirements";
     return family.failureCause(paymentPayload, paymentRequirements).catch(() => "requirements");
   }
@@ -184,7 +179,7 @@ export class PaymentFacilitator {
     return this.verify(this.inspect(request));
   }
 
-  async verify(payment: InspectedPayment): Promise<VerifyResponse> {
+  async verify(payment: RoutedPayment): Promise<VerifyResponse> {
     const onThread = this.verifyThreads?.verify(payment.request);
     if (onThread) {
       try {
@@ -194,7 +189,7 @@ export class PaymentFacilitator {
         if (!(e instanceof VerifyThreadGoneError)) throw e;
       }
     }
-    return this.verifyHere(this.routed(payment));
+    return this.verifyHere(payment);
   }
 
   private async verifyHere(payment: RoutedPayment): Promise<VerifyResponse> {
@@ -261,40 +256,32 @@ export class PaymentFacilitator {
   }
 
   /**
-   * Settles a payment. `settlementId` ties the transactions sent on its
-   * behalf to the settlement record (see the transaction journal); what
-   * they did is noted in the settlement's scope, and the answer read from
-   * the mechanism's result and those notes (settleReport.ts). Throws
+   * Settles the payment of a settlement, in its scope: the transactions sent
+   * on its behalf are journaled against it and note there what they did
+   * (see chains/settlementScope.ts), and the answer is read from the
+   * mechanism's result and those notes (settleReport.ts). Throws
    * `ChainUnavailableError` when the chain could not be asked and nothing
    * was sent, `NothingSentError` when a store it needed failed first.
    */
-  async settle(payment: InspectedPayment, settlementId = ""): Promise<SettleResponse> {
+  async settle(settlement: SettlingPayment): Promise<SettleResponse> {
     const startedAt = Date.now();
-    const routed = this.routed(payment);
-    const { request: req, family, payer } = routed;
+    const { request: req, family, payer } = settlement.payment;
     // The requirements are what the resource server asked for: the answer
     // names their network, never one a payload merely claims.
     const network = req.paymentRequirements.network;
-    const pre = await this.precheck(routed);
+    const pre = await this.precheck(settlement.payment);
     if (!pre.ok) return settleRefusal({ ...pre, payer }, network);
-    // The transaction layer and the journal write their notes into the scope;
-    // the answer is read from the mechanism's result and those notes.
-    const notes: SettlementNotes = { sent: false };
     const context = { network, payer, family, startedAt, log: this.log };
+    const { notes } = settlement;
     let result: SettleResponse;
     try {
-      result = await runInSettlementScope({ settlementId, notes }, () =>
+      result = await runInSettlementScope(settlement, () =>
         this.engine.settle(req.paymentPayload, pre.requirements),
       );
     } catch (error) {
       return answerThrown({ error, notes }, context);
     }
     return answerResult({ result, notes }, context);
-  }
-
-  /** A payment inspected by this engine, or inspected now. */
-  private routed(payment: InspectedPayment): RoutedPayment {
-    return "family" in payment ? (payment as RoutedPayment) : this.inspect(payment.request);
   }
 
   /** Runs a chain read; a failure to reach the chain becomes `ChainUnavailableError`. */
@@ -329,11 +316,6 @@ export class PaymentFacilitator {
     await this.verifyThreads?.close();
     await Promise.all(this.families.map((f) => f.close()));
   }
-}
-
-/** The payment as the engine read it at the edge, with the family that serves it. */
-export interface RoutedPayment extends InspectedPayment {
-  readonly family: ChainFamily | undefined;
 }
 
 /** The first malformed field, the amount's syntax first (decimal only where the family takes it). */
