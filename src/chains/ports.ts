@@ -7,7 +7,7 @@
  */
 import type { PendingSettlementStore, x402Facilitator } from "@x402/core/facilitator";
 import type { PaymentPayload, PaymentRequirements, SchemeNetworkServer } from "@x402/core/types";
-import type { PaymentRequest } from "../protocol/index.js";
+import type { InspectedPayment, PaymentRequest } from "../protocol/index.js";
 import type { Logger } from "../lib/logger.js";
 import type { ConfigVariable } from "../lib/envVars.js";
 import type { ConfidentialVaultFactory } from "./confidentialPort.js";
@@ -315,6 +315,15 @@ export interface SettlementNotes {
   refusal?: { reason: string; message: string };
   /** A transaction's journal entry could not be written, so it was not broadcast. */
   journalFailed?: boolean;
+}
+
+/**
+ * A payment as the engine read it at the edge, with the family that serves
+ * its network (undefined: none does). The service's stages carry it, so the
+ * engine settles and verifies it without routing the request a second time.
+ */
+export interface RoutedPayment extends InspectedPayment {
+  readonly family: ChainFamily | undefined;
 }
 
 /**

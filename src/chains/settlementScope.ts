@@ -1,18 +1,19 @@
 /**
- * The settlement the current async work belongs to, and what the transaction
- * layer notes while it runs. The facilitator runs each settle inside one
- * scope; the transaction journal reads its id to bind a sent transaction to
- * its settlement row, and a family's transaction layer (and the journal)
- * writes its notes there (something was sent, a replacement was mined, an
- * answer was lost, a send was refused, the journal failed), so mechanisms we
- * do not own need carry neither through their calls. The facilitator reads
- * the notes once the mechanism returns.
+ * The settlement the current async work belongs to. The engine runs each
+ * settle inside the settlement's scope: the transaction journal reads its id
+ * to bind a sent transaction to its settlement row, and a family's
+ * transaction layer (and the journal) writes its notes there (something was
+ * sent, a replacement was mined, an answer was lost, a send was refused, the
+ * journal failed). The mechanisms we do not own own the call stack, so this
+ * ambient channel is how what they send is reported without them carrying
+ * it; the engine reads the notes once the mechanism returns.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { SettlementNotes } from "./ports.js";
+import type { RoutedPayment, SettlementNotes } from "./ports.js";
 
 export interface SettlementScope {
-  readonly settlementId: string;
+  /** The settlement row's id. */
+  readonly id: string;
   readonly notes: SettlementNotes;
 }
 
@@ -25,4 +26,12 @@ export function runInSettlementScope<T>(scope: SettlementScope, fn: () => Promis
 /** The settlement running here, if any. */
 export function currentSettlement(): SettlementScope | undefined {
   return storage.getStore();
+}
+
+/**
+ * A payment being settled, as the engine receives it: the payment routed
+ * to its family at the edge, and the scope its transactions are noted in.
+ */
+export interface SettlingPayment extends SettlementScope {
+  readonly payment: RoutedPayment;
 }

@@ -14,9 +14,9 @@ import { createHash } from "node:crypto";
 import stringify from "safe-stable-stringify";
 import type { x402Facilitator } from "@x402/core/facilitator";
 import type { SettleResponse, VerifyResponse } from "@x402/core/types";
-import { ServiceError, describeError, isDatabaseUnavailable } from "../lib/errors.js";
+import { describeError } from "../lib/errors.js";
 import { Reason } from "../protocol/reasons.js";
-import { settlePending, settleRefusal, verifyRefusal } from "../protocol/answers.js";
+import { settleRefusal, verifyRefusal } from "../protocol/answers.js";
 import { protocolRefusal } from "../protocol/precheck.js";
 import type { Logger } from "../lib/logger.js";
 import {
@@ -27,17 +27,13 @@ import {
   type PendingSettlement,
   type PreparedPayment,
   type ReconcileOutcome,
-  type SettlementNotes,
-  NothingSentError,
+  type RoutedPayment,
 } from "../chains/ports.js";
-import { runInSettlementScope } from "../chains/settlementScope.js";
-import {
-  X402_VERSION,
-  type InspectedPayment,
-  type PaymentRequest,
-  type SupportedResponse,
-} from "../protocol/index.js";
+import { runInSettlementScope, type SettlingPayment } from "../chains/settlementScope.js";
+import { X402_VERSION, type PaymentRequest, type SupportedResponse } from "../protocol/index.js";
 import { sanitizeMessage, splitReason } from "./sanitize.js";
+import { assertChainAnswered, publicReason } from "./familyAnswers.js";
+import { answerResult, answerThrown } from "./settleReport.js";
 import { PerBlockVerifyCache } from "./verifyCache.js";
 import { VerifyThreadGoneError, type VerifyThreadPool } from "./verifyThreadPool.js";
 import type { AcceptedAssets } from "./acceptedAssets.js";
@@ -151,9 +147,9 @@ export class PaymentFacilitator {
    * that cannot tell, or a read that fails, charges the requirements: the
    * account's own limit then counts it, as it did before payers were told apart.
    */
-  async failureCause(payment: InspectedPayment): Promise<FailureCause> {
+  async failureCause(payment: RoutedPayment): Promise<FailureCause> {
     const { paymentPayload, paymentRequirements } = payment.request;
-    const family = this.familyOf(paymentRequirements.network);
+    const family = payment.family;
     if (!family?.failureCause) return "requirements";
     return family.failureCause(paymentPayload, paymentRequirements).catch(() => "requirements");
   }
@@ -183,7 +179,7 @@ export class PaymentFacilitator {
     return this.verify(this.inspect(request));
   }
 
-  async verify(payment: InspectedPayment): Promise<VerifyResponse> {
+  async verify(payment: RoutedPayment): Promise<VerifyResponse> {
     const onThread = this.verifyThreads?.verify(payment.request);
     if (onThread) {
       try {
@@ -193,7 +189,7 @@ export class PaymentFacilitator {
         if (!(e instanceof VerifyThreadGoneError)) throw e;
       }
     }
-    return this.verifyHere(this.routed(payment));
+    return this.verifyHere(payment);
   }
 
   private async verifyHere(payment: RoutedPayment): Promise<VerifyResponse> {
@@ -260,101 +256,32 @@ export class PaymentFacilitator {
   }
 
   /**
-   * Settles a payment. `settlementId` ties the transactions sent on its
-   * behalf to the settlement record (see the transaction journal). Throws
+   * Settles the payment of a settlement, in its scope: the transactions sent
+   * on its behalf are journaled against it and note there what they did
+   * (see chains/settlementScope.ts), and the answer is read from the
+   * mechanism's result and those notes (settleReport.ts). Throws
    * `ChainUnavailableError` when the chain could not be asked and nothing
    * was sent, `NothingSentError` when a store it needed failed first.
    */
-  async settle(payment: InspectedPayment, settlementId = ""): Promise<SettleResponse> {
+  async settle(settlement: SettlingPayment): Promise<SettleResponse> {
     const startedAt = Date.now();
-    const routed = this.routed(payment);
-    const { request: req, family, payer } = routed;
+    const { request: req, family, payer } = settlement.payment;
     // The requirements are what the resource server asked for: the answer
     // names their network, never one a payload merely claims.
     const network = req.paymentRequirements.network;
-    const pre = await this.precheck(routed);
+    const pre = await this.precheck(settlement.payment);
     if (!pre.ok) return settleRefusal({ ...pre, payer }, network);
-    // The transaction layer and the journal write their notes into the scope.
-    const notes: SettlementNotes = { sent: false };
-    let run: { ok: true; value: SettleResponse } | { ok: false; error: unknown };
+    const context = { network, payer, family, startedAt, log: this.log };
+    const { notes } = settlement;
+    let result: SettleResponse;
     try {
-      const value = await runInSettlementScope({ settlementId, notes }, () =>
+      result = await runInSettlementScope(settlement, () =>
         this.engine.settle(req.paymentPayload, pre.requirements),
       );
-      run = { ok: true, value };
     } catch (error) {
-      run = { ok: false, error };
+      return answerThrown({ error, notes }, context);
     }
-    if (notes.journalFailed && !notes.sent && !(run.ok && run.value.transaction)) {
-      throw new NothingSentError("the settlement could not be journaled, so nothing was sent");
-    }
-    if (!run.ok) {
-      const e = run.error;
-      if (e instanceof ChainUnavailableError && !notes.sent) throw e;
-      // The mechanisms turn chain failures into results; reaching here means
-      // something unexpected, and nothing is known to have been broadcast.
-      this.log.error({ err: describeError(e), network }, "settle threw");
-      if (notes.ambiguousReference) {
-        return settlePending(notes.ambiguousReference, network, LOST_ANSWER, payer);
-      }
-      // Something was sent, or the database failed under the settle (so
-      // what was sent is not known here): "nothing was charged" could be
-      // false. The row stays pending for the reconciler, and the caller's
-      // retry gets its outcome; the answer now is an outage to retry.
-      if (notes.sent || isDatabaseUnavailable(e)) {
-        throw new ServiceError(
-          "service_unavailable",
-          "the settlement's outcome is not known yet; retry shortly to get it",
-          { retryable: true, cause: e },
-        );
-      }
-      // A mechanism that threw because the chain could not be read (an
-      // asset check's eth_getCode through a failing provider) met an outage,
-      // not a bad payment: with nothing sent, that is a 503 to retry.
-      if (!notes.sent) assertChainAnswered(family, network, startedAt);
-      return settleRefusal(
-        {
-          reason: Reason.unexpectedSettleError,
-          message: "settlement could not be completed; nothing was charged",
-          payer,
-        },
-        network,
-      );
-    }
-    let result = run.value;
-    // A fee bump may have replaced the transaction the mechanism sent: report
-    // the one that was actually mined.
-    const mined = result.transaction
-      ? notes.minedReplacements?.[result.transaction.toLowerCase()]
-      : undefined;
-    if (mined) result = { ...result, transaction: mined };
-    if (result.success) return { ...result, network };
-    // Never report a payment that may still land as failed: the row stays
-    // pending and the reconciler (or a retry) decides it from the chain.
-    if (notes.ambiguousReference) {
-      return settlePending(notes.ambiguousReference, network, LOST_ANSWER, payer);
-    }
-    // A refusal reached while the chain could not be read is not the payer's:
-    // if nothing was sent, nothing is lost by saying so and retrying.
-    // (A transaction in the answer was sent: its outcome stands.)
-    if (!notes.sent && !notes.refusal && !result.transaction) {
-      assertChainAnswered(family, network, startedAt);
-    }
-    const reason = splitReason(result.errorReason ?? Reason.unexpectedSettleError);
-    const message = sanitizeMessage(notes.refusal?.message ?? result.errorMessage ?? reason.detail);
-    return {
-      ...result,
-      errorReason: notes.refusal?.reason ?? publicReason(family, reason.code),
-      errorMessage: message,
-      transaction: result.errorReason === Reason.settlementPending ? result.transaction : "",
-      network,
-      ...(result.payer || payer ? { payer: result.payer ?? payer } : {}),
-    } as SettleResponse;
-  }
-
-  /** A payment inspected by this engine, or inspected now. */
-  private routed(payment: InspectedPayment): RoutedPayment {
-    return "family" in payment ? (payment as RoutedPayment) : this.inspect(payment.request);
+    return answerResult({ result, notes }, context);
   }
 
   /** Runs a chain read; a failure to reach the chain becomes `ChainUnavailableError`. */
@@ -391,39 +318,10 @@ export class PaymentFacilitator {
   }
 }
 
-const LOST_ANSWER = "the transaction was sent but the node's answer was lost; it is being followed";
-
-/** The payment as the engine read it at the edge, with the family that serves it. */
-export interface RoutedPayment extends InspectedPayment {
-  readonly family: ChainFamily | undefined;
-}
-
 /** The first malformed field, the amount's syntax first (decimal only where the family takes it). */
 function shapeErrorOf(family: ChainFamily, req: PaymentRequest): string | undefined {
   if (!family.decimalAmounts && !/^\d+$/.test(req.paymentRequirements.amount)) {
     return "paymentRequirements.amount must be a string of digits: the amount in the token's smallest unit";
   }
   return family.shapeError(req.paymentPayload, req.paymentRequirements);
-}
-
-/** The reason the service answers for a mechanism's (see ChainFamily.publicReason). */
-function publicReason(family: ChainFamily | undefined, reason: string): string {
-  return family?.publicReason?.(reason) ?? reason;
-}
-
-/**
- * A refusal reached while the family's RPC was failing is not believed: the
- * chain could not be asked (see ChainFamily.rpcFailedSince).
- */
-function assertChainAnswered(
-  family: ChainFamily | undefined,
-  network: string,
-  sinceMs: number,
-): void {
-  if (family?.rpcFailedSince?.(network, sinceMs)) {
-    throw new ChainUnavailableError(
-      network,
-      `the ${network} RPC failed while this payment was checked; nothing was decided about it`,
-    );
-  }
 }

@@ -27,6 +27,7 @@ import {
   QuotaLedger,
   setAccountPlan,
   setAccountSuspended,
+  type QuotaReservation,
 } from "../../src/features/plans/quotaLedger.js";
 import { PAYG_FREE_UNITS, monthOf, type PlanName } from "../../src/features/plans/plans.js";
 import { SettlementRecorder } from "../../src/features/settlements/settlementRecorder.js";
@@ -258,7 +259,8 @@ for (const backend of availableBackends()) {
       const reservations = await Promise.all(
         ids.map(() => ledger.reserve(p.accountId, 1, "eip155:8453")),
       );
-      const finish = (i: number) =>
+      // Each settle's reservation goes with its first outcome's write.
+      const finish = (i: number, reservation?: QuotaReservation) =>
         recorder.finish(
           ids[i]!,
           i % 2 === 0
@@ -270,10 +272,13 @@ for (const backend of availableBackends()) {
                 network: "eip155:8453",
               },
           Date.now(),
+          undefined,
+          reservation,
         );
-      ids.forEach((id, i) => recorder.holdReservation(id, reservations[i]!));
-      const one = await measure(() => finish(0));
-      const rest = await measure(() => Promise.all(ids.slice(1).map((_, i) => finish(i + 1))));
+      const one = await measure(() => finish(0, reservations[0]));
+      const rest = await measure(() =>
+        Promise.all(ids.slice(1).map((_, i) => finish(i + 1, reservations[i + 1]))),
+      );
       assert.equal(rest.roundTrips, one.roundTrips, "eleven outcomes cost what one does");
       // BEGIN; the transition, which reads what the events need with the
       // rows; the events; one quota statement charging and releasing; COMMIT.
@@ -319,7 +324,6 @@ for (const backend of availableBackends()) {
       const reservations = await Promise.all(
         owners.map((p) => ledger.reserve(p.accountId, 1, "eip155:8453")),
       );
-      ids.forEach((id, i) => recorder.holdReservation(id, reservations[i]!));
       await Promise.all(
         ids.map((id, i) =>
           recorder.finish(
@@ -328,6 +332,8 @@ for (const backend of availableBackends()) {
               ? { success: true, transaction: tx(3000 + i), network: "eip155:8453" }
               : { success: false, errorReason: "x", transaction: "", network: "eip155:8453" },
             Date.now(),
+            undefined,
+            reservations[i],
           ),
         ),
       );
@@ -396,7 +402,7 @@ for (const backend of availableBackends()) {
       // is noted for the engine (which answers 503: nothing was sent).
       const notes: SettlementNotes = { sent: false };
       await assert.rejects(
-        runInSettlementScope({ settlementId: orphan, notes }, () =>
+        runInSettlementScope({ id: orphan, notes }, () =>
           new DbTransactionJournal(recorder).sent(entry(13)),
         ),
       );

@@ -59,7 +59,7 @@ for (const backend of availableBackends()) {
     }
 
     const inScope = <T>(settlementId: string, fn: () => Promise<T>) =>
-      runInSettlementScope({ settlementId, notes: { sent: false } }, fn);
+      runInSettlementScope({ id: settlementId, notes: { sent: false } }, fn);
     const payer = () => `0x${randomUUID().replaceAll("-", "").padEnd(40, "0")}`;
     const rows = (p: string) =>
       opened.db

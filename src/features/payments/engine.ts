@@ -4,20 +4,27 @@
  * the facilitator that implements it (the composition root wires the two).
  */
 import type { SettleResponse, VerifyResponse } from "@x402/core/types";
-import type { FailureCause, PendingSettlement, ReconcileOutcome } from "../../chains/ports.js";
-import type { InspectedPayment, PaymentRequest } from "../../protocol/index.js";
+import type {
+  FailureCause,
+  PendingSettlement,
+  ReconcileOutcome,
+  RoutedPayment,
+} from "../../chains/ports.js";
+import type { PaymentRequest } from "../../protocol/index.js";
+import type { Settlement } from "../settlements/settlement.js";
 
 export interface PaymentEngine {
-  /** Reads a request once: the stages carry what it returns. */
-  inspect(req: PaymentRequest): InspectedPayment;
+  /** Reads a request once, routed to its family: the stages carry what it returns. */
+  inspect(req: PaymentRequest): RoutedPayment;
   /** Throws `ChainUnavailableError` when the chain could not be asked. */
-  verify(payment: InspectedPayment): Promise<VerifyResponse>;
+  verify(payment: RoutedPayment): Promise<VerifyResponse>;
   /**
-   * Throws `ChainUnavailableError` when the chain could not be asked, and
+   * Settles the settlement's payment in its scope. Throws
+   * `ChainUnavailableError` when the chain could not be asked, and
    * `NothingSentError` when a store failed, both before anything was sent.
    */
-  settle(payment: InspectedPayment, settlementId: string): Promise<SettleResponse>;
+  settle(settlement: Settlement): Promise<SettleResponse>;
   reconcile(pending: PendingSettlement): Promise<ReconcileOutcome>;
   /** Who caused a settlement of this payment that failed on-chain (see ChainFamily). */
-  failureCause(payment: InspectedPayment): Promise<FailureCause>;
+  failureCause(payment: RoutedPayment): Promise<FailureCause>;
 }

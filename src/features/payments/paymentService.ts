@@ -13,7 +13,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { SettleResponse, VerifyResponse } from "@x402/core/types";
-import { ChainUnavailableError } from "../../chains/ports.js";
+import { ChainUnavailableError, type RoutedPayment } from "../../chains/ports.js";
 import { ServiceError, describeError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import type { InspectedPayment, PaymentRequest } from "../../protocol/index.js";
@@ -29,9 +29,9 @@ import {
 import type { PaymentEngine } from "./engine.js";
 import { DuplicateSettles, verdictFromRecord } from "./duplicates.js";
 import {
-  runStages,
+  runSettle,
   type ExtensionResponses,
-  type SettleStage,
+  type SettleStages,
   type StageTimer,
 } from "./stages/pipeline.js";
 import { idempotencyStage } from "./stages/idempotencyStage.js";
@@ -69,7 +69,7 @@ export interface PaymentServiceDeps {
 }
 
 export class PaymentService {
-  private readonly stages: readonly SettleStage[];
+  private readonly stages: SettleStages;
 
   constructor(private readonly deps: PaymentServiceDeps) {
     const duplicates = new DuplicateSettles(deps.engine, deps.recorder, deps.log, {
@@ -158,23 +158,14 @@ export class PaymentService {
   ): Promise<SettleResponse> {
     const payment = this.deps.engine.inspect(request);
     assertWellFormed(payment);
-    return runStages(
+    return runSettle(
       this.stages,
-      {
-        principal,
-        request,
-        payment,
-        requestId,
-        extensionResponses,
-        units: this.unitsOf(payment),
-        startedAt: Date.now(),
-      },
-      () => Promise.reject(new Error("the settle stages ended without an answer")),
+      { principal, request, payment, requestId, extensionResponses, units: this.unitsOf(payment) },
       this.deps.timeStage,
     );
   }
 
-  private unitsOf(payment: InspectedPayment): number {
+  private unitsOf(payment: RoutedPayment): number {
     const gate = this.deps.confidential;
     return gate && gate.concerns(payment.request) && payment.units > 0
       ? payment.units * (this.deps.confidentialUnits ?? 1)
@@ -187,19 +178,27 @@ function assertWellFormed(payment: InspectedPayment): void {
   if (payment.shapeError) throw new ServiceError("invalid_request", payment.shapeError);
 }
 
-/** The settle stages in order; the mechanism is last. */
-function settleStages(deps: PaymentServiceDeps, duplicates: DuplicateSettles): SettleStage[] {
-  return [
-    ...(deps.paymentIds ? [idempotencyStage(deps.paymentIds)] : []),
-    ...(deps.catalog ? [catalogStage(deps.catalog)] : []),
-    ...(deps.confidential ? [confidentialReceiptStage(deps.confidential)] : []),
-    ...(deps.payerCoolingMs ? [payerCoolingStage(deps.recorder, deps.payerCoolingMs)] : []),
-    intentStage(deps.recorder, duplicates),
-    ...(deps.quota ? [quotaStage(deps.quota, deps.recorder)] : []),
-    commitStage(deps.recorder, deps.engine),
-    ...(deps.confidential ? [confidentialGateStage(deps.confidential, deps.recorder)] : []),
-    mechanismStage(deps.engine, deps.recorder),
-  ];
+/**
+ * The settle stages in order; the intent stage opens the settlement the
+ * stages after it receive, and the mechanism is last. (The catalog and the
+ * confidential receipt act on the way back, after the commit.)
+ */
+function settleStages(deps: PaymentServiceDeps, duplicates: DuplicateSettles): SettleStages {
+  return {
+    before: [
+      ...(deps.paymentIds ? [idempotencyStage(deps.paymentIds)] : []),
+      ...(deps.catalog ? [catalogStage(deps.catalog)] : []),
+      ...(deps.confidential ? [confidentialReceiptStage(deps.confidential)] : []),
+      ...(deps.payerCoolingMs ? [payerCoolingStage(deps.recorder, deps.payerCoolingMs)] : []),
+    ],
+    intent: intentStage(deps.recorder, duplicates),
+    after: [
+      ...(deps.quota ? [quotaStage(deps.quota)] : []),
+      commitStage(deps.engine),
+      ...(deps.confidential ? [confidentialGateStage(deps.confidential)] : []),
+      mechanismStage(deps.engine),
+    ],
+  };
 }
 
 async function unavailableAs503<T>(run: () => Promise<T>): Promise<T> {

@@ -156,8 +156,6 @@ interface OutcomeWrite {
 }
 
 export class SettlementRecorder {
-  /** Quota reservations of settlements in flight, given back by their outcome's write. */
-  private readonly held = new Map<string, QuotaReservation>();
   private readonly intents: GroupCommit<NewSettlement, boolean>;
   private readonly sent: GroupCommit<SentTransaction, undefined>;
   private readonly mined: GroupCommit<MinedTransaction, undefined>;
@@ -346,23 +344,12 @@ export class SettlementRecorder {
   }
 
   /**
-   * Holds a settlement's quota reservation until its outcome is written:
-   * the write that records the outcome gives it back (a success is charged
-   * in the same transaction). The recorder is the reservation's one owner
-   * from here on.
+   * Gives back a settle's quota reservation that no outcome's write took
+   * (the settle threw, or the database refused the outcome). Best effort:
+   * a lost release leaves units reserved until the month ends, logged.
    */
-  holdReservation(settlementId: string, reservation: QuotaReservation): void {
-    this.held.set(settlementId, reservation);
-  }
-
-  /**
-   * Gives back a reservation still held when the settle ended without an
-   * outcome written (it threw, or the database refused the outcome).
-   * Nothing happens when the outcome's write took it.
-   */
-  async releaseHeld(settlementId: string): Promise<void> {
-    const reservation = this.takeHeld(settlementId);
-    if (!reservation || !this.metering) return;
+  async giveBack(reservation: QuotaReservation, settlementId: string): Promise<void> {
+    if (!this.metering) return;
     try {
       await this.db
         .transaction()
@@ -373,12 +360,6 @@ export class SettlementRecorder {
         "could not give back a quota reservation",
       );
     }
-  }
-
-  private takeHeld(settlementId: string): QuotaReservation | undefined {
-    const reservation = this.held.get(settlementId);
-    this.held.delete(settlementId);
-    return reservation;
   }
 
   /** The chain's final word on a journaled transaction. */
@@ -528,8 +509,8 @@ export class SettlementRecorder {
   }
 
   /**
-   * Finishes the row with the mechanism's outcome and gives the quota
-   * reservation back (a success is charged by the transition itself). A
+   * Finishes the row with the mechanism's outcome and gives the settle's
+   * quota reservation back (a success is charged by the transition itself). A
    * success is recorded as answered to `requestId`, unless another request
    * already holds that answer (then `successAnswered` is false and the
    * caller must not answer success). Retries briefly; a row it cannot
@@ -540,6 +521,7 @@ export class SettlementRecorder {
     result: SettleResponse,
     startedAt: number,
     requestId: string = randomUUID(),
+    reservation?: QuotaReservation,
   ): Promise<FinishOutcome> {
     const pending = !result.success && result.errorReason === "settlement_pending";
     return this.transition(
@@ -554,6 +536,7 @@ export class SettlementRecorder {
         answeredTo: result.success ? requestId : null,
       },
       startedAt,
+      reservation,
     );
   }
 
@@ -626,9 +609,17 @@ export class SettlementRecorder {
     return row?.last ? new Date(row.last as unknown as string) : undefined;
   }
 
-  /** Nothing was sent because the chain or a store could not be reached: nobody's fault. */
-  async notAttempted(id: string, message: string, startedAt: number): Promise<void> {
-    await this.transition(
+  /**
+   * Nothing was sent because the chain or a store could not be reached:
+   * nobody's fault. The reservation, if any, is given back with it.
+   */
+  async notAttempted(
+    id: string,
+    message: string,
+    startedAt: number,
+    reservation?: QuotaReservation,
+  ): Promise<FinishOutcome> {
+    return this.transition(
       id,
       {
         status: "not_attempted",
@@ -640,6 +631,7 @@ export class SettlementRecorder {
         answeredTo: null,
       },
       startedAt,
+      reservation,
     );
   }
 
@@ -669,12 +661,17 @@ export class SettlementRecorder {
     });
   }
 
+  /**
+   * Writes an outcome over a pending row, with the reservation it gives
+   * back; not recorded (after a few tries), the reservation is not given
+   * back either, and stays its settle's to release.
+   */
   private async transition(
     id: string,
     outcome: Outcome,
     startedAt: number,
+    reservation: QuotaReservation | undefined,
   ): Promise<FinishOutcome> {
-    const reservation = this.takeHeld(id);
     for (let attempt = 1; ; attempt++) {
       try {
         const successAnswered = await this.outcomes.submit({ id, outcome, startedAt, reservation });
@@ -685,8 +682,6 @@ export class SettlementRecorder {
             { err: describeError(e), settlementId: id, tx: outcome.transaction },
             "could not record settlement outcome",
           );
-          // Still held: the quota stage gives it back when the settle ends.
-          if (reservation) this.held.set(id, reservation);
           return { recorded: false, successAnswered: false };
         }
         await new Promise((r) => setTimeout(r, 50 * attempt));

@@ -40,7 +40,7 @@ export class DbSponsoredFundings implements SponsoredFundings {
   }
 
   async reserve(network: string, payer: string, wei: bigint): Promise<FundingRefusal | undefined> {
-    const settlementId = currentSettlement()?.settlementId;
+    const settlementId = currentSettlement()?.id;
     if (!settlementId) {
       // Every settle runs in a scope; funding outside one could not be
       // attributed to an account or budgeted, so it is not made.
@@ -89,7 +89,7 @@ export class DbSponsoredFundings implements SponsoredFundings {
   }
 
   async release(network: string, payer: string): Promise<void> {
-    const settlementId = currentSettlement()?.settlementId;
+    const settlementId = currentSettlement()?.id;
     if (!settlementId) return;
     await this.db
       .deleteFrom("sponsored_fundings")

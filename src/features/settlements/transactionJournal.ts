@@ -15,7 +15,7 @@ export class DbTransactionJournal implements TransactionJournal {
   async sent(entry: JournalEntry): Promise<void> {
     const scope = currentSettlement();
     try {
-      await this.recorder.recordSent(entry, scope?.settlementId || undefined);
+      await this.recorder.recordSent(entry, scope?.id);
     } catch (e) {
       // Nothing is broadcast without its journal entry, so this settlement
       // sent nothing: the note turns its answer into a 503, not a payer's failure.

@@ -17,30 +17,22 @@
  */
 import { Reason } from "../../../protocol/reasons.js";
 import { settlePending, settleRefusal } from "../../../protocol/answers.js";
-import type { SettlementRecorder } from "../../settlements/settlementRecorder.js";
 import type { PaymentEngine } from "../engine.js";
-import type { SettleStage } from "./pipeline.js";
+import type { SettlementStage } from "./pipeline.js";
 
-export function commitStage(
-  recorder: SettlementRecorder,
-  engine?: Pick<PaymentEngine, "failureCause">,
-): SettleStage {
+export function commitStage(engine?: Pick<PaymentEngine, "failureCause">): SettlementStage {
   return {
     name: "commit",
     async run(ctx, next) {
       const result = await next();
+      const { settlement } = ctx;
       // A failure after something was sent cost us gas: name who caused it
       // (the payer, or the account's requirements) before the row is final,
       // so each failure limit counts only its own party's.
       if (engine && !result.success && result.errorReason !== Reason.settlementPending) {
-        await recorder.attributeFailure(ctx.settlementId!, () => engine.failureCause(ctx.payment));
+        await settlement.attributeFailure(() => engine.failureCause(ctx.payment));
       }
-      const written = await recorder.finish(
-        ctx.settlementId!,
-        result,
-        ctx.startedAt,
-        ctx.requestId,
-      );
+      const written = await settlement.finish(result);
       if (!result.success || written.successAnswered) return result;
       if (!written.recorded) {
         return settlePending(

@@ -12,8 +12,7 @@
 import type { ConfidentialGate } from "../../confidential/confidentialGate.js";
 import { isServiceError } from "../../../lib/errors.js";
 import { settleRefusal } from "../../../protocol/answers.js";
-import type { SettlementRecorder } from "../../settlements/settlementRecorder.js";
-import type { SettleStage } from "./pipeline.js";
+import type { SettleStage, SettlementStage } from "./pipeline.js";
 
 export function confidentialReceiptStage(gate: ConfidentialGate): SettleStage {
   return {
@@ -31,10 +30,7 @@ export function confidentialReceiptStage(gate: ConfidentialGate): SettleStage {
   };
 }
 
-export function confidentialGateStage(
-  gate: ConfidentialGate,
-  recorder: SettlementRecorder,
-): SettleStage {
+export function confidentialGateStage(gate: ConfidentialGate): SettlementStage {
   return {
     name: "confidential-gate",
     async run(ctx, next) {
@@ -46,7 +42,7 @@ export function confidentialGateStage(
         // Its records unreachable, nothing was sent: the row says so, and
         // the caller gets the 503 (an outage, never the payer's failure).
         if (!isServiceError(e) || e.code !== "service_unavailable") throw e;
-        await recorder.notAttempted(ctx.settlementId!, e.message, ctx.startedAt);
+        await ctx.settlement.notAttempted(e.message);
         throw e;
       }
       if (refusal) {

@@ -1,7 +1,8 @@
 /**
  * Stage: intent before broadcast, and one authorization, one transaction.
  * Writes the `pending` row that makes this request the one owner of its
- * authorization. If the authorization already has a live record (a
+ * authorization, and hands the settlement it opens (its row, its payment,
+ * later its quota reservation and what was sent) to the stages after it. If the authorization already has a live record (a
  * duplicate, a retry, a replay, another payment reusing its nonce), the
  * insert is refused by the unique index, this request sends nothing, and
  * the record decides its answer (see ../duplicates.ts). One statement
@@ -11,31 +12,27 @@
  */
 import type { DuplicateSettles } from "../duplicates.js";
 import type { SettlementRecorder } from "../../settlements/settlementRecorder.js";
+import { Settlement } from "../../settlements/settlement.js";
 import { ServiceError } from "../../../lib/errors.js";
-import type { SettleStage } from "./pipeline.js";
+import type { OpeningStage } from "./pipeline.js";
 
 export function intentStage(
   recorder: SettlementRecorder,
   duplicates: DuplicateSettles,
-): SettleStage {
+): OpeningStage {
   return {
     name: "intent",
     async run(ctx, next) {
       // Each round needs another request to win the row and then give it up
       // (fail, or be refused its quota), so a few rounds always suffice.
       for (let attempt = 0; attempt < 5; attempt++) {
-        ctx.startedAt = Date.now();
-        const id = await recorder.begin({
+        const settlement = await Settlement.open(recorder, {
           principal: ctx.principal,
-          request: ctx.request,
-          authorizationKey: ctx.payment.authorizationKey,
-          payer: ctx.payment.payer,
+          payment: ctx.payment,
           units: ctx.units,
+          requestId: ctx.requestId,
         });
-        if (id !== undefined) {
-          ctx.settlementId = id;
-          return duplicates.own(id, next());
-        }
+        if (settlement) return duplicates.own(settlement.id, next(settlement));
         // The authorization has a live record: nothing of ours is recorded or sent.
         const live = await recorder.findLive(ctx.payment.authorizationKey);
         const answer = live ? await duplicates.answer(ctx, live) : undefined;

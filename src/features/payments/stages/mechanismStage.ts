@@ -8,19 +8,17 @@
 import { ChainUnavailableError, NothingSentError } from "../../../chains/ports.js";
 import { ServiceError } from "../../../lib/errors.js";
 import type { PaymentEngine } from "../engine.js";
-import type { SettlementRecorder } from "../../settlements/settlementRecorder.js";
-import type { SettleStage } from "./pipeline.js";
+import type { SettlementStage } from "./pipeline.js";
 
-export function mechanismStage(engine: PaymentEngine, recorder: SettlementRecorder): SettleStage {
+export function mechanismStage(engine: PaymentEngine): SettlementStage {
   return {
     name: "mechanism",
-    async run(ctx) {
-      const id = ctx.settlementId!;
+    async run({ settlement }) {
       try {
-        return await engine.settle(ctx.payment, id);
+        return await engine.settle(settlement);
       } catch (e) {
         if (!(e instanceof ChainUnavailableError || e instanceof NothingSentError)) throw e;
-        await recorder.notAttempted(id, e.message, ctx.startedAt);
+        await settlement.notAttempted(e.message);
         throw new ServiceError("service_unavailable", `${e.message}; retry shortly`, {
           retryable: true,
           cause: e,

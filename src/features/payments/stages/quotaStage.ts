@@ -4,39 +4,35 @@
  * quota. Reserves the payment's units before anything is sent (402 when
  * exhausted, and the intent row is withdrawn: nothing was attempted), in one
  * transaction with the reservations of concurrent settles (group commit).
- * The reservation is then the recorder's: the write that records the
+ * The reservation is then the settlement's: the write that records the
  * outcome gives it back (charging a success) in the same transaction, and
- * when the settle ends without one, this stage has the recorder give it
+ * when the settle ends without one, this stage has the settlement give it
  * back. Every settle asks, whatever its units (0 reserves nothing): a
  * suspended account is refused even a settle that costs no quota, and so is
  * an account over the on-chain failure limit on the network.
  */
 import type { QuotaLedger } from "../../plans/quotaLedger.js";
-import type { SettlementRecorder } from "../../settlements/settlementRecorder.js";
-import type { SettleStage } from "./pipeline.js";
+import type { SettlementStage } from "./pipeline.js";
 
-export function quotaStage(quota: QuotaLedger, recorder: SettlementRecorder): SettleStage {
+export function quotaStage(quota: QuotaLedger): SettlementStage {
   return {
     name: "quota",
     async run(ctx, next) {
       // Every settle asks, whatever its units: a suspended account, or one
       // whose settles keep failing on-chain at our gas cost, is refused even
       // a settle that costs no quota (a batch deposit, a refund, xrpl:0).
-      const id = ctx.settlementId!;
+      const { settlement } = ctx;
       const network = ctx.request.paymentRequirements.network;
       try {
-        recorder.holdReservation(
-          id,
-          await quota.reserve(ctx.principal.accountId, ctx.units, network),
-        );
+        settlement.hold(await quota.reserve(ctx.principal.accountId, ctx.units, network));
       } catch (e) {
-        await recorder.withdraw(id);
+        await settlement.withdraw();
         throw e;
       }
       try {
         return await next();
       } finally {
-        await recorder.releaseHeld(id);
+        await settlement.release();
       }
     },
   };

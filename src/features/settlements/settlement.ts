@@ -1,0 +1,120 @@
+/**
+ * One settle's settlement, from its intent row to its outcome. The intent
+ * stage opens it; the stages after it, the engine and the settlement scope
+ * receive it. It holds what belongs to this settle alone, so nothing is
+ * handed between stages by id:
+ * - its row's id, the payment it settles (routed to its family at the
+ *   edge), and when it started;
+ * - its quota reservation, from the quota stage until the write that
+ *   records its outcome gives it back (charging a success) in the same
+ *   transaction, or until `release` gives it back when the settle ended
+ *   without one;
+ * - what the transaction layer noted while the mechanism ran
+ *   (chains/settlementScope.ts).
+ * The settlements table is still written only by the recorder.
+ */
+import type { SettleResponse } from "@x402/core/types";
+import type { FailureCause, RoutedPayment, SettlementNotes } from "../../chains/ports.js";
+import type { SettlingPayment } from "../../chains/settlementScope.js";
+import type { QuotaReservation } from "../plans/quotaLedger.js";
+import type { ApiKeyPrincipal } from "../keys/authenticator.js";
+import type { FinishOutcome, SettlementRecorder } from "./settlementRecorder.js";
+
+export class Settlement implements SettlingPayment {
+  readonly notes: SettlementNotes = { sent: false };
+  private reservation: QuotaReservation | undefined;
+
+  private constructor(
+    readonly id: string,
+    readonly payment: RoutedPayment,
+    /** When its intent was written: the row's duration counts from here. */
+    readonly startedAt: number,
+    /** The request this settle answers: the one recorded when it answers a success. */
+    private readonly requestId: string,
+    private readonly rows: SettlementRecorder,
+  ) {}
+
+  /**
+   * Writes the intent row and opens its settlement, or answers undefined
+   * when the authorization already has a live record (that record decides
+   * the answer). Throws 503 when the row could not be written: nothing is
+   * settled without it.
+   */
+  static async open(
+    rows: SettlementRecorder,
+    intent: {
+      principal: ApiKeyPrincipal;
+      payment: RoutedPayment;
+      /** Quota units a success costs. */
+      units: number;
+      requestId: string;
+    },
+  ): Promise<Settlement | undefined> {
+    const { principal, payment, units, requestId } = intent;
+    const startedAt = Date.now();
+    const id = await rows.begin({
+      principal,
+      request: payment.request,
+      authorizationKey: payment.authorizationKey,
+      payer: payment.payer,
+      units,
+    });
+    return id === undefined ? undefined : new Settlement(id, payment, startedAt, requestId, rows);
+  }
+
+  /** Takes custody of the settle's quota reservation until its outcome is written. */
+  hold(reservation: QuotaReservation): void {
+    this.reservation = reservation;
+  }
+
+  /**
+   * Names who caused an on-chain failure, before the row is final (see
+   * SettlementRecorder.attributeFailure).
+   */
+  attributeFailure(cause: () => Promise<FailureCause>): Promise<void> {
+    return this.rows.attributeFailure(this.id, cause);
+  }
+
+  /**
+   * Records the mechanism's outcome, giving the reservation back in the
+   * same transaction; a reservation whose write failed stays held, for
+   * `release`.
+   */
+  async finish(result: SettleResponse): Promise<FinishOutcome> {
+    const written = await this.rows.finish(
+      this.id,
+      result,
+      this.startedAt,
+      this.requestId,
+      this.reservation,
+    );
+    if (written.recorded) this.reservation = undefined;
+    return written;
+  }
+
+  /** Nothing was sent because the chain or a store could not be reached: nobody's fault. */
+  async notAttempted(message: string): Promise<void> {
+    const written = await this.rows.notAttempted(
+      this.id,
+      message,
+      this.startedAt,
+      this.reservation,
+    );
+    if (written.recorded) this.reservation = undefined;
+  }
+
+  /** Refused before anything was sent (quota): the intent row leaves no record. */
+  withdraw(): Promise<void> {
+    return this.rows.withdraw(this.id);
+  }
+
+  /**
+   * Gives back a reservation still held once the settle ended without an
+   * outcome written (it threw, or the database refused the outcome).
+   */
+  async release(): Promise<void> {
+    const reservation = this.reservation;
+    this.reservation = undefined;
+    if (reservation) await this.rows.giveBack(reservation, this.id);
+  }
+}
