@@ -38,12 +38,8 @@ import {
 } from "viem";
 import { devnetBatchAuthorizerKey } from "../../devnet/keys.js";
 import { X402_BATCH_SETTLEMENT_ADDRESS } from "../../devnet/deploy.js";
-import {
-  devnetChain,
-  facilitatorClient,
-  listenOnLoopback,
-  type Listening,
-} from "../support/resourceServer.js";
+import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
+import { devnetChain } from "../support/devnetChain.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { usdcBalance as tokenBalance } from "../support/payments.js";
 

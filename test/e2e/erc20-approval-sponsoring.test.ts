@@ -49,12 +49,8 @@ import {
   type Hex,
   type PublicClient,
 } from "viem";
-import {
-  devnetChain,
-  facilitatorClient,
-  listenOnLoopback,
-  type Listening,
-} from "../support/resourceServer.js";
+import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
+import { devnetChain } from "../support/devnetChain.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { usdcBalance as tokenBalance } from "../support/payments.js";
 

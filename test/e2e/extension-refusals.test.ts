@@ -44,12 +44,8 @@ import {
   type PublicClient,
 } from "viem";
 import { devnetBatchAuthorizerKey } from "../../devnet/keys.js";
-import {
-  devnetChain,
-  facilitatorClient,
-  listenOnLoopback,
-  type Listening,
-} from "../support/resourceServer.js";
+import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
+import { devnetChain } from "../support/devnetChain.js";
 import { startStack, type TestStack } from "../support/stack.js";
 
 const NETWORK = "eip155:8453";
