@@ -18,7 +18,7 @@ import { createPublicClient, http, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
 import type { DashboardUser } from "../support/dashboardSession.js";
-import { devnetWallet, fundGas } from "../support/devnetChain.js";
+import { devnetWallet, setEtherBalance } from "../support/devnetChain.js";
 import { paymentRequest, post, signPayment, usdcBalance } from "../support/payments.js";
 import {
   confidentialRequirements,
@@ -53,7 +53,7 @@ describe("Confidential tab in Chromium: checking each day and challenging a shor
     });
     // Enabling through the tab is the dashboard test's; here the merchant starts enabled.
     ({ user, apiKey } = await enabledMerchant(stack, wallet));
-    await fundGas(stack.rpcUrl, wallet.address);
+    await setEtherBalance(stack.rpcUrl, wallet.address, 10n ** 18n);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
   });
 

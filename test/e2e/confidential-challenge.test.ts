@@ -19,7 +19,7 @@ import { createPublicClient, createWalletClient, http, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
 import type { DashboardUser } from "../support/dashboardSession.js";
-import { fundGas } from "../support/devnetChain.js";
+import { setEtherBalance } from "../support/devnetChain.js";
 import { paymentRequest, post, signPayment, usdcBalance } from "../support/payments.js";
 import { utcDay } from "../../src/features/confidential/credits.js";
 import {
@@ -75,7 +75,7 @@ describe("a merchant's challenge, end to end", () => {
     ({ user, apiKey } = await enabledMerchant(stack, wallet));
     ({ user: other, apiKey: otherApiKey } = await enabledMerchant(stack, otherWallet));
     for (const address of [wallet.address, otherWallet.address]) {
-      await fundGas(stack.rpcUrl, address);
+      await setEtherBalance(stack.rpcUrl, address, 10n ** 18n);
     }
     dir = mkdtempSync(join(tmpdir(), "confidential-check-"));
   });

@@ -1,16 +1,22 @@
 /**
  * A devnet EVM chain from a wallet's side: the chain definition viem wants
- * for sending, a wallet client for a key, and ether for a key's gas.
+ * for sending, a wallet client for a key, a key's ether, and a new payer
+ * holding a token but no ether (the payer gas sponsoring is for).
  */
+import assert from "node:assert/strict";
 import {
+  createPublicClient,
   createTestClient,
   createWalletClient,
   defineChain,
+  erc20Abi,
   http,
   type Address,
   type Chain,
   type PrivateKeyAccount,
 } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import type { TestStack } from "./stack.js";
 
 /** A viem chain for one of the devnet's EVM chains, served at `rpcUrl`. */
 export function devnetChain(chainId: number, rpcUrl: string): Chain {
@@ -31,10 +37,38 @@ export function devnetWallet(account: PrivateKeyAccount, rpcUrl: string, chainId
   });
 }
 
-/** Sets `address`'s ether to `wei` (1 ETH unless told) on the anvil node at `rpcUrl`, for its gas. */
-export async function fundGas(rpcUrl: string, address: Address, wei = 10n ** 18n): Promise<void> {
+/** Sets `address`'s ether to `wei` on the anvil node at `rpcUrl` (for its gas, or none at all). */
+export async function setEtherBalance(
+  rpcUrl: string,
+  address: Address,
+  wei: bigint,
+): Promise<void> {
   await createTestClient({ mode: "anvil", transport: http(rpcUrl) }).setBalance({
     address,
     value: wei,
   });
+}
+
+/**
+ * A brand-new payer holding `amount` of `token` (sent by the stack's first
+ * devnet payer) and not a wei of ether: it has approved nothing either.
+ */
+export async function newPayerWithoutGas(
+  stack: TestStack,
+  token: Address,
+  amount: bigint,
+): Promise<PrivateKeyAccount> {
+  const payer = privateKeyToAccount(generatePrivateKey());
+  const funder = privateKeyToAccount(stack.payerKeys[0]!);
+  const chainId = Number(stack.network.split(":")[1]);
+  const hash = await devnetWallet(funder, stack.rpcUrl, chainId).writeContract({
+    address: token,
+    abi: erc20Abi,
+    functionName: "transfer",
+    args: [payer.address, amount],
+  });
+  const client = createPublicClient({ transport: http(stack.rpcUrl) });
+  assert.equal((await client.waitForTransactionReceipt({ hash })).status, "success");
+  await setEtherBalance(stack.rpcUrl, payer.address, 0n);
+  return payer;
 }
