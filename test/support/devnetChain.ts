@@ -1,7 +1,8 @@
 /**
  * A devnet EVM chain from a wallet's side: the chain definition viem wants
- * for sending, a wallet client for a key, a key's ether, and a new payer
- * holding a token but no ether (the payer gas sponsoring is for).
+ * for sending, a wallet client for a key, a key's ether, a token transfer
+ * from a devnet payer, and a new payer holding a token but no ether (the
+ * payer gas sponsoring is for).
  */
 import assert from "node:assert/strict";
 import {
@@ -49,6 +50,25 @@ export async function setEtherBalance(
   });
 }
 
+/** Sends `amount` of `token` to `to` from the stack's first devnet payer; resolves once it is mined. */
+export async function transferFromDevnetPayer(
+  stack: TestStack,
+  token: Address,
+  to: Address,
+  amount: bigint,
+): Promise<void> {
+  const funder = privateKeyToAccount(stack.payerKeys[0]!);
+  const chainId = Number(stack.network.split(":")[1]);
+  const hash = await devnetWallet(funder, stack.rpcUrl, chainId).writeContract({
+    address: token,
+    abi: erc20Abi,
+    functionName: "transfer",
+    args: [to, amount],
+  });
+  const client = createPublicClient({ transport: http(stack.rpcUrl) });
+  assert.equal((await client.waitForTransactionReceipt({ hash })).status, "success");
+}
+
 /**
  * A brand-new payer holding `amount` of `token` (sent by the stack's first
  * devnet payer) and not a wei of ether: it has approved nothing either.
@@ -59,16 +79,7 @@ export async function newPayerWithoutGas(
   amount: bigint,
 ): Promise<PrivateKeyAccount> {
   const payer = privateKeyToAccount(generatePrivateKey());
-  const funder = privateKeyToAccount(stack.payerKeys[0]!);
-  const chainId = Number(stack.network.split(":")[1]);
-  const hash = await devnetWallet(funder, stack.rpcUrl, chainId).writeContract({
-    address: token,
-    abi: erc20Abi,
-    functionName: "transfer",
-    args: [payer.address, amount],
-  });
-  const client = createPublicClient({ transport: http(stack.rpcUrl) });
-  assert.equal((await client.waitForTransactionReceipt({ hash })).status, "success");
+  await transferFromDevnetPayer(stack, token, payer.address, amount);
   await setEtherBalance(stack.rpcUrl, payer.address, 0n);
   return payer;
 }
