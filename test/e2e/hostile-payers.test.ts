@@ -12,7 +12,6 @@ import assert from "node:assert/strict";
 import { HTTPFacilitatorClient } from "@x402/core/server";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import type { ClientEvmSigner } from "@x402/evm";
-import { ExactEvmScheme as ExactEvmClientScheme } from "@x402/evm/exact/client";
 import {
   concatHex,
   createPublicClient,
@@ -31,7 +30,7 @@ import { apiKeyAuth } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { signersState } from "../support/signersState.js";
 import { transferFromDevnetPayer } from "../support/devnetChain.js";
-import { requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
+import { requirementsFor, signPayment, signPaymentWith, usdcBalance } from "../support/payments.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { FRONT_RUN_FEES, settleRacedBy } from "../support/settleRace.js";
@@ -93,16 +92,7 @@ describe("hostile payers with code (ERC-1271 wallet, EIP-7702 delegation)", () =
       payTo: PAY_TO,
       amount: PRICE.toString(),
     });
-    const partial = await new ExactEvmClientScheme(signer).createPaymentPayload(2, requirements);
-    return {
-      requirements,
-      payload: {
-        x402Version: 2,
-        accepted: requirements,
-        payload: partial.payload,
-        resource: { url: "http://127.0.0.1/paid", description: "", mimeType: "application/json" },
-      } as PaymentPayload,
-    };
+    return { requirements, payload: await signPaymentWith(signer, requirements) };
   }
 
   /** A merchant of its own (a Free account) and its facilitator client. */

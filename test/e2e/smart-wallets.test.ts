@@ -32,7 +32,7 @@ import { DEVNET_WALLET_FACTORY_ADDRESS } from "../../devnet/deploy.js";
 import { apiKeyAuth, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { devnetWallet, transferFromDevnetPayer } from "../support/devnetChain.js";
-import { requirementsFor, usdcBalance } from "../support/payments.js";
+import { requirementsFor, signPaymentWith, usdcBalance } from "../support/payments.js";
 
 const NETWORK = "eip155:8453";
 const PAY_TO = "0x000000000000000000000000000000000000a11e" as const;
@@ -125,16 +125,7 @@ class WalletWorld {
       payTo: PAY_TO,
       amount: PRICE.toString(),
     });
-    const partial = await new ExactEvmClientScheme(signer).createPaymentPayload(2, requirements);
-    return {
-      requirements,
-      payload: {
-        x402Version: 2,
-        accepted: requirements,
-        payload: partial.payload,
-        resource: { url: "http://127.0.0.1/paid", description: "", mimeType: "application/json" },
-      } as PaymentPayload,
-    };
+    return { requirements, payload: await signPaymentWith(signer, requirements) };
   }
 }
 
