@@ -22,7 +22,7 @@ import { signedInUser, type DashboardUser } from "./dashboardSession.js";
 import type { TestStack } from "./stack.js";
 
 /** Enables `accountId` with `wallet`, signing the enablement message as the dashboard's wallet does. */
-export async function enableWithWallet(
+async function enableWithWallet(
   merchants: ConfidentialMerchants,
   accountId: string,
   wallet: PrivateKeyAccount,

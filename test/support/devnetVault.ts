@@ -35,7 +35,7 @@ import {
 } from "../../src/chains/evm/confidential/messages.js";
 import { devnetWallet } from "./devnetChain.js";
 
-export const VAULT_NETWORK = "eip155:8453";
+const VAULT_NETWORK = "eip155:8453";
 export const VAULT_CHAIN_ID = 8453;
 const DAY = 86_400n;
 
