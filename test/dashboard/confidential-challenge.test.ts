@@ -14,24 +14,18 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { chromium, type Browser, type Page } from "playwright-core";
-import {
-  createPublicClient,
-  createTestClient,
-  createWalletClient,
-  defineChain,
-  http,
-  type Hex,
-} from "viem";
+import { createPublicClient, http, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
-import { signedInUser, type DashboardUser } from "../support/dashboardSession.js";
+import type { DashboardUser } from "../support/dashboardSession.js";
+import { devnetWallet, setEtherBalance } from "../support/devnetChain.js";
 import { paymentRequest, post, signPayment, usdcBalance } from "../support/payments.js";
 import {
   confidentialRequirements,
   creditDayToOperatorsOwnSlot,
+  enabledMerchant,
   pastNextMidnight,
 } from "../support/confidential.js";
-import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { dayToDate, utcDay } from "../../src/features/confidential/credits.js";
 import { confidentialVaultAbi } from "../../src/chains/evm/confidential/vaultAbi.js";
 
@@ -57,16 +51,9 @@ describe("Confidential tab in Chromium: checking each day and challenging a shor
       confidentialWorker: false,
       confidentialChallengeWindowSeconds: 2 * 86_400,
     });
-    user = await signedInUser(stack.service.db, stack.url);
-    apiKey = (await createApiKey(stack.service.db, user.accountId, "shop")).key;
     // Enabling through the tab is the dashboard test's; here the merchant starts enabled.
-    const { merchants } = stack.service.confidential;
-    const message = merchants.enablementMessage(wallet.address, user.accountId);
-    await merchants.enable(user.accountId, wallet.address, await wallet.signMessage({ message }));
-    await createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) }).setBalance({
-      address: wallet.address,
-      value: 10n ** 18n,
-    });
+    ({ user, apiKey } = await enabledMerchant(stack, wallet));
+    await setEtherBalance(stack.rpcUrl, wallet.address, 10n ** 18n);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
   });
 
@@ -97,17 +84,7 @@ describe("Confidential tab in Chromium: checking each day and challenging a shor
   /** The merchant's session in a browser whose wallet is the merchant's devnet key. */
   async function openTab(): Promise<{ page: Page; sent: Hex[] }> {
     const publicClient = createPublicClient({ transport: http(stack.rpcUrl) });
-    const chain = defineChain({
-      id: await publicClient.getChainId(),
-      name: "devnet",
-      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-      rpcUrls: { default: { http: [stack.rpcUrl] } },
-    });
-    const walletClient = createWalletClient({
-      chain,
-      transport: http(stack.rpcUrl),
-      account: wallet,
-    });
+    const walletClient = devnetWallet(wallet, stack.rpcUrl, await publicClient.getChainId());
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     await context.addCookies([
       {

@@ -15,16 +15,17 @@ import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createPublicClient, createTestClient, createWalletClient, http, type Hex } from "viem";
+import { createPublicClient, createWalletClient, http, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
-import { signedInUser, type DashboardUser } from "../support/dashboardSession.js";
+import type { DashboardUser } from "../support/dashboardSession.js";
+import { setEtherBalance } from "../support/devnetChain.js";
 import { paymentRequest, post, signPayment, usdcBalance } from "../support/payments.js";
-import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { utcDay } from "../../src/features/confidential/credits.js";
 import {
   confidentialRequirements,
   creditDayToOperatorsOwnSlot,
+  enabledMerchant,
   pastNextMidnight,
 } from "../support/confidential.js";
 
@@ -71,25 +72,10 @@ describe("a merchant's challenge, end to end", () => {
       confidentialWorker: false,
       confidentialChallengeWindowSeconds: 2 * 86_400,
     });
-    user = await signedInUser(stack.service.db, stack.url);
-    apiKey = (await createApiKey(stack.service.db, user.accountId, "shop")).key;
-    const { merchants } = stack.service.confidential;
-    const message = merchants.enablementMessage(wallet.address, user.accountId);
-    await merchants.enable(user.accountId, wallet.address, await wallet.signMessage({ message }));
-    other = await signedInUser(stack.service.db, stack.url);
-    otherApiKey = (await createApiKey(stack.service.db, other.accountId, "shop")).key;
-    await merchants.enable(
-      other.accountId,
-      otherWallet.address,
-      await otherWallet.signMessage({
-        message: merchants.enablementMessage(otherWallet.address, other.accountId),
-      }),
-    );
+    ({ user, apiKey } = await enabledMerchant(stack, wallet));
+    ({ user: other, apiKey: otherApiKey } = await enabledMerchant(stack, otherWallet));
     for (const address of [wallet.address, otherWallet.address]) {
-      await createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) }).setBalance({
-        address,
-        value: 10n ** 18n,
-      });
+      await setEtherBalance(stack.rpcUrl, address, 10n ** 18n);
     }
     dir = mkdtempSync(join(tmpdir(), "confidential-check-"));
   });

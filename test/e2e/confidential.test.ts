@@ -18,19 +18,13 @@ import { decodePaymentResponseHeader } from "@x402/core/http";
 import { ExactEvmScheme as ExactEvmServerScheme } from "@x402/evm/exact/server";
 import { ExactEvmScheme as ExactEvmClientScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment } from "@x402/fetch";
-import {
-  createPublicClient,
-  createTestClient,
-  createWalletClient,
-  defineChain,
-  http,
-  type Hex,
-} from "viem";
+import { createPublicClient, createTestClient, http, type Hex } from "viem";
 import { sql } from "kysely";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { signedInUser, type DashboardUser } from "../support/dashboardSession.js";
+import { devnetWallet } from "../support/devnetChain.js";
 import {
   paymentRequest,
   post,
@@ -43,6 +37,7 @@ import { offersFor, type ConfidentialStatus } from "../../src/clients/confidenti
 import { utcDay } from "../../src/features/confidential/credits.js";
 import {
   confidentialRequirements,
+  enabledMerchant,
   withdrawTypedDataFromJson,
   pastNextMidnight,
 } from "../support/confidential.js";
@@ -65,18 +60,10 @@ describe("confidential settlement end to end", () => {
 
   before(async () => {
     stack = await startStack({ confidential: true, confidentialWorker: false });
-    merchantUser = await signedInUser(stack.service.db, stack.url);
-    merchantKey = (await createApiKey(stack.service.db, merchantUser.accountId, "shop")).key;
     contract = stack.service.confidential.vault!.address;
     // The merchant every payment test pays; the enablement flow itself is
     // tested on an account of its own.
-    const { merchants } = stack.service.confidential;
-    const message = merchants.enablementMessage(wallet.address, merchantUser.accountId);
-    await merchants.enable(
-      merchantUser.accountId,
-      wallet.address,
-      await wallet.signMessage({ message }),
-    );
+    ({ user: merchantUser, apiKey: merchantKey } = await enabledMerchant(stack, wallet));
   });
   after(async () => {
     await server?.close();
@@ -494,16 +481,7 @@ describe("confidential settlement end to end", () => {
     const chain = createPublicClient({ transport: http(stack.rpcUrl) });
     const testClient = createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) });
     await testClient.setBalance({ address: wallet.address, value: 10n ** 18n });
-    const fromWallet = createWalletClient({
-      account: wallet,
-      transport: http(stack.rpcUrl),
-      chain: defineChain({
-        id: 8453,
-        name: "devnet",
-        nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-        rpcUrls: { default: { http: [stack.rpcUrl] } },
-      }),
-    });
+    const fromWallet = devnetWallet(wallet, stack.rpcUrl, 8453);
     /** What the dashboard does: the wallet sends the call the API built. */
     const send = async (call: { from: string; to: Hex; data: Hex }) => {
       assert.equal(call.from, wallet.address);

@@ -26,29 +26,15 @@ import {
 } from "@x402/extensions";
 import { wrapFetchWithPayment } from "@x402/fetch";
 import type { PaymentPayload } from "@x402/core/types";
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import {
-  createPublicClient,
-  createTestClient,
-  createWalletClient,
-  erc20Abi,
-  http,
-  type Hex,
-  type PublicClient,
-} from "viem";
+import { createPublicClient, erc20Abi, http, type Hex, type PublicClient } from "viem";
 import { devnetBatchAuthorizerKey } from "../../devnet/keys.js";
 import { X402_BATCH_SETTLEMENT_ADDRESS } from "../../devnet/deploy.js";
-import {
-  devnetChain,
-  facilitatorClient,
-  listenOnLoopback,
-  type Listening,
-} from "../support/resourceServer.js";
+import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
+import { newPayerWithoutGas } from "../support/devnetChain.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { usdcBalance as tokenBalance } from "../support/payments.js";
 
 const NETWORK = "eip155:4663";
-const CHAIN_ID = 4663;
 const USDG = "0xe343167631d89B6Ffc58B88d6b7fB0228795491D" as const;
 const PAY_TO = "0x000000000000000000000000000000000000ba7d" as const;
 const PRICE = 1_000n;
@@ -102,25 +88,7 @@ describe("erc20ApprovalGasSponsoring: a cold payer opens a batch-settlement chan
   });
 
   test("approve relayed, deposit mined, channel funded; the settlement journals funding, approve and deposit", async () => {
-    const payer = privateKeyToAccount(generatePrivateKey());
-    const funding = await createWalletClient({
-      account: privateKeyToAccount(stack.payerKeys[0]!),
-      chain: devnetChain(CHAIN_ID, stack.rpcUrl),
-      transport: http(stack.rpcUrl),
-    }).writeContract({
-      address: USDG,
-      abi: erc20Abi,
-      functionName: "transfer",
-      args: [payer.address, 100_000n],
-    });
-    assert.equal(
-      (await publicClient.waitForTransactionReceipt({ hash: funding })).status,
-      "success",
-    );
-    await createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) }).setBalance({
-      address: payer.address,
-      value: 0n,
-    });
+    const payer = await newPayerWithoutGas(stack, USDG, 100_000n);
     const escrowBefore = await tokenBalance(stack.rpcUrl, USDG, X402_BATCH_SETTLEMENT_ADDRESS);
 
     const signer = toClientEvmSigner(payer, publicClient);

@@ -49,12 +49,8 @@ import {
   type Hex,
   type PublicClient,
 } from "viem";
-import {
-  devnetChain,
-  facilitatorClient,
-  listenOnLoopback,
-  type Listening,
-} from "../support/resourceServer.js";
+import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
+import { devnetChain, newPayerWithoutGas } from "../support/devnetChain.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { usdcBalance as tokenBalance } from "../support/payments.js";
 
@@ -118,26 +114,8 @@ describe("erc20ApprovalGasSponsoring: a payer with no gas and no allowance pays 
 
   /** A brand-new payer: USDG from a devnet payer, no ETH at all, no Permit2 approval. */
   async function coldPayer(tokens = 100_000n): Promise<PrivateKeyAccount> {
-    const payer = privateKeyToAccount(generatePrivateKey());
-    if (tokens === 0n) return payer;
-    const funding = await createWalletClient({
-      account: privateKeyToAccount(stack.payerKeys[0]!),
-      chain: devnetChain(CHAIN_ID, stack.rpcUrl),
-      transport: http(stack.rpcUrl),
-    }).writeContract({
-      address: USDG,
-      abi: erc20Abi,
-      functionName: "transfer",
-      args: [payer.address, tokens],
-    });
-    assert.equal(
-      (await publicClient.waitForTransactionReceipt({ hash: funding })).status,
-      "success",
-    );
-    await createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) }).setBalance({
-      address: payer.address,
-      value: 0n,
-    });
+    if (tokens === 0n) return privateKeyToAccount(generatePrivateKey());
+    const payer = await newPayerWithoutGas(stack, USDG, tokens);
     assert.equal(await allowanceOf(payer.address), 0n, "no Permit2 approval yet");
     return payer;
   }

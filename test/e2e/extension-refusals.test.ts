@@ -31,10 +31,9 @@ import {
   ERC20_APPROVAL_GAS_SPONSORING,
 } from "@x402/extensions";
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
-import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import type { PrivateKeyAccount } from "viem/accounts";
 import {
   createPublicClient,
-  createWalletClient,
   encodeFunctionData,
   erc20Abi,
   http,
@@ -44,12 +43,8 @@ import {
   type PublicClient,
 } from "viem";
 import { devnetBatchAuthorizerKey } from "../../devnet/keys.js";
-import {
-  devnetChain,
-  facilitatorClient,
-  listenOnLoopback,
-  type Listening,
-} from "../support/resourceServer.js";
+import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
+import { newPayerWithoutGas } from "../support/devnetChain.js";
 import { startStack, type TestStack } from "../support/stack.js";
 
 const NETWORK = "eip155:8453";
@@ -123,21 +118,7 @@ describe("an extension's refusal is a 200 with a reason, on every scheme it is o
   });
 
   /** A payer with USDC, no gas and no Permit2 allowance: the client signs the extension. */
-  async function coldPayer(): Promise<PrivateKeyAccount> {
-    const payer = privateKeyToAccount(generatePrivateKey());
-    const hash = await createWalletClient({
-      account: privateKeyToAccount(stack.payerKeys[0]!),
-      chain: devnetChain(CHAIN_ID, stack.rpcUrl),
-      transport: http(stack.rpcUrl),
-    }).writeContract({
-      address: usdc,
-      abi: erc20Abi,
-      functionName: "transfer",
-      args: [payer.address, 1_000_000n],
-    });
-    await publicClient.waitForTransactionReceipt({ hash });
-    return payer;
-  }
+  const coldPayer = () => newPayerWithoutGas(stack, usdc, 1_000_000n);
 
   /** The official client's payment for a route, as it would send it. */
   async function paymentFor(

@@ -28,13 +28,9 @@ import {
 } from "@x402/evm";
 import { declareEip2612GasSponsoringExtension } from "@x402/extensions";
 import { wrapFetchWithPayment } from "@x402/fetch";
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import {
   createPublicClient,
-  createTestClient,
-  createWalletClient,
   decodeFunctionData,
-  defineChain,
   erc20Abi,
   http,
   parseAbi,
@@ -43,6 +39,7 @@ import {
   type PublicClient,
 } from "viem";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
+import { newPayerWithoutGas } from "../support/devnetChain.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { usdcBalance } from "../support/payments.js";
 
@@ -109,31 +106,7 @@ describe("eip2612GasSponsoring: a payer with no gas onboards to Permit2", () => 
 
   /** A brand-new payer: USDC from a devnet payer, no ETH at all, no Permit2 approval. */
   async function freshPayer() {
-    const payer = privateKeyToAccount(generatePrivateKey());
-    const funder = privateKeyToAccount(stack.payerKeys[0]!);
-    const funding = await createWalletClient({
-      account: funder,
-      chain: defineChain({
-        id: 8453,
-        name: "Base (devnet)",
-        nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-        rpcUrls: { default: { http: [stack.rpcUrl] } },
-      }),
-      transport: http(stack.rpcUrl),
-    }).writeContract({
-      address: stack.usdc,
-      abi: erc20Abi,
-      functionName: "transfer",
-      args: [payer.address, 100_000n],
-    });
-    assert.equal(
-      (await publicClient.waitForTransactionReceipt({ hash: funding })).status,
-      "success",
-    );
-    await createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) }).setBalance({
-      address: payer.address,
-      value: 0n,
-    });
+    const payer = await newPayerWithoutGas(stack, stack.usdc, 100_000n);
     const allowance = () =>
       publicClient.readContract({
         address: stack.usdc,

@@ -12,7 +12,6 @@ import assert from "node:assert/strict";
 import { HTTPFacilitatorClient } from "@x402/core/server";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import type { ClientEvmSigner } from "@x402/evm";
-import { ExactEvmScheme as ExactEvmClientScheme } from "@x402/evm/exact/client";
 import {
   concatHex,
   createPublicClient,
@@ -29,7 +28,9 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { loadArtifacts } from "../../devnet/compile.js";
 import { apiKeyAuth } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
+import { signersState } from "../support/signersState.js";
+import { transferFromDevnetPayer } from "../support/devnetChain.js";
+import { requirementsFor, signPayment, signPaymentWith, usdcBalance } from "../support/payments.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { FRONT_RUN_FEES, settleRacedBy } from "../support/settleRace.js";
@@ -56,17 +57,6 @@ function hostileSigner(address: Address, rounds: bigint, alwaysValid = false): C
   };
 }
 
-async function signersState(stack: TestStack, client: PublicClient) {
-  let nonces = 0;
-  let balance = 0n;
-  for (const key of stack.devnet.networks[NETWORK]!.facilitatorPrivateKeys) {
-    const address = privateKeyToAccount(key as Hex).address;
-    nonces += await client.getTransactionCount({ address, blockTag: "pending" });
-    balance += await client.getBalance({ address });
-  }
-  return { nonces, balance };
-}
-
 describe("hostile payers with code (ERC-1271 wallet, EIP-7702 delegation)", () => {
   let stack: TestStack;
   let client: PublicClient;
@@ -90,20 +80,8 @@ describe("hostile payers with code (ERC-1271 wallet, EIP-7702 delegation)", () =
     await client.request({ method: "anvil_setCode" as never, params: [address, code] as never });
   }
 
-  async function fund(address: Address, amount: bigint): Promise<void> {
-    const funder = createWalletClient({
-      account: privateKeyToAccount(stack.payerKeys[0]!),
-      transport: http(stack.rpcUrl),
-    });
-    const hash = await funder.writeContract({
-      chain: null,
-      address: stack.usdc,
-      abi: erc20Abi,
-      functionName: "transfer",
-      args: [address, amount],
-    });
-    assert.equal((await client.waitForTransactionReceipt({ hash })).status, "success");
-  }
+  const fund = (address: Address, amount: bigint) =>
+    transferFromDevnetPayer(stack, stack.usdc, address, amount);
 
   async function payment(
     signer: ClientEvmSigner,
@@ -114,16 +92,7 @@ describe("hostile payers with code (ERC-1271 wallet, EIP-7702 delegation)", () =
       payTo: PAY_TO,
       amount: PRICE.toString(),
     });
-    const partial = await new ExactEvmClientScheme(signer).createPaymentPayload(2, requirements);
-    return {
-      requirements,
-      payload: {
-        x402Version: 2,
-        accepted: requirements,
-        payload: partial.payload,
-        resource: { url: "http://127.0.0.1/paid", description: "", mimeType: "application/json" },
-      } as PaymentPayload,
-    };
+    return { requirements, payload: await signPaymentWith(signer, requirements) };
   }
 
   /** A merchant of its own (a Free account) and its facilitator client. */

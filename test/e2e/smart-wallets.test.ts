@@ -19,10 +19,7 @@ import { wrapFetchWithPayment } from "@x402/fetch";
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import {
   createPublicClient,
-  createWalletClient,
-  defineChain,
   encodeFunctionData,
-  erc20Abi,
   hashTypedData,
   http,
   parseAbi,
@@ -34,7 +31,8 @@ import {
 import { DEVNET_WALLET_FACTORY_ADDRESS } from "../../devnet/deploy.js";
 import { apiKeyAuth, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { requirementsFor, usdcBalance } from "../support/payments.js";
+import { devnetWallet, transferFromDevnetPayer } from "../support/devnetChain.js";
+import { requirementsFor, signPaymentWith, usdcBalance } from "../support/payments.js";
 
 const NETWORK = "eip155:8453";
 const PAY_TO = "0x000000000000000000000000000000000000a11e" as const;
@@ -43,13 +41,6 @@ const FACTORY_ABI = parseAbi([
   "function createAccount(address owner, uint256 salt) returns (address)",
   "function getAddress(address owner, uint256 salt) view returns (address)",
 ]);
-const chain = (rpcUrl: string) =>
-  defineChain({
-    id: 8453,
-    name: "Base (devnet)",
-    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-    rpcUrls: { default: { http: [rpcUrl] } },
-  });
 
 /** A client signer for a wallet owned by `owner`: the owner signs the EIP-712 digest. */
 function walletSigner(
@@ -81,12 +72,8 @@ class WalletWorld {
     this.publicClient = createPublicClient({ transport: http(stack.rpcUrl) });
   }
 
-  private funderWallet(i = 0) {
-    return createWalletClient({
-      account: privateKeyToAccount(this.stack.payerKeys[i]!),
-      chain: chain(this.stack.rpcUrl),
-      transport: http(this.stack.rpcUrl),
-    });
+  private funderWallet() {
+    return devnetWallet(privateKeyToAccount(this.stack.payerKeys[0]!), this.stack.rpcUrl, 8453);
   }
 
   async predicted(owner: Address, salt: bigint): Promise<Address> {
@@ -108,14 +95,8 @@ class WalletWorld {
     assert.equal((await this.publicClient.waitForTransactionReceipt({ hash })).status, "success");
   }
 
-  async fund(address: Address, amount: bigint): Promise<void> {
-    const hash = await this.funderWallet().writeContract({
-      address: this.stack.usdc,
-      abi: erc20Abi,
-      functionName: "transfer",
-      args: [address, amount],
-    });
-    assert.equal((await this.publicClient.waitForTransactionReceipt({ hash })).status, "success");
+  fund(address: Address, amount: bigint): Promise<void> {
+    return transferFromDevnetPayer(this.stack, this.stack.usdc, address, amount);
   }
 
   async hasCode(address: Address): Promise<boolean> {
@@ -144,16 +125,7 @@ class WalletWorld {
       payTo: PAY_TO,
       amount: PRICE.toString(),
     });
-    const partial = await new ExactEvmClientScheme(signer).createPaymentPayload(2, requirements);
-    return {
-      requirements,
-      payload: {
-        x402Version: 2,
-        accepted: requirements,
-        payload: partial.payload,
-        resource: { url: "http://127.0.0.1/paid", description: "", mimeType: "application/json" },
-      } as PaymentPayload,
-    };
+    return { requirements, payload: await signPaymentWith(signer, requirements) };
   }
 }
 

@@ -25,6 +25,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import type { PaymentRequirements } from "@x402/core/types";
 import { loadArtifacts } from "../../devnet/compile.js";
 import { startStack, type TestStack } from "../support/stack.js";
+import { signersState } from "../support/signersState.js";
 import { post } from "../support/payments.js";
 import { nowSeconds, signAuthorization } from "../support/authorization.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
@@ -70,18 +71,6 @@ async function deployBurner(rpcUrl: string, deployerKey: Hex, work: bigint): Pro
   const client = createPublicClient({ transport: http(rpcUrl) });
   const receipt = await client.waitForTransactionReceipt({ hash });
   return receipt.contractAddress!;
-}
-
-/** What our signers have sent and hold, summed. */
-async function signersState(stack: TestStack, client: PublicClient) {
-  let nonces = 0;
-  let balance = 0n;
-  for (const key of stack.devnet.networks[NETWORK]!.facilitatorPrivateKeys) {
-    const address = privateKeyToAccount(key as Hex).address;
-    nonces += await client.getTransactionCount({ address, blockTag: "pending" });
-    balance += await client.getBalance({ address });
-  }
-  return { nonces, balance };
 }
 
 function requirementsFor(asset: Hex, amount = "1000"): PaymentRequirements {

@@ -1,26 +1,52 @@
 /**
- * Confidential settlement helpers for tests: a merchant enabled with a new
- * wallet, the confidential offer's requirements, and a withdrawal request's
+ * Confidential settlement helpers for tests: a merchant enabled with a
+ * wallet (a new one, or a signed-in user's with its API key), the
+ * confidential offer's requirements, and a withdrawal request's
  * typed data back from JSON (the dashboard sends it with decimal strings; a
  * wallet signs bigints).
  */
 import type { PaymentRequirements } from "@x402/core/types";
-import { createTestClient, http, type Address, type TypedDataDefinition } from "viem";
+import {
+  createTestClient,
+  http,
+  type Address,
+  type PrivateKeyAccount,
+  type TypedDataDefinition,
+} from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import type { ConfidentialMerchants } from "../../src/features/confidential/merchants.js";
 import type { ConfidentialVault } from "../../src/features/confidential/vaultPort.js";
 import { requirementsFor } from "./payments.js";
+import { signedInUser, type DashboardUser } from "./dashboardSession.js";
+import type { TestStack } from "./stack.js";
+
+/** Enables `accountId` with `wallet`, signing the enablement message as the dashboard's wallet does. */
+async function enableWithWallet(
+  merchants: ConfidentialMerchants,
+  accountId: string,
+  wallet: PrivateKeyAccount,
+) {
+  const message = merchants.enablementMessage(wallet.address, accountId);
+  return merchants.enable(accountId, wallet.address, await wallet.signMessage({ message }));
+}
 
 /** Enables `accountId` with a new wallet, signing the enablement message as the dashboard's wallet does. */
 export async function enableWithNewWallet(merchants: ConfidentialMerchants, accountId: string) {
   const wallet = privateKeyToAccount(generatePrivateKey());
-  const message = merchants.enablementMessage(wallet.address, accountId);
-  const merchant = await merchants.enable(
-    accountId,
-    wallet.address,
-    await wallet.signMessage({ message }),
-  );
+  const merchant = await enableWithWallet(merchants, accountId, wallet);
   return { wallet, merchant };
+}
+
+/** A signed-in dashboard user with an API key, its account enabled for confidential settlement with `wallet`. */
+export async function enabledMerchant(
+  stack: TestStack,
+  wallet: PrivateKeyAccount,
+): Promise<{ user: DashboardUser; apiKey: string }> {
+  const user = await signedInUser(stack.service.db, stack.url);
+  const apiKey = (await createApiKey(stack.service.db, user.accountId, "shop")).key;
+  await enableWithWallet(stack.service.confidential.merchants, user.accountId, wallet);
+  return { user, apiKey };
 }
 
 export function confidentialRequirements(opts: {

@@ -5,19 +5,12 @@
  * decrypt a withdrawal's confirmation through the KMS (on the devnet, its
  * own instance of the mock relayer: nothing of the service's).
  */
-import {
-  createWalletClient,
-  defineChain,
-  http,
-  type Address,
-  type Hex,
-  type PrivateKeyAccount,
-  type PublicClient,
-} from "viem";
+import { type Address, type Hex, type PrivateKeyAccount, type PublicClient } from "viem";
 import { startDevnetFhevm } from "../../devnet/fhevm.js";
 import { fheClient } from "../../src/chains/evm/confidential/fhe.js";
 import type { SignedReceipt } from "../../src/chains/evm/confidential/vault.js";
 import { confidentialVaultAbi } from "../../src/chains/evm/confidential/vaultAbi.js";
+import { devnetWallet } from "./devnetChain.js";
 
 export interface MerchantWallet {
   account: PrivateKeyAccount;
@@ -38,13 +31,7 @@ export function merchantWallet(opts: {
   vault: Address;
   publicClient: PublicClient;
 }): MerchantWallet {
-  const chain = defineChain({
-    id: opts.chainId,
-    name: "devnet",
-    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-    rpcUrls: { default: { http: [opts.rpcUrl] } },
-  });
-  const wallet = createWalletClient({ chain, transport: http(opts.rpcUrl), account: opts.account });
+  const wallet = devnetWallet(opts.account, opts.rpcUrl, opts.chainId);
   const send: MerchantWallet["send"] = async (functionName, args) => {
     // A fixed gas limit: a call expected to revert is still mined, so the
     // test sees the revert on-chain rather than in an estimate.

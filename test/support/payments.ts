@@ -4,6 +4,7 @@
  */
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import type { ClientEvmSigner } from "@x402/evm";
 import { privateKeyToAccount } from "viem/accounts";
 import { createPublicClient, erc20Abi, http, type Hex } from "viem";
 
@@ -29,7 +30,15 @@ export async function signPayment(
   payerKey: Hex,
   requirements: PaymentRequirements,
 ): Promise<PaymentPayload> {
-  const scheme = new ExactEvmScheme(privateKeyToAccount(payerKey));
+  return signPaymentWith(privateKeyToAccount(payerKey), requirements);
+}
+
+/** The same payment signed by `signer`: a key, or a contract wallet's own signer. */
+export async function signPaymentWith(
+  signer: ClientEvmSigner,
+  requirements: PaymentRequirements,
+): Promise<PaymentPayload> {
+  const scheme = new ExactEvmScheme(signer);
   const partial = await scheme.createPaymentPayload(2, requirements);
   return {
     x402Version: 2,

@@ -7,7 +7,6 @@ import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import type { Express } from "express";
 import { HTTPFacilitatorClient } from "@x402/core/server";
-import { defineChain, type Chain } from "viem";
 import type { TestStack } from "./stack.js";
 
 /** Auth headers as the service asks for them: a key on verify and settle, none on supported. */
@@ -39,14 +38,4 @@ export async function listenOnLoopback(app: Express): Promise<Listening> {
     origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
-}
-
-/** A viem chain for one of the devnet's EVM chains, served at `rpcUrl`. */
-export function devnetChain(chainId: number, rpcUrl: string): Chain {
-  return defineChain({
-    id: chainId,
-    name: `devnet ${chainId}`,
-    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-    rpcUrls: { default: { http: [rpcUrl] } },
-  });
 }

@@ -9,7 +9,6 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { PaymentRequirements } from "@x402/core/types";
 import { Client, Wallet } from "xrpl";
 import { XRPL_MAINNET, startXrplLedger, type RunningXrpl } from "../../../devnet/xrpl/index.js";
 import { paymentFor } from "../../../src/chains/xrpl/clients/exactClient.js";
@@ -17,6 +16,7 @@ import { ValidatedLedgers } from "../../../src/chains/xrpl/validatedLedgers.js";
 import { XrplRpc } from "../../../src/chains/xrpl/rpc.js";
 import { startStack, type TestStack } from "../../support/stack.js";
 import { paymentRequest, post } from "../../support/payments.js";
+import { xrpRequirements } from "../../support/xrplPayments.js";
 import { until } from "../../support/processes.js";
 
 const HOUR_MS = 3_600_000;
@@ -99,19 +99,9 @@ describe("settling on the XRP Ledger as the stream drops and returns", () => {
     await stack.stop();
   });
 
-  const requirements = (amount: string): PaymentRequirements => ({
-    scheme: "exact",
-    network: XRPL_MAINNET,
-    asset: "XRP",
-    amount,
-    payTo: stack.xrpl!.info.payTo,
-    maxTimeoutSeconds: 300,
-    extra: { areFeesSponsored: false },
-  });
-
   /** Payer `i`'s payment of `amount` drops, valid for 100 ledgers (20 s here). */
   const signed = async (i: number, amount: string) => {
-    const req = requirements(amount);
+    const req = xrpRequirements(stack, amount);
     const wallet = Wallet.fromSeed(stack.xrpl!.info.payerSeeds[i]!);
     const tx = await ws.autofill({
       ...paymentFor(wallet.classicAddress, req),

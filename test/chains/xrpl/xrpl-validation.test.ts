@@ -10,10 +10,10 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { PaymentRequirements } from "@x402/core/types";
 import { Client, Wallet } from "xrpl";
-import { XRPL_MAINNET } from "../../../devnet/xrpl/index.js";
 import { paymentFor } from "../../../src/chains/xrpl/clients/exactClient.js";
 import { startStack, type TestStack } from "../../support/stack.js";
 import { paymentRequest, post } from "../../support/payments.js";
+import { xrpRequirements } from "../../support/xrplPayments.js";
 import { until } from "../../support/processes.js";
 
 describe("XRP Ledger slow validation", () => {
@@ -35,15 +35,6 @@ describe("XRP Ledger slow validation", () => {
   });
 
   const ledger = () => stack.xrpl!.ledger;
-  const requirements = (amount: string): PaymentRequirements => ({
-    scheme: "exact",
-    network: XRPL_MAINNET,
-    asset: "XRP",
-    amount,
-    payTo: stack.xrpl!.info.payTo,
-    maxTimeoutSeconds: 300,
-    extra: { areFeesSponsored: false },
-  });
   /** Payer `i`'s payment, valid for `ledgersAhead` ledgers past the validated one. */
   const signed = async (i: number, req: PaymentRequirements, ledgersAhead = 60) => {
     const wallet = Wallet.fromSeed(stack.xrpl!.info.payerSeeds[i]!);
@@ -63,7 +54,7 @@ describe("XRP Ledger slow validation", () => {
 
   test("a node without the history to prove a payment missing: pending, never a failure", async () => {
     // A short LastLedgerSequence that passes well within the time budget.
-    const { wallet, body: short } = await signed(2, requirements("3333"), 2);
+    const { wallet, body: short } = await signed(2, xrpRequirements(stack, "3333"), 2);
     const before = ledger().xrpBalance(wallet.classicAddress);
     ledger().withhold = true;
     ledger().retainLedgers = 1;
@@ -84,7 +75,7 @@ describe("XRP Ledger slow validation", () => {
   });
 
   test("not validated in time: settlement_pending with the hash; a retry once it lands answers success, one payment", async () => {
-    const { wallet, body } = await signed(1, requirements("2222"));
+    const { wallet, body } = await signed(1, xrpRequirements(stack, "2222"));
     const before = ledger().xrpBalance(wallet.classicAddress);
     ledger().withhold = true;
     let first: { success: boolean; errorReason?: string; transaction: string };

@@ -1,0 +1,294 @@
+/**
+ * The confidential vault on the devnet's eip155:8453 with the fhEVM mock,
+ * driven by raw transactions signed with the keys themselves (the
+ * operator's, the receipt signer's, the bond owner's, the payers', a slot
+ * owner's): nothing of the service stands in between.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import {
+  createPublicClient,
+  createTestClient,
+  http,
+  toHex,
+  type Abi,
+  type Address,
+  type Hex,
+  type PrivateKeyAccount,
+  type PublicClient,
+  type TestClient,
+  type TransactionReceipt,
+} from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { authorizationTypes, eip3009ABI } from "@x402/evm";
+import { startDevnet, type Devnet } from "../../devnet/index.js";
+import { loadArtifacts } from "../../devnet/compile.js";
+import { startDevnetFhevm, type DevnetFhevm } from "../../devnet/fhevm.js";
+import { fheClient, type FheClient } from "../../src/chains/evm/confidential/fhe.js";
+import {
+  slotCommitment,
+  vaultDomain,
+  withdrawTypes,
+} from "../../src/chains/evm/confidential/messages.js";
+import { devnetWallet } from "./devnetChain.js";
+
+const VAULT_NETWORK = "eip155:8453";
+export const VAULT_CHAIN_ID = 8453;
+const DAY = 86_400n;
+
+/** A slot bound to its owner's address and a salt only the owner knows. */
+export interface OwnedSlot {
+  owner: PrivateKeyAccount;
+  salt: Hex;
+  slot: bigint;
+}
+
+/** A payment the vault collected, as a receipt names it. */
+export interface CollectedPayment {
+  payer: Address;
+  nonce: Hex;
+  amount: bigint;
+}
+
+export interface DevnetVault {
+  address: Address;
+  abi: Abi;
+  usdc: Address;
+  rpcUrl: string;
+  client: PublicClient;
+  testClient: TestClient;
+  fhe: FheClient;
+  operator: PrivateKeyAccount;
+  receiptSigner: PrivateKeyAccount;
+  bondOwner: PrivateKeyAccount;
+  read<T>(functionName: string, args?: unknown[]): Promise<T>;
+  /** Sends a vault call as `account`; resolves to the receipt (reverts are mined, not thrown). */
+  send(
+    account: PrivateKeyAccount,
+    functionName: string,
+    args: unknown[],
+  ): Promise<TransactionReceipt>;
+  chainTime(): Promise<bigint>;
+  /** Mines a block at `to` (unix seconds). */
+  warp(to: bigint): Promise<void>;
+  /** Moves the chain a minute into its next UTC day; that day's number. */
+  nextDay(): Promise<number>;
+  /** The chain's UTC day number. */
+  today(): Promise<number>;
+  usdcOf(who: Address): Promise<bigint>;
+  /** The operator assigns a slot to `owner` (a new key unless given), and the owner gets gas. */
+  assignSlot(owner?: PrivateKeyAccount): Promise<OwnedSlot>;
+  /** A payer's authorization to the vault, collected as the service collects it. */
+  pay(amount: bigint, payerIndex?: number): Promise<CollectedPayment>;
+  /** The operator's split of `day`: every slot, an encrypted zero where `credits` says nothing. */
+  creditAll(day: number, credits: Map<bigint, bigint>): Promise<void>;
+  /** Close, then the KMS's verdict on the sum: "success" when the day closed. */
+  close(day: number): Promise<TransactionReceipt["status"]>;
+  /** A slot's balance, decrypted for the operator. */
+  balanceOf(slot: bigint): Promise<bigint>;
+  /** The slot's owner withdraws `amount`: request, then finalize with the KMS's decryption. */
+  withdraw(s: OwnedSlot, amount: bigint): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Starts the devnet's eip155:8453 and an fhEVM mock of its own (`challengeWindowSeconds`: the vault's, default 0). */
+export async function startDevnetVault(
+  opts: { challengeWindowSeconds?: number } = {},
+): Promise<DevnetVault> {
+  let devnet: Devnet | undefined;
+  let fhevm: DevnetFhevm | undefined;
+  const dir = mkdtempSync(join(tmpdir(), "devnet-vault-"));
+  const stop = async () => {
+    fhevm?.close();
+    await devnet?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    devnet = await startDevnet({
+      networks: [VAULT_NETWORK],
+      blockTimeSeconds: 0,
+      outFile: null,
+      ...(opts.challengeWindowSeconds === undefined
+        ? {}
+        : { confidentialChallengeWindowSeconds: opts.challengeWindowSeconds }),
+    });
+    const info = devnet.networks[VAULT_NETWORK]!;
+    const abi = (await loadArtifacts())["ConfidentialSettlementVault"]!.abi;
+    fhevm = await startDevnetFhevm({
+      rpcUrl: info.rpcUrl,
+      chainId: VAULT_CHAIN_ID,
+      cleartextFile: join(dir, "cleartexts.jsonl"),
+    });
+    return vaultCalls({
+      address: info.confidential!.contractAddress,
+      abi,
+      usdc: info.assets["USDC"]!,
+      rpcUrl: info.rpcUrl,
+      client: createPublicClient({ transport: http(info.rpcUrl), pollingInterval: 50 }),
+      testClient: createTestClient({ transport: http(info.rpcUrl), mode: "anvil" }),
+      fhe: fheClient(fhevm.instance),
+      operator: privateKeyToAccount(info.confidential!.operatorPrivateKey),
+      receiptSigner: privateKeyToAccount(info.confidential!.receiptSignerPrivateKey),
+      bondOwner: privateKeyToAccount(info.confidential!.bondOwnerPrivateKey),
+      payerKeys: info.payerPrivateKeys,
+      submitter: privateKeyToAccount(info.facilitatorPrivateKeys[0]!),
+      stop,
+    });
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}
+
+type VaultParts = Pick<
+  DevnetVault,
+  | "address"
+  | "abi"
+  | "usdc"
+  | "rpcUrl"
+  | "client"
+  | "testClient"
+  | "fhe"
+  | "operator"
+  | "receiptSigner"
+  | "bondOwner"
+  | "stop"
+> & { payerKeys: readonly Hex[]; submitter: PrivateKeyAccount };
+
+function vaultCalls(parts: VaultParts): DevnetVault {
+  const { address, abi, usdc, rpcUrl, client, testClient, fhe, operator } = parts;
+  const read = <T>(functionName: string, args: unknown[] = []) =>
+    client.readContract({ address, abi, functionName, args }) as Promise<T>;
+  const send = async (account: PrivateKeyAccount, functionName: string, args: unknown[]) => {
+    const hash = await devnetWallet(account, rpcUrl, VAULT_CHAIN_ID).writeContract({
+      address,
+      abi,
+      functionName,
+      args,
+      gas: 8_000_000n,
+    });
+    return client.waitForTransactionReceipt({ hash });
+  };
+  const chainTime = async () => (await client.getBlock()).timestamp;
+  const warp = async (to: bigint) => {
+    await testClient.setNextBlockTimestamp({ timestamp: to });
+    await testClient.mine({ blocks: 1 });
+  };
+  return {
+    ...parts,
+    read,
+    send,
+    chainTime,
+    warp,
+    async nextDay() {
+      const target = ((await chainTime()) / DAY + 1n) * DAY + 60n;
+      await warp(target);
+      return Number(target / DAY);
+    },
+    today: async () => Number((await chainTime()) / DAY),
+    usdcOf: (who) =>
+      client.readContract({
+        address: usdc,
+        abi: eip3009ABI,
+        functionName: "balanceOf",
+        args: [who],
+      }),
+    async assignSlot(owner = privateKeyToAccount(generatePrivateKey())) {
+      const salt = toHex(randomBytes(32));
+      const commitment = slotCommitment(owner.address, salt);
+      assert.equal((await send(operator, "assignSlot", [commitment])).status, "success");
+      const [, slot] = await read<[boolean, bigint]>("slotOf", [commitment]);
+      await testClient.setBalance({ address: owner.address, value: 10n ** 18n });
+      return { owner, salt, slot };
+    },
+    async pay(amount, payerIndex = 0) {
+      const payer = privateKeyToAccount(parts.payerKeys[payerIndex]!);
+      const nonce = toHex(randomBytes(32));
+      const validBefore = (await chainTime()) + 3600n;
+      const signature = await payer.signTypedData({
+        domain: {
+          name: "USD Coin",
+          version: "2",
+          chainId: VAULT_CHAIN_ID,
+          verifyingContract: usdc,
+        },
+        types: authorizationTypes,
+        primaryType: "TransferWithAuthorization",
+        message: {
+          from: payer.address,
+          to: address,
+          value: amount,
+          validAfter: 0n,
+          validBefore,
+          nonce,
+        },
+      });
+      const args = [payer.address, address, amount, 0n, validBefore, nonce, signature];
+      assert.equal((await send(parts.submitter, "collect", args)).status, "success");
+      return { payer: payer.address, nonce, amount };
+    },
+    async creditAll(day, credits) {
+      const count = await read<bigint>("slotCount");
+      const all: [bigint, bigint][] = [];
+      for (let s = 0n; s < count; s++) all.push([s, credits.get(s) ?? 0n]);
+      for (let i = 0; i < all.length; i += 8) {
+        const chunk = all.slice(i, i + 8);
+        const { handles, inputProof } = await fhe.encryptAmounts(
+          address,
+          operator.address,
+          chunk.map(([, amount]) => amount),
+        );
+        const r = await send(operator, "creditSlots", [
+          BigInt(day),
+          chunk.map(([slot]) => slot),
+          handles,
+          inputProof,
+        ]);
+        assert.equal(r.status, "success");
+      }
+    },
+    async close(day) {
+      const closed = await send(operator, "closeDay", [BigInt(day)]);
+      if (closed.status !== "success") return closed.status;
+      const info = await read<unknown[]>("dayInfo", [BigInt(day)]);
+      const { cleartexts, proof } = await fhe.publicDecrypt([info.at(-1) as Hex]);
+      return (await send(operator, "finalizeDay", [BigInt(day), cleartexts, proof])).status;
+    },
+    async balanceOf(slot) {
+      const [, handle] = await read<[Hex, Hex]>("slotInfo", [slot]);
+      if (BigInt(handle) === 0n) return 0n;
+      const [value] = await fhe.userDecrypt(address, [handle], operator);
+      return value ?? 0n;
+    },
+    async withdraw(s, amount) {
+      const [, , nonce] = await read<[Hex, Hex, bigint]>("slotInfo", [s.slot]);
+      const request = {
+        slot: s.slot,
+        to: s.owner.address,
+        amount,
+        nonce,
+        deadline: (await chainTime()) + 3600n,
+      };
+      const signature = await s.owner.signTypedData({
+        domain: vaultDomain(VAULT_CHAIN_ID, address),
+        types: withdrawTypes,
+        primaryType: "Withdraw",
+        message: request,
+      });
+      assert.equal(
+        (await send(s.owner, "requestWithdraw", [request, s.salt, signature])).status,
+        "success",
+      );
+      const id = (await read<bigint>("withdrawalCount")) - 1n;
+      const w = await read<unknown[]>("withdrawal", [id]);
+      const { cleartexts, proof } = await fhe.publicDecrypt([w.at(-1) as Hex]);
+      assert.equal(
+        (await send(s.owner, "finalizeWithdraw", [id, cleartexts, proof])).status,
+        "success",
+      );
+    },
+  };
+}
