@@ -377,6 +377,8 @@ export interface ChainFamily {
    * `duplicate_settlement`.
    */
   replayReason?(payload: PaymentPayload, requirements: PaymentRequirements): string;
+  /** Whether a payload is an operation anyone may run again (see `InspectedPayment.repeatable`). Absent: never. */
+  repeatable?(payload: PaymentPayload, requirements: PaymentRequirements): boolean;
   /**
    * The reason the service answers for one its mechanisms gave, where the
    * specification spells the same condition otherwise. Absent: as given.

@@ -126,6 +126,7 @@ export class PaymentFacilitator {
       units: family ? family.quotaUnits(payload, requirements) : 1,
       shapeError: family ? shapeErrorOf(family, request) : undefined,
       replayReason: family?.replayReason?.(payload, requirements) ?? Reason.duplicateSettlement,
+      repeatable: family?.repeatable?.(payload, requirements) ?? false,
     };
   }
 

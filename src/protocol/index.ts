@@ -43,4 +43,11 @@ export interface InspectedPayment {
   readonly shapeError: string | undefined;
   /** The reason a settle of this authorization, once consumed, is refused with. */
   readonly replayReason: string;
+  /**
+   * An operation anyone may run again with the same payload (a
+   * batch-settlement `settle` of a receiver's claimed funds): it carries no
+   * signed authorization to replay, so one that succeeded does not stop the
+   * next; copies still meet while one is being settled.
+   */
+  readonly repeatable: boolean;
 }

@@ -257,6 +257,28 @@ for (const variant of VARIANTS) {
       );
     });
 
+    test("settle again: a receiver paid out once is paid its next claims by the same settle payload", async () => {
+      const res = await pay(resourceUrl);
+      assert.equal(res.status, 200, await res.clone().text());
+      const manager = serverScheme.createChannelManager(facilitator, NETWORK, token());
+      const claims = await manager.claim();
+      assert.equal(claims.length, 1, JSON.stringify(claims));
+      const receiverBefore = await usdcBalance(stack.rpcUrl, token(), PAY_TO);
+      const settled = await manager.settle();
+      assert.match(settled.transaction, /^0x[0-9a-f]{64}$/, JSON.stringify(settled));
+      assert.equal(
+        await usdcBalance(stack.rpcUrl, token(), PAY_TO),
+        receiverBefore + PRICE,
+        "the receiver got this claim's amount",
+      );
+      const settles = (await rows()).filter((r) => actionOf(r.request) === "settle");
+      assert.deepEqual(
+        settles.map((r) => r.status),
+        ["succeeded", "succeeded"],
+        "each payout is a row of its own",
+      );
+    });
+
     test("settle: a payout another caller made first is not our success, though our call did not revert", async () => {
       const res = await pay(resourceUrl);
       assert.equal(res.status, 200, await res.clone().text());
@@ -264,9 +286,7 @@ for (const variant of VARIANTS) {
       const claims = await manager.claim();
       assert.equal(claims.length, 1, JSON.stringify(claims));
       const receiverBefore = await usdcBalance(stack.rpcUrl, token(), PAY_TO);
-      // The service keys a settle action by its payload, and this receiver's
-      // first settle succeeded: this one names the receiver checksummed, as
-      // a resource server may, so it is another payload for the same payout.
+      // The receiver named checksummed, as a resource server may.
       const requirements = {
         scheme: "batch-settlement",
         network: NETWORK,

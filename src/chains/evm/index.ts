@@ -31,6 +31,7 @@ import {
   evmAuthorizationKey,
   evmPayerOf,
   evmQuotaUnits,
+  evmRepeatable,
   evmReplayReason,
 } from "./paymentIdentity.js";
 import { chainTimings } from "./chainTimings.js";
@@ -260,6 +261,10 @@ export class EvmChainAdapter implements ChainFamily {
 
   replayReason(payload: PaymentPayload): string {
     return evmReplayReason(payload);
+  }
+
+  repeatable(payload: PaymentPayload, requirements: PaymentRequirements): boolean {
+    return evmRepeatable(payload, requirements);
   }
 
   publicReason(reason: string): string {

@@ -83,6 +83,15 @@ export function evmQuotaUnits(payload: PaymentPayload, requirements: PaymentRequ
 }
 
 /**
+ * A batch-settlement `settle` pays a receiver what its claims left in the
+ * escrow, and anyone may call it whenever more is claimed: its payload
+ * (`type`, `receiver`, `token`) is the same each time, with no nonce.
+ */
+export function evmRepeatable(payload: PaymentPayload, requirements: PaymentRequirements): boolean {
+  return requirements.scheme === "batch-settlement" && inner(payload)["type"] === "settle";
+}
+
+/**
  * The reason a settle of a consumed authorization gets, as the reference
  * mechanisms answer a replay: EIP-3009's nonce-used reason, Permit2's
  * invalid-nonce reason, and `duplicate_settlement` for batch payloads.

@@ -288,6 +288,30 @@ export class SettlementRecorder {
     }
   }
 
+  /**
+   * Lets a succeeded row of a repeatable operation (see
+   * `InspectedPayment.repeatable`) stop holding its key, so the next run of
+   * the same payload is recorded on its own row. The key keeps its row's id
+   * appended: the row stays readable, and no two rows ever share a key.
+   */
+  async retireKey(id: string): Promise<void> {
+    try {
+      await this.db
+        .updateTable("settlements")
+        .set({ authorization_key: sql<string>`authorization_key || '#' || id::text` })
+        .where("id", "=", id)
+        .where("status", "=", "succeeded")
+        .execute();
+    } catch (e) {
+      this.log.error({ err: describeError(e) }, "could not write settlement records");
+      throw new ServiceError(
+        "service_unavailable",
+        "the settlement records could not be written, so nothing was attempted; retry shortly",
+        { retryable: true, cause: e },
+      );
+    }
+  }
+
   async get(id: string): Promise<SettlementRow | undefined> {
     return this.db.selectFrom("settlements").selectAll().where("id", "=", id).executeTakeFirst();
   }

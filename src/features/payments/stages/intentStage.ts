@@ -8,7 +8,8 @@
  * the record decides its answer (see ../duplicates.ts). One statement
  * either way, shared with the intents of concurrent settles (group commit):
  * the common case, a new payment, reads nothing first, and nothing is sent
- * before the insert that carries this row has committed.
+ * before the insert that carries this row has committed. A repeatable
+ * operation's succeeded record gives up its key to the next run.
  */
 import type { DuplicateSettles } from "../duplicates.js";
 import type { SettlementRecorder } from "../../settlements/settlementRecorder.js";
@@ -35,6 +36,11 @@ export function intentStage(
         if (settlement) return duplicates.own(settlement.id, next(settlement));
         // The authorization has a live record: nothing of ours is recorded or sent.
         const live = await recorder.findLive(ctx.payment.authorizationKey);
+        if (live?.status === "succeeded" && ctx.payment.repeatable) {
+          // Done once, and anyone may run it again: the next run is a row of its own.
+          await recorder.retireKey(live.id);
+          continue;
+        }
         const answer = live ? await duplicates.answer(ctx, live) : undefined;
         if (answer) return answer;
       }
