@@ -102,9 +102,19 @@ export interface DuplicateSettlesOptions {
   pollMs?: number;
 }
 
+const MAX_ABANDONED = 10_000;
+
 export class DuplicateSettles {
   /** The settles running in this process, by settlement id. */
   private readonly owners = new Set<string>();
+  /**
+   * Settles of this process that ended by throwing (an outage answered 503,
+   * the outcome unknown) and may have left their record pending: nothing
+   * of theirs runs any more, so a retry asks the chain at once instead of
+   * waiting for an owner that is gone. The oldest are forgotten past a
+   * bound; a forgotten one is only waited for as another process's.
+   */
+  private readonly abandoned = new Set<string>();
 
   constructor(
     private readonly engine: PaymentEngine,
@@ -117,7 +127,14 @@ export class DuplicateSettles {
   own(settlementId: string, answer: Promise<SettleResponse>): Promise<SettleResponse> {
     this.owners.add(settlementId);
     const forget = () => this.owners.delete(settlementId);
-    answer.then(forget, forget);
+    const abandon = () => {
+      forget();
+      this.abandoned.add(settlementId);
+      if (this.abandoned.size > MAX_ABANDONED) {
+        this.abandoned.delete(this.abandoned.values().next().value!);
+      }
+    };
+    answer.then(forget, abandon);
     return answer;
   }
 
@@ -231,7 +248,7 @@ export class DuplicateSettles {
   /** Whether the request that wrote the record may still be settling it. */
   private ownerIsRunning(row: SettlementRow): boolean {
     if (this.owners.has(row.id)) return true;
-    if (row.finished_at !== null) return false;
+    if (row.finished_at !== null || this.abandoned.has(row.id)) return false;
     return new Date(row.started_at).getTime() >= Date.now() - this.opts.ownerGoneAfterMs;
   }
 
