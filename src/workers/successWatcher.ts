@@ -18,6 +18,7 @@ import type { Logger } from "../lib/logger.js";
 import { describeError } from "../lib/errors.js";
 import type { PendingSettlement, ReconcileOutcome } from "../chains/ports.js";
 import type { SettlementRecorder } from "../features/settlements/settlementRecorder.js";
+import type { SettlementRow } from "../storage/schema.js";
 
 export interface SuccessWatcherOptions {
   recorder: SettlementRecorder;
@@ -30,8 +31,9 @@ export interface SuccessWatcherOptions {
   onTakenBack?: (row: { id: string; network: string; outcome: "resent" | "failed" }) => void;
 }
 
-/** At most this many successes are asked of the chain per pass. */
+/** Successes asked of the chain per pass, and how many at a time. */
 const PER_PASS = 200;
+const AT_A_TIME = 8;
 
 /** Signed material past its watch is swept every this many passes. */
 const DROP_EVERY_PASSES = 10;
@@ -39,8 +41,15 @@ const DROP_EVERY_PASSES = 10;
 export class SuccessWatcher {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
-  /** Successes the chain said could not land on the last pass. */
-  private readonly doomed = new Set<string>();
+  /** Successes the chain said could not land on the last pass: asked again on the next. */
+  private readonly doomed = new Map<string, SettlementRow>();
+  /**
+   * Where the next page of the window starts: each pass takes the next
+   * successes, older than the last page's, and the newest again once the
+   * window is done. Every success in the window is asked in turn, however
+   * many settle a second (a first page alone would ask only the newest).
+   */
+  private cursor: SettlementRow | undefined;
   private passes = 0;
 
   constructor(private readonly opts: SuccessWatcherOptions) {}
@@ -62,52 +71,21 @@ export class SuccessWatcher {
 
   private async pass(): Promise<void> {
     const { recorder, log } = this.opts;
-    let rows;
+    const perPass = PER_PASS;
+    let page;
     try {
-      rows = await recorder.recentSuccesses(new Date(Date.now() - this.opts.windowMs), PER_PASS);
+      const since = new Date(Date.now() - this.opts.windowMs);
+      page = await recorder.recentSuccesses(since, perPass, this.cursor);
     } catch (e) {
       log.warn({ err: describeError(e) }, "could not read recent successes");
       return;
     }
-    const seen = new Set<string>();
-    for (const row of rows) {
-      seen.add(row.id);
-      try {
-        const outcome = await this.opts.reconcile(await recorder.pendingSettlement(row));
-        if (outcome.status === "succeeded") {
-          this.doomed.delete(row.id);
-          continue;
-        }
-        if (outcome.status === "pending") {
-          this.doomed.delete(row.id);
-          log.warn(
-            { settlementId: row.id, network: row.network, transaction: row.transaction },
-            "a settled payment's transaction left the canonical chain (a reorg); re-sent it from the journal",
-          );
-          this.opts.onTakenBack?.({ id: row.id, network: row.network, outcome: "resent" });
-          continue;
-        }
-        if (!this.doomed.has(row.id)) {
-          this.doomed.add(row.id);
-          continue;
-        }
-        this.doomed.delete(row.id);
-        const revoked = await recorder.revokeSuccess(row.id, outcome);
-        if (revoked) {
-          log.error(
-            { settlementId: row.id, network: row.network, outcome },
-            "a settled payment's transaction left the canonical chain and can no longer land; recorded it failed",
-          );
-          this.opts.onTakenBack?.({ id: row.id, network: row.network, outcome: "failed" });
-        }
-      } catch (e) {
-        log.warn(
-          { err: describeError(e), settlementId: row.id },
-          "could not recheck a success yet",
-        );
-      }
+    this.cursor = page.length < perPass ? undefined : page[page.length - 1];
+    const onPage = new Set(page.map((r) => r.id));
+    const rows = [...[...this.doomed.values()].filter((r) => !onPage.has(r.id)), ...page];
+    for (let i = 0; i < rows.length; i += AT_A_TIME) {
+      await Promise.all(rows.slice(i, i + AT_A_TIME).map((row) => this.recheck(row)));
     }
-    for (const id of this.doomed) if (!seen.has(id)) this.doomed.delete(id);
     // Once a success's watch is over nothing will send it again, so its
     // signed bytes need not stay at rest. Not every pass: it is a sweep.
     if (++this.passes % DROP_EVERY_PASSES === 0) {
@@ -116,6 +94,42 @@ export class SuccessWatcher {
       } catch (e) {
         log.warn({ err: describeError(e) }, "could not drop signed material yet");
       }
+    }
+  }
+
+  /** Asks the chain about one success, and acts on its answer. */
+  private async recheck(row: SettlementRow): Promise<void> {
+    const { recorder, log } = this.opts;
+    try {
+      const outcome = await this.opts.reconcile(await recorder.pendingSettlement(row));
+      if (outcome.status === "succeeded") {
+        this.doomed.delete(row.id);
+        return;
+      }
+      if (outcome.status === "pending") {
+        this.doomed.delete(row.id);
+        log.warn(
+          { settlementId: row.id, network: row.network, transaction: row.transaction },
+          "a settled payment's transaction left the canonical chain (a reorg); re-sent it from the journal",
+        );
+        this.opts.onTakenBack?.({ id: row.id, network: row.network, outcome: "resent" });
+        return;
+      }
+      if (!this.doomed.has(row.id)) {
+        this.doomed.set(row.id, row);
+        return;
+      }
+      this.doomed.delete(row.id);
+      const revoked = await recorder.revokeSuccess(row.id, outcome);
+      if (revoked) {
+        log.error(
+          { settlementId: row.id, network: row.network, outcome },
+          "a settled payment's transaction left the canonical chain and can no longer land; recorded it failed",
+        );
+        this.opts.onTakenBack?.({ id: row.id, network: row.network, outcome: "failed" });
+      }
+    } catch (e) {
+      log.warn({ err: describeError(e), settlementId: row.id }, "could not recheck a success yet");
     }
   }
 }

@@ -425,16 +425,27 @@ export class SettlementRecorder {
    * first (a reorg takes the newest blocks first): the ones a reorg could
    * still take back.
    */
-  async recentSuccesses(since: Date, limit: number): Promise<SettlementRow[]> {
-    return this.db
+  async recentSuccesses(
+    since: Date,
+    limit: number,
+    /** The last row of the page before: this page holds the ones older than it. */
+    after?: { finished_at: Date | null; id: string },
+  ): Promise<SettlementRow[]> {
+    let q = this.db
       .selectFrom("settlements")
       .selectAll()
       .where("status", "=", "succeeded")
       .where("transaction", "is not", null)
-      .where("finished_at", ">=", since)
-      .orderBy("finished_at", "desc")
-      .limit(limit)
-      .execute();
+      .where("finished_at", ">=", since);
+    if (after?.finished_at) {
+      q = q.where((eb) =>
+        eb.or([
+          eb("finished_at", "<", after.finished_at!),
+          eb.and([eb("finished_at", "=", after.finished_at!), eb("id", "<", after.id)]),
+        ]),
+      );
+    }
+    return q.orderBy("finished_at", "desc").orderBy("id", "desc").limit(limit).execute();
   }
 
   /** Drops the signed bytes no reorg watch needs any more (see `dropSignedMaterial`). */
