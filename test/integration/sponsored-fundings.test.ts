@@ -117,6 +117,24 @@ for (const backend of availableBackends()) {
       assert.equal((await rows(p)).length, 1);
     });
 
+    test("concurrent fundings of one account stop exactly at its budget", async () => {
+      const owner = await account();
+      const settlements = await Promise.all(
+        Array.from({ length: BUDGET + 4 }, () => settlement(owner)),
+      );
+      const answers = await Promise.all(
+        settlements.map((s) => inScope(s, () => fundings.reserve(NETWORK, payer(), 1n))),
+      );
+      assert.equal(answers.filter((x) => x === undefined).length, BUDGET);
+      assert.ok(answers.filter((x) => x !== undefined).every((x) => x?.kind === "budget_spent"));
+      const recorded = await opened.db
+        .selectFrom("sponsored_fundings")
+        .select("id")
+        .where("account_id", "=", owner.accountId)
+        .execute();
+      assert.equal(recorded.length, BUDGET);
+    });
+
     test("a funding released before it was sent is forgotten", async () => {
       const owner = await account();
       const p = payer();

@@ -50,42 +50,52 @@ export class DbSponsoredFundings implements SponsoredFundings {
       };
     }
     await this.learnSettled(network, payer);
-    const settlement = await this.db
-      .selectFrom("settlements")
-      .select("account_id")
-      .where("id", "=", settlementId)
-      .executeTakeFirst();
-    if (!settlement) {
-      return { kind: "budget_spent", message: "the settlement is not recorded" };
-    }
-    const since = new Date(Date.now() - DAY_MS);
-    const { n } = await this.db
-      .selectFrom("sponsored_fundings")
-      .select((eb) => eb.fn.countAll<string>().as("n"))
-      .where("account_id", "=", settlement.account_id)
-      .where("funded_at", ">=", since)
-      .executeTakeFirstOrThrow();
-    if (Number(n) >= this.perDay) {
-      return {
-        kind: "budget_spent",
-        message: `this account's settles funded ${n} payers' approve gas in the last 24 hours, its budget (SPONSORED_FUNDINGS_PER_DAY); the payer can pay its own gas for the approve`,
-      };
-    }
-    // The unique index on a payer's open funding makes this the one
-    // decision across replicas: a second reservation inserts nothing.
-    const inserted = await this.db
-      .insertInto("sponsored_fundings")
-      .values({
-        network,
-        payer: payer.toLowerCase(),
-        settlement_id: settlementId,
-        account_id: settlement.account_id,
-        wei: wei.toString(),
-      })
-      .onConflict((oc) => oc.doNothing())
-      .returning("id")
-      .executeTakeFirst();
-    return inserted ? undefined : ALREADY_FUNDED;
+    // The account's row is locked while its budget is counted and the
+    // funding inserted, so concurrent settles (on any replica) cannot all
+    // pass the count and overshoot the budget together.
+    return this.db.transaction().execute(async (trx) => {
+      const owner = await trx
+        .selectFrom("accounts")
+        .select("accounts.id")
+        .where(
+          "accounts.id",
+          "=",
+          trx.selectFrom("settlements").select("account_id").where("id", "=", settlementId),
+        )
+        .forUpdate()
+        .executeTakeFirst();
+      if (!owner) {
+        return { kind: "budget_spent", message: "the settlement is not recorded" } as const;
+      }
+      const since = new Date(Date.now() - DAY_MS);
+      const { n } = await trx
+        .selectFrom("sponsored_fundings")
+        .select((eb) => eb.fn.countAll<string>().as("n"))
+        .where("account_id", "=", owner.id)
+        .where("funded_at", ">=", since)
+        .executeTakeFirstOrThrow();
+      if (Number(n) >= this.perDay) {
+        return {
+          kind: "budget_spent",
+          message: `this account's settles funded ${n} payers' approve gas in the last 24 hours, its budget (SPONSORED_FUNDINGS_PER_DAY); the payer can pay its own gas for the approve`,
+        } as const;
+      }
+      // The unique index on a payer's open funding makes this the one
+      // decision across replicas: a second reservation inserts nothing.
+      const inserted = await trx
+        .insertInto("sponsored_fundings")
+        .values({
+          network,
+          payer: payer.toLowerCase(),
+          settlement_id: settlementId,
+          account_id: owner.id,
+          wei: wei.toString(),
+        })
+        .onConflict((oc) => oc.doNothing())
+        .returning("id")
+        .executeTakeFirst();
+      return inserted ? undefined : ALREADY_FUNDED;
+    });
   }
 
   async release(network: string, payer: string): Promise<void> {
