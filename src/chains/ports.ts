@@ -135,6 +135,12 @@ export interface TransactionJournal {
     block?: bigint,
     fee?: bigint,
   ): Promise<void>;
+  /**
+   * What the transactions of `network` journaled since `since` that were
+   * mined reverted cost their senders, summed over every replica (the
+   * chain's smallest native unit). Absent: only this process knows.
+   */
+  revertedFeesSince?(network: string, since: Date): Promise<bigint>;
 }
 
 export const noopJournal: TransactionJournal = {

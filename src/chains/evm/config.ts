@@ -262,7 +262,7 @@ const VARIABLES: readonly ConfigVariable[] = [
     name: "EVM_FAILED_GAS_BUDGET_NATIVE",
     default: "`1`",
     description:
-      "The most native currency (ETH, POL, …) the service's signers may spend per network and hour on settlement transactions that fail on-chain, counting every transaction still in flight at its gas limit times its maximum fee; a settle that would pass it is refused `failed_settlement_gas_budget_spent` (nothing sent) until the hour's failures age out. `off`: no budget. Per process: several replicas spend up to this each. Watch `x402_failed_settlement_gas_native_total` against `x402_failed_settlement_gas_budget_native` ([Operations](operations.md)).",
+      "The most native currency (ETH, POL, …) the service's signers may spend per network and hour on settlement transactions that fail on-chain, counting every transaction still in flight at its gas limit times its maximum fee; a settle that would pass it is refused `failed_settlement_gas_budget_spent` (nothing sent) until the hour's failures age out. `off`: no budget. Shared by the replicas: failures count from the journal every replica writes (read every few seconds and at start); transactions in flight count in the process that sent them. Watch `x402_failed_settlement_gas_native_total` against `x402_failed_settlement_gas_budget_native` ([Operations](operations.md)).",
     example: "EVM_FAILED_GAS_BUDGET_NATIVE=0.2",
   },
   {

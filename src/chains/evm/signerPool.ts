@@ -81,7 +81,13 @@ export class EvmSignerPool {
     this.lanes = new NonceLanes(network, client, opts.privateKeys, !opts.leases);
     this.addresses = this.lanes.addresses;
     this.gasLimits = new GasLimits(client);
-    this.failedGas = new FailedGasBudget(network, opts.failedGasBudgetWei);
+    const journal = opts.journal;
+    this.failedGas = new FailedGasBudget(
+      network,
+      opts.failedGasBudgetWei,
+      Date.now,
+      journal.revertedFeesSince ? (since) => journal.revertedFeesSince!(network, since) : undefined,
+    );
     this.watcher = new ReceiptWatcher(client, opts.receiptTickMs, (e) =>
       log.warn({ err: String(e), network }, "receipt watcher: RPC error"),
     );
@@ -127,6 +133,8 @@ export class EvmSignerPool {
   async start(): Promise<void> {
     await this.leases?.start();
     await this.health.start();
+    // A restarted process remembers the hour's failures of every replica.
+    await this.failedGas.refresh();
   }
 
   /** Gives the leases back so other replicas take the accounts at once. */

@@ -117,6 +117,22 @@ describe("settlement recorder", () => {
     assert.equal((await recorder.get(id))!.attempts, 3);
   });
 
+  test("the reverted transactions' fees of a network are summed from the journal, every sender's", async () => {
+    const since = new Date(Date.now() - 1000);
+    const send = async (reference: string, network: string) =>
+      recorder.recordSent({ network, reference, signer: "0xabc", detail: {} }, undefined);
+    await send("0xr1", "eip155:10");
+    await send("0xr2", "eip155:10");
+    await send("0xok", "eip155:10");
+    await send("0xother", "eip155:8453");
+    await recorder.recordFinished("0xr1", "reverted", 5n, 700n);
+    await recorder.recordFinished("0xr2", "reverted", 6n, 50n);
+    await recorder.recordFinished("0xok", "success", 6n, 9_000n);
+    await recorder.recordFinished("0xother", "reverted", 6n, 1n);
+    assert.equal(await recorder.revertedFeesSince("eip155:10", since), 750n);
+    assert.equal(await recorder.revertedFeesSince("eip155:10", new Date(Date.now() + 60_000)), 0n);
+  });
+
   test("a verify's look-ups share one read that tells live rows and cooling payers apart", async () => {
     const failed = (await begin("hostile"))!;
     await recorder.finish(

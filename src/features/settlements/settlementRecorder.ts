@@ -448,6 +448,18 @@ export class SettlementRecorder {
     return q.orderBy("finished_at", "desc").orderBy("id", "desc").limit(limit).execute();
   }
 
+  /** What the reverted transactions of `network` journaled since `since` cost their senders. */
+  async revertedFeesSince(network: string, since: Date): Promise<bigint> {
+    const row = await this.db
+      .selectFrom("settlement_transactions")
+      .select((eb) => eb.fn.sum<string | null>("fee").as("wei"))
+      .where("network", "=", network)
+      .where("status", "=", "reverted")
+      .where("created_at", ">=", since)
+      .executeTakeFirst();
+    return BigInt(row?.wei ?? 0);
+  }
+
   /** Drops the signed bytes no reorg watch needs any more (see `dropSignedMaterial`). */
   async dropSignedMaterial(before: Date): Promise<void> {
     await dropSignedMaterial(this.db, before);

@@ -32,4 +32,8 @@ export class DbTransactionJournal implements TransactionJournal {
   ): Promise<void> {
     return this.recorder.recordFinished(reference, status, block, fee);
   }
+
+  revertedFeesSince(network: string, since: Date): Promise<bigint> {
+    return this.recorder.revertedFeesSince(network, since);
+  }
 }
