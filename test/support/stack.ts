@@ -91,15 +91,24 @@ export interface StackOptions {
 
 export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
   const networks = opts.networks ?? ["eip155:8453"];
-  const devnet = await startDevnet({
-    networks,
-    blockTimeSeconds: opts.blockTimeSeconds ?? 0,
-    outFile: null,
-    ...(opts.facilitators ? { facilitators: opts.facilitators } : {}),
-    ...(opts.payers ? { payers: opts.payers } : {}),
-    ...(opts.confidentialChallengeWindowSeconds === undefined
-      ? {}
-      : { confidentialChallengeWindowSeconds: opts.confidentialChallengeWindowSeconds }),
+  const start = () =>
+    startDevnet({
+      networks,
+      blockTimeSeconds: opts.blockTimeSeconds ?? 0,
+      outFile: null,
+      ...(opts.facilitators ? { facilitators: opts.facilitators } : {}),
+      ...(opts.payers ? { payers: opts.payers } : {}),
+      ...(opts.confidentialChallengeWindowSeconds === undefined
+        ? {}
+        : { confidentialChallengeWindowSeconds: opts.confidentialChallengeWindowSeconds }),
+    });
+  // A setup transaction of a fresh anvil was once never mined (its receipt
+  // wait timed out, the chain otherwise idle). Setting up is not what any
+  // test here is about, so a failed start is tried once more on fresh
+  // nodes (the failed start stopped its own), with the first error shown.
+  const devnet = await start().catch((e: unknown) => {
+    console.error(`the devnet did not start, trying once more: ${String(e)}`);
+    return start();
   });
   await opts.beforeService?.(devnet);
   const solana = opts.solana ? await startSolanaLedger({ slotMs: 100 }) : undefined;
