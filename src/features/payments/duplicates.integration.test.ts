@@ -6,38 +6,22 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { openMigratedDb, type OpenedDb } from "../../storage/db.js";
+import type { OpenedDb } from "../../storage/db.js";
 import { createLogger } from "../../lib/logger.js";
-import type { PaymentRequest } from "../../protocol/index.js";
 import type { PendingSettlement, RoutedPayment } from "../../chains/ports.js";
-import { createAccount } from "../accounts/accounts.js";
-import { createApiKey } from "../keys/apiKeys.js";
-import { SettlementRecorder } from "../settlements/settlementRecorder.js";
+import type { SettlementRecorder } from "../settlements/settlementRecorder.js";
 import { DuplicateSettles } from "./duplicates.js";
 import type { PaymentEngine } from "./engine.js";
 import type { SettleContext } from "./stages/pipeline.js";
+import { SAMPLE_REQUEST, openRecorderFixture } from "../../../test/support/recorder.js";
 
-const request = {
-  x402Version: 2,
-  paymentPayload: { x402Version: 2, payload: { n: 1 } },
-  paymentRequirements: {
-    scheme: "exact",
-    network: "eip155:8453",
-    asset: "0x2222222222222222222222222222222222222222",
-    amount: "5",
-    payTo: "0x3333333333333333333333333333333333333333",
-  },
-} as unknown as PaymentRequest;
+const request = SAMPLE_REQUEST;
 
 let database: OpenedDb;
 let recorder: SettlementRecorder;
 let principal: { accountId: string; keyId: string; keyName: string };
 before(async () => {
-  database = await openMigratedDb({ dataDir: "memory://" });
-  recorder = new SettlementRecorder(database.db, createLogger("silent"));
-  const account = await createAccount(database.db, "abandoned");
-  const key = await createApiKey(database.db, account.id, "abandoned");
-  principal = { accountId: account.id, keyId: key.id, keyName: key.name };
+  ({ database, recorder, principal } = await openRecorderFixture("abandoned"));
 });
 after(() => database.close());
 

@@ -6,26 +6,13 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { openMigratedDb, type OpenedDb } from "../../storage/db.js";
-import { createLogger } from "../../lib/logger.js";
-import type { PaymentRequest } from "../../protocol/index.js";
-import { createAccount } from "../accounts/accounts.js";
-import { createApiKey } from "../keys/apiKeys.js";
+import type { OpenedDb } from "../../storage/db.js";
 import { QuotaLedger } from "../plans/quotaLedger.js";
 import { monthOf } from "../plans/plans.js";
-import { SettlementRecorder } from "./settlementRecorder.js";
+import type { SettlementRecorder } from "./settlementRecorder.js";
+import { SAMPLE_REQUEST, openRecorderFixture } from "../../../test/support/recorder.js";
 
-const request = {
-  x402Version: 2,
-  paymentPayload: { x402Version: 2, payload: { n: 1 } },
-  paymentRequirements: {
-    scheme: "exact",
-    network: "eip155:8453",
-    asset: "0x2222222222222222222222222222222222222222",
-    amount: "5",
-    payTo: "0x3333333333333333333333333333333333333333",
-  },
-} as unknown as PaymentRequest;
+const request = SAMPLE_REQUEST;
 
 describe("settlement recorder", () => {
   let database: OpenedDb;
@@ -33,12 +20,10 @@ describe("settlement recorder", () => {
   let principal: { accountId: string; keyId: string; keyName: string };
   let n = 0;
   before(async () => {
-    database = await openMigratedDb({ dataDir: "memory://" });
-    const ledger = new QuotaLedger(database.db, { starterLimit: 1, proLimit: 1, maxLimit: 1 });
-    recorder = new SettlementRecorder(database.db, createLogger("silent"), ledger);
-    const account = await createAccount(database.db, "recorder");
-    const key = await createApiKey(database.db, account.id, "recorder");
-    principal = { accountId: account.id, keyId: key.id, keyName: key.name };
+    ({ database, recorder, principal } = await openRecorderFixture(
+      "recorder",
+      (opened) => new QuotaLedger(opened.db, { starterLimit: 1, proLimit: 1, maxLimit: 1 }),
+    ));
   });
   after(() => database.close());
 

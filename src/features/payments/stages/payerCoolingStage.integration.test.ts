@@ -6,38 +6,21 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { openMigratedDb, type OpenedDb } from "../../../storage/db.js";
-import { createLogger } from "../../../lib/logger.js";
-import type { PaymentRequest } from "../../../protocol/index.js";
-import { createAccount } from "../../accounts/accounts.js";
-import { createApiKey } from "../../keys/apiKeys.js";
-import { SettlementRecorder } from "../../settlements/settlementRecorder.js";
+import type { OpenedDb } from "../../../storage/db.js";
+import type { SettlementRecorder } from "../../settlements/settlementRecorder.js";
 import type { SettleContext } from "./pipeline.js";
 import { payerCoolingStage } from "./payerCoolingStage.js";
+import { SAMPLE_REQUEST, openRecorderFixture } from "../../../../test/support/recorder.js";
 
 const PAYER = "0x00000000000000000000000000000000000c0011";
-const request = {
-  x402Version: 2,
-  paymentPayload: { x402Version: 2, payload: { n: 1 } },
-  paymentRequirements: {
-    scheme: "exact",
-    network: "eip155:8453",
-    asset: "0x2222222222222222222222222222222222222222",
-    amount: "5",
-    payTo: "0x3333333333333333333333333333333333333333",
-  },
-} as unknown as PaymentRequest;
+const request = SAMPLE_REQUEST;
 
 describe("payer cooling", () => {
   let database: OpenedDb;
   let recorder: SettlementRecorder;
   let principal: { accountId: string; keyId: string; keyName: string };
   before(async () => {
-    database = await openMigratedDb({ dataDir: "memory://" });
-    recorder = new SettlementRecorder(database.db, createLogger("silent"));
-    const account = await createAccount(database.db, "cooling");
-    const key = await createApiKey(database.db, account.id, "cooling");
-    principal = { accountId: account.id, keyId: key.id, keyName: key.name };
+    ({ database, recorder, principal } = await openRecorderFixture("cooling"));
     // One payment of the payer's failed on-chain by the payer's doing...
     const failed = await recorder.begin({
       principal,

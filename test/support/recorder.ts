@@ -1,0 +1,53 @@
+/**
+ * The settlement recorder on an in-memory database, with one account and
+ * API key to record under, for the tests of what reads and writes the
+ * settlements table beside the code.
+ */
+import { openMigratedDb, type OpenedDb } from "../../src/storage/db.js";
+import { createLogger } from "../../src/lib/logger.js";
+import type { PaymentRequest } from "../../src/protocol/index.js";
+import { createAccount } from "../../src/features/accounts/accounts.js";
+import { createApiKey } from "../../src/features/keys/apiKeys.js";
+import {
+  SettlementRecorder,
+  type SettlementMetering,
+} from "../../src/features/settlements/settlementRecorder.js";
+
+/** A payment request as the recorder stores it; its payload is never checked here. */
+export const SAMPLE_REQUEST = {
+  x402Version: 2,
+  paymentPayload: { x402Version: 2, payload: { n: 1 } },
+  paymentRequirements: {
+    scheme: "exact",
+    network: "eip155:8453",
+    asset: "0x2222222222222222222222222222222222222222",
+    amount: "5",
+    payTo: "0x3333333333333333333333333333333333333333",
+  },
+} as unknown as PaymentRequest;
+
+export interface RecorderFixture {
+  database: OpenedDb;
+  recorder: SettlementRecorder;
+  principal: { accountId: string; keyId: string; keyName: string };
+}
+
+/** Opens the database and the recorder (metered by `metering` when given), and an account named `name`. */
+export async function openRecorderFixture(
+  name: string,
+  metering?: (database: OpenedDb) => SettlementMetering,
+): Promise<RecorderFixture> {
+  const database = await openMigratedDb({ dataDir: "memory://" });
+  const recorder = new SettlementRecorder(
+    database.db,
+    createLogger("silent"),
+    metering?.(database),
+  );
+  const account = await createAccount(database.db, name);
+  const key = await createApiKey(database.db, account.id, name);
+  return {
+    database,
+    recorder,
+    principal: { accountId: account.id, keyId: key.id, keyName: key.name },
+  };
+}
