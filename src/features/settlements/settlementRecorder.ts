@@ -634,29 +634,6 @@ export class SettlementRecorder {
   }
 
   /**
-   * When the payer's most recent on-chain failure that was its own ended,
-   * on any account, if it is later than `since`.
-   */
-  async payerFailedSince(
-    network: string,
-    payer: string | undefined,
-    since: Date,
-  ): Promise<Date | undefined> {
-    const stored = storablePayer(network, payer);
-    if (!stored) return undefined;
-    const row = await this.db
-      .selectFrom("settlements")
-      .select((eb) => eb.fn.max("finished_at").as("last"))
-      .where("payer", "=", stored)
-      .where("status", "=", "failed")
-      .where("transaction", "is not", null)
-      .where("failure_cause", "=", "payer")
-      .where("finished_at", ">", since)
-      .executeTakeFirst();
-    return row?.last ? new Date(row.last as unknown as string) : undefined;
-  }
-
-  /**
    * Nothing was sent because the chain or a store could not be reached:
    * nobody's fault. The reservation, if any, is given back with it.
    */

@@ -7,7 +7,8 @@
  * however many merchants it pays, and never uses up a merchant's failure
  * limit (that counts only what the merchant's requirements cause).
  *
- * One indexed read per settle, which finds nothing for an honest payer. A
+ * One read per settle, batched with concurrent ones (the verify's too),
+ * which finds nothing for an honest payer. A
  * verify answers the same refusal (see `PaymentService.verify`). A cooling
  * payer's retry of a payment already on record is let through to the intent
  * stage, which answers it from that record.
@@ -43,12 +44,18 @@ export function payerCoolingStage(
       const network = ctx.request.paymentRequirements.network;
       const payer = ctx.payment.payer;
       const at = now();
-      const last = await recorder.payerFailedSince(network, payer, new Date(at - coolingMs));
+      // One batched read, shared with concurrent settles and verifies: the
+      // payment's own live record, and the payer's latest own failure.
+      const { row, payerFailedAt: last } = await recorder.lookUpLive(ctx.payment.authorizationKey, {
+        network,
+        payer,
+        since: new Date(at - coolingMs),
+      });
       if (!last) return next();
       // A payment already on record (a retry of one sent, perhaps landed)
       // is answered from its record by the intent stage: "nothing was sent"
       // would be untrue of it.
-      if (await recorder.findLive(ctx.payment.authorizationKey)) return next();
+      if (row) return next();
       const refusal = coolingRefusal(payer, last, coolingMs, at);
       return settleRefusal(
         { ...refusal, message: `${refusal.message}. Nothing was sent` },
