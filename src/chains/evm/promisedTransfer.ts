@@ -26,7 +26,7 @@ import type {
 } from "@x402/core/types";
 import { BATCH_SETTLEMENT_ADDRESS } from "@x402/evm";
 import { parseAbi, parseEventLogs, type Hex, type TransactionReceipt } from "viem";
-import { Reason } from "../../protocol/reasons.js";
+import { settlePending } from "../../protocol/answers.js";
 import { EvmReason } from "./reasons.js";
 
 const TRANSFER_ABI = parseAbi([
@@ -162,14 +162,12 @@ export class TransferCheckedScheme implements SchemeNetworkFacilitator {
       receipt = await this.receiptOf(result.transaction as Hex);
     } catch (e) {
       // Mined, but its logs cannot be read now: the reconciler decides.
-      return {
-        success: false,
-        errorReason: Reason.settlementPending,
-        errorMessage: `the transaction was mined but its receipt could not be read to check the transfer: ${e instanceof Error ? e.message : String(e)}`,
-        transaction: result.transaction,
-        network: result.network,
-        ...(result.payer ? { payer: result.payer } : {}),
-      };
+      return settlePending(
+        result.transaction,
+        result.network,
+        `the transaction was mined but its receipt could not be read to check the transfer: ${e instanceof Error ? e.message : String(e)}`,
+        result.payer,
+      );
     }
     if (carriesTransfer(receipt, promised)) return result;
     return {
