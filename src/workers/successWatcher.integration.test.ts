@@ -7,13 +7,12 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { openMigratedDb, type OpenedDb } from "../storage/db.js";
+import type { OpenedDb } from "../storage/db.js";
 import { createLogger } from "../lib/logger.js";
 import type { PendingSettlement, ReconcileOutcome } from "../chains/ports.js";
-import { createAccount } from "../features/accounts/accounts.js";
-import { createApiKey } from "../features/keys/apiKeys.js";
-import { SettlementRecorder } from "../features/settlements/settlementRecorder.js";
+import type { SettlementRecorder } from "../features/settlements/settlementRecorder.js";
 import { SuccessWatcher } from "./successWatcher.js";
+import { openRecorderFixture, succeededRow } from "../../test/support/recorder.js";
 
 /** More than one pass asks (200). */
 const SUCCESSES = 205;
@@ -22,37 +21,24 @@ let database: OpenedDb;
 let recorder: SettlementRecorder;
 const ids: string[] = [];
 before(async () => {
-  database = await openMigratedDb({ dataDir: "memory://" });
-  recorder = new SettlementRecorder(database.db, createLogger("silent"));
-  const account = await createAccount(database.db, "watched");
-  const key = await createApiKey(database.db, account.id, "watched");
+  let principal: { accountId: string; keyId: string };
+  ({ database, recorder, principal } = await openRecorderFixture("watched"));
   const now = Date.now();
   const rows = Array.from({ length: SUCCESSES }, (_, i) => {
     const id = randomUUID();
     ids.push(id);
     // ids[0] is the oldest success.
     const finished = new Date(now - 30_000 + i * 10);
-    return {
+    return succeededRow({
       id,
-      account_id: account.id,
-      api_key_id: key.id,
-      network: "eip155:8453",
-      scheme: "exact",
-      payer: null,
-      pay_to: "0x0000000000000000000000000000000000000001",
-      asset: "0x0000000000000000000000000000000000000002",
-      amount: "1",
-      payload_fingerprint: id,
-      status: "succeeded" as const,
+      account_id: principal.accountId,
+      api_key_id: principal.keyId,
       transaction: `0x${i.toString(16).padStart(64, "0")}`,
-      error_reason: null,
-      error_message: null,
       started_at: finished,
       finished_at: finished,
-      duration_ms: 1,
       // What the stub chain below tells the successes apart by.
       request: JSON.stringify({ paymentRequirements: { network: "eip155:8453" }, n: i }),
-    };
+    });
   });
   await database.db.insertInto("settlements").values(rows).execute();
 });

@@ -3,7 +3,9 @@
  * API key to record under, for the tests of what reads and writes the
  * settlements table beside the code.
  */
+import type { Insertable } from "kysely";
 import { openMigratedDb, type OpenedDb } from "../../src/storage/db.js";
+import type { Database } from "../../src/storage/schema.js";
 import { createLogger } from "../../src/lib/logger.js";
 import type { PaymentRequest } from "../../src/protocol/index.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
@@ -49,5 +51,35 @@ export async function openRecorderFixture(
     database,
     recorder,
     principal: { accountId: account.id, keyId: key.id, keyName: key.name },
+  };
+}
+
+/**
+ * A settlements row of a success with a transaction, as the recorder
+ * writes one, for `insertInto("settlements")`; `fields` replace its values.
+ */
+export function succeededRow(
+  fields: { id: string; account_id: string; api_key_id: string } & Partial<
+    Insertable<Database["settlements"]>
+  >,
+): Insertable<Database["settlements"]> {
+  const at = new Date();
+  return {
+    network: "eip155:8453",
+    scheme: "exact",
+    payer: null,
+    pay_to: "0x0000000000000000000000000000000000000001",
+    asset: "0x0000000000000000000000000000000000000002",
+    amount: "1",
+    payload_fingerprint: fields.id,
+    status: "succeeded",
+    transaction: "0x01",
+    error_reason: null,
+    error_message: null,
+    started_at: at,
+    finished_at: at,
+    duration_ms: 1,
+    request: null,
+    ...fields,
   };
 }

@@ -15,6 +15,7 @@ import { PAYG_FREE_UNITS, monthOf } from "./plans.js";
 import { ServiceError } from "../../lib/errors.js";
 import { randomUUID } from "node:crypto";
 import { createApiKey } from "../keys/apiKeys.js";
+import { succeededRow } from "../../../test/support/recorder.js";
 
 const LIMITS = { starterLimit: 3, proLimit: 100, maxLimit: 1000 };
 
@@ -124,24 +125,7 @@ describe("quota ledger", () => {
     };
     await database.db
       .insertInto("settlements")
-      .values({
-        ...settlement,
-        api_key_id: key.id,
-        network: "eip155:8453",
-        scheme: "exact",
-        payer: null,
-        pay_to: "0x0000000000000000000000000000000000000001",
-        asset: "0x0000000000000000000000000000000000000002",
-        amount: "1",
-        payload_fingerprint: randomUUID(),
-        status: "succeeded",
-        transaction: "0x01",
-        error_reason: null,
-        error_message: null,
-        started_at: new Date(),
-        duration_ms: 1,
-        request: null,
-      })
+      .values(succeededRow({ ...settlement, api_key_id: key.id }))
       .execute();
     await database.db
       .transaction()
