@@ -115,6 +115,13 @@ export interface JournalEntry {
   signer?: string;
   /** The reference of the transaction this one replaces (a fee bump), if any. */
   replaces?: string;
+  /**
+   * The most it can cost the account that sends it if it fails on-chain, in
+   * the chain's smallest native unit: counted against the failed-fee budget
+   * of every replica while it is in flight (failedFeeBudget.ts). Absent: a
+   * transaction that costs the service nothing (keyless families).
+   */
+  worstFee?: bigint;
   detail: Record<string, unknown>;
 }
 
@@ -136,11 +143,29 @@ export interface TransactionJournal {
     fee?: bigint,
   ): Promise<void>;
   /**
-   * What the transactions of `network` journaled since `since` that were
-   * mined reverted cost their senders, summed over every replica (the
-   * chain's smallest native unit). Absent: only this process knows.
+   * Over every replica, for the transactions of `network` journaled since
+   * `since` (the chain's smallest native unit): what those mined reverted
+   * cost their senders, and what those still in flight could cost at most
+   * (their `worstFee`). Absent: only this process knows.
    */
-  revertedFeesSince?(network: string, since: Date): Promise<bigint>;
+  failedFeeExposure?(network: string, since: Date): Promise<{ reverted: bigint; inFlight: bigint }>;
+}
+
+/**
+ * The service's hourly budget for transactions that fail on-chain on a
+ * network is spent (see failedFeeBudget.ts): nothing was sent, and the
+ * settle is answered 503 with `Retry-After`.
+ */
+export class FailedFeeBudgetSpentError extends Error {
+  constructor(
+    readonly network: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(
+      `the service's hourly budget for settlements that fail on-chain on ${network} is spent; settles there resume in ${retryAfterSeconds} s`,
+    );
+    this.name = "FailedFeeBudgetSpentError";
+  }
 }
 
 export const noopJournal: TransactionJournal = {
@@ -295,7 +320,10 @@ export interface FamilyContext {
   onNativeRecovery?: (active: boolean) => void;
   /** What one of our transactions cost, in whole native units, once mined (a metric). */
   onFeePaid?: (network: string, status: "success" | "reverted", fee: number) => void;
-  /** Each network's hourly budget for failed settlements, in whole native units (a metric). */
+  /**
+   * Each network's hourly budget for failed settlements, in whole native
+   * units (a metric); every family that pays fees reports its own.
+   */
   onFailedGasBudget?: (network: string, budget: number) => void;
   /** The confidential settlement vault, whose payments its family collects through it. */
   confidentialVault?: { network: string; address: `0x${string}` };
@@ -317,8 +345,12 @@ export interface SettlementNotes {
   minedReplacements?: Record<string, string>;
   /** Sent, but the node's answer was lost: the outcome is unknown, never a failure. */
   ambiguousReference?: string;
-  /** The transaction layer refused to send, with the reason to answer (gas ceiling, no signer). */
-  refusal?: { reason: string; message: string };
+  /**
+   * The transaction layer refused to send, with the reason to answer (gas
+   * ceiling, no signer). With `retryAfterSeconds` (the failed-fee budget is
+   * spent) and nothing sent, the settle is answered 503 with `Retry-After`.
+   */
+  refusal?: { reason: string; message: string; retryAfterSeconds?: number };
   /** A transaction's journal entry could not be written, so it was not broadcast. */
   journalFailed?: boolean;
 }

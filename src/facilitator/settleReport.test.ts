@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import type { SettleResponse } from "@x402/core/types";
 import {
   ChainUnavailableError,
+  FailedFeeBudgetSpentError,
   NothingSentError,
   type ChainFamily,
   type SettlementNotes,
@@ -125,5 +126,34 @@ describe("a mechanism that answered", () => {
       () => answerResult({ result: failed, notes: notes({ journalFailed: true }) }, context()),
       NothingSentError,
     );
+  });
+});
+
+describe("the failed-fee budget spent", () => {
+  const spent = {
+    reason: "failed_settlement_gas_budget_spent",
+    message: "spent",
+    retryAfterSeconds: 42,
+  };
+  const budgetError = (e: unknown) =>
+    e instanceof FailedFeeBudgetSpentError && e.retryAfterSeconds === 42 && e.network === network;
+
+  test("nothing sent: the budget's refusal (503 with Retry-After), whether the mechanism answered or threw", () => {
+    assert.throws(
+      () => answerResult({ result: failed, notes: notes({ refusal: spent }) }, context()),
+      budgetError,
+    );
+    assert.throws(
+      () => answerThrown({ error: new Error("x"), notes: notes({ refusal: spent }) }, context()),
+      budgetError,
+    );
+  });
+
+  test("something sent for the payment before (a payer's funding): the refusal is the answer", () => {
+    const r = answerResult(
+      { result: failed, notes: notes({ sent: true, refusal: spent }) },
+      context(),
+    );
+    assert.equal(r.errorReason, "failed_settlement_gas_budget_spent");
   });
 });

@@ -19,6 +19,7 @@ import { Reason } from "../protocol/reasons.js";
 import { settlePending, settleRefusal } from "../protocol/answers.js";
 import {
   ChainUnavailableError,
+  FailedFeeBudgetSpentError,
   NothingSentError,
   type ChainFamily,
   type SettlementNotes,
@@ -52,10 +53,13 @@ type Row<R, K extends string> = readonly [kind: K, when: (report: R) => boolean]
 
 // A transaction whose journal entry could not be written was not broadcast.
 const nothingJournaled = (n: SettlementNotes) => n.journalFailed === true && !n.sent;
+// The failed-fee budget refused the payment's send, and nothing had been sent for it.
+const budgetSpent = (n: SettlementNotes) => n.refusal?.retryAfterSeconds !== undefined && !n.sent;
 
 /** When the mechanism threw; the first row that holds decides. */
 const IF_THREW = [
   ["nothing-journaled", (t) => nothingJournaled(t.notes)],
+  ["budget-spent", (t) => budgetSpent(t.notes) && t.notes.ambiguousReference === undefined],
   ["chain-unreachable", (t) => t.error instanceof ChainUnavailableError && !t.notes.sent],
   ["answer-lost", (t) => t.notes.ambiguousReference !== undefined],
   // Something was sent, or the database failed under the settle (so what
@@ -67,6 +71,14 @@ const IF_THREW = [
 /** When the mechanism answered; the first row that holds decides. */
 const IF_ANSWERED = [
   ["nothing-journaled", (a) => nothingJournaled(a.notes) && !a.result.transaction],
+  [
+    "budget-spent",
+    (a) =>
+      !a.result.success &&
+      budgetSpent(a.notes) &&
+      !a.result.transaction &&
+      a.notes.ambiguousReference === undefined,
+  ],
   ["settled", (a) => a.result.success],
   ["answer-lost", (a) => a.notes.ambiguousReference !== undefined],
   ["refused", (a) => a.notes.refusal !== undefined],
@@ -81,11 +93,17 @@ type AnsweredKind = (typeof IF_ANSWERED)[number][0];
 
 const LOST_ANSWER = "the transaction was sent but the node's answer was lost; it is being followed";
 
+/** The service's failed-fee budget is spent: nobody's fault, answered 503 with Retry-After. */
+function budgetRefusal(notes: SettlementNotes, c: ReportContext): never {
+  throw new FailedFeeBudgetSpentError(c.network, notes.refusal!.retryAfterSeconds!);
+}
+
 /** Each kind's answer; an outage throws (the service answers it 503). */
 const THROWN_ANSWERS: Record<ThrownKind, (t: Thrown, c: ReportContext) => SettleResponse> = {
   "nothing-journaled": () => {
     throw new NothingSentError("the settlement could not be journaled, so nothing was sent");
   },
+  "budget-spent": (t, c) => budgetRefusal(t.notes, c),
   "chain-unreachable": (t) => {
     throw t.error;
   },
@@ -125,6 +143,7 @@ const ANSWERED_ANSWERS: Record<AnsweredKind, (a: Answered, c: ReportContext) => 
   "nothing-journaled": () => {
     throw new NothingSentError("the settlement could not be journaled, so nothing was sent");
   },
+  "budget-spent": (a, c) => budgetRefusal(a.notes, c),
   settled: (a, c) => ({ ...a.result, network: c.network }),
   // Never report a payment that may still land as failed.
   "answer-lost": (a, c) => lostAnswer(a.notes, c),

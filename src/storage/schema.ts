@@ -117,6 +117,8 @@ interface SettlementTransactionsTable {
   block_number: ColumnType<string | null, never, string | number | bigint | null>;
   /** 0019: what it cost the sending account, in the chain's smallest native unit. */
   fee: ColumnType<string | null, never, string | null>;
+  /** 0034: what it could cost the sending account at most if it failed. */
+  worst_fee: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: CreatedAt;
 }
 

@@ -61,6 +61,9 @@ export class Broadcaster {
       reference: hash,
       signer: lane.account.address,
       ...(replaces ? { replaces } : {}),
+      // What it costs us at most if it reverts: every replica's failed-fee
+      // budget counts it while it is in flight.
+      worstFee: call.gas * fees.maxFeePerGas,
       detail: { nonce, raw },
     });
     const scope = currentSettlement()?.notes;

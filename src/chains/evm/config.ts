@@ -54,7 +54,7 @@ export interface EvmSettings {
   readonly maxGasPerTransaction: bigint;
   /**
    * Each network's hourly budget (wei) for settlement transactions that fail
-   * on-chain, in flight included (failedGasBudget.ts): the
+   * on-chain, in flight included (src/chains/failedFeeBudget.ts): the
    * `EVM_FAILED_GAS_BUDGET_NATIVE` default and its per-chain overrides.
    */
   readonly failedGasBudgetWei: {
@@ -262,7 +262,7 @@ const VARIABLES: readonly ConfigVariable[] = [
     name: "EVM_FAILED_GAS_BUDGET_NATIVE",
     default: "`1`",
     description:
-      "The most native currency (ETH, POL, …) the service's signers may spend per network and hour on settlement transactions that fail on-chain, counting every transaction still in flight at its gas limit times its maximum fee; a settle that would pass it is refused `failed_settlement_gas_budget_spent` (nothing sent) until the hour's failures age out. `off`: no budget. Shared by the replicas: failures count from the journal every replica writes (read every few seconds and at start); transactions in flight count in the process that sent them. Watch `x402_failed_settlement_gas_native_total` against `x402_failed_settlement_gas_budget_native` ([Operations](operations.md)).",
+      "The most native currency (ETH, POL, …) the service's signers may spend per network and hour on settlement transactions that fail on-chain, counting every transaction still in flight at its gas limit times its maximum fee; a settle that would pass it answers 503 `service_unavailable` (`reason: failed_settlement_gas_budget_spent`, with `Retry-After`; nothing sent) until the hour's failures age out. `off`: no budget. Shared by the replicas: failures and transactions in flight count from the journal every replica writes (read every few seconds and at start), and what this replica sent since its last read. Watch `x402_failed_settlement_gas_native_total` against `x402_failed_settlement_gas_budget_native` ([Operations](operations.md)).",
     example: "EVM_FAILED_GAS_BUDGET_NATIVE=0.2",
   },
   {

@@ -92,7 +92,7 @@ export interface RegisterEvmOptions {
   maxGasPerTransaction?: bigint;
   /**
    * Each network's hourly budget (wei) for transactions that fail on-chain,
-   * in flight included (failedGasBudget.ts): by chain id, and `default`.
+   * in flight included (src/chains/failedFeeBudget.ts): by chain id, and `default`.
    */
   failedGasBudgetWei?: { default: bigint | undefined; byChainId: ReadonlyMap<number, bigint> };
   onFailedGasBudget?: (network: string, budget: number) => void;

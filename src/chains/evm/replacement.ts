@@ -29,7 +29,7 @@ export interface InFlight {
   bumps: number;
   /** When the node first accepted it (performance.now()), for the inclusion time. */
   acceptedAt: number;
-  /** Its hold on the failed-gas budget (failedGasBudget.ts), given back once mined. */
+  /** Its hold on the failed-gas budget (src/chains/failedFeeBudget.ts), given back once mined. */
   budgetHold?: symbol;
 }
 

@@ -15,7 +15,7 @@ import { CodeCache } from "./codeCache.js";
 import type { FeeOracle } from "./feeOracle.js";
 import { simulationClient } from "./simulationClient.js";
 import { WALLET_DEPLOY_GAS_CEILING } from "./gasCeilings.js";
-import { FailedGasBudgetSpentError } from "./failedGasBudget.js";
+import { FailedFeeBudgetSpentError, noteBudgetRefusal } from "../failedFeeBudget.js";
 
 export interface EvmSignerOptions {
   publicClient: PublicClient;
@@ -34,8 +34,8 @@ export async function refusingClearly<T>(send: () => Promise<T>): Promise<T> {
     const scope = currentSettlement()?.notes;
     if (scope && e instanceof GasPriceTooHighError) {
       scope.refusal = { reason: Reason.gasPriceTooHigh, message: e.message };
-    } else if (scope && e instanceof FailedGasBudgetSpentError) {
-      scope.refusal = { reason: Reason.failedSettlementGasBudgetSpent, message: e.message };
+    } else if (e instanceof FailedFeeBudgetSpentError) {
+      noteBudgetRefusal(e);
     } else if (scope && e instanceof GasLimitTooHighError) {
       scope.refusal = { reason: EvmReason.gasLimitTooHigh, message: e.message };
     } else if (

@@ -27,7 +27,7 @@ import { SignerHealthCheck } from "./signerHealth.js";
 import { GasLimits } from "./gasLimits.js";
 import { GasLimitTooHighError } from "./feeOracle.js";
 import { gasCeilingFor, shapeOf } from "./gasCeilings.js";
-import { FailedGasBudget } from "./failedGasBudget.js";
+import { FailedFeeBudget } from "../failedFeeBudget.js";
 import { AmbiguousBroadcastError, isNonceError } from "./broadcastErrors.js";
 
 export { NoHealthySignerError, SignerUnavailableError } from "./broadcastErrors.js";
@@ -72,7 +72,7 @@ export class EvmSignerPool {
   private readonly leases: LeaseKeeper | undefined;
   private readonly health: SignerHealthCheck;
   private readonly gasLimits: GasLimits;
-  private readonly failedGas: FailedGasBudget;
+  private readonly failedGas: FailedFeeBudget;
   /** Keyed by every hash of a transaction (original and replacements). */
   private readonly inflight = new Map<string, InFlight>();
 
@@ -82,11 +82,11 @@ export class EvmSignerPool {
     this.addresses = this.lanes.addresses;
     this.gasLimits = new GasLimits(client);
     const journal = opts.journal;
-    this.failedGas = new FailedGasBudget(
+    this.failedGas = new FailedFeeBudget(
       network,
       opts.failedGasBudgetWei,
       Date.now,
-      journal.revertedFeesSince ? (since) => journal.revertedFeesSince!(network, since) : undefined,
+      journal.failedFeeExposure ? (since) => journal.failedFeeExposure!(network, since) : undefined,
     );
     this.watcher = new ReceiptWatcher(client, opts.receiptTickMs, (e) =>
       log.warn({ err: String(e), network }, "receipt watcher: RPC error"),
@@ -126,7 +126,7 @@ export class EvmSignerPool {
 
   /** The hourly budget for failed transactions (wei), when there is one. */
   get failedGasBudgetWei(): bigint | undefined {
-    return this.failedGas.budgetWei;
+    return this.failedGas.budget;
   }
 
   /** Takes this replica's share of the accounts, then starts the gas-balance check. */
@@ -199,6 +199,7 @@ export class EvmSignerPool {
       });
       try {
         const hash = await this.broadcaster.send(lane, nonce, tx, fees);
+        this.failedGas.journaled(hold);
         this.track(lane, nonce, tx, fees, hash, hold);
         this.reportPhase("broadcast", started);
         return hash;
@@ -206,6 +207,7 @@ export class EvmSignerPool {
         if (e instanceof AmbiguousBroadcastError) {
           // It may be in the pool: keep its nonce, follow it like any other
           // transaction, and let the caller report the settlement as pending.
+          this.failedGas.journaled(hold);
           this.track(lane, nonce, tx, fees, e.hash, hold);
           const scope = currentSettlement()?.notes;
           if (scope) scope.ambiguousReference = e.hash;

@@ -114,8 +114,58 @@ describe("settlement recorder", () => {
     await recorder.recordFinished("0xr2", "reverted", 6n, 50n);
     await recorder.recordFinished("0xok", "success", 6n, 9_000n);
     await recorder.recordFinished("0xother", "reverted", 6n, 1n);
-    assert.equal(await recorder.revertedFeesSince("eip155:10", since), 750n);
-    assert.equal(await recorder.revertedFeesSince("eip155:10", new Date(Date.now() + 60_000)), 0n);
+    assert.equal((await recorder.failedFeeExposure("eip155:10", since)).reverted, 750n);
+    assert.equal(
+      (await recorder.failedFeeExposure("eip155:10", new Date(Date.now() + 60_000))).reverted,
+      0n,
+    );
+  });
+
+  test("the worst fees of a network's transactions still in flight are summed from the journal, every sender's, each replaced version through its replacement only", async () => {
+    const since = new Date(Date.now() - 1000);
+    const network = "solana:inflight";
+    const send = (reference: string, worstFee?: bigint, replaces?: string) =>
+      recorder.recordSent(
+        {
+          network,
+          reference,
+          signer: reference.startsWith("a") ? "replica-a" : "replica-b",
+          detail: {},
+          ...(worstFee === undefined ? {} : { worstFee }),
+          ...(replaces ? { replaces } : {}),
+        },
+        undefined,
+      );
+    await send("a1", 5_000n);
+    await send("b1", 20_000n);
+    await send("a2", 1_000n);
+    await send("a2-bumped", 3_000n, "a2");
+    await send("keyless");
+    await send("b-done", 40_000n);
+    await recorder.recordFinished("b-done", "reverted", 9n, 6_000n);
+    const stored = await database.db
+      .selectFrom("settlement_transactions")
+      .select(["reference", "worst_fee"])
+      .where("network", "=", network)
+      .orderBy("reference")
+      .execute();
+    assert.deepEqual(
+      stored.map((r) => [r.reference, r.worst_fee === null ? null : BigInt(r.worst_fee)]),
+      [
+        ["a1", 5_000n],
+        ["a2", 1_000n],
+        ["a2-bumped", 3_000n],
+        ["b-done", 40_000n],
+        ["b1", 20_000n],
+        ["keyless", null],
+      ],
+    );
+    assert.deepEqual(await recorder.failedFeeExposure(network, since), {
+      reverted: 6_000n,
+      inFlight: 5_000n + 20_000n + 3_000n,
+    });
+    await recorder.recordFinished("b1", "success", 10n, 5_000n);
+    assert.equal((await recorder.failedFeeExposure(network, since)).inFlight, 8_000n);
   });
 
   test("a verify's look-ups share one read that tells live rows and cooling payers apart", async () => {

@@ -448,16 +448,24 @@ export class SettlementRecorder {
     return q.orderBy("finished_at", "desc").orderBy("id", "desc").limit(limit).execute();
   }
 
-  /** What the reverted transactions of `network` journaled since `since` cost their senders. */
-  async revertedFeesSince(network: string, since: Date): Promise<bigint> {
-    const row = await this.db
-      .selectFrom("settlement_transactions")
-      .select((eb) => eb.fn.sum<string | null>("fee").as("wei"))
-      .where("network", "=", network)
-      .where("status", "=", "reverted")
-      .where("created_at", ">=", since)
-      .executeTakeFirst();
-    return BigInt(row?.wei ?? 0);
+  /**
+   * For the transactions of `network` journaled since `since`, by every
+   * replica: what those mined reverted cost their senders, and what those
+   * still in flight could cost at most (a version a fee bump replaced
+   * counts through its replacement only).
+   */
+  async failedFeeExposure(
+    network: string,
+    since: Date,
+  ): Promise<{ reverted: bigint; inFlight: bigint }> {
+    const { rows } = await sql<{ reverted: string | null; in_flight: string | null }>`
+      select
+        sum(t.fee) filter (where t.status = 'reverted') as reverted,
+        sum(t.worst_fee) filter (where t.status = 'sent' and not exists (
+          select 1 from settlement_transactions r where r.replaces = t.reference)) as in_flight
+      from settlement_transactions t
+      where t.network = ${network} and t.created_at >= ${since}`.execute(this.db);
+    return { reverted: BigInt(rows[0]?.reverted ?? 0), inFlight: BigInt(rows[0]?.in_flight ?? 0) };
   }
 
   /** Drops the signed bytes no reorg watch needs any more (see `dropSignedMaterial`). */

@@ -104,14 +104,15 @@ export async function journalSent(
   await sql`
     with journaled as (
       insert into settlement_transactions
-        (reference, settlement_id, network, signer, replaces, detail)
+        (reference, settlement_id, network, signer, replaces, detail, worst_fee)
       select * from unnest(
         ${column((s) => s.entry.reference)}::text[],
         ${column((s) => s.settlementId ?? null)}::uuid[],
         ${column((s) => s.entry.network)}::text[],
         ${column((s) => s.entry.signer?.toLowerCase() ?? null)}::text[],
         ${column((s) => s.entry.replaces ?? null)}::text[],
-        ${column((s) => JSON.stringify(s.entry.detail))}::jsonb[]
+        ${column((s) => JSON.stringify(s.entry.detail))}::jsonb[],
+        ${column((s) => s.entry.worstFee?.toString() ?? null)}::numeric[]
       )
       on conflict (reference) do nothing
     )

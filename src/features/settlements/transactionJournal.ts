@@ -33,7 +33,7 @@ export class DbTransactionJournal implements TransactionJournal {
     return this.recorder.recordFinished(reference, status, block, fee);
   }
 
-  revertedFeesSince(network: string, since: Date): Promise<bigint> {
-    return this.recorder.revertedFeesSince(network, since);
+  failedFeeExposure(network: string, since: Date): Promise<{ reverted: bigint; inFlight: bigint }> {
+    return this.recorder.failedFeeExposure(network, since);
   }
 }

@@ -1,0 +1,124 @@
+/**
+ * The hourly failed-fee budget: reverted fees and in-flight worst cases add
+ * up against it; a transaction that would pass it is refused; failures age
+ * out after an hour, and a transaction that succeeded gives its hold back;
+ * the failures and the transactions in flight every replica journaled count
+ * too.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import {
+  FailedFeeBudget,
+  FailedFeeBudgetSpentError,
+  type FailedFeeExposure,
+} from "./failedFeeBudget.js";
+
+test("in-flight holds and reverted fees count; success gives the hold back; failures age out", () => {
+  let now = 1_000_000;
+  const budget = new FailedFeeBudget("eip155:8453", 1_000n, () => now);
+  const a = budget.reserve(600n);
+  // A second in flight would pass the budget before either is known to fail.
+  assert.throws(() => budget.reserve(500n), FailedFeeBudgetSpentError);
+  budget.finish(a, false, 300n); // succeeded: nothing counts
+  const b = budget.reserve(600n);
+  budget.finish(b, true, 700n); // reverted: its fee counts for the hour
+  assert.equal(budget.spent(), 700n);
+  assert.throws(
+    () => budget.reserve(400n),
+    (e) => e instanceof FailedFeeBudgetSpentError && e.retryAfterSeconds === 3600,
+  );
+  budget.finish(budget.reserve(300n), false, 0n);
+  now += 60 * 60 * 1000;
+  assert.equal(budget.spent(), 0n, "an hour later the failure no longer counts");
+  budget.reserve(1_000n);
+});
+
+test("no budget: nothing is refused", () => {
+  const budget = new FailedFeeBudget("eip155:8453", undefined);
+  budget.reserve(10n ** 30n);
+  budget.reserve(10n ** 30n);
+});
+
+test("the failures every replica journaled count, read at start; this process's own count where it is higher", async () => {
+  const now = 1_000_000;
+  let journaled = 900n;
+  const asked: Date[] = [];
+  const budget = new FailedFeeBudget(
+    "eip155:8453",
+    1_000n,
+    () => now,
+    (since) => {
+      asked.push(since);
+      return Promise.resolve({ reverted: journaled, inFlight: 0n });
+    },
+  );
+  await budget.refresh();
+  assert.equal(asked[0]?.getTime(), now - 60 * 60 * 1000, "the hour before now");
+  assert.equal(budget.spent(), 900n, "another replica's failures count here");
+  assert.throws(() => budget.reserve(200n), FailedFeeBudgetSpentError);
+  budget.finish(budget.reserve(50n), false, 0n);
+
+  // This process's failure, before the journal's figure has seen it.
+  journaled = 0n;
+  await budget.refresh();
+  budget.finish(budget.reserve(100n), true, 950n);
+  assert.equal(budget.spent(), 950n);
+  assert.throws(() => budget.reserve(100n), FailedFeeBudgetSpentError);
+
+  // A failed read keeps the last figure.
+  const failing = new FailedFeeBudget(
+    "eip155:8453",
+    1_000n,
+    () => now,
+    () => Promise.reject(new Error("database down")),
+  );
+  await failing.refresh();
+  assert.equal(failing.spent(), 0n);
+});
+
+test("two processes' transactions in flight count together: each sees the other's through the journal, and its own before the journal does", async () => {
+  let now = 1_000_000;
+  // The journal both processes write: the worst fees of what is in flight.
+  const journal = new Map<string, bigint>();
+  const read = (): Promise<FailedFeeExposure> =>
+    Promise.resolve({
+      reverted: 0n,
+      inFlight: [...journal.values()].reduce((a, b) => a + b, 0n),
+    });
+  const a = new FailedFeeBudget("solana:x", 1_000n, () => now, read);
+  const b = new FailedFeeBudget("solana:x", 1_000n, () => now, read);
+  await Promise.all([a.refresh(), b.refresh()]);
+
+  // A sends 600 and journals it.
+  const sentByA = a.reserve(600n);
+  journal.set("a1", 600n);
+  now += 1;
+  a.journaled(sentByA);
+  assert.equal(a.inFlight(), 600n, "its own, before a read has seen it");
+  // B has not read since: it could still send 600 (the gap a refresh bounds)...
+  assert.equal(b.inFlight(), 0n);
+  // ...but once it has read, A's transaction counts there.
+  now += 6_000;
+  await b.refresh();
+  assert.equal(b.inFlight(), 600n, "the other process's transaction in flight");
+  assert.throws(() => b.reserve(500n), FailedFeeBudgetSpentError);
+  const sentByB = b.reserve(400n);
+  journal.set("b1", 400n);
+  now += 1;
+  b.journaled(sentByB);
+  assert.equal(b.inFlight(), 1_000n, "the journal's 600 and its own 400, not counted twice");
+
+  // A reads again: its own transaction is in the journal's figure, counted once.
+  now += 1;
+  await a.refresh();
+  assert.equal(a.inFlight(), 1_000n);
+  assert.throws(() => a.reserve(1n), FailedFeeBudgetSpentError);
+
+  // B's transaction landed: once the journal says so, A may send again.
+  b.finish(sentByB, false, 0n);
+  journal.delete("b1");
+  now += 1;
+  await a.refresh();
+  assert.equal(a.inFlight(), 600n);
+  a.finish(a.reserve(400n), false, 0n);
+});

@@ -1,0 +1,160 @@
+/**
+ * The service's hourly budget, per network, of native currency its own
+ * accounts may spend on transactions that fail on-chain: every family that
+ * pays fees (EVM gas, Solana lamports, NEAR yoctoNEAR, Starknet fri) keeps
+ * one per network, in the chain's smallest native unit.
+ *
+ * Each party is bounded on its own (a payer by its cooling period, an
+ * account by its failure limit, a transaction by its fee ceiling), but many
+ * fresh payers, or many accounts, still add up. This bounds the sum: what
+ * reverted transactions cost in the last hour, plus what every transaction
+ * still in flight could cost if it reverted (its worst fee: EVM gas limit
+ * times maximum fee, a Solana transaction's signatures and compute-unit
+ * price), may not pass the budget; a transaction that would take it past is
+ * not sent (FailedFeeBudgetSpentError: the settle is answered 503 with
+ * `Retry-After`, nothing recorded against anyone). In-flight transactions
+ * count because a burst sent together fails together, before any failure is
+ * known.
+ *
+ * Both figures are the service's, read from the journal every replica
+ * writes (refreshed every few seconds, and at start, so a restart does not
+ * forget the hour): the fees of the window's reverted transactions, and the
+ * worst fees of its transactions journaled `sent` and not finished. Between
+ * two reads this process adds what it knows better:
+ * - its own failures, where their sum is higher than the journal's figure
+ *   (its latest, before a read has seen them);
+ * - its own transactions in flight that the last read could not have seen
+ *   (reserved, or journaled after that read began).
+ * So the budget is passed by at most what other replicas reserve between
+ * two reads (a few seconds of their sends, each at its worst fee), and never
+ * by this process's own sends. A transaction left `sent` by a replica that
+ * died counts until it is finished or its hour has passed.
+ */
+import { FailedFeeBudgetSpentError } from "./ports.js";
+import { currentSettlement } from "./settlementScope.js";
+import { Reason } from "../protocol/reasons.js";
+
+export { FailedFeeBudgetSpentError };
+
+/** What the journal says of one network's window: reverted fees, and in-flight worst fees. */
+export interface FailedFeeExposure {
+  reverted: bigint;
+  inFlight: bigint;
+}
+
+const WINDOW_MS = 60 * 60 * 1000;
+/** How stale the service-wide figure may be before a reservation refreshes it. */
+const REFRESH_MS = 5_000;
+
+interface Hold {
+  worst: bigint;
+  /** When its journal entry was written (undefined: not yet). */
+  journaledAt: number | undefined;
+}
+
+export class FailedFeeBudget {
+  /** Reverted transactions in the window: when, and what each cost. */
+  private readonly failures: { at: number; fee: bigint }[] = [];
+  private readonly holds = new Map<symbol, Hold>();
+  /** The journal's figures for the window, and when the read that gave them began. */
+  private recorded = { reverted: 0n, inFlight: 0n, readAt: Number.NEGATIVE_INFINITY };
+  private refreshing: Promise<void> | undefined;
+
+  constructor(
+    private readonly network: string,
+    /** Undefined: no budget. In the chain's smallest native unit. */
+    readonly budget: bigint | undefined,
+    private readonly now: () => number = Date.now,
+    /** The service-wide figures since a time (the journal's). */
+    private readonly exposureSince?: (since: Date) => Promise<FailedFeeExposure>,
+  ) {}
+
+  /**
+   * Reads the service-wide figures now (at start, and before a reservation
+   * when they are stale). A failed read keeps the last figures: this
+   * process's own count still bounds what it sends.
+   */
+  refresh(): Promise<void> {
+    if (!this.exposureSince || this.budget === undefined) return Promise.resolve();
+    if (this.refreshing) return this.refreshing;
+    const readAt = this.now();
+    this.refreshing = this.exposureSince(new Date(readAt - WINDOW_MS))
+      .then(({ reverted, inFlight }) => {
+        if (readAt >= this.recorded.readAt) this.recorded = { reverted, inFlight, readAt };
+      })
+      .catch(() => undefined)
+      .finally(() => (this.refreshing = undefined));
+    return this.refreshing;
+  }
+
+  /**
+   * Holds `worst` (what the transaction costs at most if it fails) until
+   * `finish`; throws FailedFeeBudgetSpentError when it does not fit.
+   */
+  reserve(worst: bigint): symbol {
+    const token = Symbol("in-flight");
+    if (this.now() - this.recorded.readAt > REFRESH_MS) void this.refresh();
+    if (this.budget !== undefined && this.spent() + this.inFlight() + worst > this.budget) {
+      throw new FailedFeeBudgetSpentError(this.network, this.retryAfter());
+    }
+    this.holds.set(token, { worst, journaledAt: undefined });
+    return token;
+  }
+
+  /** The held transaction's journal entry is written: a read that begins later counts it. */
+  journaled(token: symbol): void {
+    const hold = this.holds.get(token);
+    if (hold && hold.journaledAt === undefined) hold.journaledAt = this.now();
+  }
+
+  /** The transaction ended: mined (`reverted` counts its fee), or never sent (no fee). */
+  finish(token: symbol, reverted: boolean, fee: bigint): void {
+    if (!this.holds.delete(token)) return;
+    if (reverted && fee > 0n) this.failures.push({ at: this.now(), fee });
+  }
+
+  /** What reverted transactions cost in the last hour: the service's, or this process's if higher. */
+  spent(): bigint {
+    const since = this.now() - WINDOW_MS;
+    while (this.failures.length > 0 && this.failures[0]!.at <= since) this.failures.shift();
+    const own = this.failures.reduce((sum, f) => sum + f.fee, 0n);
+    return own > this.recorded.reverted ? own : this.recorded.reverted;
+  }
+
+  /**
+   * What the transactions in flight could cost: every replica's as last
+   * read, plus this process's that the read could not have seen.
+   */
+  inFlight(): bigint {
+    let unseen = 0n;
+    for (const hold of this.holds.values()) {
+      if (hold.journaledAt === undefined || hold.journaledAt >= this.recorded.readAt) {
+        unseen += hold.worst;
+      }
+    }
+    return this.recorded.inFlight + unseen;
+  }
+
+  /** Until the oldest failure leaves the window, or a few seconds while only in-flight ones hold it. */
+  private retryAfter(): number {
+    const oldest = this.failures[0];
+    if (!oldest) return 10;
+    return Math.max(1, Math.ceil((oldest.at + WINDOW_MS - this.now()) / 1000));
+  }
+}
+
+/**
+ * Notes in the current settlement's scope that the budget refused its
+ * send, so the settle is answered 503 with `Retry-After` (or, when
+ * something was sent for it already, with the refusal's reason).
+ */
+export function noteBudgetRefusal(e: FailedFeeBudgetSpentError): void {
+  const scope = currentSettlement()?.notes;
+  if (scope) {
+    scope.refusal = {
+      reason: Reason.failedSettlementGasBudgetSpent,
+      message: e.message,
+      retryAfterSeconds: e.retryAfterSeconds,
+    };
+  }
+}
