@@ -33,6 +33,7 @@
 import { FailedFeeBudgetSpentError } from "./ports.js";
 import { currentSettlement } from "./settlementScope.js";
 import { Reason } from "../protocol/reasons.js";
+import { ConfigError } from "../lib/configError.js";
 
 export { FailedFeeBudgetSpentError };
 
@@ -157,4 +158,28 @@ export function noteBudgetRefusal(e: FailedFeeBudgetSpentError): void {
       retryAfterSeconds: e.retryAfterSeconds,
     };
   }
+}
+
+/**
+ * A family's `<PREFIX>_FAILED_FEE_BUDGET_<UNIT>` variable: an amount of the
+ * native currency in whole units (up to `decimals` places), or `off` (no
+ * budget), in the chain's smallest unit. Empty: `fallback`.
+ */
+export function parseFailedFeeBudget(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  decimals: number,
+  fallback: string,
+): bigint | undefined {
+  const given = env[name]?.trim();
+  const raw = given === undefined || given === "" ? fallback : given;
+  if (raw === "off") return undefined;
+  const match = /^(\d{1,15})(?:\.(\d+))?$/.exec(raw);
+  if (!match || (match[2]?.length ?? 0) > decimals) {
+    throw new ConfigError(
+      `${name} must be an amount of the network's native currency (e.g. 0.5, at most ${decimals} decimals) or "off", got "${raw}"`,
+    );
+  }
+  const fraction = (match[2] ?? "").padEnd(decimals, "0");
+  return BigInt(match[1]!) * 10n ** BigInt(decimals) + BigInt(fraction || "0");
 }

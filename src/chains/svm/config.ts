@@ -7,7 +7,9 @@
  * - `SVM_COMMITMENT`: `confirmed` (default) or `finalized`;
  * - `SVM_MAX_COMPUTE_UNITS`, `SVM_MAX_PRIORITY_FEE_MICROLAMPORTS`: the most a
  *   payment's transaction may make a fee payer spend;
- * - `SVM_MIN_FEE_PAYER_LAMPORTS`: fee payers below it leave the rotation.
+ * - `SVM_MIN_FEE_PAYER_LAMPORTS`: fee payers below it leave the rotation;
+ * - `SVM_FAILED_FEE_BUDGET_SOL`: the hourly budget for fees of transactions
+ *   that fail on-chain.
  */
 import { readFileSync } from "node:fs";
 import { SOLANA_MAINNET_ID } from "./networks.js";
@@ -15,6 +17,7 @@ import { ConfigError } from "../../lib/configError.js";
 import type { FamilyConfig } from "../ports.js";
 import type { ConfigVariable } from "../../lib/envVars.js";
 import type { SvmSettings, SvmSetup } from "./index.js";
+import { parseFailedFeeBudget } from "../failedFeeBudget.js";
 
 interface SvmConfig {
   /** Present when the family is configured. */
@@ -24,6 +27,7 @@ interface SvmConfig {
     maxComputeUnits: number;
     maxPriorityFeeMicroLamports: number;
     minFeePayerLamports: bigint;
+    failedFeeBudgetLamports: bigint | undefined;
   };
 }
 
@@ -97,6 +101,7 @@ function parseSvmConfig(env: NodeJS.ProcessEnv): SvmConfig {
         5_000_000,
       ),
       minFeePayerLamports: BigInt(minLamports),
+      failedFeeBudgetLamports: parseFailedFeeBudget(env, "SVM_FAILED_FEE_BUDGET_SOL", 9, "0.05"),
     },
   };
 }
@@ -139,6 +144,13 @@ const VARIABLES: readonly ConfigVariable[] = [
     default: "`10000000` (0.01 SOL)",
     description:
       "A fee payer with less leaves the rotation (logged; `x402_signer_in_rotation` drops to 0) until topped up.",
+  },
+  {
+    name: "SVM_FAILED_FEE_BUDGET_SOL",
+    default: "`0.05`",
+    description:
+      "The most SOL the fee payers may spend per hour on the Solana network (the family serves one) on settlement transactions that fail on-chain (a failed transaction still pays its fee), counting every transaction still in flight at its fee (5,000 lamports a signature plus its priority fee). A settle that would pass it answers 503 `service_unavailable` (`reason: failed_settlement_gas_budget_spent`, with `Retry-After`; nothing sent). `off`: no budget. Shared by the replicas through the journal (read every few seconds and at start). A failure costs about 0.00001 to 0.00002 SOL, so the default allows a few thousand an hour.",
+    example: "SVM_FAILED_FEE_BUDGET_SOL=0.01",
   },
 ];
 

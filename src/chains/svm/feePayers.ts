@@ -13,6 +13,9 @@
  *   decides, and past the time budget the answer is `settlement_pending`.
  * - Confirmation waits for the configured commitment (`confirmed` by
  *   default), within the settle time budget.
+ * - Each transaction's fee is held against the network's failed-fee budget
+ *   (failedFeeBudget.ts) from before it is journaled until its outcome is
+ *   known; a failed one's fee counts for the hour.
  */
 import {
   getBase58Decoder,
@@ -26,7 +29,13 @@ import { TransactionOnchainFailureError, toFacilitatorSvmSigner } from "@x402/sv
 import type { FacilitatorSvmSigner } from "@x402/svm";
 import type { Logger } from "../../lib/logger.js";
 import type { TransactionJournal } from "../ports.js";
+import {
+  FailedFeeBudgetSpentError,
+  noteBudgetRefusal,
+  type FailedFeeBudget,
+} from "../failedFeeBudget.js";
 import { createSolanaRpcClient } from "./rpcTransport.js";
+import { transactionFee } from "./failures.js";
 
 export type Commitment = "confirmed" | "finalized";
 
@@ -43,6 +52,10 @@ export interface FeePayerOptions {
   minLamports: bigint;
   onSignerHealth?: (address: string, healthy: boolean, lamports: bigint) => void;
   pollMs?: number;
+  /** The network's failed-fee budget; absent: none. */
+  failedFees?: FailedFeeBudget;
+  /** What a transaction that landed cost its fee payer (lamports). */
+  onFeePaid?: (status: "success" | "reverted", lamports: bigint) => void;
 }
 
 const RANK: Record<string, number> = { processed: 0, confirmed: 1, finalized: 2 };
@@ -164,17 +177,37 @@ export class SvmFeePayers {
     return s;
   }
 
+  /** The fee of each transaction in flight, and its hold on the failed-fee budget. */
+  private readonly fees = new Map<string, { fee: bigint; hold: symbol | undefined }>();
+
   private async send(base64: string): Promise<string> {
     const bytes = getBase64Encoder().encode(base64);
     const tx = getTransactionDecoder().decode(bytes);
     const [feePayer, sig] = Object.entries(tx.signatures)[0]!;
     const signature = getBase58Decoder().decode(sig!);
-    await this.opts.journal.sent({
-      network: this.opts.network,
-      reference: signature,
-      signer: feePayer,
-      detail: { transaction: base64 },
-    });
+    const fee = transactionFee(tx.messageBytes);
+    if (!this.fees.has(signature)) {
+      try {
+        this.fees.set(signature, { fee, hold: this.opts.failedFees?.reserve(fee) });
+      } catch (e) {
+        if (e instanceof FailedFeeBudgetSpentError) noteBudgetRefusal(e);
+        throw e;
+      }
+    }
+    try {
+      await this.opts.journal.sent({
+        network: this.opts.network,
+        reference: signature,
+        signer: feePayer,
+        worstFee: fee,
+        detail: { transaction: base64 },
+      });
+    } catch (e) {
+      this.release(signature, false);
+      throw e;
+    }
+    const held = this.fees.get(signature)?.hold;
+    if (held) this.opts.failedFees?.journaled(held);
     // The same bytes are the same transaction (same signature): re-sending
     // after a lost answer cannot pay twice.
     for (let attempt = 1; ; attempt++) {
@@ -187,7 +220,10 @@ export class SvmFeePayers {
           })
           .send();
       } catch (e) {
-        if (!isTransportFailure(e)) throw e;
+        if (!isTransportFailure(e)) {
+          this.release(signature, false);
+          throw e;
+        }
         if (attempt >= 3) {
           // It may have reached the node: let confirmation decide.
           this.opts.log.warn(
@@ -199,6 +235,19 @@ export class SvmFeePayers {
         await new Promise((r) => setTimeout(r, 200 * attempt));
       }
     }
+  }
+
+  /**
+   * Gives a transaction's hold back: landed (`reverted` counts its fee for
+   * the hour), refused, or no longer followed here (its journal entry, still
+   * `sent`, keeps it counted for every replica until its hour is over).
+   */
+  private release(signature: string, reverted: boolean): bigint | undefined {
+    const known = this.fees.get(signature);
+    if (!known) return undefined;
+    this.fees.delete(signature);
+    if (known.hold) this.opts.failedFees?.finish(known.hold, reverted, known.fee);
+    return known.fee;
   }
 
   /**
@@ -252,14 +301,18 @@ export class SvmFeePayers {
     let outcome: { error?: unknown } | undefined;
     try {
       if (status?.err) {
-        await this.opts.journal.finished(signature, "reverted", status.slot);
+        const fee = this.fees.get(signature)?.fee;
+        await this.opts.journal.finished(signature, "reverted", status.slot, fee);
+        if (this.release(signature, true) !== undefined) this.opts.onFeePaid?.("reverted", fee!);
         outcome = {
           error: new TransactionOnchainFailureError(
             `transaction ${signature} failed on-chain: ${JSON.stringify(status.err)}`,
           ),
         };
       } else if (status && (RANK[status.confirmationStatus ?? "processed"] ?? 0) >= wanted) {
-        await this.opts.journal.finished(signature, "success", status.slot);
+        const fee = this.fees.get(signature)?.fee;
+        await this.opts.journal.finished(signature, "success", status.slot, fee);
+        if (this.release(signature, false) !== undefined) this.opts.onFeePaid?.("success", fee!);
         outcome = {};
       }
     } catch (e) {
@@ -284,7 +337,10 @@ export class SvmFeePayers {
       return true;
     });
     if (still.length > 0) this.waiting.set(signature, still);
-    else this.waiting.delete(signature);
+    else {
+      this.waiting.delete(signature);
+      this.release(signature, false);
+    }
   }
 }
 

@@ -34,6 +34,7 @@ import { networkNotServed, nothingWasSent, probeNetworks, RecentRead } from "../
 import { findSvmNetwork, type SvmNetwork } from "./networks.js";
 import type {
   ChainFamily,
+  FailureCause,
   FamilyContext,
   NetworkProbe,
   PendingSettlement,
@@ -42,6 +43,8 @@ import type {
 } from "../ports.js";
 import { SvmFeePayers, type Commitment } from "./feePayers.js";
 import { svmAuthorizationKey, svmPayerOf, svmShapeError } from "./paymentIdentity.js";
+import { FailedFeeBudget } from "../failedFeeBudget.js";
+import { svmFailureCause, tokenAccountFields } from "./failures.js";
 import { rememberBounded } from "../../lib/boundedMap.js";
 import { SvmReason } from "./reasons.js";
 
@@ -59,6 +62,8 @@ export interface SvmSettings {
   maxPriorityFeeMicroLamports: number;
   /** Fee payers below this many lamports leave the rotation. */
   minFeePayerLamports: bigint;
+  /** Hourly budget (lamports) for fees of transactions that fail on-chain; undefined: none. */
+  failedFeeBudgetLamports?: bigint | undefined;
 }
 
 /** How long a token account seen to exist is taken to still exist. */
@@ -85,6 +90,7 @@ class RotatingExactSvmScheme extends ExactSvmScheme {
 interface SvmRuntime {
   network: SvmNetwork;
   feePayers: SvmFeePayers;
+  failedFees: FailedFeeBudget;
   mechanism: SchemeNetworkFacilitator;
   host: string;
   /** The last slot read, and the read in flight: concurrent verifications share one. */
@@ -113,7 +119,21 @@ export class SvmChainAdapter implements ChainFamily {
     for (const { id, rpcUrl } of setup.networks) {
       const network = findSvmNetwork(id);
       if (!network) throw new Error(`unknown Solana network ${id}`);
+      const journal = ctx.journal;
+      const failedFees = new FailedFeeBudget(
+        id,
+        settings.failedFeeBudgetLamports,
+        Date.now,
+        journal.failedFeeExposure ? (since) => journal.failedFeeExposure!(id, since) : undefined,
+      );
+      if (failedFees.budget !== undefined) {
+        ctx.onFailedGasBudget?.(id, Number(failedFees.budget) / 1e9);
+      }
       const feePayers = new SvmFeePayers({
+        failedFees,
+        ...(ctx.onFeePaid
+          ? { onFeePaid: (status, lamports) => ctx.onFeePaid!(id, status, Number(lamports) / 1e9) }
+          : {}),
         network: id,
         rpcUrl,
         keys,
@@ -135,6 +155,7 @@ export class SvmChainAdapter implements ChainFamily {
       this.runtimes.set(id, {
         network,
         feePayers,
+        failedFees,
         mechanism: new RotatingExactSvmScheme(feePayers, {
           maxComputeUnits: settings.maxComputeUnits,
           maxPriorityFeeMicroLamports: settings.maxPriorityFeeMicroLamports,
@@ -163,7 +184,28 @@ export class SvmChainAdapter implements ChainFamily {
   }
 
   async start(): Promise<void> {
-    await Promise.all([...this.runtimes.values()].map((r) => r.feePayers.start()));
+    await Promise.all(
+      // A restarted process remembers the hour's failures of every replica.
+      [...this.runtimes.values()].map((r) =>
+        Promise.all([r.feePayers.start(), r.failedFees.refresh()]),
+      ),
+    );
+  }
+
+  /** Who caused a settlement that failed on-chain (failures.ts): the payer's token account tells. */
+  async failureCause(
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+  ): Promise<FailureCause> {
+    const runtime = this.runtimes.get(requirements.network);
+    if (!runtime) return "requirements";
+    return svmFailureCause(payload, requirements, async (account) => {
+      const { value } = await runtime.feePayers.rpc
+        .getAccountInfo(account, { encoding: "base64", commitment: "confirmed" })
+        .send();
+      if (!value) return undefined;
+      return tokenAccountFields(getBase64Encoder().encode(value.data[0]) as Uint8Array);
+    });
   }
 
   async close(): Promise<void> {
