@@ -28,15 +28,33 @@ import type {
 } from "@x402/core/types";
 import { Reason } from "../../protocol/reasons.js";
 import type { NearNetwork } from "./networks.js";
-import type { TransactionJournal } from "../ports.js";
+import type { FailureCause, TransactionJournal } from "../ports.js";
+import { rememberBounded } from "../../lib/boundedMap.js";
 import type { NearRelayers } from "./relayers.js";
 import { NearRpcError, type NearRpc } from "./rpc.js";
 import { NearReason } from "./reasons.js";
 import {
   checkSignedDelegate,
+  decodeDelegate,
   delegateFingerprint,
   type DecodedDelegate,
 } from "./signedDelegate.js";
+
+/**
+ * Failures a payer causes after our check: it moved its tokens away, used
+ * the delegate's nonce in a transaction of its own, or deleted or changed
+ * the key that signed it. The others (an expired delegate, a recipient not
+ * registered with the token, a token that fails) are not the payer's.
+ */
+const PAYER_REASONS: ReadonlySet<string> = new Set([
+  Reason.insufficientFunds,
+  NearReason.nonce,
+  NearReason.accessKey,
+  NearReason.signature,
+]);
+
+/** How many recent failures' causes are kept for attribution (the oldest go first). */
+const FAILURES_KEPT = 10_000;
 
 export interface NearSchemeSettings {
   minGas: bigint;
@@ -143,6 +161,19 @@ export class ExactNearScheme implements SchemeNetworkFacilitator {
     private readonly settings: NearSchemeSettings,
   ) {}
 
+  /** The reasons of this process's recent on-chain failures, by the delegate's fingerprint. */
+  private readonly failures = new Map<string, string>();
+
+  /**
+   * Who caused a payment that failed on-chain here: the failure nearcore
+   * reported for its receipt (read when it became final).
+   */
+  failureCause(payload: PaymentPayload): FailureCause {
+    const delegate = decodeDelegate(payload);
+    const reason = delegate ? this.failures.get(delegateFingerprint(delegate)) : undefined;
+    return reason !== undefined && PAYER_REASONS.has(reason) ? "payer" : "requirements";
+  }
+
   getExtra(): Record<string, unknown> | undefined {
     return undefined;
   }
@@ -199,6 +230,14 @@ export class ExactNearScheme implements SchemeNetworkFacilitator {
         waitMs: Math.min(remaining, MAX_WAIT_MS),
       }).catch(() => undefined);
       if (status?.state === "final") {
+        if (!status.ok) {
+          rememberBounded(
+            this.failures,
+            delegateFingerprint(delegate),
+            status.reason,
+            FAILURES_KEPT,
+          );
+        }
         await this.journal.finished(relayed.hash, status.ok ? "success" : "reverted");
         return status.ok
           ? { success: true, transaction: relayed.hash, network, payer }

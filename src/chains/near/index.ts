@@ -15,6 +15,7 @@ import { findNearNetwork, type NearNetwork } from "./networks.js";
 import { networkNotServed, nothingWasSent, probeNetworks, RecentRead } from "../familySupport.js";
 import type {
   ChainFamily,
+  FailureCause,
   FamilyContext,
   NetworkProbe,
   PendingSettlement,
@@ -129,6 +130,14 @@ export class NearChainAdapter implements ChainFamily {
 
   async close(): Promise<void> {
     await Promise.all([...this.runtimes.values()].map((r) => r.relayers.stop()));
+  }
+
+  /** Who caused a settlement that failed on-chain: nearcore's failure for its receipt. */
+  async failureCause(
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+  ): Promise<FailureCause> {
+    return this.runtimes.get(requirements.network)?.scheme.failureCause(payload) ?? "requirements";
   }
 
   payerOf(payload: PaymentPayload): string | undefined {

@@ -30,7 +30,7 @@ import type {
 } from "@x402/core/types";
 import { Reason } from "../../protocol/reasons.js";
 import type { XrplNetwork } from "./networks.js";
-import type { TransactionJournal } from "../ports.js";
+import type { FailureCause, TransactionJournal } from "../ports.js";
 import { XrplRpcError, type XrplRpc } from "./rpc.js";
 import { XrplReason } from "./reasons.js";
 import { checkSignedPayment, type PaymentTx } from "./signedPayment.js";
@@ -102,6 +102,26 @@ const RESULT_REASONS: Record<string, string> = {
 
 export function reasonForResult(result: string, fallback: string): string {
   return RESULT_REASONS[result] ?? fallback;
+}
+
+/**
+ * Results a validated payment can fail with because of its payer: it moved
+ * the funds (XRP below the amount and reserve, an issued balance below the
+ * amount) or its fee away after our check. The others (a payTo without a
+ * trust line or an account, a path the requirements' asset cannot take)
+ * are the requirements'.
+ */
+const PAYER_RESULTS = new Set([
+  "tecUNFUNDED_PAYMENT",
+  "tecUNFUNDED",
+  "tecPATH_PARTIAL",
+  "tecINSUFF_FEE",
+  "tecINSUFFICIENT_RESERVE",
+]);
+
+/** Who caused a payment that was validated with `result` (not `tesSUCCESS`). */
+export function causeOfResult(result: string): FailureCause {
+  return PAYER_RESULTS.has(result) ? "payer" : "requirements";
 }
 
 export class ExactXrplScheme implements SchemeNetworkFacilitator {
@@ -214,6 +234,19 @@ export class ExactXrplScheme implements SchemeNetworkFacilitator {
       // The next validated ledger (by the stream), or the polling interval without it.
       await this.ledgers.waitPast(seen, deadline - Date.now());
     }
+  }
+
+  /**
+   * Who caused a payment that failed on-chain: the ledger's own result for
+   * its transaction (its hash is the signed blob's), read back.
+   */
+  async failureCause(hash: string): Promise<FailureCause> {
+    const r = await this.rpc.call<{
+      validated?: boolean;
+      meta?: { TransactionResult?: string } | string;
+    }>("tx", { transaction: hash, binary: false });
+    const result = typeof r.meta === "object" ? r.meta.TransactionResult : undefined;
+    return r.validated && result ? causeOfResult(result) : "requirements";
   }
 
   /** The outcome of a validated transaction, written to the journal. */

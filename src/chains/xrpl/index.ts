@@ -12,6 +12,7 @@ import { Reason } from "../../protocol/reasons.js";
 import { findXrplNetwork, type XrplNetwork } from "./networks.js";
 import type {
   ChainFamily,
+  FailureCause,
   FamilyContext,
   NetworkProbe,
   PendingSettlement,
@@ -114,6 +115,17 @@ export class XrplChainAdapter implements ChainFamily {
 
   async close(): Promise<void> {
     await Promise.all([...this.runtimes.values()].map((r) => r.ledgers.close()));
+  }
+
+  /** Who caused a settlement that failed on-chain: the ledger's result code for it. */
+  async failureCause(
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+  ): Promise<FailureCause> {
+    const runtime = this.runtimes.get(requirements.network);
+    const hash = paymentHash(payload);
+    if (!runtime || !hash) return "requirements";
+    return runtime.scheme.failureCause(hash);
   }
 
   payerOf(payload: PaymentPayload): string | undefined {
