@@ -89,7 +89,7 @@ function minimum(a: bigint, b: bigint): bigint {
 }
 
 /** The payment's transfer: the payer's token account it moves from, and the amount. */
-export function paymentTransfer(
+function paymentTransfer(
   payload: PaymentPayload,
 ): { source: Address; owner: Address; amount: bigint } | undefined {
   const wire = (payload.payload as Record<string, unknown> | undefined)?.["transaction"];

@@ -120,7 +120,7 @@ const PAYER_RESULTS = new Set([
 ]);
 
 /** Who caused a payment that was validated with `result` (not `tesSUCCESS`). */
-export function causeOfResult(result: string): FailureCause {
+function causeOfResult(result: string): FailureCause {
   return PAYER_RESULTS.has(result) ? "payer" : "requirements";
 }
 
