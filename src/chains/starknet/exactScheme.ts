@@ -80,13 +80,16 @@ function feeOf(receipt: { actual_fee?: { amount?: unknown; unit?: unknown } }): 
  * and 288. The ceilings allow 12 times those bounds in L2 gas (room for an
  * account whose signature check is far heavier than a Stark-curve one, such
  * as a secp256r1 or multi-signer check) and 7 times in L1 data gas (a few
- * storage writes more); L1 gas stays at 0, as a transfer sends no message
- * to L1. Bounds above any of them are refused before anything is sent.
+ * storage writes more). A transfer sends no message to L1 and needs no L1
+ * gas, but a node may still quote a little for an invoke; 20,000 lets such
+ * a quote through (the fee ceiling bounds what it costs) instead of
+ * refusing every payment. Bounds above any of them are refused before
+ * anything is sent.
  */
 export const RESOURCE_CEILINGS = {
   l2_gas: 15_000_000n,
   l1_data_gas: 2_000n,
-  l1_gas: 0n,
+  l1_gas: 20_000n,
 } as const;
 
 /** The resources whose bounds exceed their ceiling, as `name: amount > ceiling`. */
