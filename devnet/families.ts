@@ -1,6 +1,6 @@
 /**
  * The devnet's local ledger of each chain family other than EVM (whose anvil
- * chains `devnet/index.ts` starts together): how to start it, what the
+ * chains `devnet/evm/index.ts` starts together): how to start it, what the
  * service is given to serve it (devnet/<family>/service.ts, which the test
  * stack and the benchmarks use too), and its line in the start-up banner.
  * One entry per family; a new family's devnet is its folder and one entry here.

@@ -12,12 +12,12 @@
 import { join } from "node:path";
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { startDevnet, readDevnetFile, updateDevnetFile } from "./index.js";
+import { startDevnet, readDevnetFile, updateDevnetFile } from "./evm/index.js";
 import { addDevnetNetwork } from "./devnetFile.js";
 import { DEVNET_LEDGERS, type RunningLedger } from "./families.js";
 import { printDevnetBanner } from "./banner.js";
-import { devnetBatchAuthorizerKey } from "./keys.js";
-import { startDevnetFhevm } from "./fhevm.js";
+import { devnetBatchAuthorizerKey } from "./evm/keys.js";
+import { startDevnetFhevm } from "./evm/fhevm.js";
 import { startLocalIdentityProviders } from "./identityProviders.js";
 import type { Logger } from "pino";
 import type { Config } from "../src/config/index.js";

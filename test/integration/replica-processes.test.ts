@@ -20,7 +20,7 @@ import {
 } from "../../devnet/svm/index.js";
 import { privateKeyToAccount } from "viem/accounts";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { startDevnet, type Devnet } from "../../devnet/index.js";
+import { startDevnet, type Devnet } from "../../devnet/evm/index.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { monthOf } from "../../src/features/plans/plans.js";

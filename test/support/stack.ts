@@ -5,7 +5,7 @@
  */
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { startDevnet, type Devnet } from "../../devnet/index.js";
+import { startDevnet, type Devnet } from "../../devnet/evm/index.js";
 import { startSolanaLedger, type RunningSolana } from "../../devnet/svm/index.js";
 import { solanaService } from "../../devnet/svm/service.js";
 import type { SolanaLedger } from "../../devnet/svm/ledger.js";
@@ -16,7 +16,7 @@ import { nearService } from "../../devnet/near/service.js";
 import { startStarknetLedger, type RunningStarknet } from "../../devnet/starknet/index.js";
 import { starknetService } from "../../devnet/starknet/service.js";
 import { createService, type Service, type ServiceOptions } from "../../src/app.js";
-import { startDevnetFhevm } from "../../devnet/fhevm.js";
+import { startDevnetFhevm } from "../../devnet/evm/fhevm.js";
 import { loadConfig } from "../../src/config/index.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
