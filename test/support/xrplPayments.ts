@@ -1,4 +1,4 @@
-/** XRP Ledger payments for tests against a stack started with `xrpl: true`. */
+/** XRP Ledger payments for tests against a stack started with `families: { xrpl: {} }`. */
 import type { PaymentRequirements } from "@x402/core/types";
 import { XRPL_MAINNET } from "../../devnet/xrpl/index.js";
 import type { TestStack } from "./stack.js";
@@ -10,7 +10,7 @@ export function xrpRequirements(stack: TestStack, amount: string): PaymentRequir
     network: XRPL_MAINNET,
     asset: "XRP",
     amount,
-    payTo: stack.xrpl!.info.payTo,
+    payTo: stack.families.xrpl!.info.payTo,
     maxTimeoutSeconds: 300,
     extra: { areFeesSponsored: false },
   };

@@ -25,8 +25,7 @@ describe("NEAR slow finality and relayer nonces", () => {
 
   before(async () => {
     stack = await startStack({
-      near: true,
-      nearBlockMs: 200,
+      families: { near: { blockMs: 200 } },
       env: { SETTLE_TIMEOUT_MS: "1500" },
     });
   });
@@ -34,7 +33,7 @@ describe("NEAR slow finality and relayer nonces", () => {
     await stack.stop();
   });
 
-  const near = () => stack.near!;
+  const near = () => stack.families.near!;
   const usdcOf = (account: string) =>
     near().ledger.token(near().info.assets.USDC)!.balanceOf(account);
   const settle = async (body: unknown) =>
