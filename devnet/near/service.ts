@@ -33,4 +33,5 @@ export const nearService = {
   }),
   env,
   banner: (running) => `${running.info.rpcUrl}   USDC ${running.info.assets.USDC}`,
+  bench: async (payers, blockMs) => (await import("./bench.js")).nearBench(payers, blockMs, env),
 } satisfies DevnetFamily<RunningNear, NearDevnetOptions>;

@@ -29,4 +29,6 @@ export const starknetService = {
   }),
   env,
   banner: (running) => `${running.info.rpcUrl}   USDC ${running.info.assets.USDC}`,
+  bench: async (payers, blockMs) =>
+    (await import("./bench.js")).starknetBench(payers, blockMs, env),
 } satisfies DevnetFamily<RunningStarknet, StarknetDevnetOptions>;

@@ -28,4 +28,5 @@ export const xrplService = {
   }),
   env,
   banner: (running) => `${running.info.wsUrl}   XRP, RLUSD ${running.info.issuers.RLUSD}`,
+  bench: async (payers, blockMs) => (await import("./bench.js")).xrplBench(payers, blockMs, env),
 } satisfies DevnetFamily<RunningXrpl, XrplDevnetOptions>;
