@@ -10,7 +10,7 @@ import { deserialize } from "borsh";
 import { NEAR_MAINNET } from "../../devnet/near/index.js";
 import { ExactNearClientScheme } from "../../src/chains/near/clients/exactClient.js";
 import { ExactNearServerScheme } from "../../src/chains/near/clients/exactServer.js";
-import { payerKey, signedDelegateFor } from "../support/nearPayments.js";
+import { payerKey, signedDelegateFor } from "../chains/near/payments.js";
 import { assembled, malformedString, usdcPrice, type FamilyAdapter } from "./adapter.js";
 
 export const near: FamilyAdapter = {

@@ -34,7 +34,7 @@ import {
   signPayment,
   usdcBalance,
 } from "../support/payments.js";
-import { solanaPaymentRequest } from "../support/solanaPayments.js";
+import { solanaPaymentRequest } from "../chains/svm/payments.js";
 import { freePort, until } from "../support/processes.js";
 
 const PAY_TO = "0x5151515151515151515151515151515151515151" as Hex;

@@ -34,7 +34,7 @@ export interface TestStack {
   /** symbol → address of every token on the first network, e.g. `assets["USDG"]` on eip155:4663. */
   assets: Record<string, Hex>;
   payerKeys: Hex[];
-  /** Each family's running ledger the stack was asked for (`families`), by namespace: `stack.xrpl`. */
+  /** Each family's running ledger the stack was asked for (`families`), by namespace: `stack.families[namespace]`. */
   families: RunningFamilies;
   stop(): Promise<void>;
 }
@@ -68,7 +68,7 @@ export interface StackOptions {
   payers?: number;
   /**
    * Also run these families' local ledgers (devnet/families.ts) and serve
-   * them: `families: { xrpl: { closeMs: 200 } }`, or `{ xrpl: {} }` for the
+   * them: `families: { [namespace]: { ...start options, rpcUrl } }`, `{}` for the
    * family's quick pace.
    */
   families?: { [N in DevnetNamespace]?: FamilyStackOptions<N> };

@@ -16,7 +16,7 @@ import { baseDecode } from "@near-js/utils";
 import { startStack, type TestStack } from "../../support/stack.js";
 import { post } from "../../support/payments.js";
 import { until } from "../../support/processes.js";
-import { nearPayment, nearRequirements, payerKey } from "../../support/nearPayments.js";
+import { nearPayment, nearRequirements, payerKey } from "./payments.js";
 
 type Answer = { success: boolean; errorReason?: string; transaction: string };
 

@@ -16,7 +16,7 @@ import { ValidatedLedgers } from "../../../src/chains/xrpl/validatedLedgers.js";
 import { XrplRpc } from "../../../src/chains/xrpl/rpc.js";
 import { startStack, type TestStack } from "../../support/stack.js";
 import { paymentRequest, post } from "../../support/payments.js";
-import { xrpRequirements } from "../../support/xrplPayments.js";
+import { xrpRequirements } from "./payments.js";
 import { until } from "../../support/processes.js";
 
 const HOUR_MS = 3_600_000;

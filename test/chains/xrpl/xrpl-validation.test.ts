@@ -13,7 +13,7 @@ import { Client, Wallet } from "xrpl";
 import { paymentFor } from "../../../src/chains/xrpl/clients/exactClient.js";
 import { startStack, type TestStack } from "../../support/stack.js";
 import { paymentRequest, post } from "../../support/payments.js";
-import { xrpRequirements } from "../../support/xrplPayments.js";
+import { xrpRequirements } from "./payments.js";
 import { until } from "../../support/processes.js";
 
 describe("XRP Ledger slow validation", () => {
