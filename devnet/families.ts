@@ -49,6 +49,8 @@ export interface RunningLedger {
   setup: ChainSetups;
   /** Its line in the banner: the RPC URL and the assets. */
   banner: string;
+  /** The pay example's `--network` name for it. */
+  example: string;
   stop(): Promise<unknown>;
 }
 
@@ -60,6 +62,7 @@ export async function bootLedger(family: AnyDevnetFamily): Promise<RunningLedger
     info: ledger.info,
     setup: family.setup(ledger),
     banner: family.banner(ledger),
+    example: family.example,
     stop: () => ledger.stop(),
   };
 }

@@ -42,6 +42,8 @@ export interface DevnetFamily<R extends RunningDevnetLedger, O extends object, S
   env?(running: R): Record<string, string>;
   /** Its line in the start-up banner: the RPC URL and the assets. */
   banner(running: R): string;
+  /** The pay example's `--network` name for the family (examples/devnet.ts). */
+  example: string;
   /**
    * The settle benchmark's side of the family (devnet/<family>/bench.ts,
    * loaded only by the benchmarks): its ledger started with `payers` payers

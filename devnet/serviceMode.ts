@@ -137,7 +137,7 @@ export async function bootDevnet(
           apiKey,
           chains: [
             ...evmService.banner(devnet),
-            ...ledgers.map((l) => ({ network: l.network, line: l.banner })),
+            ...ledgers.map((l) => ({ network: l.network, line: l.banner, example: l.example })),
           ],
           account: DEVNET_ACCOUNT,
           file: config.devnet.file,

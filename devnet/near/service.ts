@@ -24,6 +24,7 @@ const env = (running: RunningNear): Record<string, string> => ({
 
 export const nearService = {
   namespace: "near",
+  example: "near",
   network: NEAR_MAINNET,
   what: "the local NEAR chain (a block every second)",
   start: startNearLedger,

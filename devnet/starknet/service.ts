@@ -20,6 +20,7 @@ const env = (running: RunningStarknet): Record<string, string> => ({
 
 export const starknetService = {
   namespace: "starknet",
+  example: "starknet",
   network: STARKNET_MAINNET,
   what: "the local Starknet (a block every second)",
   start: startStarknetLedger,

@@ -17,6 +17,7 @@ import {
 
 export const solanaService = {
   namespace: "solana",
+  example: "solana",
   network: SOLANA_MAINNET,
   what: "the local Solana ledger (LiteSVM)",
   start: startSolanaLedger,

@@ -19,6 +19,7 @@ const env = (running: RunningXrpl): Record<string, string> => ({
 
 export const xrplService = {
   namespace: "xrpl",
+  example: "xrpl",
   network: XRPL_MAINNET,
   what: "the local XRP Ledger (a ledger close every second)",
   start: startXrplLedger,
