@@ -40,7 +40,7 @@ export interface TestStack {
 }
 
 /** The running ledger of each family asked for, by namespace. */
-export type RunningFamilies = { [N in DevnetNamespace]?: RunningOf<N> };
+type RunningFamilies = { [N in DevnetNamespace]?: RunningOf<N> };
 
 /**
  * A family's ledger next to the service: its start options (the
@@ -48,7 +48,7 @@ export type RunningFamilies = { [N in DevnetNamespace]?: RunningOf<N> };
  * something (a failing proxy) between the service and the ledger: it gets
  * the ledger's URL and returns the one to use.
  */
-export type FamilyStackOptions<N extends DevnetNamespace> = Partial<StartOptionsOf<N>> & {
+type FamilyStackOptions<N extends DevnetNamespace> = Partial<StartOptionsOf<N>> & {
   rpcUrl?: (ledgerUrl: string) => Promise<string>;
 };
 
