@@ -5,7 +5,11 @@
  */
 import type { FamilyContext } from "../../../src/chains/ports.js";
 import { noopJournal } from "../../../src/chains/ports.js";
-import { createSvm, type SvmChainAdapter, type SvmSettings } from "../../../src/chains/svm/index.js";
+import {
+  createSvm,
+  type SvmChainAdapter,
+  type SvmSettings,
+} from "../../../src/chains/svm/index.js";
 import { createLogger } from "../../../src/lib/logger.js";
 
 export const SOLANA_NETWORK = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
