@@ -130,6 +130,9 @@ export class SvmChainAdapter implements ChainFamily {
             Number(lamports) / 1e9,
             Number(settings.minFeePayerLamports) / 1e9,
           ),
+        ...(ctx.onTransactionPhase
+          ? { onPhase: (phase, seconds) => ctx.onTransactionPhase?.(id, phase, seconds) }
+          : {}),
         ...(ctx.pollingIntervalMs !== undefined ? { pollMs: ctx.pollingIntervalMs } : {}),
       });
       this.runtimes.set(id, {
