@@ -280,16 +280,16 @@ export class SvmFeePayers {
         : undefined;
     if (status && ended) {
       this.waiting.delete(signature);
+      const failure =
+        ended === "reverted"
+          ? new TransactionOnchainFailureError(
+              `transaction ${signature} failed on-chain: ${describeChainError(status.err)}`,
+            )
+          : undefined;
       this.opts.journal.finished(signature, ended, status.slot).then(
         () => {
-          const error =
-            ended === "reverted"
-              ? new TransactionOnchainFailureError(
-                  `transaction ${signature} failed on-chain: ${JSON.stringify(status.err)}`,
-                )
-              : undefined;
           for (const w of waiters) {
-            if (error) w.reject(error);
+            if (failure) w.reject(failure);
             else w.resolve();
           }
         },
@@ -338,6 +338,15 @@ interface SignatureStatus {
   err: unknown;
   slot: bigint;
   confirmationStatus: string | null;
+}
+
+/**
+ * A transaction's on-chain error as text. kit reads the RPC's integers as
+ * BigInt (an instruction's index, a custom program error's code), which
+ * `JSON.stringify` refuses to write.
+ */
+export function describeChainError(err: unknown): string {
+  return JSON.stringify(err, (_, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
 }
 
 function isTransportFailure(e: unknown): boolean {
