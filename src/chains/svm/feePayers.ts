@@ -25,7 +25,7 @@ import {
 import { TransactionOnchainFailureError, toFacilitatorSvmSigner } from "@x402/svm";
 import type { FacilitatorSvmSigner } from "@x402/svm";
 import type { Logger } from "../../lib/logger.js";
-import type { TransactionJournal } from "../ports.js";
+import type { TransactionJournal, TransactionPhase } from "../ports.js";
 import { createSolanaRpcClient } from "./rpcTransport.js";
 
 export type Commitment = "confirmed" | "finalized";
@@ -42,6 +42,8 @@ export interface FeePayerOptions {
   /** Fee payers with fewer lamports leave the rotation. */
   minLamports: bigint;
   onSignerHealth?: (address: string, healthy: boolean, lamports: bigint) => void;
+  /** How long a settle's broadcast (journal entry and send) and its confirmation wait took. */
+  onPhase?: (phase: TransactionPhase, seconds: number) => void;
   pollMs?: number;
 }
 
@@ -73,8 +75,8 @@ export class SvmFeePayers {
       getSigner: (feePayer) => this.keyOf(feePayer),
       signTransaction: (tx, feePayer, network) =>
         this.innerOf(feePayer).signTransaction(tx, feePayer, network),
-      sendTransaction: (tx) => this.send(tx),
-      confirmTransaction: (signature) => this.confirm(signature),
+      sendTransaction: (tx) => this.timed("broadcast", this.send(tx)),
+      confirmTransaction: (signature) => this.timed("inclusion", this.confirm(signature)),
     };
   }
 
@@ -101,6 +103,17 @@ export class SvmFeePayers {
       };
     }
     return out as FacilitatorSvmSigner;
+  }
+
+  /** Reports how long `work` took once it succeeds (the settle stages' figures split further). */
+  private timed<T>(phase: TransactionPhase, work: Promise<T>): Promise<T> {
+    const onPhase = this.opts.onPhase;
+    if (!onPhase) return work;
+    const started = performance.now();
+    return work.then((value) => {
+      onPhase(phase, (performance.now() - started) / 1000);
+      return value;
+    });
   }
 
   /** The next fee payer to offer in /supported: round robin among those with SOL. */
@@ -223,9 +236,15 @@ export class SvmFeePayers {
   private polling: Promise<void> | undefined;
 
   private async pollStatuses(): Promise<void> {
+    const every = this.opts.pollMs ?? STATUS_POLL_MS;
     try {
+      let tickAt = Date.now();
       while (this.waiting.size > 0) {
-        await new Promise((r) => setTimeout(r, this.opts.pollMs ?? 200));
+        // Ticks keep their cadence: the time a tick's call took comes off the
+        // wait before the next one, so a slow node does not stretch every
+        // settle's wait by its own latency on top of the interval.
+        tickAt = Math.max(tickAt + every, Date.now());
+        await new Promise((r) => setTimeout(r, tickAt - Date.now()));
         const signatures = [...this.waiting.keys()];
         for (let i = 0; i < signatures.length; i += STATUSES_PER_CALL) {
           const chunk = signatures.slice(i, i + STATUSES_PER_CALL);
@@ -233,7 +252,7 @@ export class SvmFeePayers {
             .getSignatureStatuses(chunk as Signature[])
             .send()
             .catch(() => ({ value: chunk.map(() => null) }));
-          await Promise.all(chunk.map((signature, j) => this.decide(signature, value[j] ?? null)));
+          for (const [j, signature] of chunk.entries()) this.decide(signature, value[j] ?? null);
         }
       }
     } finally {
@@ -244,49 +263,67 @@ export class SvmFeePayers {
     }
   }
 
-  /** Settles the waiters of one signature once its status says how it ended, or time is up. */
-  private async decide(signature: string, status: SignatureStatus | null): Promise<void> {
+  /**
+   * Settles the waiters of one signature once its status says how it ended,
+   * or time is up. An ended signature leaves the poll at once and its
+   * waiters are answered once the journal holds the chain's word: the next
+   * tick does not wait for that write, nor ask about the signature again.
+   */
+  private decide(signature: string, status: SignatureStatus | null): void {
     const waiters = this.waiting.get(signature);
     if (!waiters) return;
     const wanted = RANK[this.opts.commitment]!;
-    let outcome: { error?: unknown } | undefined;
-    try {
-      if (status?.err) {
-        await this.opts.journal.finished(signature, "reverted", status.slot);
-        outcome = {
-          error: new TransactionOnchainFailureError(
-            `transaction ${signature} failed on-chain: ${JSON.stringify(status.err)}`,
-          ),
-        };
-      } else if (status && (RANK[status.confirmationStatus ?? "processed"] ?? 0) >= wanted) {
-        await this.opts.journal.finished(signature, "success", status.slot);
-        outcome = {};
-      }
-    } catch (e) {
-      // The journal could not record the chain's word: this settle does not
-      // answer; the reconciler reads the chain again.
-      outcome = { error: e };
+    const ended = status?.err
+      ? "reverted"
+      : status && (RANK[status.confirmationStatus ?? "processed"] ?? 0) >= wanted
+        ? "success"
+        : undefined;
+    if (status && ended) {
+      this.waiting.delete(signature);
+      const failure =
+        ended === "reverted"
+          ? new TransactionOnchainFailureError(
+              `transaction ${signature} failed on-chain: ${describeChainError(status.err)}`,
+            )
+          : undefined;
+      this.opts.journal.finished(signature, ended, status.slot).then(
+        () => {
+          for (const w of waiters) {
+            if (failure) w.reject(failure);
+            else w.resolve();
+          }
+        },
+        // The journal could not record the chain's word: this settle does not
+        // answer; the reconciler reads the chain again.
+        (e: unknown) => {
+          for (const w of waiters) w.reject(e);
+        },
+      );
+      return;
     }
     const now = Date.now();
+    if (!waiters.some((w) => now >= w.deadline)) return;
     const timedOut = new Error(
       `transaction ${signature} not ${this.opts.commitment} within ${this.opts.confirmTimeoutMs} ms`,
     );
     const still = waiters.filter((w) => {
-      if (outcome) {
-        if (outcome.error === undefined) w.resolve();
-        else w.reject(outcome.error);
-        return false;
-      }
-      if (now >= w.deadline) {
-        w.reject(timedOut);
-        return false;
-      }
-      return true;
+      if (now < w.deadline) return true;
+      w.reject(timedOut);
+      return false;
     });
     if (still.length > 0) this.waiting.set(signature, still);
     else this.waiting.delete(signature);
   }
 }
+
+/**
+ * How often waiting signatures are asked about when the operator sets no
+ * interval. A transaction is confirmed at a slot boundary (every 400 ms), and
+ * a settle learns it on the next tick: half an interval later on average.
+ * One call serves every waiting settlement, so asking every 100 ms costs the
+ * node ten calls a second while any settle waits, however many do.
+ */
+const STATUS_POLL_MS = 100;
 
 /** `getSignatureStatuses` takes at most 256 signatures a call. */
 const STATUSES_PER_CALL = 256;
@@ -301,6 +338,15 @@ interface SignatureStatus {
   err: unknown;
   slot: bigint;
   confirmationStatus: string | null;
+}
+
+/**
+ * A transaction's on-chain error as text. kit reads the RPC's integers as
+ * BigInt (an instruction's index, a custom program error's code), which
+ * `JSON.stringify` refuses to write.
+ */
+export function describeChainError(err: unknown): string {
+  return JSON.stringify(err, (_, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
 }
 
 function isTransportFailure(e: unknown): boolean {
