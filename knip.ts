@@ -17,7 +17,7 @@ const config: KnipConfig = {
     "src/facilitator/verifyThread.ts",
     "src/storage/pgliteWorker.ts",
     // Processes started by path: the contract compiler (siblingEntry) and the Solana ledger.
-    "devnet/compileChild.ts",
+    "devnet/evm/compileChild.ts",
     "devnet/svm/main.ts",
     // The public client API: what resource servers and their customers import
     // (README, src/clients/); its exports are used outside this repository.
@@ -33,13 +33,13 @@ const config: KnipConfig = {
     "**/*.test.ts",
   ],
   ignoreDependencies: [
-    // Imported by the devnet's Solidity contracts (devnet/contracts/*.sol), compiled by solc.
+    // Imported by the devnet's Solidity contracts (devnet/evm/contracts/*.sol), compiled by solc.
     "@openzeppelin/contracts",
     "@openzeppelin/confidential-contracts",
     "@fhevm/solidity",
-    // Artifacts read with a computed require() path (devnet/fhevm.ts).
+    // Artifacts read with a computed require() path (devnet/evm/fhevm.ts).
     "@fhevm/host-contracts",
-    // The anvil binary, found through its platform package's name (devnet/anvil.ts).
+    // The anvil binary, found through its platform package's name (devnet/evm/anvil.ts).
     "@foundry-rs/anvil",
   ],
 };

@@ -19,7 +19,7 @@ import pg from "pg";
 import { Agent, request } from "undici";
 import type { Hex } from "viem";
 import type { PaymentRequirements } from "@x402/core/types";
-import { startDevnet } from "../devnet/index.js";
+import { startDevnet } from "../devnet/evm/index.js";
 import { createService } from "../src/app.js";
 import { loadConfig } from "../src/config/index.js";
 import { openMigratedDb, type OpenedDb } from "../src/storage/db.js";

@@ -28,7 +28,7 @@ import { ExactEvmScheme } from "@x402/evm/exact/client";
 import type { PaymentRequirements } from "@x402/core/types";
 import { privateKeyToAccount } from "viem/accounts";
 import type { Hex } from "viem";
-import { startDevnet } from "../devnet/index.js";
+import { startDevnet } from "../devnet/evm/index.js";
 import { openMigratedDb } from "../src/storage/db.js";
 import { createAccount } from "../src/features/accounts/accounts.js";
 import { setAccountPlan } from "../src/features/plans/quotaLedger.js";

@@ -1,41 +1,27 @@
 /**
- * The NEAR, XRP Ledger and Starknet settle benchmarks: this service alone
- * (no official facilitator exists for these families), compiled, against
- * the family's local ledger at its normal interval (a block or ledger close
- * every second), in the same process as this bench.
+ * The settle benchmark of each family whose devnet descriptor has a bench
+ * side (devnet/families.ts): this service alone (no official facilitator
+ * exists for these families), compiled, against the family's local ledger
+ * at its normal interval (a block or ledger close every second), in the
+ * same process as this bench.
  *
  * For each family: distinct payments signed with the project's own client
  * scheme, POSTed to /settle at concurrency 100, then the money checked: the
  * payTo's balance on the ledger rose by exactly what was settled, and the
  * service's database holds one `succeeded` settlement per payment.
  *
- * Payers: NEAR and the XRP Ledger number each payment from the payer's
- * account (a delegate action's nonce, a Payment's Sequence), read from the
- * ledger when it is signed, so a payer signs its next payment only once its
- * last one is included; the bench gives every payment a payer of its own.
- * A Starknet outside execution carries a random nonce of the payer's
- * choosing, so a few payers sign many payments each.
+ * What differs by family (its payers, client scheme, balance read and block
+ * times) is its devnet's bench side (devnet/<family>/bench.ts); this file
+ * names no family.
  */
 import type { ChildProcess } from "node:child_process";
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { PaymentRequirements, SchemeNetworkClient } from "@x402/core/types";
-import { KeyPair, type KeyPairString } from "@near-js/crypto";
-import { JsonRpcProvider } from "@near-js/providers";
-import { Client, Wallet } from "xrpl";
-import { Account, RpcProvider } from "starknet";
+import type { PaymentRequirements } from "@x402/core/types";
 import BigNumber from "bignumber.js";
-import { NEAR_MAINNET, startNearLedger } from "../devnet/near/index.js";
-import { XRPL_MAINNET, startXrplLedger } from "../devnet/xrpl/index.js";
-import { STARKNET_MAINNET, startStarknetLedger } from "../devnet/starknet/index.js";
-import { nearService } from "../devnet/near/service.js";
-import { xrplService } from "../devnet/xrpl/service.js";
-import { starknetService } from "../devnet/starknet/service.js";
-import { ExactNearClientScheme } from "../src/chains/near/clients/exactClient.js";
-import { ExactXrplClientScheme } from "../src/chains/xrpl/clients/exactClient.js";
-import { ExactStarknetClientScheme } from "../src/chains/starknet/clients/exactClient.js";
-import { STARKNET_USDC } from "../src/chains/starknet/networks.js";
+import { devnetFamilies, type DevnetNamespace } from "../devnet/families.js";
+import type { BenchLedger } from "../devnet/family.js";
 import { openMigratedDb } from "../src/storage/db.js";
 import { createAccount } from "../src/features/accounts/accounts.js";
 import { setAccountPlan } from "../src/features/plans/quotaLedger.js";
@@ -53,7 +39,12 @@ import {
   waitFor,
 } from "./harness.js";
 
-export type FamilyName = "near" | "xrpl" | "starknet";
+/** The families with a settle benchmark, in the table's order. */
+export const BENCHED_FAMILIES = devnetFamilies()
+  .filter(([, family]) => family.bench !== undefined)
+  .map(([namespace]) => namespace);
+
+export type FamilyName = DevnetNamespace;
 
 interface FamilyBenchOptions {
   settleCount: number;
@@ -99,37 +90,6 @@ export interface FamilyResult {
   succeededRows: number;
 }
 
-/** A family's ledger, started with its payers, and what the bench needs of it. */
-interface RunningFamily {
-  title: string;
-  network: string;
-  setup: string;
-  blockMs: number;
-  /**
-   * Transactions the ledger includes per block, from its code; undefined
-   * when it has no limit (every transaction waiting goes into the next
-   * block), and then the ceiling is ours, not the ledger's.
-   */
-  perBlock: number | undefined;
-  /** The service's environment for this family alone. */
-  env: Record<string, string>;
-  /** Registered to receive the asset (NEAR: with the token; XRPL: an RLUSD trust line). */
-  payTo: string;
-  asset: string;
-  amount: string;
-  extra: Record<string, unknown>;
-  maxTimeoutSeconds: number;
-  /** One client scheme per payment (NEAR, XRPL) or a few shared round-robin (Starknet). */
-  schemes: SchemeNetworkClient[];
-  /** The payTo's balance on the ledger, in the asset's units. */
-  balance(): BigNumber;
-  /** What `count` settled payments of `amount` add up to, in the same units. */
-  sumOf(count: number): BigNumber;
-  /** When (performance.now()) the block that included `transaction` closed, where the ledger tells. */
-  includedAt?: (transaction: string) => number | undefined;
-  stop(): Promise<void>;
-}
-
 const BLOCK_MS = 1000;
 /**
  * What each payment allows, and the service then bounds its validity window
@@ -141,134 +101,27 @@ const MAX_TIMEOUT_SECONDS = 60;
 /** Open arrivals are signed and sent in slices of this many seconds of arrivals. */
 const OPEN_SLICE_SECONDS = 8;
 
-async function startNear(count: number): Promise<RunningFamily> {
-  const relayers = 2;
-  const running = await startNearLedger({ blockMs: BLOCK_MS, payers: count, relayers });
-  const { info } = running;
-  const provider = new JsonRpcProvider({ url: info.rpcUrl });
-  const usdc = running.ledger.token(info.assets.USDC)!;
-  return {
-    title: "NEAR",
-    network: NEAR_MAINNET,
-    setup: `local NEAR ledger (a block every ${BLOCK_MS} ms, USDC's NEP-141 contract); ${count} payers, one payment each; ${relayers} relayer accounts for the service`,
-    blockMs: BLOCK_MS,
-    // NearLedger.produce takes the whole pool into each block.
-    perBlock: undefined,
-    env: nearService.env(running),
-    payTo: info.payTo,
-    asset: info.assets.USDC,
-    amount: "10000",
-    extra: {},
-    maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
-    schemes: info.payers.map(
-      (p) =>
-        new ExactNearClientScheme(p.accountId, KeyPair.fromString(p.secretKey as KeyPairString), {
-          provider,
-        }),
-    ),
-    balance: () => new BigNumber(usdc.balanceOf(info.payTo).toString()),
-    sumOf: (n) => new BigNumber(10000).times(n),
-    stop: () => running.stop(),
-  };
+/** A family's ledger for the bench, through its devnet descriptor. */
+async function startFamily(name: FamilyName, payers: number): Promise<BenchLedger> {
+  const family = devnetFamilies().find(([namespace]) => namespace === name)?.[1];
+  if (!family?.bench) throw new Error(`${name} has no settle benchmark`);
+  return family.bench(payers, BLOCK_MS);
 }
-
-async function startXrpl(count: number): Promise<RunningFamily> {
-  const running = await startXrplLedger({ closeMs: BLOCK_MS, payers: count });
-  const { info } = running;
-  // Each ledger's close, on this process's clock, for the delay to each answer.
-  const closedAt = new Map<number, number>();
-  running.ledger.onClose((l) => closedAt.set(l.index, performance.now()));
-  // One connection for all the signing: the scheme opens one per payment otherwise.
-  const client = new Client(info.wsUrl);
-  await client.connect();
-  const issuer = info.issuers.RLUSD;
-  const amount = "0.01";
-  return {
-    title: "XRP Ledger",
-    network: XRPL_MAINNET,
-    setup: `local XRP Ledger (a ledger closes every ${BLOCK_MS} ms); RLUSD; ${count} payers, one payment each (each pays its own fee; the service holds no keys)`,
-    blockMs: BLOCK_MS,
-    // XrplLedger.submit applies to the open ledger at once; close() validates all of it.
-    perBlock: undefined,
-    env: xrplService.env(running),
-    payTo: info.payTo,
-    asset: info.assets.RLUSD,
-    amount,
-    extra: { issuer },
-    maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
-    schemes: info.payerSeeds.map(
-      (seed) => new ExactXrplClientScheme(Wallet.fromSeed(seed), { client }),
-    ),
-    balance: () =>
-      new BigNumber(running.ledger.issuedBalance(info.payTo, issuer, info.assets.RLUSD)),
-    sumOf: (n) => new BigNumber(amount).times(n),
-    includedAt: (hash) => {
-      const index = running.ledger.transaction(hash)?.ledgerIndex;
-      return index === undefined ? undefined : closedAt.get(index);
-    },
-    async stop() {
-      await client.disconnect();
-      await running.stop();
-    },
-  };
-}
-
-async function startStarknet(count: number): Promise<RunningFamily> {
-  const payers = Math.min(20, count);
-  const executors = 2;
-  const running = await startStarknetLedger({ blockMs: BLOCK_MS, payers, executors });
-  const { info } = running;
-  const provider = new RpcProvider({ nodeUrl: info.rpcUrl });
-  return {
-    title: "Starknet",
-    network: STARKNET_MAINNET,
-    setup: `local Starknet (a block every ${BLOCK_MS} ms); USDC, maxTimeoutSeconds 600; ${payers} payers, ${count / payers} payments each (SNIP-9 outside executions, random nonces); ${executors} executor accounts for the service`,
-    blockMs: BLOCK_MS,
-    // StarknetLedger.produceBlock takes the whole mempool into each block.
-    perBlock: undefined,
-    env: starknetService.env(running),
-    payTo: info.payTo,
-    asset: info.assets.USDC,
-    amount: "10000",
-    extra: {},
-    // Settles here run at a few a second: 1,000 take minutes, and an outside
-    // execution signed before the run lapses at now + maxTimeoutSeconds.
-    maxTimeoutSeconds: 600,
-    schemes: info.payers.map(
-      (p) =>
-        new ExactStarknetClientScheme(
-          new Account({ provider, address: p.address, signer: p.privateKey, cairoVersion: "1" }),
-        ),
-    ),
-    balance: () => new BigNumber(running.ledger.balanceOf(STARKNET_USDC, info.payTo).toString()),
-    sumOf: (n) => new BigNumber(10000).times(n),
-    stop: () => running.stop(),
-  };
-}
-
-const STARTERS: Record<FamilyName, (count: number) => Promise<RunningFamily>> = {
-  near: startNear,
-  xrpl: startXrpl,
-  starknet: startStarknet,
-};
 
 /** `n` payments, from the payers after the first `from` (each payer of its own where one is needed). */
 async function signAll(
-  family: RunningFamily,
+  family: BenchLedger,
   requirements: PaymentRequirements,
   n: number,
   from = 0,
 ) {
   const out: string[] = [];
-  // A few at a time: NEAR and XRPL schemes read the payer's nonce or
-  // sequence and the head from the ledger, which answers in this process.
+  // A few at a time: some schemes read the payer's nonce or sequence and
+  // the head from the ledger, which answers in this process.
   for (let i = 0; i < n; i += 50) {
     const batch = await Promise.all(
       Array.from({ length: Math.min(50, n - i) }, (_, j) =>
-        family.schemes[(from + i + j) % family.schemes.length]!.createPaymentPayload(
-          2,
-          requirements,
-        ),
+        family.sign(from + i + j, requirements),
       ),
     );
     for (const partial of batch) {
@@ -291,7 +144,7 @@ export async function runFamilyBench(
   const say = opts.progress;
   say(`${name}: starting the local ledger with ${2 * opts.settleCount} payments' payers…`);
   // The closed loop's payments, then as many again for the open arrivals.
-  const family = await STARTERS[name](2 * opts.settleCount);
+  const family = await startFamily(name, 2 * opts.settleCount);
   const children: ChildProcess[] = [];
   try {
     const dataDir = mkdtempSync(join(tmpdir(), `bench-${name}-`));
@@ -322,7 +175,7 @@ export async function runFamilyBench(
     const url = `http://127.0.0.1:${port}`;
     await waitFor(`${url}/supported`);
 
-    // What the service asks payers to bind (Starknet: the executor as
+    // What the service asks payers to bind (a family's executor as
     // `extra.feePayer`), as a resource server copies it from /supported.
     const supported = (await (await fetch(`${url}/supported`)).json()) as {
       kinds: { network: string; scheme: string; extra?: Record<string, unknown> }[];
@@ -335,13 +188,13 @@ export async function runFamilyBench(
       asset: family.asset,
       amount: family.amount,
       payTo: family.payTo,
-      maxTimeoutSeconds: family.maxTimeoutSeconds,
+      maxTimeoutSeconds: family.maxTimeoutSeconds ?? MAX_TIMEOUT_SECONDS,
       extra: { ...kind.extra, ...family.extra },
     } as PaymentRequirements;
 
     say(`${name}: signing ${opts.settleCount} payments…`);
     const bodies = await signAll(family, requirements, opts.settleCount);
-    const balanceBefore = family.balance();
+    const balanceBefore = new BigNumber(family.balance());
     say(`${name}: settling at concurrency ${opts.concurrency}…`);
     // When each settled payment's answer arrived, to set against its block's close.
     const answeredAt: [string, number][] = [];
@@ -375,8 +228,8 @@ export async function runFamilyBench(
     const settled = settle.outcomes.get("settled") ?? 0;
 
     // Signed a few seconds' worth at a time, just before they are due: a
-    // payment's validity starts when it is signed (an XRPL payment lapses
-    // 14 ledgers after), and the last of 1,000 signed at once would lapse
+    // payment's validity starts when it is signed (one may lapse a few
+    // blocks after), and the last of 1,000 signed at once would lapse
     // waiting for its turn. Each slice's arrivals are open.
     const openRate = Math.max(1, settled / settle.seconds / 2);
     const slice = Math.max(1, Math.ceil(openRate * OPEN_SLICE_SECONDS));
@@ -403,7 +256,7 @@ export async function runFamilyBench(
       `    ${[...open.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${open.seconds.toFixed(1)} s`,
     );
     // A settled payment is in a block, so this is final once the answers are in.
-    const received = family.balance().minus(balanceBefore);
+    const received = new BigNumber(family.balance()).minus(balanceBefore);
     const settledAll = settled + (open.outcomes.get("settled") ?? 0);
     const [exit] = await stopServers(children);
     children.length = 0;
@@ -446,10 +299,10 @@ export async function runFamilyBench(
           ? ((cpuAfter - cpuBefore) * 1000) / settled
           : undefined,
       peakRssMb: rss,
-      blockMs: family.blockMs,
+      blockMs: BLOCK_MS,
       perBlock: family.perBlock,
       received: received.toFixed(),
-      settledSum: family.sumOf(settledAll).toFixed(),
+      settledSum: new BigNumber(family.amount).times(settledAll).toFixed(),
       succeededRows,
     };
   } finally {

@@ -5,7 +5,7 @@
  *   npm run bench                 # full: 30 s verify, 2,000 settles (concurrency 200; 500 on PostgreSQL)
  *   BENCH_QUICK=1 npm run bench   # a short smoke run
  *   BENCH_DATABASE_URL=postgres://… npm run bench   # this service on PostgreSQL
- *   BENCH_ONLY=svm npm run bench  # one family (evm | svm | near | xrpl | starknet)
+ *   BENCH_ONLY=svm npm run bench  # one family (evm, svm, or a namespace with a bench in devnet/families.ts)
  *   BENCH_CPU_PROFILE_DIR=dir     # keep the servers' CPU profiles (the EVM bench always takes them)
  *   BENCH_CPU_PROFILE_INTERVAL_US=1000   # EVM: sample more often than every 5 ms
  *
@@ -24,6 +24,7 @@ import { recordSummary } from "./summary.js";
 import { validPerSecond } from "./harness.js";
 import { percentile, type LoadResult } from "./load.js";
 import {
+  BENCHED_FAMILIES,
   familyProblems,
   familyTable,
   runFamilyBench,
@@ -39,19 +40,18 @@ say("building dist/ (npm run build)…");
 execFileSync("npm", ["run", "--silent", "build"], { stdio: ["ignore", "ignore", "inherit"] });
 
 const only = process.env["BENCH_ONLY"];
-const BENCHES = ["evm", "svm", "near", "xrpl", "starknet"];
+const BENCHES: string[] = ["evm", "svm", ...BENCHED_FAMILIES];
 if (only !== undefined && !BENCHES.includes(only)) {
   say(`BENCH_ONLY must be one of ${BENCHES.join(", ")} (got "${only}")`);
   process.exit(2);
 }
 mkdirSync("bench/results", { recursive: true });
 
-const families: FamilyName[] = ["near", "xrpl", "starknet"];
 const settledPerSecond = (r: LoadResult) => (r.outcomes.get("settled") ?? 0) / r.seconds;
 const today = new Date().toISOString();
 if (only === undefined || only === "evm") await evmBench();
 if (only === undefined || only === "svm") await svmBench();
-for (const family of families) {
+for (const family of BENCHED_FAMILIES) {
   if (only === undefined || only === family) await familyBench(family);
 }
 

@@ -28,9 +28,13 @@ import { percentile, runLoad, type LoadResult } from "./load.js";
 import { verifyInTurns } from "./verifyInTurns.js";
 import { cpuSecondsOf } from "./cpuShare.js";
 import {
+  STAGE_HISTOGRAMS,
   classifySettle,
   freePort,
   peakRssMb,
+  readDbTraffic,
+  readHistograms,
+  timeByStage,
   spawnServer,
   stopServers,
   validPerSecond,
@@ -55,6 +59,12 @@ export interface SvmSide {
   verify: LoadResult;
   settle: LoadResult;
   peakRssMb: number;
+  /** Peak RSS once the verify rounds were over (the settle run may raise it). */
+  peakRssAfterVerifyMb: number;
+  /** This service only: where a settle's time went, by stage (mean ms), from its own timers. */
+  stageTimes?: string | undefined;
+  /** This service only: database statements and round trips per settle. */
+  dbPerSettle?: { statements: number; roundTrips: number } | undefined;
   /** The server's CPU milliseconds per valid verification, over the measured rounds. */
   verifyCpuMs: number | undefined;
   /** The server's CPU milliseconds per settled payment, over the settle run. */
@@ -196,6 +206,9 @@ export async function runSvmBench(
         sideRequirements[i]!("1001"),
         opts.settleCount,
       );
+      const ownTimers = i === 0;
+      const timedBefore = ownTimers ? await readHistograms(url, STAGE_HISTOGRAMS) : undefined;
+      const dbBefore = ownTimers ? await readDbTraffic(url) : undefined;
       const cpuBefore = cpuSecondsOf(side.pid);
       const settle = await runLoad({
         url: `${url}/settle`,
@@ -209,6 +222,8 @@ export async function runSvmBench(
         `    ${[...settle.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${settle.seconds.toFixed(1)} s`,
       );
       const cpuAfter = cpuSecondsOf(side.pid);
+      const timedAfter = ownTimers ? await readHistograms(url, STAGE_HISTOGRAMS) : undefined;
+      const dbAfter = ownTimers ? await readDbTraffic(url) : undefined;
       const settled = settle.outcomes.get("settled") ?? 0;
       const valid = verified[i]!.verify.outcomes.get("valid") ?? 0;
       const verifyCpu = verified[i]!.serverCpuSeconds;
@@ -216,6 +231,15 @@ export async function runSvmBench(
         verify: verified[i]!.verify,
         settle,
         peakRssMb: peakRssMb(side.pid),
+        peakRssAfterVerifyMb: verified[i]!.rssAfterVerify,
+        stageTimes: timedBefore && timedAfter ? timeByStage(timedBefore, timedAfter) : undefined,
+        dbPerSettle:
+          dbBefore && dbAfter
+            ? {
+                statements: (dbAfter.statements - dbBefore.statements) / settle.count,
+                roundTrips: (dbAfter.roundTrips - dbBefore.roundTrips) / settle.count,
+              }
+            : undefined,
         verifyCpuMs: verifyCpu !== undefined && valid > 0 ? (verifyCpu * 1000) / valid : undefined,
         settleCpuMs:
           cpuBefore !== undefined && cpuAfter !== undefined && settled > 0
@@ -282,6 +306,12 @@ export function svmTable(ours: SvmSide, ref: SvmSide): string {
       cpuRatio(ours.settleCpuMs, ref.settleCpuMs),
     ],
     ["peak RSS (MB)", ours.peakRssMb.toFixed(0), ref.peakRssMb.toFixed(0), ""],
+    [
+      "peak RSS after verify (MB)",
+      ours.peakRssAfterVerifyMb.toFixed(0),
+      ref.peakRssAfterVerifyMb.toFixed(0),
+      "",
+    ],
   ];
   const outcomes = (r: LoadResult) => [...r.outcomes].map(([k, v]) => `${k} ${v}`).join(", ");
   return [
@@ -291,6 +321,11 @@ export function svmTable(ours: SvmSide, ref: SvmSide): string {
     "",
     `Outcomes, this service: verify ${outcomes(ours.verify)}; settle ${outcomes(ours.settle)}.`,
     `Outcomes, reference: verify ${outcomes(ref.verify)}; settle ${outcomes(ref.settle)}.`,
+    "",
+    `Where this service's settle time went (mean ms per settle, by stage, from its own timers): ${ours.stageTimes ?? "–"}.`,
+    ours.dbPerSettle
+      ? `Database per settle: ${ours.dbPerSettle.statements.toFixed(1)} statements in ${ours.dbPerSettle.roundTrips.toFixed(1)} round trips.`
+      : "",
     "",
   ].join("\n");
 }

@@ -25,7 +25,7 @@ import { ExactEvmScheme as ExactEvmServerScheme } from "@x402/evm/exact/server";
 import { facilitatorClient } from "../test/support/resourceServer.js";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { PaymentPayload } from "@x402/core/types";
-import { startDevnet, type Devnet } from "../devnet/index.js";
+import { startDevnet, type Devnet } from "../devnet/evm/index.js";
 import type { FamilyAdapter } from "../test/families/adapter.js";
 import { evm } from "../test/families/evm.js";
 import { near } from "../test/families/near.js";

@@ -8,8 +8,8 @@ const base: DevnetBanner = {
   account: "devnet",
   chains: [
     { network: "eip155:8453", line: "http://127.0.0.1:1   USDC 0x8335…" },
-    { network: "near:mainnet", line: "http://127.0.0.1:2   USDC 1720…" },
-    { network: "xrpl:0", line: "ws://127.0.0.1:3   XRP, RLUSD r…" },
+    { network: "near:mainnet", line: "http://127.0.0.1:2   USDC 1720…", example: "near" },
+    { network: "xrpl:0", line: "ws://127.0.0.1:3   XRP, RLUSD r…", example: "xrpl" },
   ],
   file: ".devnet/devnet.json",
   dbKind: "pglite",

@@ -7,22 +7,17 @@
 
 const RULE = "=".repeat(78);
 
-/** The example's `--network` name of each family's network (examples/devnet.ts). */
-const EXAMPLE_NETWORKS: Record<string, string> = {
-  "eip155:8453": "base",
-  "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp": "solana",
-  "near:mainnet": "near",
-  "xrpl:0": "xrpl",
-  "starknet:SN_MAIN": "starknet",
-};
-
 export interface DevnetBanner {
   url: string;
   apiKey: string;
   /** The account that owns the key (and that devnet sign-ins join). */
   account: string;
-  /** One line per local chain: its network id, RPC URL and assets. */
-  chains: readonly { network: string; line: string }[];
+  /**
+   * One line per local chain: its network id, RPC URL and assets, and the
+   * pay example's `--network` name for it when it is not the example's
+   * default (examples/devnet.ts; the family's devnet descriptor gives it).
+   */
+  chains: readonly { network: string; line: string; example?: string }[];
   file: string;
   dbKind: string;
   /** The dashboard and its sign-in providers (`local`: the devnet's own, any name and password). */
@@ -34,9 +29,7 @@ export function devnetBanner(opts: DevnetBanner): string {
   const nets = opts.chains
     .map(({ network, line }) => `    ${short(network).padEnd(16)} ${line}`)
     .join("\n");
-  const others = opts.chains
-    .map((c) => EXAMPLE_NETWORKS[c.network])
-    .filter((name) => name !== undefined && name !== "base");
+  const others = opts.chains.flatMap((c) => (c.example === undefined ? [] : [c.example]));
   // The examples read .devnet/devnet.json unless told: a devnet writing
   // elsewhere (one run beside another) names its file in the commands.
   const env = file === ".devnet/devnet.json" ? "" : `DEVNET_FILE=${file} `;

@@ -22,8 +22,8 @@ import {
   resolveDevnetNetworks,
   startDevnet,
   type Devnet,
-} from "./index.js";
-import { PERMIT2_ADDRESS } from "./deploy.js";
+} from "./evm/index.js";
+import { PERMIT2_ADDRESS } from "./evm/deploy.js";
 
 const say = (line: string): void => {
   process.stderr.write(`${line}\n`);

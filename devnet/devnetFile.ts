@@ -15,7 +15,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { Address, Hex } from "viem";
-import type { DevnetConfidentialInfo } from "./confidentialVault.js";
+import type { DevnetConfidentialInfo } from "./evm/confidentialVault.js";
 
 export interface DevnetNetworkInfo {
   rpcUrl: string;

@@ -1,19 +1,44 @@
 /**
  * The devnet's local ledger of each chain family other than EVM (whose anvil
- * chains `devnet/index.ts` starts together): how to start it, what the
- * service is given to serve it (devnet/<family>/service.ts, which the test
- * stack and the benchmarks use too), and its line in the start-up banner.
- * One entry per family; a new family's devnet is its folder and one entry here.
+ * chains `devnet/evm/index.ts` starts together), keyed by namespace as
+ * `src/chains/index.ts` keys the families: each entry is the family's devnet
+ * descriptor (devnet/<family>/service.ts), which says how to start its
+ * ledger, what the service is given to serve it and its line in the
+ * start-up banner. Devnet mode, the test stack and the benchmarks all read
+ * this table, so a new family's devnet is its folder and one line here.
  */
 import type { ChainSetups } from "../src/chains/index.js";
-import { startSolanaDevnet } from "./svm/index.js";
+import type { DevnetFamily, RunningDevnetLedger } from "./family.js";
 import { solanaService } from "./svm/service.js";
-import { startXrplLedger } from "./xrpl/index.js";
 import { xrplService } from "./xrpl/service.js";
-import { startNearLedger } from "./near/index.js";
 import { nearService } from "./near/service.js";
-import { startStarknetLedger } from "./starknet/index.js";
 import { starknetService } from "./starknet/service.js";
+
+export const DEVNET_FAMILIES = {
+  solana: solanaService,
+  xrpl: xrplService,
+  near: nearService,
+  starknet: starknetService,
+} as const;
+
+/** A namespace that has a local ledger. */
+export type DevnetNamespace = keyof typeof DEVNET_FAMILIES;
+/** What a family's `start` gives: its running ledger, to drive in tests. */
+export type RunningOf<N extends DevnetNamespace> = Awaited<
+  ReturnType<(typeof DEVNET_FAMILIES)[N]["start"]>
+>;
+/** A family's start options. */
+export type StartOptionsOf<N extends DevnetNamespace> = NonNullable<
+  Parameters<(typeof DEVNET_FAMILIES)[N]["start"]>[0]
+>;
+
+/** Any family's descriptor, with its types forgotten: what a loop over the table sees. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyDevnetFamily = DevnetFamily<any, any, any>;
+
+/** The table's entries, in order, for a loop that does not care which family is which. */
+export const devnetFamilies = (): [DevnetNamespace, AnyDevnetFamily][] =>
+  Object.entries(DEVNET_FAMILIES) as [DevnetNamespace, AnyDevnetFamily][];
 
 /** A started ledger, as the devnet boot keeps it. */
 export interface RunningLedger {
@@ -24,56 +49,20 @@ export interface RunningLedger {
   setup: ChainSetups;
   /** Its line in the banner: the RPC URL and the assets. */
   banner: string;
+  /** The pay example's `--network` name for it. */
+  example: string;
   stop(): Promise<unknown>;
 }
 
-/** A family's mapping from its running ledger to the service (devnet/<family>/service.ts). */
-interface ServiceMapping<R> {
-  network: string;
-  setup(running: R): ChainSetups;
-  banner(running: R): string;
-}
-
-/** A started ledger, through its family's mapping. */
-function running<R extends { info: object; stop(): Promise<unknown> }>(
-  mapping: ServiceMapping<R>,
-  ledger: R,
-): RunningLedger {
+/** Starts a family's ledger as devnet mode runs it, through its descriptor. */
+export async function bootLedger(family: AnyDevnetFamily): Promise<RunningLedger> {
+  const ledger = (await (family.boot ? family.boot() : family.start({}))) as RunningDevnetLedger;
   return {
-    network: mapping.network,
+    network: family.network,
     info: ledger.info,
-    setup: mapping.setup(ledger),
-    banner: mapping.banner(ledger),
+    setup: family.setup(ledger),
+    banner: family.banner(ledger),
+    example: family.example,
     stop: () => ledger.stop(),
   };
 }
-
-export interface DevnetLedger {
-  network: string;
-  /** What starts, for the progress line. */
-  what: string;
-  start(): Promise<RunningLedger>;
-}
-
-export const DEVNET_LEDGERS: readonly DevnetLedger[] = [
-  {
-    network: solanaService.network,
-    what: "the local Solana ledger (LiteSVM)",
-    start: async () => running(solanaService, await startSolanaDevnet({})),
-  },
-  {
-    network: xrplService.network,
-    what: "the local XRP Ledger (a ledger close every second)",
-    start: async () => running(xrplService, await startXrplLedger({})),
-  },
-  {
-    network: nearService.network,
-    what: "the local NEAR chain (a block every second)",
-    start: async () => running(nearService, await startNearLedger({})),
-  },
-  {
-    network: starknetService.network,
-    what: "the local Starknet (a block every second)",
-    start: async () => running(starknetService, await startStarknetLedger({})),
-  },
-];

@@ -10,14 +10,13 @@
  * drive the whole flow from that file alone, and prints the banner.
  */
 import { join } from "node:path";
-import type { Hex } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
-import { startDevnet, readDevnetFile, updateDevnetFile } from "./index.js";
-import { addDevnetNetwork } from "./devnetFile.js";
-import { DEVNET_LEDGERS, type RunningLedger } from "./families.js";
+import { startDevnet } from "./evm/index.js";
+import { evmService } from "./evm/service.js";
+import { addDevnetNetwork, readDevnetFile, updateDevnetFile } from "./devnetFile.js";
+import { bootLedger, devnetFamilies, type RunningLedger } from "./families.js";
 import { printDevnetBanner } from "./banner.js";
-import { devnetBatchAuthorizerKey } from "./keys.js";
-import { startDevnetFhevm } from "./fhevm.js";
+import { devnetBatchAuthorizerKey } from "./evm/keys.js";
+import { startDevnetFhevm } from "./evm/fhevm.js";
 import { startLocalIdentityProviders } from "./identityProviders.js";
 import type { Logger } from "pino";
 import type { Config } from "../src/config/index.js";
@@ -83,30 +82,21 @@ export async function bootDevnet(
   const stopAll = () => Promise.all(started.reverse().map((s) => s.stop())).then(() => undefined);
   try {
     const ledgers: RunningLedger[] = [];
-    for (const ledger of DEVNET_LEDGERS) {
-      if (!config.devnet.networks.includes(ledger.network)) continue;
-      progress(`starting ${ledger.what} for ${ledger.network}…`);
-      const running = await ledger.start();
+    for (const [, family] of devnetFamilies()) {
+      if (!config.devnet.networks.includes(family.network)) continue;
+      progress(`starting ${family.what} for ${family.network}…`);
+      const running = await bootLedger(family);
       started.push(running);
-      await addDevnetNetwork(config.devnet.file, ledger.network, running.info);
+      await addDevnetNetwork(config.devnet.file, family.network, running.info);
       ledgers.push(running);
     }
     const signIn = await localSignIn(config, log);
     if (signIn.local) started.push(signIn.local);
-    const infos = Object.entries(devnet.networks);
-    const blockTimeMs = config.devnet.blockTimeSeconds * 1000;
     const evm = config.families.eip155;
     const chains: ChainSetups = {
-      eip155: {
-        // Its anvil mines at the devnet's pace, not the mainnet's, and the
-        // receipt watcher and fee quotes should keep to that pace.
-        networks: infos.map(([id, info]) => ({
-          id,
-          rpcUrls: [info.rpcUrl],
-          ...(blockTimeMs > 0 ? { blockTimeMs } : {}),
-        })),
-        privateKeys: (infos[0]?.[1].facilitatorPrivateKeys ?? []) as Hex[],
-      },
+      // Its anvil mines at the devnet's pace, not the mainnet's, and the
+      // receipt watcher and fee quotes should keep to that pace.
+      ...(await evmService.setup(devnet, { blockTimeMs: config.devnet.blockTimeSeconds * 1000 })),
       ...Object.assign({}, ...ledgers.map((l) => l.setup)),
     };
     const base = devnet.networks["eip155:8453"];
@@ -125,10 +115,7 @@ export async function bootDevnet(
       },
       chains,
       networks: devnetTokens(devnet.networks),
-      payers: (infos[0]?.[1].payerPrivateKeys ?? []).map((k) => ({
-        address: privateKeyToAccount(k).address,
-        privateKey: k,
-      })),
+      payers: evmService.payers(devnet),
       confidential: base?.confidential && {
         rpcUrl: base.rpcUrl,
         chainId: base.chainId,
@@ -149,13 +136,8 @@ export async function bootDevnet(
           url,
           apiKey,
           chains: [
-            ...infos.map(([network, n]) => ({
-              network,
-              line: `${n.rpcUrl}   ${Object.entries(n.assets)
-                .map(([symbol, address]) => `${symbol} ${address}`)
-                .join(", ")}`,
-            })),
-            ...ledgers.map((l) => ({ network: l.network, line: l.banner })),
+            ...evmService.banner(devnet),
+            ...ledgers.map((l) => ({ network: l.network, line: l.banner, example: l.example })),
           ],
           account: DEVNET_ACCOUNT,
           file: config.devnet.file,

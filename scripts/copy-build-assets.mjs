@@ -7,7 +7,7 @@ import { join } from "node:path";
 
 const assets = [
   { from: "src/storage/migrations", to: "dist/src/storage/migrations", ext: ".sql" },
-  { from: "devnet/contracts", to: "dist/devnet/contracts", ext: ".sol" },
+  { from: "devnet/evm/contracts", to: "dist/devnet/evm/contracts", ext: ".sol" },
 ];
 for (const { from, to, ext } of assets) {
   mkdirSync(to, { recursive: true });

@@ -20,7 +20,7 @@
  */
 import { readFileSync } from "node:fs";
 import type { Address, Hex } from "viem";
-import { deployConfidentialVault } from "../devnet/deployConfidentialVault.js";
+import { deployConfidentialVault } from "../devnet/evm/deployConfidentialVault.js";
 
 /** Two days: a merchant's wallet or its daily check has a full day's slack. */
 const DEFAULT_CHALLENGE_WINDOW_S = 172_800;

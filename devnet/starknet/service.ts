@@ -1,22 +1,35 @@
 /**
- * What the service is given to serve the local Starknet: the one
- * "running ledger → service setup" mapping the devnet, the test stack and
- * the benchmarks share, so a change to the family's setup is made once.
+ * The local Starknet's devnet descriptor: how it starts, and what the
+ * service is given to serve it: the one "running ledger → service setup"
+ * mapping the devnet, the test stack and the benchmarks share, so a change
+ * to the family's setup is made once.
  */
-import type { ChainSetups } from "../../src/chains/index.js";
-import { STARKNET_MAINNET, type RunningStarknet } from "./index.js";
+import type { DevnetFamily } from "../family.js";
+import {
+  STARKNET_MAINNET,
+  startStarknetLedger,
+  type RunningStarknet,
+  type StarknetDevnetOptions,
+} from "./index.js";
+
+/** The same as production configuration variables (a service started on its own). */
+const env = (running: RunningStarknet): Record<string, string> => ({
+  STARKNET_RPC_URL: running.info.rpcUrl,
+  STARKNET_EXECUTOR_KEYS: running.executors.map((e) => `${e.address}:${e.privateKey}`).join(","),
+});
 
 export const starknetService = {
   namespace: "starknet",
+  example: "starknet",
   network: STARKNET_MAINNET,
-  /** The setup entry; `rpcUrl` replaces the node's own (a proxy in tests). */
-  setup: (running: RunningStarknet, rpcUrl = running.info.rpcUrl): ChainSetups => ({
+  what: "the local Starknet (a block every second)",
+  start: startStarknetLedger,
+  quick: { blockMs: 200 },
+  setup: (running, rpcUrl = running.info.rpcUrl) => ({
     starknet: { networks: [{ id: STARKNET_MAINNET, rpcUrl }], executors: running.executors },
   }),
-  /** The same as production configuration variables (a service started on its own). */
-  env: (running: RunningStarknet): Record<string, string> => ({
-    STARKNET_RPC_URL: running.info.rpcUrl,
-    STARKNET_EXECUTOR_KEYS: running.executors.map((e) => `${e.address}:${e.privateKey}`).join(","),
-  }),
-  banner: (running: RunningStarknet) => `${running.info.rpcUrl}   USDC ${running.info.assets.USDC}`,
-} as const;
+  env,
+  banner: (running) => `${running.info.rpcUrl}   USDC ${running.info.assets.USDC}`,
+  bench: async (payers, blockMs) =>
+    (await import("./bench.js")).starknetBench(payers, blockMs, env),
+} satisfies DevnetFamily<RunningStarknet, StarknetDevnetOptions>;

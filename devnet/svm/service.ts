@@ -1,20 +1,37 @@
 /**
- * What the service is given to serve the local Solana ledger: the one
- * "running ledger → service setup" mapping the devnet, the test stack and
- * the benchmarks share, so a change to the family's setup is made once.
+ * The local Solana ledger's devnet descriptor: how it starts, and what the
+ * service is given to serve it: the one "running ledger → service setup"
+ * mapping the devnet, the test stack and the benchmarks share, so a change
+ * to the family's setup is made once. Devnet mode runs the ledger in a
+ * process of its own; tests start it in theirs, to drive it.
  */
-import type { ChainSetups } from "../../src/chains/index.js";
-import { SOLANA_MAINNET, type RunningSolana } from "./index.js";
+import type { DevnetFamily } from "../family.js";
+import type { SolanaLedger } from "./ledger.js";
+import {
+  SOLANA_MAINNET,
+  startSolanaDevnet,
+  startSolanaLedger,
+  type RunningSolana,
+  type SolanaDevnetOptions,
+} from "./index.js";
 
 export const solanaService = {
   namespace: "solana",
+  example: "solana",
   network: SOLANA_MAINNET,
-  /** The setup entry; `rpcUrl` replaces the ledger's own (a proxy in tests). */
-  setup: (running: RunningSolana, rpcUrl = running.info.rpcUrl): ChainSetups => ({
+  what: "the local Solana ledger (LiteSVM)",
+  start: startSolanaLedger,
+  quick: { slotMs: 100 },
+  boot: () => startSolanaDevnet({}),
+  setup: (running, rpcUrl = running.info.rpcUrl) => ({
     solana: {
       networks: [{ id: SOLANA_MAINNET, rpcUrl }],
       secretKeys: running.info.facilitatorSecretKeys,
     },
   }),
-  banner: (running: RunningSolana) => `${running.info.rpcUrl}   USDC ${running.info.assets.USDC}`,
-} as const;
+  banner: (running) => `${running.info.rpcUrl}   USDC ${running.info.assets.USDC}`,
+} satisfies DevnetFamily<
+  RunningSolana,
+  SolanaDevnetOptions,
+  RunningSolana & { ledger: SolanaLedger }
+>;

@@ -1,20 +1,33 @@
 /**
- * What the service is given to serve the local XRP Ledger: the one
- * "running ledger → service setup" mapping the devnet, the test stack and
- * the benchmarks share, so a change to the family's setup is made once.
+ * The local XRP Ledger's devnet descriptor: how it starts, and what the
+ * service is given to serve it: the one "running ledger → service setup"
+ * mapping the devnet, the test stack and the benchmarks share, so a change
+ * to the family's setup is made once.
  */
-import type { ChainSetups } from "../../src/chains/index.js";
-import { XRPL_MAINNET, type RunningXrpl } from "./index.js";
+import type { DevnetFamily } from "../family.js";
+import {
+  XRPL_MAINNET,
+  startXrplLedger,
+  type RunningXrpl,
+  type XrplDevnetOptions,
+} from "./index.js";
+
+/** The same as production configuration variables (a service started on its own). */
+const env = (running: RunningXrpl): Record<string, string> => ({
+  XRPL_RPC_URL: running.info.rpcUrl,
+});
 
 export const xrplService = {
   namespace: "xrpl",
+  example: "xrpl",
   network: XRPL_MAINNET,
-  /** The setup entry; `rpcUrl` replaces the ledger's own (a proxy in tests). */
-  setup: (running: RunningXrpl, rpcUrl = running.info.rpcUrl): ChainSetups => ({
+  what: "the local XRP Ledger (a ledger close every second)",
+  start: startXrplLedger,
+  quick: { closeMs: 1000 },
+  setup: (running, rpcUrl = running.info.rpcUrl) => ({
     xrpl: { networks: [{ id: XRPL_MAINNET, rpcUrl }] },
   }),
-  /** The same as production configuration variables (a service started on its own). */
-  env: (running: RunningXrpl): Record<string, string> => ({ XRPL_RPC_URL: running.info.rpcUrl }),
-  banner: (running: RunningXrpl) =>
-    `${running.info.wsUrl}   XRP, RLUSD ${running.info.issuers.RLUSD}`,
-} as const;
+  env,
+  banner: (running) => `${running.info.wsUrl}   XRP, RLUSD ${running.info.issuers.RLUSD}`,
+  bench: async (payers, blockMs) => (await import("./bench.js")).xrplBench(payers, blockMs, env),
+} satisfies DevnetFamily<RunningXrpl, XrplDevnetOptions>;

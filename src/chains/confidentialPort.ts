@@ -417,7 +417,7 @@ export interface ConfidentialVaultOptions {
   /**
    * Zama's relayer and the chain's fhEVM addresses, or (devnet and tests) a
    * starter of an in-process mock coprocessor and KMS with the relayer
-   * SDK's interface, which the caller supplies (devnet/fhevm.ts): nothing
+   * SDK's interface, which the caller supplies (devnet/evm/fhevm.ts): nothing
    * in the service loads the devnet.
    */
   mode:

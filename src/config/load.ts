@@ -176,7 +176,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const devnetNetworks =
     e.DEVNET_NETWORKS.trim() === "all"
       ? // Every network: the devnet has a local chain for each family and a
-        // contract for each EVM transfer method (devnet/index.ts).
+        // contract for each EVM transfer method (devnet/evm/index.ts).
         allNetworkIds
       : e.DEVNET_NETWORKS.split(",")
           .map((s) => s.trim())

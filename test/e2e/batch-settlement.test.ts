@@ -36,12 +36,12 @@ import {
   type Hex,
   type PublicClient,
 } from "viem";
-import { devnetBatchAuthorizerKey } from "../../devnet/keys.js";
+import { devnetBatchAuthorizerKey } from "../../devnet/evm/keys.js";
 import {
   X402_BATCH_SETTLEMENT_ADDRESS,
   X402_ERC3009_DEPOSIT_COLLECTOR_ADDRESS,
   X402_PERMIT2_DEPOSIT_COLLECTOR_ADDRESS,
-} from "../../devnet/deploy.js";
+} from "../../devnet/evm/deploy.js";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { usdcBalance } from "../support/payments.js";

@@ -27,8 +27,8 @@ import {
 import { wrapFetchWithPayment } from "@x402/fetch";
 import type { PaymentPayload } from "@x402/core/types";
 import { createPublicClient, erc20Abi, http, type Hex, type PublicClient } from "viem";
-import { devnetBatchAuthorizerKey } from "../../devnet/keys.js";
-import { X402_BATCH_SETTLEMENT_ADDRESS } from "../../devnet/deploy.js";
+import { devnetBatchAuthorizerKey } from "../../devnet/evm/keys.js";
+import { X402_BATCH_SETTLEMENT_ADDRESS } from "../../devnet/evm/deploy.js";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { newPayerWithoutGas } from "../support/devnetChain.js";
 import { startStack, type TestStack } from "../support/stack.js";

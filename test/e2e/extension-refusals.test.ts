@@ -42,7 +42,7 @@ import {
   type Hex,
   type PublicClient,
 } from "viem";
-import { devnetBatchAuthorizerKey } from "../../devnet/keys.js";
+import { devnetBatchAuthorizerKey } from "../../devnet/evm/keys.js";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { newPayerWithoutGas } from "../support/devnetChain.js";
 import { startStack, type TestStack } from "../support/stack.js";

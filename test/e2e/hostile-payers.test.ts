@@ -25,7 +25,7 @@ import {
   type PublicClient,
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { loadArtifacts } from "../../devnet/compile.js";
+import { loadArtifacts } from "../../devnet/evm/compile.js";
 import { apiKeyAuth } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { signersState } from "../support/signersState.js";

@@ -18,7 +18,7 @@ import { wrapFetchWithPayment } from "@x402/fetch";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { paymentRequest, post } from "../support/payments.js";
-import { TGAS, nearPayment, nearRequirements, payerKey } from "../support/nearPayments.js";
+import { TGAS, nearPayment, nearRequirements, payerKey } from "../chains/near/payments.js";
 import { NEAR_MAINNET } from "../../devnet/near/index.js";
 import { ExactNearClientScheme } from "../../src/chains/near/clients/exactClient.js";
 import { ExactNearServerScheme } from "../../src/chains/near/clients/exactServer.js";
@@ -31,7 +31,7 @@ describe("NEAR end to end through the service", () => {
   let origin: string;
 
   before(async () => {
-    stack = await startStack({ near: true, env: { METER_SETTLEMENTS: "true" } });
+    stack = await startStack({ families: { near: {} }, env: { METER_SETTLEMENTS: "true" } });
     const resourceServer = new x402ResourceServer(facilitatorClient(stack)).register(
       NEAR_MAINNET,
       new ExactNearServerScheme(),
@@ -45,7 +45,7 @@ describe("NEAR end to end through the service", () => {
               scheme: "exact",
               price: "$0.25",
               network: NEAR_MAINNET,
-              payTo: stack.near!.info.payTo,
+              payTo: stack.families.near!.info.payTo,
             },
             description: "Paid in NEAR USDC",
             mimeType: "application/json",
@@ -63,7 +63,7 @@ describe("NEAR end to end through the service", () => {
     await stack.stop();
   });
 
-  const near = () => stack.near!;
+  const near = () => stack.families.near!;
   const usdcOf = (account: string) =>
     near().ledger.token(near().info.assets.USDC)!.balanceOf(account);
   const rowOf = (transaction: string) =>

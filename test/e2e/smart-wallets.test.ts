@@ -28,7 +28,7 @@ import {
   type Hex,
   type PublicClient,
 } from "viem";
-import { DEVNET_WALLET_FACTORY_ADDRESS } from "../../devnet/deploy.js";
+import { DEVNET_WALLET_FACTORY_ADDRESS } from "../../devnet/evm/deploy.js";
 import { apiKeyAuth, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { devnetWallet, transferFromDevnetPayer } from "../support/devnetChain.js";

@@ -43,7 +43,7 @@ const PRICE = 1_000n;
 
 /** Writes `owner`'s USDC token account holding `amount` (what a transfer of its own leaves). */
 function setUsdc(stack: TestStack, ata: Address, owner: Address, amount: bigint): void {
-  const ledger = stack.solana!.ledger;
+  const ledger = stack.families.solana!.ledger;
   ledger.svm.setAccount({
     address: ata,
     data: new Uint8Array(
@@ -67,7 +67,7 @@ function setUsdc(stack: TestStack, ata: Address, owner: Address, amount: bigint)
 
 /** Our fee payers' sends (transactions the ledger executed) and lamports, as the ledger has them. */
 function feePayersState(stack: TestStack, feePayers: readonly Address[], sends: { count: number }) {
-  const ledger = stack.solana!.ledger;
+  const ledger = stack.families.solana!.ledger;
   const balance = feePayers.reduce((sum, a) => {
     const account = ledger.account(a);
     return sum + (account.exists ? BigInt(account.lamports) : 0n);
@@ -86,12 +86,12 @@ interface Harness {
 async function harness(env: Record<string, string> = {}): Promise<Harness> {
   const stack = await startStack({ ...solana.stack, env: { METER_SETTLEMENTS: "true", ...env } });
   const feePayers = await Promise.all(
-    stack.solana!.info.facilitatorSecretKeys.map(
+    stack.families.solana!.info.facilitatorSecretKeys.map(
       async (k) => (await createKeyPairSignerFromBytes(getBase58Encoder().encode(k))).address,
     ),
   );
   const h: Harness = { stack, feePayers, sends: { count: 0 }, beforeNextSend: undefined };
-  const ledger = stack.solana!.ledger;
+  const ledger = stack.families.solana!.ledger;
   const send = ledger.send.bind(ledger);
   ledger.send = (wire) => {
     const hook = h.beforeNextSend;

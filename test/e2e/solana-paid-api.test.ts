@@ -31,7 +31,7 @@ describe("Solana USDC end to end through the service", () => {
   let resourceUrl: string;
 
   before(async () => {
-    stack = await startStack({ solana: true });
+    stack = await startStack({ families: { solana: {} } });
     const resourceServer = new x402ResourceServer(facilitatorClient(stack)).register(
       SOLANA_MAINNET,
       new ExactSvmServerScheme(),
@@ -45,7 +45,7 @@ describe("Solana USDC end to end through the service", () => {
               scheme: "exact",
               price: "$0.002",
               network: SOLANA_MAINNET,
-              payTo: stack.solana!.info.payTo,
+              payTo: stack.families.solana!.info.payTo,
             },
             description: "Tide tables",
             mimeType: "application/json",
@@ -66,19 +66,21 @@ describe("Solana USDC end to end through the service", () => {
   });
 
   const signer = (i: number) =>
-    createKeyPairSignerFromBytes(getBase58Encoder().encode(stack.solana!.info.payerSecretKeys[i]!));
+    createKeyPairSignerFromBytes(
+      getBase58Encoder().encode(stack.families.solana!.info.payerSecretKeys[i]!),
+    );
   const usdcOf = async (owner: string) => {
-    const acc = stack.solana!.ledger.account(await associatedTokenAccount(address(owner)));
+    const acc = stack.families.solana!.ledger.account(await associatedTokenAccount(address(owner)));
     return acc.exists ? getTokenDecoder().decode(acc.data).amount : -1n;
   };
 
   test("402 → pay → 200: exactly the price moves and the settlement is recorded", async () => {
     const payer = await signer(0);
-    const payTo = stack.solana!.info.payTo;
+    const payTo = stack.families.solana!.info.payTo;
     const [payerBefore, payToBefore] = await Promise.all([usdcOf(payer.address), usdcOf(payTo)]);
     const client = new x402Client().register(
       "solana:*",
-      new ExactSvmClientScheme(payer, { rpcUrl: stack.solana!.info.rpcUrl }),
+      new ExactSvmClientScheme(payer, { rpcUrl: stack.families.solana!.info.rpcUrl }),
     );
     const res = await wrapFetchWithPayment(fetch, client)(resourceUrl);
     assert.equal(res.status, 200, await res.clone().text());
@@ -102,7 +104,7 @@ describe("Solana USDC end to end through the service", () => {
         payer.address,
         "2000",
         payTo,
-        stack.solana!.info.assets.USDC,
+        stack.families.solana!.info.assets.USDC,
       ],
     );
     const journal = await stack.service.db
@@ -127,7 +129,7 @@ describe("Solana USDC end to end through the service", () => {
     const strangerRequirements = {
       scheme: "exact",
       network: SOLANA_MAINNET,
-      asset: stack.solana!.info.assets.USDC,
+      asset: stack.families.solana!.info.assets.USDC,
       amount: "1",
       payTo: stranger,
       maxTimeoutSeconds: 60,
@@ -151,7 +153,7 @@ describe("Solana USDC end to end through the service", () => {
     const payer = await signer(2);
     const requirements = {
       ...body.paymentRequirements,
-      payTo: stack.solana!.info.payTo,
+      payTo: stack.families.solana!.info.payTo,
     } as PaymentRequirements;
     const kinds = (await (await fetch(`${stack.url}/supported`)).json()) as {
       kinds: { network: string; extra?: Record<string, unknown> }[];
@@ -160,7 +162,7 @@ describe("Solana USDC end to end through the service", () => {
       feePayer: kinds.kinds.find((k) => k.network === SOLANA_MAINNET)!.extra!["feePayer"],
     };
     const partial = await new ExactSvmClientScheme(payer, {
-      rpcUrl: stack.solana!.info.rpcUrl,
+      rpcUrl: stack.families.solana!.info.rpcUrl,
     }).createPaymentPayload(2, requirements);
     const verify = (await (
       await post(

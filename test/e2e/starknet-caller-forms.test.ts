@@ -33,8 +33,8 @@ describe("Starknet requirements with extra.feePayer or extra.caller", () => {
   let kind: SupportedKind;
 
   before(async () => {
-    stack = await startStack({ starknet: true });
-    provider = new RpcProvider({ nodeUrl: stack.starknet!.info.rpcUrl });
+    stack = await startStack({ families: { starknet: {} } });
+    provider = new RpcProvider({ nodeUrl: stack.families.starknet!.info.rpcUrl });
     const resourceServer = new x402ResourceServer(facilitatorClient(stack)).register(
       STARKNET_MAINNET,
       new ExactStarknetServerScheme(),
@@ -48,7 +48,7 @@ describe("Starknet requirements with extra.feePayer or extra.caller", () => {
               scheme: "exact",
               price: "$0.01",
               network: STARKNET_MAINNET,
-              payTo: stack.starknet!.info.payTo,
+              payTo: stack.families.starknet!.info.payTo,
             },
             description: "Paid in USDC on Starknet",
             mimeType: "application/json",
@@ -70,8 +70,8 @@ describe("Starknet requirements with extra.feePayer or extra.caller", () => {
     await stack.stop();
   });
 
-  const info = () => stack.starknet!.info;
-  const usdcOf = (a: string) => stack.starknet!.ledger.balanceOf(STARKNET_USDC, a);
+  const info = () => stack.families.starknet!.info;
+  const usdcOf = (a: string) => stack.families.starknet!.ledger.balanceOf(STARKNET_USDC, a);
   const account = (i: number) =>
     new Account({
       provider,

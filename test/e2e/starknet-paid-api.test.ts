@@ -33,8 +33,8 @@ describe("Starknet end to end through the service", () => {
   let provider: RpcProvider;
 
   before(async () => {
-    stack = await startStack({ starknet: true });
-    provider = new RpcProvider({ nodeUrl: stack.starknet!.info.rpcUrl });
+    stack = await startStack({ families: { starknet: {} } });
+    provider = new RpcProvider({ nodeUrl: stack.families.starknet!.info.rpcUrl });
     const resourceServer = new x402ResourceServer(facilitatorClient(stack)).register(
       STARKNET_MAINNET,
       new ExactStarknetServerScheme(),
@@ -48,7 +48,7 @@ describe("Starknet end to end through the service", () => {
               scheme: "exact",
               price: "$0.25",
               network: STARKNET_MAINNET,
-              payTo: stack.starknet!.info.payTo,
+              payTo: stack.families.starknet!.info.payTo,
             },
             description: "Paid in USDC on Starknet",
             mimeType: "application/json",
@@ -66,8 +66,8 @@ describe("Starknet end to end through the service", () => {
     await stack.stop();
   });
 
-  const ledger = () => stack.starknet!.ledger;
-  const info = () => stack.starknet!.info;
+  const ledger = () => stack.families.starknet!.ledger;
+  const info = () => stack.families.starknet!.info;
   const usdcOf = (a: string) => ledger().balanceOf(STARKNET_USDC, a);
   const account = (i: number) =>
     new Account({

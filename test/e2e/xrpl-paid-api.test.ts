@@ -32,12 +32,12 @@ describe("XRP Ledger end to end through the service", () => {
   let ws: Client;
 
   before(async () => {
-    stack = await startStack({ xrpl: true });
+    stack = await startStack({ families: { xrpl: {} } });
     const resourceServer = new x402ResourceServer(facilitatorClient(stack)).register(
       XRPL_MAINNET,
       new ExactXrplServerScheme(),
     );
-    const payTo = stack.xrpl!.info.payTo;
+    const payTo = stack.families.xrpl!.info.payTo;
     const app = express();
     app.use(
       paymentMiddleware(
@@ -65,7 +65,7 @@ describe("XRP Ledger end to end through the service", () => {
     app.get("/rlusd", (_req, res) => void res.json({ paid: "rlusd" }));
     server = await listenOnLoopback(app);
     origin = server.origin;
-    ws = new Client(stack.xrpl!.info.wsUrl);
+    ws = new Client(stack.families.xrpl!.info.wsUrl);
     await ws.connect();
   });
   after(async () => {
@@ -74,8 +74,8 @@ describe("XRP Ledger end to end through the service", () => {
     await stack.stop();
   });
 
-  const payer = (i: number) => Wallet.fromSeed(stack.xrpl!.info.payerSeeds[i]!);
-  const ledger = () => stack.xrpl!.ledger;
+  const payer = (i: number) => Wallet.fromSeed(stack.families.xrpl!.info.payerSeeds[i]!);
+  const ledger = () => stack.families.xrpl!.ledger;
   const rlusdOf = (a: string) => ledger().issuedBalance(a, RLUSD_ISSUER, RLUSD_CURRENCY);
   const rowOf = (transaction: string) =>
     stack.service.db
@@ -98,7 +98,7 @@ describe("XRP Ledger end to end through the service", () => {
     network: XRPL_MAINNET,
     asset: "XRP",
     amount: "2000",
-    payTo: stack.xrpl!.info.payTo,
+    payTo: stack.families.xrpl!.info.payTo,
     maxTimeoutSeconds: 60,
     extra: { areFeesSponsored: false },
     ...fields,
@@ -141,12 +141,15 @@ describe("XRP Ledger end to end through the service", () => {
     const wallet = payer(0);
     const [before, payToBefore] = [
       ledger().xrpBalance(wallet.classicAddress),
-      ledger().xrpBalance(stack.xrpl!.info.payTo),
+      ledger().xrpBalance(stack.families.xrpl!.info.payTo),
     ];
     const usedBefore = await usedQuota(stack.accountId);
     // XRP is not a dollar: the payer caps it in drops.
     const client = new x402Client()
-      .register("xrpl:*", new ExactXrplClientScheme(wallet, { wsUrl: stack.xrpl!.info.wsUrl }))
+      .register(
+        "xrpl:*",
+        new ExactXrplClientScheme(wallet, { wsUrl: stack.families.xrpl!.info.wsUrl }),
+      )
       .setSpendControls({
         allowedAssets: [{ network: XRPL_MAINNET, asset: "XRP", maxAmountPerPayment: "10000" }],
       });
@@ -160,7 +163,7 @@ describe("XRP Ledger end to end through the service", () => {
     assert.ok(tx.ledgerIndex !== undefined, "validated");
     const fee = BigInt(String(tx.tx["Fee"]));
     assert.equal(ledger().xrpBalance(wallet.classicAddress), before - 1500n - fee);
-    assert.equal(ledger().xrpBalance(stack.xrpl!.info.payTo), payToBefore + 1500n);
+    assert.equal(ledger().xrpBalance(stack.families.xrpl!.info.payTo), payToBefore + 1500n);
     const row = await rowOf(receipt.transaction);
     assert.deepEqual(
       [row.status, row.network, row.scheme, row.amount, row.billed],
@@ -172,7 +175,7 @@ describe("XRP Ledger end to end through the service", () => {
   test("402 → pay in RLUSD → 200: the trust-line balances move by exactly 0.25", async () => {
     const wallet = payer(1);
     const before = rlusdOf(wallet.classicAddress);
-    const payToBefore = rlusdOf(stack.xrpl!.info.payTo);
+    const payToBefore = rlusdOf(stack.families.xrpl!.info.payTo);
     const client = new x402Client().register(
       "xrpl:*",
       new ExactXrplClientScheme(wallet, { client: ws }),
@@ -182,7 +185,7 @@ describe("XRP Ledger end to end through the service", () => {
     const receipt = new x402HTTPClient(client).getPaymentSettleResponse((n) => res.headers.get(n));
     assert.equal(receipt.success, true);
     assert.equal(Number(rlusdOf(wallet.classicAddress)), Number(before) - 0.25);
-    assert.equal(Number(rlusdOf(stack.xrpl!.info.payTo)), Number(payToBefore) + 0.25);
+    assert.equal(Number(rlusdOf(stack.families.xrpl!.info.payTo)), Number(payToBefore) + 0.25);
     const row = await rowOf(receipt.transaction);
     assert.deepEqual([row.status, row.amount], ["succeeded", "0.25"]);
   });

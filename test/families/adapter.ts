@@ -9,6 +9,7 @@
 import type { x402Client } from "@x402/core/client";
 import type { x402ResourceServer } from "@x402/core/server";
 import type { Network, PaymentPayload, PaymentRequirements, Price } from "@x402/core/types";
+import type { DevnetNamespace } from "../../devnet/families.js";
 import type { StackOptions, TestStack } from "../support/stack.js";
 
 export interface FamilyAdapter {
@@ -17,8 +18,8 @@ export interface FamilyAdapter {
   readonly network: Network;
   /** What `startStack` needs to run this family's ledger next to the service. */
   readonly stack: StackOptions;
-  /** The `startStack` hook that puts something (a failing proxy) in front of the family's RPC. */
-  readonly rpcUrlHook: RpcUrlHook;
+  /** The family's namespace: where `withRpcUrl` puts the hook in front of its RPC. */
+  readonly namespace: "eip155" | DevnetNamespace;
   /**
    * What the service sends the node to broadcast a settlement (matched in
    * the JSON-RPC body): the proxy loses the answer to it. Absent where no
@@ -69,10 +70,21 @@ export interface FamilyAdapter {
   ): Promise<PaymentPayload>;
 }
 
-type RpcUrlHook = keyof Pick<
-  StackOptions,
-  "evmRpcUrl" | "solanaRpcUrl" | "nearRpcUrl" | "xrplRpcUrl" | "starknetRpcUrl"
->;
+/**
+ * The family's `startStack` options with something (a failing proxy) put in
+ * front of its RPC: `rpcUrl` gets the node's URL and returns the one to use.
+ */
+export function withRpcUrl(
+  family: FamilyAdapter,
+  rpcUrl: (nodeUrl: string) => Promise<string>,
+): StackOptions {
+  const { namespace, stack } = family;
+  if (namespace === "eip155") return { ...stack, evmRpcUrl: rpcUrl };
+  return {
+    ...stack,
+    families: { ...stack.families, [namespace]: { ...stack.families?.[namespace], rpcUrl } },
+  };
+}
 
 export interface MalformedPayload {
   /** What is wrong with it, for the test's title: "signedTxBlob missing". */

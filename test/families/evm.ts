@@ -24,8 +24,8 @@ const payerAccount = (stack: { payerKeys: Hex[] }, i: number) =>
 export const evm: FamilyAdapter = {
   name: "EVM EIP-3009",
   network: NETWORK,
+  namespace: "eip155",
   stack: { networks: [NETWORK] },
-  rpcUrlHook: "evmRpcUrl",
   sendCall: "eth_sendRawTransaction",
   reasons: {
     replay: "invalid_exact_evm_nonce_already_used",

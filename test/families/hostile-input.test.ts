@@ -20,7 +20,7 @@ import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { post } from "../support/payments.js";
 import { startRpcProxy, type RpcProxy } from "../support/rpcProxy.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { recorded as recordedSpelling } from "./adapter.js";
+import { recorded as recordedSpelling, withRpcUrl } from "./adapter.js";
 import { families } from "./index.js";
 import { requestOf, requirementsFor, signedBy } from "./signing.js";
 
@@ -45,13 +45,12 @@ for (const family of families) {
     let proxy: RpcProxy | undefined;
 
     before(async () => {
-      stack = await startStack({
-        ...family.stack,
-        [family.rpcUrlHook]: async (nodeUrl: string) => {
+      stack = await startStack(
+        withRpcUrl(family, async (nodeUrl) => {
           proxy = await startRpcProxy(nodeUrl);
           return proxy.url;
-        },
-      });
+        }),
+      );
     });
 
     after(async () => {

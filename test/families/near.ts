@@ -10,14 +10,14 @@ import { deserialize } from "borsh";
 import { NEAR_MAINNET } from "../../devnet/near/index.js";
 import { ExactNearClientScheme } from "../../src/chains/near/clients/exactClient.js";
 import { ExactNearServerScheme } from "../../src/chains/near/clients/exactServer.js";
-import { payerKey, signedDelegateFor } from "../support/nearPayments.js";
+import { payerKey, signedDelegateFor } from "../chains/near/payments.js";
 import { assembled, malformedString, usdcPrice, type FamilyAdapter } from "./adapter.js";
 
 export const near: FamilyAdapter = {
   name: "NEAR",
   network: NEAR_MAINNET,
-  stack: { near: true },
-  rpcUrlHook: "nearRpcUrl",
+  namespace: "near",
+  stack: { families: { near: {} } },
   sendCall: '"send_tx"',
   reasons: {
     replay: "invalid_exact_near_nonce",
@@ -29,24 +29,29 @@ export const near: FamilyAdapter = {
   malformedPayloads: malformedString("signedDelegateAction", "base64"),
   registerServer: (server) => server.register(NEAR_MAINNET, new ExactNearServerScheme()),
   // Registered with the token: a transfer to an unregistered account fails.
-  payTo: (stack) => stack.near!.info.payTo,
+  payTo: (stack) => stack.families.near!.info.payTo,
   price: usdcPrice,
   client: async (stack, i) => {
-    const payer = payerKey(stack.near!, i);
+    const payer = payerKey(stack.families.near!, i);
     return new x402Client().register(
       "near:*",
-      new ExactNearClientScheme(payer.accountId, payer.key, { rpcUrl: stack.near!.info.rpcUrl }),
+      new ExactNearClientScheme(payer.accountId, payer.key, {
+        rpcUrl: stack.families.near!.info.rpcUrl,
+      }),
     );
   },
-  payer: async (stack, i) => payerKey(stack.near!, i).accountId,
+  payer: async (stack, i) => payerKey(stack.families.near!, i).accountId,
   balanceOf: async (stack, account) =>
-    stack.near!.ledger.token(stack.near!.info.assets.USDC)!.balanceOf(account),
+    stack.families.near!.ledger.token(stack.families.near!.info.assets.USDC)!.balanceOf(account),
   async signReusingNonce(stack, i, first, requirements) {
     const used = delegateNonce(first);
-    const payer = payerKey(stack.near!, i);
-    const key = stack.near!.ledger.accessKey(payer.accountId, payer.key.getPublicKey().toString())!;
+    const payer = payerKey(stack.families.near!, i);
+    const key = stack.families.near!.ledger.accessKey(
+      payer.accountId,
+      payer.key.getPublicKey().toString(),
+    )!;
     // signedDelegateFor signs the key's next nonce plus an offset: aim it back at the used one.
-    const signedDelegateAction = await signedDelegateFor(stack.near!, i, requirements, {
+    const signedDelegateAction = await signedDelegateFor(stack.families.near!, i, requirements, {
       nonceOffset: used - (key.nonce + 1n),
     });
     const second = assembled(first, requirements, { signedDelegateAction });

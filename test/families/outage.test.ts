@@ -22,7 +22,7 @@ import { post } from "../support/payments.js";
 import { until } from "../support/processes.js";
 import { startRpcProxy, type RpcProxy } from "../support/rpcProxy.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { recorded } from "./adapter.js";
+import { recorded, withRpcUrl } from "./adapter.js";
 import { families } from "./index.js";
 import { requestOf, requirementsFor, signedBy } from "./signing.js";
 
@@ -46,13 +46,12 @@ for (const family of families) {
     let proxy: RpcProxy | undefined;
 
     before(async () => {
-      stack = await startStack({
-        ...family.stack,
-        [family.rpcUrlHook]: async (nodeUrl: string) => {
+      stack = await startStack(
+        withRpcUrl(family, async (nodeUrl) => {
           proxy = await startRpcProxy(nodeUrl);
           return proxy.url;
-        },
-      });
+        }),
+      );
       // A webhook endpoint, so a settlement.failed event would have somewhere to go.
       await setWebhookEndpoint(stack.service.db, stack.accountId, "http://127.0.0.1:9/hook", {
         allowPrivateTargets: true,

@@ -14,13 +14,15 @@ import type { TestStack } from "../support/stack.js";
 import { malformedString, usdcPrice, type FamilyAdapter } from "./adapter.js";
 
 const signer = (stack: TestStack, i: number) =>
-  createKeyPairSignerFromBytes(getBase58Encoder().encode(stack.solana!.info.payerSecretKeys[i]!));
+  createKeyPairSignerFromBytes(
+    getBase58Encoder().encode(stack.families.solana!.info.payerSecretKeys[i]!),
+  );
 
 export const solana: FamilyAdapter = {
   name: "Solana",
   network: SOLANA_MAINNET,
-  stack: { solana: true },
-  rpcUrlHook: "solanaRpcUrl",
+  namespace: "solana",
+  stack: { families: { solana: {} } },
   sendCall: "sendTransaction",
   reasons: {
     replay: "duplicate_settlement",
@@ -32,16 +34,20 @@ export const solana: FamilyAdapter = {
   malformedPayloads: malformedString("transaction", "base64"),
   registerServer: (server) => server.register(SOLANA_MAINNET, new ExactSvmServerScheme()),
   // The devnet's payTo is the one address given a USDC token account: `exact` needs one.
-  payTo: (stack) => stack.solana!.info.payTo,
+  payTo: (stack) => stack.families.solana!.info.payTo,
   price: usdcPrice,
   client: async (stack, i) =>
     new x402Client().register(
       "solana:*",
-      new ExactSvmClientScheme(await signer(stack, i), { rpcUrl: stack.solana!.info.rpcUrl }),
+      new ExactSvmClientScheme(await signer(stack, i), {
+        rpcUrl: stack.families.solana!.info.rpcUrl,
+      }),
     ),
   payer: async (stack, i) => (await signer(stack, i)).address,
   async balanceOf(stack, owner) {
-    const account = stack.solana!.ledger.account(await associatedTokenAccount(address(owner)));
+    const account = stack.families.solana!.ledger.account(
+      await associatedTokenAccount(address(owner)),
+    );
     if (!account.exists) throw new Error(`${owner} has no USDC token account`);
     return getTokenDecoder().decode(account.data).amount;
   },

@@ -17,9 +17,9 @@ import type { TestStack } from "../support/stack.js";
 import { assembled, usdcPrice, type FamilyAdapter, type MalformedPayload } from "./adapter.js";
 
 const account = (stack: TestStack, i: number) => {
-  const payer = stack.starknet!.info.payers[i]!;
+  const payer = stack.families.starknet!.info.payers[i]!;
   return new Account({
-    provider: new RpcProvider({ nodeUrl: stack.starknet!.info.rpcUrl }),
+    provider: new RpcProvider({ nodeUrl: stack.families.starknet!.info.rpcUrl }),
     address: payer.address,
     signer: payer.privateKey,
     cairoVersion: "1",
@@ -29,8 +29,8 @@ const account = (stack: TestStack, i: number) => {
 export const starknet: FamilyAdapter = {
   name: "Starknet",
   network: STARKNET_MAINNET,
-  stack: { starknet: true },
-  rpcUrlHook: "starknetRpcUrl",
+  namespace: "starknet",
+  stack: { families: { starknet: {} } },
   sendCall: "starknet_addInvokeTransaction",
   reasons: {
     replay: "invalid_exact_starknet_nonce_already_used",
@@ -41,21 +41,22 @@ export const starknet: FamilyAdapter = {
   unlistedAsset: STARKNET_STRK,
   malformedPayloads: malformedOutsideExecutions(),
   registerServer: (server) => server.register(STARKNET_MAINNET, new ExactStarknetServerScheme()),
-  payTo: (stack) => stack.starknet!.info.payTo,
+  payTo: (stack) => stack.families.starknet!.info.payTo,
   price: usdcPrice,
   client: async (stack, i) =>
     new x402Client().register("starknet:*", new ExactStarknetClientScheme(account(stack, i))),
   // The service writes a Starknet address as 64 hex digits.
   payer: async (stack, i) =>
-    `0x${BigInt(stack.starknet!.info.payers[i]!.address).toString(16).padStart(64, "0")}`,
-  balanceOf: async (stack, address) => stack.starknet!.ledger.balanceOf(STARKNET_USDC, address),
+    `0x${BigInt(stack.families.starknet!.info.payers[i]!.address).toString(16).padStart(64, "0")}`,
+  balanceOf: async (stack, address) =>
+    stack.families.starknet!.ledger.balanceOf(STARKNET_USDC, address),
   async signReusingNonce(stack, i, first, requirements) {
     const signed = first.payload as {
       outsideExecution: { typedData: { message: Record<string, unknown> } };
     };
     const nonce = String(signed.outsideExecution.typedData.message["Nonce"]);
     const payer = account(stack, i);
-    if (!stack.starknet!.ledger.outsideNonceUsed(payer.address, nonce)) {
+    if (!stack.families.starknet!.ledger.outsideNonceUsed(payer.address, nonce)) {
       throw new Error("the first payment's nonce is not spent on the ledger");
     }
     const typedData = outsideExecutionFor(payer.address, requirements, {

@@ -14,13 +14,14 @@ import { ExactXrplServerScheme } from "../../src/chains/xrpl/clients/exactServer
 import type { TestStack } from "../support/stack.js";
 import { malformedString, type FamilyAdapter } from "./adapter.js";
 
-const wallet = (stack: TestStack, i: number) => Wallet.fromSeed(stack.xrpl!.info.payerSeeds[i]!);
+const wallet = (stack: TestStack, i: number) =>
+  Wallet.fromSeed(stack.families.xrpl!.info.payerSeeds[i]!);
 
 export const xrpl: FamilyAdapter = {
   name: "XRP Ledger",
   network: XRPL_MAINNET,
-  stack: { xrpl: true },
-  rpcUrlHook: "xrplRpcUrl",
+  namespace: "xrpl",
+  stack: { families: { xrpl: {} } },
   sendCall: '"submit"',
   reasons: {
     replay: "duplicate_settlement",
@@ -31,20 +32,21 @@ export const xrpl: FamilyAdapter = {
   unlistedAsset: "EUR",
   malformedPayloads: malformedString("signedTxBlob", "hex"),
   registerServer: (server) => server.register(XRPL_MAINNET, new ExactXrplServerScheme()),
-  payTo: (stack) => stack.xrpl!.info.payTo,
+  payTo: (stack) => stack.families.xrpl!.info.payTo,
   price: (drops) => ({ amount: drops.toString(), asset: "XRP" }),
   client: async (stack, i) =>
     new x402Client()
       .register(
         "xrpl:*",
-        new ExactXrplClientScheme(wallet(stack, i), { wsUrl: stack.xrpl!.info.wsUrl }),
+        new ExactXrplClientScheme(wallet(stack, i), { wsUrl: stack.families.xrpl!.info.wsUrl }),
       )
       // XRP is not a dollar: a payer allows it explicitly, capped in drops.
       .setSpendControls({
         allowedAssets: [{ network: XRPL_MAINNET, asset: "XRP", maxAmountPerPayment: "100000" }],
       }),
   payer: async (stack, i) => wallet(stack, i).classicAddress,
-  balanceOf: async (stack, account) => stack.xrpl!.ledger.xrpBalance(account),
+  balanceOf: async (stack, account) => stack.families.xrpl!.ledger.xrpBalance(account),
   // The payer pays its transaction's fee, in drops like the price.
-  payerFee: async (stack, hash) => BigInt(String(stack.xrpl!.ledger.transaction(hash)!.tx["Fee"])),
+  payerFee: async (stack, hash) =>
+    BigInt(String(stack.families.xrpl!.ledger.transaction(hash)!.tx["Fee"])),
 };

@@ -23,7 +23,7 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { PaymentRequirements } from "@x402/core/types";
-import { loadArtifacts } from "../../devnet/compile.js";
+import { loadArtifacts } from "../../devnet/evm/compile.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { signersState } from "../support/signersState.js";
 import { post } from "../support/payments.js";

@@ -45,7 +45,7 @@ import { ConfidentialWithdrawals } from "../../src/features/confidential/withdra
 import { ConfidentialWorker } from "../../src/workers/confidentialWorker.js";
 import { loadConfidentialVault } from "../../src/chains/index.js";
 import { createLogger } from "../../src/lib/logger.js";
-import { startDevnetFhevm } from "../../devnet/fhevm.js";
+import { startDevnetFhevm } from "../../devnet/evm/fhevm.js";
 import { Registry } from "prom-client";
 
 /** An EIP-3009 authorization to `requirements.payTo` with a nonce of the caller's choosing. */

@@ -18,7 +18,7 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { toHex, type Address, type Hex, type PrivateKeyAccount } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { loadArtifacts } from "../../devnet/compile.js";
+import { loadArtifacts } from "../../devnet/evm/compile.js";
 import {
   receiptTypes,
   vaultDomain,

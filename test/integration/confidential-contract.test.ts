@@ -33,7 +33,7 @@ import {
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { randomBytes } from "node:crypto";
 import { authorizationTypes, eip3009ABI } from "@x402/evm";
-import { startDevnet, type Devnet } from "../../devnet/index.js";
+import { startDevnet, type Devnet } from "../../devnet/evm/index.js";
 import {
   createConfidentialVault,
   type ConfidentialVault,
@@ -41,8 +41,8 @@ import {
   type SignedReceipt,
 } from "../../src/chains/evm/confidential/vault.js";
 import { confidentialVaultAbi } from "../../src/chains/evm/confidential/vaultAbi.js";
-import { loadArtifacts } from "../../devnet/compile.js";
-import { startDevnetFhevm } from "../../devnet/fhevm.js";
+import { loadArtifacts } from "../../devnet/evm/compile.js";
+import { startDevnetFhevm } from "../../devnet/evm/fhevm.js";
 import {
   decryptConfirmation,
   merchantWallet,
@@ -420,7 +420,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     // The crash: the first run marked the receipt and credited a's slot, then stopped.
     const { handles, inputProof } = await (async () => {
       const { fheClient } = await import("../../src/chains/evm/confidential/fhe.js");
-      const { startDevnetFhevm } = await import("../../devnet/fhevm.js");
+      const { startDevnetFhevm } = await import("../../devnet/evm/fhevm.js");
       const running = await startDevnetFhevm({
         rpcUrl: devnet.networks[NETWORK]!.rpcUrl,
         chainId: CHAIN_ID,
@@ -720,8 +720,8 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
   });
 
   test("a deployment initializes the vault in its own transaction: nobody can initialize it first", async () => {
-    const { deployConfidentialVault } = await import("../../devnet/deployConfidentialVault.js");
-    const { FHEVM_HOST } = await import("../../devnet/fhevm.js");
+    const { deployConfidentialVault } = await import("../../devnet/evm/deployConfidentialVault.js");
+    const { FHEVM_HOST } = await import("../../devnet/evm/fhevm.js");
     const info = devnet.networks[NETWORK]!;
     const operator = privateKeyToAccount(generatePrivateKey()).address;
     const receiptSigner = privateKeyToAccount(generatePrivateKey()).address;

@@ -18,7 +18,7 @@ import {
   type PublicClient,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { startDevnet, type Devnet } from "../../devnet/index.js";
+import { startDevnet, type Devnet } from "../../devnet/evm/index.js";
 import { requirementsFor, signPayment } from "../support/payments.js";
 import { reconcileEvmSettlement } from "../../src/chains/evm/reconcile.js";
 

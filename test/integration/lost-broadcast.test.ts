@@ -10,7 +10,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { Hex } from "viem";
-import { startDevnet, type Devnet } from "../../devnet/index.js";
+import { startDevnet, type Devnet } from "../../devnet/evm/index.js";
 import { createService, type Service } from "../../src/app.js";
 import { loadConfig } from "../../src/config/index.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";

@@ -20,7 +20,7 @@ import { startStack, type TestStack } from "../support/stack.js";
 import { availableBackends, openTestDb } from "../support/database.js";
 import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
 import { freePort, until } from "../support/processes.js";
-import { startDevnet, type Devnet } from "../../devnet/index.js";
+import { startDevnet, type Devnet } from "../../devnet/evm/index.js";
 import { createService, type Service } from "../../src/app.js";
 import { loadConfig } from "../../src/config/index.js";
 import { openMigratedDb, type Db, type OpenedDb } from "../../src/storage/db.js";

@@ -20,7 +20,7 @@ import {
 } from "../../devnet/svm/index.js";
 import { privateKeyToAccount } from "viem/accounts";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { startDevnet, type Devnet } from "../../devnet/index.js";
+import { startDevnet, type Devnet } from "../../devnet/evm/index.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { monthOf } from "../../src/features/plans/plans.js";
@@ -34,7 +34,7 @@ import {
   signPayment,
   usdcBalance,
 } from "../support/payments.js";
-import { solanaPaymentRequest } from "../support/solanaPayments.js";
+import { solanaPaymentRequest } from "../chains/svm/payments.js";
 import { freePort, until } from "../support/processes.js";
 
 const PAY_TO = "0x5151515151515151515151515151515151515151" as Hex;

@@ -5,7 +5,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
-import { startDevnet, type Devnet } from "../../devnet/index.js";
+import { startDevnet, type Devnet } from "../../devnet/evm/index.js";
 import { acceptsBatches, batchingUrls } from "../../src/chains/evm/rpcBatchProbe.js";
 import { createEvmPublicClient } from "../../src/chains/evm/rpc.js";
 import { findEvmNetwork } from "../../src/chains/evm/networks.js";

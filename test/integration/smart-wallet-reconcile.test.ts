@@ -26,7 +26,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { ClientEvmSigner } from "@x402/evm";
 import { ExactEvmScheme as ExactEvmClientScheme } from "@x402/evm/exact/client";
 import type { PaymentPayload } from "@x402/core/types";
-import { DEVNET_WALLET_FACTORY_ADDRESS } from "../../devnet/deploy.js";
+import { DEVNET_WALLET_FACTORY_ADDRESS } from "../../devnet/evm/deploy.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { post, requirementsFor } from "../support/payments.js";
 import { setWebhookEndpoint } from "../../src/features/webhooks/webhookRepository.js";

@@ -4,19 +4,18 @@
  * account and an API key ready.
  */
 import type { Hex } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
-import { startDevnet, type Devnet } from "../../devnet/index.js";
-import { startSolanaLedger, type RunningSolana } from "../../devnet/svm/index.js";
-import { solanaService } from "../../devnet/svm/service.js";
-import type { SolanaLedger } from "../../devnet/svm/ledger.js";
-import { startXrplLedger, type RunningXrpl } from "../../devnet/xrpl/index.js";
-import { xrplService } from "../../devnet/xrpl/service.js";
-import { startNearLedger, type RunningNear } from "../../devnet/near/index.js";
-import { nearService } from "../../devnet/near/service.js";
-import { startStarknetLedger, type RunningStarknet } from "../../devnet/starknet/index.js";
-import { starknetService } from "../../devnet/starknet/service.js";
+import { startDevnet, type Devnet } from "../../devnet/evm/index.js";
+import { evmService } from "../../devnet/evm/service.js";
+import {
+  DEVNET_FAMILIES,
+  type AnyDevnetFamily,
+  type DevnetNamespace,
+  type RunningOf,
+  type StartOptionsOf,
+} from "../../devnet/families.js";
+import type { ChainSetups } from "../../src/chains/index.js";
 import { createService, type Service, type ServiceOptions } from "../../src/app.js";
-import { startDevnetFhevm } from "../../devnet/fhevm.js";
+import { startDevnetFhevm } from "../../devnet/evm/fhevm.js";
 import { loadConfig } from "../../src/config/index.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
@@ -35,16 +34,23 @@ export interface TestStack {
   /** symbol → address of every token on the first network, e.g. `assets["USDG"]` on eip155:4663. */
   assets: Record<string, Hex>;
   payerKeys: Hex[];
-  /** The local Solana ledger, when started with `solana: true`. */
-  solana?: RunningSolana & { ledger: SolanaLedger };
-  /** The local XRP Ledger, when started with `xrpl: true`. */
-  xrpl?: RunningXrpl;
-  /** The local NEAR chain, when started with `near: true`. */
-  near?: RunningNear;
-  /** The local Starknet, when started with `starknet: true`. */
-  starknet?: RunningStarknet;
+  /** Each family's running ledger the stack was asked for (`families`), by namespace: `stack.families[namespace]`. */
+  families: RunningFamilies;
   stop(): Promise<void>;
 }
+
+/** The running ledger of each family asked for, by namespace. */
+type RunningFamilies = { [N in DevnetNamespace]?: RunningOf<N> };
+
+/**
+ * A family's ledger next to the service: its start options (the
+ * descriptor's quick pace unless given), and `rpcUrl`, which puts
+ * something (a failing proxy) between the service and the ledger: it gets
+ * the ledger's URL and returns the one to use.
+ */
+type FamilyStackOptions<N extends DevnetNamespace> = Partial<StartOptionsOf<N>> & {
+  rpcUrl?: (ledgerUrl: string) => Promise<string>;
+};
 
 export interface StackOptions {
   backend?: Backend;
@@ -60,25 +66,12 @@ export interface StackOptions {
   beforeService?: (devnet: Devnet) => Promise<void>;
   facilitators?: number;
   payers?: number;
-  /** Also run a local Solana ledger and serve Solana. */
-  solana?: boolean;
-  /** Puts something (a failing proxy) between the service and the Solana ledger: gets its URL, returns the one to use. */
-  solanaRpcUrl?: (ledgerUrl: string) => Promise<string>;
-  /** Also run a local XRP Ledger and serve xrpl:0 (closing a ledger every `xrplCloseMs`, default 1000). */
-  xrpl?: boolean;
-  xrplCloseMs?: number;
-  /** Puts something (a failing proxy) between the service and the XRP Ledger: gets its URL, returns the one to use. */
-  xrplRpcUrl?: (ledgerUrl: string) => Promise<string>;
-  /** Also run a local NEAR chain and serve near:mainnet (a block every `nearBlockMs`, default 500). */
-  near?: boolean;
-  nearBlockMs?: number;
-  /** Puts something (a failing proxy) between the service and the NEAR chain. */
-  nearRpcUrl?: (chainUrl: string) => Promise<string>;
-  /** Also run a local Starknet and serve starknet:SN_MAIN (a block every `starknetBlockMs`, default 200). */
-  starknet?: boolean;
-  starknetBlockMs?: number;
-  /** Puts something (a failing proxy) between the service and Starknet: gets its URL, returns the one to use. */
-  starknetRpcUrl?: (nodeUrl: string) => Promise<string>;
+  /**
+   * Also run these families' local ledgers (devnet/families.ts) and serve
+   * them: `families: { [namespace]: { ...start options, rpcUrl } }`, `{}` for the
+   * family's quick pace.
+   */
+  families?: { [N in DevnetNamespace]?: FamilyStackOptions<N> };
   /** Serve confidential settlement with the devnet's vault on eip155:8453 (mock coprocessor in-process). */
   confidential?: boolean;
   /** The vault's challenge window in seconds (default 0: a closed day is released at once). */
@@ -111,12 +104,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     return start();
   });
   await opts.beforeService?.(devnet);
-  const solana = opts.solana ? await startSolanaLedger({ slotMs: 100 }) : undefined;
-  const xrpl = opts.xrpl ? await startXrplLedger({ closeMs: opts.xrplCloseMs ?? 1000 }) : undefined;
-  const near = opts.near ? await startNearLedger({ blockMs: opts.nearBlockMs ?? 500 }) : undefined;
-  const starknet = opts.starknet
-    ? await startStarknetLedger({ blockMs: opts.starknetBlockMs ?? 200 })
-    : undefined;
+  const families = await startFamilies(opts.families ?? {});
   const database = await openTestDb(opts.backend ?? "pglite");
   const config = loadConfig({
     FACILITATOR_MODE: "devnet",
@@ -126,18 +114,14 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     SETTLE_TIMEOUT_MS: "20000",
     ...opts.env,
   });
-  const infos = Object.entries(devnet.networks);
-  const first = infos[0]!;
+  const first = Object.entries(devnet.networks)[0]!;
   const vault = devnet.networks["eip155:8453"]?.confidential;
   if (opts.confidential && !vault)
     throw new Error("confidential: true needs eip155:8453 in networks");
   const service = await createService({
     config,
     database,
-    devnetPayers: first[1].payerPrivateKeys.map((k) => ({
-      address: privateKeyToAccount(k).address,
-      privateKey: k,
-    })),
+    devnetPayers: evmService.payers(devnet),
     ...(opts.confidential && vault
       ? {
           confidential: {
@@ -164,22 +148,11 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         : {}),
     },
     chains: {
-      eip155: {
-        networks: await Promise.all(
-          infos.map(async ([id, info]) => ({
-            id,
-            rpcUrls: [opts.evmRpcUrl ? await opts.evmRpcUrl(info.rpcUrl) : info.rpcUrl],
-            maxGasPriceWei: opts.maxGasPriceWei,
-          })),
-        ),
-        privateKeys: first[1].facilitatorPrivateKeys as Hex[],
-      },
-      ...(solana ? solanaService.setup(solana, await opts.solanaRpcUrl?.(solana.info.rpcUrl)) : {}),
-      ...(xrpl ? xrplService.setup(xrpl, await opts.xrplRpcUrl?.(xrpl.info.rpcUrl)) : {}),
-      ...(near ? nearService.setup(near, await opts.nearRpcUrl?.(near.info.rpcUrl)) : {}),
-      ...(starknet
-        ? starknetService.setup(starknet, await opts.starknetRpcUrl?.(starknet.info.rpcUrl))
-        : {}),
+      ...(await evmService.setup(devnet, {
+        ...(opts.evmRpcUrl ? { rpcUrl: opts.evmRpcUrl } : {}),
+        ...(opts.maxGasPriceWei !== undefined ? { maxGasPriceWei: opts.maxGasPriceWei } : {}),
+      })),
+      ...families.setups,
     },
   });
   const url = await service.listen();
@@ -196,18 +169,42 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     usdc: first[1].assets["USDC"] as Hex,
     assets: { ...first[1].assets } as Record<string, Hex>,
     payerKeys: first[1].payerPrivateKeys as Hex[],
-    ...(solana ? { solana } : {}),
-    ...(xrpl ? { xrpl } : {}),
-    ...(near ? { near } : {}),
-    ...(starknet ? { starknet } : {}),
+    families: families.running,
     async stop() {
       await service.close();
       await database.close();
       await devnet.stop();
-      await solana?.stop();
-      await xrpl?.stop();
-      await near?.stop();
-      await starknet?.stop();
+      await families.stop();
     },
+  };
+}
+
+/**
+ * Starts the ledger of each family asked for, through its devnet descriptor,
+ * and gives what the service is given for them; one that fails to start
+ * stops the ones before it.
+ */
+async function startFamilies(asked: NonNullable<StackOptions["families"]>) {
+  const running: Record<string, { stop(): Promise<unknown> }> = {};
+  const setups: ChainSetups[] = [];
+  const stop = async () => {
+    for (const ledger of Object.values(running).reverse()) await ledger.stop();
+  };
+  try {
+    for (const [namespace, options] of Object.entries(asked)) {
+      const family = DEVNET_FAMILIES[namespace as DevnetNamespace] as AnyDevnetFamily;
+      const { rpcUrl, ...start } = options as FamilyStackOptions<DevnetNamespace>;
+      const ledger = await family.start({ ...family.quick, ...start });
+      running[namespace] = ledger;
+      setups.push(family.setup(ledger, await rpcUrl?.(ledger.info.rpcUrl)));
+    }
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return {
+    running: running as RunningFamilies,
+    setups: Object.assign({}, ...setups) as ChainSetups,
+    stop,
   };
 }

@@ -14,7 +14,7 @@ import {
   type PublicClient,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { startDevnet, type Devnet } from "../../../devnet/index.js";
+import { startDevnet, type Devnet } from "../../../devnet/evm/index.js";
 import { GasLimits } from "./gasLimits.js";
 import { FeeOracle, GasLimitTooHighError, type Fees } from "./feeOracle.js";
 

@@ -69,6 +69,38 @@ function feeOf(receipt: { actual_fee?: { amount?: unknown; unit?: unknown } }): 
   }
 }
 
+/**
+ * The most gas of each resource one settlement may reserve, whatever its
+ * simulation asks: the payer's account contract is arbitrary code, and its
+ * `is_valid_signature` runs inside our transaction, so an account that
+ * burns gas there would otherwise raise the bounds we sign, up to the fee
+ * ceiling. A settlement is one `execute_from_outside_v2` with one
+ * `transfer`. On the local node it consumes 850,000 L2 gas and 192 L1 data
+ * gas and no L1 gas, and starknet.js's 1.5 margin makes bounds of 1,275,000
+ * and 288. The ceilings allow 12 times those bounds in L2 gas (room for an
+ * account whose signature check is far heavier than a Stark-curve one, such
+ * as a secp256r1 or multi-signer check) and 7 times in L1 data gas (a few
+ * storage writes more). A transfer sends no message to L1 and needs no L1
+ * gas, but a node may still quote a little for an invoke; 20,000 lets such
+ * a quote through (the fee ceiling bounds what it costs) instead of
+ * refusing every payment. Bounds above any of them are refused before
+ * anything is sent.
+ */
+export const RESOURCE_CEILINGS = {
+  l2_gas: 15_000_000n,
+  l1_data_gas: 2_000n,
+  l1_gas: 20_000n,
+} as const;
+
+/** The resources whose bounds exceed their ceiling, as `name: amount > ceiling`. */
+export function boundsAboveCeilings(bounds: ResourceBounds): string[] {
+  const all = bounds as unknown as Record<string, { max_amount: unknown } | undefined>;
+  return Object.entries(RESOURCE_CEILINGS).flatMap(([name, ceiling]) => {
+    const amount = BigInt(String(all[name]?.max_amount ?? 0));
+    return amount > ceiling ? [`${name}: ${amount} > ${ceiling}`] : [];
+  });
+}
+
 /** The most a transaction with these bounds can cost, in FRI. */
 function maxFeeOf(bounds: ResourceBounds): bigint {
   const all = bounds as unknown as Record<
@@ -489,6 +521,13 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
     });
     if (!held.ok)
       return fail(StarknetReason.simulation, `a simulation of the settlement: ${held.message}`);
+    const above = boundsAboveCeilings(sim.resourceBounds);
+    if (above.length > 0) {
+      return fail(
+        StarknetReason.feeTooHigh,
+        `the settlement's simulation asks for more gas than a payment may use (${above.join(", ")}): the payer's account spends too much checking its signature; nothing was sent`,
+      );
+    }
     const ceiling = this.settings.maxFeeFri;
     const fee = maxFeeOf(sim.resourceBounds);
     if (ceiling !== undefined && fee > ceiling) {

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import type { TypedData } from "starknet";
+import { typedData, type TypedData } from "starknet";
 import { outsideExecutionFor } from "./clients/exactClient.js";
 import { STARKNET_USDC } from "./networks.js";
 import { holdsExpectedTransfer } from "./exactScheme.js";
@@ -10,6 +10,7 @@ import {
   TRANSFER_EVENT_KEY,
   checkOutsideExecution,
   parseOutsideExecution,
+  signedMessageHash,
   type CheckSettings,
 } from "./outsideExecution.js";
 
@@ -66,6 +67,21 @@ test("a payload built as the client builds it passes, its payer padded and its t
   assert.equal(out.payer, `0x0${PAYER.slice(2)}`);
   assert.equal(out.oe.nonce, 0x1234n);
   assert.equal(out.oe.typedData.domain.chainId, "0x534e5f4d41494e");
+});
+
+test("the signed hash is starknet.js's SNIP-12 message hash of the canonical typed data, on every chain (its domain hashed once per chain)", () => {
+  for (const chainId of ["0x534e5f4d41494e", "0x534e5f5345504f4c4941", "0x534e5f4d41494e"]) {
+    const p = payload(requirements(), (td) => ({ ...td, domain: { ...td.domain, chainId } }));
+    const parsed = parseOutsideExecution(p);
+    assert.ok(parsed.ok);
+    const out = checkOutsideExecution(p, requirements(), { ...settings, chainId });
+    assert.ok(out.ok);
+    assert.equal(
+      signedMessageHash(p, parsed.oe),
+      typedData.getMessageHash(out.oe.typedData, out.payer),
+      chainId,
+    );
+  }
 });
 
 test("felts spelled differently (padding, decimal, chain id as a short string) are the same payment", () => {

@@ -13,9 +13,6 @@
  *   decides, and past the time budget the answer is `settlement_pending`.
  * - Confirmation waits for the configured commitment (`confirmed` by
  *   default), within the settle time budget.
- * - Each transaction's fee is held against the network's failed-fee budget
- *   (failedFeeBudget.ts) from before it is journaled until its outcome is
- *   known; a failed one's fee counts for the hour.
  */
 import {
   getBase58Decoder,
@@ -28,7 +25,7 @@ import {
 import { TransactionOnchainFailureError, toFacilitatorSvmSigner } from "@x402/svm";
 import type { FacilitatorSvmSigner } from "@x402/svm";
 import type { Logger } from "../../lib/logger.js";
-import type { TransactionJournal } from "../ports.js";
+import type { TransactionJournal, TransactionPhase } from "../ports.js";
 import {
   FailedFeeBudgetSpentError,
   noteBudgetRefusal,
@@ -51,8 +48,10 @@ export interface FeePayerOptions {
   /** Fee payers with fewer lamports leave the rotation. */
   minLamports: bigint;
   onSignerHealth?: (address: string, healthy: boolean, lamports: bigint) => void;
+  /** How long a settle's broadcast (journal entry and send) and its confirmation wait took. */
+  onPhase?: (phase: TransactionPhase, seconds: number) => void;
   pollMs?: number;
-  /** The network's failed-fee budget; absent: none. */
+  /** The network's failed-fee budget (failedFeeBudget.ts); absent: none. */
   failedFees?: FailedFeeBudget;
   /** What a transaction that landed cost its fee payer (lamports). */
   onFeePaid?: (status: "success" | "reverted", lamports: bigint) => void;
@@ -86,8 +85,8 @@ export class SvmFeePayers {
       getSigner: (feePayer) => this.keyOf(feePayer),
       signTransaction: (tx, feePayer, network) =>
         this.innerOf(feePayer).signTransaction(tx, feePayer, network),
-      sendTransaction: (tx) => this.send(tx),
-      confirmTransaction: (signature) => this.confirm(signature),
+      sendTransaction: (tx) => this.timed("broadcast", this.send(tx)),
+      confirmTransaction: (signature) => this.timed("inclusion", this.confirm(signature)),
     };
   }
 
@@ -114,6 +113,17 @@ export class SvmFeePayers {
       };
     }
     return out as FacilitatorSvmSigner;
+  }
+
+  /** Reports how long `work` took once it succeeds (the settle stages' figures split further). */
+  private timed<T>(phase: TransactionPhase, work: Promise<T>): Promise<T> {
+    const onPhase = this.opts.onPhase;
+    if (!onPhase) return work;
+    const started = performance.now();
+    return work.then((value) => {
+      onPhase(phase, (performance.now() - started) / 1000);
+      return value;
+    });
   }
 
   /** The next fee payer to offer in /supported: round robin among those with SOL. */
@@ -180,11 +190,25 @@ export class SvmFeePayers {
   /** The fee of each transaction in flight, and its hold on the failed-fee budget. */
   private readonly fees = new Map<string, { fee: bigint; hold: symbol | undefined }>();
 
+  /**
+   * Gives a transaction's hold back: landed (`reverted` counts its fee for
+   * the hour), refused, or no longer followed here (its journal entry, still
+   * `sent`, keeps it counted for every replica until its hour is over).
+   */
+  private release(signature: string, reverted: boolean): bigint | undefined {
+    const known = this.fees.get(signature);
+    if (!known) return undefined;
+    this.fees.delete(signature);
+    if (known.hold) this.opts.failedFees?.finish(known.hold, reverted, known.fee);
+    return known.fee;
+  }
+
   private async send(base64: string): Promise<string> {
     const bytes = getBase64Encoder().encode(base64);
     const tx = getTransactionDecoder().decode(bytes);
     const [feePayer, sig] = Object.entries(tx.signatures)[0]!;
     const signature = getBase58Decoder().decode(sig!);
+    // Its fee is held against the failed-fee budget until its outcome is known.
     const fee = transactionFee(tx.messageBytes);
     if (!this.fees.has(signature)) {
       try {
@@ -238,19 +262,6 @@ export class SvmFeePayers {
   }
 
   /**
-   * Gives a transaction's hold back: landed (`reverted` counts its fee for
-   * the hour), refused, or no longer followed here (its journal entry, still
-   * `sent`, keeps it counted for every replica until its hour is over).
-   */
-  private release(signature: string, reverted: boolean): bigint | undefined {
-    const known = this.fees.get(signature);
-    if (!known) return undefined;
-    this.fees.delete(signature);
-    if (known.hold) this.opts.failedFees?.finish(known.hold, reverted, known.fee);
-    return known.fee;
-  }
-
-  /**
    * Waits for `signature` to reach the configured commitment. Every
    * settlement waiting at once is followed by one poller, which asks for all
    * their statuses in one `getSignatureStatuses` call per tick (up to 256
@@ -272,9 +283,15 @@ export class SvmFeePayers {
   private polling: Promise<void> | undefined;
 
   private async pollStatuses(): Promise<void> {
+    const every = this.opts.pollMs ?? STATUS_POLL_MS;
     try {
+      let tickAt = Date.now();
       while (this.waiting.size > 0) {
-        await new Promise((r) => setTimeout(r, this.opts.pollMs ?? 200));
+        // Ticks keep their cadence: the time a tick's call took comes off the
+        // wait before the next one, so a slow node does not stretch every
+        // settle's wait by its own latency on top of the interval.
+        tickAt = Math.max(tickAt + every, Date.now());
+        await new Promise((r) => setTimeout(r, tickAt - Date.now()));
         const signatures = [...this.waiting.keys()];
         for (let i = 0; i < signatures.length; i += STATUSES_PER_CALL) {
           const chunk = signatures.slice(i, i + STATUSES_PER_CALL);
@@ -282,7 +299,7 @@ export class SvmFeePayers {
             .getSignatureStatuses(chunk as Signature[])
             .send()
             .catch(() => ({ value: chunk.map(() => null) }));
-          await Promise.all(chunk.map((signature, j) => this.decide(signature, value[j] ?? null)));
+          for (const [j, signature] of chunk.entries()) this.decide(signature, value[j] ?? null);
         }
       }
     } finally {
@@ -293,48 +310,55 @@ export class SvmFeePayers {
     }
   }
 
-  /** Settles the waiters of one signature once its status says how it ended, or time is up. */
-  private async decide(signature: string, status: SignatureStatus | null): Promise<void> {
+  /**
+   * Settles the waiters of one signature once its status says how it ended,
+   * or time is up. An ended signature leaves the poll at once and its
+   * waiters are answered once the journal holds the chain's word: the next
+   * tick does not wait for that write, nor ask about the signature again.
+   */
+  private decide(signature: string, status: SignatureStatus | null): void {
     const waiters = this.waiting.get(signature);
     if (!waiters) return;
     const wanted = RANK[this.opts.commitment]!;
-    let outcome: { error?: unknown } | undefined;
-    try {
-      if (status?.err) {
-        const fee = this.fees.get(signature)?.fee;
-        await this.opts.journal.finished(signature, "reverted", status.slot, fee);
-        if (this.release(signature, true) !== undefined) this.opts.onFeePaid?.("reverted", fee!);
-        outcome = {
-          error: new TransactionOnchainFailureError(
-            `transaction ${signature} failed on-chain: ${JSON.stringify(status.err)}`,
-          ),
-        };
-      } else if (status && (RANK[status.confirmationStatus ?? "processed"] ?? 0) >= wanted) {
-        const fee = this.fees.get(signature)?.fee;
-        await this.opts.journal.finished(signature, "success", status.slot, fee);
-        if (this.release(signature, false) !== undefined) this.opts.onFeePaid?.("success", fee!);
-        outcome = {};
-      }
-    } catch (e) {
-      // The journal could not record the chain's word: this settle does not
-      // answer; the reconciler reads the chain again.
-      outcome = { error: e };
+    const ended = status?.err
+      ? "reverted"
+      : status && (RANK[status.confirmationStatus ?? "processed"] ?? 0) >= wanted
+        ? "success"
+        : undefined;
+    if (status && ended) {
+      this.waiting.delete(signature);
+      const failure =
+        ended === "reverted"
+          ? new TransactionOnchainFailureError(
+              `transaction ${signature} failed on-chain: ${describeChainError(status.err)}`,
+            )
+          : undefined;
+      const fee = this.release(signature, ended === "reverted");
+      if (fee !== undefined) this.opts.onFeePaid?.(ended, fee);
+      this.opts.journal.finished(signature, ended, status.slot, fee).then(
+        () => {
+          for (const w of waiters) {
+            if (failure) w.reject(failure);
+            else w.resolve();
+          }
+        },
+        // The journal could not record the chain's word: this settle does not
+        // answer; the reconciler reads the chain again.
+        (e: unknown) => {
+          for (const w of waiters) w.reject(e);
+        },
+      );
+      return;
     }
     const now = Date.now();
+    if (!waiters.some((w) => now >= w.deadline)) return;
     const timedOut = new Error(
       `transaction ${signature} not ${this.opts.commitment} within ${this.opts.confirmTimeoutMs} ms`,
     );
     const still = waiters.filter((w) => {
-      if (outcome) {
-        if (outcome.error === undefined) w.resolve();
-        else w.reject(outcome.error);
-        return false;
-      }
-      if (now >= w.deadline) {
-        w.reject(timedOut);
-        return false;
-      }
-      return true;
+      if (now < w.deadline) return true;
+      w.reject(timedOut);
+      return false;
     });
     if (still.length > 0) this.waiting.set(signature, still);
     else {
@@ -343,6 +367,15 @@ export class SvmFeePayers {
     }
   }
 }
+
+/**
+ * How often waiting signatures are asked about when the operator sets no
+ * interval. A transaction is confirmed at a slot boundary (every 400 ms), and
+ * a settle learns it on the next tick: half an interval later on average.
+ * One call serves every waiting settlement, so asking every 100 ms costs the
+ * node ten calls a second while any settle waits, however many do.
+ */
+const STATUS_POLL_MS = 100;
 
 /** `getSignatureStatuses` takes at most 256 signatures a call. */
 const STATUSES_PER_CALL = 256;
@@ -357,6 +390,15 @@ interface SignatureStatus {
   err: unknown;
   slot: bigint;
   confirmationStatus: string | null;
+}
+
+/**
+ * A transaction's on-chain error as text. kit reads the RPC's integers as
+ * BigInt (an instruction's index, a custom program error's code), which
+ * `JSON.stringify` refuses to write.
+ */
+export function describeChainError(err: unknown): string {
+  return JSON.stringify(err, (_, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
 }
 
 function isTransportFailure(e: unknown): boolean {

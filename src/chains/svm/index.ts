@@ -41,7 +41,7 @@ import type {
   PreparedPayment,
   ReconcileOutcome,
 } from "../ports.js";
-import { SvmFeePayers, type Commitment } from "./feePayers.js";
+import { SvmFeePayers, describeChainError, type Commitment } from "./feePayers.js";
 import { svmAuthorizationKey, svmPayerOf, svmShapeError } from "./paymentIdentity.js";
 import { FailedFeeBudget } from "../failedFeeBudget.js";
 import { svmFailureCause, tokenAccountFields } from "./failures.js";
@@ -150,6 +150,9 @@ export class SvmChainAdapter implements ChainFamily {
             Number(lamports) / 1e9,
             Number(settings.minFeePayerLamports) / 1e9,
           ),
+        ...(ctx.onTransactionPhase
+          ? { onPhase: (phase, seconds) => ctx.onTransactionPhase?.(id, phase, seconds) }
+          : {}),
         ...(ctx.pollingIntervalMs !== undefined ? { pollMs: ctx.pollingIntervalMs } : {}),
       });
       this.runtimes.set(id, {
@@ -346,7 +349,7 @@ export class SvmChainAdapter implements ChainFamily {
       return {
         status: "failed",
         reason: SvmReason.transactionFailed,
-        message: `the settlement transaction failed on-chain: ${JSON.stringify(status.err)}`,
+        message: `the settlement transaction failed on-chain: ${describeChainError(status.err)}`,
         transaction: latest.reference,
       };
     }

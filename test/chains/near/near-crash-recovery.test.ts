@@ -18,7 +18,7 @@ import { createAccount } from "../../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../../src/features/keys/apiKeys.js";
 import { freePort, signalAndWait, startServiceProcess, until } from "../../support/processes.js";
 import { post } from "../../support/payments.js";
-import { nearPayment, nearRequirements, payerKey } from "../../support/nearPayments.js";
+import { nearPayment, nearRequirements, payerKey } from "./payments.js";
 
 let near: RunningNear;
 let child: ChildProcess | undefined;

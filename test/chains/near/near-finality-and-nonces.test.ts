@@ -16,7 +16,7 @@ import { baseDecode } from "@near-js/utils";
 import { startStack, type TestStack } from "../../support/stack.js";
 import { post } from "../../support/payments.js";
 import { until } from "../../support/processes.js";
-import { nearPayment, nearRequirements, payerKey } from "../../support/nearPayments.js";
+import { nearPayment, nearRequirements, payerKey } from "./payments.js";
 
 type Answer = { success: boolean; errorReason?: string; transaction: string };
 
@@ -25,8 +25,7 @@ describe("NEAR slow finality and relayer nonces", () => {
 
   before(async () => {
     stack = await startStack({
-      near: true,
-      nearBlockMs: 200,
+      families: { near: { blockMs: 200 } },
       env: { SETTLE_TIMEOUT_MS: "1500" },
     });
   });
@@ -34,7 +33,7 @@ describe("NEAR slow finality and relayer nonces", () => {
     await stack.stop();
   });
 
-  const near = () => stack.near!;
+  const near = () => stack.families.near!;
   const usdcOf = (account: string) =>
     near().ledger.token(near().info.assets.USDC)!.balanceOf(account);
   const settle = async (body: unknown) =>

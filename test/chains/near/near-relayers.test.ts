@@ -16,7 +16,7 @@ import type { JournalEntry, TransactionJournal } from "../../../src/chains/ports
 import { DbSignerLeases } from "../../../src/features/signers/dbSignerLeases.js";
 import { createLogger } from "../../../src/lib/logger.js";
 import { openTestDb } from "../../support/database.js";
-import { nearRequirements, signedDelegateFor } from "../../support/nearPayments.js";
+import { nearRequirements, signedDelegateFor } from "./payments.js";
 import { until } from "../../support/processes.js";
 
 const ONE_NEAR = 10n ** 24n;

@@ -35,17 +35,17 @@ describe("Starknet slow blocks, reverts and executors", () => {
 
   before(async () => {
     stack = await startStack({
-      starknet: true,
+      families: { starknet: {} },
       env: { SETTLE_TIMEOUT_MS: "1500" },
     });
-    provider = new RpcProvider({ nodeUrl: stack.starknet!.info.rpcUrl });
+    provider = new RpcProvider({ nodeUrl: stack.families.starknet!.info.rpcUrl });
   });
   after(async () => {
     await stack.stop();
   });
 
-  const ledger = () => stack.starknet!.ledger;
-  const info = () => stack.starknet!.info;
+  const ledger = () => stack.families.starknet!.ledger;
+  const info = () => stack.families.starknet!.info;
   const usdcOf = (a: string) => ledger().balanceOf(STARKNET_USDC, a);
   const requirements = (amount: string): PaymentRequirements => ({
     scheme: "exact",
@@ -235,7 +235,7 @@ describe("Starknet slow blocks, reverts and executors", () => {
     // The service knows the executor's next nonce from the burst before.
     const warm = await signed(0, requirements("4900"));
     assert.equal((await settleToEnd(warm.body)).success, true);
-    const key = stack.starknet!.executors.find(
+    const key = stack.families.starknet!.executors.find(
       (e) => BigInt(e.address) === BigInt(info().executors[0]!),
     )!;
     const direct = new Account({

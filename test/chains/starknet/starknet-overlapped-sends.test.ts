@@ -113,13 +113,16 @@ describe("Starknet: one executor's sends overlap", () => {
 
   before(async () => {
     stack = await startStack({
-      starknet: true,
-      starknetRpcUrl: async (nodeUrl) => {
-        proxy = await startHoldingProxy(nodeUrl);
-        return proxy.url;
+      families: {
+        starknet: {
+          rpcUrl: async (nodeUrl) => {
+            proxy = await startHoldingProxy(nodeUrl);
+            return proxy.url;
+          },
+        },
       },
     });
-    provider = new RpcProvider({ nodeUrl: stack.starknet!.info.rpcUrl });
+    provider = new RpcProvider({ nodeUrl: stack.families.starknet!.info.rpcUrl });
   });
   after(async () => {
     await stack?.stop();
@@ -127,8 +130,8 @@ describe("Starknet: one executor's sends overlap", () => {
   });
 
   test("sends leave before the one ahead is accepted, in nonce order; each payment signed once and landed once", async () => {
-    const info = stack.starknet!.info;
-    const ledger = stack.starknet!.ledger;
+    const info = stack.families.starknet!.info;
+    const ledger = stack.families.starknet!.ledger;
     const requirements = (amount: string): PaymentRequirements => ({
       scheme: "exact",
       network: STARKNET_MAINNET,

@@ -41,7 +41,7 @@ import {
 import { createTokenAccount } from "../../../devnet/svm/setup.js";
 import type { SolanaLedger } from "../../../devnet/svm/ledger.js";
 import type { SvmChainAdapter } from "../../../src/chains/svm/index.js";
-import { SOLANA_NETWORK as NETWORK, testSvmFamily } from "../../support/svmFamily.js";
+import { SOLANA_NETWORK as NETWORK, testSvmFamily } from "./family.js";
 
 describe("hand-built Solana payments an attacker would try", () => {
   let devnet: RunningSolana & { ledger: SolanaLedger };

@@ -14,9 +14,9 @@ import { startSolanaLedger, type RunningSolana } from "../../../devnet/svm/index
 import type { SolanaLedger } from "../../../devnet/svm/ledger.js";
 import type { SvmChainAdapter } from "../../../src/chains/svm/index.js";
 import { noopJournal } from "../../../src/chains/ports.js";
-import { SOLANA_NETWORK as NETWORK, testSvmFamily } from "../../support/svmFamily.js";
+import { SOLANA_NETWORK as NETWORK, testSvmFamily } from "./family.js";
 import { startRpcProxy, type RpcProxy } from "../../support/rpcProxy.js";
-import { solanaPaymentRequest } from "../../support/solanaPayments.js";
+import { solanaPaymentRequest } from "./payments.js";
 
 // Enough that one call per settlement (at least this many) stands clear of
 // one call a tick for all of them (a few, over a 400 ms slot at 50 ms ticks).

@@ -15,9 +15,9 @@ import {
   SVM_PAY_TO_WITHOUT_TOKEN_ACCOUNT,
   type SvmChainAdapter,
 } from "../../../src/chains/svm/index.js";
-import { SOLANA_NETWORK as NETWORK, testSvmFamily } from "../../support/svmFamily.js";
+import { SOLANA_NETWORK as NETWORK, testSvmFamily } from "./family.js";
 import { startRpcProxy, type RpcProxy } from "../../support/rpcProxy.js";
-import { solanaPaymentRequest } from "../../support/solanaPayments.js";
+import { solanaPaymentRequest } from "./payments.js";
 
 describe("Solana payTo token accounts", () => {
   let devnet: RunningSolana & { ledger: SolanaLedger };

@@ -16,7 +16,7 @@ import { ValidatedLedgers } from "../../../src/chains/xrpl/validatedLedgers.js";
 import { XrplRpc } from "../../../src/chains/xrpl/rpc.js";
 import { startStack, type TestStack } from "../../support/stack.js";
 import { paymentRequest, post } from "../../support/payments.js";
-import { xrpRequirements } from "../../support/xrplPayments.js";
+import { xrpRequirements } from "./payments.js";
 import { until } from "../../support/processes.js";
 
 const HOUR_MS = 3_600_000;
@@ -90,8 +90,8 @@ describe("settling on the XRP Ledger as the stream drops and returns", () => {
   let ws: Client;
 
   before(async () => {
-    stack = await startStack({ xrpl: true, xrplCloseMs: 200 });
-    ws = new Client(stack.xrpl!.info.wsUrl);
+    stack = await startStack({ families: { xrpl: { closeMs: 200 } } });
+    ws = new Client(stack.families.xrpl!.info.wsUrl);
     await ws.connect();
   });
   after(async () => {
@@ -102,7 +102,7 @@ describe("settling on the XRP Ledger as the stream drops and returns", () => {
   /** Payer `i`'s payment of `amount` drops, valid for 100 ledgers (20 s here). */
   const signed = async (i: number, amount: string) => {
     const req = xrpRequirements(stack, amount);
-    const wallet = Wallet.fromSeed(stack.xrpl!.info.payerSeeds[i]!);
+    const wallet = Wallet.fromSeed(stack.families.xrpl!.info.payerSeeds[i]!);
     const tx = await ws.autofill({
       ...paymentFor(wallet.classicAddress, req),
       LastLedgerSequence: (await ws.getLedgerIndex()) + 100,
@@ -116,8 +116,8 @@ describe("settling on the XRP Ledger as the stream drops and returns", () => {
 
   /** Settles one payment through the service; checks the ledger and the record. */
   const settleOnce = async (p: Awaited<ReturnType<typeof signed>>) => {
-    const ledger = stack.xrpl!.ledger;
-    const payTo = stack.xrpl!.info.payTo;
+    const ledger = stack.families.xrpl!.ledger;
+    const payTo = stack.families.xrpl!.info.payTo;
     const [payerBefore, payToBefore] = [ledger.xrpBalance(p.payer), ledger.xrpBalance(payTo)];
     const out = (await (await post(stack.url, "/settle", p.body, stack.apiKey)).json()) as {
       success: boolean;
@@ -140,7 +140,7 @@ describe("settling on the XRP Ledger as the stream drops and returns", () => {
   };
 
   test("a payment settles with the stream up, down, and back", async () => {
-    const xrpl = stack.xrpl!;
+    const xrpl = stack.families.xrpl!;
     // Signed first: the WebSocket this test signs through goes down too.
     const payments = [await signed(0, "4101"), await signed(1, "4102"), await signed(2, "4103")];
     await ws.disconnect();

@@ -13,7 +13,7 @@ import { Client, Wallet } from "xrpl";
 import { paymentFor } from "../../../src/chains/xrpl/clients/exactClient.js";
 import { startStack, type TestStack } from "../../support/stack.js";
 import { paymentRequest, post } from "../../support/payments.js";
-import { xrpRequirements } from "../../support/xrplPayments.js";
+import { xrpRequirements } from "./payments.js";
 import { until } from "../../support/processes.js";
 
 describe("XRP Ledger slow validation", () => {
@@ -22,11 +22,10 @@ describe("XRP Ledger slow validation", () => {
 
   before(async () => {
     stack = await startStack({
-      xrpl: true,
-      xrplCloseMs: 200,
+      families: { xrpl: { closeMs: 200 } },
       env: { SETTLE_TIMEOUT_MS: "1500" },
     });
-    ws = new Client(stack.xrpl!.info.wsUrl);
+    ws = new Client(stack.families.xrpl!.info.wsUrl);
     await ws.connect();
   });
   after(async () => {
@@ -34,10 +33,10 @@ describe("XRP Ledger slow validation", () => {
     await stack.stop();
   });
 
-  const ledger = () => stack.xrpl!.ledger;
+  const ledger = () => stack.families.xrpl!.ledger;
   /** Payer `i`'s payment, valid for `ledgersAhead` ledgers past the validated one. */
   const signed = async (i: number, req: PaymentRequirements, ledgersAhead = 60) => {
-    const wallet = Wallet.fromSeed(stack.xrpl!.info.payerSeeds[i]!);
+    const wallet = Wallet.fromSeed(stack.families.xrpl!.info.payerSeeds[i]!);
     const tx = await ws.autofill({
       ...paymentFor(wallet.classicAddress, req),
       LastLedgerSequence: (await ws.getLedgerIndex()) + ledgersAhead,

@@ -7,7 +7,7 @@
  *
  * Production talks to Zama's relayer and KMS through `@zama-fhe/relayer-sdk`
  * (loaded on first use: it carries two WebAssembly modules). The devnet
- * passes the mock instance of `devnet/fhevm.ts`, which has the same shape.
+ * passes the mock instance of `devnet/evm/fhevm.ts`, which has the same shape.
  */
 import { bytesToHex, type Address, type Hex, type LocalAccount } from "viem";
 

@@ -1,6 +1,6 @@
 /**
  * The service's side of the confidential settlement vault
- * (`devnet/contracts/ConfidentialSettlementVault.sol`) on `eip155:8453`.
+ * (`devnet/evm/contracts/ConfidentialSettlementVault.sol`) on `eip155:8453`.
  *
  * How confidential settlement runs, and what this module does in it:
  *   1. Enablement: the merchant's wallet signs `enablementMessage`;

@@ -1,5 +1,5 @@
 /**
- * The ABI of ConfidentialSettlementVault (devnet/contracts/), as viem types
+ * The ABI of ConfidentialSettlementVault (devnet/evm/contracts/), as viem types
  * it. A test checks it against the compiled contract, so the two cannot drift.
  */
 export const confidentialVaultAbi = [

@@ -11,7 +11,7 @@
  *   - The devnet file is written only after every network is ready, so its
  *     existence means "usable".
  */
-import { EVM_NETWORKS, findEvmNetwork, type EvmNetwork } from "../src/chains/evm/networks.js";
+import { EVM_NETWORKS, findEvmNetwork, type EvmNetwork } from "../../src/chains/evm/networks.js";
 import { startAnvil, type AnvilNode } from "./anvil.js";
 import { loadArtifacts } from "./compile.js";
 import { deployNetwork } from "./deploy.js";
@@ -21,7 +21,7 @@ import {
   writeDevnetFile,
   type DevnetFile,
   type DevnetNetworkInfo,
-} from "./devnetFile.js";
+} from "../devnetFile.js";
 import { devnetFacilitatorKeys, devnetPayerKeys } from "./keys.js";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -73,8 +73,8 @@ export {
   readDevnetFile,
   updateDevnetFile,
   writeDevnetFile,
-} from "./devnetFile.js";
-export type { DevnetFile } from "./devnetFile.js";
+} from "../devnetFile.js";
+export type { DevnetFile } from "../devnetFile.js";
 
 export interface DevnetOptions {
   /** CAIP-2 ids; default `["eip155:8453"]`. The caller expands "all" (see allDevnetNetworkIds). */

@@ -11,20 +11,20 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CACHE_DIR, projectRootFrom } from "./compile.js";
 
-test("devnet/ and the compiled dist/devnet/ find the same project root", () => {
+test("devnet/evm/ and the compiled dist/devnet/evm/ find the same project root", () => {
   const root = mkdtempSync(join(tmpdir(), "devnet-root-"));
   try {
     writeFileSync(join(root, "package.json"), "{}");
-    mkdirSync(join(root, "devnet"), { recursive: true });
-    mkdirSync(join(root, "dist", "devnet"), { recursive: true });
-    assert.equal(projectRootFrom(join(root, "devnet")), root);
-    assert.equal(projectRootFrom(join(root, "dist", "devnet")), root);
+    mkdirSync(join(root, "devnet", "evm"), { recursive: true });
+    mkdirSync(join(root, "dist", "devnet", "evm"), { recursive: true });
+    assert.equal(projectRootFrom(join(root, "devnet", "evm")), root);
+    assert.equal(projectRootFrom(join(root, "dist", "devnet", "evm")), root);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
 });
 
 test("the artifact cache is the project's .devnet/artifacts, outside dist/", () => {
-  const repo = dirname(dirname(fileURLToPath(import.meta.url)));
+  const repo = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
   assert.equal(CACHE_DIR, join(repo, ".devnet", "artifacts"));
 });

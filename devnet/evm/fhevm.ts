@@ -36,7 +36,7 @@ import {
   type Hex,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import type { FhevmInstanceLike } from "../src/chains/evm/confidential/fhe.js";
+import type { FhevmInstanceLike } from "../../src/chains/evm/confidential/fhe.js";
 import { devnetCoprocessorSignerKey, devnetFhevmHostOwnerKey, devnetKmsSignerKey } from "./keys.js";
 
 const require = createRequire(import.meta.url);

@@ -14,8 +14,8 @@ import {
   type Action,
 } from "@near-js/transactions";
 import type { PaymentRequirements } from "@x402/core/types";
-import { NEAR_MAINNET, type RunningNear } from "../../devnet/near/index.js";
-import { paymentRequest } from "./payments.js";
+import { NEAR_MAINNET, type RunningNear } from "../../../devnet/near/index.js";
+import { paymentRequest } from "../../support/payments.js";
 
 export const TGAS = 10n ** 12n;
 

@@ -22,7 +22,7 @@ import { createRequire } from "node:module";
 import { dirname, join, normalize, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Abi, Hex } from "viem";
-import { siblingEntry } from "../src/lib/siblingEntry.js";
+import { siblingEntry } from "../../src/lib/siblingEntry.js";
 
 interface Artifact {
   abi: Abi;
@@ -36,13 +36,13 @@ export type Artifacts = Record<string, Artifact>;
 
 const require = createRequire(import.meta.url);
 const HERE = dirname(fileURLToPath(import.meta.url));
-// The sources sit beside this module: devnet/contracts, or dist/devnet/contracts
+// The sources sit beside this module: devnet/evm/contracts, or dist/devnet/evm/contracts
 // in the compiled service (the build copies them).
 const CONTRACTS_DIR = join(HERE, "contracts");
 
 /**
  * The nearest directory above `dir` that holds a package.json: the project
- * root, both for devnet/ and for the compiled dist/devnet/ (dist/ has no
+ * root, both for devnet/evm/ and for the compiled dist/devnet/evm/ (dist/ has no
  * package.json).
  */
 export function projectRootFrom(dir: string): string {

@@ -3,10 +3,14 @@
  * local ledger allows and a context that records nothing, each part
  * overridable where a test needs its own.
  */
-import type { FamilyContext } from "../../src/chains/ports.js";
-import { noopJournal } from "../../src/chains/ports.js";
-import { createSvm, type SvmChainAdapter, type SvmSettings } from "../../src/chains/svm/index.js";
-import { createLogger } from "../../src/lib/logger.js";
+import type { FamilyContext } from "../../../src/chains/ports.js";
+import { noopJournal } from "../../../src/chains/ports.js";
+import {
+  createSvm,
+  type SvmChainAdapter,
+  type SvmSettings,
+} from "../../../src/chains/svm/index.js";
+import { createLogger } from "../../../src/lib/logger.js";
 
 export const SOLANA_NETWORK = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
 

@@ -46,7 +46,7 @@ export interface AnvilNode {
 }
 
 const require = createRequire(import.meta.url);
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 /** Room for many payments per block; anvil's default is 30M. */
 const BLOCK_GAS_LIMIT = "300000000";

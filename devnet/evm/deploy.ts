@@ -36,7 +36,7 @@ import {
   type AssetInfo,
   type EvmNetwork,
   type TransferMethod,
-} from "../src/chains/evm/networks.js";
+} from "../../src/chains/evm/networks.js";
 import type { Artifacts } from "./compile.js";
 import {
   CONFIDENTIAL_NETWORK_ID,
