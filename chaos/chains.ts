@@ -243,7 +243,9 @@ export async function startEvmChains(parts: () => StackParts): Promise<ChaosChai
       EVM_BLOCK_TIME_MS_8453: "1000",
     },
     traffic: {
+      // Named as its chain entry: the checks find a payment's audit by it.
       ...adapterTraffic(evm, stack, 4),
+      name: "EVM",
       async unfunded(amount) {
         const requirements = await requirementsFor(stack(), evm, amount);
         const key = generatePrivateKey();
