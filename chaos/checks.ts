@@ -38,13 +38,15 @@ interface SettleSuccess {
   payment: string;
   text: string;
   transaction: string;
+  /** The amount the answer says was settled, when it names one. */
+  amount: string | undefined;
   paymentIdentifier: string | undefined;
 }
 
 function successes(history: History): SettleSuccess[] {
   return history.exchanges().flatMap(({ request, answer }) => {
     if (request.path !== "/settle" || !answer || answer.status !== 200) return [];
-    let json: { success?: unknown; transaction?: unknown };
+    let json: { success?: unknown; transaction?: unknown; amount?: unknown };
     try {
       json = JSON.parse(answer.text) as typeof json;
     } catch {
@@ -56,6 +58,7 @@ function successes(history: History): SettleSuccess[] {
         payment: request.payment ?? "(unknown payment)",
         text: answer.text,
         transaction: String(json.transaction),
+        amount: json.amount === undefined ? undefined : String(json.amount),
         paymentIdentifier: request.paymentIdentifier,
       },
     ];
@@ -67,28 +70,57 @@ const lower = (s: string) => (/^0x/i.test(s) ? s.toLowerCase() : s);
 export async function checkInvariants(inp: CheckInputs): Promise<InvariantResult[]> {
   const results: InvariantResult[] = [];
   const audits = new Map(inp.audits.map((a) => [a.network, a]));
+  const auditsByName = new Map(inp.audits.map((a) => [a.name, a]));
   const all = successes(inp.history);
   const byPayment = new Map<string, SettleSuccess[]>();
   for (const s of all) byPayment.set(s.payment, [...(byPayment.get(s.payment) ?? []), s]);
 
-  // 1. Every success answered is exactly one transfer, still on the canonical chain.
+  // 1. Every success answered is exactly one transfer of what was settled,
+  // still on the canonical chain. An `upto` answer names the amount
+  // settled: it must be the one asked, and the one that moved (never the
+  // maximum signed). A success a reorg took back may have landed again in
+  // another transaction of the same settlement (its call re-sent at a new
+  // nonce): the journal links the answered one to it, and that one is
+  // checked as strictly.
   {
     const violations: string[] = [];
+    let upto = 0;
+    let relanded = 0;
     for (const [payment, answers] of byPayment) {
       const record = inp.payments.get(payment);
-      const audit = record && audits.get(record.network);
+      const audit = record && auditsByName.get(record.family);
       if (!record || !audit) {
         violations.push(`${payment}: answered success, but the run never made this payment`);
         continue;
       }
+      if (record.maximum !== undefined) upto++;
+      for (const a of answers) {
+        if (record.maximum !== undefined && a.amount === undefined) {
+          violations.push(`${payment}: an upto success that names no amount settled: ${a.text}`);
+        } else if (a.amount !== undefined && a.amount !== record.amount.toString()) {
+          violations.push(
+            `${payment}: answered ${a.amount} settled, the payment asked ${record.amount}${
+              record.maximum !== undefined ? ` (maximum ${record.maximum})` : ""
+            }`,
+          );
+        }
+      }
       for (const tx of new Set(answers.map((a) => a.transaction))) {
         const problem = await audit.transferProblem(tx, record);
-        if (problem) violations.push(`${payment} (${tx}): ${problem}`);
+        if (!problem) continue;
+        const landed = await landedAgain(inp.db, tx);
+        if (landed && !(await audit.transferProblem(landed, record))) {
+          relanded++;
+          continue;
+        }
+        violations.push(
+          `${payment} (${tx}): ${problem}${landed ? `; its settlement now names ${landed}` : ""}`,
+        );
       }
     }
     results.push({
-      name: "every success:true is exactly one transfer of the exact amount, asset and payTo on the canonical chain",
-      checked: `${byPayment.size} payments answered success`,
+      name: "every success:true is exactly one transfer of the exact amount (upto: the amount settled), asset and payTo on the canonical chain",
+      checked: `${byPayment.size} payments answered success (${upto} upto; ${relanded} landed again in another transaction after a reorg)`,
       violations,
     });
   }
@@ -280,11 +312,14 @@ export async function checkInvariants(inp: CheckInputs): Promise<InvariantResult
   // violation.
   {
     const violations: string[] = [];
-    const rows = await inp.db
-      .selectFrom("settlements")
-      .select(["network", "pay_to", "payer", "amount"])
-      .where("status", "=", "succeeded")
-      .execute();
+    // What a success moved: the amount its answer named (`upto`), else the one asked.
+    const rows = (
+      await inp.db
+        .selectFrom("settlements")
+        .select(["network", "pay_to", "payer", "amount", "settled_amount"])
+        .where("status", "=", "succeeded")
+        .execute()
+    ).map((r) => ({ ...r, amount: r.settled_amount ?? r.amount }));
     const lost = new Set<string>();
     for (const { request, answer } of inp.history.exchanges()) {
       if (request.payment && (!answer || answer.balancer)) lost.add(request.payment);
@@ -350,6 +385,21 @@ export async function checkInvariants(inp: CheckInputs): Promise<InvariantResult
     });
   }
   return results;
+}
+
+/**
+ * The transaction a success now names, when it is not `transaction` and
+ * `transaction` was journaled for that same settlement (re-sent after a reorg).
+ */
+async function landedAgain(db: Db, transaction: string): Promise<string | undefined> {
+  const row = await db
+    .selectFrom("settlement_transactions as t")
+    .innerJoin("settlements as s", "s.id", "t.settlement_id")
+    .select(["s.transaction", "s.status"])
+    .where(sql<string>`lower(t.reference)`, "=", transaction.toLowerCase())
+    .executeTakeFirst();
+  if (!row || row.status !== "succeeded" || !row.transaction) return undefined;
+  return lower(row.transaction) === lower(transaction) ? undefined : row.transaction;
 }
 
 function mb(bytes: number | undefined): string {

@@ -38,7 +38,15 @@ export type HistoryEntry =
   | {
       at: number;
       type: "payment";
-      payment: { id: string; network: string; payer: string; payTo: string; amount: string };
+      payment: {
+        id: string;
+        network: string;
+        payer: string;
+        payTo: string;
+        amount: string;
+        /** `upto`: the most the payer authorised (`amount` is what the settle asks). */
+        maximum?: string;
+      };
     }
   | { at: number; type: "chain"; chain: string; event: string; detail: string };
 

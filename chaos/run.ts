@@ -308,7 +308,8 @@ async function main(): Promise<number> {
         .map(([k, n]) => `${k} ${n}`)
         .join(", ")}`,
     );
-    for (const c of chains) {
+    // Families on one chain share its proxy: reported once.
+    for (const c of chains.filter((c, i) => chains.findIndex((o) => o.rpc === c.rpc) === i)) {
       const t = c.rpc.touched;
       say(
         `  ${c.name} RPC calls: ${t.pass} passed, ${t.delay} delayed, ${t.error} errors, ${t.blackhole} blackholed, ${t.drop} answers lost`,

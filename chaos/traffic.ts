@@ -23,11 +23,16 @@ import type { History, SentRequest } from "./history.js";
 /** One payment the run made (one signed authorization), for the checks. */
 export interface PaymentRecord {
   id: string;
+  /** The traffic family (and chain audit) it was made on. */
+  family: string;
   network: string;
   payer: string;
   payTo: string;
   asset: string;
+  /** What the settle asks: for `upto`, what the request cost, not the maximum signed. */
   amount: bigint;
+  /** `upto`: the most the payer authorised. */
+  maximum?: bigint;
 }
 
 /** What the traffic needs of a chain family. */
@@ -35,11 +40,20 @@ export interface TrafficFamily {
   name: string;
   network: string;
   payers: number;
-  /** A payment by payer `i` of `amount`, signed as its client signs it. */
+  /**
+   * A payment by payer `i` of `amount`, signed as its client signs it.
+   * `accepted` is what the payer signed for, when it is not `requirements`
+   * (`upto`: a maximum, where the settle asks the amount used).
+   */
   pay(
     i: number,
     amount: bigint,
-  ): Promise<{ payload: PaymentPayload; requirements: PaymentRequirements; payer: string }>;
+  ): Promise<{
+    payload: PaymentPayload;
+    requirements: PaymentRequirements;
+    accepted?: PaymentRequirements;
+    payer: string;
+  }>;
   /** Requirements for `amount` to the family's payTo, as a resource server asks. */
   requirements(amount: bigint): Promise<PaymentRequirements>;
   /** A payment from a payer that holds nothing, where the family has one. */
@@ -143,8 +157,11 @@ export class Traffic {
   private async freshPayment(family: TrafficFamily): Promise<{ body: Body; id: string }> {
     const amount = BigInt(this.between(1_000, 99_999));
     const i = this.between(0, family.payers - 1);
-    const { payload, requirements, payer } = await family.pay(i, amount);
-    return { body: this.remember(family, payload, requirements, payer), id: this.lastId() };
+    const { payload, requirements, accepted, payer } = await family.pay(i, amount);
+    return {
+      body: this.remember(family, payload, requirements, payer, accepted),
+      id: this.lastId(),
+    };
   }
 
   private remember(
@@ -152,15 +169,18 @@ export class Traffic {
     payload: PaymentPayload,
     requirements: PaymentRequirements,
     payer: string,
+    accepted: PaymentRequirements = requirements,
   ): Body {
     const id = `${family.name}#${++this.paymentSeq}`;
     this.payments.set(id, {
       id,
+      family: family.name,
       network: family.network,
       payer,
       payTo: requirements.payTo,
       asset: requirements.asset,
       amount: BigInt(requirements.amount),
+      ...(accepted !== requirements ? { maximum: BigInt(accepted.amount) } : {}),
     });
     this.opts.history.record({
       type: "payment",
@@ -170,11 +190,12 @@ export class Traffic {
         payer,
         payTo: requirements.payTo,
         amount: requirements.amount,
+        ...(accepted !== requirements ? { maximum: accepted.amount } : {}),
       },
     });
     return {
       x402Version: 2,
-      paymentPayload: { ...payload, accepted: requirements },
+      paymentPayload: { ...payload, accepted },
       paymentRequirements: requirements,
     };
   }
@@ -259,7 +280,10 @@ export class Traffic {
       // A payment-identifier claim still executing: "retry shortly".
       answer.status === 409 ||
       answer.status === 429 ||
-      (answer.status === 200 && answer.json?.["errorReason"] === "settlement_pending");
+      (answer.status === 200 && answer.json?.["errorReason"] === "settlement_pending") ||
+      // `upto` names one facilitator account, which only one replica holds
+      // at a time: the other refuses, and the client may retry (on it).
+      (answer.status === 200 && answer.json?.["errorReason"] === "no_signer_available");
     if (open) {
       if (attempt < PENDING_RETRIES) {
         this.later.push({
@@ -378,12 +402,15 @@ export class Traffic {
 
   private async verify(family: TrafficFamily, account: number): Promise<void> {
     const amount = BigInt(this.between(1_000, 9_999));
-    const { payload, requirements } = await family.pay(this.between(0, family.payers - 1), amount);
+    const { payload, requirements, accepted } = await family.pay(
+      this.between(0, family.payers - 1),
+      amount,
+    );
     await this.send(
       { kind: "verify", account, path: "/verify" },
       {
         x402Version: 2,
-        paymentPayload: { ...payload, accepted: requirements },
+        paymentPayload: { ...payload, accepted: accepted ?? requirements },
         paymentRequirements: requirements,
       },
     );

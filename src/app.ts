@@ -91,6 +91,7 @@ export async function createService(opts: ServiceOptions) {
   const workers = startWorkers({
     ...{ db, config, recorder, confidential, metrics, log, overrides },
     reconcile: (pending) => facilitator.reconcile(pending),
+    reland: (pending) => facilitator.reland(pending),
     chainSince: await checkChains(db, facilitator.servedFamilies, log),
     networks: facilitator.networks(),
   });

@@ -244,6 +244,8 @@ export type ReconcileOutcome =
   | { status: "pending"; transaction?: string };
 
 export interface PendingSettlement {
+  /** The settlement's id: what a re-land sends is journaled against it. */
+  id?: string;
   network: string;
   request: PaymentRequest;
   /** The transactions journaled for it, oldest first. */
@@ -432,6 +434,17 @@ export interface ChainFamily {
   currentBlock(network: string): Promise<bigint | undefined>;
   /** What became of a settlement from the chain alone; may re-send exactly a journaled transaction. */
   reconcile(pending: PendingSettlement): Promise<ReconcileOutcome>;
+  /**
+   * A success a reorg took back whose journaled transaction can no longer
+   * be mined (another transaction took its nonce): sends the same call
+   * again, from the same account at a new nonce and journaled against the
+   * settlement, when the payer's authorization can still land (`pending`,
+   * with the new reference); `failed` when it cannot. It cannot move money
+   * twice: the call carries the payer's one-time authorization, which any
+   * transaction may spend once. Absent: the family cannot, and such a
+   * success is recorded failed.
+   */
+  reland?(pending: PendingSettlement & { id: string }): Promise<ReconcileOutcome>;
   /**
    * Who caused a settlement that failed on-chain: the payer (its wallet's
    * code, or its own move of the funds or the nonce), or the requirements

@@ -144,6 +144,15 @@ export class PaymentFacilitator {
   }
 
   /**
+   * A reorged success whose journaled transaction can no longer be mined,
+   * sent again when its authorization can still land (see
+   * `ChainFamily.reland`); undefined when its family cannot.
+   */
+  reland(pending: PendingSettlement & { id: string }): Promise<ReconcileOutcome> | undefined {
+    return this.familyOf(pending.network)?.reland?.(pending);
+  }
+
+  /**
    * Who caused a settlement of this payment that failed on-chain. A family
    * that cannot tell, or a read that fails, charges the requirements: the
    * account's own limit then counts it, as it did before payers were told apart.

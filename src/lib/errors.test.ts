@@ -11,6 +11,13 @@ test("a server shutting down, a refused or cut connection is the database being 
   assert.equal(isDatabaseUnavailable(pgError("ECONNREFUSED")), true);
   assert.equal(isDatabaseUnavailable(new Error("Connection terminated unexpectedly")), true);
   assert.equal(
+    isDatabaseUnavailable(
+      new Error("Client has encountered a connection error and is not queryable"),
+    ),
+    true,
+    "a pooled client whose connection broke while PostgreSQL restarted",
+  );
+  assert.equal(
     isDatabaseUnavailable(new Error("query failed", { cause: pgError("ECONNRESET") })),
     true,
     "found through the cause",

@@ -72,7 +72,8 @@ const LOST_CONNECTION_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "E
  * rather than refused the statement: an outage to retry through, never the
  * caller's fault. PostgreSQL's SQLSTATE class 08 (connection exception) and
  * 57P01–57P03 (the server shutting down or starting), node's socket errors,
- * and pg's own message for a connection cut mid-query.
+ * and pg's own messages for a connection cut mid-query and for a client
+ * whose connection broke before it was handed a query.
  */
 export function isDatabaseUnavailable(e: unknown): boolean {
   for (let cause = e, depth = 0; cause && depth < 5; depth++) {
@@ -82,7 +83,12 @@ export function isDatabaseUnavailable(e: unknown): boolean {
         return true;
       }
     }
-    if (typeof message === "string" && /Connection terminated/.test(message)) return true;
+    if (
+      typeof message === "string" &&
+      /Connection terminated|connection error and is not queryable/.test(message)
+    ) {
+      return true;
+    }
     cause = (cause as { cause?: unknown }).cause;
   }
   return false;

@@ -48,6 +48,8 @@ export function startWorkers(opts: {
   db: Db;
   recorder: SettlementRecorder;
   reconcile: (pending: PendingSettlement) => Promise<ReconcileOutcome>;
+  /** A reorged success sent again, where its family can (see `ChainFamily.reland`). */
+  reland?: (pending: PendingSettlement & { id: string }) => Promise<ReconcileOutcome> | undefined;
   /** Per network, the instant before which records belong to an earlier chain. */
   chainSince: ReadonlyMap<string, Date>;
   /** The served networks (the backlog gauges show each, at 0 when idle). */
@@ -70,6 +72,7 @@ export function startWorkers(opts: {
   const successes = new SuccessWatcher({
     recorder: opts.recorder,
     reconcile: opts.reconcile,
+    ...(opts.reland ? { reland: opts.reland } : {}),
     log: log.child({ component: "success-watcher" }),
     windowMs: SUCCESS_WATCH_MS,
   });

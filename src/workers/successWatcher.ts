@@ -5,12 +5,18 @@
  * its family's reconciliation (the same code that finishes interrupted
  * settlements): a transaction no longer on the canonical chain is re-sent
  * exactly as it was signed and journaled (same hash, same nonce: it cannot
- * move money twice), and lands again. Only when the family says it can no
- * longer land (its nonce was taken by another transaction, its
- * authorization was used elsewhere or expired), and says so on two passes
- * in a row (one unreadable receipt is not a verdict), is the success
+ * move money twice), and lands again. When the family says that
+ * transaction can no longer be mined, on two passes in a row (one
+ * unreadable receipt is not a verdict), the payment is not given up while
+ * its authorization can still land: the family sends the same call again at
+ * a new nonce (`reland`; another transaction took the old one), and the row
+ * names the transaction that landed. Only when that cannot land either (the
+ * authorization used elsewhere or expired, the funds gone) is the success
  * recorded as failed, with a `settlement.failed` event and its quota charge
- * given back: the records then agree with the chain. The journal keeps a
+ * given back: the records then agree with the chain. Were a success whose
+ * authorization is still good recorded failed, the merchant would lose a
+ * payment it was promised, and the payer's authorization could be settled
+ * a second time. The journal keeps a
  * success's signed bytes for exactly that re-send, and this watcher drops
  * them once the watch is over.
  */
@@ -23,6 +29,8 @@ import type { SettlementRow } from "../storage/schema.js";
 export interface SuccessWatcherOptions {
   recorder: SettlementRecorder;
   reconcile: (pending: PendingSettlement) => Promise<ReconcileOutcome>;
+  /** Sends a success's call again at a new nonce, where its family can (`ChainFamily.reland`). */
+  reland?: (pending: PendingSettlement & { id: string }) => Promise<ReconcileOutcome> | undefined;
   log: Logger;
   /** How long after its answer a success is watched. */
   windowMs: number;
@@ -101,9 +109,22 @@ export class SuccessWatcher {
   private async recheck(row: SettlementRow): Promise<void> {
     const { recorder, log } = this.opts;
     try {
-      const outcome = await this.opts.reconcile(await recorder.pendingSettlement(row));
+      const pending = await recorder.pendingSettlement(row);
+      let outcome = await this.opts.reconcile(pending);
       if (outcome.status === "succeeded") {
         this.doomed.delete(row.id);
+        // Landed again in another transaction than the one recorded: the row names it.
+        if (
+          row.transaction &&
+          outcome.transaction.toLowerCase() !== row.transaction.toLowerCase()
+        ) {
+          if (await recorder.relanded(row.id, row.transaction, outcome.transaction)) {
+            log.warn(
+              { settlementId: row.id, network: row.network, transaction: outcome.transaction },
+              "a settled payment taken back by a reorg landed again in another transaction",
+            );
+          }
+        }
         return;
       }
       if (outcome.status === "pending") {
@@ -120,6 +141,17 @@ export class SuccessWatcher {
         return;
       }
       this.doomed.delete(row.id);
+      // Its transaction cannot be mined; its authorization may still land.
+      const again = await this.opts.reland?.({ ...pending, id: row.id });
+      if (again && again.status !== "failed") {
+        log.warn(
+          { settlementId: row.id, network: row.network, transaction: again.transaction },
+          "a settled payment's transaction left the canonical chain and lost its nonce; sent the same payment again",
+        );
+        this.opts.onTakenBack?.({ id: row.id, network: row.network, outcome: "resent" });
+        return;
+      }
+      if (again) outcome = { ...outcome, message: `${outcome.message}; ${again.message}` };
       const revoked = await recorder.revokeSuccess(row.id, outcome);
       if (revoked) {
         log.error(

@@ -3,13 +3,17 @@
  * settlement answered `success: true` (its transaction is gone, the payer's
  * authorization unused again, the signer's nonce rolled back). The service
  * re-sends the journaled transaction, exactly as signed, and the transfer
- * is on the canonical chain again, once. When the transaction can no longer
- * land (another transaction took its nonce), the settlement is recorded
- * failed, with a `settlement.failed` event, and its quota unit given back.
+ * is on the canonical chain again, once. When that transaction can no
+ * longer be mined (another transaction took its nonce) but the payer's
+ * authorization can still land, the same payment is sent again at a new
+ * nonce and lands once: still succeeded, still charged, its row naming the
+ * new transaction. Only when the payment cannot land at all is the
+ * settlement recorded failed, with a `settlement.failed` event, and its
+ * quota unit given back.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { createPublicClient, createWalletClient, http, type Hex } from "viem";
+import { createPublicClient, createWalletClient, erc20Abi, http, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { setWebhookEndpoint } from "../../src/features/webhooks/webhookRepository.js";
 import { dropSignedMaterial } from "../../src/features/settlements/settlementWrites.js";
@@ -44,8 +48,8 @@ const anvil = async (method: string, params: unknown[]) => {
   return json.result;
 };
 
-/** Settles a payment of `amount` to `payTo` by payer `i`; its success answer. */
-async function settled(i: number, payTo: Hex, amount: bigint) {
+/** Settles a payment of `amount` to `payTo` by payer `i`; its success's transaction and the body sent. */
+async function settle(i: number, payTo: Hex, amount: bigint) {
   const requirements = requirementsFor({
     network: "eip155:8453",
     usdc: stack.usdc,
@@ -60,8 +64,47 @@ async function settled(i: number, payTo: Hex, amount: bigint) {
   const res = await post(stack.url, "/settle", body, stack.apiKey);
   const answer = (await res.json()) as { success: boolean; transaction: Hex };
   assert.equal(answer.success, true, JSON.stringify(answer));
-  return answer.transaction;
+  return { transaction: answer.transaction, body };
 }
+
+/** Settles a payment of `amount` to `payTo` by payer `i`; its success's transaction. */
+async function settled(i: number, payTo: Hex, amount: bigint) {
+  return (await settle(i, payTo, amount)).transaction;
+}
+
+/** A reorg of the last block, and at once a transaction of our signer at the nonce it freed. */
+async function reorgAndTakeTheNonce() {
+  const signerKey = stack.devnet.networks["eip155:8453"]!.facilitatorPrivateKeys[0] as Hex;
+  const signer = privateKeyToAccount(signerKey);
+  await anvil("anvil_reorg", [1, []]);
+  const nonce = await chain.getTransactionCount({ address: signer.address });
+  await createWalletClient({ account: signer, transport: http(stack.rpcUrl) }).sendTransaction({
+    to: signer.address,
+    value: 0n,
+    nonce,
+    chain: null,
+  });
+  return signer.address;
+}
+
+const quotaUsed = async () =>
+  (
+    await stack.service.db
+      .selectFrom("quota_usage")
+      .select("used")
+      .where("account_id", "=", stack.accountId)
+      .executeTakeFirstOrThrow()
+  ).used;
+
+const eventsOf = async (settlementId: string) =>
+  (
+    await stack.service.db
+      .selectFrom("webhook_events")
+      .select("type")
+      .where("settlement_id", "=", settlementId)
+      .orderBy("seq")
+      .execute()
+  ).map((e) => e.type);
 
 const rowOf = (transaction: string) =>
   stack.service.db
@@ -87,7 +130,7 @@ test("a reorg takes a settled transaction out: it is re-sent from the journal an
   assert.equal(row.status, "succeeded");
 });
 
-test("a reorged transaction whose nonce another transaction took is recorded failed, with settlement.failed, and unbilled", async () => {
+test("a reorged transaction whose nonce another transaction took, and whose payment can no longer land (the payer moved its funds), is recorded failed, with settlement.failed, and unbilled", async () => {
   const payTo = "0x00000000000000000000000000000000000e0e02" as Hex;
   const tx = await settled(1, payTo, 5_432n);
   const before = await rowOf(tx);
@@ -98,17 +141,23 @@ test("a reorged transaction whose nonce another transaction took is recorded fai
     .executeTakeFirstOrThrow();
 
   // The reorg, and at once a transaction of the same signer at the same
-  // nonce from outside the service: the journaled one can no longer land.
-  const signerKey = stack.devnet.networks["eip155:8453"]!.facilitatorPrivateKeys[0] as Hex;
-  const signer = privateKeyToAccount(signerKey);
-  await anvil("anvil_reorg", [1, []]);
-  const nonce = await chain.getTransactionCount({ address: signer.address });
-  await createWalletClient({ account: signer, transport: http(stack.rpcUrl) }).sendTransaction({
-    to: signer.address,
-    value: 0n,
-    nonce,
+  // nonce from outside the service: the journaled one can no longer be
+  // mined. And the payer spends its funds elsewhere: sent again, the
+  // payment cannot land either.
+  await reorgAndTakeTheNonce();
+  const payer = privateKeyToAccount(stack.payerKeys[1]!);
+  const funds = await usdcBalance(stack.rpcUrl, stack.usdc, payer.address);
+  const moved = await createWalletClient({
+    account: payer,
+    transport: http(stack.rpcUrl),
+  }).writeContract({
+    address: stack.usdc,
+    abi: erc20Abi,
+    functionName: "transfer",
+    args: ["0x00000000000000000000000000000000000e0e0f", funds],
     chain: null,
   });
+  assert.equal((await chain.waitForTransactionReceipt({ hash: moved })).status, "success");
 
   const failed = await until(
     "the settlement recorded failed",
@@ -137,6 +186,60 @@ test("a reorged transaction whose nonce another transaction took is recorded fai
     .where("account_id", "=", stack.accountId)
     .executeTakeFirstOrThrow();
   assert.equal(after.used, used.used - 1, "its quota unit is given back");
+});
+
+test("a reorged transaction whose nonce another transaction took, while its authorization is still good, lands again: the same payment, once, still succeeded and charged", async () => {
+  const payTo = "0x00000000000000000000000000000000000e0e04" as Hex;
+  const { transaction: tx, body } = await settle(2, payTo, 6_543n);
+  const { id } = await rowOf(tx);
+  const used = await quotaUsed();
+
+  const signer = await reorgAndTakeTheNonce();
+  assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payTo), 0n, "the reorg took it out");
+
+  // Decided once the row names another transaction, or is no longer a success.
+  const row = await until(
+    "the reorged success decided",
+    async () => {
+      const r = await stack.service.db
+        .selectFrom("settlements")
+        .selectAll()
+        .where("id", "=", id)
+        .executeTakeFirstOrThrow();
+      return (r.status !== "succeeded" || r.transaction !== tx) && r;
+    },
+    60_000,
+  );
+  assert.equal(row.status, "succeeded", `${row.error_reason}: ${row.error_message}`);
+  const again = row.transaction as Hex;
+  assert.notEqual(again, tx);
+  const receipt = await until("the payment mined again", () =>
+    chain.getTransactionReceipt({ hash: again }),
+  );
+  assert.equal(receipt.status, "success");
+  assert.equal(receipt.from.toLowerCase(), signer.toLowerCase(), "sent by the same account");
+  await assert.rejects(chain.getTransactionReceipt({ hash: tx }), "the first is not on the chain");
+  assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payTo), 6_543n, "paid once");
+
+  const journal = await stack.service.db
+    .selectFrom("settlement_transactions")
+    .select("reference")
+    .where("settlement_id", "=", id)
+    .orderBy("created_at")
+    .execute();
+  assert.deepEqual(
+    journal.map((j) => j.reference),
+    [tx, again],
+    "both journaled against the settlement",
+  );
+  assert.deepEqual(await eventsOf(id), ["settlement.succeeded"], "no settlement.failed");
+  assert.equal(await quotaUsed(), used, "still charged, once");
+
+  // The payment presented again is not settled a second time.
+  const res = await post(stack.url, "/settle", body, stack.apiKey);
+  const answer = (await res.json()) as { success: boolean };
+  assert.equal(answer.success, false, JSON.stringify(answer));
+  assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payTo), 6_543n, "still paid once");
 });
 
 test("a success's signed bytes stay in the journal while a reorg can take it back, and are dropped once its watch is over", async () => {

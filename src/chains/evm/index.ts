@@ -48,6 +48,7 @@ import {
   type TransactionJournal,
 } from "../ports.js";
 import { reconcileEvmSettlement } from "./reconcile.js";
+import { relandEvmSettlement } from "./reland.js";
 import { TransferCheckedScheme } from "./promisedTransfer.js";
 import { evmFailureCause } from "./failureCause.js";
 import { chainFor, createEvmPublicClient, type RpcBatching } from "./rpc.js";
@@ -311,6 +312,13 @@ export class EvmChainAdapter implements ChainFamily {
         raw: String(t.detail["raw"] ?? "0x") as Hex,
       })),
     );
+  }
+
+  /** A reorged success whose transaction lost its nonce, sent again (see reland.ts). */
+  reland(pending: PendingSettlement & { id: string }): Promise<ReconcileOutcome> {
+    const runtime = this.runtimes.get(pending.network);
+    if (!runtime) return Promise.resolve(networkNotServed(pending.network));
+    return relandEvmSettlement(runtime.pool, pending);
   }
 
   /** Who caused a settlement that failed on-chain (failureCause.ts). */

@@ -405,6 +405,7 @@ export class SettlementRecorder {
       .orderBy("created_at")
       .execute();
     return {
+      id: row.id,
       network: row.network,
       request: row.request as PaymentRequest,
       transactions: txs.map((t) => ({
@@ -471,6 +472,23 @@ export class SettlementRecorder {
   /** Drops the signed bytes no reorg watch needs any more (see `dropSignedMaterial`). */
   async dropSignedMaterial(before: Date): Promise<void> {
     await dropSignedMaterial(this.db, before);
+  }
+
+  /**
+   * A success the chain took back landed again in another transaction (the
+   * same call re-sent at a new nonce): the row names the one on the chain
+   * now. Guarded on the row still naming `previous`, so replicas that saw
+   * it together write it once.
+   */
+  async relanded(id: string, previous: string, transaction: string): Promise<boolean> {
+    const moved = await this.db
+      .updateTable("settlements")
+      .set({ transaction })
+      .where("id", "=", id)
+      .where("status", "=", "succeeded")
+      .where("transaction", "=", previous)
+      .executeTakeFirst();
+    return Number(moved.numUpdatedRows) > 0;
   }
 
   /**
