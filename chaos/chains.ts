@@ -567,10 +567,7 @@ export async function startLedgerChains(parts: () => StackParts): Promise<ChaosC
   const stack = (): TestStack =>
     ({
       ...parts(),
-      solana: sol,
-      near: nearLedger,
-      xrpl: xrplLedger,
-      starknet: stark,
+      families: { solana: sol, near: nearLedger, xrpl: xrplLedger, starknet: stark },
     }) as unknown as TestStack;
   const proxies = await Promise.all([
     startFaultyRpc(solana.network, sol.info.rpcUrl),
