@@ -11,7 +11,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
+import { post, requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
 import { until } from "../support/processes.js";
 import { startRpcProxy, type RpcProxy } from "../support/rpcProxy.js";
 import { startStack, type TestStack } from "../support/stack.js";
