@@ -3,14 +3,29 @@
  * "running chains → service setup" mapping devnet mode and the test stack
  * share, as each other family's devnet/<family>/service.ts. EVM's devnet is
  * several anvil chains started together (index.ts), and the test stack and
- * devnet mode both run it, so it is not a line of devnet/families.ts: the
- * first chain's facilitator keys sign on every chain, and its payers are the
- * dashboard's.
+ * devnet mode both run it whatever else they are asked for, so it is
+ * `BASE_DEVNET` in devnet/families.ts, not a line of its table: the first
+ * chain's facilitator keys sign on every chain, and its payers are the
+ * dashboard's. Beside the setup it gives what only EVM has in devnet mode:
+ * the batch authorizer's devnet key, the confidential vault with the mock
+ * coprocessor, and the devnet's token copies for the dashboard.
  */
+import { join } from "node:path";
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { ChainSetups } from "../../src/chains/index.js";
-import type { Devnet } from "./index.js";
+import type { NetworkDescription } from "../../src/chains/ports.js";
+import type { ConfidentialVaultOptions } from "../../src/chains/confidentialPort.js";
+import type { Config } from "../../src/config/index.js";
+import { findEvmNetwork } from "../../src/chains/evm/networks.js";
+import { startDevnet, type Devnet, type DevnetOptions } from "./index.js";
+import { startDevnetFhevm } from "./fhevm.js";
+import { devnetBatchAuthorizerKey } from "./keys.js";
+
+/** The chains a devnet runs when none of this family's is asked for. */
+const DEFAULT_NETWORKS = ["eip155:8453"];
+/** The chain the confidential vault is deployed on. */
+const VAULT_NETWORK = "eip155:8453";
 
 export interface EvmSetupOptions {
   /** Puts something (a failing proxy) between the service and each chain: gets its URL, returns the one to use. */
@@ -22,6 +37,15 @@ export interface EvmSetupOptions {
 
 export const evmService = {
   namespace: "eip155",
+  /** The chains the devnet has been given for this family, or its default when none. */
+  networks(asked: readonly string[]): string[] {
+    const own = asked.filter((id) => id.startsWith("eip155:"));
+    return own.length > 0 ? own : [...DEFAULT_NETWORKS];
+  },
+  /** The chain of the confidential vault: `confidential` needs it among the started ones. */
+  vaultNetwork: VAULT_NETWORK,
+  /** Starts the chains, with the devnet contracts deployed. */
+  start: (opts: DevnetOptions): Promise<Devnet> => startDevnet(opts),
   /** The setup entry of every chain of the devnet. */
   async setup(devnet: Devnet, opts: EvmSetupOptions = {}): Promise<ChainSetups> {
     const infos = Object.entries(devnet.networks);
@@ -53,4 +77,57 @@ export const evmService = {
         .map(([symbol, address]) => `${symbol} ${address}`)
         .join(", ")}`,
     })),
+  /**
+   * Confidential settlement with the devnet's vault and the mock coprocessor
+   * in-process, or undefined when the vault's chain is not running. With
+   * `keptDir` (where a kept chain's state lives), the coprocessor's inputs
+   * file sits beside the chain, so encrypted inputs stay decryptable across
+   * restarts.
+   */
+  confidential(devnet: Devnet, keptDir?: string): ConfidentialVaultOptions | undefined {
+    const chain = devnet.networks[VAULT_NETWORK];
+    const vault = chain?.confidential;
+    if (!chain || !vault) return undefined;
+    const { rpcUrl, chainId } = chain;
+    const cleartextFile = keptDir ? join(keptDir, `${chainId}.fhevm-inputs.jsonl`) : undefined;
+    return {
+      rpcUrl,
+      chainId,
+      contractAddress: vault.contractAddress,
+      operatorKey: vault.operatorPrivateKey,
+      receiptSignerKey: vault.receiptSignerPrivateKey,
+      mode: {
+        mock: () => startDevnetFhevm({ rpcUrl, chainId, cleartextFile }),
+      },
+    };
+  },
+  /** The configuration with what devnet mode adds: batch-settlement claims co-signed with a devnet key unless told otherwise. */
+  config(config: Config): Config {
+    const evm = config.families.eip155;
+    return {
+      ...config,
+      families: {
+        ...config.families,
+        eip155: {
+          ...evm,
+          batchAuthorizerKey: evm.batchAuthorizerKey ?? devnetBatchAuthorizerKey(),
+        },
+      },
+    };
+  },
+  /**
+   * The devnet's own token copies, with the decimals of the mainnet token of
+   * the same symbol, so the dashboard shows devnet amounts in token units.
+   */
+  tokens(devnet: Devnet): NetworkDescription[] {
+    return Object.entries(devnet.networks).flatMap(([id, info]) => {
+      const mainnet = findEvmNetwork(id);
+      if (!mainnet) return [];
+      const assets = Object.entries(info.assets).flatMap(([symbol, address]) => {
+        const decimals = mainnet.assets.find((a) => a.symbol === symbol)?.decimals;
+        return decimals === undefined ? [] : [{ id: String(address), symbol, decimals }];
+      });
+      return [{ id, name: mainnet.name, schemes: mainnet.schemes, assets }];
+    });
+  },
 };

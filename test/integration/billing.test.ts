@@ -48,7 +48,7 @@ for (const backend of availableBackends()) {
       stack = await startStack({
         backend,
         payers: 6,
-        evmRpcUrl: async (nodeUrl) => {
+        baseRpcUrl: async (nodeUrl) => {
           proxy = await startRpcProxy(nodeUrl);
           return proxy.url;
         },

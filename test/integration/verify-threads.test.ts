@@ -33,7 +33,7 @@ describe("verify threads", () => {
         EVM_VERIFY_THREADS_ABOVE: String(START_AT),
       },
       verifyThreadsIdleStopMs: 1_500,
-      evmRpcUrl: async (nodeUrl) => {
+      baseRpcUrl: async (nodeUrl) => {
         proxy = await startRpcProxy(nodeUrl);
         return proxy.url;
       },
