@@ -66,6 +66,9 @@ import { startWebhookReceiver } from "../webhookReceiver.js";
  */
 const PROFILE_INTERVAL_US = 5_000;
 
+/** The chain node's process name, for where the CPU went (cpuShare.ts). */
+const NODE_COMMAND = "anvil";
+
 /** anvil mines a block every second, whatever is waiting. */
 const BLOCK_TIME_SECONDS = 1;
 
@@ -328,6 +331,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
         rounds: opts.verifyRounds,
         warmupSeconds: opts.verifyWarmupSeconds,
         concurrency: opts.verifyConcurrency,
+        nodeCommand: NODE_COMMAND,
         progress: opts.progress,
       },
     );
@@ -345,7 +349,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
       say(
         `(b) ${side.name}: /settle ${opts.settleCount} payments, concurrency ${opts.settleConcurrency}…`,
       );
-      const settleCpu = measureCpu(side.pid);
+      const settleCpu = measureCpu(side.pid, NODE_COMMAND);
       const cpuBeforeSettle = cpuSecondsOf(side.pid);
       const dbBefore = side.countsDb ? await readDbTraffic(side.url) : undefined;
       const timers = () =>
