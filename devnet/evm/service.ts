@@ -18,7 +18,14 @@ import type { NetworkDescription } from "../../src/chains/ports.js";
 import type { ConfidentialVaultOptions } from "../../src/chains/confidentialPort.js";
 import type { Config } from "../../src/config/index.js";
 import { findEvmNetwork } from "../../src/chains/evm/networks.js";
-import { startDevnet, type Devnet, type DevnetOptions } from "./index.js";
+import {
+  allDevnetNetworkIds,
+  resolveDevnetNetworks,
+  startDevnet,
+  type Devnet,
+  type DevnetOptions,
+} from "./index.js";
+import { PERMIT2_ADDRESS } from "./deploy.js";
 import { startDevnetFhevm } from "./fhevm.js";
 import { devnetBatchAuthorizerKey } from "./keys.js";
 
@@ -41,6 +48,12 @@ export const evmService = {
   networks(asked: readonly string[]): string[] {
     const own = asked.filter((id) => id.startsWith("eip155:"));
     return own.length > 0 ? own : [...DEFAULT_NETWORKS];
+  },
+  /** Every chain the devnet can run (what "all" means). */
+  allNetworks: (): string[] => allDevnetNetworkIds(),
+  /** Throws, naming the valid ones, when `ids` holds an unknown or repeated chain. */
+  checkNetworks(ids: readonly string[]): void {
+    resolveDevnetNetworks(ids);
   },
   /** The chain of the confidential vault: `confidential` needs it among the started ones. */
   vaultNetwork: VAULT_NETWORK,
@@ -129,5 +142,34 @@ export const evmService = {
       });
       return [{ id, name: mainnet.name, schemes: mainnet.schemes, assets }];
     });
+  },
+  /**
+   * `npm run devnet`'s summary of the running chains: one line per chain
+   * (RPC URL, name, tokens), what Permit2 tokens ask of a payer, and a
+   * funded payer (all keys in the devnet file `out`).
+   */
+  summary(devnet: Devnet, out: string): string[] {
+    const lines = Object.entries(devnet.networks).map(([id, info]) => {
+      const name = findEvmNetwork(id)?.name ?? id;
+      const tokens = Object.entries(info.assets)
+        .map(([symbol, address]) => `${symbol} ${address}`)
+        .join(", ");
+      return `  ${id.padEnd(16)} ${info.rpcUrl.padEnd(24)} ${name}${tokens ? `: ${tokens}` : ""}`;
+    });
+    const permit2Networks = Object.keys(devnet.networks).filter((id) =>
+      findEvmNetwork(id)?.assets.some((a) => a.transferMethod === "permit2"),
+    );
+    if (permit2Networks.length > 0) {
+      lines.push(
+        `  Permit2 tokens on ${permit2Networks.join(", ")}: payers approve Permit2 ${PERMIT2_ADDRESS} once`,
+      );
+    }
+    const payerKey = Object.values(devnet.networks)[0]?.payerPrivateKeys[0];
+    if (payerKey) {
+      lines.push(
+        `  funded payer     ${privateKeyToAccount(payerKey).address} (all keys in ${out})`,
+      );
+    }
+    return lines;
   },
 };
