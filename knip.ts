@@ -27,6 +27,8 @@ const config: KnipConfig = {
     "bench/profile-summary.ts",
     "bench/reference/server.ts",
     "bench/reference/svmServer.ts",
+    // The side-by-side benchmarks, found by their folder (bench/sideBySide.ts).
+    "bench/*/sideBySide.ts",
     "scripts/*.mjs",
     "examples/*.ts",
     // Every test file (scripts/run-tests.mjs finds them by name).

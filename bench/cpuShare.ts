@@ -1,6 +1,6 @@
 /**
- * Who used the machine's CPU during a benchmark phase: the chain node
- * (anvil), the server under test and the load generator (this process).
+ * Who used the machine's CPU during a benchmark phase: the chain node (a
+ * process of its own, named by the bench), the server under test and the load generator (this process).
  * On a small machine the three compete for the same cores, so a throughput
  * figure only means something next to where the CPU went; a server that sits
  * idle while the node is saturated is waiting on the node, not on itself.
@@ -41,8 +41,8 @@ export function cpuSecondsOf(pid: number): number | undefined {
   return procStat(pid)?.cpuSeconds;
 }
 
-/** The anvil processes this process started. */
-function anvilPids(): number[] {
+/** The processes named `command` this process started. */
+function childPids(command: string): number[] {
   let entries: string[];
   try {
     entries = readdirSync("/proc");
@@ -54,13 +54,20 @@ function anvilPids(): number[] {
     .map(Number)
     .filter((pid) => {
       const s = procStat(pid);
-      return s?.ppid === process.pid && s.comm === "anvil";
+      return s?.ppid === process.pid && s.comm === command;
     });
 }
 
-/** Starts measuring; the returned function ends the phase and reports the shares. */
-export function measureCpu(serverPid: number): () => CpuShare | undefined {
-  const nodes = anvilPids();
+/**
+ * Starts measuring; the returned function ends the phase and reports the
+ * shares. `nodeCommand` is the chain node's process name; without one (a
+ * ledger inside some other process) there are no shares.
+ */
+export function measureCpu(
+  serverPid: number,
+  nodeCommand: string | undefined,
+): () => CpuShare | undefined {
+  const nodes = nodeCommand ? childPids(nodeCommand) : [];
   const total = (pids: number[]) => pids.reduce((a, p) => a + (procStat(p)?.cpuSeconds ?? 0), 0);
   const startNode = total(nodes);
   const startServer = total([serverPid]);

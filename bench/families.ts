@@ -155,7 +155,7 @@ export async function runFamilyBench(
     await seeded.close();
 
     const port = await freePort();
-    // Profiled as the EVM bench profiles (one sample every 5 ms): the share
+    // Profiled as the side-by-side benches profile (one sample every 5 ms): the share
     // of a settle's CPU that is the family's own cryptography.
     const profileDir = mkdtempSync(join(tmpdir(), `bench-${name}-profile-`));
     const server = spawnServer(
@@ -166,7 +166,7 @@ export async function runFamilyBench(
         HOST: "127.0.0.1",
         PORT: String(port),
         LOG_LEVEL: "error",
-        // Limits on, as in production, far above the load (see evm.ts).
+        // Limits on, as in production, far above the load (as in the side-by-side benches).
         RATE_LIMIT_PLAN_MAX: "1000000",
       },
       { dir: profileDir, intervalUs: 5_000 },

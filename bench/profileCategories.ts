@@ -56,7 +56,7 @@ const RULES: readonly (readonly [Category, RegExp])[] = [
       "@noble/secp256k1",
       "@noble/ed25519",
       "elliptic",
-      // The families' own: Stark curve and Poseidon, XRPL and NEAR keys.
+      // The families' own curves, hashes and keys.
       "@scure/starknet",
       "ripple-keypairs",
       "@near-js/crypto",

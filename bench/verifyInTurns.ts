@@ -7,8 +7,8 @@
  * would carry that drift into the ratio; in turns, both see the same
  * machine. Each server gets every payload of its list at most once (each
  * keeps its own place), so no cache can answer for it. The servers may
- * share one list (EVM: any facilitator accepts the same payment) or have
- * their own (Solana: a payment names its fee payer).
+ * share one list (where any facilitator accepts the same payment) or have
+ * their own (where a payment names its fee payer).
  */
 import { combineCpuShares, cpuSecondsOf, measureCpu, type CpuShare } from "./cpuShare.js";
 import { monotonicUs, type TimeWindow } from "./cpuProfile.js";
@@ -25,7 +25,7 @@ export interface VerifySide {
   /**
    * Distinct /verify request bodies for this server: one list, used in order
    * across its runs, or a function that signs a fresh list just before each
-   * run (Solana: a payment's blockhash expires within a minute).
+   * run (where a payment expires within a minute, as a recent blockhash does).
    */
   bodies: readonly string[] | (() => Promise<readonly string[]>);
 }
@@ -50,6 +50,8 @@ export interface InTurnsOptions {
   rounds: number;
   warmupSeconds: number;
   concurrency: number;
+  /** The chain node's process name, for where the CPU went (cpuShare.ts); none for a ledger without one. */
+  nodeCommand?: string;
   progress: (line: string) => void;
 }
 
@@ -74,7 +76,7 @@ export async function verifyInTurns(
     const signed = typeof side.bodies === "function";
     const bodies = typeof side.bodies === "function" ? await side.bodies() : side.bodies;
     const from = signed ? 0 : next[i]!;
-    const cpu = measureCpu(side.pid);
+    const cpu = measureCpu(side.pid, opts.nodeCommand);
     const serverCpuBefore = cpuSecondsOf(side.pid);
     const fromUs = monotonicUs();
     const result = await runLoad({

@@ -47,7 +47,7 @@ import { startXrplLedger } from "../devnet/xrpl/index.js";
 import { startStarknetLedger } from "../devnet/starknet/index.js";
 import { requirementsFor, signedBy } from "../test/families/signing.js";
 import type { TestStack } from "../test/support/stack.js";
-import { signPayment } from "../test/support/payments.js";
+import { signPayment } from "../test/chains/evm/payments.js";
 import { startFaultyRpc, type FaultyRpc } from "./faultyRpc.js";
 import type { PaymentRecord, TrafficFamily } from "./traffic.js";
 

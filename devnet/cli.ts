@@ -1,29 +1,21 @@
 /**
- * `npm run devnet`: local chains only (no facilitator), until Ctrl-C.
+ * `npm run devnet`: the devnet's base chains only (`BASE_DEVNET` of
+ * devnet/families.ts; no facilitator), until Ctrl-C.
  *
- *   npm run devnet -- [--networks eip155:8453,eip155:42161 | all]
+ *   npm run devnet -- [--networks <CAIP-2 id>,<CAIP-2 id> | all]
  *                     [--block-time <seconds, 0 = one block per tx>]
  *                     [--payers N] [--out .devnet/devnet.json]
  *
- * "all" includes eip155:4663, whose USDG moves through Permit2: a payer there
- * must approve Permit2 (0x000000000022D473030F116dDEE9F6B43aC78BA3) on the
- * token once before paying.
+ * "all" is every chain the base family's devnet can run; its summary says
+ * what a token of one of them asks of a payer before paying.
  *
  * Environment: DEVNET_NETWORKS and DEVNET_BLOCK_TIME stand in for the flags
  * (flags win), DEVNET_FILE for --out. Progress and the summary go to stderr;
  * a bad argument exits with status 2 before anything starts.
  */
 import { parseArgs } from "node:util";
-import { privateKeyToAccount } from "viem/accounts";
-import { findEvmNetwork } from "../src/chains/evm/networks.js";
-import {
-  DEFAULT_DEVNET_FILE,
-  allDevnetNetworkIds,
-  resolveDevnetNetworks,
-  startDevnet,
-  type Devnet,
-} from "./evm/index.js";
-import { PERMIT2_ADDRESS } from "./evm/deploy.js";
+import { DEFAULT_DEVNET_FILE } from "./devnetFile.js";
+import { BASE_DEVNET, type RunningBase } from "./families.js";
 
 const say = (line: string): void => {
   process.stderr.write(`${line}\n`);
@@ -51,16 +43,20 @@ function parseCli(): { networks: string[]; blockTime: number; payers: number; ou
     usageError(e instanceof Error ? e.message : String(e));
   }
 
-  const networksArg = (values.networks ?? process.env["DEVNET_NETWORKS"] ?? "eip155:8453").trim();
+  const networksArg = (
+    values.networks ??
+    process.env["DEVNET_NETWORKS"] ??
+    BASE_DEVNET.networks([]).join(",")
+  ).trim();
   const networks =
     networksArg === "all"
-      ? allDevnetNetworkIds()
+      ? BASE_DEVNET.allNetworks()
       : networksArg
           .split(",")
           .map((s) => s.trim())
           .filter(Boolean);
   try {
-    resolveDevnetNetworks(networks);
+    BASE_DEVNET.checkNetworks(networks);
   } catch (e) {
     usageError(e instanceof Error ? e.message : String(e));
   }
@@ -83,37 +79,18 @@ function parseCli(): { networks: string[]; blockTime: number; payers: number; ou
   return { networks, blockTime, payers, out };
 }
 
-function printSummary(devnet: Devnet, out: string): void {
+function printSummary(devnet: RunningBase, out: string): void {
   say("");
   say(
     `devnet running (${devnet.file.blockTimeSeconds === 0 ? "one block per transaction" : `block time ${devnet.file.blockTimeSeconds}s`}); Ctrl-C to stop`,
   );
-  for (const [id, info] of Object.entries(devnet.networks)) {
-    const name = findEvmNetwork(id)?.name ?? id;
-    const tokens = Object.entries(info.assets)
-      .map(([symbol, address]) => `${symbol} ${address}`)
-      .join(", ");
-    say(`  ${id.padEnd(16)} ${info.rpcUrl.padEnd(24)} ${name}${tokens ? `: ${tokens}` : ""}`);
-  }
-  const permit2Networks = Object.keys(devnet.networks).filter((id) =>
-    findEvmNetwork(id)?.assets.some((a) => a.transferMethod === "permit2"),
-  );
-  if (permit2Networks.length > 0) {
-    say(
-      `  Permit2 tokens on ${permit2Networks.join(", ")}: payers approve Permit2 ${PERMIT2_ADDRESS} once`,
-    );
-  }
-  const first = Object.values(devnet.networks)[0];
-  const payerKey = first?.payerPrivateKeys[0];
-  if (payerKey) {
-    say(`  funded payer     ${privateKeyToAccount(payerKey).address} (all keys in ${out})`);
-  }
+  for (const line of BASE_DEVNET.summary(devnet, out)) say(line);
 }
 
 const { networks, blockTime, payers, out } = parseCli();
-let devnet: Devnet;
+let devnet: RunningBase;
 try {
-  devnet = await startDevnet({
+  devnet = await BASE_DEVNET.start({
     networks,
     blockTimeSeconds: blockTime,
     payers,
@@ -121,13 +98,13 @@ try {
     progress: say,
   });
 } catch (e) {
-  // startDevnet has already stopped whatever it started.
+  // A start that fails has already stopped whatever it started.
   say(`devnet: ${e instanceof Error ? e.message : String(e)}`);
   process.exit(1);
 }
 printSummary(devnet, out);
 
-// Our own handlers: anvil.ts then leaves shutdown to us, and the nodes get a
+// Our own handlers: the chains' nodes then leave shutdown to us, and get a
 // clean SIGTERM instead of a SIGKILL.
 let shuttingDown = false;
 const shutdown = (signal: NodeJS.Signals): void => {

@@ -24,7 +24,7 @@ export interface DevnetNetworkInfo {
   assets: Record<string, Address>;
   payerPrivateKeys: Hex[];
   facilitatorPrivateKeys: Hex[];
-  /** The confidential settlement vault and its keys (eip155:8453 only). */
+  /** The confidential settlement vault and its keys (on the vault's chain only). */
   confidential?: DevnetConfidentialInfo;
 }
 
@@ -54,10 +54,10 @@ export async function readDevnetFile(path: string): Promise<DevnetFile> {
 
 /**
  * Files written before every entry named its assets as one map from symbol
- * to asset id are read in today's shape (docs/devnet-file.schema.json): the
- * NEAR entry's single `asset` becomes `assets.USDC`, and an XRPL issued
- * currency given as `{ currency, issuer }` becomes its code in `assets` and
- * its issuer in `issuers`.
+ * to asset id are read in today's shape (docs/devnet-file.schema.json): an
+ * entry's single `asset` becomes `assets.USDC`, and an issued currency given
+ * as `{ currency, issuer }` becomes its code in `assets` and its issuer in
+ * `issuers`.
  */
 function withAssetMaps(file: DevnetFile): DevnetFile {
   const networks: Record<string, unknown> = { ...file.networks };

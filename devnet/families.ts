@@ -1,6 +1,6 @@
 /**
- * The devnet's local ledger of each chain family other than EVM (whose anvil
- * chains `devnet/evm/index.ts` starts together), keyed by namespace as
+ * The devnet's local ledger of each chain family other than the base one
+ * (`BASE_DEVNET` below, whose chains start together), keyed by namespace as
  * `src/chains/index.ts` keys the families: each entry is the family's devnet
  * descriptor (devnet/<family>/service.ts), which says how to start its
  * ledger, what the service is given to serve it and its line in the
@@ -13,6 +13,7 @@ import { solanaService } from "./svm/service.js";
 import { xrplService } from "./xrpl/service.js";
 import { nearService } from "./near/service.js";
 import { starknetService } from "./starknet/service.js";
+import { evmService } from "./evm/service.js";
 
 export const DEVNET_FAMILIES = {
   solana: solanaService,
@@ -20,6 +21,16 @@ export const DEVNET_FAMILIES = {
   near: nearService,
   starknet: starknetService,
 } as const;
+
+/**
+ * The family whose chains every devnet runs, whatever else it is asked for
+ * (devnet mode, the test stack): EVM's anvil chains, several started
+ * together, so its descriptor (devnet/evm/service.ts) has a shape of its
+ * own rather than a line in the table above.
+ */
+export const BASE_DEVNET = evmService;
+/** The base family's running chains. */
+export type RunningBase = Awaited<ReturnType<typeof BASE_DEVNET.start>>;
 
 /** A namespace that has a local ledger. */
 export type DevnetNamespace = keyof typeof DEVNET_FAMILIES;

@@ -1,22 +1,19 @@
 /**
  * Devnet mode: what `npm start` does with no configuration. The service
- * loads this module (and with it the compiler and anvil) only in devnet
+ * loads this module (and with it the compiler and the local chains) only in devnet
  * mode, by a dynamic import, so a production install needs neither. It
  * starts local chains in-process, gives the service what to serve and how
- * (its sign-in providers, the batch authorizer, the confidential vault with
- * the mock coprocessor, the devnet's token copies for the dashboard), and,
+ * (its sign-in providers, and what the base family's descriptor adds: its
+ * configuration, the confidential vault, the devnet's token copies for the
+ * dashboard, its funded payers), and,
  * once the service listens, makes sure an account and an API key exist,
  * writes `facilitatorUrl` and `apiKey` into the devnet file so a script can
  * drive the whole flow from that file alone, and prints the banner.
  */
 import { join } from "node:path";
-import { startDevnet } from "./evm/index.js";
-import { evmService } from "./evm/service.js";
 import { addDevnetNetwork, readDevnetFile, updateDevnetFile } from "./devnetFile.js";
-import { bootLedger, devnetFamilies, type RunningLedger } from "./families.js";
+import { BASE_DEVNET, bootLedger, devnetFamilies, type RunningLedger } from "./families.js";
 import { printDevnetBanner } from "./banner.js";
-import { devnetBatchAuthorizerKey } from "./evm/keys.js";
-import { startDevnetFhevm } from "./evm/fhevm.js";
 import { startLocalIdentityProviders } from "./identityProviders.js";
 import type { Logger } from "pino";
 import type { Config } from "../src/config/index.js";
@@ -27,7 +24,6 @@ import type { NetworkDescription } from "../src/chains/ports.js";
 import type { ConfidentialVaultOptions } from "../src/chains/confidentialPort.js";
 import { createAccount, findAccountByName } from "../src/features/accounts/accounts.js";
 import { createApiKey } from "../src/features/keys/apiKeys.js";
-import { findEvmNetwork } from "../src/chains/evm/networks.js";
 
 /**
  * The account that owns the devnet's API key, and that the devnet's own
@@ -40,13 +36,13 @@ const DEVNET_ACCOUNT = "devnet";
 const DASHBOARD_DEV_ORIGINS = ["http://127.0.0.1:5173", "http://localhost:5173"];
 
 export interface DevnetMode {
-  /** The configuration with what devnet mode adds: local sign-in, the batch authorizer. */
+  /** The configuration with what devnet mode adds: local sign-in, the base family's devnet keys. */
   config: Config;
   chains: ChainSetups;
   /** The devnet's own token copies, so the dashboard shows amounts in token units. */
   networks: NetworkDescription[];
   confidential: ConfidentialVaultOptions | undefined;
-  /** Funded payers of the first EVM chain: the dashboard offers them to pay for plans. */
+  /** Funded payers of the base family's first chain: the dashboard offers them to pay for plans. */
   payers: DevnetPayer[];
   /** Once the service listens: the API key, the devnet file and the banner. */
   announce(service: Service, url: string): Promise<void>;
@@ -68,14 +64,14 @@ export async function bootDevnet(
   progress(
     `starting devnet: ${config.devnet.networks.join(", ")} (block time ${config.devnet.blockTimeSeconds === 0 ? "one block per transaction" : `${config.devnet.blockTimeSeconds}s`})…`,
   );
-  const evmIds = config.devnet.networks.filter((id) => id.startsWith("eip155:"));
-  const devnet = await startDevnet({
-    networks: evmIds.length > 0 ? evmIds : ["eip155:8453"],
+  // Beside the database, which outlives restarts the same way.
+  const keptDir = join(config.dataDir, "devnet-chains");
+  const devnet = await BASE_DEVNET.start({
+    networks: BASE_DEVNET.networks(config.devnet.networks),
     blockTimeSeconds: config.devnet.blockTimeSeconds,
     outFile: config.devnet.file,
     progress,
-    // Beside the database, which outlives restarts the same way.
-    stateDir: join(config.dataDir, "devnet-chains"),
+    stateDir: keptDir,
   });
   // What started so far, stopped together if a later part fails.
   const started: { stop(): Promise<unknown> }[] = [devnet];
@@ -92,43 +88,18 @@ export async function bootDevnet(
     }
     const signIn = await localSignIn(config, log);
     if (signIn.local) started.push(signIn.local);
-    const evm = config.families.eip155;
     const chains: ChainSetups = {
-      // Its anvil mines at the devnet's pace, not the mainnet's, and the
+      // Its chains mine at the devnet's pace, not the mainnet's, and the
       // receipt watcher and fee quotes should keep to that pace.
-      ...(await evmService.setup(devnet, { blockTimeMs: config.devnet.blockTimeSeconds * 1000 })),
+      ...(await BASE_DEVNET.setup(devnet, { blockTimeMs: config.devnet.blockTimeSeconds * 1000 })),
       ...Object.assign({}, ...ledgers.map((l) => l.setup)),
     };
-    const base = devnet.networks["eip155:8453"];
-    const cleartextFile = join(config.dataDir, "devnet-chains", "8453.fhevm-inputs.jsonl");
     return {
-      config: {
-        ...signIn.config,
-        // Co-signs batch-settlement claims with a devnet key unless told otherwise.
-        families: {
-          ...config.families,
-          eip155: {
-            ...evm,
-            batchAuthorizerKey: evm.batchAuthorizerKey ?? devnetBatchAuthorizerKey(),
-          },
-        },
-      },
+      config: BASE_DEVNET.config(signIn.config),
       chains,
-      networks: devnetTokens(devnet.networks),
-      payers: evmService.payers(devnet),
-      confidential: base?.confidential && {
-        rpcUrl: base.rpcUrl,
-        chainId: base.chainId,
-        contractAddress: base.confidential.contractAddress,
-        operatorKey: base.confidential.operatorPrivateKey,
-        receiptSignerKey: base.confidential.receiptSignerPrivateKey,
-        // The mock coprocessor in-process; its inputs file sits beside the
-        // kept chain, so encrypted inputs stay decryptable across restarts.
-        mode: {
-          mock: () =>
-            startDevnetFhevm({ rpcUrl: base.rpcUrl, chainId: base.chainId, cleartextFile }),
-        },
-      },
+      networks: BASE_DEVNET.tokens(devnet),
+      payers: BASE_DEVNET.payers(devnet),
+      confidential: BASE_DEVNET.confidential(devnet, keptDir),
       async announce(service, url) {
         const apiKey = await devnetApiKey(service, previousApiKey);
         await updateDevnetFile(config.devnet.file, { facilitatorUrl: url, apiKey });
@@ -136,7 +107,7 @@ export async function bootDevnet(
           url,
           apiKey,
           chains: [
-            ...evmService.banner(devnet),
+            ...BASE_DEVNET.banner(devnet),
             ...ledgers.map((l) => ({ network: l.network, line: l.banner, example: l.example })),
           ],
           account: DEVNET_ACCOUNT,
@@ -187,22 +158,4 @@ async function devnetApiKey(service: Service, previous: string | undefined): Pro
   const principal = previous ? await service.auth.authenticate(previous) : null;
   if (previous && principal?.accountId === account.id) return previous;
   return (await createApiKey(db, account.id, DEVNET_ACCOUNT)).key;
-}
-
-/**
- * The devnet's own token copies, with the decimals of the mainnet token of
- * the same symbol, so the dashboard shows devnet amounts in token units.
- */
-function devnetTokens(
-  networks: Record<string, { assets: Record<string, unknown> }>,
-): NetworkDescription[] {
-  return Object.entries(networks).flatMap(([id, info]) => {
-    const mainnet = findEvmNetwork(id);
-    if (!mainnet) return [];
-    const assets = Object.entries(info.assets).flatMap(([symbol, address]) => {
-      const decimals = mainnet.assets.find((a) => a.symbol === symbol)?.decimals;
-      return decimals === undefined ? [] : [{ id: String(address), symbol, decimals }];
-    });
-    return [{ id, name: mainnet.name, schemes: mainnet.schemes, assets }];
-  });
 }

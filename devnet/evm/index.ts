@@ -68,12 +68,7 @@ async function resumedNetwork(
   return code && code !== "0x" ? { ...info, rpcUrl } : undefined;
 }
 
-export {
-  DEFAULT_DEVNET_FILE,
-  readDevnetFile,
-  updateDevnetFile,
-  writeDevnetFile,
-} from "../devnetFile.js";
+export { readDevnetFile, updateDevnetFile, writeDevnetFile } from "../devnetFile.js";
 export type { DevnetFile } from "../devnetFile.js";
 
 export interface DevnetOptions {

@@ -18,14 +18,14 @@ import { createPublicClient, http, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
 import type { DashboardUser } from "../support/dashboardSession.js";
-import { devnetWallet, setEtherBalance } from "../support/devnetChain.js";
-import { paymentRequest, post, signPayment, usdcBalance } from "../support/payments.js";
+import { devnetWallet, setEtherBalance } from "../chains/evm/devnetChain.js";
+import { paymentRequest, post, signPayment, usdcBalance } from "../chains/evm/payments.js";
 import {
   confidentialRequirements,
   creditDayToOperatorsOwnSlot,
   enabledMerchant,
   pastNextMidnight,
-} from "../support/confidential.js";
+} from "../chains/evm/confidential.js";
 import { dayToDate, utcDay } from "../../src/features/confidential/credits.js";
 import { confidentialVaultAbi } from "../../src/chains/evm/confidential/vaultAbi.js";
 

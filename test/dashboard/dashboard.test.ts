@@ -16,13 +16,13 @@ import { chromium, type Browser, type BrowserContext, type Page } from "playwrig
 import { Webhook } from "standardwebhooks";
 import { HTTPFacilitatorClient } from "@x402/core/server";
 import { startStack, type TestStack } from "../support/stack.js";
-import { requirementsFor, signPayment, post } from "../support/payments.js";
+import { requirementsFor, signPayment, post } from "../chains/evm/payments.js";
 import { apiKeyAuth } from "../support/resourceServer.js";
 import { freePort, until } from "../support/processes.js";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { Hex } from "viem";
-import { confidentialRequirements, withdrawTypedDataFromJson } from "../support/confidential.js";
-import { usdcBalance } from "../support/payments.js";
+import { confidentialRequirements, withdrawTypedDataFromJson } from "../chains/evm/confidential.js";
+import { usdcBalance } from "../chains/evm/payments.js";
 import { DEVNET_BILLING_PAY_TO } from "../../src/config/index.js";
 import {
   startLocalIdentityProviders,

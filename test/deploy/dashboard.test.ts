@@ -21,7 +21,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Hex } from "viem";
 import { startStack, type TestStack } from "../support/stack.js";
-import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
+import { post, requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
 import { freePort, signalAndWait, until } from "../support/processes.js";
 import { setWebhookEndpoint } from "../../src/features/webhooks/webhookRepository.js";
 

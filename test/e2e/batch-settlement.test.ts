@@ -44,8 +44,8 @@ import {
 } from "../../devnet/evm/deploy.js";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { usdcBalance } from "../support/payments.js";
-import { FRONT_RUN_FEES, settleRacedBy } from "../support/settleRace.js";
+import { usdcBalance } from "../chains/evm/payments.js";
+import { FRONT_RUN_FEES, settleRacedBy } from "../chains/evm/settleRace.js";
 
 const PAY_TO = "0x000000000000000000000000000000000000ba7c" as const;
 const PRICE = 1_000n; // 0.001 of a 6-decimal dollar token

@@ -28,7 +28,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { createPublicClient, decodeFunctionData, http, type Hex, type PublicClient } from "viem";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { usdcBalance } from "../support/payments.js";
+import { usdcBalance } from "../chains/evm/payments.js";
 
 const NETWORK = "eip155:8453";
 const PAY_TO = "0x000000000000000000000000000000000000b1dc" as const;

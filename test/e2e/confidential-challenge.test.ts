@@ -19,15 +19,15 @@ import { createPublicClient, createWalletClient, http, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
 import type { DashboardUser } from "../support/dashboardSession.js";
-import { setEtherBalance } from "../support/devnetChain.js";
-import { paymentRequest, post, signPayment, usdcBalance } from "../support/payments.js";
+import { setEtherBalance } from "../chains/evm/devnetChain.js";
+import { paymentRequest, post, signPayment, usdcBalance } from "../chains/evm/payments.js";
 import { utcDay } from "../../src/features/confidential/credits.js";
 import {
   confidentialRequirements,
   creditDayToOperatorsOwnSlot,
   enabledMerchant,
   pastNextMidnight,
-} from "../support/confidential.js";
+} from "../chains/evm/confidential.js";
 
 const PRICE_ATOMIC = 10_000n;
 

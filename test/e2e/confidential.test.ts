@@ -24,14 +24,14 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { signedInUser, type DashboardUser } from "../support/dashboardSession.js";
-import { devnetWallet } from "../support/devnetChain.js";
+import { devnetWallet } from "../chains/evm/devnetChain.js";
 import {
   paymentRequest,
   post,
   requirementsFor,
   signPayment,
   usdcBalance,
-} from "../support/payments.js";
+} from "../chains/evm/payments.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { offersFor, type ConfidentialStatus } from "../../src/clients/confidential/offers.js";
 import { utcDay } from "../../src/features/confidential/credits.js";
@@ -40,7 +40,7 @@ import {
   enabledMerchant,
   withdrawTypedDataFromJson,
   pastNextMidnight,
-} from "../support/confidential.js";
+} from "../chains/evm/confidential.js";
 
 const PRICE = "$0.01";
 const PRICE_ATOMIC = 10_000n;

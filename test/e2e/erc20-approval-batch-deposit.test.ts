@@ -30,9 +30,9 @@ import { createPublicClient, erc20Abi, http, type Hex, type PublicClient } from 
 import { devnetBatchAuthorizerKey } from "../../devnet/evm/keys.js";
 import { X402_BATCH_SETTLEMENT_ADDRESS } from "../../devnet/evm/deploy.js";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
-import { newPayerWithoutGas } from "../support/devnetChain.js";
+import { newPayerWithoutGas } from "../chains/evm/devnetChain.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { usdcBalance as tokenBalance } from "../support/payments.js";
+import { usdcBalance as tokenBalance } from "../chains/evm/payments.js";
 
 const NETWORK = "eip155:4663";
 const USDG = "0xe343167631d89B6Ffc58B88d6b7fB0228795491D" as const;

@@ -50,9 +50,9 @@ import {
   type PublicClient,
 } from "viem";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
-import { devnetChain, newPayerWithoutGas } from "../support/devnetChain.js";
+import { devnetChain, newPayerWithoutGas } from "../chains/evm/devnetChain.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { usdcBalance as tokenBalance } from "../support/payments.js";
+import { usdcBalance as tokenBalance } from "../chains/evm/payments.js";
 
 const NETWORK = "eip155:4663";
 const CHAIN_ID = 4663;

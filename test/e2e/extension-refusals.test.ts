@@ -44,7 +44,7 @@ import {
 } from "viem";
 import { devnetBatchAuthorizerKey } from "../../devnet/evm/keys.js";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
-import { newPayerWithoutGas } from "../support/devnetChain.js";
+import { newPayerWithoutGas } from "../chains/evm/devnetChain.js";
 import { startStack, type TestStack } from "../support/stack.js";
 
 const NETWORK = "eip155:8453";

@@ -39,9 +39,9 @@ import {
   type PublicClient,
 } from "viem";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
-import { newPayerWithoutGas } from "../support/devnetChain.js";
+import { newPayerWithoutGas } from "../chains/evm/devnetChain.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { usdcBalance } from "../support/payments.js";
+import { usdcBalance } from "../chains/evm/payments.js";
 
 const NETWORK = "eip155:8453";
 const PAY_TO = "0x0000000000000000000000000000000000005a5a" as const;

@@ -29,11 +29,16 @@ import { loadArtifacts } from "../../devnet/evm/compile.js";
 import { apiKeyAuth } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { signersState } from "../support/signersState.js";
-import { transferFromDevnetPayer } from "../support/devnetChain.js";
-import { requirementsFor, signPayment, signPaymentWith, usdcBalance } from "../support/payments.js";
+import { transferFromDevnetPayer } from "../chains/evm/devnetChain.js";
+import {
+  requirementsFor,
+  signPayment,
+  signPaymentWith,
+  usdcBalance,
+} from "../chains/evm/payments.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
-import { FRONT_RUN_FEES, settleRacedBy } from "../support/settleRace.js";
+import { FRONT_RUN_FEES, settleRacedBy } from "../chains/evm/settleRace.js";
 
 const NETWORK = "eip155:8453";
 const PAY_TO = "0x000000000000000000000000000000000000c0de" as const;

@@ -17,7 +17,7 @@ import type { PaymentRequirements } from "@x402/core/types";
 import { wrapFetchWithPayment } from "@x402/fetch";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { paymentRequest, post } from "../support/payments.js";
+import { paymentRequest, post } from "../chains/evm/payments.js";
 import { TGAS, nearPayment, nearRequirements, payerKey } from "../chains/near/payments.js";
 import { NEAR_MAINNET } from "../../devnet/near/index.js";
 import { ExactNearClientScheme } from "../../src/chains/near/clients/exactClient.js";

@@ -20,7 +20,7 @@ import type { Hex } from "viem";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { availableBackends } from "../support/database.js";
-import { usdcBalance } from "../support/payments.js";
+import { usdcBalance } from "../chains/evm/payments.js";
 
 const PAY_TO = "0x000000000000000000000000000000000000dEaD" as const;
 const PRICE_ATOMIC = 1000n; // $0.001 in USDC's 6 decimals

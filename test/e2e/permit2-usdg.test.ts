@@ -30,7 +30,7 @@ import {
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { availableBackends } from "../support/database.js";
-import { usdcBalance as tokenBalance } from "../support/payments.js";
+import { usdcBalance as tokenBalance } from "../chains/evm/payments.js";
 
 const NETWORK = "eip155:4663";
 const USDG = "0xe343167631d89B6Ffc58B88d6b7fB0228795491D" as const;

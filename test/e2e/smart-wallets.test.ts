@@ -31,8 +31,8 @@ import {
 import { DEVNET_WALLET_FACTORY_ADDRESS } from "../../devnet/evm/deploy.js";
 import { apiKeyAuth, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { devnetWallet, transferFromDevnetPayer } from "../support/devnetChain.js";
-import { requirementsFor, signPaymentWith, usdcBalance } from "../support/payments.js";
+import { devnetWallet, transferFromDevnetPayer } from "../chains/evm/devnetChain.js";
+import { requirementsFor, signPaymentWith, usdcBalance } from "../chains/evm/payments.js";
 
 const NETWORK = "eip155:8453";
 const PAY_TO = "0x000000000000000000000000000000000000a11e" as const;

@@ -16,7 +16,7 @@ import { wrapFetchWithPayment } from "@x402/fetch";
 import { Account, RpcProvider, stark, type TypedData } from "starknet";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { paymentRequest, post } from "../support/payments.js";
+import { paymentRequest, post } from "../chains/evm/payments.js";
 import { STARKNET_MAINNET, devnetStarknetAccount } from "../../devnet/starknet/index.js";
 import { TRANSFER_EVENT_KEY } from "../../devnet/starknet/ledger.js";
 import { STARKNET_USDC } from "../../src/chains/starknet/networks.js";

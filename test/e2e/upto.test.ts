@@ -31,7 +31,7 @@ import {
 } from "viem";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { post, usdcBalance } from "../support/payments.js";
+import { post, usdcBalance } from "../chains/evm/payments.js";
 
 const NETWORK = "eip155:8453";
 const PAY_TO = "0x000000000000000000000000000000000000c0de" as const;

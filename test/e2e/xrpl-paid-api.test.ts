@@ -16,7 +16,7 @@ import { wrapFetchWithPayment } from "@x402/fetch";
 import { Client, Wallet, type Payment } from "xrpl";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { paymentRequest, post } from "../support/payments.js";
+import { paymentRequest, post } from "../chains/evm/payments.js";
 import { XRPL_MAINNET, devnetXrplWallet } from "../../devnet/xrpl/index.js";
 import { RLUSD_CURRENCY, RLUSD_ISSUER } from "../../src/chains/xrpl/networks.js";
 import { ExactXrplClientScheme, paymentFor } from "../../src/chains/xrpl/clients/exactClient.js";

@@ -79,7 +79,7 @@ export function withRpcUrl(
   rpcUrl: (nodeUrl: string) => Promise<string>,
 ): StackOptions {
   const { namespace, stack } = family;
-  if (namespace === "eip155") return { ...stack, evmRpcUrl: rpcUrl };
+  if (namespace === "eip155") return { ...stack, baseRpcUrl: rpcUrl };
   return {
     ...stack,
     families: { ...stack.families, [namespace]: { ...stack.families?.[namespace], rpcUrl } },

@@ -10,7 +10,7 @@ import { ExactEvmScheme as ExactEvmClientScheme } from "@x402/evm/exact/client";
 import { ExactEvmScheme as ExactEvmServerScheme } from "@x402/evm/exact/server";
 import { getAddress, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { usdcBalance } from "../support/payments.js";
+import { usdcBalance } from "../chains/evm/payments.js";
 import { assembled, usdcPrice, type FamilyAdapter, type MalformedPayload } from "./adapter.js";
 
 const NETWORK = "eip155:8453";

@@ -21,7 +21,7 @@ import { x402ResourceServer } from "@x402/core/server";
 import { x402HTTPClient, type x402Client } from "@x402/core/client";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
-import { onlyOneSuccess, post, settleAtOnce } from "../support/payments.js";
+import { onlyOneSuccess, post, settleAtOnce } from "../chains/evm/payments.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { recorded } from "./adapter.js";
 import { families } from "./index.js";

@@ -26,12 +26,12 @@ import type { PaymentRequirements } from "@x402/core/types";
 import { loadArtifacts } from "../../devnet/evm/compile.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { signersState } from "../support/signersState.js";
-import { post } from "../support/payments.js";
-import { nowSeconds, signAuthorization } from "../support/authorization.js";
+import { post } from "../chains/evm/payments.js";
+import { nowSeconds, signAuthorization } from "../chains/evm/authorization.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { setAccountSuspended } from "../../src/features/plans/quotaLedger.js";
-import { FRONT_RUN_FEES, settleRacedBy } from "../support/settleRace.js";
+import { FRONT_RUN_FEES, settleRacedBy } from "../chains/evm/settleRace.js";
 
 const ARM_ABI = parseAbi(["function setArmed(bool armed)"]);
 

@@ -21,7 +21,7 @@ import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { HTTPFacilitatorClient } from "@x402/core/server";
 import { startStack, type TestStack } from "../support/stack.js";
 import { availableBackends } from "../support/database.js";
-import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
+import { post, requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
 import { apiKeyAuth } from "../support/resourceServer.js";
 import { signedInUser } from "../support/dashboardSession.js";
 import { until } from "../support/processes.js";
@@ -48,7 +48,7 @@ for (const backend of availableBackends()) {
       stack = await startStack({
         backend,
         payers: 6,
-        evmRpcUrl: async (nodeUrl) => {
+        baseRpcUrl: async (nodeUrl) => {
           proxy = await startRpcProxy(nodeUrl);
           return proxy.url;
         },

@@ -31,12 +31,12 @@ import { parseBuilderCodeSuffixFromCalldata } from "@x402/extensions/builder-cod
 import { confidentialVaultAbi } from "../../src/chains/evm/confidential/vaultAbi.js";
 import { privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
-import { paymentRequest, post, usdcBalance } from "../support/payments.js";
+import { paymentRequest, post, usdcBalance } from "../chains/evm/payments.js";
 import {
   confidentialRequirements,
   enableWithNewWallet,
   withdrawTypedDataFromJson,
-} from "../support/confidential.js";
+} from "../chains/evm/confidential.js";
 import { startRpcProxy, type RpcProxy } from "../support/rpcProxy.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";

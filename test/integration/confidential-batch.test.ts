@@ -12,13 +12,13 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startStack, type TestStack } from "../support/stack.js";
 import { availableBackends } from "../support/database.js";
-import { paymentRequest, post, signPayment } from "../support/payments.js";
+import { paymentRequest, post, signPayment } from "../chains/evm/payments.js";
 import { until } from "../support/processes.js";
 import {
   confidentialRequirements,
   enableWithNewWallet,
   pastNextMidnight,
-} from "../support/confidential.js";
+} from "../chains/evm/confidential.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { DailyBatch } from "../../src/features/confidential/dailyBatch.js";

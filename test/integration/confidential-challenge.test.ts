@@ -24,14 +24,14 @@ import {
   vaultDomain,
   type Receipt,
 } from "../../src/chains/evm/confidential/messages.js";
-import { devnetWallet } from "../support/devnetChain.js";
+import { devnetWallet } from "../chains/evm/devnetChain.js";
 import {
   startDevnetVault,
   VAULT_CHAIN_ID,
   type CollectedPayment,
   type DevnetVault,
   type OwnedSlot,
-} from "../support/devnetVault.js";
+} from "../chains/evm/devnetVault.js";
 
 const DAY = 86_400n;
 /** Two days, as a production deployment defaults to. */

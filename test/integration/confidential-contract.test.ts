@@ -1,7 +1,7 @@
 /**
  * The confidential settlement vault on the devnet's eip155:8453, through the
  * service's module (src/chains/evm/confidential) and a merchant's wallet on
- * its own (test/support/confidentialWallet.ts): the fhEVM host contracts,
+ * its own (test/chains/evm/confidentialWallet.ts): the fhEVM host contracts,
  * the mock coprocessor and KMS, real USDC authorizations collected by the
  * vault, anvil time travel.
  *
@@ -47,7 +47,7 @@ import {
   decryptConfirmation,
   merchantWallet,
   type MerchantWallet,
-} from "../support/confidentialWallet.js";
+} from "../chains/evm/confidentialWallet.js";
 
 const NETWORK = "eip155:8453";
 const CHAIN_ID = 8453;

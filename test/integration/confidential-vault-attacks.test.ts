@@ -18,7 +18,7 @@ import { randomBytes } from "node:crypto";
 import { toHex, type Address, type Hex, type PrivateKeyAccount } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { receiptTypes, vaultDomain } from "../../src/chains/evm/confidential/messages.js";
-import { startDevnetVault, VAULT_CHAIN_ID, type DevnetVault } from "../support/devnetVault.js";
+import { startDevnetVault, VAULT_CHAIN_ID, type DevnetVault } from "../chains/evm/devnetVault.js";
 
 const DAY = 86_400n;
 

@@ -10,12 +10,12 @@ import assert from "node:assert/strict";
 import { BaseError, createTestClient, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
-import { paymentRequest, post, signPayment, usdcBalance } from "../support/payments.js";
+import { paymentRequest, post, signPayment, usdcBalance } from "../chains/evm/payments.js";
 import {
   confidentialRequirements,
   withdrawTypedDataFromJson,
   pastNextMidnight,
-} from "../support/confidential.js";
+} from "../chains/evm/confidential.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { utcDay } from "../../src/features/confidential/credits.js";

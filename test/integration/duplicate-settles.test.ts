@@ -29,8 +29,8 @@ import {
   requirementsFor,
   signPayment,
   usdcBalance,
-} from "../support/payments.js";
-import { signAuthorization } from "../support/authorization.js";
+} from "../chains/evm/payments.js";
+import { signAuthorization } from "../chains/evm/authorization.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { setWebhookEndpoint } from "../../src/features/webhooks/webhookRepository.js";

@@ -19,7 +19,7 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { startDevnet, type Devnet } from "../../devnet/evm/index.js";
-import { requirementsFor, signPayment } from "../support/payments.js";
+import { requirementsFor, signPayment } from "../chains/evm/payments.js";
 import { reconcileEvmSettlement } from "../../src/chains/evm/reconcile.js";
 
 const TRANSFER = parseAbi([

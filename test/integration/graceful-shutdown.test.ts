@@ -18,7 +18,7 @@ import { openMigratedDb } from "../../src/storage/db.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { freePort, startServiceProcess, until } from "../support/processes.js";
-import { requirementsFor, signPayment } from "../support/payments.js";
+import { requirementsFor, signPayment } from "../chains/evm/payments.js";
 
 const PAY_TO = "0x9191919191919191919191919191919191919191" as Hex;
 

@@ -18,7 +18,7 @@ import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
 import { availableBackends, openTestDb } from "../support/database.js";
-import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
+import { post, requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
 import { freePort, until } from "../support/processes.js";
 import { startDevnet, type Devnet } from "../../devnet/evm/index.js";
 import { createService, type Service } from "../../src/app.js";

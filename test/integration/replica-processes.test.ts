@@ -33,7 +33,7 @@ import {
   settleAtOnce,
   signPayment,
   usdcBalance,
-} from "../support/payments.js";
+} from "../chains/evm/payments.js";
 import { solanaPaymentRequest } from "../chains/svm/payments.js";
 import { freePort, until } from "../support/processes.js";
 

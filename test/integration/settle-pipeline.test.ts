@@ -16,7 +16,7 @@ import { createTestClient, http, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { until } from "../support/processes.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
+import { post, requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
 
 const PAY_TO = "0x6666666666666666666666666666666666666666" as Hex;
 

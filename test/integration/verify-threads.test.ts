@@ -11,7 +11,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
+import { post, requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
 import { until } from "../support/processes.js";
 import { startRpcProxy, type RpcProxy } from "../support/rpcProxy.js";
 import { startStack, type TestStack } from "../support/stack.js";
@@ -33,7 +33,7 @@ describe("verify threads", () => {
         EVM_VERIFY_THREADS_ABOVE: String(START_AT),
       },
       verifyThreadsIdleStopMs: 1_500,
-      evmRpcUrl: async (nodeUrl) => {
+      baseRpcUrl: async (nodeUrl) => {
         proxy = await startRpcProxy(nodeUrl);
         return proxy.url;
       },

@@ -13,8 +13,8 @@ import assert from "node:assert/strict";
 import { createWalletClient, http, parseAbi, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
-import { post, requirementsFor, signPayment, usdcBalance } from "../support/payments.js";
-import { nowSeconds, signAuthorization } from "../support/authorization.js";
+import { post, requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { nowSeconds, signAuthorization } from "../chains/evm/authorization.js";
 import { until } from "../support/processes.js";
 
 const PAY_TO = "0x1111111111111111111111111111111111111111" as Hex;

@@ -10,10 +10,14 @@ import { createLogger } from "../../src/lib/logger.js";
 import type { PaymentRequest } from "../../src/protocol/index.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
+import { FAMILIES, NAMESPACES } from "../../src/chains/index.js";
 import {
   SettlementRecorder,
   type SettlementMetering,
 } from "../../src/features/settlements/settlementRecorder.js";
+
+/** A network the service serves, the first of the family table's; the recorder never checks it. */
+const NETWORK = FAMILIES[NAMESPACES[0]!].networks[0]!.id;
 
 /** A payment request as the recorder stores it; its payload is never checked here. */
 export const SAMPLE_REQUEST = {
@@ -21,7 +25,7 @@ export const SAMPLE_REQUEST = {
   paymentPayload: { x402Version: 2, payload: { n: 1 } },
   paymentRequirements: {
     scheme: "exact",
-    network: "eip155:8453",
+    network: NETWORK,
     asset: "0x2222222222222222222222222222222222222222",
     amount: "5",
     payTo: "0x3333333333333333333333333333333333333333",
@@ -65,7 +69,7 @@ export function succeededRow(
 ): Insertable<Database["settlements"]> {
   const at = new Date();
   return {
-    network: "eip155:8453",
+    network: NETWORK,
     scheme: "exact",
     payer: null,
     pay_to: "0x0000000000000000000000000000000000000001",

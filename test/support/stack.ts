@@ -1,13 +1,14 @@
 /**
- * A whole service for tests: real anvil chains with the devnet contracts, a
- * real database, and the service listening on a loopback port with an
- * account and an API key ready.
+ * A whole service for tests: the devnet's base chains with their contracts
+ * (`BASE_DEVNET` of devnet/families.ts), the local ledgers of the families a
+ * test asks for, a real database, and the service listening on a loopback
+ * port with an account and an API key ready.
  */
 import type { Hex } from "viem";
-import { startDevnet, type Devnet } from "../../devnet/evm/index.js";
-import { evmService } from "../../devnet/evm/service.js";
 import {
+  BASE_DEVNET,
   DEVNET_FAMILIES,
+  type RunningBase,
   type AnyDevnetFamily,
   type DevnetNamespace,
   type RunningOf,
@@ -15,7 +16,6 @@ import {
 } from "../../devnet/families.js";
 import type { ChainSetups } from "../../src/chains/index.js";
 import { createService, type Service, type ServiceOptions } from "../../src/app.js";
-import { startDevnetFhevm } from "../../devnet/evm/fhevm.js";
 import { loadConfig } from "../../src/config/index.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
@@ -25,13 +25,13 @@ export interface TestStack {
   url: string;
   apiKey: string;
   accountId: string;
-  devnet: Devnet;
+  devnet: RunningBase;
   service: Service;
   network: string;
   rpcUrl: string;
   /** The first network's USDC (undefined, despite the type, on a network without USDC). */
   usdc: Hex;
-  /** symbol → address of every token on the first network, e.g. `assets["USDG"]` on eip155:4663. */
+  /** symbol → address of every token on the first network, e.g. `assets["USDG"]` where that token runs. */
   assets: Record<string, Hex>;
   payerKeys: Hex[];
   /** Each family's running ledger the stack was asked for (`families`), by namespace: `stack.families[namespace]`. */
@@ -58,12 +58,12 @@ export interface StackOptions {
   networks?: string[];
   env?: Record<string, string>;
   maxGasPriceWei?: bigint;
-  /** Puts something (a failing proxy) between the service and each EVM chain: gets its URL, returns the one to use. */
-  evmRpcUrl?: (nodeUrl: string) => Promise<string>;
-  /** How long verify threads stay without an EVM verification (ServiceOptions). */
+  /** Puts something (a failing proxy) between the service and each base chain: gets its URL, returns the one to use. */
+  baseRpcUrl?: (nodeUrl: string) => Promise<string>;
+  /** How long verify threads stay idle before they stop (ServiceOptions). */
   verifyThreadsIdleStopMs?: number;
   /** Runs after the chains are up and before the service starts. */
-  beforeService?: (devnet: Devnet) => Promise<void>;
+  beforeService?: (devnet: RunningBase) => Promise<void>;
   facilitators?: number;
   payers?: number;
   /**
@@ -72,7 +72,7 @@ export interface StackOptions {
    * family's quick pace.
    */
   families?: { [N in DevnetNamespace]?: FamilyStackOptions<N> };
-  /** Serve confidential settlement with the devnet's vault on eip155:8453 (mock coprocessor in-process). */
+  /** Serve confidential settlement with the devnet's vault (mock coprocessor in-process). */
   confidential?: boolean;
   /** The vault's challenge window in seconds (default 0: a closed day is released at once). */
   confidentialChallengeWindowSeconds?: number;
@@ -83,9 +83,9 @@ export interface StackOptions {
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
-  const networks = opts.networks ?? ["eip155:8453"];
+  const networks = opts.networks ?? BASE_DEVNET.networks([]);
   const start = () =>
-    startDevnet({
+    BASE_DEVNET.start({
       networks,
       blockTimeSeconds: opts.blockTimeSeconds ?? 0,
       outFile: null,
@@ -95,7 +95,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         ? {}
         : { confidentialChallengeWindowSeconds: opts.confidentialChallengeWindowSeconds }),
     });
-  // A setup transaction of a fresh anvil was once never mined (its receipt
+  // A setup transaction of a fresh chain was once never mined (its receipt
   // wait timed out, the chain otherwise idle). Setting up is not what any
   // test here is about, so a failed start is tried once more on fresh
   // nodes (the failed start stopped its own), with the first error shown.
@@ -115,28 +115,14 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     ...opts.env,
   });
   const first = Object.entries(devnet.networks)[0]!;
-  const vault = devnet.networks["eip155:8453"]?.confidential;
-  if (opts.confidential && !vault)
-    throw new Error("confidential: true needs eip155:8453 in networks");
+  const confidential = opts.confidential ? BASE_DEVNET.confidential(devnet) : undefined;
+  if (opts.confidential && !confidential)
+    throw new Error(`confidential: true needs ${BASE_DEVNET.vaultNetwork} in networks`);
   const service = await createService({
     config,
     database,
-    devnetPayers: evmService.payers(devnet),
-    ...(opts.confidential && vault
-      ? {
-          confidential: {
-            rpcUrl: devnet.networks["eip155:8453"]!.rpcUrl,
-            chainId: 8453,
-            contractAddress: vault.contractAddress,
-            operatorKey: vault.operatorPrivateKey,
-            receiptSignerKey: vault.receiptSignerPrivateKey,
-            mode: {
-              mock: () =>
-                startDevnetFhevm({ rpcUrl: devnet.networks["eip155:8453"]!.rpcUrl, chainId: 8453 }),
-            },
-          },
-        }
-      : {}),
+    devnetPayers: BASE_DEVNET.payers(devnet),
+    ...(confidential ? { confidential } : {}),
     overrides: {
       collectProcessMetrics: opts.collectProcessMetrics ?? false,
       pollingIntervalMs: 50,
@@ -148,8 +134,8 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         : {}),
     },
     chains: {
-      ...(await evmService.setup(devnet, {
-        ...(opts.evmRpcUrl ? { rpcUrl: opts.evmRpcUrl } : {}),
+      ...(await BASE_DEVNET.setup(devnet, {
+        ...(opts.baseRpcUrl ? { rpcUrl: opts.baseRpcUrl } : {}),
         ...(opts.maxGasPriceWei !== undefined ? { maxGasPriceWei: opts.maxGasPriceWei } : {}),
       })),
       ...families.setups,

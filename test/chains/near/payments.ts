@@ -15,7 +15,7 @@ import {
 } from "@near-js/transactions";
 import type { PaymentRequirements } from "@x402/core/types";
 import { NEAR_MAINNET, type RunningNear } from "../../../devnet/near/index.js";
-import { paymentRequest } from "../../support/payments.js";
+import { paymentRequest } from "../../chains/evm/payments.js";
 
 export const TGAS = 10n ** 12n;
 

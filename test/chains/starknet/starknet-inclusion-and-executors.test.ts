@@ -19,7 +19,7 @@ import { STARKNET_MAINNET } from "../../../devnet/starknet/index.js";
 import { STARKNET_STRK, STARKNET_USDC } from "../../../src/chains/starknet/networks.js";
 import { outsideExecutionFor } from "../../../src/chains/starknet/clients/exactClient.js";
 import { startStack, type TestStack } from "../../support/stack.js";
-import { paymentRequest, post } from "../../support/payments.js";
+import { paymentRequest, post } from "../../chains/evm/payments.js";
 import { until } from "../../support/processes.js";
 
 interface SettleAnswer {

@@ -5,7 +5,7 @@
 import type { PaymentRequirements } from "@x402/core/types";
 import { ExactSvmScheme } from "@x402/svm/exact/client";
 import { createKeyPairSignerFromBytes, getBase58Encoder } from "@solana/kit";
-import { paymentRequest } from "../../support/payments.js";
+import { paymentRequest } from "../../chains/evm/payments.js";
 
 export async function solanaPaymentRequest(
   ledger: { rpcUrl: string; payerSecretKeys: readonly string[] },

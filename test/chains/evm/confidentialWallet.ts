@@ -6,10 +6,10 @@
  * own instance of the mock relayer: nothing of the service's).
  */
 import { type Address, type Hex, type PrivateKeyAccount, type PublicClient } from "viem";
-import { startDevnetFhevm } from "../../devnet/evm/fhevm.js";
-import { fheClient } from "../../src/chains/evm/confidential/fhe.js";
-import type { SignedReceipt } from "../../src/chains/evm/confidential/vault.js";
-import { confidentialVaultAbi } from "../../src/chains/evm/confidential/vaultAbi.js";
+import { startDevnetFhevm } from "../../../devnet/evm/fhevm.js";
+import { fheClient } from "../../../src/chains/evm/confidential/fhe.js";
+import type { SignedReceipt } from "../../../src/chains/evm/confidential/vault.js";
+import { confidentialVaultAbi } from "../../../src/chains/evm/confidential/vaultAbi.js";
 import { devnetWallet } from "./devnetChain.js";
 
 export interface MerchantWallet {

@@ -17,7 +17,7 @@ import {
   type PrivateKeyAccount,
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import type { TestStack } from "./stack.js";
+import type { TestStack } from "../../support/stack.js";
 
 /** A viem chain for one of the devnet's EVM chains, served at `rpcUrl`. */
 export function devnetChain(chainId: number, rpcUrl: string): Chain {

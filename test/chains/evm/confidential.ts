@@ -14,12 +14,12 @@ import {
   type TypedDataDefinition,
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { createApiKey } from "../../src/features/keys/apiKeys.js";
-import type { ConfidentialMerchants } from "../../src/features/confidential/merchants.js";
-import type { ConfidentialVault } from "../../src/features/confidential/vaultPort.js";
+import { createApiKey } from "../../../src/features/keys/apiKeys.js";
+import type { ConfidentialMerchants } from "../../../src/features/confidential/merchants.js";
+import type { ConfidentialVault } from "../../../src/features/confidential/vaultPort.js";
 import { requirementsFor } from "./payments.js";
-import { signedInUser, type DashboardUser } from "./dashboardSession.js";
-import type { TestStack } from "./stack.js";
+import { signedInUser, type DashboardUser } from "../../support/dashboardSession.js";
+import type { TestStack } from "../../support/stack.js";
 
 /** Enables `accountId` with `wallet`, signing the enablement message as the dashboard's wallet does. */
 async function enableWithWallet(

@@ -3,9 +3,9 @@
  * or not met. They are what the service aims at on this 2-core machine, not
  * assertions: a run that misses one still writes its report.
  */
-import { percentile, type LoadResult } from "./load.js";
-import { validPerSecond } from "./harness.js";
-import type { Side } from "./evm.js";
+import { percentile, type LoadResult } from "../load.js";
+import { validPerSecond } from "../harness.js";
+import type { Side } from "./bench.js";
 
 type DatabaseKind = "pglite" | "postgres";
 

@@ -28,14 +28,14 @@ import { ExactEvmScheme } from "@x402/evm/exact/client";
 import type { PaymentRequirements } from "@x402/core/types";
 import { privateKeyToAccount } from "viem/accounts";
 import type { Hex } from "viem";
-import { startDevnet } from "../devnet/evm/index.js";
-import { openMigratedDb } from "../src/storage/db.js";
-import { createAccount } from "../src/features/accounts/accounts.js";
-import { setAccountPlan } from "../src/features/plans/quotaLedger.js";
-import { createApiKey } from "../src/features/keys/apiKeys.js";
-import { setWebhookEndpoint } from "../src/features/webhooks/webhookRepository.js";
-import { percentile, runLoad, type LoadResult } from "./load.js";
-import { verifyInTurns } from "./verifyInTurns.js";
+import { startDevnet } from "../../devnet/evm/index.js";
+import { openMigratedDb } from "../../src/storage/db.js";
+import { createAccount } from "../../src/features/accounts/accounts.js";
+import { setAccountPlan } from "../../src/features/plans/quotaLedger.js";
+import { createApiKey } from "../../src/features/keys/apiKeys.js";
+import { setWebhookEndpoint } from "../../src/features/webhooks/webhookRepository.js";
+import { percentile, runLoad, type LoadResult } from "../load.js";
+import { verifyInTurns } from "../verifyInTurns.js";
 import {
   classifySettle,
   freePort,
@@ -50,11 +50,11 @@ import {
   waitFor,
   type CpuProfileOptions,
   type ServerExit,
-} from "./harness.js";
-import { cpuSecondsOf, measureCpu, type CpuShare } from "./cpuShare.js";
-import { monotonicUs, type TimeWindow } from "./cpuProfile.js";
-import { serverProfile, type ServerProfile } from "./serverProfile.js";
-import { startWebhookReceiver } from "./webhookReceiver.js";
+} from "../harness.js";
+import { cpuSecondsOf, measureCpu, type CpuShare } from "../cpuShare.js";
+import { monotonicUs, type TimeWindow } from "../cpuProfile.js";
+import { serverProfile, type ServerProfile } from "../serverProfile.js";
+import { startWebhookReceiver } from "../webhookReceiver.js";
 
 /**
  * One sample every 5 ms: two hundred samples a second still show where the
@@ -65,6 +65,9 @@ import { startWebhookReceiver } from "./webhookReceiver.js";
  * bench/profile-summary.ts) instead of deleting them after the report.
  */
 const PROFILE_INTERVAL_US = 5_000;
+
+/** The chain node's process name, for where the CPU went (cpuShare.ts). */
+const NODE_COMMAND = "anvil";
 
 /** anvil mines a block every second, whatever is waiting. */
 const BLOCK_TIME_SECONDS = 1;
@@ -328,6 +331,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
         rounds: opts.verifyRounds,
         warmupSeconds: opts.verifyWarmupSeconds,
         concurrency: opts.verifyConcurrency,
+        nodeCommand: NODE_COMMAND,
         progress: opts.progress,
       },
     );
@@ -345,7 +349,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
       say(
         `(b) ${side.name}: /settle ${opts.settleCount} payments, concurrency ${opts.settleConcurrency}…`,
       );
-      const settleCpu = measureCpu(side.pid);
+      const settleCpu = measureCpu(side.pid, NODE_COMMAND);
       const cpuBeforeSettle = cpuSecondsOf(side.pid);
       const dbBefore = side.countsDb ? await readDbTraffic(side.url) : undefined;
       const timers = () =>

@@ -19,14 +19,14 @@ import { join } from "node:path";
 import type { PaymentRequirements } from "@x402/core/types";
 import { ExactSvmScheme } from "@x402/svm/exact/client";
 import { createKeyPairSignerFromBytes, getBase58Encoder, type KeyPairSigner } from "@solana/kit";
-import { SOLANA_MAINNET, startSolanaDevnet } from "../devnet/svm/index.js";
-import { openMigratedDb } from "../src/storage/db.js";
-import { createAccount } from "../src/features/accounts/accounts.js";
-import { setAccountPlan } from "../src/features/plans/quotaLedger.js";
-import { createApiKey } from "../src/features/keys/apiKeys.js";
-import { percentile, runLoad, type LoadResult } from "./load.js";
-import { verifyInTurns } from "./verifyInTurns.js";
-import { cpuSecondsOf } from "./cpuShare.js";
+import { SOLANA_MAINNET, startSolanaDevnet } from "../../devnet/svm/index.js";
+import { openMigratedDb } from "../../src/storage/db.js";
+import { createAccount } from "../../src/features/accounts/accounts.js";
+import { setAccountPlan } from "../../src/features/plans/quotaLedger.js";
+import { createApiKey } from "../../src/features/keys/apiKeys.js";
+import { percentile, runLoad, type LoadResult } from "../load.js";
+import { verifyInTurns } from "../verifyInTurns.js";
+import { cpuSecondsOf } from "../cpuShare.js";
 import {
   STAGE_HISTOGRAMS,
   classifySettle,
@@ -39,7 +39,7 @@ import {
   stopServers,
   validPerSecond,
   waitFor,
-} from "./harness.js";
+} from "../harness.js";
 
 export interface SvmBenchOptions {
   /** Measured verify seconds per server, in rounds that alternate between them. */

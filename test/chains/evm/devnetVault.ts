@@ -24,15 +24,15 @@ import {
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { authorizationTypes, eip3009ABI } from "@x402/evm";
-import { startDevnet, type Devnet } from "../../devnet/evm/index.js";
-import { loadArtifacts } from "../../devnet/evm/compile.js";
-import { startDevnetFhevm, type DevnetFhevm } from "../../devnet/evm/fhevm.js";
-import { fheClient, type FheClient } from "../../src/chains/evm/confidential/fhe.js";
+import { startDevnet, type Devnet } from "../../../devnet/evm/index.js";
+import { loadArtifacts } from "../../../devnet/evm/compile.js";
+import { startDevnetFhevm, type DevnetFhevm } from "../../../devnet/evm/fhevm.js";
+import { fheClient, type FheClient } from "../../../src/chains/evm/confidential/fhe.js";
 import {
   slotCommitment,
   vaultDomain,
   withdrawTypes,
-} from "../../src/chains/evm/confidential/messages.js";
+} from "../../../src/chains/evm/confidential/messages.js";
 import { devnetWallet } from "./devnetChain.js";
 
 const VAULT_NETWORK = "eip155:8453";

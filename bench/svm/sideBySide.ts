@@ -1,0 +1,57 @@
+/**
+ * The Solana side-by-side benchmark's run as `npm run bench` makes it
+ * (`BENCH_ONLY=svm`): this service and the reference facilitator on one
+ * local ledger (bench.ts), its report and its row of docs/benchmarks.md.
+ */
+import { writeFileSync } from "node:fs";
+import { cpus } from "node:os";
+import { runSvmBench, svmTable } from "./bench.js";
+import { recordSummary } from "../summary.js";
+import { validPerSecond } from "../harness.js";
+import { settledPerSecond, type SideBySideRun } from "../sideBySide.js";
+
+export async function run({ quick, databaseUrl, say, today }: SideBySideRun): Promise<void> {
+  const { ours, reference } = await runSvmBench({
+    verifySeconds: quick ? 6 : 21,
+    verifyRounds: 3,
+    verifyWarmupSeconds: quick ? 1 : 3,
+    // Above what either server verifies in a 7 s round (up to about 750 a second).
+    verifyPayloadsPerRun: quick ? 1_500 : 6_000,
+    settleCount: quick ? 200 : 1_000,
+    concurrency: 100,
+    databaseUrl,
+    progress: say,
+  });
+  const report = [
+    `# Solana facilitator benchmark`,
+    ``,
+    `${new Date().toISOString()} · ${cpus().length} cores (${cpus()[0]?.model ?? "?"}) · Node ${process.version}`,
+    `One local Solana ledger (LiteSVM in its own process, 400 ms slots); both servers compiled, on it at once,`,
+    `verify in three rounds per server in turns (after a warm-up each), each run's payments signed just before it,`,
+    `each with its own fee payers (this service: 3; reference: 1, as the official example has), concurrency 100.`,
+    `This service: ${databaseUrl ? "PostgreSQL" : "embedded PGlite"}, metering on. Payments are distinct and signed with the official @x402/svm client.`,
+    ``,
+    svmTable(ours, reference),
+  ].join("\n");
+  writeFileSync(
+    `bench/results/svm${quick ? "-quick" : ""}${databaseUrl ? "-postgres" : ""}.md`,
+    report,
+  );
+  process.stdout.write(`\n${report}`);
+  if (!quick) {
+    const side = (r: typeof ours) => ({
+      verifyPerSecond: validPerSecond(r.verify),
+      settlePerSecond: settledPerSecond(r.settle),
+      cpuMsPerVerify: r.verifyCpuMs,
+      cpuMsPerSettle: r.settleCpuMs,
+      peakRssMb: r.peakRssMb,
+    });
+    await recordSummary({
+      label: `Solana, ${databaseUrl ? "PostgreSQL" : "embedded database"}`,
+      settleShape: "closed loop, concurrency 100",
+      date: today,
+      ours: side(ours),
+      reference: side(reference),
+    });
+  }
+}
