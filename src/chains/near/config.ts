@@ -12,12 +12,16 @@
  *   attach (default 5 to 100 TGas): less runs out before the transfer, more
  *   only makes our relayer prepay for nothing;
  * - `NEAR_MIN_BLOCK_SECONDS`: the fastest block time assumed when bounding
- *   `max_block_height` by `maxTimeoutSeconds` (default 1, what clients use).
+ *   `max_block_height` by `maxTimeoutSeconds` (default 1, what clients use);
+ * - `NEAR_FAILED_FEE_BUDGET_NEAR`: the hourly budget for fees of relayed
+ *   transactions that fail on-chain, in flight included
+ *   (src/chains/failedFeeBudget.ts), in NEAR, or `off` (default 2).
  */
 import { readFileSync } from "node:fs";
 import { parseNearAmount } from "@near-js/utils";
 import { NEAR_MAINNET_ID } from "./networks.js";
 import { ConfigError } from "../../lib/configError.js";
+import { parseFailedFeeBudget } from "../failedFeeBudget.js";
 import type { FamilyConfig } from "../ports.js";
 import type { ConfigVariable } from "../../lib/envVars.js";
 import type { NearSettings, NearSetup } from "./index.js";
@@ -29,6 +33,7 @@ interface NearConfig {
     minGas: bigint;
     maxGas: bigint;
     minBlockSeconds: number;
+    failedFeeBudgetYocto: bigint | undefined;
   };
 }
 
@@ -98,7 +103,13 @@ function parseNearConfig(env: NodeJS.ProcessEnv): NearConfig {
   }
   return {
     setup: rpcUrl ? { networks: [{ id: NEAR_MAINNET_ID, rpcUrl }], relayerKeys } : undefined,
-    settings: { minRelayerBalanceYocto: BigInt(yocto), minGas, maxGas, minBlockSeconds: block },
+    settings: {
+      minRelayerBalanceYocto: BigInt(yocto),
+      minGas,
+      maxGas,
+      minBlockSeconds: block,
+      failedFeeBudgetYocto: parseFailedFeeBudget(env, "NEAR_FAILED_FEE_BUDGET_NEAR", 24, "2"),
+    },
   };
 }
 
@@ -142,6 +153,13 @@ const VARIABLES: readonly ConfigVariable[] = [
     default: "`1`",
     description:
       "Fastest block time assumed (0.1 to 10 s) when bounding `max_block_height` by `maxTimeoutSeconds`; 1 is what clients use.",
+  },
+  {
+    name: "NEAR_FAILED_FEE_BUDGET_NEAR",
+    default: "`2`",
+    description:
+      "The most NEAR the relayers may spend per hour on `near:mainnet` on relayed transactions that fail on-chain (a failing `ft_transfer` still burns the relayer's gas), counting every transaction still in flight at its worst fee (its prepaid gas plus 10 TGas for the receipts, at the chain's gas price). A settle that would pass it answers 503 `service_unavailable` (`reason: failed_settlement_gas_budget_spent`, with `Retry-After`; nothing sent). `off`: no budget. Shared by the replicas through the journal. At the floor gas price a failure burns about 0.0003 to 0.001 NEAR and a send holds at most 0.011 NEAR while in flight (at the 100 TGas ceiling).",
+    example: "NEAR_FAILED_FEE_BUDGET_NEAR=0.5",
   },
 ];
 

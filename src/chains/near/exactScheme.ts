@@ -76,7 +76,7 @@ type ExecutionStatus = { SuccessValue?: string; SuccessReceiptId?: string; Failu
 interface ReceiptOutcome {
   id: string;
   block_hash: string;
-  outcome: { executor_id: string; status: ExecutionStatus; logs: string[] };
+  outcome: { executor_id: string; status: ExecutionStatus; logs: string[]; tokens_burnt?: string };
 }
 
 /** What `tx` answers for a transaction the node knows. */
@@ -84,13 +84,22 @@ interface TxView {
   final_execution_status?: string;
   status?: ExecutionStatus;
   receipts_outcome?: ReceiptOutcome[];
-  transaction_outcome?: { block_hash: string };
+  transaction_outcome?: { block_hash: string; outcome?: { tokens_burnt?: string } };
+}
+
+/** What a final transaction burnt (yoctoNEAR): its conversion and every receipt's gas. */
+function burntOf(view: TxView): bigint {
+  const burnt = (text: string | undefined) => (text && /^\d+$/.test(text) ? BigInt(text) : 0n);
+  return (view.receipts_outcome ?? []).reduce(
+    (sum, r) => sum + burnt(r.outcome.tokens_burnt),
+    burnt(view.transaction_outcome?.outcome?.tokens_burnt),
+  );
 }
 
 /** Where a relayed transaction stands. */
 export type TxStatus =
-  | { state: "final"; ok: true }
-  | { state: "final"; ok: false; reason: string; message: string }
+  | { state: "final"; ok: true; fee: bigint }
+  | { state: "final"; ok: false; reason: string; message: string; fee: bigint }
   /** Known to the node, not final yet. */
   | { state: "waiting" }
   /** Unknown to the node. */
@@ -131,17 +140,20 @@ function reasonForFailure(failure: unknown): { reason: string; message: string }
  * failure; success needs the token contract's own receipt to succeed.
  */
 function judgeOutcome(view: TxView, asset: string): TxStatus {
+  const fee = burntOf(view);
   if (view.status?.Failure !== undefined)
-    return { state: "final", ok: false, ...reasonForFailure(view.status.Failure) };
+    return { state: "final", ok: false, fee, ...reasonForFailure(view.status.Failure) };
   const receipts = view.receipts_outcome ?? [];
   const failed = receipts.find((r) => r.outcome.status.Failure !== undefined);
   if (failed)
-    return { state: "final", ok: false, ...reasonForFailure(failed.outcome.status.Failure) };
+    return { state: "final", ok: false, fee, ...reasonForFailure(failed.outcome.status.Failure) };
   const token = receipts.find((r) => r.outcome.executor_id === asset);
-  if (token && token.outcome.status.SuccessValue !== undefined) return { state: "final", ok: true };
+  if (token && token.outcome.status.SuccessValue !== undefined)
+    return { state: "final", ok: true, fee };
   return {
     state: "final",
     ok: false,
+    fee,
     reason: NearReason.transactionFailed,
     message:
       "the transaction is final but the token contract never ran the transfer; nothing moved",
@@ -216,6 +228,8 @@ export class ExactNearScheme implements SchemeNetworkFacilitator {
     for (;;) {
       const remaining = deadline - Date.now();
       if (remaining <= 0) {
+        // Its journal entry, still `sent`, keeps its worst fee counted.
+        this.relayers.finished(relayed.hash, "unfollowed");
         return answer({
           errorReason: Reason.settlementPending,
           errorMessage: relayed.ambiguous
@@ -238,7 +252,9 @@ export class ExactNearScheme implements SchemeNetworkFacilitator {
             FAILURES_KEPT,
           );
         }
-        await this.journal.finished(relayed.hash, status.ok ? "success" : "reverted");
+        const ended = status.ok ? "success" : "reverted";
+        this.relayers.finished(relayed.hash, ended, status.fee);
+        await this.journal.finished(relayed.hash, ended, undefined, status.fee);
         return status.ok
           ? { success: true, transaction: relayed.hash, network, payer }
           : answer({ errorReason: status.reason, errorMessage: status.message });

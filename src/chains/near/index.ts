@@ -27,6 +27,7 @@ import { NearRelayers } from "./relayers.js";
 import { NearRpc } from "./rpc.js";
 import { NearReason } from "./reasons.js";
 import { decodeDelegate, delegateKey, signedDelegateOf } from "./signedDelegate.js";
+import { FailedFeeBudget } from "../failedFeeBudget.js";
 
 export interface NearSetup {
   networks: readonly { id: string; rpcUrl: string }[];
@@ -36,6 +37,8 @@ export interface NearSetup {
 
 export type NearSettings = Pick<NearSchemeSettings, "minGas" | "maxGas" | "minBlockSeconds"> & {
   minRelayerBalanceYocto: bigint;
+  /** Hourly budget (yoctoNEAR) for fees of transactions that fail on-chain; undefined: none. */
+  failedFeeBudgetYocto?: bigint | undefined;
 };
 
 interface NearRuntime {
@@ -43,6 +46,7 @@ interface NearRuntime {
   rpc: NearRpc;
   relayers: NearRelayers;
   scheme: ExactNearScheme;
+  failedFees: FailedFeeBudget;
   /** The final block, read at most every 250 ms however many ask. */
   final: RecentRead<FinalBlock>;
 }
@@ -76,7 +80,28 @@ export class NearChainAdapter implements ChainFamily {
       const network = findNearNetwork(id);
       if (!network) throw new Error(`unknown NEAR network ${id}`);
       const rpc = new NearRpc({ network: id, url: rpcUrl });
+      const journal = ctx.journal;
+      const failedFees = new FailedFeeBudget(
+        id,
+        settings.failedFeeBudgetYocto,
+        Date.now,
+        journal.failedFeeExposure ? (since) => journal.failedFeeExposure!(id, since) : undefined,
+      );
+      if (failedFees.budget !== undefined) ctx.onFailedGasBudget?.(id, nearOf(failedFees.budget));
+      // The gas price moves by small steps from block to block: one read serves a few seconds of sends.
+      const gasPrice = new RecentRead(
+        () =>
+          rpc
+            .call<{ gas_price: string }>("gas_price", [null])
+            .then(({ gas_price }) => BigInt(gas_price)),
+        5_000,
+      );
       const relayers = new NearRelayers({
+        failedFees,
+        gasPrice: () => gasPrice.get(),
+        ...(ctx.onFeePaid
+          ? { onFeePaid: (status, yocto) => ctx.onFeePaid!(id, status, nearOf(yocto)) }
+          : {}),
         network: id,
         rpc,
         keys,
@@ -105,7 +130,7 @@ export class NearChainAdapter implements ChainFamily {
         settleTimeoutMs: ctx.settleTimeoutMs,
         pollMs: ctx.pollingIntervalMs ?? 500,
       });
-      this.runtimes.set(id, { network, rpc, relayers, scheme, final });
+      this.runtimes.set(id, { network, rpc, relayers, scheme, failedFees, final });
       this.schemes.set(id, ["exact"]);
     }
   }
@@ -123,7 +148,8 @@ export class NearChainAdapter implements ChainFamily {
     await Promise.all(
       [...this.runtimes.values()].map(async (r) => {
         await r.final.get();
-        await r.relayers.start();
+        // A restarted process remembers the hour's failures of every replica.
+        await Promise.all([r.relayers.start(), r.failedFees.refresh()]);
       }),
     );
   }

@@ -15,6 +15,12 @@
  *   line, metric) until it is topped up.
  * - Before a transaction leaves, its hash and bytes are journaled: a crash
  *   right after can follow or re-send exactly it.
+ * - Each transaction holds its worst fee against the network's failed-fee
+ *   budget (failedFeeBudget.ts) from before its nonce is taken until its
+ *   outcome is known: the gas the relayer buys for it (the delegate's
+ *   prepaid gas and the fixed cost of the receipts) at the chain's gas
+ *   price, and the deposits it attaches. A send the budget refuses takes no
+ *   nonce and sends nothing.
  */
 import type { KeyPair, PublicKey } from "@near-js/crypto";
 import { KeyPairSigner } from "@near-js/signers";
@@ -22,6 +28,11 @@ import { actionCreators, createTransaction, type SignedDelegate } from "@near-js
 import { baseEncode } from "@near-js/utils";
 import type { Logger } from "../../lib/logger.js";
 import { ChainUnavailableError, type SignerLeases, type TransactionJournal } from "../ports.js";
+import {
+  FailedFeeBudgetSpentError,
+  noteBudgetRefusal,
+  type FailedFeeBudget,
+} from "../failedFeeBudget.js";
 import { NearRpcError, type NearRpc } from "./rpc.js";
 import type { DecodedDelegate } from "./signedDelegate.js";
 
@@ -40,7 +51,22 @@ export interface RelayerOptions {
   minBalanceYocto: bigint;
   onSignerHealth?: (accountId: string, healthy: boolean, yocto: bigint) => void;
   leases?: { port: SignerLeases; holder: string; ttlMs?: number; heartbeatMs?: number };
+  /** The network's failed-fee budget (failedFeeBudget.ts); absent: none. */
+  failedFees?: FailedFeeBudget;
+  /** The chain's gas price, yoctoNEAR per gas (the worst fee's price). */
+  gasPrice?: () => Promise<bigint>;
+  /** What a transaction that became final cost its relayer (yoctoNEAR burnt). */
+  onFeePaid?: (status: "success" | "reverted", yocto: bigint) => void;
 }
+
+/**
+ * Gas a relayed `ft_transfer` burns besides what the delegate prepays for
+ * the call: the outer transaction's conversion, the delegate action and the
+ * inner receipt's creation, sent and executed. nearcore's fees for these
+ * come to about 5.5 TGas; 10 TGas bounds them with room for longer
+ * arguments.
+ */
+const RELAY_OVERHEAD_GAS = 10n * 10n ** 12n;
 
 interface Lane {
   accountId: string;
@@ -216,8 +242,9 @@ export class NearRelayers {
     lane.inFlight++;
     try {
       let replaces: string | undefined;
+      const worst = await this.worstFee(delegate);
       for (let attempt = 1; ; attempt++) {
-        const sent = await this.sendOnce(lane, delegate, blockHash, detail, replaces);
+        const sent = await this.sendOnce(lane, delegate, blockHash, detail, replaces, worst);
         if (sent.kind === "sent") return sent.relayed;
         replaces = sent.hash;
         if (attempt >= MAX_NONCE_RETRIES) {
@@ -230,6 +257,48 @@ export class NearRelayers {
     } finally {
       lane.inFlight--;
     }
+  }
+
+  /** What relaying `delegate` costs at most: the gas bought at the chain's price, and the deposits. */
+  private async worstFee(delegate: DecodedDelegate): Promise<bigint> {
+    const price = this.opts.gasPrice ? await this.opts.gasPrice() : 0n;
+    let gas = RELAY_OVERHEAD_GAS;
+    let deposits = 0n;
+    for (const a of delegate.delegateAction.actions) {
+      if (a.functionCall) {
+        gas += BigInt(a.functionCall.gas);
+        deposits += BigInt(a.functionCall.deposit);
+      } else if (a.transfer) {
+        deposits += BigInt(a.transfer.deposit);
+      }
+    }
+    return gas * price + deposits;
+  }
+
+  /** Each transaction's worst fee and its hold on the failed-fee budget, until its outcome. */
+  private readonly holds = new Map<string, symbol>();
+
+  /** Holds `worst` on the budget; a refusal is noted for the settle's answer (503, nothing sent). */
+  private reserve(worst: bigint): symbol | undefined {
+    try {
+      return this.opts.failedFees?.reserve(worst);
+    } catch (e) {
+      if (e instanceof FailedFeeBudgetSpentError) noteBudgetRefusal(e);
+      throw e;
+    }
+  }
+
+  /**
+   * A relayed transaction ended: final (`reverted` counts `fee`, the
+   * yoctoNEAR it burnt, for the hour), or no longer followed here (its
+   * journal entry, still `sent`, keeps it counted for every replica).
+   */
+  finished(hash: string, outcome: "success" | "reverted" | "unfollowed", fee = 0n): void {
+    const hold = this.holds.get(hash);
+    if (outcome !== "unfollowed") this.opts.onFeePaid?.(outcome, fee);
+    if (!hold) return;
+    this.holds.delete(hash);
+    this.opts.failedFees?.finish(hold, outcome === "reverted", fee);
   }
 
   /**
@@ -263,8 +332,17 @@ export class NearRelayers {
     blockHash: Uint8Array,
     detail: Record<string, unknown>,
     replaces: string | undefined,
+    worst: bigint,
   ): Promise<{ kind: "sent"; relayed: Relayed } | { kind: "nonce"; hash: string }> {
-    const nonce = await this.takeNonce(lane);
+    // Held before a nonce is taken: a refusal leaves the lane as it was.
+    const hold = this.reserve(worst);
+    let nonce: bigint;
+    try {
+      nonce = await this.takeNonce(lane);
+    } catch (e) {
+      if (hold) this.opts.failedFees?.finish(hold, false, 0n);
+      throw e;
+    }
     const action = actionCreators.signedDelegate({
       delegateAction: delegate.delegateAction,
       signature: delegate.signature,
@@ -280,13 +358,21 @@ export class NearRelayers {
     const [hashBytes, signed] = await lane.signer.signTransaction(tx);
     const hash = baseEncode(hashBytes);
     const base64 = Buffer.from(signed.encode()).toString("base64");
-    await this.opts.journal.sent({
-      network: this.opts.network,
-      reference: hash,
-      signer: lane.accountId,
-      ...(replaces ? { replaces } : {}),
-      detail: { ...detail, signedTransaction: base64, relayer: lane.accountId },
-    });
+    if (hold) this.holds.set(hash, hold);
+    try {
+      await this.opts.journal.sent({
+        network: this.opts.network,
+        reference: hash,
+        signer: lane.accountId,
+        ...(replaces ? { replaces } : {}),
+        worstFee: worst,
+        detail: { ...detail, signedTransaction: base64, relayer: lane.accountId },
+      });
+    } catch (e) {
+      this.finished(hash, "unfollowed");
+      throw e;
+    }
+    if (hold) this.opts.failedFees?.journaled(hold);
     try {
       await this.opts.rpc.call("send_tx", { signed_tx_base64: base64, wait_until: "NONE" });
       return { kind: "sent", relayed: { hash, relayer: lane.accountId, ambiguous: false } };
@@ -303,8 +389,11 @@ export class NearRelayers {
             { network: this.opts.network, relayer: lane.accountId, tx: hash },
             "relayer nonce was taken elsewhere: moving past it and wrapping again",
           );
+          this.finished(hash, "unfollowed");
           return { kind: "nonce", hash };
         }
+        // Refused: it never entered a pool and costs nothing.
+        this.finished(hash, "unfollowed");
         if (e.names("NotEnoughBalance")) {
           this.healthy.delete(lane.accountId);
           throw new ChainUnavailableError(
@@ -329,6 +418,7 @@ export class NearRelayers {
         );
         return { kind: "sent", relayed: { hash, relayer: lane.accountId, ambiguous: true } };
       }
+      this.finished(hash, "unfollowed");
       throw e;
     }
   }

@@ -12,12 +12,16 @@
  * - `STARKNET_TIME_SKEW_SECONDS`: how far the sequencer's block timestamp may
  *   trail the wall clock (default 30): `Execute After` must lie that far in
  *   the past, and `Execute Before` at least that far ahead.
+ * - `STARKNET_FAILED_FEE_BUDGET_STRK`: the hourly budget for fees of
+ *   settlements that revert on-chain, in flight included
+ *   (src/chains/failedFeeBudget.ts), in STRK, or `off` (default 25).
  */
 import { STARKNET_MAINNET_ID } from "./networks.js";
 import { ConfigError } from "../../lib/configError.js";
 import type { FamilyConfig } from "../ports.js";
 import type { StarknetSettings, StarknetSetup } from "./index.js";
 import { readSecret, type ConfigVariable } from "../../lib/envVars.js";
+import { parseFailedFeeBudget } from "../failedFeeBudget.js";
 
 interface StarknetConfig {
   setup:
@@ -26,7 +30,12 @@ interface StarknetConfig {
         executors: { address: string; privateKey: string }[];
       }
     | undefined;
-  settings: { minExecutorFeeBalance: bigint; timeSkewSeconds: number; maxFeeFri: bigint };
+  settings: {
+    minExecutorFeeBalance: bigint;
+    timeSkewSeconds: number;
+    maxFeeFri: bigint;
+    failedFeeBudgetFri: bigint | undefined;
+  };
   /** Whether any Starknet production setting is present (for devnet/production mode). */
   present: boolean;
 }
@@ -109,7 +118,12 @@ function parseStarknetConfig(
     setup: present
       ? { networks: [{ id: STARKNET_MAINNET_ID, rpcUrl: rpcUrl! }], executors }
       : undefined,
-    settings: { minExecutorFeeBalance, timeSkewSeconds: skew, maxFeeFri },
+    settings: {
+      minExecutorFeeBalance,
+      timeSkewSeconds: skew,
+      maxFeeFri,
+      failedFeeBudgetFri: parseFailedFeeBudget(env, "STARKNET_FAILED_FEE_BUDGET_STRK", 18, "25"),
+    },
     present,
   };
 }
@@ -147,6 +161,13 @@ const VARIABLES: readonly ConfigVariable[] = [
     default: "`1`",
     description:
       "The most one settlement may cost an executor, in STRK: the simulation's resource bounds (amount times price, summed) above it are refused `invalid_exact_starknet_fee_too_high` and nothing is sent.",
+  },
+  {
+    name: "STARKNET_FAILED_FEE_BUDGET_STRK",
+    default: "`25`",
+    description:
+      "The most STRK the executors may spend per hour on `starknet:SN_MAIN` on settlements that revert on-chain (a reverted transaction still pays its fee), counting every transaction still in flight at its worst fee (its resource bounds' maximum fee). A settle that would pass it answers 503 `service_unavailable` (`reason: failed_settlement_gas_budget_spent`, with `Retry-After`; nothing sent). `off`: no budget. Shared by the replicas through the journal. A revert costs a few hundredths of a STRK and a send holds at most `STARKNET_MAX_FEE_STRK` while in flight.",
+    example: "STARKNET_FAILED_FEE_BUDGET_STRK=5",
   },
 ];
 

@@ -28,9 +28,10 @@ import type {
 } from "@x402/core/types";
 import { Reason } from "../../protocol/reasons.js";
 import type { StarknetNetwork } from "./networks.js";
-import type { TransactionJournal } from "../ports.js";
+import type { FailureCause, TransactionJournal } from "../ports.js";
+import { rememberBounded } from "../../lib/boundedMap.js";
 import type { BlockTicker } from "./blockTicker.js";
-import { ExecutorRefusal, type ExecutorPool, type ResourceBounds } from "./executors.js";
+import { ExecutorRefusal, maxFeeOf, type ExecutorPool, type ResourceBounds } from "./executors.js";
 import { StarknetReason } from "./reasons.js";
 import {
   SIGNATURE_VALID,
@@ -38,6 +39,7 @@ import {
   addressHex,
   checkOutsideExecution,
   feltHex,
+  parseOutsideExecution,
   signedMessageHash,
   type ParsedOutsideExecution,
 } from "./outsideExecution.js";
@@ -99,18 +101,6 @@ export function boundsAboveCeilings(bounds: ResourceBounds): string[] {
     const amount = BigInt(String(all[name]?.max_amount ?? 0));
     return amount > ceiling ? [`${name}: ${amount} > ${ceiling}`] : [];
   });
-}
-
-/** The most a transaction with these bounds can cost, in FRI. */
-function maxFeeOf(bounds: ResourceBounds): bigint {
-  const all = bounds as unknown as Record<
-    string,
-    { max_amount: unknown; max_price_per_unit: unknown }
-  >;
-  return Object.values(all).reduce(
-    (sum, b) => sum + BigInt(String(b.max_amount)) * BigInt(String(b.max_price_per_unit)),
-    0n,
-  );
 }
 
 type ChainChecked =
@@ -197,6 +187,28 @@ function reasonForRevert(revert: string): string {
   return StarknetReason.simulation;
 }
 
+/**
+ * Reverts the payer causes after our check: its token balance no longer
+ * covers the amount, its outside-execution nonce was used by a transaction
+ * of its own, or its account refuses the signature when it runs (an
+ * account whose answer changed since the simulation). The others (the
+ * window passed, a token or account that fails for its own reasons) are
+ * not the payer's.
+ */
+const PAYER_REVERTS: ReadonlySet<string> = new Set([
+  Reason.insufficientFunds,
+  StarknetReason.nonceUsed,
+  StarknetReason.signature,
+]);
+
+/** How many recent reverts' causes are kept for attribution (the oldest go first). */
+const FAILURES_KEPT = 10_000;
+
+/** The payer's authorization a revert is remembered by: its account and outside-execution nonce. */
+function authorizationOf(from: bigint, nonce: bigint): string {
+  return `${addressHex(from)}:${feltHex(nonce)}`;
+}
+
 export class ExactStarknetScheme implements SchemeNetworkFacilitator {
   readonly scheme = "exact";
   readonly caipFamily = "starknet:*";
@@ -208,6 +220,21 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
     private readonly journal: TransactionJournal,
     private readonly settings: StarknetSchemeSettings,
   ) {}
+
+  /** The reasons of this process's recent reverts, by the payer's authorization. */
+  private readonly failures = new Map<string, string>();
+
+  /**
+   * Who caused a payment that reverted on-chain here: the revert reason the
+   * receipt gave (read when it was accepted on L2).
+   */
+  failureCause(payload: PaymentPayload): FailureCause {
+    const parsed = parseOutsideExecution(payload);
+    const reason = parsed.ok
+      ? this.failures.get(authorizationOf(parsed.oe.from, parsed.oe.nonce))
+      : undefined;
+    return reason !== undefined && PAYER_REVERTS.has(reason) ? "payer" : "requirements";
+  }
 
   private report(status: "success" | "reverted", fee: bigint | undefined): void {
     if (fee !== undefined) this.settings.onFeePaid?.(status, Number(fee) / 1e18);
@@ -255,14 +282,18 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
       }
       throw e;
     }
-    const pending = (message: string): SettleResponse => ({
-      success: false,
-      errorReason: Reason.settlementPending,
-      errorMessage: message,
-      transaction: sent.hash,
-      network,
-      payer,
-    });
+    const pending = (message: string): SettleResponse => {
+      // Its journal entry, still `sent`, keeps its worst fee counted.
+      this.executors.finished(sent.hash, false);
+      return {
+        success: false,
+        errorReason: Reason.settlementPending,
+        errorMessage: message,
+        transaction: sent.hash,
+        network,
+        payer,
+      };
+    };
     if (sent.ambiguous) {
       return pending(
         "the transaction was sent but the node's answer was lost; it is being followed",
@@ -277,6 +308,12 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
       if (outcome?.state === "succeeded" || outcome?.state === "failed") {
         if (outcome.state === "succeeded")
           return { success: true, transaction: sent.hash, network, payer };
+        rememberBounded(
+          this.failures,
+          authorizationOf(oe.from, oe.nonce),
+          outcome.reason,
+          FAILURES_KEPT,
+        );
         return {
           success: false,
           errorReason: outcome.reason,
@@ -362,6 +399,7 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
     const block = BigInt(receipt.block_number);
     const fee = feeOf(receipt);
     if (receipt.execution_status !== "SUCCEEDED") {
+      this.executors.finished(txHash, true, fee);
       this.report("reverted", fee);
       await this.journal.finished(txHash, "reverted", block, fee);
       return {
@@ -374,6 +412,7 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
       };
     }
     const held = holdsExpectedTransfer(receipt.events ?? [], want);
+    this.executors.finished(txHash, false);
     this.report("success", fee);
     await this.journal.finished(txHash, "success", block, fee);
     if (!held.ok) {

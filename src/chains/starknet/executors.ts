@@ -17,11 +17,20 @@
  *   are answered, and the transaction re-signed, at most three times.
  * - Before a transaction leaves, its hash, nonce and signed body are
  *   journaled, so a crash can be followed up by re-sending exactly it.
+ * - Each transaction holds its worst fee (its resource bounds' maximum
+ *   fee) against the network's failed-fee budget (failedFeeBudget.ts) from
+ *   before its nonce is taken until its outcome is known; a send the budget
+ *   refuses takes no nonce and sends nothing.
  * - Private keys live only inside starknet.js `Account` signers: never logged.
  */
 import { Account, RpcError, Signer, type Call, type RpcProvider, type Signature } from "starknet";
 import type { Logger } from "../../lib/logger.js";
 import type { SignerLeases, TransactionJournal } from "../ports.js";
+import {
+  FailedFeeBudgetSpentError,
+  noteBudgetRefusal,
+  type FailedFeeBudget,
+} from "../failedFeeBudget.js";
 import { RpcCode, type StarknetRpc } from "./rpc.js";
 import { addressHex } from "./outsideExecution.js";
 
@@ -31,6 +40,18 @@ export interface ExecutorKey {
 }
 
 export type ResourceBounds = NonNullable<Parameters<Account["execute"]>[1]>["resourceBounds"];
+
+/** The most a transaction with these bounds can cost, in FRI. */
+export function maxFeeOf(bounds: ResourceBounds): bigint {
+  const all = bounds as unknown as Record<
+    string,
+    { max_amount: unknown; max_price_per_unit: unknown }
+  >;
+  return Object.values(all).reduce(
+    (sum, b) => sum + BigInt(String(b.max_amount)) * BigInt(String(b.max_price_per_unit)),
+    0n,
+  );
+}
 
 interface Executor {
   address: string;
@@ -58,6 +79,8 @@ export interface ExecutorPoolOptions {
   minFeeBalance: bigint;
   leases: { port: SignerLeases; holder: string; ttlMs?: number; heartbeatMs?: number };
   onHealth?: (address: string, healthy: boolean, balanceFri: bigint) => void;
+  /** The network's failed-fee budget (failedFeeBudget.ts); absent: none. */
+  failedFees?: FailedFeeBudget;
 }
 
 export class ExecutorRefusal extends Error {
@@ -128,6 +151,21 @@ export class ExecutorPool {
         inFlight: 0,
       });
     }
+  }
+
+  /** Each sent transaction's hold on the failed-fee budget, until its outcome is known. */
+  private readonly holds = new Map<string, symbol>();
+
+  /**
+   * A transaction ended: accepted on L2 (`reverted` counts `fee`, the FRI
+   * it cost, for the hour), refused by the node, or no longer followed here
+   * (its journal entry, still `sent`, keeps it counted for every replica).
+   */
+  finished(hash: string, reverted: boolean, fee = 0n): void {
+    const hold = this.holds.get(hash);
+    if (!hold) return;
+    this.holds.delete(hash);
+    this.opts.failedFees?.finish(hold, reverted, fee);
   }
 
   get provider(): RpcProvider {
@@ -297,6 +335,8 @@ export class ExecutorPool {
           return { hash: txHash, ambiguous: true };
         }
         if (err.code === RpcCode.duplicateTx) return { hash: txHash, ambiguous: false };
+        // Refused: it costs nothing.
+        this.finished(txHash, false);
         // Every send after a refused one is refused too (its nonce is ahead
         // of the node's): the next turn reads the node's nonce again.
         e.nonce = undefined;
@@ -326,30 +366,52 @@ export class ExecutorPool {
     resourceBounds: ResourceBounds,
     detail: Record<string, unknown>,
   ): Promise<{ nonce: bigint; txHash: string; answer: Promise<unknown> }> {
-    let nonce: bigint;
-    if (e.leased && e.nonce !== undefined) {
-      nonce = e.nonce;
-    } else {
-      await Promise.allSettled(e.onWire);
-      nonce = BigInt(
-        await this.opts.rpc.ask((p) => p.getNonceForAddress(e.address, "pre_confirmed")),
-      );
+    // Held before the nonce is taken: a refusal leaves the executor's nonce as it was.
+    const worstFee = maxFeeOf(resourceBounds);
+    let hold: symbol | undefined;
+    try {
+      hold = this.opts.failedFees?.reserve(worstFee);
+    } catch (err) {
+      if (err instanceof FailedFeeBudgetSpentError) noteBudgetRefusal(err);
+      throw err;
     }
-    // Fee bounds and tip are given: starknet.js neither estimates nor scans blocks for a tip.
-    const signed = await e.account.getSignedTransaction(calls, {
-      nonce,
-      tip: 0n,
-      resourceBounds,
-    });
-    const txHash = e.signer.takeHash(signed.signature);
-    if (txHash === undefined)
-      throw new Error("the executor's signer kept no hash for its transaction");
-    await this.opts.journal.sent({
-      network: this.opts.network,
-      reference: txHash,
-      signer: e.address,
-      detail: { ...detail, nonce: nonce.toString(), transaction: signed },
-    });
+    let txHash: string | undefined;
+    let nonce: bigint;
+    let signed: Awaited<ReturnType<Account["getSignedTransaction"]>>;
+    try {
+      if (e.leased && e.nonce !== undefined) {
+        nonce = e.nonce;
+      } else {
+        await Promise.allSettled(e.onWire);
+        nonce = BigInt(
+          await this.opts.rpc.ask((p) => p.getNonceForAddress(e.address, "pre_confirmed")),
+        );
+      }
+      // Fee bounds and tip are given: starknet.js neither estimates nor scans blocks for a tip.
+      signed = await e.account.getSignedTransaction(calls, {
+        nonce,
+        tip: 0n,
+        resourceBounds,
+      });
+      txHash = e.signer.takeHash(signed.signature);
+      if (txHash === undefined)
+        throw new Error("the executor's signer kept no hash for its transaction");
+      await this.opts.journal.sent({
+        network: this.opts.network,
+        reference: txHash,
+        signer: e.address,
+        worstFee,
+        detail: { ...detail, nonce: nonce.toString(), transaction: signed },
+      });
+    } catch (err) {
+      // Nothing left: the hold goes back.
+      if (hold) this.opts.failedFees?.finish(hold, false, 0n);
+      throw err;
+    }
+    if (hold) {
+      this.holds.set(txHash, hold);
+      this.opts.failedFees?.journaled(hold);
+    }
     // Reserved: the next turn signs the nonce after this one.
     e.nonce = nonce + 1n;
     // Put on the wire now, inside the turn: the in-order connection keeps

@@ -13,6 +13,7 @@ import { Reason } from "../../protocol/reasons.js";
 import { networkNotServed, nothingWasSent, probeNetworks, RecentRead } from "../familySupport.js";
 import type {
   ChainFamily,
+  FailureCause,
   FamilyContext,
   NetworkProbe,
   PendingSettlement,
@@ -32,6 +33,7 @@ import {
   signedMessageHash,
 } from "./outsideExecution.js";
 import { StarknetRpc } from "./rpc.js";
+import { FailedFeeBudget } from "../failedFeeBudget.js";
 
 export interface StarknetSetup {
   networks: readonly { id: string; rpcUrl: string }[];
@@ -46,6 +48,8 @@ export interface StarknetSettings {
   timeSkewSeconds: number;
   /** The most one settlement may cost an executor, in FRI (STARKNET_MAX_FEE_STRK). */
   maxFeeFri: bigint;
+  /** Hourly budget (FRI) for fees of settlements that revert on-chain; undefined: none. */
+  failedFeeBudgetFri?: bigint | undefined;
 }
 
 interface StarknetRuntime {
@@ -53,6 +57,7 @@ interface StarknetRuntime {
   rpc: StarknetRpc;
   executors: ExecutorPool;
   scheme: ExactStarknetScheme;
+  failedFees: FailedFeeBudget;
   /** The latest block number, read at most every 250 ms however many ask. */
   block: RecentRead<number>;
 }
@@ -71,7 +76,18 @@ export class StarknetChainAdapter implements ChainFamily {
       const network = findStarknetNetwork(id);
       if (!network) throw new Error(`unknown Starknet network ${id}`);
       const rpc = new StarknetRpc({ network: id, url: rpcUrl, chainId: network.chainId });
+      const journal = ctx.journal;
+      const failedFees = new FailedFeeBudget(
+        id,
+        settings.failedFeeBudgetFri,
+        Date.now,
+        journal.failedFeeExposure ? (since) => journal.failedFeeExposure!(id, since) : undefined,
+      );
+      if (failedFees.budget !== undefined) {
+        ctx.onFailedGasBudget?.(id, Number(failedFees.budget) / 1e18);
+      }
       const executors = new ExecutorPool({
+        failedFees,
         network: id,
         feeToken: network.feeToken.address,
         keys: setup.executors,
@@ -103,7 +119,7 @@ export class StarknetChainAdapter implements ChainFamily {
         ...(ctx.onFeePaid ? { onFeePaid: (status, strk) => ctx.onFeePaid!(id, status, strk) } : {}),
       });
       const block = new RecentRead(() => rpc.ask((p) => p.getBlockNumber()), 250);
-      this.runtimes.set(id, { network, rpc, executors, scheme, block });
+      this.runtimes.set(id, { network, rpc, executors, scheme, failedFees, block });
       this.schemes.set(id, ["exact"]);
     }
   }
@@ -119,7 +135,12 @@ export class StarknetChainAdapter implements ChainFamily {
   }
 
   async start(): Promise<void> {
-    await Promise.all([...this.runtimes.values()].map((r) => r.executors.start()));
+    await Promise.all(
+      // A restarted process remembers the hour's failures of every replica.
+      [...this.runtimes.values()].map((r) =>
+        Promise.all([r.executors.start(), r.failedFees.refresh()]),
+      ),
+    );
   }
 
   async close(): Promise<void> {
@@ -129,6 +150,14 @@ export class StarknetChainAdapter implements ChainFamily {
 
   payerOf(payload: PaymentPayload): string | undefined {
     return payerOf(payload);
+  }
+
+  /** Who caused a settlement that reverted on-chain: the receipt's revert reason tells. */
+  async failureCause(
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+  ): Promise<FailureCause> {
+    return this.runtimes.get(requirements.network)?.scheme.failureCause(payload) ?? "requirements";
   }
 
   /**
