@@ -90,6 +90,7 @@ async function familyBench(name: FamilyName): Promise<void> {
         peakRssMb: result.peakRssMb,
         openSettleP50Ms: percentile(result.open.settle.latenciesMs, 50),
         openSettleP99Ms: percentile(result.open.settle.latenciesMs, 99),
+        openRatePerSecond: result.open.ratePerSecond,
       },
     });
   }

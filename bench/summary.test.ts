@@ -33,6 +33,7 @@ test("rows come in family order, with the reference and the ratio where there is
         peakRssMb: 290,
         openSettleP50Ms: 452,
         openSettleP99Ms: 610,
+        openRatePerSecond: 92.9,
       },
       reference: {
         verifyPerSecond: 713,
@@ -48,7 +49,7 @@ test("rows come in family order, with the reference and the ratio where there is
   assert.equal(table.length, 4);
   assert.match(
     table[2]!,
-    /^\| Solana, embedded database \(closed loop, concurrency 100\) \| 728 vs 713 \(1\.02×\) \| 185\.8 vs 199\.4 \(0\.93×\) \| 452 \/ 610 vs 460 \/ 650 \| 1\.55 vs 1\.58 \(0\.98×\) \| 3\.72 vs 3\.59 \(1\.04×\) \| 290 vs 216 \(1\.34×\) \| 2026-11-26 \|$/,
+    /^\| Solana, embedded database \(closed loop, concurrency 100\) \| 728 vs 713 \(1\.02×\) \| 185\.8 vs 199\.4 \(0\.93×\) \| 452 \/ 610 vs 460 \/ 650 at 93\/s \| 1\.55 vs 1\.58 \(0\.98×\) \| 3\.72 vs 3\.59 \(1\.04×\) \| 290 vs 216 \(1\.34×\) \| 2026-11-26 \|$/,
   );
   assert.match(
     table[3]!,

@@ -24,6 +24,8 @@ interface SideFigures {
   /** Settle latency under open arrivals at half the closed loop's rate, as a customer meets it. */
   openSettleP50Ms?: number | undefined;
   openSettleP99Ms?: number | undefined;
+  /** The rate those payments arrived at, a second. */
+  openRatePerSecond?: number | undefined;
 }
 
 export interface SummaryRow {
@@ -75,13 +77,14 @@ function latency(ours: SideFigures, ref: SideFigures | undefined): string {
       : undefined;
   const o = one(ours);
   const r = ref ? one(ref) : undefined;
-  return o === undefined ? "–" : r === undefined ? o : `${o} vs ${r}`;
+  const rate = finite(ours.openRatePerSecond) ? ` at ${num(ours.openRatePerSecond, 0)}/s` : "";
+  return o === undefined ? "–" : r === undefined ? `${o}${rate}` : `${o} vs ${r}${rate}`;
 }
 
 export function summaryTable(rows: readonly SummaryRow[]): string {
   const sorted = [...rows].sort((a, b) => ORDER.indexOf(a.label) - ORDER.indexOf(b.label));
   return [
-    "| run | valid verifications/s | settled/s | settle p50 / p99 (ms), arrivals at half that rate | CPU ms per verification | CPU ms per settlement | peak RSS (MB) | date |",
+    "| run | valid verifications/s | settled/s | settle p50 / p99 (ms), open arrivals at the rate given | CPU ms per verification | CPU ms per settlement | peak RSS (MB) | date |",
     "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ...sorted.map((r) => {
       const ref = r.reference;

@@ -12,6 +12,7 @@ import { cpuSection } from "../profileReport.js";
 import { recordSummary } from "../summary.js";
 import { validPerSecond } from "../harness.js";
 import { settledPerSecond, type SideBySideRun } from "../sideBySide.js";
+import { percentile } from "../load.js";
 
 export async function run({ quick, databaseUrl, say, today }: SideBySideRun): Promise<void> {
   // PostgreSQL is measured at a higher concurrency than the embedded
@@ -88,6 +89,10 @@ export async function run({ quick, databaseUrl, say, today }: SideBySideRun): Pr
       cpuMsPerVerify: r.cpuMsPer?.verify,
       cpuMsPerSettle: r.cpuMsPer?.settle,
       peakRssMb: r.peakRssMb,
+      // (d): the rate this database's target names, not half of (b)'s (see docs/benchmarks.md).
+      openSettleP50Ms: percentile(r.steady.latenciesMs, 50),
+      openSettleP99Ms: percentile(r.steady.latenciesMs, 99),
+      openRatePerSecond: steadyRatePerSecond,
     });
     await recordSummary({
       label: `EVM, ${databaseUrl ? "PostgreSQL" : "embedded database"}`,

@@ -69,6 +69,27 @@ export interface SvmSide {
   verifyCpuMs: number | undefined;
   /** The server's CPU milliseconds per settled payment, over the settle run. */
   settleCpuMs: number | undefined;
+  /** Open arrivals at `openRate` a second (half the slower closed loop's rate), as customers arrive. */
+  open?: LoadResult | undefined;
+  openRate?: number | undefined;
+}
+
+const settledCount = (r: LoadResult) => r.outcomes.get("settled") ?? 0;
+
+/**
+ * The official client asks the ledger for a blockhash for every payment it
+ * signs. Under load the ledger may drop a connection; the payment is signed
+ * again rather than the run lost (the signing is the bench's, not a server's).
+ */
+async function signedWithRetry<T>(sign: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await sign();
+    } catch (e) {
+      if (attempt >= 5) throw e;
+      await new Promise((r) => setTimeout(r, 200 * attempt));
+    }
+  }
 }
 
 async function signAll(
@@ -83,7 +104,9 @@ async function signAll(
   for (let i = 0; i < n; i += 50) {
     const batch = await Promise.all(
       Array.from({ length: Math.min(50, n - i) }, (_, j) =>
-        schemes[(i + j) % schemes.length]!.createPaymentPayload(2, requirements),
+        signedWithRetry(() =>
+          schemes[(i + j) % schemes.length]!.createPaymentPayload(2, requirements),
+        ),
       ),
     );
     for (const partial of batch) {
@@ -247,6 +270,37 @@ export async function runSvmBench(
             : undefined,
       });
     }
+    // Open arrivals: payments due at half the slower closed loop's rate,
+    // whether or not earlier ones were answered, the same rate for both
+    // servers. Latency counts from each payment's due time, so it is the
+    // wait a customer meets: the slot, and what each server adds to it.
+    const closedRates = results.map((r) => settledCount(r.settle) / r.settle.seconds);
+    const openRate = Math.max(1, Math.min(...closedRates) / 2);
+    for (const [i, side] of sides.entries()) {
+      const url = `http://127.0.0.1:${side.port}`;
+      say(
+        `(e) ${side.name}: ${opts.settleCount} payments arriving at ${openRate.toFixed(1)} a second…`,
+      );
+      const openBodies = await signAll(
+        payers,
+        info.rpcUrl,
+        sideRequirements[i]!("1002"),
+        opts.settleCount,
+      );
+      const open = await runLoad({
+        url: `${url}/settle`,
+        headers: side.headers,
+        concurrency: 1_000,
+        bodies: openBodies,
+        ratePerSecond: openRate,
+        capMs: 120_000,
+        classify: classifySettle,
+      });
+      say(
+        `    ${[...open.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${open.seconds.toFixed(1)} s`,
+      );
+      results[i] = { ...results[i]!, open, openRate, peakRssMb: peakRssMb(side.pid) };
+    }
     return { ours: results[0]!, reference: results[1]! };
   } finally {
     await stopServers(children);
@@ -304,6 +358,18 @@ export function svmTable(ours: SvmSide, ref: SvmSide): string {
       ms(ours.settleCpuMs),
       ms(ref.settleCpuMs),
       cpuRatio(ours.settleCpuMs, ref.settleCpuMs),
+    ],
+    [
+      `(e) open arrivals at ${ours.openRate?.toFixed(1) ?? "–"} a second: settled / sent`,
+      ours.open ? `${settled(ours.open)} / ${ours.open.count}` : "–",
+      ref.open ? `${settled(ref.open)} / ${ref.open.count}` : "–",
+      "",
+    ],
+    [
+      "(e) open arrivals: settle p50 / p99 (ms)",
+      ours.open ? `${p(ours.open, 50)} / ${p(ours.open, 99)}` : "–",
+      ref.open ? `${p(ref.open, 50)} / ${p(ref.open, 99)}` : "–",
+      "",
     ],
     ["peak RSS (MB)", ours.peakRssMb.toFixed(0), ref.peakRssMb.toFixed(0), ""],
     [

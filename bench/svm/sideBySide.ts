@@ -8,6 +8,7 @@ import { cpus } from "node:os";
 import { runSvmBench, svmTable } from "./bench.js";
 import { recordSummary } from "../summary.js";
 import { validPerSecond } from "../harness.js";
+import { percentile } from "../load.js";
 import { settledPerSecond, type SideBySideRun } from "../sideBySide.js";
 
 export async function run({ quick, databaseUrl, say, today }: SideBySideRun): Promise<void> {
@@ -45,6 +46,9 @@ export async function run({ quick, databaseUrl, say, today }: SideBySideRun): Pr
       cpuMsPerVerify: r.verifyCpuMs,
       cpuMsPerSettle: r.settleCpuMs,
       peakRssMb: r.peakRssMb,
+      openSettleP50Ms: r.open ? percentile(r.open.latenciesMs, 50) : undefined,
+      openSettleP99Ms: r.open ? percentile(r.open.latenciesMs, 99) : undefined,
+      openRatePerSecond: r.openRate,
     });
     await recordSummary({
       label: `Solana, ${databaseUrl ? "PostgreSQL" : "embedded database"}`,
