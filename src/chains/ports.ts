@@ -430,14 +430,6 @@ export interface ChainFamily {
   shapeError(payload: PaymentPayload, requirements: PaymentRequirements): string | undefined;
   /** Checks and completes requirements with what only the chain knows. Sends nothing. */
   prepare(payload: PaymentPayload, requirements: PaymentRequirements): Promise<PreparedPayment>;
-  /**
-   * Starts, as a settle begins, the chain reads its re-verification will
-   * make, so they run while the service writes its own records instead of
-   * after them (Solana: the transaction's simulation). Sends nothing and
-   * decides nothing: the mechanism still checks everything, on a read at
-   * most a moment old. Never throws. Absent: nothing starts early.
-   */
-  readAhead?(payload: PaymentPayload, requirements: PaymentRequirements): void;
   /** The latest block/slot/ledger number, cached for a fraction of a block (verify cache key). */
   currentBlock(network: string): Promise<bigint | undefined>;
   /** What became of a settlement from the chain alone; may re-send exactly a journaled transaction. */

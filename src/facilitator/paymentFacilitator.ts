@@ -164,17 +164,6 @@ export class PaymentFacilitator {
     return family.failureCause(paymentPayload, paymentRequirements).catch(() => "requirements");
   }
 
-  /** Starts the settle's chain reads ahead, where its family can (see `ChainFamily.readAhead`). */
-  readAhead(payment: RoutedPayment): void {
-    const { paymentPayload, paymentRequirements } = payment.request;
-    try {
-      payment.family?.readAhead?.(paymentPayload, paymentRequirements);
-    } catch (e) {
-      // Only time is lost: the re-verification reads for itself.
-      this.log.warn({ err: describeError(e) }, "could not start a settle's chain reads ahead");
-    }
-  }
-
   /** Verifications of the networks these threads serve run there (see verifyThreadPool.ts). */
   verifyOn(threads: VerifyThreadPool): void {
     this.verifyThreads = threads;

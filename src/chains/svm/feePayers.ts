@@ -33,7 +33,6 @@ import {
 } from "../failedFeeBudget.js";
 import { createSolanaRpcClient } from "./rpcTransport.js";
 import { transactionFee } from "./failures.js";
-import { rememberBounded } from "../../lib/boundedMap.js";
 
 export type Commitment = "confirmed" | "finalized";
 
@@ -52,8 +51,6 @@ export interface FeePayerOptions {
   /** How long a settle's broadcast (journal entry and send) and its confirmation wait took. */
   onPhase?: (phase: TransactionPhase, seconds: number) => void;
   pollMs?: number;
-  /** The clock that ages simulations started ahead (tests move it). */
-  now?: () => number;
   /** The network's failed-fee budget (failedFeeBudget.ts); absent: none. */
   failedFees?: FailedFeeBudget;
   /** What a transaction that landed cost its fee payer (lamports). */
@@ -62,19 +59,6 @@ export interface FeePayerOptions {
 
 const RANK: Record<string, number> = { processed: 0, confirmed: 1, finalized: 2 };
 
-/**
- * How old a simulation started ahead of a settle may be when the settle's
- * re-verification takes it: about two slots. Older, it simulates again.
- */
-const AHEAD_MAX_AGE_MS = 1_000;
-/** Simulations started ahead kept at most (a settle refused before its re-verification leaves its own behind). */
-const AHEAD_KEPT = 10_000;
-
-interface SimulationAhead {
-  at: number;
-  result: Promise<void>;
-}
-
 export class SvmFeePayers {
   readonly rpc: ReturnType<typeof createSolanaRpcClient>;
   readonly signer: FacilitatorSvmSigner;
@@ -82,15 +66,9 @@ export class SvmFeePayers {
   private readonly healthy = new Set<string>();
   private cursor = 0;
   private timer: NodeJS.Timeout | undefined;
-  /** The RPC-backed signer of the first key: simulations and reads go through it. */
-  private readonly first: FacilitatorSvmSigner;
-  /** Simulations started ahead of settles, by transaction, oldest first. */
-  private readonly ahead = new Map<string, SimulationAhead>();
-  private readonly now: () => number;
 
   constructor(private readonly opts: FeePayerOptions) {
     this.rpc = createSolanaRpcClient(opts.rpcUrl);
-    this.now = opts.now ?? Date.now;
     for (const key of opts.keys) {
       // As a map for every network ("*"): the helper tells a lone RPC client
       // by probing it with `in`, which kit's proxy does not answer; given a
@@ -100,10 +78,8 @@ export class SvmFeePayers {
       this.healthy.add(key.address);
     }
     const first = this.watched(this.inner.get(opts.keys[0]!.address)!);
-    this.first = first;
     this.signer = {
       ...first,
-      simulateTransaction: (tx, network, options) => this.simulate(tx, network, options),
       // Every fee payer is accepted for payments signed to it.
       getAddresses: () => opts.keys.map((k) => k.address),
       getSigner: (feePayer) => this.keyOf(feePayer),
@@ -116,56 +92,6 @@ export class SvmFeePayers {
 
   /** When a call to the RPC last failed for a transport reason (0: never). */
   lastTransportFailure = 0;
-
-  /**
-   * Starts the simulation a settle's re-verification will ask for, so it
-   * runs while the service writes the settle's records (payer cooling,
-   * intent, quota) instead of after them. The official mechanism then makes
-   * every check it makes today, on a simulation at most `AHEAD_MAX_AGE_MS`
-   * old, and the reference's own simulation is also older than its send.
-   * Nothing is sent, and a settle refused before its re-verification only
-   * leaves a simulation that ages out.
-   */
-  simulateAhead(transaction: string, network: string): void {
-    const now = this.now();
-    this.dropStaleAhead(now);
-    if (this.ahead.has(transaction)) return;
-    const result = this.first.simulateTransaction(transaction, network);
-    // Taken or not, a failure is for the re-verification to report.
-    result.catch(() => undefined);
-    rememberBounded(this.ahead, transaction, { at: now, result }, AHEAD_KEPT);
-  }
-
-  /**
-   * The signer's simulation: one started ahead for this transaction when it
-   * is fresh (taken once), else a new one. One that failed to reach the node
-   * is not an answer about the payment: it is asked again, so a transport
-   * failure is noted at the time of the re-verification that meets it.
-   */
-  private simulate(
-    transaction: string,
-    network: string,
-    options?: Parameters<FacilitatorSvmSigner["simulateTransaction"]>[2],
-  ): Promise<void> {
-    const fresh = () => this.first.simulateTransaction(transaction, network, options);
-    if (options) return fresh();
-    this.dropStaleAhead(this.now());
-    const early = this.ahead.get(transaction);
-    if (!early) return fresh();
-    this.ahead.delete(transaction);
-    return early.result.catch((e: unknown) => {
-      if (isTransportFailure(e)) return fresh();
-      throw e;
-    });
-  }
-
-  /** Forgets simulations started ahead that are too old to be taken (the map is oldest first). */
-  private dropStaleAhead(now: number): void {
-    for (const [tx, { at }] of this.ahead) {
-      if (now - at <= AHEAD_MAX_AGE_MS) return;
-      this.ahead.delete(tx);
-    }
-  }
 
   /**
    * The official scheme turns an RPC error during verification into a

@@ -266,14 +266,6 @@ export class SvmChainAdapter implements ChainFamily {
     return { ok: true, requirements };
   }
 
-  /** The payment's simulation, started as its settle begins (see `SvmFeePayers.simulateAhead`). */
-  readAhead(payload: PaymentPayload, requirements: PaymentRequirements): void {
-    const runtime = this.runtimes.get(requirements.network);
-    const transaction = (payload.payload as { transaction?: unknown }).transaction;
-    if (!runtime || typeof transaction !== "string") return;
-    runtime.feePayers.simulateAhead(transaction, requirements.network);
-  }
-
   /**
    * The payTo's associated token account, derived once per owner and mint:
    * the derivation hashes and tests points on the curve, a large share of a

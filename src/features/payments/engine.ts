@@ -16,12 +16,6 @@ import type { Settlement } from "../settlements/settlement.js";
 export interface PaymentEngine {
   /** Reads a request once, routed to its family: the stages carry what it returns. */
   inspect(req: PaymentRequest): RoutedPayment;
-  /**
-   * Starts the chain reads a settle's re-verification will make, to overlap
-   * them with the service's own writes (see `ChainFamily.readAhead`). Never
-   * throws; sends and decides nothing.
-   */
-  readAhead?(payment: RoutedPayment): void;
   /** Throws `ChainUnavailableError` when the chain could not be asked. */
   verify(payment: RoutedPayment): Promise<VerifyResponse>;
   /**

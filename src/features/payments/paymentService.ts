@@ -1,9 +1,8 @@
 /**
  * The service behaviour behind /verify and /settle, without HTTP.
  *
- * A settle runs the stages of `stages/` in order: idempotency, read ahead,
- * catalog, confidential receipt, payer cooling, intent, quota, commit,
- * confidential gate, mechanism
+ * A settle runs the stages of `stages/` in order: idempotency, catalog,
+ * confidential receipt, intent, quota, commit, confidential gate, mechanism
  * (see `settleStages`). The intent stage is also where duplicates meet: its
  * insert is refused for an authorization that already has a live record,
  * and that record decides the answer (duplicates.ts). A verify asks the
@@ -37,7 +36,6 @@ import {
 } from "./stages/pipeline.js";
 import { idempotencyStage } from "./stages/idempotencyStage.js";
 import { catalogStage } from "./stages/catalogStage.js";
-import { readAheadStage } from "./stages/readAheadStage.js";
 import { quotaStage } from "./stages/quotaStage.js";
 import { intentStage } from "./stages/intentStage.js";
 import { coolingRefusal, payerCoolingStage } from "./stages/payerCoolingStage.js";
@@ -189,7 +187,6 @@ function settleStages(deps: PaymentServiceDeps, duplicates: DuplicateSettles): S
   return {
     before: [
       ...(deps.paymentIds ? [idempotencyStage(deps.paymentIds)] : []),
-      ...(deps.engine.readAhead ? [readAheadStage(deps.engine)] : []),
       ...(deps.catalog ? [catalogStage(deps.catalog)] : []),
       ...(deps.confidential ? [confidentialReceiptStage(deps.confidential)] : []),
       ...(deps.payerCoolingMs ? [payerCoolingStage(deps.recorder, deps.payerCoolingMs)] : []),
