@@ -63,6 +63,8 @@ export interface SvmSide {
   peakRssAfterVerifyMb: number;
   /** This service only: where a settle's time went, by stage (mean ms), from its own timers. */
   stageTimes?: string | undefined;
+  /** The same for the open arrivals (e). */
+  openStageTimes?: string | undefined;
   /** This service only: database statements and round trips per settle. */
   dbPerSettle?: { statements: number; roundTrips: number } | undefined;
   /** The server's CPU milliseconds per valid verification, over the measured rounds. */
@@ -287,6 +289,7 @@ export async function runSvmBench(
         sideRequirements[i]!("1002"),
         opts.settleCount,
       );
+      const openTimedBefore = i === 0 ? await readHistograms(url, STAGE_HISTOGRAMS) : undefined;
       const open = await runLoad({
         url: `${url}/settle`,
         headers: side.headers,
@@ -299,7 +302,17 @@ export async function runSvmBench(
       say(
         `    ${[...open.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${open.seconds.toFixed(1)} s`,
       );
-      results[i] = { ...results[i]!, open, openRate, peakRssMb: peakRssMb(side.pid) };
+      const openTimedAfter = i === 0 ? await readHistograms(url, STAGE_HISTOGRAMS) : undefined;
+      results[i] = {
+        ...results[i]!,
+        open,
+        openRate,
+        openStageTimes:
+          openTimedBefore && openTimedAfter
+            ? timeByStage(openTimedBefore, openTimedAfter)
+            : undefined,
+        peakRssMb: peakRssMb(side.pid),
+      };
     }
     return { ours: results[0]!, reference: results[1]! };
   } finally {
@@ -389,6 +402,7 @@ export function svmTable(ours: SvmSide, ref: SvmSide): string {
     `Outcomes, reference: verify ${outcomes(ref.verify)}; settle ${outcomes(ref.settle)}.`,
     "",
     `Where this service's settle time went (mean ms per settle, by stage, from its own timers): ${ours.stageTimes ?? "–"}.`,
+    `The same for the open arrivals (e): ${ours.openStageTimes ?? "–"}.`,
     ours.dbPerSettle
       ? `Database per settle: ${ours.dbPerSettle.statements.toFixed(1)} statements in ${ours.dbPerSettle.roundTrips.toFixed(1)} round trips.`
       : "",
