@@ -16,7 +16,8 @@ import { chromium, type Browser, type BrowserContext, type Page } from "playwrig
 import { Webhook } from "standardwebhooks";
 import { HTTPFacilitatorClient } from "@x402/core/server";
 import { startStack, type TestStack } from "../support/stack.js";
-import { requirementsFor, signPayment, post } from "../chains/evm/payments.js";
+import { requirementsFor, signPayment } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { apiKeyAuth } from "../support/resourceServer.js";
 import { freePort, until } from "../support/processes.js";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";

@@ -21,7 +21,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Hex } from "viem";
 import { startStack, type TestStack } from "../support/stack.js";
-import { post, requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { freePort, signalAndWait, until } from "../support/processes.js";
 import { setWebhookEndpoint } from "../../src/features/webhooks/webhookRepository.js";
 

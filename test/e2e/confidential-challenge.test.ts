@@ -20,7 +20,8 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
 import type { DashboardUser } from "../support/dashboardSession.js";
 import { setEtherBalance } from "../chains/evm/devnetChain.js";
-import { paymentRequest, post, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { paymentRequest, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { utcDay } from "../../src/features/confidential/credits.js";
 import {
   confidentialRequirements,

@@ -27,11 +27,11 @@ import { signedInUser, type DashboardUser } from "../support/dashboardSession.js
 import { devnetWallet } from "../chains/evm/devnetChain.js";
 import {
   paymentRequest,
-  post,
   requirementsFor,
   signPayment,
   usdcBalance,
 } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { offersFor, type ConfidentialStatus } from "../../src/clients/confidential/offers.js";
 import { utcDay } from "../../src/features/confidential/credits.js";

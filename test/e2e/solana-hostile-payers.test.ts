@@ -32,7 +32,7 @@ import {
 } from "@solana-program/token";
 import { USDC_MINT, associatedTokenAccount } from "../../devnet/svm/index.js";
 import { apiKeyAuth } from "../support/resourceServer.js";
-import { post } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";

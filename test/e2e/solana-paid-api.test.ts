@@ -22,7 +22,7 @@ import { address, createKeyPairSignerFromBytes, getBase58Encoder } from "@solana
 import { getTokenDecoder } from "@solana-program/token";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { post } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { SOLANA_MAINNET, associatedTokenAccount } from "../../devnet/svm/index.js";
 
 describe("Solana USDC end to end through the service", () => {

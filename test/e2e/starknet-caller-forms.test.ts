@@ -19,7 +19,7 @@ import { wrapFetchWithPayment } from "@x402/fetch";
 import { Account, RpcProvider } from "starknet";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { post } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { STARKNET_MAINNET } from "../../devnet/starknet/index.js";
 import { STARKNET_USDC } from "../../src/chains/starknet/networks.js";
 import { ExactStarknetClientScheme } from "../../src/chains/starknet/clients/exactClient.js";

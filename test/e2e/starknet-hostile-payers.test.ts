@@ -19,7 +19,7 @@ import assert from "node:assert/strict";
 import { HTTPFacilitatorClient } from "@x402/core/server";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { apiKeyAuth } from "../support/resourceServer.js";
-import { post } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";

@@ -31,7 +31,8 @@ import {
 } from "viem";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { post, usdcBalance } from "../chains/evm/payments.js";
+import { usdcBalance } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 
 const NETWORK = "eip155:8453";
 const PAY_TO = "0x000000000000000000000000000000000000c0de" as const;

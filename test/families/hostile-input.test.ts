@@ -17,7 +17,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { post } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { startRpcProxy, type RpcProxy } from "../support/rpcProxy.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { recorded as recordedSpelling, withRpcUrl } from "./adapter.js";

@@ -26,7 +26,7 @@ import type { PaymentRequirements } from "@x402/core/types";
 import { loadArtifacts } from "../../devnet/evm/compile.js";
 import { startStack, type TestStack } from "../support/stack.js";
 import { signersState } from "../support/signersState.js";
-import { post } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { nowSeconds, signAuthorization } from "../chains/evm/authorization.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";

@@ -31,7 +31,8 @@ import { parseBuilderCodeSuffixFromCalldata } from "@x402/extensions/builder-cod
 import { confidentialVaultAbi } from "../../src/chains/evm/confidential/vaultAbi.js";
 import { privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
-import { paymentRequest, post, usdcBalance } from "../chains/evm/payments.js";
+import { paymentRequest, usdcBalance } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import {
   confidentialRequirements,
   enableWithNewWallet,

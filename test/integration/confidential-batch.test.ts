@@ -12,7 +12,8 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startStack, type TestStack } from "../support/stack.js";
 import { availableBackends } from "../support/database.js";
-import { paymentRequest, post, signPayment } from "../chains/evm/payments.js";
+import { paymentRequest, signPayment } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { until } from "../support/processes.js";
 import {
   confidentialRequirements,

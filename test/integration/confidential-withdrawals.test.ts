@@ -10,7 +10,8 @@ import assert from "node:assert/strict";
 import { BaseError, createTestClient, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
-import { paymentRequest, post, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { paymentRequest, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import {
   confidentialRequirements,
   withdrawTypedDataFromJson,

@@ -16,7 +16,8 @@ import { openMigratedDb } from "../../src/storage/db.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { freePort, signalAndWait, startServiceProcess, until } from "../support/processes.js";
-import { post, requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 
 const PAY_TO = "0x7777777777777777777777777777777777777777" as Hex;
 

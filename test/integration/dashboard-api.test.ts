@@ -12,7 +12,8 @@ import { randomUUID } from "node:crypto";
 import { startStack, type TestStack } from "../support/stack.js";
 import { availableBackends } from "../support/database.js";
 import { signedInUser, type DashboardUser } from "../support/dashboardSession.js";
-import { paymentRequest, post, requirementsFor, signPayment } from "../chains/evm/payments.js";
+import { paymentRequest, requirementsFor, signPayment } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { accountForSignIn, claimAccount } from "../../src/features/identity/identities.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 

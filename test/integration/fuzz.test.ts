@@ -8,7 +8,8 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startStack, type TestStack } from "../support/stack.js";
-import { post, requirementsFor, signPayment } from "../chains/evm/payments.js";
+import { requirementsFor, signPayment } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { fuzzSeed, seededRandom } from "../support/seededRandom.js";
 
 const WEIRD: unknown[] = [

@@ -6,7 +6,8 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startStack, type TestStack } from "../support/stack.js";
-import { post, requirementsFor, signPayment } from "../chains/evm/payments.js";
+import { requirementsFor, signPayment } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { createApiKey, deleteApiKey } from "../../src/features/keys/apiKeys.js";
 
 interface ErrorBody {

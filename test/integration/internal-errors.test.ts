@@ -9,7 +9,8 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { Hex } from "viem";
 import { startStack, type TestStack } from "../support/stack.js";
-import { post, requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 
 const PAY_TO = "0x7171717171717171717171717171717171717171" as Hex;

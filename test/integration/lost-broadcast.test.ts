@@ -16,7 +16,8 @@ import { loadConfig } from "../../src/config/index.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { openTestDb } from "../support/database.js";
-import { post, requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { until } from "../support/processes.js";
 import { startRpcProxy, type RpcProxy } from "../support/rpcProxy.js";
 

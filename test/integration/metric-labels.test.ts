@@ -10,7 +10,8 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { PaymentRequirements } from "@x402/core/types";
 import { startStack, type TestStack } from "../support/stack.js";
-import { post, requirementsFor, signPayment } from "../chains/evm/payments.js";
+import { requirementsFor, signPayment } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 
 const PAY_TO = "0x5555555555555555555555555555555555555555";
 const FLOODED = ["x402_verifications_total", "x402_settlements_total"];

@@ -17,7 +17,8 @@ import { createPublicClient, createWalletClient, erc20Abi, http, type Hex } from
 import { privateKeyToAccount } from "viem/accounts";
 import { setWebhookEndpoint } from "../../src/features/webhooks/webhookRepository.js";
 import { dropSignedMaterial } from "../../src/features/settlements/settlementWrites.js";
-import { post, requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { until } from "../support/processes.js";
 import { startStack, type TestStack } from "../support/stack.js";
 

@@ -28,12 +28,12 @@ import type { OpenedDb } from "../../src/storage/db.js";
 import { openTestDb } from "../support/database.js";
 import {
   onlyOneSuccess,
-  post,
   requirementsFor,
   settleAtOnce,
   signPayment,
   usdcBalance,
 } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { solanaPaymentRequest } from "../chains/svm/payments.js";
 import { freePort, until } from "../support/processes.js";
 

@@ -17,7 +17,8 @@ import { loadConfig } from "../../src/config/index.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { openTestDb } from "../support/database.js";
-import { post, requirementsFor, signPayment } from "../chains/evm/payments.js";
+import { requirementsFor, signPayment } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 
 const PAY_TO = "0x8181818181818181818181818181818181818181" as Hex;
 

@@ -16,7 +16,8 @@ import { createTestClient, http, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { until } from "../support/processes.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { post, requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 
 const PAY_TO = "0x6666666666666666666666666666666666666666" as Hex;
 

@@ -9,7 +9,8 @@ import assert from "node:assert/strict";
 import { createTestClient, http, parseEther, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
-import { post, requirementsFor, signPayment } from "../chains/evm/payments.js";
+import { requirementsFor, signPayment } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 
 const PAY_TO = "0x9999999999999999999999999999999999999999" as Hex;
 

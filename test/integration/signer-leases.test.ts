@@ -15,7 +15,8 @@ import { setAccountPlan } from "../../src/features/plans/quotaLedger.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { openTestDb } from "../support/database.js";
 import { freePort, until } from "../support/processes.js";
-import { post, requirementsFor, signPayment } from "../chains/evm/payments.js";
+import { requirementsFor, signPayment } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import type { OpenedDb } from "../../src/storage/db.js";
 
 const PAY_TO = "0x8888888888888888888888888888888888888888" as Hex;

@@ -28,7 +28,8 @@ import { ExactEvmScheme as ExactEvmClientScheme } from "@x402/evm/exact/client";
 import type { PaymentPayload } from "@x402/core/types";
 import { DEVNET_WALLET_FACTORY_ADDRESS } from "../../devnet/evm/deploy.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { post, requirementsFor } from "../chains/evm/payments.js";
+import { requirementsFor } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { setWebhookEndpoint } from "../../src/features/webhooks/webhookRepository.js";
 import { paymentFingerprint } from "../../src/features/settlements/settlementRecorder.js";
 

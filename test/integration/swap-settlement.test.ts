@@ -8,7 +8,8 @@ import assert from "node:assert/strict";
 import { privateKeyToAccount } from "viem/accounts";
 import type { Hex } from "viem";
 import { startStack, type TestStack } from "../support/stack.js";
-import { post, requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 
 const PAY_TO = "0x2222222222222222222222222222222222222222" as Hex;
 

@@ -13,7 +13,8 @@ import assert from "node:assert/strict";
 import { createWalletClient, http, parseAbi, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
-import { post, requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { nowSeconds, signAuthorization } from "../chains/evm/authorization.js";
 import { until } from "../support/processes.js";
 

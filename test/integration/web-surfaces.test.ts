@@ -15,7 +15,7 @@ import { sql } from "kysely";
 import { startStack, type TestStack } from "../support/stack.js";
 import { availableBackends } from "../support/database.js";
 import { signedInUser, type DashboardUser } from "../support/dashboardSession.js";
-import { post } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { until } from "../support/processes.js";
 
 const METRICS_TOKEN = "metrics-scraper-token-0123456789abcdef";

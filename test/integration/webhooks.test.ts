@@ -12,7 +12,8 @@ import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { Webhook } from "standardwebhooks";
 import { startStack, type TestStack } from "../support/stack.js";
-import { post, requirementsFor, signPayment } from "../chains/evm/payments.js";
+import { requirementsFor, signPayment } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
 import { availableBackends } from "../support/database.js";
 import {
   setWebhookEndpoint,

@@ -2,6 +2,7 @@
  * Builds payment payloads exactly as a real payer would: with the official
  * `@x402/evm` exact client scheme and a devnet payer key.
  */
+import { post } from "../../support/http.js";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import type { ClientEvmSigner } from "@x402/evm";
@@ -59,24 +60,6 @@ export async function usdcBalance(rpcUrl: string, usdc: Hex, who: Hex): Promise<
     abi: erc20Abi,
     functionName: "balanceOf",
     args: [who],
-  });
-}
-
-export function post(
-  url: string,
-  path: string,
-  body: unknown,
-  apiKey?: string,
-  headers: Record<string, string> = {},
-) {
-  return fetch(`${url}${path}`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      ...(apiKey ? { "x-api-key": apiKey } : {}),
-      ...headers,
-    },
-    body: typeof body === "string" ? body : JSON.stringify(body),
   });
 }
 

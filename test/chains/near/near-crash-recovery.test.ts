@@ -17,7 +17,7 @@ import { openMigratedDb } from "../../../src/storage/db.js";
 import { createAccount } from "../../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../../src/features/keys/apiKeys.js";
 import { freePort, signalAndWait, startServiceProcess, until } from "../../support/processes.js";
-import { post } from "../../chains/evm/payments.js";
+import { post } from "../../support/http.js";
 import { nearPayment, nearRequirements, payerKey } from "./payments.js";
 
 let near: RunningNear;

@@ -14,7 +14,7 @@ import { KeyPairSigner } from "@near-js/signers";
 import { actionCreators, createTransaction } from "@near-js/transactions";
 import { baseDecode } from "@near-js/utils";
 import { startStack, type TestStack } from "../../support/stack.js";
-import { post } from "../../chains/evm/payments.js";
+import { post } from "../../support/http.js";
 import { until } from "../../support/processes.js";
 import { nearPayment, nearRequirements, payerKey } from "./payments.js";
 

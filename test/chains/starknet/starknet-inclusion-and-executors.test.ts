@@ -19,7 +19,8 @@ import { STARKNET_MAINNET } from "../../../devnet/starknet/index.js";
 import { STARKNET_STRK, STARKNET_USDC } from "../../../src/chains/starknet/networks.js";
 import { outsideExecutionFor } from "../../../src/chains/starknet/clients/exactClient.js";
 import { startStack, type TestStack } from "../../support/stack.js";
-import { paymentRequest, post } from "../../chains/evm/payments.js";
+import { paymentRequest } from "../../chains/evm/payments.js";
+import { post } from "../../support/http.js";
 import { until } from "../../support/processes.js";
 
 interface SettleAnswer {

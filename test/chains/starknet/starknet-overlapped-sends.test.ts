@@ -17,7 +17,8 @@ import { STARKNET_MAINNET } from "../../../devnet/starknet/index.js";
 import { STARKNET_USDC } from "../../../src/chains/starknet/networks.js";
 import { outsideExecutionFor } from "../../../src/chains/starknet/clients/exactClient.js";
 import { startStack, type TestStack } from "../../support/stack.js";
-import { paymentRequest, post } from "../../chains/evm/payments.js";
+import { paymentRequest } from "../../chains/evm/payments.js";
+import { post } from "../../support/http.js";
 
 /** Sends on the wire at once before the node's answers to them are let through. */
 const OVERLAP = 3;

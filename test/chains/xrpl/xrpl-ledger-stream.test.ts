@@ -15,7 +15,8 @@ import { paymentFor } from "../../../src/chains/xrpl/clients/exactClient.js";
 import { ValidatedLedgers } from "../../../src/chains/xrpl/validatedLedgers.js";
 import { XrplRpc } from "../../../src/chains/xrpl/rpc.js";
 import { startStack, type TestStack } from "../../support/stack.js";
-import { paymentRequest, post } from "../../chains/evm/payments.js";
+import { paymentRequest } from "../../chains/evm/payments.js";
+import { post } from "../../support/http.js";
 import { xrpRequirements } from "./payments.js";
 import { until } from "../../support/processes.js";
 

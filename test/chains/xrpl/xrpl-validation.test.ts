@@ -12,7 +12,8 @@ import type { PaymentRequirements } from "@x402/core/types";
 import { Client, Wallet } from "xrpl";
 import { paymentFor } from "../../../src/chains/xrpl/clients/exactClient.js";
 import { startStack, type TestStack } from "../../support/stack.js";
-import { paymentRequest, post } from "../../chains/evm/payments.js";
+import { paymentRequest } from "../../chains/evm/payments.js";
+import { post } from "../../support/http.js";
 import { xrpRequirements } from "./payments.js";
 import { until } from "../../support/processes.js";
 
