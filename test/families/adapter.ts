@@ -1,5 +1,5 @@
 /**
- * What the family suites (one delivery, outages, hostile input) need of a
+ * What the family suites (one delivery, outages, hostile input, hostile payers) need of a
  * chain family: how to run its ledger and put a failing proxy in front of
  * it, how a resource server built with the official packages accepts it,
  * how a payer pays it, how to read what the ledger holds, and what the
@@ -68,6 +68,64 @@ export interface FamilyAdapter {
     first: PaymentPayload,
     requirements: PaymentRequirements,
   ): Promise<PaymentPayload>;
+  /**
+   * How a payer moves its funds away between the service's checks and the
+   * ledger running the service's transaction (the hostile-payer suite).
+   * Absent where the family is tested elsewhere (EVM: its own suite) or
+   * where such a failure costs the service nothing (the XRP Ledger's payer
+   * pays its own fee).
+   */
+  readonly payerRace?: PayerRace;
+}
+
+/** What the hostile-payer suite needs of a family whose failed transactions cost us a fee. */
+export interface PayerRace {
+  /** What the service's signers are called, and the unit of their balance, in log lines. */
+  readonly signers: string;
+  readonly unit: string;
+  /** The reason the raced settle is answered with; absent: not asserted. */
+  readonly reason?: string;
+  /** The fee is read from the message before sending: the journal's worst fee is the fee. */
+  readonly feeKnownBeforeSending: boolean;
+  /** What the signers lose to a failure beyond its journaled fee (a deposit that goes back to the payer). */
+  readonly lostBeyondFee: bigint;
+  /** An hourly failed-fee budget with room for one transaction in flight, not for one more after a failure. */
+  readonly budget: { readonly env: Record<string, string>; readonly native: number };
+  /** Counts the transactions the ledger takes from now on (their first copies). */
+  watchSends(stack: TestStack): SendWatch;
+  /** The service's signers' balance of the native token, as the ledger has it. */
+  signersBalance(stack: TestStack): Promise<bigint>;
+  /** Payer `i`'s funds: `take` moves them all away, `giveBack` returns them. */
+  funds(stack: TestStack, i: number): Promise<{ take(): void; giveBack(): void }>;
+}
+
+/** The transactions a ledger took, counted once each, with a hook run before the next one. */
+export class SendWatch {
+  private readonly taken = new Set<string>();
+  private next: (() => void) | undefined;
+
+  count(): number {
+    return this.taken.size;
+  }
+
+  /** Runs `hook` once, just before the ledger takes the next transaction. */
+  beforeNext(hook: () => void): void {
+    this.next = hook;
+  }
+
+  /**
+   * The ledger's own intake of one transaction, wrapped: the hook runs
+   * first, and `id` names what the ledger took (undefined: it refused it).
+   */
+  take<R>(intake: () => R, id: (result: R) => string | undefined): R {
+    const hook = this.next;
+    this.next = undefined;
+    hook?.();
+    const result = intake();
+    const taken = id(result);
+    if (taken !== undefined) this.taken.add(taken);
+    return result;
+  }
 }
 
 /**

@@ -11,7 +11,23 @@ import { NEAR_MAINNET } from "../../devnet/near/index.js";
 import { ExactNearClientScheme } from "../../src/chains/near/clients/exactClient.js";
 import { ExactNearServerScheme } from "../../src/chains/near/clients/exactServer.js";
 import { payerKey, signedDelegateFor } from "../chains/near/payments.js";
-import { assembled, malformedString, usdcPrice, type FamilyAdapter } from "./adapter.js";
+import type { TestStack } from "../support/stack.js";
+import { SendWatch, assembled, malformedString, usdcPrice, type FamilyAdapter } from "./adapter.js";
+
+/** Where a racing payer's USDC goes for the race (another registered account). */
+const ASIDE = 4;
+
+/** `from` sends `amount` of its USDC to `to` with an `ft_transfer` of its own. */
+function moveUsdc(stack: TestStack, from: string, to: string, amount: bigint): void {
+  const running = stack.families.near!;
+  running.ledger
+    .token(running.info.assets.USDC)!
+    .call(
+      "ft_transfer",
+      Buffer.from(JSON.stringify({ receiver_id: to, amount: amount.toString() })),
+      { predecessor: from, deposit: 1n, view: false },
+    );
+}
 
 export const near: FamilyAdapter = {
   name: "NEAR",
@@ -57,6 +73,47 @@ export const near: FamilyAdapter = {
     const second = assembled(first, requirements, { signedDelegateAction });
     if (delegateNonce(second) !== used) throw new Error("the second delegate missed the nonce");
     return second;
+  },
+  payerRace: {
+    signers: "relayers",
+    unit: "yoctoNEAR",
+    reason: "insufficient_funds",
+    feeKnownBeforeSending: false,
+    // Its `ft_transfer` carries 1 yoctoNEAR, which goes back to the payer.
+    lostBeyondFee: 1n,
+    // Room for one transaction in flight at its worst fee (the client's 30
+    // TGas plus 10 TGas for the receipts, at the ledger's gas price of
+    // 100,000,000 yoctoNEAR, and the 1 yoctoNEAR deposit: 0.004 NEAR), not
+    // for one more once a failure has burnt its gas (0.00032 NEAR).
+    budget: { env: { NEAR_FAILED_FEE_BUDGET_NEAR: "0.0042" }, native: 0.0042 },
+    watchSends(stack) {
+      const watch = new SendWatch();
+      const ledger = stack.families.near!.ledger;
+      const submit = ledger.submit.bind(ledger);
+      ledger.submit = (base64) =>
+        watch.take(
+          () => submit(base64),
+          (hash) => hash,
+        );
+      return watch;
+    },
+    signersBalance: async (stack) => {
+      const running = stack.families.near!;
+      return running.info.relayers.reduce(
+        (sum, r) => sum + running.ledger.balance(r.accountId),
+        0n,
+      );
+    },
+    // Played as its own `ft_transfer` to another account just before the ledger takes ours.
+    async funds(stack, i) {
+      const owner = await near.payer(stack, i);
+      const aside = await near.payer(stack, ASIDE);
+      const held = await near.balanceOf(stack, owner);
+      return {
+        take: () => moveUsdc(stack, owner, aside, held),
+        giveBack: () => moveUsdc(stack, aside, owner, held),
+      };
+    },
   },
 };
 

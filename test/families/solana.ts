@@ -7,16 +7,53 @@
 import { x402Client } from "@x402/core/client";
 import { ExactSvmScheme as ExactSvmClientScheme } from "@x402/svm/exact/client";
 import { ExactSvmScheme as ExactSvmServerScheme } from "@x402/svm/exact/server";
-import { address, createKeyPairSignerFromBytes, getBase58Encoder } from "@solana/kit";
-import { getTokenDecoder } from "@solana-program/token";
-import { SOLANA_MAINNET, associatedTokenAccount } from "../../devnet/svm/index.js";
+import {
+  address,
+  createKeyPairSignerFromBytes,
+  getBase58Encoder,
+  lamports,
+  none,
+  type Address,
+} from "@solana/kit";
+import {
+  AccountState,
+  TOKEN_PROGRAM_ADDRESS,
+  getTokenDecoder,
+  getTokenEncoder,
+  getTokenSize,
+} from "@solana-program/token";
+import { SOLANA_MAINNET, USDC_MINT, associatedTokenAccount } from "../../devnet/svm/index.js";
 import type { TestStack } from "../support/stack.js";
-import { malformedString, usdcPrice, type FamilyAdapter } from "./adapter.js";
+import { SendWatch, malformedString, usdcPrice, type FamilyAdapter } from "./adapter.js";
 
 const signer = (stack: TestStack, i: number) =>
   createKeyPairSignerFromBytes(
     getBase58Encoder().encode(stack.families.solana!.info.payerSecretKeys[i]!),
   );
+
+/** Writes `owner`'s USDC token account holding `amount` (what a transfer of its own leaves). */
+function setUsdc(stack: TestStack, ata: Address, owner: Address, amount: bigint): void {
+  const ledger = stack.families.solana!.ledger;
+  ledger.svm.setAccount({
+    address: ata,
+    data: new Uint8Array(
+      getTokenEncoder().encode({
+        mint: USDC_MINT,
+        owner,
+        amount,
+        delegate: none(),
+        state: AccountState.Initialized,
+        isNative: none(),
+        delegatedAmount: 0n,
+        closeAuthority: none(),
+      }),
+    ),
+    executable: false,
+    lamports: lamports(ledger.svm.minimumBalanceForRentExemption(BigInt(getTokenSize()))),
+    programAddress: TOKEN_PROGRAM_ADDRESS,
+    space: BigInt(getTokenSize()),
+  });
+}
 
 export const solana: FamilyAdapter = {
   name: "Solana",
@@ -50,5 +87,48 @@ export const solana: FamilyAdapter = {
     );
     if (!account.exists) throw new Error(`${owner} has no USDC token account`);
     return getTokenDecoder().decode(account.data).amount;
+  },
+  payerRace: {
+    signers: "fee payers",
+    unit: "lamports",
+    feeKnownBeforeSending: true,
+    lostBeyondFee: 0n,
+    // Room for one transaction in flight at its fee (the official client's:
+    // two signatures and a 1-lamport priority fee, 10,001 lamports), not
+    // for one more once a failure has cost its fee.
+    budget: { env: { SVM_FAILED_FEE_BUDGET_SOL: "0.000015" }, native: 0.000015 },
+    watchSends(stack) {
+      const watch = new SendWatch();
+      const ledger = stack.families.solana!.ledger;
+      const send = ledger.send.bind(ledger);
+      ledger.send = (wire) =>
+        watch.take(
+          () => send(wire),
+          (o) => (o.ok && !o.duplicate ? o.signature : undefined),
+        );
+      return watch;
+    },
+    async signersBalance(stack) {
+      const { ledger, info } = stack.families.solana!;
+      const feePayers = await Promise.all(
+        info.facilitatorSecretKeys.map(
+          async (k) => (await createKeyPairSignerFromBytes(getBase58Encoder().encode(k))).address,
+        ),
+      );
+      return feePayers.reduce((sum, a) => {
+        const account = ledger.account(a);
+        return sum + (account.exists ? BigInt(account.lamports) : 0n);
+      }, 0n);
+    },
+    // Played by emptying its token account just before the ledger executes ours.
+    async funds(stack, i) {
+      const owner = address(await solana.payer(stack, i));
+      const ata = await associatedTokenAccount(owner);
+      const held = await solana.balanceOf(stack, owner);
+      return {
+        take: () => setUsdc(stack, ata, owner, 0n),
+        giveBack: () => setUsdc(stack, ata, owner, held),
+      };
+    },
   },
 };

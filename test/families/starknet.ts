@@ -14,7 +14,13 @@ import {
 } from "../../src/chains/starknet/clients/exactClient.js";
 import { ExactStarknetServerScheme } from "../../src/chains/starknet/clients/exactServer.js";
 import type { TestStack } from "../support/stack.js";
-import { assembled, usdcPrice, type FamilyAdapter, type MalformedPayload } from "./adapter.js";
+import {
+  SendWatch,
+  assembled,
+  usdcPrice,
+  type FamilyAdapter,
+  type MalformedPayload,
+} from "./adapter.js";
 
 const account = (stack: TestStack, i: number) => {
   const payer = stack.families.starknet!.info.payers[i]!;
@@ -68,6 +74,45 @@ export const starknet: FamilyAdapter = {
       from: payer.address,
       outsideExecution: { typedData, signature },
     });
+  },
+  payerRace: {
+    signers: "executors",
+    unit: "FRI",
+    reason: "insufficient_funds",
+    feeKnownBeforeSending: false,
+    lostBeyondFee: 0n,
+    // Room for one transaction in flight at its worst fee (the simulation's
+    // resource bounds: about 0.0153 STRK on the ledger), not for one more
+    // once a revert has cost its fee (about 0.0044 STRK).
+    budget: { env: { STARKNET_FAILED_FEE_BUDGET_STRK: "0.017" }, native: 0.017 },
+    watchSends(stack) {
+      const watch = new SendWatch();
+      const ledger = stack.families.starknet!.ledger;
+      const addInvoke = ledger.addInvoke.bind(ledger);
+      ledger.addInvoke = (tx) =>
+        watch.take(
+          () => addInvoke(tx),
+          (hash) => hash,
+        );
+      return watch;
+    },
+    signersBalance: async (stack) => {
+      const running = stack.families.starknet!;
+      return running.info.executors.reduce(
+        (sum, executor) => sum + running.ledger.balanceOf(STARKNET_STRK, executor),
+        0n,
+      );
+    },
+    // Played by taking its USDC just before the ledger takes ours (it runs at the next block).
+    async funds(stack, i) {
+      const ledger = stack.families.starknet!.ledger;
+      const owner = await starknet.payer(stack, i);
+      const held = await starknet.balanceOf(stack, owner);
+      return {
+        take: () => ledger.burn(STARKNET_USDC, owner, held),
+        giveBack: () => ledger.mint(STARKNET_USDC, owner, held),
+      };
+    },
   },
 };
 
