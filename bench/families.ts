@@ -23,9 +23,7 @@ import BigNumber from "bignumber.js";
 import { devnetFamilies, type DevnetNamespace } from "../devnet/families.js";
 import type { BenchLedger } from "../devnet/family.js";
 import { openMigratedDb } from "../src/storage/db.js";
-import { createAccount } from "../src/features/accounts/accounts.js";
-import { setAccountPlan } from "../src/features/plans/quotaLedger.js";
-import { createApiKey } from "../src/features/keys/apiKeys.js";
+import { seedBenchAccount } from "./benchAccount.js";
 import { mergeLoadResults, percentile, runLoad, type LoadResult } from "./load.js";
 import { cpuSecondsOf } from "./cpuShare.js";
 import { monotonicUs } from "./cpuProfile.js";
@@ -149,9 +147,7 @@ export async function runFamilyBench(
   try {
     const dataDir = mkdtempSync(join(tmpdir(), `bench-${name}-`));
     const seeded = await openMigratedDb({ dataDir: join(dataDir, "pglite") });
-    const account = await createAccount(seeded.db, "bench");
-    await setAccountPlan(seeded.db, account.id, "max");
-    const key = await createApiKey(seeded.db, account.id, "bench");
+    const { key } = await seedBenchAccount(seeded.db);
     await seeded.close();
 
     const port = await freePort();
@@ -203,7 +199,7 @@ export async function runFamilyBench(
     const benchCpuBefore = process.cpuUsage();
     const settle = await runLoad({
       url: `${url}/settle`,
-      headers: { "x-api-key": key.key },
+      headers: { "x-api-key": key },
       concurrency: opts.concurrency,
       bodies,
       capMs: 300_000,
@@ -242,7 +238,7 @@ export async function runFamilyBench(
       slices.push(
         await runLoad({
           url: `${url}/settle`,
-          headers: { "x-api-key": key.key },
+          headers: { "x-api-key": key },
           concurrency: 1_000,
           bodies: openBodies,
           ratePerSecond: openRate,

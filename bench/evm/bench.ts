@@ -30,9 +30,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import type { Hex } from "viem";
 import { startDevnet } from "../../devnet/evm/index.js";
 import { openMigratedDb } from "../../src/storage/db.js";
-import { createAccount } from "../../src/features/accounts/accounts.js";
-import { setAccountPlan } from "../../src/features/plans/quotaLedger.js";
-import { createApiKey } from "../../src/features/keys/apiKeys.js";
+import { seedBenchAccount } from "../benchAccount.js";
 import { setWebhookEndpoint } from "../../src/features/webhooks/webhookRepository.js";
 import { percentile, runLoad, type LoadResult } from "../load.js";
 import { verifyInTurns } from "../verifyInTurns.js";
@@ -239,15 +237,11 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
     const seeded = await openMigratedDb(
       opts.databaseUrl ? { databaseUrl: opts.databaseUrl } : { dataDir: join(dataDir, "pglite") },
     );
-    const account = await createAccount(seeded.db, "bench");
-    // Metered and rate limited, as production is, on the max plan: room for
-    // every settle, and a per-key limit (RATE_LIMIT_PLAN_MAX below) above the load.
-    await setAccountPlan(seeded.db, account.id, "max");
-    const key = await createApiKey(seeded.db, account.id, "bench");
+    const { accountId, key } = await seedBenchAccount(seeded.db);
     // Webhooks on, as for a customer who set an endpoint: every settlement
     // outcome writes an outbox event in its transaction, and the delivery
     // worker sends it. Without an endpoint neither happens.
-    await setWebhookEndpoint(seeded.db, account.id, receiver.url, { allowPrivateTargets: true });
+    await setWebhookEndpoint(seeded.db, accountId, receiver.url, { allowPrivateTargets: true });
     await seeded.close();
     const ourPort = await freePort();
     const ours = spawnServer(
@@ -308,7 +302,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
         url: `http://127.0.0.1:${ourPort}`,
         pid: ours.pid!,
         countsDb: true,
-        headers: { "x-api-key": key.key },
+        headers: { "x-api-key": key },
         settle: oursSettle,
         steady: oursSteady,
         webhooks: true,

@@ -21,9 +21,7 @@ import { ExactSvmScheme } from "@x402/svm/exact/client";
 import { createKeyPairSignerFromBytes, getBase58Encoder, type KeyPairSigner } from "@solana/kit";
 import { SOLANA_MAINNET, startSolanaDevnet } from "../../devnet/svm/index.js";
 import { openMigratedDb } from "../../src/storage/db.js";
-import { createAccount } from "../../src/features/accounts/accounts.js";
-import { setAccountPlan } from "../../src/features/plans/quotaLedger.js";
-import { createApiKey } from "../../src/features/keys/apiKeys.js";
+import { seedBenchAccount } from "../benchAccount.js";
 import { percentile, runLoad, type LoadResult } from "../load.js";
 import { verifyInTurns } from "../verifyInTurns.js";
 import { cpuSecondsOf } from "../cpuShare.js";
@@ -140,9 +138,7 @@ export async function runSvmBench(
     const seeded = await openMigratedDb(
       opts.databaseUrl ? { databaseUrl: opts.databaseUrl } : { dataDir: join(dataDir, "pglite") },
     );
-    const account = await createAccount(seeded.db, "bench");
-    await setAccountPlan(seeded.db, account.id, "max");
-    const key = await createApiKey(seeded.db, account.id, "bench");
+    const { key } = await seedBenchAccount(seeded.db);
     await seeded.close();
 
     const ourPort = await freePort();
@@ -171,7 +167,7 @@ export async function runSvmBench(
     await waitFor(`http://127.0.0.1:${refPort}/supported`);
 
     const sides = [
-      { name: "this service", port: ourPort, pid: ours.pid!, headers: { "x-api-key": key.key } },
+      { name: "this service", port: ourPort, pid: ours.pid!, headers: { "x-api-key": key } },
       {
         name: "reference",
         port: refPort,
