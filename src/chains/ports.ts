@@ -355,6 +355,11 @@ export interface SettlementNotes {
   refusal?: { reason: string; message: string; retryAfterSeconds?: number };
   /** A transaction's journal entry could not be written, so it was not broadcast. */
   journalFailed?: boolean;
+  /**
+   * The journal refused a transaction because the settlement's record was
+   * already final (judged interrupted while it ran), so it was not broadcast.
+   */
+  decidedWhileRunning?: boolean;
 }
 
 /**

@@ -50,7 +50,7 @@ export const VARIABLES: {
       name: "RECONCILE_AFTER_MS",
       default: "`SETTLE_TIMEOUT_MS` + 30 s",
       description:
-        "A settlement still `pending` after this long (its process died, or the answer was lost) is decided from the chain by the reconciler.",
+        "A settlement still `pending` after this long (its process died, or the answer was lost) is decided from the chain by the reconciler. A settle still running when it is judged interrupted sends nothing afterwards and answers `settlement_interrupted`.",
     },
     {
       name: "SHUTDOWN_DRAIN_MS",

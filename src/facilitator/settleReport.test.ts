@@ -41,6 +41,15 @@ describe("a mechanism that threw", () => {
     assert.throws(() => answerThrown(thrown, context()), NothingSentError);
   });
 
+  test("its record made final while it ran and its send refused: that record's interruption, not an outage", () => {
+    const thrown = { error: new Error("decided"), notes: notes({ decidedWhileRunning: true }) };
+    const r = answerThrown(thrown, context());
+    assert.deepEqual(
+      [r.success, r.errorReason, r.transaction, r.payer],
+      [false, "settlement_interrupted", "", "0xpayer"],
+    );
+  });
+
   test("a chain that could not be asked, nothing sent: the outage itself", () => {
     const error = new ChainUnavailableError(network, "down");
     assert.throws(
@@ -119,6 +128,18 @@ describe("a mechanism that answered", () => {
     assert.equal(r.errorReason, "invalid_exact_evm_payload_signature");
     assert.equal(r.transaction, "");
     assert.equal(r.payer, "0xpayer");
+  });
+
+  test("its record made final while it ran, its send refused: that record's interruption", () => {
+    const r = answerResult(
+      { result: failed, notes: notes({ decidedWhileRunning: true }) },
+      context(),
+    );
+    assert.deepEqual(
+      [r.success, r.errorReason, r.transaction],
+      [false, "settlement_interrupted", ""],
+    );
+    assert.match(r.errorMessage ?? "", /nothing was transferred/);
   });
 
   test("its journal entry unwritten, nothing sent and no transaction: nothing was sent (503)", () => {

@@ -53,11 +53,15 @@ type Row<R, K extends string> = readonly [kind: K, when: (report: R) => boolean]
 
 // A transaction whose journal entry could not be written was not broadcast.
 const nothingJournaled = (n: SettlementNotes) => n.journalFailed === true && !n.sent;
+// The record was made final while the settle ran (the reconciler judged it
+// interrupted), and the journal refused its first send.
+const decidedWhileRunning = (n: SettlementNotes) => n.decidedWhileRunning === true && !n.sent;
 // The failed-fee budget refused the payment's send, and nothing had been sent for it.
 const budgetSpent = (n: SettlementNotes) => n.refusal?.retryAfterSeconds !== undefined && !n.sent;
 
 /** When the mechanism threw; the first row that holds decides. */
 const IF_THREW = [
+  ["decided-while-running", (t) => decidedWhileRunning(t.notes)],
   ["nothing-journaled", (t) => nothingJournaled(t.notes)],
   ["budget-spent", (t) => budgetSpent(t.notes) && t.notes.ambiguousReference === undefined],
   ["chain-unreachable", (t) => t.error instanceof ChainUnavailableError && !t.notes.sent],
@@ -70,6 +74,7 @@ const IF_THREW = [
 
 /** When the mechanism answered; the first row that holds decides. */
 const IF_ANSWERED = [
+  ["decided-while-running", (a) => decidedWhileRunning(a.notes) && !a.result.transaction],
   ["nothing-journaled", (a) => nothingJournaled(a.notes) && !a.result.transaction],
   [
     "budget-spent",
@@ -100,6 +105,7 @@ function budgetRefusal(notes: SettlementNotes, c: ReportContext): never {
 
 /** Each kind's answer; an outage throws (the service answers it 503). */
 const THROWN_ANSWERS: Record<ThrownKind, (t: Thrown, c: ReportContext) => SettleResponse> = {
+  "decided-while-running": (_t, c) => interruptedWhileRunning(c),
   "nothing-journaled": () => {
     throw new NothingSentError("the settlement could not be journaled, so nothing was sent");
   },
@@ -140,6 +146,7 @@ const THROWN_ANSWERS: Record<ThrownKind, (t: Thrown, c: ReportContext) => Settle
 };
 
 const ANSWERED_ANSWERS: Record<AnsweredKind, (a: Answered, c: ReportContext) => SettleResponse> = {
+  "decided-while-running": (_a, c) => interruptedWhileRunning(c),
   "nothing-journaled": () => {
     throw new NothingSentError("the settlement could not be journaled, so nothing was sent");
   },
@@ -180,6 +187,19 @@ function withMinedTransaction(a: Answered): Answered {
   const tx = a.result.transaction;
   const mined = tx ? a.notes.minedReplacements?.[tx.toLowerCase()] : undefined;
   return mined ? { ...a, result: { ...a.result, transaction: mined } } : a;
+}
+
+/** The record's own outcome, as a retry of this payment would be told it. */
+function interruptedWhileRunning(c: ReportContext): SettleResponse {
+  return settleRefusal(
+    {
+      reason: Reason.settlementInterrupted,
+      message:
+        "the settlement was recorded as interrupted while it ran (it outlived the reconciler's horizon), so nothing was sent; nothing was transferred",
+      payer: c.payer,
+    },
+    c.network,
+  );
 }
 
 function lostAnswer(notes: SettlementNotes, c: ReportContext): SettleResponse {

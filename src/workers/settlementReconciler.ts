@@ -67,9 +67,10 @@ export class SettlementReconciler {
           continue;
         }
         try {
-          const outcome = await this.opts.reconcile(await recorder.pendingSettlement(row));
+          const pending = await recorder.pendingSettlement(row);
+          const outcome = await this.opts.reconcile(pending);
           if (outcome.status === "pending") continue;
-          const updated = await recorder.finishFromChain(row.id, outcome);
+          const updated = await recorder.finishFromChain(row.id, outcome, pending.transactions);
           if (updated) {
             finished++;
             log.warn({ settlementId: row.id, outcome }, "reconciled an interrupted settlement");

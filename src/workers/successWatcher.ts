@@ -152,7 +152,7 @@ export class SuccessWatcher {
         return;
       }
       if (again) outcome = { ...outcome, message: `${outcome.message}; ${again.message}` };
-      const revoked = await recorder.revokeSuccess(row.id, outcome);
+      const revoked = await recorder.revokeSuccess(row.id, outcome, pending.transactions);
       if (revoked) {
         log.error(
           { settlementId: row.id, network: row.network, outcome },

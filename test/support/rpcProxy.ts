@@ -6,7 +6,9 @@
  * either at once or, with `dropWhenMined`, once the chain has mined the
  * transactions the call sent (so the sender's retry finds them mined).
  * `answers` keeps the chain's answers to the matching calls, lost or not.
- * `hold()` keeps every call waiting (a provider that stalls) until `release()`.
+ * `hold()` keeps every call waiting (a provider that stalls) until `release()`;
+ * `hold(matching)` only the calls whose body contains `matching` (the
+ * calls that carry one payment), while every other call goes through.
  * `refuseMatching` answers a JSON-RPC error, without asking the chain, to
  * every call whose body contains it (a provider that refuses a method, as
  * many refuse `eth_getLogs` over a long block range).
@@ -28,8 +30,10 @@ export interface RpcProxy {
     answers: string[];
     refuseMatching: string;
   };
-  /** From now on, calls wait here instead of reaching the chain. */
-  hold(): void;
+  /** From now on, calls (those containing `matching`, if given) wait here instead of reaching the chain. */
+  hold(matching?: string): void;
+  /** How many calls are waiting. */
+  readonly waiting: number;
   /** Sends the held calls on, and the ones after them straight through. */
   release(): void;
   close(): Promise<void>;
@@ -46,12 +50,14 @@ export async function startRpcProxy(target: string, dropMatching = ""): Promise<
     refuseMatching: "",
   };
   let held: (() => void)[] | undefined;
+  let holdMatching = "";
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      if (held) held.push(() => forward(res, Buffer.concat(chunks)));
-      else forward(res, Buffer.concat(chunks));
+      const body = Buffer.concat(chunks);
+      if (held && body.includes(holdMatching)) held.push(() => forward(res, body));
+      else forward(res, body);
     });
   });
   const forward = (res: ServerResponse, body: Buffer) => {
@@ -100,12 +106,17 @@ export async function startRpcProxy(target: string, dropMatching = ""): Promise<
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     state,
-    hold: () => {
+    hold: (matching = "") => {
       held ??= [];
+      holdMatching = matching;
+    },
+    get waiting() {
+      return held?.length ?? 0;
     },
     release: () => {
       const waiting = held ?? [];
       held = undefined;
+      holdMatching = "";
       for (const send of waiting) send();
     },
     close: () =>

@@ -255,9 +255,10 @@ export class DuplicateSettles {
   /** The chain's word on a pending record, recorded; undefined while it is still open. */
   private async askChain(row: SettlementRow): Promise<SettlementRow | undefined> {
     try {
-      const outcome = await this.engine.reconcile(await this.recorder.pendingSettlement(row));
+      const pending = await this.recorder.pendingSettlement(row);
+      const outcome = await this.engine.reconcile(pending);
       if (outcome.status === "pending") return undefined;
-      await this.recorder.finishFromChain(row.id, outcome);
+      await this.recorder.finishFromChain(row.id, outcome, pending.transactions);
       return this.recorder.get(row.id);
     } catch (e) {
       // The chain or the database could not be asked: the record stays open.

@@ -59,10 +59,14 @@ describe("settlement recorder", () => {
   test("a record leaves pending once; the success is billed once, by whoever records it", async () => {
     const id = (await begin())!;
     const before = await used();
-    const moved = await recorder.finishFromChain(id, { status: "succeeded", transaction: "0xaa" });
+    const moved = await recorder.finishFromChain(
+      id,
+      { status: "succeeded", transaction: "0xaa" },
+      [],
+    );
     assert.equal(moved?.status, "succeeded");
     assert.equal(
-      await recorder.finishFromChain(id, { status: "failed", reason: "x", message: "y" }),
+      await recorder.finishFromChain(id, { status: "failed", reason: "x", message: "y" }, []),
       undefined,
       "a final record is not rewritten",
     );

@@ -115,6 +115,20 @@ export interface SettlementMetering {
   ): Promise<void>;
 }
 
+/**
+ * A transaction was about to be sent for a settlement whose record is
+ * already final without it (the reconciler, or a retry that asked the
+ * chain, judged it interrupted): the record stands, and nothing is sent.
+ */
+export class SettlementDecidedError extends Error {
+  constructor(readonly settlementId: string) {
+    super(
+      "this settlement was already recorded as finished while it ran (interrupted, nothing sent); nothing more is sent for it",
+    );
+    this.name = "SettlementDecidedError";
+  }
+}
+
 export interface SettleIntent {
   principal: ApiKeyPrincipal;
   request: PaymentRequest;
@@ -175,8 +189,12 @@ export class SettlementRecorder {
       return rows.map((r) => ({ status: "fulfilled", value: inserted.has(r.id) }) as const);
     }, opts);
     this.sent = new GroupCommit(async (sent) => {
-      await journalSent(this.db, sent);
-      return done(sent);
+      const open = await journalSent(this.db, sent);
+      return sent.map((s) =>
+        !s.settlementId || open.has(s.settlementId)
+          ? ({ status: "fulfilled", value: undefined } as const)
+          : ({ status: "rejected", reason: new SettlementDecidedError(s.settlementId) } as const),
+      );
     }, opts);
     this.mined = new GroupCommit(async (mined) => {
       await journalMined(this.db, mined);
@@ -361,7 +379,9 @@ export class SettlementRecorder {
 
   /**
    * Journals a transaction before it is broadcast; the settlement's row
-   * learns the first one's reference in the same statement.
+   * learns the first one's reference in the same statement. Throws
+   * `SettlementDecidedError`, and journals nothing, when the settlement was
+   * already recorded failed: it must not be broadcast.
    */
   async recordSent(entry: JournalEntry, settlementId: string | undefined): Promise<void> {
     await this.sent.submit({ entry, settlementId });
@@ -502,8 +522,11 @@ export class SettlementRecorder {
   async revokeSuccess(
     id: string,
     outcome: { reason: string; message: string },
+    decidedOn: readonly JournalEntry[],
   ): Promise<SettlementRow | undefined> {
     return this.db.transaction().execute(async (trx) => {
+      // Another replica's watcher may have sent it again meanwhile.
+      if (!(await this.lockIfJournalIs(trx, id, "succeeded", decidedOn))) return undefined;
       const row = await trx
         .updateTable("settlements")
         .set({
@@ -632,6 +655,36 @@ export class SettlementRecorder {
   }
 
   /**
+   * Locks a row in `status` whose journal holds nothing beyond `decidedOn`;
+   * false (nothing locked) otherwise. The journal's writes lock the same
+   * row before they add to it (journalSent), so once this holds the lock,
+   * the read below sees every entry that will ever precede this decision,
+   * and a send after it is refused.
+   */
+  private async lockIfJournalIs(
+    trx: Transaction<Database>,
+    id: string,
+    status: "pending" | "succeeded",
+    decidedOn: readonly JournalEntry[],
+  ): Promise<boolean> {
+    const locked = await trx
+      .selectFrom("settlements")
+      .select("id")
+      .where("id", "=", id)
+      .where("status", "=", status)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!locked) return false;
+    const known = new Set(decidedOn.map((t) => t.reference));
+    const journaled = await trx
+      .selectFrom("settlement_transactions")
+      .select("reference")
+      .where("settlement_id", "=", id)
+      .execute();
+    return journaled.every((t) => known.has(t.reference));
+  }
+
+  /**
    * Names who caused the on-chain failure a pending row is about to be
    * finished with, when something was sent for it (the journal set its
    * transaction): `cause` reads the chain only then. Written while the row
@@ -688,9 +741,20 @@ export class SettlementRecorder {
   /**
    * Records what the chain says became of a pending row (the reconciler, or
    * a retry that asked the chain). Returns the row if this call moved it.
+   *
+   * `decidedOn` is the journal the outcome was judged from. A settle still
+   * running (slower than the reconciler's horizon) may journal a send after
+   * that read: the outcome would then be about a journal that is no longer
+   * the row's (say "nothing was sent" while a transfer is on its way), so
+   * it is not written, and the row is judged again later.
    */
-  async finishFromChain(id: string, outcome: ChainOutcome): Promise<SettlementRow | undefined> {
+  async finishFromChain(
+    id: string,
+    outcome: ChainOutcome,
+    decidedOn: readonly JournalEntry[],
+  ): Promise<SettlementRow | undefined> {
     return this.db.transaction().execute(async (trx) => {
+      if (!(await this.lockIfJournalIs(trx, id, "pending", decidedOn))) return undefined;
       const row = await trx
         .updateTable("settlements as s")
         .set({
@@ -771,7 +835,9 @@ export class SettlementRecorder {
       );
       // A success whose row was finished first by someone else (a retry or
       // the reconciler that read the chain): the answer is this request's
-      // only if nobody was answered yet.
+      // only if nobody was answered yet. Or this very write committed on an
+      // earlier try whose acknowledgement was lost (the connection broke
+      // after the commit): the answer it recorded is this request's still.
       const movedIds = new Set(moved.map((r) => r.id));
       const late = writes.filter((w) => w.outcome.answeredTo !== null && !movedIds.has(w.id));
       for (const w of late) {
@@ -780,7 +846,12 @@ export class SettlementRecorder {
           .set({ success_answered_at: now, success_request_id: w.outcome.answeredTo })
           .where("id", "=", w.id)
           .where("status", "=", "succeeded")
-          .where("success_answered_at", "is", null)
+          .where((eb) =>
+            eb.or([
+              eb("success_answered_at", "is", null),
+              eb("success_request_id", "=", w.outcome.answeredTo),
+            ]),
+          )
           .returning("id")
           .executeTakeFirst();
         if (claimed) answered.add(w.id);

@@ -89,20 +89,35 @@ export async function insertIntents(
  * reference of its first one, in one statement (a data-modifying WITH is
  * atomic like any statement). A reference already journaled is kept as it
  * is; a settlement that already has a reference keeps it.
+ *
+ * A settlement already decided `failed` (or `not_attempted`) takes no more
+ * transactions: its entries are not written, and its id is missing from
+ * the returned set, so its sender must not broadcast. A reconciler that
+ * judged a slow settle interrupted ("nothing was sent") is then never
+ * contradicted by a send that follows. A `succeeded` one still takes them:
+ * a reorg's re-send (`reland`). The row lock its update takes is what
+ * orders this against `finishFromChain` (see there).
  */
 export async function journalSent(
   db: Kysely<Database>,
   sent: readonly SentTransaction[],
-): Promise<void> {
-  const first = new Map<string, string>();
+): Promise<Set<string>> {
+  const first = new Map<string, string | null>();
   for (const { entry, settlementId } of sent) {
-    if (settlementId && !entry.replaces && !first.has(settlementId)) {
-      first.set(settlementId, entry.reference);
-    }
+    if (!settlementId) continue;
+    if (!entry.replaces && !first.get(settlementId)) first.set(settlementId, entry.reference);
+    else if (!first.has(settlementId)) first.set(settlementId, null);
   }
   const column = <T>(pick: (s: SentTransaction) => T) => sent.map(pick);
-  await sql`
-    with journaled as (
+  const { rows } = await sql<{ id: string }>`
+    with open as (
+      update settlements s
+      set transaction = coalesce(s.transaction, f.reference)
+      from unnest(${[...first.keys()]}::uuid[], ${[...first.values()]}::text[])
+        as f(id, reference)
+      where s.id = f.id and s.status in ('pending', 'succeeded')
+      returning s.id
+    ), journaled as (
       insert into settlement_transactions
         (reference, settlement_id, network, signer, replaces, detail, worst_fee)
       select * from unnest(
@@ -113,14 +128,12 @@ export async function journalSent(
         ${column((s) => s.entry.replaces ?? null)}::text[],
         ${column((s) => JSON.stringify(s.entry.detail))}::jsonb[],
         ${column((s) => s.entry.worstFee?.toString() ?? null)}::numeric[]
-      )
+      ) as e(reference, settlement_id, network, signer, replaces, detail, worst_fee)
+      where e.settlement_id is null or e.settlement_id in (select id from open)
       on conflict (reference) do nothing
     )
-    update settlements s
-    set transaction = f.reference
-    from unnest(${[...first.keys()]}::uuid[], ${[...first.values()]}::text[])
-      as f(id, reference)
-    where s.id = f.id and s.transaction is null`.execute(db);
+    select id from open`.execute(db);
+  return new Set(rows.map((r) => r.id));
 }
 
 /**

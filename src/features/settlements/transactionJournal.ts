@@ -7,7 +7,7 @@
  */
 import type { JournalEntry, TransactionJournal } from "../../chains/ports.js";
 import { currentSettlement } from "../../chains/settlementScope.js";
-import type { SettlementRecorder } from "./settlementRecorder.js";
+import { SettlementDecidedError, type SettlementRecorder } from "./settlementRecorder.js";
 
 export class DbTransactionJournal implements TransactionJournal {
   constructor(private readonly recorder: SettlementRecorder) {}
@@ -17,9 +17,12 @@ export class DbTransactionJournal implements TransactionJournal {
     try {
       await this.recorder.recordSent(entry, scope?.id);
     } catch (e) {
-      // Nothing is broadcast without its journal entry, so this settlement
-      // sent nothing: the note turns its answer into a 503, not a payer's failure.
-      if (scope) scope.notes.journalFailed = true;
+      // Nothing is broadcast without its journal entry. Refused because the
+      // record is already final: the settle answers that record. Not
+      // written: this settlement sent nothing, and the note turns its
+      // answer into a 503, not a payer's failure.
+      if (scope && e instanceof SettlementDecidedError) scope.notes.decidedWhileRunning = true;
+      else if (scope) scope.notes.journalFailed = true;
       throw e;
     }
   }

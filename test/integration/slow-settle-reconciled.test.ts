@@ -1,0 +1,155 @@
+/**
+ * A settle slower than the reconciler's horizon (its provider stalls on the
+ * payment's calls before anything is sent) while the reconciler judges its
+ * pending row. The reconciler finds nothing journaled and records
+ * "interrupted, nothing was sent". The settle then resumes: it must not
+ * send, since the record already says nothing moved, and it answers what
+ * the record says. Before, it sent: the payTo was paid, and the record said
+ * failed. The payment, never spent, still settles once when presented again.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import type { Hex } from "viem";
+import { startDevnet, type Devnet } from "../../devnet/evm/index.js";
+import { createService, type Service } from "../../src/app.js";
+import { loadConfig } from "../../src/config/index.js";
+import { createAccount } from "../../src/features/accounts/accounts.js";
+import { createApiKey } from "../../src/features/keys/apiKeys.js";
+import { openTestDb } from "../support/database.js";
+import { requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { post } from "../support/http.js";
+import { until } from "../support/processes.js";
+import { startRpcProxy, type RpcProxy } from "../support/rpcProxy.js";
+
+const PAY_TO = "0xcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd" as Hex;
+
+describe("a settle that outlives the reconciler's horizon", () => {
+  let devnet: Devnet;
+  let proxy: RpcProxy;
+  let service: Service;
+  let url: string;
+  let apiKey: string;
+  let closeDb: () => Promise<void>;
+
+  before(async () => {
+    devnet = await startDevnet({ blockTimeSeconds: 1, outFile: null });
+    const info = devnet.networks["eip155:8453"]!;
+    proxy = await startRpcProxy(info.rpcUrl);
+    const db = await openTestDb("pglite");
+    closeDb = db.close;
+    service = await createService({
+      // The test runs the reconciler itself, at the moment it means to.
+      overrides: { collectProcessMetrics: false, pollingIntervalMs: 50, reconcile: false },
+      config: loadConfig({
+        FACILITATOR_MODE: "devnet",
+        PORT: "0",
+        HOST: "127.0.0.1",
+        LOG_LEVEL: "silent",
+        RECONCILE_AFTER_MS: "0",
+      }),
+      database: db,
+      chains: {
+        eip155: {
+          networks: [{ id: "eip155:8453", rpcUrls: [proxy.url] }],
+          privateKeys: info.facilitatorPrivateKeys as Hex[],
+        },
+      },
+    });
+    url = await service.listen();
+    const account = await createAccount(service.db, "slow");
+    apiKey = (await createApiKey(service.db, account.id, "slow")).key;
+  });
+  after(async () => {
+    proxy.release();
+    await service.close();
+    await closeDb();
+    await proxy.close();
+    await devnet.stop();
+  });
+
+  test("judged interrupted while it stalls: it sends nothing afterwards, and the record and the chain agree", async () => {
+    const info = devnet.networks["eip155:8453"]!;
+    const usdc = info.assets["USDC"]!;
+    const requirements = requirementsFor({
+      network: "eip155:8453",
+      usdc,
+      payTo: PAY_TO,
+      amount: "4242",
+    });
+    const body = {
+      x402Version: 2,
+      paymentPayload: await signPayment(info.payerPrivateKeys[3] as Hex, requirements),
+      paymentRequirements: requirements,
+    };
+    const paidBefore = await usdcBalance(info.rpcUrl, usdc, PAY_TO);
+    // Every call that carries the payment (its simulation, its estimate, its
+    // broadcast: they all name the payTo) stalls; the reconciler's own read
+    // of the authorization does not.
+    proxy.hold(PAY_TO.slice(2).toLowerCase());
+    const answer = post(url, "/settle", body, apiKey).then(async (r) => ({
+      status: r.status,
+      json: (await r.json()) as { success?: boolean; errorReason?: string },
+    }));
+    const row = await until("the settle to stall with its row pending", async () => {
+      const r = await service.db
+        .selectFrom("settlements")
+        .selectAll()
+        .where("amount", "=", "4242")
+        .executeTakeFirst();
+      return r?.status === "pending" && proxy.waiting > 0 ? r : undefined;
+    });
+    assert.equal(await service.workers.reconciler.runOnce(), 1, "the reconciler judged the row");
+    const judged = (await service.db
+      .selectFrom("settlements")
+      .selectAll()
+      .where("id", "=", row.id)
+      .executeTakeFirst())!;
+    assert.deepEqual(
+      [judged.status, judged.error_reason, judged.transaction],
+      ["failed", "settlement_interrupted", null],
+    );
+
+    proxy.release();
+    const settled = await answer;
+    // Answered as the record says: interrupted, nothing transferred.
+    assert.deepEqual(
+      [settled.status, settled.json.success, settled.json.errorReason],
+      [200, false, "settlement_interrupted"],
+      JSON.stringify(settled),
+    );
+    // Whatever the settle says, no transaction of it is journaled or sent.
+    const journal = await service.db
+      .selectFrom("settlement_transactions")
+      .select("reference")
+      .where("settlement_id", "=", row.id)
+      .execute();
+    assert.deepEqual(journal, [], "nothing journaled after the judgement");
+    // Two blocks later (1 s blocks) the payTo still has nothing from it.
+    await new Promise((r) => setTimeout(r, 2_500));
+    assert.equal(await usdcBalance(info.rpcUrl, usdc, PAY_TO), paidBefore, "nothing was paid");
+    const final = (await service.db
+      .selectFrom("settlements")
+      .selectAll()
+      .where("id", "=", row.id)
+      .executeTakeFirst())!;
+    assert.deepEqual([final.status, final.transaction], ["failed", null]);
+    // Nothing of it moved, so the payer's authorization is still good: the
+    // same payment presented again settles, once.
+    const again = (await (await post(url, "/settle", body, apiKey)).json()) as {
+      success: boolean;
+      transaction: string;
+    };
+    assert.equal(again.success, true, JSON.stringify(again));
+    assert.equal(await usdcBalance(info.rpcUrl, usdc, PAY_TO), paidBefore + 4242n);
+    const rows = await service.db
+      .selectFrom("settlements")
+      .select(["status", "transaction"])
+      .where("amount", "=", "4242")
+      .orderBy("started_at")
+      .execute();
+    assert.deepEqual(rows, [
+      { status: "failed", transaction: null },
+      { status: "succeeded", transaction: again.transaction },
+    ]);
+  });
+});
