@@ -5,7 +5,8 @@
  *
  *   (a) /verify throughput and p50/p99 at concurrency 100, distinct payments,
  *       the two servers in turns (bench/verifyInTurns.ts)
- *   (b) /settle of distinct payments at concurrency 100
+ *   (b) /settle of distinct payments at concurrency 100, in rounds, the two
+ *       servers in turns (A B B A)
  *   (c) peak RSS of each server
  *
  * Payments are signed with the official `@x402/svm` client just before each
@@ -22,11 +23,12 @@ import { createKeyPairSignerFromBytes, getBase58Encoder, type KeyPairSigner } fr
 import { SOLANA_MAINNET, startSolanaDevnet } from "../../devnet/svm/index.js";
 import { openMigratedDb } from "../../src/storage/db.js";
 import { seedBenchAccount } from "../benchAccount.js";
-import { percentile, runLoad, type LoadResult } from "../load.js";
+import { mergeLoadResults, percentile, runLoad, type LoadResult } from "../load.js";
 import { verifyInTurns } from "../verifyInTurns.js";
 import { cpuSecondsOf } from "../cpuShare.js";
 import {
   STAGE_HISTOGRAMS,
+  type HistogramSnapshot,
   classifySettle,
   freePort,
   peakRssMb,
@@ -47,6 +49,8 @@ export interface SvmBenchOptions {
   /** Payments signed for each run of a server (more than it can verify in one). */
   verifyPayloadsPerRun: number;
   settleCount: number;
+  /** The closed loop's payments are split into this many rounds per server, run in turns. */
+  settleRounds: number;
   concurrency: number;
   /** This service on PostgreSQL instead of the embedded database. */
   databaseUrl?: string | undefined;
@@ -217,57 +221,91 @@ export async function runSvmBench(
         progress: say,
       },
     );
-    const results: SvmSide[] = [];
-    for (const [i, side] of sides.entries()) {
-      const url = `http://127.0.0.1:${side.port}`;
-      say(`(b) ${side.name}: signing and settling ${opts.settleCount} payments…`);
-      const settleBodies = await signAll(
-        payers,
-        info.rpcUrl,
-        sideRequirements[i]!("1001"),
-        opts.settleCount,
-      );
-      const ownTimers = i === 0;
-      const timedBefore = ownTimers ? await readHistograms(url, STAGE_HISTOGRAMS) : undefined;
-      const dbBefore = ownTimers ? await readDbTraffic(url) : undefined;
-      const cpuBefore = cpuSecondsOf(side.pid);
-      const settle = await runLoad({
-        url: `${url}/settle`,
-        headers: side.headers,
-        concurrency: opts.concurrency,
-        bodies: settleBodies,
-        capMs: 120_000,
-        classify: classifySettle,
-      });
-      say(
-        `    ${[...settle.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${settle.seconds.toFixed(1)} s`,
-      );
-      const cpuAfter = cpuSecondsOf(side.pid);
-      const timedAfter = ownTimers ? await readHistograms(url, STAGE_HISTOGRAMS) : undefined;
-      const dbAfter = ownTimers ? await readDbTraffic(url) : undefined;
-      const settled = settle.outcomes.get("settled") ?? 0;
+    // (b) in rounds, in turns (A B B A …), for the reason verify runs in
+    // turns: the machine drifts over minutes, and one server settling
+    // after the other would carry the drift into the ratio.
+    const rounds = Math.max(1, opts.settleRounds);
+    const perRound = Math.ceil(opts.settleCount / rounds);
+    const closed = sides.map(() => ({
+      runs: [] as LoadResult[],
+      cpuSeconds: 0 as number | undefined,
+      timed: [] as { before: HistogramSnapshot; after: HistogramSnapshot }[],
+      db: { statements: 0, roundTrips: 0 },
+    }));
+    say(
+      `(b) /settle at concurrency ${opts.concurrency}: ${rounds} rounds of ${perRound} payments per server, in turns…`,
+    );
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 === 0 ? [...sides.keys()] : [...sides.keys()].reverse();
+      for (const i of order) {
+        const side = sides[i]!;
+        const own = closed[i]!;
+        const url = `http://127.0.0.1:${side.port}`;
+        const bodies = await signAll(payers, info.rpcUrl, sideRequirements[i]!("1001"), perRound);
+        const ownTimers = i === 0;
+        const timedBefore = ownTimers ? await readHistograms(url, STAGE_HISTOGRAMS) : undefined;
+        const dbBefore = ownTimers ? await readDbTraffic(url) : undefined;
+        const cpuBefore = cpuSecondsOf(side.pid);
+        const settle = await runLoad({
+          url: `${url}/settle`,
+          headers: side.headers,
+          concurrency: opts.concurrency,
+          bodies,
+          capMs: 120_000,
+          classify: classifySettle,
+        });
+        const cpuAfter = cpuSecondsOf(side.pid);
+        say(
+          `    round ${round + 1}, ${side.name}: ${(settledCount(settle) / settle.seconds).toFixed(1)} settled/s (${[...settle.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${settle.seconds.toFixed(1)} s)`,
+        );
+        own.runs.push(settle);
+        own.cpuSeconds =
+          own.cpuSeconds !== undefined && cpuBefore !== undefined && cpuAfter !== undefined
+            ? own.cpuSeconds + cpuAfter - cpuBefore
+            : undefined;
+        if (timedBefore) {
+          own.timed.push({
+            before: timedBefore,
+            after: await readHistograms(url, STAGE_HISTOGRAMS),
+          });
+        }
+        if (dbBefore) {
+          const dbAfter = await readDbTraffic(url);
+          own.db.statements += dbAfter.statements - dbBefore.statements;
+          own.db.roundTrips += dbAfter.roundTrips - dbBefore.roundTrips;
+        }
+      }
+    }
+    const results: SvmSide[] = sides.map((side, i) => {
+      const own = closed[i]!;
+      const settle = mergeLoadResults(own.runs);
+      const settled = settledCount(settle);
       const valid = verified[i]!.verify.outcomes.get("valid") ?? 0;
       const verifyCpu = verified[i]!.serverCpuSeconds;
-      results.push({
+      // Only this service's own traffic moves its histograms, so the first
+      // round's "before" and the last one's "after" span every round of it.
+      const first = own.timed[0];
+      const last = own.timed.at(-1);
+      return {
         verify: verified[i]!.verify,
         settle,
         peakRssMb: peakRssMb(side.pid),
         peakRssAfterVerifyMb: verified[i]!.rssAfterVerify,
-        stageTimes: timedBefore && timedAfter ? timeByStage(timedBefore, timedAfter) : undefined,
+        stageTimes: first && last ? timeByStage(first.before, last.after) : undefined,
         dbPerSettle:
-          dbBefore && dbAfter
+          i === 0
             ? {
-                statements: (dbAfter.statements - dbBefore.statements) / settle.count,
-                roundTrips: (dbAfter.roundTrips - dbBefore.roundTrips) / settle.count,
+                statements: own.db.statements / settle.count,
+                roundTrips: own.db.roundTrips / settle.count,
               }
             : undefined,
         verifyCpuMs: verifyCpu !== undefined && valid > 0 ? (verifyCpu * 1000) / valid : undefined,
         settleCpuMs:
-          cpuBefore !== undefined && cpuAfter !== undefined && settled > 0
-            ? ((cpuAfter - cpuBefore) * 1000) / settled
+          own.cpuSeconds !== undefined && settled > 0
+            ? (own.cpuSeconds * 1000) / settled
             : undefined,
-      });
-    }
+      };
+    });
     // Open arrivals: payments due at half the slower closed loop's rate,
     // whether or not earlier ones were answered, the same rate for both
     // servers. Latency counts from each payment's due time, so it is the

@@ -19,6 +19,7 @@ export async function run({ quick, databaseUrl, say, today }: SideBySideRun): Pr
     // Above what either server verifies in a 7 s round (up to about 750 a second).
     verifyPayloadsPerRun: quick ? 1_500 : 6_000,
     settleCount: quick ? 200 : 1_000,
+    settleRounds: 2,
     concurrency: 100,
     databaseUrl,
     progress: say,
@@ -28,7 +29,8 @@ export async function run({ quick, databaseUrl, say, today }: SideBySideRun): Pr
     ``,
     `${new Date().toISOString()} · ${cpus().length} cores (${cpus()[0]?.model ?? "?"}) · Node ${process.version}`,
     `One local Solana ledger (LiteSVM in its own process, 400 ms slots); both servers compiled, on it at once,`,
-    `verify in three rounds per server in turns (after a warm-up each), each run's payments signed just before it,`,
+    `verify in three rounds per server in turns (after a warm-up each), the settle closed loop in two rounds per server in turns (A B B A),`,
+    `each run's payments signed just before it,`,
     `each with its own fee payers (this service: 3; reference: 1, as the official example has), concurrency 100.`,
     `This service: ${databaseUrl ? "PostgreSQL" : "embedded PGlite"}, metering on. Payments are distinct and signed with the official @x402/svm client.`,
     ``,
