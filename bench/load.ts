@@ -42,6 +42,12 @@ export async function runLoad(opts: {
   /** Either a fixed list of bodies (each sent once) or a generator for a duration. */
   bodies?: string[];
   body?: (i: number) => string;
+  /**
+   * Or `count` bodies made as they are needed (signed just ahead of their
+   * turn): a request's latency starts once its body is ready, and a wait
+   * for one counts in the run's time.
+   */
+  nextBody?: { count: number; take: (i: number) => Promise<string> };
   durationMs?: number;
   /** Hard stop for a list that does not finish. */
   capMs?: number;
@@ -63,13 +69,17 @@ export async function runLoad(opts: {
       ? start + opts.capMs
       : Infinity;
   let next = 0;
-  const total = opts.bodies?.length ?? Infinity;
+  const total = opts.bodies?.length ?? opts.nextBody?.count ?? Infinity;
   const worker = async () => {
     for (;;) {
       if (performance.now() > deadline) return;
       const i = next++;
       if (i >= total) return;
-      const body = opts.bodies ? opts.bodies[i]! : opts.body!(i);
+      const body = opts.bodies
+        ? opts.bodies[i]!
+        : opts.nextBody
+          ? await opts.nextBody.take(i)
+          : opts.body!(i);
       let t0 = performance.now();
       if (opts.ratePerSecond) {
         const due = start + (i * 1000) / opts.ratePerSecond;
