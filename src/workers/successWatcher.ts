@@ -143,6 +143,20 @@ export class SuccessWatcher {
       this.doomed.delete(row.id);
       // Its transaction cannot be mined; its authorization may still land.
       const again = await this.opts.reland?.({ ...pending, id: row.id });
+      if (again?.status === "succeeded") {
+        // Landed already, in a transaction someone else sent with the
+        // payer's authorization: the row names it.
+        if (
+          row.transaction &&
+          (await recorder.relanded(row.id, row.transaction, again.transaction))
+        ) {
+          log.warn(
+            { settlementId: row.id, network: row.network, transaction: again.transaction },
+            "a settled payment taken back by a reorg was paid by another transaction with the same authorization",
+          );
+        }
+        return;
+      }
       if (again && again.status !== "failed") {
         log.warn(
           { settlementId: row.id, network: row.network, transaction: again.transaction },

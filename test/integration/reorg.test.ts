@@ -7,13 +7,15 @@
  * longer be mined (another transaction took its nonce) but the payer's
  * authorization can still land, the same payment is sent again at a new
  * nonce and lands once: still succeeded, still charged, its row naming the
- * new transaction. Only when the payment cannot land at all is the
+ * new transaction; when a stranger spent the authorization meanwhile (the
+ * merchant is paid all the same), the row names the stranger's
+ * transaction. Only when the payment cannot land at all is the
  * settlement recorded failed, with a `settlement.failed` event, and its
  * quota unit given back.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { createPublicClient, createWalletClient, erc20Abi, http, type Hex } from "viem";
+import { createPublicClient, createWalletClient, erc20Abi, http, parseAbi, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { setWebhookEndpoint } from "../../src/features/webhooks/webhookRepository.js";
 import { dropSignedMaterial } from "../../src/features/settlements/settlementWrites.js";
@@ -241,6 +243,72 @@ test("a reorged transaction whose nonce another transaction took, while its auth
   const answer = (await res.json()) as { success: boolean };
   assert.equal(answer.success, false, JSON.stringify(answer));
   assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payTo), 6_543n, "still paid once");
+});
+
+test("a reorged transaction whose nonce another transaction took, and whose authorization a stranger then spent, is still the success: the row names the stranger's transaction, no settlement.failed, still charged", async () => {
+  const payTo = "0x00000000000000000000000000000000000e0e06" as Hex;
+  const { transaction: tx, body } = await settle(4, payTo, 7_654n);
+  const { id } = await rowOf(tx);
+  const used = await quotaUsed();
+
+  await reorgAndTakeTheNonce();
+  assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payTo), 0n, "the reorg took it out");
+  // Anyone may submit the payer's signed authorization; the signature fixes
+  // the recipient and the amount, so the merchant is paid all the same.
+  const { authorization, signature } = body.paymentPayload.payload as {
+    authorization: {
+      from: Hex;
+      to: Hex;
+      value: string;
+      validAfter: string;
+      validBefore: string;
+      nonce: Hex;
+    };
+    signature: Hex;
+  };
+  const stranger = privateKeyToAccount(stack.payerKeys[3]!);
+  const spent = await createWalletClient({
+    account: stranger,
+    transport: http(stack.rpcUrl),
+  }).writeContract({
+    address: stack.usdc,
+    abi: parseAbi([
+      "function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)",
+    ]),
+    functionName: "transferWithAuthorization",
+    args: [
+      authorization.from,
+      authorization.to,
+      BigInt(authorization.value),
+      BigInt(authorization.validAfter),
+      BigInt(authorization.validBefore),
+      authorization.nonce,
+      signature,
+    ],
+    chain: null,
+  });
+  assert.equal((await chain.waitForTransactionReceipt({ hash: spent })).status, "success");
+
+  const row = await until(
+    "the reorged success decided",
+    async () => {
+      const r = await stack.service.db
+        .selectFrom("settlements")
+        .selectAll()
+        .where("id", "=", id)
+        .executeTakeFirstOrThrow();
+      return (r.status !== "succeeded" || r.transaction !== tx) && r;
+    },
+    60_000,
+  );
+  assert.deepEqual(
+    [row.status, row.transaction],
+    ["succeeded", spent],
+    `${row.error_reason}: ${row.error_message}`,
+  );
+  assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payTo), 7_654n, "paid once");
+  assert.deepEqual(await eventsOf(id), ["settlement.succeeded"], "no settlement.failed");
+  assert.equal(await quotaUsed(), used, "still charged, once");
 });
 
 test("a success's signed bytes stay in the journal while a reorg can take it back, and are dropped once its watch is over", async () => {

@@ -318,7 +318,7 @@ export class EvmChainAdapter implements ChainFamily {
   reland(pending: PendingSettlement & { id: string }): Promise<ReconcileOutcome> {
     const runtime = this.runtimes.get(pending.network);
     if (!runtime) return Promise.resolve(networkNotServed(pending.network));
-    return relandEvmSettlement(runtime.pool, pending);
+    return relandEvmSettlement(runtime.pool, runtime.client, pending);
   }
 
   /** Who caused a settlement that failed on-chain (failureCause.ts). */

@@ -26,8 +26,9 @@ export type ReconcileOutcome =
   | { status: "failed"; reason: string; message: string; transaction?: Hex }
   | { status: "pending"; transaction?: Hex };
 
-const EIP3009_ABI = parseAbi([
+export const EIP3009_ABI = parseAbi([
   "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
+  "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
 ]);
 
 interface Eip3009Authorization {
@@ -36,7 +37,10 @@ interface Eip3009Authorization {
   nonce: Hex;
 }
 
-function authorizationOf(request: unknown): { asset: Hex; auth: Eip3009Authorization } | undefined {
+/** The EIP-3009 authorization a settlement's stored request carries, if it is one. */
+export function authorizationOf(
+  request: unknown,
+): { asset: Hex; auth: Eip3009Authorization } | undefined {
   const r = request as {
     paymentPayload?: { payload?: { authorization?: Eip3009Authorization } };
     paymentRequirements?: { asset?: Hex };

@@ -10,17 +10,27 @@
  * it first: a call that would revert (the authorization used or expired,
  * the funds gone) is not sent, and the payment can no longer land. Sending
  * it twice is harmless: an authorization can be spent by one transaction
- * only, whichever lands first.
+ * only, whichever lands first. An authorization spent meanwhile by a
+ * transaction not ours (anyone may submit it) paid the merchant all the
+ * same: the payment then stands, in that transaction (spentElsewhere.ts).
  */
-import { BaseError, parseTransaction, recoverTransactionAddress, type Hex } from "viem";
+import {
+  BaseError,
+  parseTransaction,
+  recoverTransactionAddress,
+  type Hex,
+  type PublicClient,
+} from "viem";
 import type { PendingSettlement, ReconcileOutcome } from "../ports.js";
 import { Reason } from "../../protocol/reasons.js";
 import { runInSettlementScope } from "../settlementScope.js";
 import { AmbiguousBroadcastError, isTransportError } from "./broadcastErrors.js";
 import type { EvmSignerPool } from "./signerPool.js";
+import { spentElsewhere } from "./spentElsewhere.js";
 
 export async function relandEvmSettlement(
   pool: EvmSignerPool,
+  client: PublicClient,
   pending: PendingSettlement & { id: string },
 ): Promise<ReconcileOutcome> {
   // The payment's own call is the last one sent for it (a wallet's
@@ -56,6 +66,8 @@ export async function relandEvmSettlement(
     // Only a simulation that reverts is the chain's verdict; an RPC that
     // failed, or an account this replica cannot use now, is asked again.
     if (isTransportError(e) || !/revert/i.test(text)) throw e;
+    const spender = await spentElsewhere(client, pending.request);
+    if (spender) return { status: "succeeded", transaction: spender };
     return {
       status: "failed",
       reason: Reason.settlementInterrupted,
