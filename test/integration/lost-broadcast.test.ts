@@ -11,13 +11,10 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { Hex } from "viem";
 import { startDevnet, type Devnet } from "../../devnet/evm/index.js";
-import { createService, type Service } from "../../src/app.js";
-import { loadConfig } from "../../src/config/index.js";
-import { createAccount } from "../../src/features/accounts/accounts.js";
-import { createApiKey } from "../../src/features/keys/apiKeys.js";
-import { openTestDb } from "../support/database.js";
 import { requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
 import { post } from "../support/http.js";
+import { startEvmService, type EvmService } from "../support/evmService.js";
+import type { Service } from "../../src/app.js";
 import { until } from "../support/processes.js";
 import { startRpcProxy, type RpcProxy } from "../support/rpcProxy.js";
 
@@ -26,45 +23,28 @@ const PAY_TO = "0xabababababababababababababababababababab" as Hex;
 describe("a broadcast whose answer is lost", () => {
   let devnet: Devnet;
   let proxy: RpcProxy;
+  let fixture: EvmService;
   let service: Service;
   let url: string;
   let apiKey: string;
-  let closeDb: () => Promise<void>;
 
   before(async () => {
     devnet = await startDevnet({ blockTimeSeconds: 1, outFile: null });
-    const info = devnet.networks["eip155:8453"]!;
-    proxy = await startRpcProxy(info.rpcUrl, "eth_sendRawTransaction");
-    const proxyUrl = proxy.url;
-    const db = await openTestDb("pglite");
-    closeDb = db.close;
-    service = await createService({
-      overrides: { collectProcessMetrics: false, pollingIntervalMs: 50, reconcile: false },
-      config: loadConfig({
-        FACILITATOR_MODE: "devnet",
-        PORT: "0",
-        HOST: "127.0.0.1",
-        LOG_LEVEL: "silent",
-        RECONCILE_AFTER_MS: "0",
-      }),
-      database: db,
-      // The test runs the reconciler itself, after /settle answered: running
-      // in the background it could re-send the journalled bytes while the
-      // settle is still retrying and take one of the lost answers.
-      chains: {
-        eip155: {
-          networks: [{ id: "eip155:8453", rpcUrls: [proxyUrl] }],
-          privateKeys: info.facilitatorPrivateKeys as Hex[],
-        },
-      },
+    proxy = await startRpcProxy(devnet.networks["eip155:8453"]!.rpcUrl, "eth_sendRawTransaction");
+    // The test runs the reconciler itself, after /settle answered: running
+    // in the background it could re-send the journalled bytes while the
+    // settle is still retrying and take one of the lost answers.
+    fixture = await startEvmService({
+      devnet,
+      rpcUrl: proxy.url,
+      env: { RECONCILE_AFTER_MS: "0" },
+      reconcile: false,
+      accountName: "lossy",
     });
-    url = await service.listen();
-    const account = await createAccount(service.db, "lossy");
-    apiKey = (await createApiKey(service.db, account.id, "lossy")).key;
+    ({ service, url, apiKey } = fixture);
   });
   after(async () => {
-    await service.close();
-    await closeDb();
+    await fixture.close();
     await proxy.close();
     await devnet.stop();
   });

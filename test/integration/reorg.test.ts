@@ -109,6 +109,21 @@ const eventsOf = async (settlementId: string) =>
       .execute()
   ).map((e) => e.type);
 
+/** The row once decided: naming another transaction than `tx`, or no longer a success. */
+const decided = (id: string, tx: string) =>
+  until(
+    "the reorged success decided",
+    async () => {
+      const r = await stack.service.db
+        .selectFrom("settlements")
+        .selectAll()
+        .where("id", "=", id)
+        .executeTakeFirstOrThrow();
+      return (r.status !== "succeeded" || r.transaction !== tx) && r;
+    },
+    60_000,
+  );
+
 const rowOf = (transaction: string) =>
   stack.service.db
     .selectFrom("settlements")
@@ -200,19 +215,7 @@ test("a reorged transaction whose nonce another transaction took, while its auth
   const signer = await reorgAndTakeTheNonce();
   assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payTo), 0n, "the reorg took it out");
 
-  // Decided once the row names another transaction, or is no longer a success.
-  const row = await until(
-    "the reorged success decided",
-    async () => {
-      const r = await stack.service.db
-        .selectFrom("settlements")
-        .selectAll()
-        .where("id", "=", id)
-        .executeTakeFirstOrThrow();
-      return (r.status !== "succeeded" || r.transaction !== tx) && r;
-    },
-    60_000,
-  );
+  const row = await decided(id, tx);
   assert.equal(row.status, "succeeded", `${row.error_reason}: ${row.error_message}`);
   const again = row.transaction as Hex;
   assert.notEqual(again, tx);
@@ -289,18 +292,7 @@ test("a reorged transaction whose nonce another transaction took, and whose auth
   });
   assert.equal((await chain.waitForTransactionReceipt({ hash: spent })).status, "success");
 
-  const row = await until(
-    "the reorged success decided",
-    async () => {
-      const r = await stack.service.db
-        .selectFrom("settlements")
-        .selectAll()
-        .where("id", "=", id)
-        .executeTakeFirstOrThrow();
-      return (r.status !== "succeeded" || r.transaction !== tx) && r;
-    },
-    60_000,
-  );
+  const row = await decided(id, tx);
   assert.deepEqual(
     [row.status, row.transaction],
     ["succeeded", spent],

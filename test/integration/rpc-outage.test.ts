@@ -12,52 +12,32 @@ import { createPublicClient, http, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { sql } from "kysely";
 import { startDevnet, type Devnet } from "../../devnet/evm/index.js";
-import { createService, type Service } from "../../src/app.js";
-import { loadConfig } from "../../src/config/index.js";
-import { createAccount } from "../../src/features/accounts/accounts.js";
-import { createApiKey } from "../../src/features/keys/apiKeys.js";
-import { openTestDb } from "../support/database.js";
 import { requirementsFor, signPayment } from "../chains/evm/payments.js";
 import { post } from "../support/http.js";
+import { startEvmService, type EvmService } from "../support/evmService.js";
+import type { Service } from "../../src/app.js";
 
 const PAY_TO = "0x8181818181818181818181818181818181818181" as Hex;
 
 describe("a database outage during settle", () => {
   let devnet: Devnet;
+  let fixture: EvmService;
   let service: Service;
   let url: string;
   let apiKey: string;
-  let closeDb: () => Promise<void>;
 
   before(async () => {
     devnet = await startDevnet({ blockTimeSeconds: 0, outFile: null });
-    const info = devnet.networks["eip155:8453"]!;
-    const db = await openTestDb("pglite");
-    closeDb = db.close;
-    service = await createService({
-      overrides: { collectProcessMetrics: false, pollingIntervalMs: 50 },
-      config: loadConfig({
-        FACILITATOR_MODE: "devnet",
-        PORT: "0",
-        HOST: "127.0.0.1",
-        LOG_LEVEL: "silent",
-        EVM_RPC_BATCH_SIZE: "0",
-      }),
-      database: db,
-      chains: {
-        eip155: {
-          networks: [{ id: "eip155:8453", rpcUrls: [info.rpcUrl] }],
-          privateKeys: info.facilitatorPrivateKeys as Hex[],
-        },
-      },
+    fixture = await startEvmService({
+      devnet,
+      rpcUrl: devnet.networks["eip155:8453"]!.rpcUrl,
+      env: { EVM_RPC_BATCH_SIZE: "0" },
+      accountName: "outage",
     });
-    url = await service.listen();
-    const account = await createAccount(service.db, "outage");
-    apiKey = (await createApiKey(service.db, account.id, "outage")).key;
+    ({ service, url, apiKey } = fixture);
   });
   after(async () => {
-    await service.close();
-    await closeDb();
+    await fixture.close();
     await devnet.stop();
   });
 

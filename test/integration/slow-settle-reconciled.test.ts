@@ -11,58 +11,39 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { Hex } from "viem";
 import { startDevnet, type Devnet } from "../../devnet/evm/index.js";
-import { createService, type Service } from "../../src/app.js";
-import { loadConfig } from "../../src/config/index.js";
-import { createAccount } from "../../src/features/accounts/accounts.js";
-import { createApiKey } from "../../src/features/keys/apiKeys.js";
-import { openTestDb } from "../support/database.js";
 import { requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
 import { post } from "../support/http.js";
 import { until } from "../support/processes.js";
 import { startRpcProxy, type RpcProxy } from "../support/rpcProxy.js";
+import { startEvmService, type EvmService } from "../support/evmService.js";
+import type { Service } from "../../src/app.js";
 
 const PAY_TO = "0xcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd" as Hex;
 
 describe("a settle that outlives the reconciler's horizon", () => {
   let devnet: Devnet;
   let proxy: RpcProxy;
+  let fixture: EvmService;
   let service: Service;
   let url: string;
   let apiKey: string;
-  let closeDb: () => Promise<void>;
 
   before(async () => {
     devnet = await startDevnet({ blockTimeSeconds: 1, outFile: null });
-    const info = devnet.networks["eip155:8453"]!;
-    proxy = await startRpcProxy(info.rpcUrl);
-    const db = await openTestDb("pglite");
-    closeDb = db.close;
-    service = await createService({
+    proxy = await startRpcProxy(devnet.networks["eip155:8453"]!.rpcUrl);
+    fixture = await startEvmService({
+      devnet,
+      rpcUrl: proxy.url,
+      env: { RECONCILE_AFTER_MS: "0" },
       // The test runs the reconciler itself, at the moment it means to.
-      overrides: { collectProcessMetrics: false, pollingIntervalMs: 50, reconcile: false },
-      config: loadConfig({
-        FACILITATOR_MODE: "devnet",
-        PORT: "0",
-        HOST: "127.0.0.1",
-        LOG_LEVEL: "silent",
-        RECONCILE_AFTER_MS: "0",
-      }),
-      database: db,
-      chains: {
-        eip155: {
-          networks: [{ id: "eip155:8453", rpcUrls: [proxy.url] }],
-          privateKeys: info.facilitatorPrivateKeys as Hex[],
-        },
-      },
+      reconcile: false,
+      accountName: "slow",
     });
-    url = await service.listen();
-    const account = await createAccount(service.db, "slow");
-    apiKey = (await createApiKey(service.db, account.id, "slow")).key;
+    ({ service, url, apiKey } = fixture);
   });
   after(async () => {
     proxy.release();
-    await service.close();
-    await closeDb();
+    await fixture.close();
     await proxy.close();
     await devnet.stop();
   });
