@@ -23,6 +23,15 @@ export function runInSettlementScope<T>(scope: SettlementScope, fn: () => Promis
   return storage.run(scope, fn);
 }
 
+/**
+ * Runs `fn` outside any settlement: for a signer's own housekeeping sent
+ * while a settlement runs (a nonce gap's filler), which is not that
+ * settlement's transaction and must not be refused with it.
+ */
+export function outsideSettlementScope<T>(fn: () => T): T {
+  return storage.exit(fn);
+}
+
 /** The settlement running here, if any. */
 export function currentSettlement(): SettlementScope | undefined {
   return storage.getStore();

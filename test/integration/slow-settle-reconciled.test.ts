@@ -9,7 +9,8 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { Hex } from "viem";
+import { createPublicClient, http, type Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 import { startDevnet, type Devnet } from "../../devnet/evm/index.js";
 import { requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
 import { post } from "../support/http.js";
@@ -132,5 +133,25 @@ describe("a settle that outlives the reconciler's horizon", () => {
       { status: "failed", transaction: null },
       { status: "succeeded", transaction: again.transaction },
     ]);
+    // The refused send had taken a nonce: a filler (journaled as the
+    // account's, not the settlement's) closed the gap, so no later
+    // transaction of that account waits behind it.
+    const chain = createPublicClient({ transport: http(info.rpcUrl) });
+    for (const key of info.facilitatorPrivateKeys as Hex[]) {
+      const address = privateKeyToAccount(key).address;
+      await until(`${address}'s transactions all mined`, async () => {
+        const [mined, sent] = await Promise.all([
+          chain.getTransactionCount({ address, blockTag: "latest" }),
+          chain.getTransactionCount({ address, blockTag: "pending" }),
+        ]);
+        return mined === sent;
+      });
+    }
+    const fillers = await service.db
+      .selectFrom("settlement_transactions")
+      .select("reference")
+      .where("settlement_id", "is", null)
+      .execute();
+    assert.equal(fillers.length, 1, "one gap filler, unbound");
   });
 });

@@ -18,7 +18,7 @@ import type { Logger } from "../../lib/logger.js";
 import type { TransactionJournal, TransactionPhase } from "../ports.js";
 import type { FeeOracle, Fees } from "./feeOracle.js";
 import { ReceiptWatcher } from "./receiptWatcher.js";
-import { currentSettlement } from "../settlementScope.js";
+import { currentSettlement, outsideSettlementScope } from "../settlementScope.js";
 import { NonceLanes, type Lane } from "./nonceLanes.js";
 import { Broadcaster } from "./broadcaster.js";
 import { Replacement, type InFlight } from "./replacement.js";
@@ -220,8 +220,10 @@ export class EvmSignerPool {
           continue;
         }
         // The nonce was taken but nothing was accepted: fill the gap so later
-        // transactions from this account are not stuck behind it.
-        void this.broadcaster.fillGap(lane, nonce, fees);
+        // transactions from this account are not stuck behind it. The filler
+        // is the account's, not the settlement's: journaled unbound, so a
+        // settlement already decided (its send refused) cannot refuse it.
+        void outsideSettlementScope(() => this.broadcaster.fillGap(lane, nonce, fees));
         this.failedGas.finish(hold, false, 0n);
         throw e;
       }
