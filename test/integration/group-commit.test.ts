@@ -387,7 +387,7 @@ for (const backend of availableBackends()) {
         Promise.all(ids.map((id, i) => recorder.recordSent(entry(i), id))),
       );
       assert.equal(sent.statements, 1, "five entries, one statement");
-      // No such settlement: the foreign key refuses the row, and only it.
+      // No such settlement: its entry is refused (nothing journaled), and only it.
       const orphan = randomUUID();
       const results = await Promise.allSettled([
         recorder.recordSent(entry(10, tx(2000)), ids[0]),

@@ -190,11 +190,32 @@ export class SettlementRecorder {
     }, opts);
     this.sent = new GroupCommit(async (sent) => {
       const open = await journalSent(this.db, sent);
-      return sent.map((s) =>
-        !s.settlementId || open.has(s.settlementId)
-          ? ({ status: "fulfilled", value: undefined } as const)
-          : ({ status: "rejected", reason: new SettlementDecidedError(s.settlementId) } as const),
+      const refused = sent.flatMap((s) =>
+        s.settlementId && !open.has(s.settlementId) ? [s.settlementId] : [],
       );
+      // Rare (a settle judged while it ran): which of them are final rows,
+      // and which no row at all (an id that was never a settlement's).
+      const decided =
+        refused.length === 0
+          ? new Set<string>()
+          : new Set(
+              (
+                await this.db
+                  .selectFrom("settlements")
+                  .select("id")
+                  .where("id", "in", refused)
+                  .execute()
+              ).map((r) => r.id),
+            );
+      return sent.map((s) => {
+        if (!s.settlementId || open.has(s.settlementId)) {
+          return { status: "fulfilled", value: undefined } as const;
+        }
+        const reason = decided.has(s.settlementId)
+          ? new SettlementDecidedError(s.settlementId)
+          : new Error(`no settlement ${s.settlementId} to journal a transaction for`);
+        return { status: "rejected", reason } as const;
+      });
     }, opts);
     this.mined = new GroupCommit(async (mined) => {
       await journalMined(this.db, mined);
