@@ -17,6 +17,8 @@ import { RecentRead } from "../familySupport.js";
 
 /** A connected stream that announced no ledger for this long counts as down. */
 const STREAM_SILENCE_MS = 10_000;
+/** How long closing waits for the stream's socket to close. */
+const DISCONNECT_WAIT_MS = 2_000;
 /** Reconnection delays: doubling from the first to the last. */
 const RECONNECT_FIRST_MS = 500;
 const RECONNECT_MAX_MS = 30_000;
@@ -63,7 +65,13 @@ export class ValidatedLedgers {
     this.wakeAll();
     const client = this.client;
     this.client = undefined;
-    await client?.disconnect().catch(() => undefined);
+    // The package's disconnect waits for its socket's close event, which a
+    // socket caught mid-connect to a node that went away may never emit:
+    // closing waits for it a short while, never for ever.
+    await Promise.race([
+      client?.disconnect().catch(() => undefined),
+      new Promise((resolve) => setTimeout(resolve, DISCONNECT_WAIT_MS).unref()),
+    ]);
   }
 
   /** The validated ledger's index: the stream's latest, or a recent JSON-RPC read. */
