@@ -21,7 +21,7 @@ import {
 } from "./keys.js";
 import { USDC_MINT, createMint, createTokenAccount } from "./setup.js";
 
-export { SOLANA_MAINNET, USDC_MINT, associatedTokenAccount } from "./setup.js";
+export { SOLANA_MAINNET, USDC_MINT, associatedTokenAccount, writeTokenAccount } from "./setup.js";
 
 export interface SolanaDevnetOptions {
   /** Milliseconds per slot (400, as mainnet). */

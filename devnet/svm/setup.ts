@@ -56,6 +56,22 @@ export async function createTokenAccount(
   mint: Address = USDC_MINT,
 ): Promise<Address> {
   const ata = await associatedTokenAccount(owner, mint);
+  writeTokenAccount(ledger, ata, owner, amount, mint);
+  return ata;
+}
+
+/**
+ * Writes token account `ata` of `owner` holding `amount`, at once (no
+ * derivation to wait for): tests also use it to move a payer's funds just
+ * before the ledger executes a transaction.
+ */
+export function writeTokenAccount(
+  ledger: SolanaLedger,
+  ata: Address,
+  owner: Address,
+  amount: bigint,
+  mint: Address = USDC_MINT,
+): void {
   const data = getTokenEncoder().encode({
     mint,
     owner,
@@ -74,5 +90,4 @@ export async function createTokenAccount(
     programAddress: TOKEN_PROGRAM_ADDRESS,
     space: BigInt(getTokenSize()),
   });
-  return ata;
 }

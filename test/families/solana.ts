@@ -7,22 +7,13 @@
 import { x402Client } from "@x402/core/client";
 import { ExactSvmScheme as ExactSvmClientScheme } from "@x402/svm/exact/client";
 import { ExactSvmScheme as ExactSvmServerScheme } from "@x402/svm/exact/server";
+import { address, createKeyPairSignerFromBytes, getBase58Encoder } from "@solana/kit";
+import { getTokenDecoder } from "@solana-program/token";
 import {
-  address,
-  createKeyPairSignerFromBytes,
-  getBase58Encoder,
-  lamports,
-  none,
-  type Address,
-} from "@solana/kit";
-import {
-  AccountState,
-  TOKEN_PROGRAM_ADDRESS,
-  getTokenDecoder,
-  getTokenEncoder,
-  getTokenSize,
-} from "@solana-program/token";
-import { SOLANA_MAINNET, USDC_MINT, associatedTokenAccount } from "../../devnet/svm/index.js";
+  SOLANA_MAINNET,
+  associatedTokenAccount,
+  writeTokenAccount,
+} from "../../devnet/svm/index.js";
 import type { TestStack } from "../support/stack.js";
 import { SendWatch, malformedString, usdcPrice, type FamilyAdapter } from "./adapter.js";
 
@@ -30,30 +21,6 @@ const signer = (stack: TestStack, i: number) =>
   createKeyPairSignerFromBytes(
     getBase58Encoder().encode(stack.families.solana!.info.payerSecretKeys[i]!),
   );
-
-/** Writes `owner`'s USDC token account holding `amount` (what a transfer of its own leaves). */
-function setUsdc(stack: TestStack, ata: Address, owner: Address, amount: bigint): void {
-  const ledger = stack.families.solana!.ledger;
-  ledger.svm.setAccount({
-    address: ata,
-    data: new Uint8Array(
-      getTokenEncoder().encode({
-        mint: USDC_MINT,
-        owner,
-        amount,
-        delegate: none(),
-        state: AccountState.Initialized,
-        isNative: none(),
-        delegatedAmount: 0n,
-        closeAuthority: none(),
-      }),
-    ),
-    executable: false,
-    lamports: lamports(ledger.svm.minimumBalanceForRentExemption(BigInt(getTokenSize()))),
-    programAddress: TOKEN_PROGRAM_ADDRESS,
-    space: BigInt(getTokenSize()),
-  });
-}
 
 export const solana: FamilyAdapter = {
   name: "Solana",
@@ -126,8 +93,8 @@ export const solana: FamilyAdapter = {
       const ata = await associatedTokenAccount(owner);
       const held = await solana.balanceOf(stack, owner);
       return {
-        take: () => setUsdc(stack, ata, owner, 0n),
-        giveBack: () => setUsdc(stack, ata, owner, held),
+        take: () => writeTokenAccount(stack.families.solana!.ledger, ata, owner, 0n),
+        giveBack: () => writeTokenAccount(stack.families.solana!.ledger, ata, owner, held),
       };
     },
   },

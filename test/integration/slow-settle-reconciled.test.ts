@@ -106,8 +106,10 @@ describe("a settle that outlives the reconciler's horizon", () => {
       .where("settlement_id", "=", row.id)
       .execute();
     assert.deepEqual(journal, [], "nothing journaled after the judgement");
-    // Two blocks later (1 s blocks) the payTo still has nothing from it.
-    await new Promise((r) => setTimeout(r, 2_500));
+    // Two blocks later the payTo still has nothing from it.
+    const chain = createPublicClient({ transport: http(info.rpcUrl) });
+    const answeredAt = await chain.getBlockNumber();
+    await until("two more blocks", async () => (await chain.getBlockNumber()) >= answeredAt + 2n);
     assert.equal(await usdcBalance(info.rpcUrl, usdc, PAY_TO), paidBefore, "nothing was paid");
     const final = (await service.db
       .selectFrom("settlements")
@@ -136,7 +138,6 @@ describe("a settle that outlives the reconciler's horizon", () => {
     // The refused send had taken a nonce: a filler (journaled as the
     // account's, not the settlement's) closed the gap, so no later
     // transaction of that account waits behind it.
-    const chain = createPublicClient({ transport: http(info.rpcUrl) });
     for (const key of info.facilitatorPrivateKeys as Hex[]) {
       const address = privateKeyToAccount(key).address;
       await until(`${address}'s transactions all mined`, async () => {
