@@ -52,6 +52,8 @@ export interface RunningXrpl {
   setWebSocketDown(down: boolean): void;
   /** Connections subscribed to the `ledger` stream now. */
   ledgerSubscribers(): number;
+  /** JSON-RPC calls over HTTP answered so far, by method. */
+  callsServed(method: string): number;
   stop(): Promise<void>;
 }
 
@@ -99,6 +101,7 @@ export async function startXrplLedger(opts: XrplDevnetOptions = {}): Promise<Run
     },
     setWebSocketDown: (down) => served.setWebSocketDown(down),
     ledgerSubscribers: () => served.ledgerSubscribers(),
+    callsServed: (method) => served.callsServed(method),
     async stop() {
       ledger.stop();
       await served.close();

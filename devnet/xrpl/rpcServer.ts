@@ -116,7 +116,13 @@ function xrplHandlers(ledger: XrplLedger): Record<string, (p: Params) => unknown
       return {
         ledger: {
           ...ledgerHeader(pick.ledger, true),
-          ...(p["transactions"] ? { transactions: pick.ledger.transactions } : {}),
+          ...(p["transactions"]
+            ? {
+                transactions: p["expand"]
+                  ? expandedTransactions(ledger, pick.ledger, p["api_version"] === 1)
+                  : pick.ledger.transactions,
+              }
+            : {}),
         },
         ledger_hash: pick.ledger.hash,
         ledger_index: pick.ledger.index,
@@ -277,6 +283,27 @@ function xrplHandlers(ledger: XrplLedger): Record<string, (p: Params) => unknown
   };
 }
 
+/**
+ * A ledger's transactions with their metadata, as rippled expands them: API
+ * v2 nests each as `tx_json` beside `hash` and `meta`; v1 flattens it and
+ * names the metadata `metaData`.
+ */
+function expandedTransactions(ledger: XrplLedger, closed: ClosedLedger, v1: boolean): unknown[] {
+  return closed.transactions.map((hash) => {
+    const t = ledger.transaction(hash)!;
+    return v1
+      ? { ...t.tx, hash: t.hash, metaData: t.meta }
+      : {
+          hash: t.hash,
+          tx_json: t.tx,
+          meta: t.meta,
+          validated: true,
+          ledger_index: closed.index,
+          close_time_iso: isoTime(closed.closeTime),
+        };
+  });
+}
+
 /** Runs one request; failures come back in rippled's error shape. */
 function answer(
   handlers: Record<string, (p: Params) => unknown>,
@@ -315,6 +342,8 @@ export interface ServedXrpl {
   setWebSocketDown(down: boolean): void;
   /** Connections subscribed to the `ledger` stream now. */
   ledgerSubscribers(): number;
+  /** JSON-RPC calls over HTTP answered so far, by method (a test counts what a client asked). */
+  callsServed(method: string): number;
   close(): Promise<void>;
 }
 
@@ -333,6 +362,7 @@ function ledgerStreamFields(ledger: XrplLedger, l: ClosedLedger) {
 
 export async function serveXrpl(ledger: XrplLedger, port = 0): Promise<ServedXrpl> {
   const handlers = xrplHandlers(ledger);
+  const served = new Map<string, number>();
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -370,6 +400,7 @@ export async function serveXrpl(ledger: XrplLedger, port = 0): Promise<ServedXrp
         );
         return;
       }
+      served.set(method, (served.get(method) ?? 0) + 1);
       const a = answer(handlers, method, params);
       res.writeHead(200, { "content-type": "application/json" });
       res.end(
@@ -431,6 +462,7 @@ export async function serveXrpl(ledger: XrplLedger, port = 0): Promise<ServedXrp
     rpcUrl: `http://127.0.0.1:${bound}`,
     wsUrl: `ws://127.0.0.1:${bound}`,
     ledgerSubscribers: () => ledgerSubscribers.size,
+    callsServed: (method) => served.get(method) ?? 0,
     setWebSocketDown(down) {
       webSocketDown = down;
       if (!down) return;

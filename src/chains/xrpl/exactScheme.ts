@@ -35,6 +35,14 @@ import { XrplRpcError, type XrplRpc } from "./rpc.js";
 import { XrplReason } from "./reasons.js";
 import { checkSignedPayment, type PaymentTx } from "./signedPayment.js";
 import type { ValidatedLedgers } from "./validatedLedgers.js";
+import type { LedgerOutcomes } from "./ledgerOutcomes.js";
+
+/**
+ * Submit results for a payment rippled has just applied to its open ledger
+ * or queued: it can land only in a ledger validated after the submission.
+ * (`tef…` such as `tefPAST_SEQ` or `tefALREADY` may mean it landed before.)
+ */
+const APPLIED_NOW = new Set(["tesSUCCESS", "terQUEUED"]);
 
 /** The account flag that disables the master key. */
 const LSF_DISABLE_MASTER = 0x00100000;
@@ -132,6 +140,7 @@ export class ExactXrplScheme implements SchemeNetworkFacilitator {
     private readonly network: XrplNetwork,
     private readonly rpc: XrplRpc,
     private readonly ledgers: ValidatedLedgers,
+    private readonly outcomes: LedgerOutcomes,
     private readonly journal: TransactionJournal,
     private readonly settings: XrplSchemeSettings,
   ) {}
@@ -173,6 +182,9 @@ export class ExactXrplScheme implements SchemeNetworkFacilitator {
       payer,
       ...fields,
     });
+    // The last validated ledger announced before the payment was submitted:
+    // a payment rippled has just applied or queued can land only after it.
+    const announcedBefore = this.ledgers.known();
     let preliminary: string;
     try {
       const submitted = await this.rpc.call<{
@@ -209,10 +221,16 @@ export class ExactXrplScheme implements SchemeNetworkFacilitator {
       }
     }
     const deadline = Date.now() + this.settings.settleTimeoutMs;
+    // The validated ledgers this settle has looked through: with the stream
+    // up, each one announced after is looked at once, as it comes. Unknown
+    // (a payment that may already be in a ledger, or no stream): ask `tx`.
+    let lookedThrough = APPLIED_NOW.has(preliminary) ? announcedBefore : undefined;
     for (;;) {
       // The ledger known before the look: one that closes during it wakes the wait at once.
       const seen = this.ledgers.known();
-      const status = await this.status(hash, range).catch(() => undefined);
+      const status = await this.lookSince(hash, range, lookedThrough, seen).catch(() => undefined);
+      // Not seen in any validated ledger up to `seen`: from here, only newer ones need a look.
+      lookedThrough = status?.state === "unvalidated" ? seen : undefined;
       if (status?.state === "validated") return this.finish(hash, status, payer, network);
       // Missing from every ledger up to its LastLedgerSequence: it can never land.
       if (status?.state === "missing") {
@@ -267,6 +285,31 @@ export class ExactXrplScheme implements SchemeNetworkFacilitator {
       network,
       payer,
     };
+  }
+
+  /**
+   * Where a transaction stands, looking only at what was validated since
+   * `lookedThrough` when that is one announced ledger (`seen`), or nothing
+   * new: every settle woken by a close then shares one read of its ledger
+   * (ledgerOutcomes.ts). Anything else is asked of `tx`, which also decides
+   * "missing" once the range is over.
+   */
+  private async lookSince(
+    hash: string,
+    range: LedgerRange,
+    lookedThrough: number | undefined,
+    seen: number | undefined,
+  ): Promise<TxStatus> {
+    if (lookedThrough === undefined || seen === undefined) return this.status(hash, range);
+    if (seen === lookedThrough) return { state: "unvalidated" };
+    if (seen === lookedThrough + 1) {
+      const result = await this.outcomes.outcome(seen, hash);
+      if (typeof result === "string") {
+        return { state: "validated", result, ledgerIndex: seen };
+      }
+      if (result === null && seen < range.last) return { state: "unvalidated" };
+    }
+    return this.status(hash, range);
   }
 
   /**

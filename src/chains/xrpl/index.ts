@@ -27,6 +27,7 @@ import {
 } from "./exactScheme.js";
 import { networkNotServed, nothingWasSent, probeNetworks } from "../familySupport.js";
 import { XrplRpc } from "./rpc.js";
+import { LedgerOutcomes } from "./ledgerOutcomes.js";
 import { ValidatedLedgers } from "./validatedLedgers.js";
 import { XrplReason } from "./reasons.js";
 import { decodePayment, paymentHash, requiredAsset, signedBlobOf } from "./signedPayment.js";
@@ -90,10 +91,17 @@ export class XrplChainAdapter implements ChainFamily {
         pollMs: ctx.pollingIntervalMs ?? 500,
         log: ctx.log,
       });
-      const scheme = new ExactXrplScheme(network, rpc, ledgers, ctx.journal, {
-        ...settings,
-        settleTimeoutMs: ctx.settleTimeoutMs,
-      });
+      const scheme = new ExactXrplScheme(
+        network,
+        rpc,
+        ledgers,
+        new LedgerOutcomes(rpc),
+        ctx.journal,
+        {
+          ...settings,
+          settleTimeoutMs: ctx.settleTimeoutMs,
+        },
+      );
       this.runtimes.set(id, { network, rpc, scheme, ledgers, lastTransportFailure: 0 });
       this.schemes.set(id, ["exact"]);
     }

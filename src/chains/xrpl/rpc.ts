@@ -8,7 +8,9 @@
  * with `status: "error"` is rippled's own verdict and comes back as
  * `XrplRpcError` with its code (`actNotFound`, `txnNotFound`, …).
  */
+import type { Dispatcher } from "undici";
 import { ChainUnavailableError } from "../ports.js";
+import { keepAliveAgent, postForText } from "../../lib/boundedPost.js";
 
 export class XrplRpcError extends Error {
   constructor(
@@ -32,6 +34,13 @@ export interface XrplRpcOptions {
 
 export class XrplRpc {
   readonly host: string;
+  /**
+   * Calls go over undici's `request` on a pool of kept-alive connections:
+   * Node's `fetch` builds request, response and stream objects around each
+   * call, and when every waiting settle looks its payment up at one ledger
+   * close those cost the service more CPU than the calls themselves.
+   */
+  private readonly dispatcher: Dispatcher = keepAliveAgent();
 
   constructor(private readonly opts: XrplRpcOptions) {
     this.host = new URL(opts.url).host;
@@ -43,14 +52,14 @@ export class XrplRpc {
   ): Promise<T> {
     let body: { result?: Record<string, unknown> } | undefined;
     try {
-      const res = await fetch(this.opts.url, {
-        method: "POST",
+      const res = await postForText(this.opts.url, {
+        dispatcher: this.dispatcher,
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ method, params: [{ api_version: 2, ...params }] }),
         signal: AbortSignal.timeout(this.opts.timeoutMs ?? 10_000),
       });
       if (res.status >= 500) throw new Error(`HTTP ${res.status}`);
-      body = (await res.json()) as typeof body;
+      body = JSON.parse(res.text) as typeof body;
     } catch (e) {
       this.opts.onTransportFailure?.(Date.now());
       throw new ChainUnavailableError(

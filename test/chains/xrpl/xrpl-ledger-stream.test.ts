@@ -160,3 +160,73 @@ describe("settling on the XRP Ledger as the stream drops and returns", () => {
     await settleOnce(payments[2]!);
   });
 });
+
+describe("settles woken by one ledger close", () => {
+  const PAYERS = 8;
+  let stack: TestStack;
+  let ws: Client;
+
+  before(async () => {
+    // Closed by hand, so every payment is submitted before its ledger closes.
+    stack = await startStack({ families: { xrpl: { closeMs: HOUR_MS, payers: PAYERS } } });
+    ws = new Client(stack.families.xrpl!.info.wsUrl);
+    await ws.connect();
+  });
+  after(async () => {
+    await ws?.disconnect();
+    await stack.stop();
+  });
+
+  test("share one read of that ledger, ask `tx` nothing, and each settles once", async () => {
+    const xrpl = stack.families.xrpl!;
+    const payTo = xrpl.info.payTo;
+    const payments = await Promise.all(
+      Array.from({ length: PAYERS }, async (_, i) => {
+        const req = xrpRequirements(stack, String(6100 + i));
+        const wallet = Wallet.fromSeed(xrpl.info.payerSeeds[i]!);
+        const tx = await ws.autofill({
+          ...paymentFor(wallet.classicAddress, req),
+          LastLedgerSequence: (await ws.getLedgerIndex()) + 100,
+        });
+        return paymentRequest(req, { signedTxBlob: wallet.sign(tx).tx_blob });
+      }),
+    );
+    await until("the service follows the ledger stream", async () => xrpl.ledgerSubscribers() > 0);
+    const payToBefore = xrpl.ledger.xrpBalance(payTo);
+    const [txBefore, ledgerBefore, submitBefore] = ["tx", "ledger", "submit"].map((m) =>
+      xrpl.callsServed(m),
+    );
+    const answers = payments.map(async (body) => {
+      const res = await post(stack.url, "/settle", body, stack.apiKey);
+      return (await res.json()) as { success: boolean; transaction: string };
+    });
+    await until(
+      "every payment is submitted",
+      async () => xrpl.callsServed("submit") - submitBefore! === PAYERS,
+    );
+    xrpl.ledger.close();
+    const outs = await Promise.all(answers);
+
+    assert.deepEqual(
+      outs.map((o) => o.success),
+      Array<boolean>(PAYERS).fill(true),
+    );
+    // Applied at submission, they could only land in the ledger closed after:
+    // no `tx` before it, and one read of it for all of them after.
+    assert.equal(xrpl.callsServed("tx") - txBefore!, 0);
+    assert.equal(xrpl.callsServed("ledger") - ledgerBefore!, 1);
+    const sum = Array.from({ length: PAYERS }, (_, i) => 6100n + BigInt(i)).reduce((a, b) => a + b);
+    assert.equal(xrpl.ledger.xrpBalance(payTo), payToBefore + sum);
+    const rows = await stack.service.db
+      .selectFrom("settlements")
+      .select(["status", "transaction"])
+      .where(
+        "transaction",
+        "in",
+        outs.map((o) => o.transaction),
+      )
+      .execute();
+    assert.equal(rows.length, PAYERS);
+    assert.ok(rows.every((r) => r.status === "succeeded"));
+  });
+});
