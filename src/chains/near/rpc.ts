@@ -14,7 +14,9 @@
  * `NearRpcError` with the cause name (`UNKNOWN_ACCOUNT`,
  * `UNKNOWN_ACCESS_KEY`, `INVALID_TRANSACTION`, `UNKNOWN_TRANSACTION`, …).
  */
+import type { Dispatcher } from "undici";
 import { ChainUnavailableError } from "../ports.js";
+import { keepAliveAgent, postForText } from "../../lib/boundedPost.js";
 
 export class NearRpcError extends Error {
   constructor(
@@ -56,6 +58,13 @@ let nextId = 1;
 
 export class NearRpc {
   readonly host: string;
+  /**
+   * Over undici's `request` on kept-alive connections, not `fetch`: each
+   * payment takes several calls (its access key, its accounts, the send),
+   * and `fetch`'s request, response and stream objects cost more CPU than
+   * their JSON on a busy service.
+   */
+  private readonly dispatcher: Dispatcher = keepAliveAgent();
 
   constructor(private readonly opts: NearRpcOptions) {
     this.host = new URL(opts.url).host;
@@ -76,14 +85,14 @@ export class NearRpc {
     };
     let body: { result?: unknown; error?: Record<string, unknown> } | undefined;
     try {
-      const res = await fetch(this.opts.url, {
-        method: "POST",
+      const res = await postForText(this.opts.url, {
+        dispatcher: this.dispatcher,
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ jsonrpc: "2.0", id: nextId++, method, params }),
         signal: AbortSignal.timeout(timeoutMs),
       });
       if (res.status >= 500) throw new Error(`HTTP ${res.status}`);
-      body = (await res.json()) as typeof body;
+      body = JSON.parse(res.text) as typeof body;
     } catch (e) {
       throw unavailable((e as Error).message, e);
     }
