@@ -240,7 +240,14 @@ export interface SignerLeases {
 /** What the chain says became of a settlement whose outcome was not recorded. */
 export type ReconcileOutcome =
   | { status: "succeeded"; transaction: string }
-  | { status: "failed"; reason: string; message: string; transaction?: string }
+  | {
+      status: "failed";
+      reason: string;
+      message: string;
+      transaction?: string;
+      /** Who caused it, when the chain's own word on the transaction says (see `failureCause`). */
+      cause?: FailureCause;
+    }
   | { status: "pending"; transaction?: string };
 
 export interface PendingSettlement {

@@ -130,17 +130,30 @@ export class PaymentFacilitator {
     };
   }
 
-  /** What the chain says became of a pending settlement. */
-  reconcile(pending: PendingSettlement): Promise<ReconcileOutcome> {
+  /**
+   * What the chain says became of a pending settlement. A transaction that
+   * failed on-chain names who caused it, as the settle's own answer does:
+   * by the chain's word on the transaction where the family reads one,
+   * otherwise by the family's `failureCause` (the payer's state now). So a
+   * payer's failure decided here is kept off the merchant's failure limit.
+   */
+  async reconcile(pending: PendingSettlement): Promise<ReconcileOutcome> {
     const family = this.familyOf(pending.network);
     if (!family) {
-      return Promise.resolve({
+      return {
         status: "failed",
         reason: Reason.invalidNetwork,
         message: `network ${pending.network} is no longer configured`,
-      });
+      };
     }
-    return family.reconcile(pending);
+    const outcome = await family.reconcile(pending);
+    if (outcome.status !== "failed" || !outcome.transaction || outcome.cause) return outcome;
+    if (!family.failureCause) return outcome;
+    const { paymentPayload, paymentRequirements } = pending.request;
+    const cause = await family
+      .failureCause(paymentPayload, paymentRequirements)
+      .catch(() => undefined);
+    return cause ? { ...outcome, cause } : outcome;
   }
 
   /**

@@ -160,6 +160,57 @@ for (const family of families) {
     });
   });
 
+  describe(`a ${family.name} payer's failure decided again from the chain`, () => {
+    let h: Harness;
+
+    before(async () => {
+      h = await harness(family, race);
+    });
+    after(() => h?.stack.stop());
+
+    test("as the reconciler decides a settle left pending: failed, and charged to the payer", async () => {
+      const { stack } = h;
+      const m = await merchant(stack, `reconciled ${family.name} merchant`);
+      const funds = await race.funds(stack, 2);
+      const { payload, requirements } = await payment(stack, family, 2);
+      h.sends.beforeNext(() => funds.take());
+      try {
+        const raced = await m.facilitator.settle(payload, requirements);
+        assert.equal(raced.success, false, JSON.stringify(raced));
+        const row = await stack.service.db
+          .selectFrom("settlements")
+          .select(["id", "transaction"])
+          .where("account_id", "=", m.id)
+          .executeTakeFirstOrThrow();
+        const journal = await stack.service.db
+          .selectFrom("settlement_transactions")
+          .select(["network", "reference", "signer", "detail"])
+          .where("settlement_id", "=", row.id)
+          .orderBy("created_at")
+          .execute();
+        assert.equal(journal.length, 1);
+        // The journal and the request are all a reconciler has of a settle
+        // whose process died before it read the chain's answer.
+        const outcome = await stack.service.facilitator.reconcile({
+          id: row.id,
+          network: requirements.network,
+          request: { x402Version: 2, paymentPayload: payload, paymentRequirements: requirements },
+          transactions: journal.map((t) => ({
+            network: t.network,
+            reference: t.reference,
+            ...(t.signer ? { signer: t.signer } : {}),
+            detail: t.detail,
+          })),
+        });
+        assert.equal(outcome.status, "failed", JSON.stringify(outcome));
+        assert.equal(outcome.transaction, row.transaction);
+        assert.equal(outcome.cause, "payer", JSON.stringify(outcome));
+      } finally {
+        funds.giveBack();
+      }
+    });
+  });
+
   describe(`the ${family.name} failed-fee budget`, () => {
     let h: Harness;
 

@@ -53,6 +53,11 @@ const PAYER_REASONS: ReadonlySet<string> = new Set([
   NearReason.signature,
 ]);
 
+/** Who caused a final failure, by the reason it was given. */
+export function causeOfNearFailure(reason: string): FailureCause {
+  return PAYER_REASONS.has(reason) ? "payer" : "requirements";
+}
+
 /** How many recent failures' causes are kept for attribution (the oldest go first). */
 const FAILURES_KEPT = 10_000;
 
@@ -183,7 +188,7 @@ export class ExactNearScheme implements SchemeNetworkFacilitator {
   failureCause(payload: PaymentPayload): FailureCause {
     const delegate = decodeDelegate(payload);
     const reason = delegate ? this.failures.get(delegateFingerprint(delegate)) : undefined;
-    return reason !== undefined && PAYER_REASONS.has(reason) ? "payer" : "requirements";
+    return reason !== undefined ? causeOfNearFailure(reason) : "requirements";
   }
 
   getExtra(): Record<string, unknown> | undefined {

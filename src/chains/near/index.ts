@@ -22,7 +22,12 @@ import type {
   PreparedPayment,
   ReconcileOutcome,
 } from "../ports.js";
-import { ExactNearScheme, type FinalBlock, type NearSchemeSettings } from "./exactScheme.js";
+import {
+  ExactNearScheme,
+  causeOfNearFailure,
+  type FinalBlock,
+  type NearSchemeSettings,
+} from "./exactScheme.js";
 import { NearRelayers } from "./relayers.js";
 import { NearRpc } from "./rpc.js";
 import { NearReason } from "./reasons.js";
@@ -256,6 +261,7 @@ export class NearChainAdapter implements ChainFamily {
             reason: status.reason,
             message: status.message,
             transaction: latest.reference,
+            cause: causeOfNearFailure(status.reason),
           };
     }
     if (status.state === "waiting") return { status: "pending", transaction: latest.reference };

@@ -201,6 +201,11 @@ const PAYER_REVERTS: ReadonlySet<string> = new Set([
   StarknetReason.signature,
 ]);
 
+/** Who caused a revert, by the reason it was given. */
+export function causeOfStarknetRevert(reason: string): FailureCause {
+  return PAYER_REVERTS.has(reason) ? "payer" : "requirements";
+}
+
 /** How many recent reverts' causes are kept for attribution (the oldest go first). */
 const FAILURES_KEPT = 10_000;
 
@@ -233,7 +238,7 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
     const reason = parsed.ok
       ? this.failures.get(authorizationOf(parsed.oe.from, parsed.oe.nonce))
       : undefined;
-    return reason !== undefined && PAYER_REVERTS.has(reason) ? "payer" : "requirements";
+    return reason !== undefined ? causeOfStarknetRevert(reason) : "requirements";
   }
 
   private report(status: "success" | "reverted", fee: bigint | undefined): void {

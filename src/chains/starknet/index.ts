@@ -20,7 +20,11 @@ import type {
   PreparedPayment,
   ReconcileOutcome,
 } from "../ports.js";
-import { ExactStarknetScheme, type ExpectedTransfer } from "./exactScheme.js";
+import {
+  ExactStarknetScheme,
+  causeOfStarknetRevert,
+  type ExpectedTransfer,
+} from "./exactScheme.js";
 import { ExecutorPool, type ExecutorKey } from "./executors.js";
 import { BlockTicker } from "./blockTicker.js";
 import { StarknetReason } from "./reasons.js";
@@ -260,6 +264,7 @@ export class StarknetChainAdapter implements ChainFamily {
         reason: outcome.reason,
         message: outcome.message,
         transaction: latest.reference,
+        cause: causeOfStarknetRevert(outcome.reason),
       };
     }
     if (outcome.state === "unknown" && latest.signer) {

@@ -128,7 +128,7 @@ const PAYER_RESULTS = new Set([
 ]);
 
 /** Who caused a payment that was validated with `result` (not `tesSUCCESS`). */
-function causeOfResult(result: string): FailureCause {
+export function causeOfResult(result: string): FailureCause {
   return PAYER_RESULTS.has(result) ? "payer" : "requirements";
 }
 

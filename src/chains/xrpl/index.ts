@@ -21,6 +21,7 @@ import type {
 } from "../ports.js";
 import {
   ExactXrplScheme,
+  causeOfResult,
   MAX_LEDGERS_AHEAD,
   reasonForResult,
   type XrplSchemeSettings,
@@ -225,6 +226,7 @@ export class XrplChainAdapter implements ChainFamily {
             reason: reasonForResult(status.result, XrplReason.transactionFailed),
             message: `the payment was validated with ${status.result}; no amount moved`,
             transaction: latest.reference,
+            cause: causeOfResult(status.result),
           };
     }
     if (status.state === "missing") {

@@ -152,6 +152,32 @@ for (const backend of availableBackends()) {
       assert.equal((await recorder.get(id))!.success_request_id, "req-a");
     });
 
+    test("a failure decided from the chain keeps who caused it: a payer's is named, one the chain did not attribute stays unnamed", async () => {
+      const causeOf = async (id: string) =>
+        (
+          await database.db
+            .selectFrom("settlements")
+            .select("failure_cause")
+            .where("id", "=", id)
+            .executeTakeFirstOrThrow()
+        ).failure_cause;
+      const [byPayer, unattributed] = [await begin(), await begin()];
+      for (const id of [byPayer, unattributed]) await recorder.recordSent(entry(`0xtx-${id}`), id);
+      const judged = async (id: string, outcome: ChainOutcome) => {
+        const read = await recorder.pendingSettlement((await recorder.get(id))!);
+        return recorder.finishFromChain(id, outcome, read.transactions);
+      };
+      const failed = {
+        status: "failed",
+        reason: "insufficient_funds",
+        message: "moved away",
+      } as const;
+      assert.equal((await judged(byPayer, { ...failed, cause: "payer" }))?.status, "failed");
+      assert.equal((await judged(unattributed, failed))?.status, "failed");
+      assert.equal(await causeOf(byPayer), "payer");
+      assert.equal(await causeOf(unattributed), null);
+    });
+
     test("raced at once, each row ends one way: sent and still open, or failed with nothing sent", async () => {
       const ids = await Promise.all(Array.from({ length: 40 }, () => begin()));
       const reads = await Promise.all(

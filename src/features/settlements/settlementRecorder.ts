@@ -140,7 +140,14 @@ export interface SettleIntent {
 /** What the chain (or a retry that asked it) says became of a pending row. */
 export type ChainOutcome =
   | { status: "succeeded"; transaction: string }
-  | { status: "failed"; reason: string; message: string; transaction?: string };
+  | {
+      status: "failed";
+      reason: string;
+      message: string;
+      transaction?: string;
+      /** Who caused an on-chain failure, when the chain said: the failure limits read it. */
+      cause?: FailureCause;
+    };
 
 /** What a settle learned, to be written over its pending row. */
 type Outcome = Pick<
@@ -784,6 +791,9 @@ export class SettlementRecorder {
           ...(outcome.transaction ? { transaction: outcome.transaction } : {}),
           error_reason: outcome.status === "failed" ? outcome.reason : null,
           error_message: outcome.status === "failed" ? outcome.message : null,
+          // A payer's failure decided here is kept off the account's failure
+          // limit, as it is when the settle itself saw it.
+          ...(outcome.status === "failed" && outcome.cause ? { failure_cause: outcome.cause } : {}),
           finished_at: new Date(),
           duration_ms: sql<number>`(extract(epoch from now() - started_at) * 1000)::int`,
         })
