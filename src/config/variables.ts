@@ -231,7 +231,7 @@ export const VARIABLES: {
       name: "PAYER_FAILURE_COOLING_SECONDS",
       default: "`3600`",
       description:
-        "How long a payer whose own payment failed on-chain (its wallet's code, or its own move of the funds or the nonce, at our gas cost) is refused before anything is sent, on every account: the settle answers `payer_failed_onchain_recently`, and so does a verify (`isValid: false`). Such failures do not count against the settling account's failure limit. `0` turns the cooling off.",
+        "How long a payer whose own payment failed on-chain (its wallet's code, or its own move of the funds or the nonce, at our gas cost) is refused before anything is sent, on every account: the settle answers `payer_failed_onchain_recently`, and so does a verify (`isValid: false`). Such failures do not count against the settling account's failure limit, also when the failure is decided later from the chain (by a retry or the reconciler, after a `settlement_pending` answer or a restart): the chain's own reason for the transaction names the payer on NEAR, Starknet and the XRP Ledger, the payer's state on EVM and Solana. `0` turns the cooling off.",
     },
     {
       name: "PLAN_STARTER_PRICE_USD",
