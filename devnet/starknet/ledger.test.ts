@@ -83,6 +83,20 @@ describe("the local Starknet", () => {
     assert.deepEqual(await ask(payer(0).address, sig), ["0x56414c4944"]);
     // The same signature checked by another account (another key): refused.
     assert.deepEqual(await ask(payer(1).address, sig), ["0x0"]);
+    // Once found valid it is remembered, for exactly that key, hash and (r, s):
+    // asked again it is still VALID; changed in any part, refused.
+    assert.deepEqual(await ask(payer(0).address, sig), ["0x56414c4944"]);
+    const [r, s] = sig.map(BigInt) as [bigint, bigint];
+    assert.deepEqual(
+      await ask(payer(0).address, [`0x${r.toString(16)}`, `0x${(s + 1n).toString(16)}`]),
+      ["0x0"],
+    );
+    const other = await provider.callContract({
+      contractAddress: payer(0).address,
+      entrypoint: "is_valid_signature",
+      calldata: [`0x${(BigInt(hash) + 1n).toString(16)}`, String(sig.length), ...sig],
+    });
+    assert.deepEqual(other, ["0x0"]);
   });
 
   test("an outside execution runs once, from its caller only, and the executor pays the fee in STRK", async () => {

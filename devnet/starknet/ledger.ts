@@ -204,15 +204,37 @@ function feltOf(v: unknown, what: string): Felt {
   return n;
 }
 
+/**
+ * Signatures already found valid, and the y-parity each account key
+ * verified with. A Stark ECDSA check is a pure function of the key, the
+ * message hash and (r, s), so remembering a valid one changes no answer: a
+ * payer's signature that `is_valid_signature` checked while the service
+ * verified its payment is not checked again when its outside execution
+ * runs, and a key's point is tried first with the parity that worked
+ * before. What was refused is never remembered, and is checked again.
+ */
+const VERIFIED_KEPT = 20_000;
+const verified = new Set<string>();
+const parityOf = new Map<Felt, "02" | "03">();
+
 /** Whether `signature` ([r, s]) is the key with x-coordinate `publicKey` signing `msgHash`. */
 function starkSignatureValid(publicKey: Felt, msgHash: Felt, signature: readonly Felt[]): boolean {
   if (signature.length !== 2) return false;
   const [r, s] = signature as [Felt, Felt];
+  const memo = `${publicKey}:${msgHash}:${r}:${s}`;
+  if (verified.has(memo)) return true;
   const x = publicKey.toString(16).padStart(64, "0");
   const sig = new ec.starkCurve.Signature(r, s);
-  for (const prefix of ["02", "03"]) {
+  const known = parityOf.get(publicKey);
+  const parities = known === "03" ? (["03", "02"] as const) : (["02", "03"] as const);
+  for (const prefix of parities) {
     try {
-      if (ec.starkCurve.verify(sig, toHex(msgHash), prefix + x)) return true;
+      if (ec.starkCurve.verify(sig, toHex(msgHash), prefix + x)) {
+        parityOf.set(publicKey, prefix);
+        verified.add(memo);
+        if (verified.size > VERIFIED_KEPT) verified.delete(verified.values().next().value!);
+        return true;
+      }
     } catch {
       // Not a point on the curve, or r/s out of range: not a valid signature.
     }
