@@ -73,6 +73,12 @@ export interface BenchLedger {
   extra: Record<string, unknown>;
   /** What each payment allows; undefined for the bench's default. */
   maxTimeoutSeconds?: number;
+  /**
+   * Its payments stay valid for the whole run, so the bench signs every one
+   * before the run instead of just ahead of its turn (where one lapses a few
+   * ledgers after it is signed, as on the XRP Ledger, it must not).
+   */
+  signedBeforeRun?: boolean;
   /** Signs the `i`th payment with the project's own client scheme (a payer of its own where one is needed). */
   sign(i: number, requirements: PaymentRequirements): Promise<{ payload: Record<string, unknown> }>;
   /** The payTo's balance on the ledger, in the asset's units, as a decimal string. */

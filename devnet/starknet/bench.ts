@@ -30,7 +30,7 @@ export async function starknetBench(
   return {
     title: "Starknet",
     network: STARKNET_MAINNET,
-    setup: `local Starknet (a block every ${blockMs} ms); USDC, maxTimeoutSeconds 600; ${payers} payers, ${payments / payers} payments each (SNIP-9 outside executions, random nonces); ${executors} executor accounts for the service`,
+    setup: `local Starknet (a block every ${blockMs} ms); USDC, maxTimeoutSeconds 600; ${payers} payers, ${payments / payers} payments each (SNIP-9 outside executions, random nonces), every one signed before the run; ${executors} executor accounts for the service`,
     // StarknetLedger.produceBlock takes the whole mempool into each block.
     perBlock: undefined,
     env: env(running),
@@ -41,6 +41,7 @@ export async function starknetBench(
     // Settles here run at a few a second: 1,000 take minutes, and an outside
     // execution signed before the run lapses at now + maxTimeoutSeconds.
     maxTimeoutSeconds: 600,
+    signedBeforeRun: true,
     sign: (i, requirements) => schemes[i % schemes.length]!.createPaymentPayload(2, requirements),
     balance: () => running.ledger.balanceOf(STARKNET_USDC, info.payTo).toString(),
     stop: () => running.stop(),
