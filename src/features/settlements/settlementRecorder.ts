@@ -24,7 +24,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { sql, type Transaction } from "kysely";
 import stringify from "safe-stable-stringify";
-import type { FailureCause } from "../../chains/ports.js";
+import type { FailureCause, ReconcileOutcome } from "../../chains/ports.js";
 import type { SettleResponse } from "@x402/core/types";
 import type { Db } from "../../storage/db.js";
 import { DEFAULT_MAX_BATCH, GroupCommit } from "../../storage/groupCommit.js";
@@ -137,17 +137,8 @@ export interface SettleIntent {
   units: number;
 }
 
-/** What the chain (or a retry that asked it) says became of a pending row. */
-export type ChainOutcome =
-  | { status: "succeeded"; transaction: string }
-  | {
-      status: "failed";
-      reason: string;
-      message: string;
-      transaction?: string;
-      /** Who caused an on-chain failure, when the chain said: the failure limits read it. */
-      cause?: FailureCause;
-    };
+/** What the chain (or a retry that asked it) says became of a pending row: a decided reconciliation. */
+export type ChainOutcome = Exclude<ReconcileOutcome, { status: "pending" }>;
 
 /** What a settle learned, to be written over its pending row. */
 type Outcome = Pick<
