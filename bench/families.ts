@@ -18,6 +18,7 @@ import type { ChildProcess } from "node:child_process";
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import type { PaymentRequirements } from "@x402/core/types";
 import BigNumber from "bignumber.js";
 import { devnetFamilies, type DevnetNamespace } from "../devnet/families.js";
@@ -78,6 +79,11 @@ export interface FamilyResult {
   /** The same for the open arrivals' settled payments. */
   openAfterBlockMs: number[] | undefined;
   settleCpuMs: number | undefined;
+  /**
+   * How late the load generator's thread ran its timers during the closed
+   * loop (p99 and max, ms): what its timing of each answer may be late by.
+   */
+  loadLoopDelayMs: { p99: number; max: number };
   peakRssMb: number;
   blockMs: number;
   perBlock: number | undefined;
@@ -237,13 +243,17 @@ export async function runFamilyBench(
     const openSigned = family.signedBeforeRun
       ? await signAll(family, requirements, opts.settleCount, opts.settleCount)
       : undefined;
-    const balanceBefore = new BigNumber(family.balance());
+    const balanceBefore = new BigNumber(await family.balance());
     say(`${name}: settling at concurrency ${opts.concurrency}…`);
     // When each settled payment's answer arrived, to set against its block's close.
     const answeredAt: [string, number][] = [];
     const cpuBefore = cpuSecondsOf(server.pid!);
     const settleFrom = monotonicUs();
     const benchCpuBefore = process.cpuUsage();
+    // The load generator times each answer as its thread reads it: a thread
+    // held by other work (a ledger or payers sharing it) times answers late.
+    const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+    loopDelay.enable();
     const settle = await runLoad({
       url: `${url}/settle`,
       headers: { "x-api-key": key },
@@ -252,6 +262,7 @@ export async function runFamilyBench(
       capMs: 300_000,
       classify: noteAnswers(answeredAt),
     });
+    loopDelay.disable();
     const cpuAfter = cpuSecondsOf(server.pid!);
     const settleWindow = { fromUs: settleFrom, toUs: monotonicUs() };
     const benchCpu = process.cpuUsage(benchCpuBefore);
@@ -301,7 +312,7 @@ export async function runFamilyBench(
       `    ${[...open.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${open.seconds.toFixed(1)} s`,
     );
     // A settled payment is in a block, so this is final once the answers are in.
-    const received = new BigNumber(family.balance()).minus(balanceBefore);
+    const received = new BigNumber(await family.balance()).minus(balanceBefore);
     const settledAll = settled + (open.outcomes.get("settled") ?? 0);
     const [exit] = await stopServers(children);
     children.length = 0;
@@ -339,6 +350,7 @@ export async function runFamilyBench(
       open: { ratePerSecond: openRate, settle: open },
       afterBlockMs,
       openAfterBlockMs: sinceBlock(openAnsweredAt),
+      loadLoopDelayMs: { p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 },
       settleCpuMs:
         cpuBefore !== undefined && cpuAfter !== undefined && settled > 0
           ? ((cpuAfter - cpuBefore) * 1000) / settled
@@ -415,6 +427,10 @@ export function familyTable(results: readonly FamilyResult[]): string {
     row("settle p50 / p99 (ms)", (r) => `${p(r.settle, 50)} / ${p(r.settle, 99)}`),
     row("answered after the including block closed, p50 / p99 (ms)", (r) =>
       sinceBlockCell(r.afterBlockMs),
+    ),
+    row(
+      "the load generator's own event-loop delay in the closed loop, p99 / max (ms)",
+      (r) => `${r.loadLoopDelayMs.p99.toFixed(0)} / ${r.loadLoopDelayMs.max.toFixed(0)}`,
     ),
     row("open arrivals at half the closed loop's rate (a second)", (r) =>
       r.open.ratePerSecond.toFixed(1),

@@ -82,7 +82,7 @@ export interface BenchLedger {
   /** Signs the `i`th payment with the project's own client scheme (a payer of its own where one is needed). */
   sign(i: number, requirements: PaymentRequirements): Promise<{ payload: Record<string, unknown> }>;
   /** The payTo's balance on the ledger, in the asset's units, as a decimal string. */
-  balance(): string;
+  balance(): string | Promise<string>;
   /** When (performance.now()) the block that included `transaction` closed, where the ledger tells. */
   includedAt?: (transaction: string) => number | undefined;
   stop(): Promise<unknown>;

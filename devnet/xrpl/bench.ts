@@ -4,49 +4,150 @@
  * ledger when it is signed, so a payer signs its next payment only once its
  * last is included), RLUSD, each ledger's close time for the delay to each
  * answer, and the project's own client scheme. Loaded only by the benchmarks.
+ *
+ * The ledger (benchLedger.ts) and the payers (benchSigner.ts) each run on a
+ * thread of their own, off the load generator's. rippled runs on a machine
+ * of its own and payers sign on theirs; on the load generator's thread, the
+ * ledger's signature checks of a burst of submissions and a batch of payers'
+ * signatures ran as blocks of 100 to 480 ms, and every answer that arrived
+ * meanwhile was timed late: the delay the bench reported after each close
+ * was partly its own.
  */
-import { Client, Wallet } from "xrpl";
-import { ExactXrplClientScheme } from "../../src/chains/xrpl/clients/exactClient.js";
+import type { Worker } from "node:worker_threads";
+import type { PaymentRequirements } from "@x402/core/types";
+import { siblingWorker } from "../../src/lib/siblingEntry.js";
 import type { BenchLedger } from "../family.js";
-import { XRPL_MAINNET, startXrplLedger, type RunningXrpl } from "./index.js";
+import type { FromLedger, LedgerInput, ToLedger } from "./benchLedger.js";
+import type { FromSigner, SignerInput, ToSigner } from "./benchSigner.js";
+import { XRPL_MAINNET, type RunningXrpl } from "./index.js";
+
+type LedgerInfo = Extract<FromLedger, { kind: "ready" }>["info"];
 
 export async function xrplBench(
   payers: number,
   blockMs: number,
-  env: (running: RunningXrpl) => Record<string, string>,
+  env: (running: Pick<RunningXrpl, "info">) => Record<string, string>,
 ): Promise<BenchLedger> {
-  const running = await startXrplLedger({ closeMs: blockMs, payers });
-  const { info } = running;
-  // Each ledger's close, on this process's clock, for the delay to each answer.
-  const closedAt = new Map<number, number>();
-  running.ledger.onClose((l) => closedAt.set(l.index, performance.now()));
-  // One connection for all the signing: the scheme opens one per payment otherwise.
-  const client = new Client(info.wsUrl);
-  await client.connect();
+  const ledger = await startLedger({ payers, closeMs: blockMs });
+  const { info } = ledger;
+  const signer = await startSigner({ wsUrl: info.wsUrl, payerSeeds: info.payerSeeds });
   const issuer = info.issuers.RLUSD;
-  const schemes = info.payerSeeds.map(
-    (seed) => new ExactXrplClientScheme(Wallet.fromSeed(seed), { client }),
-  );
   return {
     title: "XRP Ledger",
     network: XRPL_MAINNET,
-    setup: `local XRP Ledger (a ledger closes every ${blockMs} ms); RLUSD; ${payers} payers, one payment each (each pays its own fee; the service holds no keys)`,
+    setup: `local XRP Ledger (a ledger closes every ${blockMs} ms), on a thread of its own; RLUSD; ${payers} payers, one payment each (each pays its own fee; the service holds no keys), signing on a thread of their own`,
     // XrplLedger.submit applies to the open ledger at once; close() validates all of it.
     perBlock: undefined,
-    env: env(running),
+    env: env({ info }),
     payTo: info.payTo,
     asset: info.assets.RLUSD,
     amount: "0.01",
     extra: { issuer },
-    sign: (i, requirements) => schemes[i % schemes.length]!.createPaymentPayload(2, requirements),
-    balance: () => running.ledger.issuedBalance(info.payTo, issuer, info.assets.RLUSD),
-    includedAt: (hash) => {
-      const index = running.ledger.transaction(hash)?.ledgerIndex;
-      return index === undefined ? undefined : closedAt.get(index);
+    sign: (i, requirements) => signer.sign(i % info.payerSeeds.length, requirements),
+    balance: () => ledger.balance(info.payTo, issuer, info.assets.RLUSD),
+    includedAt: (hash) => ledger.closedAt(hash),
+    async stop() {
+      await signer.stop();
+      await ledger.stop();
+    },
+  };
+}
+
+/** Starts a worker and resolves once its first message (its readiness) arrives. */
+async function started<M>(worker: Worker): Promise<M> {
+  return new Promise<M>((resolve, reject) => {
+    worker.once("error", reject);
+    worker.once("message", (m: M) => {
+      worker.off("error", reject);
+      resolve(m);
+    });
+  });
+}
+
+/** Requests answered by id over a worker's messages; every one refused if the worker fails. */
+function answers<T>(worker: Worker) {
+  const waiting = new Map<number, { resolve: (v: T) => void; reject: (e: Error) => void }>();
+  let nextId = 1;
+  worker.on("error", (e) => {
+    for (const w of waiting.values()) w.reject(e);
+    waiting.clear();
+  });
+  return {
+    ask(send: (id: number) => void): Promise<T> {
+      const id = nextId++;
+      return new Promise<T>((resolve, reject) => {
+        waiting.set(id, { resolve, reject });
+        send(id);
+      });
+    },
+    settle(id: number, outcome: { value: T } | { error: Error }) {
+      const w = waiting.get(id);
+      if (!w) return;
+      waiting.delete(id);
+      if ("error" in outcome) w.reject(outcome.error);
+      else w.resolve(outcome.value);
+    },
+  };
+}
+
+/** The ledger's thread: its info, each close's time by transaction, balances, stop. */
+async function startLedger(input: LedgerInput) {
+  const worker = siblingWorker(import.meta.url, "benchLedger", { workerData: input });
+  const ready = await started<FromLedger>(worker);
+  if (ready.kind !== "ready") throw new Error("the XRPL bench's ledger did not start");
+  const info: LedgerInfo = ready.info;
+  // When the ledger that validated each transaction closed, on this thread's performance clock.
+  const closedAtOf = new Map<string, number>();
+  const balances = answers<string>(worker);
+  let stopped: (() => void) | undefined;
+  worker.on("message", (m: FromLedger) => {
+    if (m.kind === "closed") {
+      const at = m.atEpochMs - performance.timeOrigin;
+      for (const hash of m.transactions) closedAtOf.set(hash, at);
+    } else if (m.kind === "balance") balances.settle(m.id, { value: m.value });
+    else if (m.kind === "stopped") stopped?.();
+  });
+  return {
+    info,
+    closedAt: (hash: string) => closedAtOf.get(hash),
+    balance: (account: string, issuer: string, currency: string) =>
+      balances.ask((id) =>
+        worker.postMessage({ kind: "balance", id, account, issuer, currency } satisfies ToLedger),
+      ),
+    async stop() {
+      await new Promise<void>((resolve) => {
+        stopped = resolve;
+        worker.postMessage({ kind: "stop" } satisfies ToLedger);
+      });
+      await worker.terminate();
+    },
+  };
+}
+
+/** The payers' thread, connected to the ledger; one request per payment. */
+async function startSigner(input: SignerInput) {
+  const worker = siblingWorker(import.meta.url, "benchSigner", { workerData: input });
+  await started<unknown>(worker);
+  const signed = answers<Record<string, unknown>>(worker);
+  worker.on("message", (m: FromSigner) =>
+    signed.settle(
+      m.id,
+      "error" in m
+        ? { error: new Error(`the XRPL bench's payer could not sign: ${m.error}`) }
+        : { value: m.payload },
+    ),
+  );
+  return {
+    async sign(payer: number, requirements: PaymentRequirements) {
+      const payload = await signed.ask((id) =>
+        worker.postMessage({ id, payer, requirements } satisfies ToSigner),
+      );
+      return { payload };
     },
     async stop() {
-      await client.disconnect();
-      await running.stop();
+      const exited = new Promise((resolve) => worker.once("exit", resolve));
+      worker.postMessage("stop");
+      await exited;
     },
   };
 }

@@ -13,7 +13,7 @@ import {
 } from "./index.js";
 
 /** The same as production configuration variables (a service started on its own). */
-const env = (running: RunningXrpl): Record<string, string> => ({
+const env = (running: Pick<RunningXrpl, "info">): Record<string, string> => ({
   XRPL_RPC_URL: running.info.rpcUrl,
 });
 
