@@ -1,8 +1,9 @@
 /**
  * Everything about an XRPL `exact` payment that can be decided from the
  * signed blob and the requirements alone, with the `xrpl` package doing every
- * decode, hash and signature check. Chain state (sequence, keys, balances)
- * is checked elsewhere.
+ * decode and hash and deciding every signature (signature.ts checks it
+ * natively first). Chain state (sequence, keys, balances) is checked
+ * elsewhere.
  *
  * Which fields bind a payment to a resource server's invoice: `InvoiceID`
  * (SHA-256 of `extra.invoiceId`, as the foundation client sets it) or a memo
@@ -12,9 +13,10 @@
  */
 import { createHash } from "node:crypto";
 import BigNumber from "bignumber.js";
-import { decode, hashes, verifySignature } from "xrpl";
+import { decode, hashes } from "xrpl";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { XrplReason } from "./reasons.js";
+import { signatureVerifies } from "./signature.js";
 
 /** rippled's partial-payment flag: an amount that may deliver less. */
 const TF_PARTIAL_PAYMENT = 0x00020000;
@@ -173,13 +175,7 @@ export function checkSignedPayment(
       payer,
     );
   }
-  let signed = false;
-  try {
-    signed = verifySignature(blob);
-  } catch {
-    signed = false;
-  }
-  if (!signed)
+  if (!signatureVerifies(tx as unknown as Parameters<typeof signatureVerifies>[0], blob))
     return fail(XrplReason.signature, "TxnSignature does not verify for SigningPubKey", payer);
   if (tx.Delegate !== undefined) {
     return fail(XrplReason.delegate, "payments sent by a delegate are not accepted", payer);

@@ -1,0 +1,87 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import secp256k1 from "secp256k1";
+import { decode, encode, verifySignature, Wallet, type Payment } from "xrpl";
+import { nativeAccepts, signatureVerifies } from "./signature.js";
+
+const ED25519 = "ed25519" as never;
+const SECP256K1 = "ecdsa-secp256k1" as never;
+/** secp256k1's group order: s and n - s are the two forms of one signature. */
+const N = BigInt("0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141");
+
+function signedBy(wallet: Wallet, sequence = 7): { tx: Record<string, unknown>; blob: string } {
+  const payment = {
+    TransactionType: "Payment",
+    Account: wallet.classicAddress,
+    Destination: Wallet.generate().classicAddress,
+    Amount: "1000",
+    Fee: "12",
+    Sequence: sequence,
+    LastLedgerSequence: 100,
+  } as Payment;
+  const blob = wallet.sign(payment).tx_blob;
+  return { tx: decode(blob), blob };
+}
+
+/** The same transaction with another TxnSignature, re-encoded as a blob. */
+function withSignature(tx: Record<string, unknown>, signature: string) {
+  const changed = { ...tx, TxnSignature: signature };
+  return { tx: changed, blob: encode(changed) };
+}
+
+const asDecoded = (tx: Record<string, unknown>) =>
+  tx as unknown as Parameters<typeof signatureVerifies>[0];
+
+for (const [name, algorithm] of [
+  ["Ed25519", ED25519],
+  ["secp256k1", SECP256K1],
+] as const) {
+  test(`${name}: a payer's signature is accepted by the native check, as the library accepts it`, () => {
+    for (let i = 0; i < 5; i++) {
+      const { tx, blob } = signedBy(Wallet.generate(algorithm), i + 1);
+      assert.equal(verifySignature(blob), true);
+      assert.equal(nativeAccepts(asDecoded(tx)), true, "the native path decided it");
+      assert.equal(signatureVerifies(asDecoded(tx), blob), true);
+    }
+  });
+
+  test(`${name}: a signature over other fields, or by another key, is refused`, () => {
+    const wallet = Wallet.generate(algorithm);
+    const { tx } = signedBy(wallet, 1);
+    // The signature of sequence 1 on the payment of sequence 2.
+    const other = signedBy(wallet, 2);
+    const moved = withSignature(other.tx, tx["TxnSignature"] as string);
+    assert.equal(nativeAccepts(asDecoded(moved.tx)), false);
+    assert.equal(signatureVerifies(asDecoded(moved.tx), moved.blob), false);
+    assert.equal(verifySignature(moved.blob), false);
+    // Another key's signature over the same fields.
+    const stranger = Wallet.generate(algorithm);
+    const forged = { ...other.tx, SigningPubKey: stranger.publicKey };
+    const forgedBlob = encode(forged);
+    assert.equal(signatureVerifies(asDecoded(forged), forgedBlob), false);
+  });
+}
+
+test("secp256k1: the high-S twin of a valid signature is refused, as the library refuses it", () => {
+  const { tx } = signedBy(Wallet.generate(SECP256K1));
+  const compact = secp256k1.signatureImport(Buffer.from(tx["TxnSignature"] as string, "hex"));
+  const s = BigInt(`0x${Buffer.from(compact.subarray(32)).toString("hex")}`);
+  const high = Buffer.from((N - s).toString(16).padStart(64, "0"), "hex");
+  const twin = Buffer.from(
+    secp256k1.signatureExport(Buffer.concat([Buffer.from(compact.subarray(0, 32)), high])),
+  )
+    .toString("hex")
+    .toUpperCase();
+  const { tx: malleated, blob } = withSignature(tx, twin);
+  assert.equal(nativeAccepts(asDecoded(malleated)), false);
+  assert.equal(verifySignature(blob), false);
+  assert.equal(signatureVerifies(asDecoded(malleated), blob), false);
+});
+
+test("a signature the native check cannot read is left to the library, which refuses it", () => {
+  const { tx } = signedBy(Wallet.generate(SECP256K1));
+  const { tx: garbled, blob } = withSignature(tx, "3006020101020101");
+  assert.equal(signatureVerifies(asDecoded(garbled), blob), false);
+  const { tx: notDer, blob: notDerBlob } = withSignature(tx, "00".repeat(70));
+  assert.equal(signatureVerifies(asDecoded(notDer), notDerBlob), false);
+});
