@@ -26,7 +26,7 @@ function signedBy(wallet: Wallet, sequence = 7): { tx: Record<string, unknown>; 
 /** The same transaction with another TxnSignature, re-encoded as a blob. */
 function withSignature(tx: Record<string, unknown>, signature: string) {
   const changed = { ...tx, TxnSignature: signature };
-  return { tx: changed, blob: encode(changed) };
+  return { tx: changed, blob: encode(changed as never) };
 }
 
 const asDecoded = (tx: Record<string, unknown>) =>
@@ -57,7 +57,7 @@ for (const [name, algorithm] of [
     // Another key's signature over the same fields.
     const stranger = Wallet.generate(algorithm);
     const forged = { ...other.tx, SigningPubKey: stranger.publicKey };
-    const forgedBlob = encode(forged);
+    const forgedBlob = encode(forged as never);
     assert.equal(signatureVerifies(asDecoded(forged), forgedBlob), false);
   });
 }
