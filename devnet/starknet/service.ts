@@ -13,7 +13,7 @@ import {
 } from "./index.js";
 
 /** The same as production configuration variables (a service started on its own). */
-const env = (running: RunningStarknet): Record<string, string> => ({
+const env = (running: Pick<RunningStarknet, "info" | "executors">): Record<string, string> => ({
   STARKNET_RPC_URL: running.info.rpcUrl,
   STARKNET_EXECUTOR_KEYS: running.executors.map((e) => `${e.address}:${e.privateKey}`).join(","),
 });

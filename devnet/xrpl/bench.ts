@@ -13,9 +13,9 @@
  * meanwhile was timed late: the delay the bench reported after each close
  * was partly its own.
  */
-import type { Worker } from "node:worker_threads";
 import type { PaymentRequirements } from "@x402/core/types";
 import { siblingWorker } from "../../src/lib/siblingEntry.js";
+import { answersById, firstMessage } from "../benchThreads.js";
 import type { BenchLedger } from "../family.js";
 import type { FromLedger, LedgerInput, ToLedger } from "./benchLedger.js";
 import type { FromSigner, SignerInput, ToSigner } from "./benchSigner.js";
@@ -53,52 +53,15 @@ export async function xrplBench(
   };
 }
 
-/** Starts a worker and resolves once its first message (its readiness) arrives. */
-async function started<M>(worker: Worker): Promise<M> {
-  return new Promise<M>((resolve, reject) => {
-    worker.once("error", reject);
-    worker.once("message", (m: M) => {
-      worker.off("error", reject);
-      resolve(m);
-    });
-  });
-}
-
-/** Requests answered by id over a worker's messages; every one refused if the worker fails. */
-function answers<T>(worker: Worker) {
-  const waiting = new Map<number, { resolve: (v: T) => void; reject: (e: Error) => void }>();
-  let nextId = 1;
-  worker.on("error", (e) => {
-    for (const w of waiting.values()) w.reject(e);
-    waiting.clear();
-  });
-  return {
-    ask(send: (id: number) => void): Promise<T> {
-      const id = nextId++;
-      return new Promise<T>((resolve, reject) => {
-        waiting.set(id, { resolve, reject });
-        send(id);
-      });
-    },
-    settle(id: number, outcome: { value: T } | { error: Error }) {
-      const w = waiting.get(id);
-      if (!w) return;
-      waiting.delete(id);
-      if ("error" in outcome) w.reject(outcome.error);
-      else w.resolve(outcome.value);
-    },
-  };
-}
-
 /** The ledger's thread: its info, each close's time by transaction, balances, stop. */
 async function startLedger(input: LedgerInput) {
   const worker = siblingWorker(import.meta.url, "benchLedger", { workerData: input });
-  const ready = await started<FromLedger>(worker);
+  const ready = await firstMessage<FromLedger>(worker);
   if (ready.kind !== "ready") throw new Error("the XRPL bench's ledger did not start");
   const info: LedgerInfo = ready.info;
   // When the ledger that validated each transaction closed, on this thread's performance clock.
   const closedAtOf = new Map<string, number>();
-  const balances = answers<string>(worker);
+  const balances = answersById<string>(worker);
   let stopped: (() => void) | undefined;
   worker.on("message", (m: FromLedger) => {
     if (m.kind === "closed") {
@@ -127,8 +90,8 @@ async function startLedger(input: LedgerInput) {
 /** The payers' thread, connected to the ledger; one request per payment. */
 async function startSigner(input: SignerInput) {
   const worker = siblingWorker(import.meta.url, "benchSigner", { workerData: input });
-  await started<unknown>(worker);
-  const signed = answers<Record<string, unknown>>(worker);
+  await firstMessage<unknown>(worker);
+  const signed = answersById<Record<string, unknown>>(worker);
   worker.on("message", (m: FromSigner) =>
     signed.settle(
       m.id,
