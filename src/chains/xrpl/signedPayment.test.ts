@@ -1,9 +1,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Wallet, type Payment } from "xrpl";
+import { encode, hashes, Wallet, type Payment } from "xrpl";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { RLUSD_CURRENCY, RLUSD_ISSUER } from "./networks.js";
-import { checkSignedPayment, invoiceHash } from "./signedPayment.js";
+import { checkSignedPayment, decodePayment, invoiceHash, paymentHash } from "./signedPayment.js";
 
 const payTo = Wallet.generate().classicAddress;
 const limits = { maxFeeDrops: 10_000n, networkId: 0 };
@@ -113,5 +113,56 @@ test("a transaction that is not a Payment, or carries a Delegate, or no LastLedg
   assert.deepEqual(
     [delegated.ok, !delegated.ok && delegated.reason],
     [false, "invalid_exact_xrpl_delegate"],
+  );
+});
+
+test("a payment's hash is the xrpl package's transaction id, computed once for every copy of it", () => {
+  for (const algorithm of ["ed25519", "ecdsa-secp256k1"] as never[]) {
+    const wallet = Wallet.generate(algorithm);
+    const blob = wallet.sign({
+      TransactionType: "Payment",
+      Account: wallet.classicAddress,
+      Destination: payTo,
+      Amount: rlusd("1.25"),
+      Fee: "12",
+      Sequence: 9,
+      LastLedgerSequence: 100,
+    } as Payment).tx_blob;
+    const copy = () =>
+      ({
+        x402Version: 2,
+        accepted: requirements(),
+        payload: { signedTxBlob: blob },
+      }) as PaymentPayload;
+    assert.equal(paymentHash(copy()), hashes.hashSignedTx(blob));
+    // Lower-case hex is the same payment.
+    const lower = {
+      x402Version: 2,
+      accepted: requirements(),
+      payload: { signedTxBlob: blob.toLowerCase() },
+    } as PaymentPayload;
+    assert.equal(paymentHash(lower), hashes.hashSignedTx(blob));
+    // Two copies of one payload share one decoded transaction.
+    assert.equal(decodePayment(copy()), decodePayment(copy()));
+  }
+});
+
+test("a transaction that carries no signature of any kind has no hash, as hashSignedTx refuses it", () => {
+  const wallet = Wallet.generate();
+  const blob = encode({
+    TransactionType: "Payment",
+    Account: wallet.classicAddress,
+    Destination: payTo,
+    Amount: "1000",
+    Fee: "12",
+    Sequence: 3,
+  } as never);
+  assert.equal(
+    paymentHash({
+      x402Version: 2,
+      accepted: requirements(),
+      payload: { signedTxBlob: blob },
+    } as PaymentPayload),
+    undefined,
   );
 });

@@ -13,7 +13,7 @@
  */
 import { createHash } from "node:crypto";
 import BigNumber from "bignumber.js";
-import { decode, hashes } from "xrpl";
+import { decode } from "xrpl";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { XrplReason } from "./reasons.js";
 import { signatureVerifies } from "./signature.js";
@@ -79,31 +79,69 @@ export function signedBlobOf(payload: PaymentPayload): string | undefined {
     : undefined;
 }
 
-const decoded = new WeakMap<object, PaymentTx | null>();
+/**
+ * Each payment's decoded transaction and id, by its blob. The edge, the
+ * verify and the settle read different copies of one payload, and decoding
+ * (and the `xrpl` package's `hashSignedTx`, which decodes the blob again to
+ * check that it is signed) was a fifth of a settle's CPU when each decoded
+ * it for itself. Bounded, the oldest entry out first: a payment is read a
+ * few times within seconds, and any blob can be decoded again.
+ */
+const byBlob = new Map<string, DecodedPayment | null>();
+const KEEP_DECODED = 4096;
 
-/** The decoded transaction, memoised per payload object (verify asks several times). */
-export function decodePayment(payload: PaymentPayload): PaymentTx | undefined {
-  const key = payload.payload as object | undefined;
-  if (!key || typeof key !== "object") return undefined;
-  if (decoded.has(key)) return decoded.get(key) ?? undefined;
-  const blob = signedBlobOf(payload);
-  let tx: PaymentTx | null = null;
-  if (blob) {
-    try {
-      tx = decode(blob) as unknown as PaymentTx;
-    } catch {
-      tx = null;
-    }
+interface DecodedPayment {
+  tx: PaymentTx;
+  /** The transaction's id, or undefined when it carries no signature (nothing to hash). */
+  id: string | undefined;
+}
+
+/** rippled's prefix of a transaction id's hash input: "TXN" and a zero byte. */
+const TRANSACTION_ID_PREFIX = Buffer.from("54584E00", "hex");
+
+/**
+ * A signed transaction's id: the first half of the SHA-512 of the prefix and
+ * the blob, as `hashes.hashSignedTx` computes it, from the blob already
+ * decoded here.
+ */
+function transactionId(blob: string): string {
+  return createHash("sha512")
+    .update(TRANSACTION_ID_PREFIX)
+    .update(Buffer.from(blob, "hex"))
+    .digest()
+    .subarray(0, 32)
+    .toString("hex")
+    .toUpperCase();
+}
+
+function decodedBlob(blob: string): DecodedPayment | null {
+  const known = byBlob.get(blob);
+  if (known !== undefined) return known;
+  let decoded: DecodedPayment | null = null;
+  try {
+    const tx = decode(blob) as unknown as PaymentTx;
+    // `hashSignedTx` refuses to hash a transaction with no signature of any kind.
+    const signed =
+      tx.TxnSignature !== undefined || tx.Signers !== undefined || tx.SigningPubKey !== undefined;
+    decoded = { tx, id: signed ? transactionId(blob) : undefined };
+  } catch {
+    decoded = null;
   }
-  decoded.set(key, tx);
-  return tx ?? undefined;
+  byBlob.set(blob, decoded);
+  if (byBlob.size > KEEP_DECODED) byBlob.delete(byBlob.keys().next().value!);
+  return decoded;
+}
+
+/** The decoded transaction (shared: read it, never change it). */
+export function decodePayment(payload: PaymentPayload): PaymentTx | undefined {
+  const blob = signedBlobOf(payload);
+  return blob ? (decodedBlob(blob)?.tx ?? undefined) : undefined;
 }
 
 /** The signed transaction's hash: the same for every copy of one payment. */
 export function paymentHash(payload: PaymentPayload): string | undefined {
   const blob = signedBlobOf(payload);
-  if (!blob || !decodePayment(payload)) return undefined;
-  return hashes.hashSignedTx(blob);
+  return blob ? decodedBlob(blob)?.id : undefined;
 }
 
 export interface RequiredAsset {
@@ -150,9 +188,10 @@ export function checkSignedPayment(
   const blob = signedBlobOf(payload);
   if (!blob)
     return fail(XrplReason.payload, "payload.signedTxBlob must be the signed transaction in hex");
-  const tx = decodePayment(payload);
-  if (!tx)
+  const decoded = decodedBlob(blob);
+  if (!decoded)
     return fail(XrplReason.payload, "payload.signedTxBlob does not decode as an XRPL transaction");
+  const { tx, id } = decoded;
   const payer = typeof tx.Account === "string" ? tx.Account : undefined;
   if (tx.TransactionType !== "Payment") {
     return fail(
@@ -210,7 +249,8 @@ export function checkSignedPayment(
   }
   const invoiceError = checkInvoice(tx, requirements);
   if (invoiceError) return fail(XrplReason.invoice, invoiceError, payer);
-  return { ok: true, tx, blob, hash: hashes.hashSignedTx(blob), payer: tx.Account };
+  // A canonical SigningPubKey was required above, so the transaction has an id.
+  return { ok: true, tx, blob, hash: id ?? "", payer: tx.Account };
 }
 
 function checkAmount(
