@@ -85,3 +85,22 @@ test("a signature the native check cannot read is left to the library, which ref
   const { tx: notDer, blob: notDerBlob } = withSignature(tx, "00".repeat(70));
   assert.equal(signatureVerifies(asDecoded(notDer), notDerBlob), false);
 });
+
+test("secp256k1: a non-canonical DER form of a valid signature is left to the library", () => {
+  const { tx, blob } = signedBy(Wallet.generate(SECP256K1));
+  const der = Buffer.from(tx["TxnSignature"] as string, "hex");
+  // The same (r, s) with the sequence's length in long form (0x81 nn): not canonical DER.
+  const longForm = Buffer.concat([Buffer.from([0x30, 0x81, der[1]!]), der.subarray(2)]);
+  const { tx: reencoded, blob: reencodedBlob } = withSignature(
+    tx,
+    longForm.toString("hex").toUpperCase(),
+  );
+  // libsecp256k1 cannot parse it either: the native check does not accept it.
+  assert.throws(() => nativeAccepts(asDecoded(reencoded)));
+  // The library cannot parse that form, and refuses the payment.
+  assert.throws(() => verifySignature(reencodedBlob));
+  assert.equal(signatureVerifies(asDecoded(reencoded), reencodedBlob), false);
+  // The canonical form still verifies natively.
+  assert.equal(nativeAccepts(asDecoded(tx)), true);
+  assert.equal(signatureVerifies(asDecoded(tx), blob), true);
+});

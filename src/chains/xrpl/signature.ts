@@ -62,8 +62,12 @@ export function nativeAccepts(tx: DecodedTx): boolean {
     return verifyNatively(null, data, publicKey, sig);
   }
   if (/^0[23][0-9A-F]{64}$/i.test(key)) {
+    const compact = secp256k1.signatureImport(sig);
+    // Only the one canonical DER form of (r, s) is taken here; any other
+    // encoding of it is left to the library's own parser.
+    if (!Buffer.from(secp256k1.signatureExport(compact)).equals(sig)) return false;
     const digest = createHash("sha512").update(data).digest().subarray(0, 32);
-    return secp256k1.ecdsaVerify(secp256k1.signatureImport(sig), digest, Buffer.from(key, "hex"));
+    return secp256k1.ecdsaVerify(compact, digest, Buffer.from(key, "hex"));
   }
   return false;
 }
