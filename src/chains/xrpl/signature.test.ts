@@ -32,19 +32,40 @@ function withSignature(tx: Record<string, unknown>, signature: string) {
 const asDecoded = (tx: Record<string, unknown>) =>
   tx as unknown as Parameters<typeof signatureVerifies>[0];
 
+test("secp256k1: a payer's signature is accepted by the native check, as the library accepts it", () => {
+  for (let i = 0; i < 5; i++) {
+    const { tx, blob } = signedBy(Wallet.generate(SECP256K1), i + 1);
+    assert.equal(verifySignature(blob), true);
+    assert.equal(nativeAccepts(asDecoded(tx)), true, "the native path decided it");
+    assert.equal(signatureVerifies(asDecoded(tx), blob), true);
+  }
+});
+
+test("Ed25519: a payer's signature is left to the library, which accepts it", () => {
+  for (let i = 0; i < 5; i++) {
+    const { tx, blob } = signedBy(Wallet.generate(ED25519), i + 1);
+    assert.equal(nativeAccepts(asDecoded(tx)), false, "never decided natively");
+    assert.equal(signatureVerifies(asDecoded(tx), blob), true);
+  }
+});
+
+test("Ed25519: the identity key's forgery (R the identity, S zero), which OpenSSL accepts, is refused", () => {
+  const forgery = `01${"00".repeat(31)}${"00".repeat(32)}`.toUpperCase();
+  // The identity point, encoded canonically and as y = p + 1.
+  for (const point of [`01${"00".repeat(31)}`, `EE${"FF".repeat(30)}7F`]) {
+    const { tx } = signedBy(Wallet.generate(ED25519));
+    const forged = { ...tx, SigningPubKey: `ED${point}`, TxnSignature: forgery };
+    const blob = encode(forged as never);
+    assert.equal(verifySignature(blob), false);
+    assert.equal(nativeAccepts(asDecoded(forged)), false);
+    assert.equal(signatureVerifies(asDecoded(forged), blob), false);
+  }
+});
+
 for (const [name, algorithm] of [
   ["Ed25519", ED25519],
   ["secp256k1", SECP256K1],
 ] as const) {
-  test(`${name}: a payer's signature is accepted by the native check, as the library accepts it`, () => {
-    for (let i = 0; i < 5; i++) {
-      const { tx, blob } = signedBy(Wallet.generate(algorithm), i + 1);
-      assert.equal(verifySignature(blob), true);
-      assert.equal(nativeAccepts(asDecoded(tx)), true, "the native path decided it");
-      assert.equal(signatureVerifies(asDecoded(tx), blob), true);
-    }
-  });
-
   test(`${name}: a signature over other fields, or by another key, is refused`, () => {
     const wallet = Wallet.generate(algorithm);
     const { tx } = signedBy(wallet, 1);
