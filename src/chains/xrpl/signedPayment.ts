@@ -84,11 +84,13 @@ export function signedBlobOf(payload: PaymentPayload): string | undefined {
  * verify and the settle read different copies of one payload, and decoding
  * (and the `xrpl` package's `hashSignedTx`, which decodes the blob again to
  * check that it is signed) was a fifth of a settle's CPU when each decoded
- * it for itself. Bounded, the oldest entry out first: a payment is read a
- * few times within seconds, and any blob can be decoded again.
+ * it for itself. Bounded, the oldest entry out first: the copies of one
+ * payment are read within one request, while at most a few hundred others
+ * are in flight, and any blob can be decoded again. A blob is at most 4 KB,
+ * so the bound also caps what junk payloads can hold (about 4 MB of keys).
  */
 const byBlob = new Map<string, DecodedPayment | null>();
-const KEEP_DECODED = 4096;
+const KEEP_DECODED = 1024;
 
 interface DecodedPayment {
   tx: PaymentTx;
@@ -249,8 +251,10 @@ export function checkSignedPayment(
   }
   const invoiceError = checkInvoice(tx, requirements);
   if (invoiceError) return fail(XrplReason.invoice, invoiceError, payer);
-  // A canonical SigningPubKey was required above, so the transaction has an id.
-  return { ok: true, tx, blob, hash: id ?? "", payer: tx.Account };
+  // A canonical SigningPubKey was required above, so there is always an id;
+  // were there none, nothing could be journaled for it, so nothing is sent.
+  if (!id) return fail(XrplReason.signature, "the transaction carries no signature", payer);
+  return { ok: true, tx, blob, hash: id, payer: tx.Account };
 }
 
 function checkAmount(
