@@ -6,10 +6,14 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { OpenedDb } from "../../storage/db.js";
+import { sql } from "kysely";
+import { openMigratedDb, type OpenedDb } from "../../storage/db.js";
+import { createLogger } from "../../lib/logger.js";
+import { createAccount } from "../accounts/accounts.js";
+import { createApiKey } from "../keys/apiKeys.js";
 import { QuotaLedger } from "../plans/quotaLedger.js";
 import { monthOf } from "../plans/plans.js";
-import type { SettlementRecorder } from "./settlementRecorder.js";
+import { SettlementRecorder } from "./settlementRecorder.js";
 import { SAMPLE_REQUEST, openRecorderFixture } from "../../../test/support/recorder.js";
 
 const request = SAMPLE_REQUEST;
@@ -204,5 +208,88 @@ describe("settlement recorder", () => {
     assert.deepEqual(cold, { row: undefined, payerFailedAt: undefined }, "failed before since");
     assert.deepEqual(honest, { row: undefined, payerFailedAt: undefined });
     assert.deepEqual(unchecked, { row: undefined, payerFailedAt: undefined }, "failed: not live");
+  });
+
+  test("a mined transaction reported again is not rewritten", async () => {
+    await recorder.recordSent(
+      { network: "eip155:8453", reference: "0xagain", signer: "0xabc", detail: { raw: "0x01" } },
+      undefined,
+    );
+    const version = async () =>
+      (
+        await sql<{ v: string }>`select xmin::text as v from settlement_transactions
+          where reference = '0xagain'`.execute(database.db)
+      ).rows[0]!.v;
+    await recorder.recordFinished("0xagain", "success", 7n, 100n);
+    const written = await version();
+    // The reorg watch reports the same success on each pass.
+    await recorder.recordFinished("0xagain", "success", 7n, 100n);
+    await recorder.recordFinished("0xagain", "success", undefined, undefined);
+    assert.equal(await version(), written, "no new row version");
+    // A different block (a reorg re-landed it) is written.
+    await recorder.recordFinished("0xagain", "success", 8n, 100n);
+    assert.notEqual(await version(), written);
+    const row = await database.db
+      .selectFrom("settlement_transactions")
+      .select(["status", "block_number"])
+      .where("reference", "=", "0xagain")
+      .executeTakeFirstOrThrow();
+    assert.deepEqual([row.status, String(row.block_number)], ["success", "8"]);
+  });
+});
+
+describe("settlement recorder's journal reads", () => {
+  test("concurrent reconciliations read their journals in one statement, each its own", async () => {
+    let statements = 0;
+    const traffic = { statement: () => void statements++, transactionControl: () => {} };
+    const database = await openMigratedDb({ dataDir: "memory://", traffic });
+    try {
+      const recorder = new SettlementRecorder(database.db, createLogger("silent"));
+      const account = await createAccount(database.db, "journals");
+      const key = await createApiKey(database.db, account.id, "journals");
+      const principal = { accountId: account.id, keyId: key.id, keyName: key.name };
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const id = (await recorder.begin({
+          principal,
+          request,
+          authorizationKey: `journal-${i}`,
+          payer: "0xabc",
+          units: 1,
+        }))!;
+        ids.push(id);
+        for (let t = 0; t <= i; t++) {
+          await recorder.recordSent(
+            { network: "eip155:8453", reference: `0x${i}${t}`, signer: "0xabc", detail: { t } },
+            id,
+          );
+        }
+      }
+      const rows = await Promise.all(ids.map((id) => recorder.get(id)));
+      const before = statements;
+      const pending = await Promise.all(rows.map((r) => recorder.pendingSettlement(r!)));
+      assert.equal(statements - before, 1, "one read for the three");
+      assert.deepEqual(
+        pending.map((p) => p.transactions.map((t) => [t.reference, t.detail["t"]])),
+        [
+          [["0x00", 0]],
+          [
+            ["0x10", 0],
+            ["0x11", 1],
+          ],
+          [
+            ["0x20", 0],
+            ["0x21", 1],
+            ["0x22", 2],
+          ],
+        ],
+      );
+      assert.deepEqual(
+        pending.map((p) => p.id),
+        ids,
+      );
+    } finally {
+      await database.close();
+    }
   });
 });

@@ -160,6 +160,14 @@ export interface FinishOutcome {
   successAnswered: boolean;
 }
 
+/** A journal row as a reconciliation reads it. */
+interface JournaledTransaction {
+  reference: string;
+  signer: string | null;
+  replaces: string | null;
+  detail: unknown;
+}
+
 interface OutcomeWrite {
   id: string;
   outcome: Outcome;
@@ -173,6 +181,7 @@ export class SettlementRecorder {
   private readonly mined: GroupCommit<MinedTransaction, undefined>;
   private readonly outcomes: GroupCommit<OutcomeWrite, boolean>;
   private readonly liveReads: GroupCommit<LiveRead, LiveLookup>;
+  private readonly journalReads: GroupCommit<string, JournaledTransaction[]>;
 
   constructor(
     private readonly db: Db,
@@ -227,6 +236,12 @@ export class SettlementRecorder {
     // whether their payers are cooling: the look-ups of concurrent
     // verifications share one statement.
     this.liveReads = new GroupCommit((reads) => this.readLive(reads), opts);
+    // The success watcher and the reconciler ask for several settlements'
+    // journals at a time: one statement reads them all.
+    this.journalReads = new GroupCommit(async (ids) => {
+      const byId = await this.readJournals(ids);
+      return ids.map((id) => ({ status: "fulfilled", value: byId.get(id) ?? [] }) as const);
+    }, opts);
   }
 
   /**
@@ -437,12 +452,7 @@ export class SettlementRecorder {
 
   /** A pending row with its journaled transactions, as the chain families reconcile it. */
   async pendingSettlement(row: SettlementRow): Promise<PendingSettlement> {
-    const txs = await this.db
-      .selectFrom("settlement_transactions")
-      .select(["reference", "signer", "replaces", "detail"])
-      .where("settlement_id", "=", row.id)
-      .orderBy("created_at")
-      .execute();
+    const txs = await this.journalReads.submit(row.id);
     return {
       id: row.id,
       network: row.network,
@@ -458,6 +468,24 @@ export class SettlementRecorder {
         >,
       })),
     };
+  }
+
+  /** The journaled transactions of each settlement, oldest first. */
+  private async readJournals(ids: readonly string[]): Promise<Map<string, JournaledTransaction[]>> {
+    const rows = await this.db
+      .selectFrom("settlement_transactions")
+      .select(["settlement_id", "reference", "signer", "replaces", "detail"])
+      .where("settlement_id", "in", [...new Set(ids)])
+      .orderBy("created_at")
+      .execute();
+    const byId = new Map<string, JournaledTransaction[]>();
+    for (const r of rows) {
+      if (r.settlement_id === null) continue;
+      const list = byId.get(r.settlement_id) ?? [];
+      list.push(r);
+      byId.set(r.settlement_id, list);
+    }
+    return byId;
   }
 
   /**

@@ -164,7 +164,13 @@ export async function journalMined(
       ${mined.map((m) => (m.block === undefined ? null : m.block.toString()))}::bigint[],
       ${mined.map((m) => (m.fee === undefined ? null : m.fee.toString()))}::numeric[]
     ) as m(reference, status, block_number, fee)
-    where t.reference = m.reference`.execute(db);
+    where t.reference = m.reference
+      -- The reorg watch reports a success it already recorded every pass:
+      -- a row that would not change is not written again (a new row version,
+      -- signed body and all, for nothing).
+      and (t.status is distinct from m.status
+        or t.block_number is distinct from coalesce(m.block_number, t.block_number)
+        or t.fee is distinct from coalesce(m.fee, t.fee))`.execute(db);
 }
 
 /**
