@@ -33,8 +33,13 @@ import {
   classifySettle,
   freePort,
   peakRssMb,
+  readDbTraffic,
+  readHistograms,
   spawnServer,
+  STAGE_HISTOGRAMS,
   stopServers,
+  timeByStage,
+  type DbTraffic,
   waitFor,
 } from "./harness.js";
 
@@ -94,6 +99,10 @@ export interface FamilyResult {
   succeededRows: number;
   /** Payments the unmeasured warm-up settled before the closed loop. */
   warmSettled: number;
+  /** The service's database statements and round trips per settlement of the closed loop. */
+  dbPerSettle: DbTraffic | undefined;
+  /** The closed loop's mean time per settle stage, from the service's own timers (`timeByStage`). */
+  stageTimes: string;
 }
 
 const BLOCK_MS = 1000;
@@ -271,6 +280,8 @@ export async function runFamilyBench(
     say(`${name}: settling at concurrency ${opts.concurrency}…`);
     // When each settled payment's answer arrived, to set against its block's close.
     const answeredAt: [string, number][] = [];
+    const dbBefore = await readDbTraffic(url);
+    const stagesBefore = await readHistograms(url, STAGE_HISTOGRAMS);
     const cpuBefore = cpuSecondsOf(server.pid!);
     const settleFrom = monotonicUs();
     const benchCpuBefore = process.cpuUsage();
@@ -290,6 +301,8 @@ export async function runFamilyBench(
     const cpuAfter = cpuSecondsOf(server.pid!);
     const settleWindow = { fromUs: settleFrom, toUs: monotonicUs() };
     const benchCpu = process.cpuUsage(benchCpuBefore);
+    const dbAfter = await readDbTraffic(url);
+    const stageTimes = timeByStage(stagesBefore, await readHistograms(url, STAGE_HISTOGRAMS));
     const rss = peakRssMb(server.pid!);
     say(
       `    ${[...settle.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${settle.seconds.toFixed(1)} s`,
@@ -386,6 +399,14 @@ export async function runFamilyBench(
       settledSum: new BigNumber(family.amount).times(settledAll).toFixed(),
       succeededRows,
       warmSettled,
+      dbPerSettle:
+        settled > 0
+          ? {
+              statements: (dbAfter.statements - dbBefore.statements) / settled,
+              roundTrips: (dbAfter.roundTrips - dbBefore.roundTrips) / settled,
+            }
+          : undefined,
+      stageTimes,
     };
   } finally {
     await stopServers(children);
@@ -480,6 +501,12 @@ export function familyTable(results: readonly FamilyResult[]): string {
     row("the ledger's and load generator's CPU per settlement (ms)", (r) =>
       r.ledgerCpuMs === undefined ? "–" : r.ledgerCpuMs.toFixed(2),
     ),
+    row("database statements / round trips per settlement", (r) =>
+      r.dbPerSettle
+        ? `${r.dbPerSettle.statements.toFixed(2)} / ${r.dbPerSettle.roundTrips.toFixed(2)}`
+        : "–",
+    ),
+    row("mean time per settle stage (ms)", (r) => r.stageTimes),
     row("peak RSS (MB)", (r) => r.peakRssMb.toFixed(0)),
     row("block / ledger interval (ms)", (r) => String(r.blockMs)),
     row("ledger ceiling (tx per second)", (r) => {
