@@ -68,25 +68,42 @@ function blockHeader(ledger: StarknetLedger, b: Block) {
   };
 }
 
+/** The block being built: no hash or root yet, and (here) nothing in it until it closes. */
+function preConfirmedBlock(ledger: StarknetLedger) {
+  const {
+    status: _s,
+    block_hash: _h,
+    parent_hash: _p,
+    new_root: _r,
+    ...rest
+  } = blockHeader(ledger, ledger.latest);
+  return {
+    ...rest,
+    block_number: ledger.latest.number + 1,
+    timestamp: Math.floor(Date.now() / 1000),
+    transactions: [],
+  };
+}
+
 export function starknetHandlers(ledger: StarknetLedger): Record<string, (p: Params) => unknown> {
+  /** A receipt without its block's hash and number, as a block with receipts carries it. */
+  const blockReceipt = (rec: NonNullable<ReturnType<StarknetLedger["transaction"]>>) => ({
+    type: "INVOKE",
+    transaction_hash: rec.hash,
+    actual_fee: { amount: toHex(rec.fee), unit: "FRI" },
+    execution_status: rec.execution,
+    finality_status: rec.finality,
+    messages_sent: [],
+    events: rec.events,
+    execution_resources: rec.resources,
+    ...(rec.revertReason !== undefined ? { revert_reason: rec.revertReason } : {}),
+  });
   const receipt = (hash: unknown) => {
     const rec = ledger.transaction(toHex(felt(hash, "transaction_hash")));
     if (!rec || rec.finality === "RECEIVED") {
       throw new StarknetRpcFailure(29, "Transaction hash not found");
     }
-    return {
-      type: "INVOKE",
-      transaction_hash: rec.hash,
-      actual_fee: { amount: toHex(rec.fee), unit: "FRI" },
-      execution_status: rec.execution,
-      finality_status: rec.finality,
-      block_hash: rec.blockHash,
-      block_number: rec.blockNumber,
-      messages_sent: [],
-      events: rec.events,
-      execution_resources: rec.resources,
-      ...(rec.revertReason !== undefined ? { revert_reason: rec.revertReason } : {}),
-    };
+    return { ...blockReceipt(rec), block_hash: rec.blockHash, block_number: rec.blockNumber };
   };
   const flags = (p: Params) =>
     Array.isArray(p["simulation_flags"]) ? (p["simulation_flags"] as string[]) : [];
@@ -101,21 +118,7 @@ export function starknetHandlers(ledger: StarknetLedger): Record<string, (p: Par
     }),
     starknet_getBlockWithTxHashes: (p) => {
       const ref = blockRef(ledger, p["block_id"]);
-      if ("tag" in ref && ref.tag === "pre_confirmed") {
-        const {
-          status: _s,
-          block_hash: _h,
-          parent_hash: _p,
-          new_root: _r,
-          ...rest
-        } = blockHeader(ledger, ledger.latest);
-        return {
-          ...rest,
-          block_number: ledger.latest.number + 1,
-          timestamp: Math.floor(Date.now() / 1000),
-          transactions: [],
-        };
-      }
+      if ("tag" in ref && ref.tag === "pre_confirmed") return preConfirmedBlock(ledger);
       const b = "block" in ref ? ref.block : ledger.latest;
       return { ...blockHeader(ledger, b), transactions: b.transactions };
     },
@@ -129,6 +132,21 @@ export function starknetHandlers(ledger: StarknetLedger): Record<string, (p: Par
           transaction_hash: h,
           ...ledger.transaction(h)?.tx,
         })),
+      };
+    },
+    // Every transaction of a block with its receipt: what a watcher reads once per block.
+    starknet_getBlockWithReceipts: (p) => {
+      const ref = blockRef(ledger, p["block_id"]);
+      if ("tag" in ref && ref.tag === "pre_confirmed") return preConfirmedBlock(ledger);
+      const b = "block" in ref ? ref.block : ledger.latest;
+      return {
+        ...blockHeader(ledger, b),
+        transactions: b.transactions.flatMap((h) => {
+          const rec = ledger.transaction(h);
+          return rec
+            ? [{ transaction: { transaction_hash: h, ...rec.tx }, receipt: blockReceipt(rec) }]
+            : [];
+        }),
       };
     },
     starknet_getClassHashAt: (p) => {
@@ -201,6 +219,7 @@ export const PARAMETER_ORDER: Record<string, readonly string[]> = {
   starknet_blockHashAndNumber: [],
   starknet_getBlockWithTxHashes: ["block_id"],
   starknet_getBlockWithTxs: ["block_id"],
+  starknet_getBlockWithReceipts: ["block_id"],
   starknet_getClassHashAt: ["block_id", "contract_address"],
   starknet_getNonce: ["block_id", "contract_address"],
   starknet_call: ["request", "block_id"],

@@ -6,6 +6,8 @@
  * on the service's CPU and the node's. Now one `starknet_blockNumber` per
  * interval serves every waiting settle, and each asks for its receipt when a
  * block after its last look exists. Idle (no one waiting), it asks nothing.
+ * A new head is handed to `onNewHead` (blockReceipts.ts reads it whole when
+ * enough settles wait) before the waiting settles wake to look it up.
  */
 export class BlockTicker {
   private latest: number | undefined;
@@ -15,6 +17,11 @@ export class BlockTicker {
   constructor(
     private readonly readBlockNumber: () => Promise<number>,
     private readonly intervalMs: number,
+    private readonly onNewHead?: (
+      previous: number | undefined,
+      latest: number,
+      waiting: number,
+    ) => Promise<void>,
   ) {}
 
   /** The latest block number seen by this ticker (undefined before its first look). */
@@ -60,6 +67,7 @@ export class BlockTicker {
     try {
       const block = await this.readBlockNumber();
       if (this.latest === undefined || block > this.latest) {
+        await this.onNewHead?.(this.latest, block, this.waiters.size);
         this.latest = block;
         for (const wake of [...this.waiters]) wake();
       }

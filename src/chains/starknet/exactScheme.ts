@@ -30,6 +30,7 @@ import { Reason } from "../../protocol/reasons.js";
 import type { StarknetNetwork } from "./networks.js";
 import type { FailureCause, TransactionJournal } from "../ports.js";
 import { rememberBounded } from "../../lib/boundedMap.js";
+import type { BlockReceipts, StarknetReceipt } from "./blockReceipts.js";
 import type { BlockTicker } from "./blockTicker.js";
 import { ExecutorRefusal, maxFeeOf, type ExecutorPool, type ResourceBounds } from "./executors.js";
 import { StarknetReason } from "./reasons.js";
@@ -50,6 +51,8 @@ export interface StarknetSchemeSettings {
   settleTimeoutMs: number;
   /** The chain's head, watched once for every waiting settle. */
   blocks: BlockTicker;
+  /** The latest blocks' receipts, read whole while many settles wait (blockReceipts.ts). */
+  receipts?: BlockReceipts;
   /**
    * The most one settlement may cost the executor, in FRI: the sum over the
    * simulation's resource bounds of amount times price. Above it: refused,
@@ -120,6 +123,13 @@ export interface ExpectedTransfer {
   to: bigint;
   amount: bigint;
 }
+
+/** Where a sent transaction stands (`unknown`: the node does not know it). */
+type Outcome =
+  | { state: "succeeded" }
+  | { state: "failed"; reason: string; message: string }
+  | { state: "pending" }
+  | { state: "unknown" };
 
 /**
  * Whether the events hold exactly one `Transfer` of `asset` sent by the
@@ -274,6 +284,10 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
     const checked = await this.check(payload, requirements);
     if (!checked.ok) return refusedSettle(checked, network);
     const { oe, payer, calls, bounds } = checked;
+    // Blocks up to this one are known not to hold the transaction: at first
+    // the head before the send, then the head before each look that did not
+    // find it accepted.
+    let notBefore = this.settings.blocks.known();
     let sent: { hash: string; ambiguous: boolean };
     try {
       sent = await this.executors.send(oe.caller, calls, bounds, {
@@ -309,7 +323,10 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
     for (;;) {
       // The head known before the look: a block made during it wakes the wait at once.
       const seen = this.settings.blocks.known();
-      const outcome = await this.outcome(sent.hash, want).catch(() => undefined);
+      const outcome = await this.outcomeSince(sent.hash, want, notBefore, seen).catch(
+        () => undefined,
+      );
+      if (outcome?.state === "pending" || outcome?.state === "unknown") notBefore = seen;
       if (outcome?.state === "succeeded" || outcome?.state === "failed") {
         if (outcome.state === "succeeded")
           return { success: true, transaction: sent.hash, network, payer };
@@ -361,26 +378,27 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
   }
 
   /**
+   * Where a transaction not in any block up to `after` stands at block
+   * `upTo`: from the blocks read whole when every one in between was
+   * (blockReceipts.ts), otherwise from the node's receipt.
+   */
+  private async outcomeSince(
+    txHash: string,
+    want: ExpectedTransfer,
+    after: number | undefined,
+    upTo: number | undefined,
+  ): Promise<Outcome> {
+    const found = this.settings.receipts?.find(txHash, after, upTo);
+    if (found === null) return { state: "pending" };
+    return found ? this.decide(txHash, found, want) : this.outcome(txHash, want);
+  }
+
+  /**
    * Where a sent transaction stands, from the chain: decided only once it is
    * accepted on L2 in a block. Writes the outcome to the journal.
    */
-  async outcome(
-    txHash: string,
-    want: ExpectedTransfer,
-  ): Promise<
-    | { state: "succeeded" }
-    | { state: "failed"; reason: string; message: string }
-    | { state: "pending" }
-    | { state: "unknown" }
-  > {
-    let receipt: {
-      finality_status?: string;
-      execution_status?: string;
-      block_number?: number;
-      revert_reason?: string;
-      events?: EmittedEvent[];
-      actual_fee?: { amount?: unknown; unit?: unknown };
-    };
+  async outcome(txHash: string, want: ExpectedTransfer): Promise<Outcome> {
+    let receipt: StarknetReceipt;
     try {
       receipt = (await this.rpc.ask((p) =>
         p.channel.getTransactionReceipt(txHash),
@@ -398,6 +416,15 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
       }
       throw e;
     }
+    return this.decide(txHash, receipt, want);
+  }
+
+  /** What a receipt decides: nothing until accepted on L2; then journaled. */
+  private async decide(
+    txHash: string,
+    receipt: StarknetReceipt,
+    want: ExpectedTransfer,
+  ): Promise<Outcome> {
     const accepted =
       receipt.finality_status === "ACCEPTED_ON_L2" || receipt.finality_status === "ACCEPTED_ON_L1";
     if (!accepted || receipt.block_number === undefined) return { state: "pending" };
@@ -532,12 +559,17 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
       signerAddress: from,
       version: "2",
     });
+    // The executor's own count of its nonce, when it has one: one call fewer
+    // per payment (a simulation that skips validation accepts a nonce ahead
+    // of the node's, as this one is while earlier sends are unanswered).
+    const nonce = this.executors.knownNonce(oe.caller);
     let simulated;
     try {
       simulated = await this.rpc.ask(() =>
         executor.simulateTransaction([{ type: "INVOKE", payload: calls }], {
           tip: 0n,
           skipValidate: true,
+          ...(nonce === undefined ? {} : { nonce }),
         }),
       );
     } catch (e) {

@@ -185,6 +185,16 @@ export class ExecutorPool {
     return this.executors.get(address)?.account;
   }
 
+  /**
+   * The executor's next nonce as this replica counts it (it holds the lease
+   * and knows it), else undefined: what a simulation can run at without
+   * asking the node, as starknet.js otherwise does before every one.
+   */
+  knownNonce(address: bigint): bigint | undefined {
+    const e = this.executors.get(address);
+    return e?.leased ? e.nonce : undefined;
+  }
+
   /** The executor to offer next in `/supported`: round robin among healthy ones this replica holds. */
   next(): string {
     const all = [...this.executors.values()];

@@ -26,6 +26,7 @@ import {
   type ExpectedTransfer,
 } from "./exactScheme.js";
 import { ExecutorPool, type ExecutorKey } from "./executors.js";
+import { BlockReceipts } from "./blockReceipts.js";
 import { BlockTicker } from "./blockTicker.js";
 import { StarknetReason } from "./reasons.js";
 import {
@@ -111,14 +112,17 @@ export class StarknetChainAdapter implements ChainFamily {
       });
       // One look at the head serves every waiting settle, so it can look
       // more often than each settle used to ask for its receipt.
+      const receipts = new BlockReceipts((n) => rpc.ask((p) => p.channel.getBlockWithReceipts(n)));
       const blocks = new BlockTicker(
         () => rpc.ask((p) => p.getBlockNumber()),
         Math.min(ctx.pollingIntervalMs ?? 1000, 250),
+        (previous, latest, waiting) => receipts.follow(previous, latest, waiting),
       );
       const scheme = new ExactStarknetScheme(network, rpc, executors, ctx.journal, {
         skewSeconds: settings.timeSkewSeconds,
         settleTimeoutMs: ctx.settleTimeoutMs,
         blocks,
+        receipts,
         maxFeeFri: settings.maxFeeFri,
         ...(ctx.onFeePaid ? { onFeePaid: (status, strk) => ctx.onFeePaid!(id, status, strk) } : {}),
       });
