@@ -67,7 +67,13 @@ export async function createService(opts: ServiceOptions) {
   const db = database.db;
   const reportError = (e: unknown, what: string) => log.error({ err: String(e) }, `${what} failed`);
 
-  const { quota, recorder, ports } = openSettlements(db, config.plans, log, reportError);
+  const { quota, recorder, ports } = openSettlements(
+    db,
+    config.plans,
+    log,
+    reportError,
+    database.finishing,
+  );
   // The networks as the families describe them, the operator's assets and
   // any local copies beside: what is settled, and how the dashboard names it.
   const networks = [...describeNetworks(), ...config.extraAssets, ...(opts.networks ?? [])];

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { Kysely, PostgresDialect, type Dialect } from "kysely";
 import pg from "pg";
-import { PGliteDialect } from "./pgliteDialect.js";
+import { ConnectionLock, PGliteDialect } from "./pgliteDialect.js";
 import { PGliteThread } from "./pgliteThread.js";
 import { migrateToLatest } from "./migrate.js";
 import { lockDataDir } from "./dataDirLock.js";
@@ -31,6 +31,13 @@ export interface OpenDbOptions {
 
 export interface OpenedDb {
   db: Db;
+  /**
+   * The same database, for writes that finish work already in flight (a
+   * settlement's outcome): on the embedded database they take its one
+   * connection before new work waiting for it (pgliteDialect.ts). Absent,
+   * or on PostgreSQL's pool: `db`.
+   */
+  finishing?: Db;
   kind: "pglite" | "postgres";
   close(): Promise<void>;
 }
@@ -88,11 +95,17 @@ export async function openDb(opts: OpenDbOptions): Promise<OpenedDb> {
   try {
     if (!dir.startsWith("memory://")) await initDataDirInChild(dir);
     const client = await PGliteThread.open({ dataDir: dir, conf: PGLITE_CONF });
-    const db = new Kysely<Database>({ dialect: counted(new PGliteDialect(client), opts) });
+    const lock = new ConnectionLock();
+    const db = new Kysely<Database>({ dialect: counted(new PGliteDialect(client, lock), opts) });
+    const finishing = new Kysely<Database>({
+      dialect: counted(new PGliteDialect(client, lock, true), opts),
+    });
     return {
       db,
+      finishing,
       kind: "pglite",
       close: async () => {
+        await finishing.destroy();
         await db.destroy();
         unlock();
       },

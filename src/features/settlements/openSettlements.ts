@@ -21,9 +21,16 @@ export function openSettlements(
   plans: PlanLimits & { metering: boolean; sponsoredFundingsPerDay?: number },
   log: Logger,
   reportError: (e: unknown, what: string) => void,
+  /** The same database for writes that finish a settlement (`OpenedDb.finishing`). */
+  finishing: Db = db,
 ) {
   const quota = createQuotaLedger(db, plans, reportError);
-  const recorder = new SettlementRecorder(db, log.child({ component: "settlements" }), quota);
+  const recorder = new SettlementRecorder(
+    db,
+    log.child({ component: "settlements" }),
+    quota,
+    finishing,
+  );
   return {
     quota,
     recorder,

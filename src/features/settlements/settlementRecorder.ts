@@ -187,6 +187,12 @@ export class SettlementRecorder {
     private readonly db: Db,
     private readonly log: Logger,
     private readonly metering?: SettlementMetering,
+    /**
+     * The same database for the writes that answer settles in flight (a
+     * transaction's receipt, a settlement's outcome): on the embedded
+     * database they go before new work waiting for its connection.
+     */
+    private readonly finishing: Db = db,
   ) {
     const opts = { maxBatch: DEFAULT_MAX_BATCH };
     const done = <T>(items: readonly T[]) =>
@@ -225,7 +231,7 @@ export class SettlementRecorder {
       });
     }, opts);
     this.mined = new GroupCommit(async (mined) => {
-      await journalMined(this.db, mined);
+      await journalMined(this.finishing, mined);
       return done(mined);
     }, opts);
     this.outcomes = new GroupCommit(async (writes) => {
@@ -861,7 +867,7 @@ export class SettlementRecorder {
    */
   private async writeOutcomes(writes: readonly OutcomeWrite[]): Promise<Set<string>> {
     const now = new Date();
-    return this.db.transaction().execute(async (trx) => {
+    return this.finishing.transaction().execute(async (trx) => {
       // Guarded: a retry or the reconciler may have learned the outcome
       // from the chain first; that answer stands and is not rewritten.
       const moved = await transitionRows(
