@@ -101,4 +101,31 @@ describe("BlockReceipts", () => {
     assert.deepEqual(reads, [head() - 1, head()]);
     assert.equal(receipts.find(hash, before, head())?.block_number, head() - 1);
   });
+
+  test("a reorg: blocks a newer block no longer builds on are dropped, and lookups there decline", async () => {
+    // Blocks as the node would serve them; block 11 is replaced after it was read.
+    const served = new Map<number, unknown>();
+    const block = (n: number, hash: string, parent: string, txs: string[]) =>
+      served.set(n, {
+        block_number: n,
+        block_hash: hash,
+        parent_hash: parent,
+        status: "ACCEPTED_ON_L2",
+        transactions: txs.map((t) => ({
+          transaction: { transaction_hash: t },
+          receipt: { transaction_hash: t, execution_status: "SUCCEEDED", events: [] },
+        })),
+      });
+    const chain = new BlockReceipts(async (n) => served.get(n));
+    block(10, "0xa10", "0xa09", []);
+    block(11, "0xa11", "0xa10", ["0x77"]);
+    await chain.follow(9, 11, READ_WHOLE_FROM);
+    assert.equal(chain.find("0x77", 9, 11)?.block_number, 11);
+    // Block 11 is taken back; the new 12 builds on another 11.
+    block(11, "0xb11", "0xa10", []);
+    block(12, "0xb12", "0xb11", []);
+    await chain.follow(11, 12, READ_WHOLE_FROM);
+    assert.equal(chain.find("0x77", 9, 12), undefined, "the old block 11 is not trusted");
+    assert.equal(chain.find("0x77", 11, 12), null, "block 12 alone was read, and holds nothing");
+  });
 });

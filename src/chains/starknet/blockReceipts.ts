@@ -14,7 +14,8 @@
  * is said only when every one of those blocks was read whole. A block not
  * read (few waited, the read failed, too many blocks passed at once) makes
  * the lookup answer "not known", and the settle asks the node for its
- * receipt as before.
+ * receipt as before. So does a block that a new block no longer builds on
+ * (a reorg): blocks kept are dropped once a newer one names another parent.
  */
 
 /** A transaction's receipt as the settle reads it (what `outcome` decides on). */
@@ -40,9 +41,25 @@ const KEEP_BLOCKS = 16;
 /** A hash as one number, whatever its padding or case. */
 const keyOf = (hash: string): string => BigInt(hash).toString(16);
 
+/** Whether two hashes are one; one that is not a number matches nothing. */
+function sameHash(a: string, b: string): boolean {
+  try {
+    return keyOf(a) === keyOf(b);
+  } catch {
+    return false;
+  }
+}
+
+/** A block read whole: its hash, its parent's, and its receipts by transaction. */
+interface ReadBlock {
+  hash: string;
+  parent: string;
+  receipts: Map<string, StarknetReceipt>;
+}
+
 export class BlockReceipts {
-  /** Receipts by transaction, of each block read whole, by block number. */
-  private readonly blocks = new Map<number, Map<string, StarknetReceipt>>();
+  /** Each block read whole, by block number. */
+  private readonly blocks = new Map<number, ReadBlock>();
 
   constructor(private readonly readBlock: (block: number) => Promise<unknown>) {}
 
@@ -68,6 +85,23 @@ export class BlockReceipts {
       }),
     );
     for (const n of this.blocks.keys()) if (n <= latest - KEEP_BLOCKS) this.blocks.delete(n);
+    this.dropOffChain();
+  }
+
+  /**
+   * A block kept whose child, as read now, names another parent was taken
+   * back by a reorg: it and every block before it are dropped, and settles
+   * that looked there ask the node instead.
+   */
+  private dropOffChain(): void {
+    const numbers = [...this.blocks.keys()].sort((a, b) => b - a);
+    for (const n of numbers) {
+      const child = this.blocks.get(n);
+      const parent = this.blocks.get(n - 1);
+      if (!child || !parent || sameHash(child.parent, parent.hash)) continue;
+      for (const m of this.blocks.keys()) if (m < n) this.blocks.delete(m);
+      return;
+    }
   }
 
   /**
@@ -85,7 +119,7 @@ export class BlockReceipts {
     for (let n = after + 1; n <= upTo; n++) {
       const block = this.blocks.get(n);
       if (!block) return undefined;
-      const found = block.get(key);
+      const found = block.receipts.get(key);
       if (found) return found;
     }
     return null;
@@ -94,14 +128,21 @@ export class BlockReceipts {
 
 /**
  * A block with receipts (`BLOCK_WITH_RECEIPTS`: each entry a `transaction`
- * and its `receipt`, the block's number on the block), as receipts by
- * transaction hash; undefined for a block not yet accepted or a shape this
- * does not know, so no settle trusts it.
+ * and its `receipt`, the block's number, hash and parent on the block);
+ * undefined for a block not yet accepted or a shape this does not know, so
+ * no settle trusts it.
  */
-function receiptsOf(block: unknown): Map<string, StarknetReceipt> | undefined {
+function receiptsOf(block: unknown): ReadBlock | undefined {
   if (typeof block !== "object" || block === null) return undefined;
-  const b = block as { block_number?: unknown; status?: unknown; transactions?: unknown };
+  const b = block as {
+    block_number?: unknown;
+    block_hash?: unknown;
+    parent_hash?: unknown;
+    status?: unknown;
+    transactions?: unknown;
+  };
   if (typeof b.block_number !== "number" || !Array.isArray(b.transactions)) return undefined;
+  if (typeof b.block_hash !== "string" || typeof b.parent_hash !== "string") return undefined;
   if (b.status !== "ACCEPTED_ON_L2" && b.status !== "ACCEPTED_ON_L1") return undefined;
   const byHash = new Map<string, StarknetReceipt>();
   for (const entry of b.transactions as unknown[]) {
@@ -117,5 +158,5 @@ function receiptsOf(block: unknown): Map<string, StarknetReceipt> | undefined {
       block_number: b.block_number,
     });
   }
-  return byHash;
+  return { hash: b.block_hash, parent: b.parent_hash, receipts: byHash };
 }
