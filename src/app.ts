@@ -67,13 +67,7 @@ export async function createService(opts: ServiceOptions) {
   const db = database.db;
   const reportError = (e: unknown, what: string) => log.error({ err: String(e) }, `${what} failed`);
 
-  const { quota, recorder, ports } = openSettlements(
-    db,
-    config.plans,
-    log,
-    reportError,
-    database.finishing,
-  );
+  const { quota, recorder, ports } = openSettlements(database, config.plans, log, reportError);
   // The networks as the families describe them, the operator's assets and
   // any local copies beside: what is settled, and how the dashboard names it.
   const networks = [...describeNetworks(), ...config.extraAssets, ...(opts.networks ?? [])];

@@ -7,7 +7,7 @@
  * record of gas given to payers).
  */
 import type { Logger } from "../../lib/logger.js";
-import type { Db } from "../../storage/db.js";
+import type { OpenedDb } from "../../storage/db.js";
 import type { PlanLimits } from "../plans/plans.js";
 import { createQuotaLedger } from "../plans/quotaLedger.js";
 import { DbSignerLeases } from "../signers/dbSignerLeases.js";
@@ -17,12 +17,11 @@ import { DbTransactionJournal } from "./transactionJournal.js";
 import { DbSponsoredFundings } from "./sponsoredFundings.js";
 
 export function openSettlements(
-  db: Db,
+  /** `finishing`: the same database for writes that finish a settlement (see `OpenedDb`). */
+  { db, finishing = db }: Pick<OpenedDb, "db" | "finishing">,
   plans: PlanLimits & { metering: boolean; sponsoredFundingsPerDay?: number },
   log: Logger,
   reportError: (e: unknown, what: string) => void,
-  /** The same database for writes that finish a settlement (`OpenedDb.finishing`). */
-  finishing: Db = db,
 ) {
   const quota = createQuotaLedger(db, plans, reportError);
   const recorder = new SettlementRecorder(
