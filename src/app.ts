@@ -92,6 +92,10 @@ export async function createService(opts: ServiceOptions) {
     ...{ db, config, recorder, confidential, metrics, log, overrides },
     reconcile: (pending) => facilitator.reconcile(pending),
     reland: (pending) => facilitator.reland(pending),
+    successes: {
+      networks: facilitator.reorgableNetworks(),
+      stillLanded: (network, refs) => facilitator.stillLanded(network, refs),
+    },
     chainSince: await checkChains(db, facilitator.servedFamilies, log),
     networks: facilitator.networks(),
   });

@@ -447,6 +447,21 @@ export interface ChainFamily {
   /** What became of a settlement from the chain alone; may re-send exactly a journaled transaction. */
   reconcile(pending: PendingSettlement): Promise<ReconcileOutcome>;
   /**
+   * True when this family answers `success` only once the chain is final
+   * (XRPL's validated ledger, NEAR's final block): no reorg can take such a
+   * success back, so the reorg watch leaves its networks alone. Absent: false.
+   */
+  readonly successIsFinal?: boolean;
+  /**
+   * Of these transactions of `network`, the ones the chain still holds as
+   * landed and succeeded, asked in as few reads as the chain allows (the
+   * reorg watch's common case, where nothing was taken back). Leaving one
+   * out is not a verdict: the watch then asks `reconcile` about it. Returns
+   * a subset of the strings given. Absent: every success is asked through
+   * `reconcile`, one at a time.
+   */
+  stillLanded?(network: string, references: readonly string[]): Promise<ReadonlySet<string>>;
+  /**
    * A success a reorg took back whose journaled transaction can no longer
    * be mined (another transaction took its nonce): sends the same call
    * again, from the same account at a new nonce and journaled against the

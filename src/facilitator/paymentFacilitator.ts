@@ -92,6 +92,19 @@ export class PaymentFacilitator {
     return this.families.flatMap((f) => [...f.networks().keys()]);
   }
 
+  /** The served networks whose successes a reorg can take back: the reorg watch's. */
+  reorgableNetworks(): string[] {
+    return this.families.filter((f) => !f.successIsFinal).flatMap((f) => [...f.networks().keys()]);
+  }
+
+  /** Of these transactions, those still landed and succeeded (see `ChainFamily.stillLanded`). */
+  stillLanded(network: string, references: readonly string[]): Promise<ReadonlySet<string>> {
+    const family = this.familyOf(network);
+    return family?.stillLanded
+      ? family.stillLanded(network, references)
+      : Promise.resolve(new Set<string>());
+  }
+
   private familyOf(network: string): ChainFamily | undefined {
     return this.families.find((f) => f.networks().has(network));
   }

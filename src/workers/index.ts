@@ -15,7 +15,7 @@ import type { SettlementRecorder } from "../features/settlements/settlementRecor
 import type { ConfidentialFeature } from "../features/confidential/createConfidential.js";
 import { pruneExpiredSessions } from "../features/identity/sessions.js";
 import { SettlementReconciler } from "./settlementReconciler.js";
-import { SuccessWatcher } from "./successWatcher.js";
+import { SuccessWatcher, type SuccessWatcherOptions } from "./successWatcher.js";
 import { WebhookDeliveryWorker, type WebhookDeliveryOptions } from "./webhookDelivery.js";
 import { startSessionPruner } from "./sessionPruner.js";
 import { registerBacklogMetrics } from "./backlogMetrics.js";
@@ -50,6 +50,8 @@ export function startWorkers(opts: {
   reconcile: (pending: PendingSettlement) => Promise<ReconcileOutcome>;
   /** A reorged success sent again, where its family can (see `ChainFamily.reland`). */
   reland?: (pending: PendingSettlement & { id: string }) => Promise<ReconcileOutcome> | undefined;
+  /** What the reorg watch covers, and how it asks many successes at once (see `SuccessWatcher`). */
+  successes?: Pick<SuccessWatcherOptions, "networks" | "stillLanded">;
   /** Per network, the instant before which records belong to an earlier chain. */
   chainSince: ReadonlyMap<string, Date>;
   /** The served networks (the backlog gauges show each, at 0 when idle). */
@@ -73,6 +75,7 @@ export function startWorkers(opts: {
     recorder: opts.recorder,
     reconcile: opts.reconcile,
     ...(opts.reland ? { reland: opts.reland } : {}),
+    ...opts.successes,
     log: log.child({ component: "success-watcher" }),
     windowMs: SUCCESS_WATCH_MS,
   });

@@ -69,3 +69,77 @@ test("every success of the window is asked in turn, and the oldest, taken back, 
   const kept = await recorder.get(ids[SUCCESSES - 1]!);
   assert.equal(kept?.status, "succeeded");
 });
+
+/** The stub chain's transaction hash for success `n`. */
+const hashOf = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
+/** Which success a pending settlement is, from the stub's request. */
+const numberOf = (pending: PendingSettlement) => (pending.request as unknown as { n: number }).n;
+
+test("successes the chain still holds landed are confirmed together; only the others are asked one at a time", async () => {
+  const asked = new Set<number>();
+  const together: { network: string; references: readonly string[] }[] = [];
+  const watcher = new SuccessWatcher({
+    recorder,
+    stillLanded: (network, references) => {
+      together.push({ network, references });
+      // Every transaction but those of successes 5 and 6.
+      const away = new Set([hashOf(5), hashOf(6)]);
+      return Promise.resolve(new Set(references.filter((r) => !away.has(r))));
+    },
+    reconcile: (pending) => {
+      asked.add(numberOf(pending));
+      return Promise.resolve({ status: "succeeded", transaction: hashOf(numberOf(pending)) });
+    },
+    log: createLogger("silent"),
+    windowMs: 60_000,
+  });
+  for (let pass = 0; pass < 2; pass++) await watcher.runOnce();
+  assert.deepEqual([...asked].sort(), [5, 6], "only the two the joint read left out");
+  assert.ok(together.length >= 2, "one joint read a pass");
+  assert.ok(
+    together.every((t) => t.network === "eip155:8453" && t.references.length <= 200),
+    "a page's successes of one network, together",
+  );
+  const confirmed = new Set(together.flatMap((t) => t.references));
+  assert.ok(confirmed.has(hashOf(SUCCESSES - 1)) && confirmed.has(hashOf(1)), "the whole window");
+});
+
+test("a joint read that fails confirms nothing: each success of the page is asked one at a time", async () => {
+  let asked = 0;
+  const watcher = new SuccessWatcher({
+    recorder,
+    stillLanded: () => Promise.reject(new Error("the node is down")),
+    reconcile: (pending) => {
+      asked++;
+      return Promise.resolve({ status: "succeeded", transaction: hashOf(numberOf(pending)) });
+    },
+    log: createLogger("silent"),
+    windowMs: 60_000,
+  });
+  await watcher.runOnce();
+  assert.equal(asked, 200, "a whole page, one at a time");
+});
+
+test("networks whose successes are final are not watched", async () => {
+  let asked = 0;
+  for (const networks of [[], ["xrpl:0"]]) {
+    const watcher = new SuccessWatcher({
+      recorder,
+      networks,
+      stillLanded: (_network, references) => {
+        asked += references.length;
+        return Promise.resolve(new Set(references));
+      },
+      reconcile: () => {
+        asked++;
+        return Promise.resolve({ status: "failed", reason: "x", message: "taken back" });
+      },
+      log: createLogger("silent"),
+      windowMs: 60_000,
+    });
+    await watcher.runOnce();
+  }
+  assert.equal(asked, 0, "none of the successes, all on eip155:8453, was asked");
+  const kept = await recorder.get(ids[SUCCESSES - 1]!);
+  assert.equal(kept?.status, "succeeded");
+});

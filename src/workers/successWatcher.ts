@@ -31,6 +31,18 @@ export interface SuccessWatcherOptions {
   reconcile: (pending: PendingSettlement) => Promise<ReconcileOutcome>;
   /** Sends a success's call again at a new nonce, where its family can (`ChainFamily.reland`). */
   reland?: (pending: PendingSettlement & { id: string }) => Promise<ReconcileOutcome> | undefined;
+  /**
+   * The networks whose successes a reorg can take back (absent: every
+   * network). A family that answers success only once its chain is final
+   * has nothing here to watch (`ChainFamily.successIsFinal`).
+   */
+  networks?: readonly string[];
+  /**
+   * Of one network's successes, the transactions the chain still holds
+   * landed, asked together (`ChainFamily.stillLanded`). The others, and
+   * every success without it, are asked one at a time through `reconcile`.
+   */
+  stillLanded?: (network: string, references: readonly string[]) => Promise<ReadonlySet<string>>;
   log: Logger;
   /** How long after its answer a success is watched. */
   windowMs: number;
@@ -78,19 +90,25 @@ export class SuccessWatcher {
   }
 
   private async pass(): Promise<void> {
-    const { recorder, log } = this.opts;
+    const { recorder, log, networks } = this.opts;
     const perPass = PER_PASS;
-    let page;
+    let page: SettlementRow[] = [];
     try {
       const since = new Date(Date.now() - this.opts.windowMs);
-      page = await recorder.recentSuccesses(since, perPass, this.cursor);
+      if (!networks || networks.length > 0) {
+        page = await recorder.recentSuccesses(since, perPass, this.cursor, networks);
+      }
     } catch (e) {
       log.warn({ err: describeError(e) }, "could not read recent successes");
       return;
     }
     this.cursor = page.length < perPass ? undefined : page[page.length - 1];
     const onPage = new Set(page.map((r) => r.id));
-    const rows = [...[...this.doomed.values()].filter((r) => !onPage.has(r.id)), ...page];
+    const landed = await this.stillLanded(page.filter((r) => !this.doomed.has(r.id)));
+    const rows = [
+      ...[...this.doomed.values()].filter((r) => !onPage.has(r.id)),
+      ...page.filter((r) => !landed.has(r.id)),
+    ];
     for (let i = 0; i < rows.length; i += AT_A_TIME) {
       await Promise.all(rows.slice(i, i + AT_A_TIME).map((row) => this.recheck(row)));
     }
@@ -103,6 +121,41 @@ export class SuccessWatcher {
         log.warn({ err: describeError(e) }, "could not drop signed material yet");
       }
     }
+  }
+
+  /**
+   * The ids of the successes whose transactions the chain still holds
+   * landed, asked a network at a time. Nothing else is needed of those:
+   * their records already agree with the chain. A read that fails confirms
+   * nothing, and its successes are asked one at a time.
+   */
+  private async stillLanded(rows: readonly SettlementRow[]): Promise<Set<string>> {
+    const landed = new Set<string>();
+    const ask = this.opts.stillLanded;
+    if (!ask) return landed;
+    const byNetwork = new Map<string, SettlementRow[]>();
+    for (const row of rows) {
+      const group = byNetwork.get(row.network);
+      if (group) group.push(row);
+      else byNetwork.set(row.network, [row]);
+    }
+    await Promise.all(
+      [...byNetwork].map(async ([network, group]) => {
+        try {
+          const still = await ask(
+            network,
+            group.map((r) => r.transaction!),
+          );
+          for (const row of group) if (still.has(row.transaction!)) landed.add(row.id);
+        } catch (e) {
+          this.opts.log.debug(
+            { err: describeError(e), network },
+            "could not ask successes together",
+          );
+        }
+      }),
+    );
+    return landed;
   }
 
   /** Asks the chain about one success, and acts on its answer. */

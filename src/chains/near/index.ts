@@ -239,6 +239,9 @@ export class NearChainAdapter implements ChainFamily {
     );
   }
 
+  /** A success is answered once its transaction is in a final block, which no fork takes back. */
+  readonly successIsFinal = true;
+
   /**
    * From the chain alone: a final transaction decides it. One the node does
    * not know is sent again with the same bytes while the delegate can still

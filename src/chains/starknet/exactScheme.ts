@@ -430,9 +430,10 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
     if (!accepted || receipt.block_number === undefined) return { state: "pending" };
     const block = BigInt(receipt.block_number);
     const fee = feeOf(receipt);
+    // A fee is counted once, when its transaction ends here: the reorg
+    // watch and the reconciler decide the same receipt again.
     if (receipt.execution_status !== "SUCCEEDED") {
-      this.executors.finished(txHash, true, fee);
-      this.report("reverted", fee);
+      if (this.executors.finished(txHash, true, fee)) this.report("reverted", fee);
       await this.journal.finished(txHash, "reverted", block, fee);
       return {
         state: "failed",
@@ -444,8 +445,7 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
       };
     }
     const held = holdsExpectedTransfer(receipt.events ?? [], want);
-    this.executors.finished(txHash, false);
-    this.report("success", fee);
+    if (this.executors.finished(txHash, false)) this.report("success", fee);
     await this.journal.finished(txHash, "success", block, fee);
     if (!held.ok) {
       return { state: "failed", reason: StarknetReason.transferMissing, message: held.message };

@@ -161,11 +161,13 @@ export class ExecutorPool {
    * it cost, for the hour), refused by the node, or no longer followed here
    * (its journal entry, still `sent`, keeps it counted for every replica).
    */
-  finished(hash: string, reverted: boolean, fee = 0n): void {
+  /** True the first time: the transaction was in flight from this replica until now. */
+  finished(hash: string, reverted: boolean, fee = 0n): boolean {
     const hold = this.holds.get(hash);
-    if (!hold) return;
+    if (!hold) return false;
     this.holds.delete(hash);
     this.opts.failedFees?.finish(hold, reverted, fee);
+    return true;
   }
 
   get provider(): RpcProvider {

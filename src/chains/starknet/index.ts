@@ -242,6 +242,31 @@ export class StarknetChainAdapter implements ChainFamily {
   }
 
   /**
+   * The transactions still accepted in a block and succeeded, by their
+   * status alone: asked together, the calls leave as JSON-RPC batches
+   * (rpc.ts), and a status is a few fields where a receipt carries every
+   * event. The same signed calls that succeed again move the same amount
+   * (the token's transfer reverts the whole transaction when it cannot).
+   */
+  async stillLanded(network: string, references: readonly string[]): Promise<ReadonlySet<string>> {
+    const landed = new Set<string>();
+    const r = this.runtimes.get(network);
+    if (!r) return landed;
+    await Promise.all(
+      references.map(async (reference) => {
+        const status = await r.rpc
+          .ask((p) => p.channel.getTransactionStatus(reference))
+          .catch(() => undefined);
+        const accepted =
+          status?.finality_status === "ACCEPTED_ON_L2" ||
+          status?.finality_status === "ACCEPTED_ON_L1";
+        if (accepted && status.execution_status === "SUCCEEDED") landed.add(reference);
+      }),
+    );
+    return landed;
+  }
+
+  /**
    * From the chain alone: a journaled transaction accepted in a block
    * decides it; one the node still holds stays pending; one the node does
    * not know is re-sent with the same signed bytes while its executor's

@@ -378,7 +378,7 @@ export class SvmFeePayers {
 const STATUS_POLL_MS = 100;
 
 /** `getSignatureStatuses` takes at most 256 signatures a call. */
-const STATUSES_PER_CALL = 256;
+export const STATUSES_PER_CALL = 256;
 
 interface StatusWaiter {
   deadline: number;

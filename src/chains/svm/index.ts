@@ -41,7 +41,12 @@ import type {
   PreparedPayment,
   ReconcileOutcome,
 } from "../ports.js";
-import { SvmFeePayers, describeChainError, type Commitment } from "./feePayers.js";
+import {
+  STATUSES_PER_CALL,
+  SvmFeePayers,
+  describeChainError,
+  type Commitment,
+} from "./feePayers.js";
 import { svmAuthorizationKey, svmPayerOf, svmShapeError } from "./paymentIdentity.js";
 import { FailedFeeBudget } from "../failedFeeBudget.js";
 import { svmFailureCause, tokenAccountFields } from "./failures.js";
@@ -328,6 +333,29 @@ export class SvmChainAdapter implements ChainFamily {
         read: () => r.feePayers.rpc.getSlot().send(),
       })),
     );
+  }
+
+  /**
+   * The signatures still landed without an error, past `processed`: one
+   * status read per 256 (the RPC's most), where `reconcile` takes one each.
+   */
+  async stillLanded(network: string, references: readonly string[]): Promise<ReadonlySet<string>> {
+    const landed = new Set<string>();
+    const r = this.runtimes.get(network);
+    if (!r) return landed;
+    for (let i = 0; i < references.length; i += STATUSES_PER_CALL) {
+      const chunk = references.slice(i, i + STATUSES_PER_CALL);
+      const { value } = await r.feePayers.rpc
+        .getSignatureStatuses(chunk as Signature[], { searchTransactionHistory: true })
+        .send();
+      chunk.forEach((reference, j) => {
+        const status = value[j];
+        if (status && !status.err && status.confirmationStatus !== "processed") {
+          landed.add(reference);
+        }
+      });
+    }
+    return landed;
   }
 
   /**

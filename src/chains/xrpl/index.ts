@@ -201,6 +201,9 @@ export class XrplChainAdapter implements ChainFamily {
     );
   }
 
+  /** A success is answered from a validated ledger, which consensus never takes back. */
+  readonly successIsFinal = true;
+
   /**
    * From the ledger alone: a validated transaction decides it; one missing
    * from every ledger up to its `LastLedgerSequence` never landed;

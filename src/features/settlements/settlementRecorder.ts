@@ -504,6 +504,8 @@ export class SettlementRecorder {
     limit: number,
     /** The last row of the page before: this page holds the ones older than it. */
     after?: { finished_at: Date | null; id: string },
+    /** Only these networks' (absent: every network's; never empty). */
+    networks?: readonly string[],
   ): Promise<SettlementRow[]> {
     let q = this.db
       .selectFrom("settlements")
@@ -511,6 +513,7 @@ export class SettlementRecorder {
       .where("status", "=", "succeeded")
       .where("transaction", "is not", null)
       .where("finished_at", ">=", since);
+    if (networks) q = q.where("network", "in", networks);
     if (after?.finished_at) {
       q = q.where((eb) =>
         eb.or([

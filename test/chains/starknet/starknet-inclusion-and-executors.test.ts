@@ -238,6 +238,36 @@ describe("Starknet slow blocks, reverts and executors", () => {
     );
   });
 
+  test("a success decided again (the reconciler, the reorg watch) counts its fee once; the watch confirms it in a joint read, and not a transaction the node does not know", async () => {
+    const { body } = await signed(3, requirements("4950"));
+    const settled = await settleToEnd(body);
+    assert.equal(settled.success, true, settled.errorMessage);
+    const spent = async () =>
+      (await stack.service.metrics.gasSpent.get()).values
+        .filter((v) => v.labels.network === STARKNET_MAINNET && v.labels.outcome === "success")
+        .reduce((sum, v) => sum + v.value, 0);
+    const before = await spent();
+    assert.ok(before > 0, "the settle counted its fee");
+    const pending = {
+      network: STARKNET_MAINNET,
+      request: body as never,
+      transactions: [{ network: STARKNET_MAINNET, reference: settled.transaction, detail: {} }],
+    };
+    for (let i = 0; i < 2; i++) {
+      assert.deepEqual(await stack.service.facilitator.reconcile(pending), {
+        status: "succeeded",
+        transaction: settled.transaction,
+      });
+    }
+    assert.equal(await spent(), before, "decided again, not paid again");
+    const unknown = "0x1234";
+    const landed = await stack.service.facilitator.stillLanded(STARKNET_MAINNET, [
+      unknown,
+      settled.transaction,
+    ]);
+    assert.deepEqual([...landed], [settled.transaction]);
+  });
+
   test("the executor's nonce moved behind the service before a burst: the refused send is signed again with the node's nonce, and every payment lands once", async () => {
     // The service knows the executor's next nonce from the burst before.
     const warm = await signed(0, requirements("4900"));

@@ -10,7 +10,12 @@ import assert from "node:assert/strict";
 import { x402Facilitator } from "@x402/core/facilitator";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { ExactSvmScheme } from "@x402/svm/exact/client";
-import { address, createKeyPairSignerFromBytes, getBase58Encoder } from "@solana/kit";
+import {
+  address,
+  createKeyPairSignerFromBytes,
+  getBase58Decoder,
+  getBase58Encoder,
+} from "@solana/kit";
 import {
   startSolanaLedger,
   associatedTokenAccount,
@@ -115,6 +120,17 @@ describe("Solana exact against the local ledger", () => {
       transactions: [{ network: NETWORK, reference: settled.transaction, detail: {} }],
     });
     assert.deepEqual(outcome, { status: "succeeded", transaction: settled.transaction });
+  });
+
+  test("the reorg watch's joint read: a landed signature is confirmed, an unknown one is not", async () => {
+    const req = requirements();
+    const settled = await engine.settle(await pay(2, req), req);
+    assert.equal(settled.success, true, JSON.stringify(settled));
+    // A well-formed signature the ledger never saw.
+    const unknown = getBase58Decoder().decode(new Uint8Array(64).fill(7));
+    const landed = await family.stillLanded(NETWORK, [unknown, settled.transaction]);
+    assert.deepEqual([...landed], [settled.transaction]);
+    assert.equal((await family.stillLanded("solana:elsewhere", [settled.transaction])).size, 0);
   });
 
   test("the authorization key is the same for every copy of one transaction", async () => {
