@@ -6,14 +6,16 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { sql } from "kysely";
+import { sql, type Transaction } from "kysely";
+import type { Database } from "../../storage/schema.js";
 import { openMigratedDb, type OpenedDb } from "../../storage/db.js";
 import { createLogger } from "../../lib/logger.js";
 import { createAccount } from "../accounts/accounts.js";
 import { createApiKey } from "../keys/apiKeys.js";
 import { QuotaLedger } from "../plans/quotaLedger.js";
 import { monthOf } from "../plans/plans.js";
-import { SettlementRecorder } from "./settlementRecorder.js";
+import { SettlementRecorder, recentSuccessesQuery } from "./settlementRecorder.js";
+import { dropSignedMaterialStatement } from "./settlementWrites.js";
 import { SAMPLE_REQUEST, openRecorderFixture } from "../../../test/support/recorder.js";
 
 const request = SAMPLE_REQUEST;
@@ -235,6 +237,32 @@ describe("settlement recorder", () => {
       .where("reference", "=", "0xagain")
       .executeTakeFirstOrThrow();
     assert.deepEqual([row.status, String(row.block_number)], ["success", "8"]);
+  });
+
+  test("the reorg watch's read and its sweep are answered from their indexes, not by reading every settlement", async () => {
+    // With sequential scans priced out, a plan still reads the whole table
+    // only when no index can answer the statement.
+    const planOf = (explain: (trx: Transaction<Database>) => Promise<Record<string, unknown>[]>) =>
+      database.db.transaction().execute(async (trx) => {
+        await sql`set local enable_seqscan = off`.execute(trx);
+        return (await explain(trx)).map((r) => String(r["QUERY PLAN"])).join("\n");
+      });
+    const since = new Date(Date.now() - 60_000);
+    const after = { finished_at: new Date(), id: "00000000-0000-0000-0000-000000000000" };
+    const read = await planOf((trx) =>
+      recentSuccessesQuery(trx, since, 200, after, ["eip155:8453", "solana:x"]).explain(),
+    );
+    assert.match(read, /settlements_recent_successes_idx/, read);
+    assert.doesNotMatch(read, /Seq Scan/, read);
+    const sweep = await planOf(
+      async (trx) =>
+        (await sql`explain ${dropSignedMaterialStatement(since)}`.execute(trx)).rows as Record<
+          string,
+          unknown
+        >[],
+    );
+    assert.match(sweep, /settlement_transactions_signed_idx/, sweep);
+    assert.doesNotMatch(sweep, /Seq Scan on settlement_transactions/, sweep);
   });
 });
 

@@ -22,7 +22,7 @@
  * broadcast" and "outcome before answer" hold for every one of them.
  */
 import { createHash, randomUUID } from "node:crypto";
-import { sql, type Transaction } from "kysely";
+import { sql, type Kysely, type Transaction } from "kysely";
 import stringify from "safe-stable-stringify";
 import type { FailureCause, ReconcileOutcome } from "../../chains/ports.js";
 import type { SettleResponse } from "@x402/core/types";
@@ -507,22 +507,7 @@ export class SettlementRecorder {
     /** Only these networks' (absent: every network's; never empty). */
     networks?: readonly string[],
   ): Promise<SettlementRow[]> {
-    let q = this.db
-      .selectFrom("settlements")
-      .selectAll()
-      .where("status", "=", "succeeded")
-      .where("transaction", "is not", null)
-      .where("finished_at", ">=", since);
-    if (networks) q = q.where("network", "in", networks);
-    if (after?.finished_at) {
-      q = q.where((eb) =>
-        eb.or([
-          eb("finished_at", "<", after.finished_at!),
-          eb.and([eb("finished_at", "=", after.finished_at!), eb("id", "<", after.id)]),
-        ]),
-      );
-    }
-    return q.orderBy("finished_at", "desc").orderBy("id", "desc").limit(limit).execute();
+    return recentSuccessesQuery(this.db, since, limit, after, networks).execute();
   }
 
   /**
@@ -958,4 +943,35 @@ export class SettlementRecorder {
       )
       .execute();
   }
+}
+
+/**
+ * The reorg watch's read (`SettlementRecorder.recentSuccesses`), answered
+ * from the partial index of successes by the time they finished (0035):
+ * the watch runs every few seconds, and the table holds every settlement
+ * ever recorded.
+ */
+export function recentSuccessesQuery(
+  db: Kysely<Database>,
+  since: Date,
+  limit: number,
+  after?: { finished_at: Date | null; id: string },
+  networks?: readonly string[],
+) {
+  let q = db
+    .selectFrom("settlements")
+    .selectAll()
+    .where("status", "=", "succeeded")
+    .where("transaction", "is not", null)
+    .where("finished_at", ">=", since);
+  if (networks) q = q.where("network", "in", networks);
+  if (after?.finished_at) {
+    q = q.where((eb) =>
+      eb.or([
+        eb("finished_at", "<", after.finished_at!),
+        eb.and([eb("finished_at", "=", after.finished_at!), eb("id", "<", after.id)]),
+      ]),
+    );
+  }
+  return q.orderBy("finished_at", "desc").orderBy("id", "desc").limit(limit);
 }

@@ -147,6 +147,15 @@ export async function journalSent(
  */
 const SIGNED_DETAIL_KEYS = ["raw", "blob", "signedTransaction", "transaction"];
 
+/**
+ * The same list written into the statement, not bound: the sweep's rows are
+ * found through the partial index on entries that hold signed bytes (0035),
+ * and the planner matches an index's predicate only against a constant.
+ */
+const SIGNED_DETAIL_KEYS_LITERAL = sql.raw(
+  `ARRAY[${SIGNED_DETAIL_KEYS.map((k) => `'${k}'`).join(", ")}]::text[]`,
+);
+
 /** The chain's final word on journaled transactions. */
 export async function journalMined(
   db: Kysely<Database>,
@@ -179,15 +188,18 @@ export async function journalMined(
  * mined entry with no settlement (a sponsored funding) sent before it.
  */
 export async function dropSignedMaterial(db: Kysely<Database>, before: Date): Promise<void> {
-  await sql`
+  await dropSignedMaterialStatement(before).execute(db);
+}
+
+/** The sweep's statement (tests read its plan). */
+export function dropSignedMaterialStatement(before: Date) {
+  return sql`
     update settlement_transactions t
-    set detail = t.detail - ${SIGNED_DETAIL_KEYS}::text[]
-    where t.detail ?| ${SIGNED_DETAIL_KEYS}::text[]
+    set detail = t.detail - ${SIGNED_DETAIL_KEYS_LITERAL}
+    where t.detail ?| ${SIGNED_DETAIL_KEYS_LITERAL}
       and (exists (select 1 from settlements s where s.id = t.settlement_id
           and s.status <> 'pending' and s.finished_at < ${before})
-        or (t.settlement_id is null and t.status <> 'sent' and t.created_at < ${before}))`.execute(
-    db,
-  );
+        or (t.settlement_id is null and t.status <> 'sent' and t.created_at < ${before}))`;
 }
 
 // Every column but the stored request; a Record, so a new column must be listed.
