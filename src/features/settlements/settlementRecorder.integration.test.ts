@@ -6,7 +6,15 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { sql, type Transaction } from "kysely";
+import {
+  DummyDriver,
+  Kysely,
+  PostgresAdapter,
+  PostgresIntrospector,
+  PostgresQueryCompiler,
+  sql,
+  type Transaction,
+} from "kysely";
 import type { Database } from "../../storage/schema.js";
 import { openMigratedDb, type OpenedDb } from "../../storage/db.js";
 import { createLogger } from "../../lib/logger.js";
@@ -263,6 +271,45 @@ describe("settlement recorder", () => {
     );
     assert.match(sweep, /settlement_transactions_signed_idx/, sweep);
     assert.doesNotMatch(sweep, /Seq Scan on settlement_transactions/, sweep);
+  });
+});
+
+describe("settlement recorder's lanes", () => {
+  test("a transaction's journal entry goes through the finishing lane, with the settlement's reference", async () => {
+    const { database, recorder, principal } = await openRecorderFixture("lanes");
+    try {
+      const id = await recorder.begin({
+        principal,
+        request,
+        authorizationKey: "auth-lane",
+        payer: "0xAbC",
+        units: 1,
+      });
+      assert.ok(id);
+      // New work's lane answers nothing here: only the finishing lane reaches the database.
+      const newWork = new Kysely<Database>({
+        dialect: {
+          createAdapter: () => new PostgresAdapter(),
+          createDriver: () => new DummyDriver(),
+          createIntrospector: (db) => new PostgresIntrospector(db),
+          createQueryCompiler: () => new PostgresQueryCompiler(),
+        },
+      });
+      const lanes = new SettlementRecorder(newWork, createLogger("silent"), undefined, database.db);
+      await lanes.recordSent(
+        { network: "eip155:8453", reference: "0xlane", signer: "0xabc", detail: {} },
+        id,
+      );
+      const row = await database.db
+        .selectFrom("settlements as s")
+        .innerJoin("settlement_transactions as t", "t.settlement_id", "s.id")
+        .select(["s.transaction", "t.reference"])
+        .where("s.id", "=", id)
+        .executeTakeFirstOrThrow();
+      assert.deepEqual(row, { transaction: "0xlane", reference: "0xlane" });
+    } finally {
+      await database.close();
+    }
   });
 });
 

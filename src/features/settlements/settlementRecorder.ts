@@ -188,9 +188,10 @@ export class SettlementRecorder {
     private readonly log: Logger,
     private readonly metering?: SettlementMetering,
     /**
-     * The same database for the writes that answer settles in flight (a
-     * transaction's receipt, a settlement's outcome): on the embedded
-     * database they go before new work waiting for its connection.
+     * The same database for the writes of settles in flight (a
+     * transaction's journal entry and its receipt, a settlement's outcome):
+     * on the embedded database they go before new work waiting for its
+     * connection.
      */
     private readonly finishing: Db = db,
   ) {
@@ -201,8 +202,11 @@ export class SettlementRecorder {
       const inserted = await insertIntents(this.db, rows);
       return rows.map((r) => ({ status: "fulfilled", value: inserted.has(r.id) }) as const);
     }, opts);
+    // A journal entry is the last step before its transaction leaves, for
+    // a settle already in flight (on Starknet, inside an executor's turn,
+    // which the executor's next send waits for): finishing work.
     this.sent = new GroupCommit(async (sent) => {
-      const open = await journalSent(this.db, sent);
+      const open = await journalSent(this.finishing, sent);
       const refused = sent.flatMap((s) =>
         s.settlementId && !open.has(s.settlementId) ? [s.settlementId] : [],
       );
@@ -213,7 +217,7 @@ export class SettlementRecorder {
           ? new Set<string>()
           : new Set(
               (
-                await this.db
+                await this.finishing
                   .selectFrom("settlements")
                   .select("id")
                   .where("id", "in", refused)
