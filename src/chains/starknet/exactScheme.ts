@@ -219,6 +219,9 @@ export function causeOfStarknetRevert(reason: string): FailureCause {
 /** How many recent reverts' causes are kept for attribution (the oldest go first). */
 const FAILURES_KEPT = 10_000;
 
+/** Transactions whose fee is remembered as counted: far more than a minute's settles. */
+const FEES_REMEMBERED = 10_000;
+
 /** The payer's authorization a revert is remembered by: its account and outside-execution nonce. */
 function authorizationOf(from: bigint, nonce: bigint): string {
   return `${addressHex(from)}:${feltHex(nonce)}`;
@@ -251,9 +254,21 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
     return reason !== undefined ? causeOfStarknetRevert(reason) : "requirements";
   }
 
-  private report(status: "success" | "reverted", fee: bigint | undefined): void {
-    if (fee !== undefined) this.settings.onFeePaid?.(status, Number(fee) / 1e18);
+  /**
+   * Counts a transaction's fee the first time its receipt is decided here.
+   * The same receipt is decided again by a settle's retry, the reconciler
+   * and the reorg watch; the transaction was paid for once. (A settle that
+   * answered `settlement_pending` stopped following it, so its fee is
+   * counted when a later look decides it.)
+   */
+  private report(txHash: string, status: "success" | "reverted", fee: bigint | undefined): void {
+    if (fee === undefined || this.feesCounted.has(txHash)) return;
+    rememberBounded(this.feesCounted, txHash, true, FEES_REMEMBERED);
+    this.settings.onFeePaid?.(status, Number(fee) / 1e18);
   }
+
+  /** Transactions whose fee was counted, newest last. */
+  private readonly feesCounted = new Map<string, true>();
 
   /**
    * The executor to name as `Caller`, in rotation among healthy ones, under
@@ -430,10 +445,9 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
     if (!accepted || receipt.block_number === undefined) return { state: "pending" };
     const block = BigInt(receipt.block_number);
     const fee = feeOf(receipt);
-    // A fee is counted once, when its transaction ends here: the reorg
-    // watch and the reconciler decide the same receipt again.
     if (receipt.execution_status !== "SUCCEEDED") {
-      if (this.executors.finished(txHash, true, fee)) this.report("reverted", fee);
+      this.executors.finished(txHash, true, fee);
+      this.report(txHash, "reverted", fee);
       await this.journal.finished(txHash, "reverted", block, fee);
       return {
         state: "failed",
@@ -445,7 +459,8 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
       };
     }
     const held = holdsExpectedTransfer(receipt.events ?? [], want);
-    if (this.executors.finished(txHash, false)) this.report("success", fee);
+    this.executors.finished(txHash, false);
+    this.report(txHash, "success", fee);
     await this.journal.finished(txHash, "success", block, fee);
     if (!held.ok) {
       return { state: "failed", reason: StarknetReason.transferMissing, message: held.message };

@@ -161,13 +161,11 @@ export class ExecutorPool {
    * it cost, for the hour), refused by the node, or no longer followed here
    * (its journal entry, still `sent`, keeps it counted for every replica).
    */
-  /** True the first time: the transaction was in flight from this replica until now. */
-  finished(hash: string, reverted: boolean, fee = 0n): boolean {
+  finished(hash: string, reverted: boolean, fee = 0n): void {
     const hold = this.holds.get(hash);
-    if (!hold) return false;
+    if (!hold) return;
     this.holds.delete(hash);
     this.opts.failedFees?.finish(hold, reverted, fee);
-    return true;
   }
 
   get provider(): RpcProvider {

@@ -83,9 +83,16 @@ describe("Starknet slow blocks, reverts and executors", () => {
       .where("amount", "=", amount)
       .execute();
 
+  /** STRK the service counted as spent on successful settlements (`x402_signer_gas_spent_total`). */
+  const spent = async () =>
+    (await stack.service.metrics.gasSpent.get()).values
+      .filter((v) => v.labels.network === STARKNET_MAINNET && v.labels.outcome === "success")
+      .reduce((sum, v) => sum + v.value, 0);
+
   test("not accepted in time: settlement_pending with the hash; a retry once it lands answers success, one transfer", async () => {
     const { address, body } = await signed(1, requirements("2222"));
     const before = usdcOf(address);
+    const spentBefore = await spent();
     ledger().withhold = true;
     let first: SettleAnswer;
     try {
@@ -110,6 +117,8 @@ describe("Starknet slow blocks, reverts and executors", () => {
       (await rowsOf(address, "2222")).map((r) => [r.status, r.attempts, r.transaction]),
       [["succeeded", 2, first.transaction]],
     );
+    // Its fee, no longer followed once the first answer said pending, is counted when decided.
+    assert.ok((await spent()) > spentBefore, "the fee of a transaction decided late is counted");
   });
 
   test("a transaction that reverts (the payer emptied its balance meanwhile): success false with the reason, no amount moved", async () => {
@@ -242,10 +251,6 @@ describe("Starknet slow blocks, reverts and executors", () => {
     const { body } = await signed(3, requirements("4950"));
     const settled = await settleToEnd(body);
     assert.equal(settled.success, true, settled.errorMessage);
-    const spent = async () =>
-      (await stack.service.metrics.gasSpent.get()).values
-        .filter((v) => v.labels.network === STARKNET_MAINNET && v.labels.outcome === "success")
-        .reduce((sum, v) => sum + v.value, 0);
     const before = await spent();
     assert.ok(before > 0, "the settle counted its fee");
     const pending = {
