@@ -38,6 +38,12 @@ export interface OpenedDb {
    * or on PostgreSQL's pool: `db`.
    */
   finishing?: Db;
+  /**
+   * The same database for a transaction's journal entry, the last write
+   * before it leaves: on the embedded database it goes after `finishing`'s
+   * answers and before new work. Absent, or on PostgreSQL's pool: `db`.
+   */
+  sending?: Db;
   kind: "pglite" | "postgres";
   close(): Promise<void>;
 }
@@ -97,14 +103,17 @@ export async function openDb(opts: OpenDbOptions): Promise<OpenedDb> {
     const client = await PGliteThread.open({ dataDir: dir, conf: PGLITE_CONF });
     const lock = new ConnectionLock();
     const db = new Kysely<Database>({ dialect: counted(new PGliteDialect(client, lock), opts) });
-    const finishing = new Kysely<Database>({
-      dialect: counted(new PGliteDialect(client, lock, true), opts),
-    });
+    const lane = (name: "answer" | "send") =>
+      new Kysely<Database>({ dialect: counted(new PGliteDialect(client, lock, name), opts) });
+    const finishing = lane("answer");
+    const sending = lane("send");
     return {
       db,
       finishing,
+      sending,
       kind: "pglite",
       close: async () => {
+        await sending.destroy();
         await finishing.destroy();
         await db.destroy();
         unlock();

@@ -7,13 +7,19 @@
  * therefore hands out the single connection to one holder at a time (a
  * lock), which is exactly a pool of size one.
  *
- * The lock serves two lanes. Work that finishes a request already in flight
- * (a settlement's outcome, its transaction's receipt) goes before new work
- * waiting for the connection: when a block answers a hundred settles at
- * once, their outcome writes would otherwise queue behind the reads and
- * intents of the payments the same customers send next, and every answer
- * would wait for them. New work is never starved: after a few turns of
- * finishing work in a row, one waiting new holder goes.
+ * The lock serves three lanes, most urgent first:
+ * - `answer`: work that answers a settle in flight (its transaction's
+ *   receipt, its outcome). When a block answers a hundred settles at once,
+ *   their writes would otherwise queue behind the work of the payments the
+ *   same customers send next, and every answer would wait for it;
+ * - `send`: a transaction's journal entry, the last step before it leaves,
+ *   which a settle in flight (and on Starknet an executor's next send)
+ *   waits for. It goes after answers: the payments sent right after a
+ *   block are the ones its answers let go, and their entries would
+ *   otherwise hold up the rest of that block's answers;
+ * - `new`: everything else (reads, intents, quota, new requests).
+ * No lane is starved: a lane passed over a few turns in a row takes the
+ * next one.
  */
 import {
   CompiledQuery,
@@ -57,37 +63,47 @@ class PGliteConnection implements DatabaseConnection {
   }
 }
 
-/** Turns finishing work may take in a row while new work waits. */
-const FINISHING_IN_A_ROW = 4;
+/** The lanes of the one connection, most urgent first (see the top of this file). */
+export const LANES = ["answer", "send", "new"] as const;
+export type Lane = (typeof LANES)[number];
 
-/** The one connection's lock: one holder at a time, finishing work first. */
+/** Turns a waiting lane may be passed over in a row before it takes one. */
+const PASSED_OVER_AT_MOST = 4;
+
+interface Waiting {
+  readonly holders: (() => void)[];
+  passedOver: number;
+}
+
+/** The one connection's lock: one holder at a time, the most urgent lane first. */
 export class ConnectionLock {
   private held = false;
-  private readonly finishing: (() => void)[] = [];
-  private readonly fresh: (() => void)[] = [];
-  private finishingInARow = 0;
+  private readonly lanes: Record<Lane, Waiting> = {
+    answer: { holders: [], passedOver: 0 },
+    send: { holders: [], passedOver: 0 },
+    new: { holders: [], passedOver: 0 },
+  };
   private readonly drained: (() => void)[] = [];
 
-  acquire(finishing: boolean): Promise<void> {
+  acquire(lane: Lane): Promise<void> {
     if (!this.held) {
       this.held = true;
       return Promise.resolve();
     }
-    return new Promise((resolve) => (finishing ? this.finishing : this.fresh).push(resolve));
+    return new Promise((resolve) => this.lanes[lane].holders.push(resolve));
   }
 
   release(): void {
-    const takeFresh =
-      this.fresh.length > 0 &&
-      (this.finishing.length === 0 || this.finishingInARow >= FINISHING_IN_A_ROW);
-    const next = takeFresh ? this.fresh.shift() : this.finishing.shift();
+    const waiting = LANES.map((l) => this.lanes[l]).filter((w) => w.holders.length > 0);
+    // The most urgent lane that was passed over too often, else the most urgent.
+    const next = waiting.find((w) => w.passedOver >= PASSED_OVER_AT_MOST) ?? waiting[0];
     if (!next) {
       this.held = false;
       for (const done of this.drained.splice(0)) done();
       return;
     }
-    this.finishingInARow = takeFresh ? 0 : this.finishingInARow + 1;
-    next();
+    for (const w of waiting) w.passedOver = w === next ? 0 : w.passedOver + 1;
+    next.holders.shift()!();
   }
 
   /** Resolves once nobody holds or waits for the connection. */
@@ -103,7 +119,7 @@ class PGliteDriver implements Driver {
   constructor(
     private readonly client: EmbeddedDatabase,
     private readonly lock: ConnectionLock,
-    private readonly finishing: boolean,
+    private readonly lane: Lane,
   ) {
     this.connection = new PGliteConnection(client);
   }
@@ -112,7 +128,7 @@ class PGliteDriver implements Driver {
   async init(): Promise<void> {}
 
   async acquireConnection(): Promise<DatabaseConnection> {
-    await this.lock.acquire(this.finishing);
+    await this.lock.acquire(this.lane);
     return this.connection;
   }
 
@@ -132,28 +148,28 @@ class PGliteDriver implements Driver {
     this.lock.release();
   }
 
-  /** Waits for every holder; the finishing lane's driver leaves the database open. */
+  /** Waits for every holder; only the `new` lane's driver closes the database. */
   async destroy(): Promise<void> {
     await this.lock.idle();
-    if (!this.finishing && !this.client.closed) await this.client.close();
+    if (this.lane === "new" && !this.client.closed) await this.client.close();
   }
 }
 
 export class PGliteDialect implements Dialect {
   /**
-   * `lock` is shared by the dialects of one database; `finishing` puts this
-   * dialect's holders in the finishing lane (see the top of this file).
+   * `lock` is shared by the dialects of one database; `lane` is the lane
+   * this dialect's holders wait in (see the top of this file).
    */
   constructor(
     private readonly client: EmbeddedDatabase,
     private readonly lock = new ConnectionLock(),
-    private readonly finishing = false,
+    private readonly lane: Lane = "new",
   ) {}
   createAdapter() {
     return new PostgresAdapter();
   }
   createDriver(): Driver {
-    return new PGliteDriver(this.client, this.lock, this.finishing);
+    return new PGliteDriver(this.client, this.lock, this.lane);
   }
   createQueryCompiler() {
     return new PostgresQueryCompiler();

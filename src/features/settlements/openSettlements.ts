@@ -17,8 +17,8 @@ import { DbTransactionJournal } from "./transactionJournal.js";
 import { DbSponsoredFundings } from "./sponsoredFundings.js";
 
 export function openSettlements(
-  /** `finishing`: the same database for writes that finish a settlement (see `OpenedDb`). */
-  { db, finishing = db }: Pick<OpenedDb, "db" | "finishing">,
+  /** `finishing`, `sending`: the same database in the lanes of settles in flight (see `OpenedDb`). */
+  { db, finishing = db, sending = finishing }: Pick<OpenedDb, "db" | "finishing" | "sending">,
   plans: PlanLimits & { metering: boolean; sponsoredFundingsPerDay?: number },
   log: Logger,
   reportError: (e: unknown, what: string) => void,
@@ -29,6 +29,7 @@ export function openSettlements(
     log.child({ component: "settlements" }),
     quota,
     finishing,
+    sending,
   );
   return {
     quota,

@@ -275,7 +275,7 @@ describe("settlement recorder", () => {
 });
 
 describe("settlement recorder's lanes", () => {
-  test("a transaction's journal entry goes through the finishing lane, with the settlement's reference", async () => {
+  test("a transaction's journal entry goes through the sending lane, with the settlement's reference", async () => {
     const { database, recorder, principal } = await openRecorderFixture("lanes");
     try {
       const id = await recorder.begin({
@@ -286,7 +286,7 @@ describe("settlement recorder's lanes", () => {
         units: 1,
       });
       assert.ok(id);
-      // New work's lane answers nothing here: only the finishing lane reaches the database.
+      // New work's lane and the answers' lane reach nothing here: only the sending lane reaches the database.
       const newWork = new Kysely<Database>({
         dialect: {
           createAdapter: () => new PostgresAdapter(),
@@ -295,7 +295,13 @@ describe("settlement recorder's lanes", () => {
           createQueryCompiler: () => new PostgresQueryCompiler(),
         },
       });
-      const lanes = new SettlementRecorder(newWork, createLogger("silent"), undefined, database.db);
+      const lanes = new SettlementRecorder(
+        newWork,
+        createLogger("silent"),
+        undefined,
+        newWork,
+        database.db,
+      );
       await lanes.recordSent(
         { network: "eip155:8453", reference: "0xlane", signer: "0xabc", detail: {} },
         id,

@@ -188,12 +188,17 @@ export class SettlementRecorder {
     private readonly log: Logger,
     private readonly metering?: SettlementMetering,
     /**
-     * The same database for the writes of settles in flight (a
-     * transaction's journal entry and its receipt, a settlement's outcome):
-     * on the embedded database they go before new work waiting for its
-     * connection.
+     * The same database for the writes that answer settles in flight (a
+     * transaction's receipt, a settlement's outcome): on the embedded
+     * database they go first.
      */
     private readonly finishing: Db = db,
+    /**
+     * The same database for a transaction's journal entry, the last step
+     * before it leaves: on the embedded database it goes after answers and
+     * before new work.
+     */
+    private readonly sending: Db = finishing,
   ) {
     const opts = { maxBatch: DEFAULT_MAX_BATCH };
     const done = <T>(items: readonly T[]) =>
@@ -204,9 +209,9 @@ export class SettlementRecorder {
     }, opts);
     // A journal entry is the last step before its transaction leaves, for
     // a settle already in flight (on Starknet, inside an executor's turn,
-    // which the executor's next send waits for): finishing work.
+    // which the executor's next send waits for): the sending lane.
     this.sent = new GroupCommit(async (sent) => {
-      const open = await journalSent(this.finishing, sent);
+      const open = await journalSent(this.sending, sent);
       const refused = sent.flatMap((s) =>
         s.settlementId && !open.has(s.settlementId) ? [s.settlementId] : [],
       );
@@ -217,7 +222,7 @@ export class SettlementRecorder {
           ? new Set<string>()
           : new Set(
               (
-                await this.finishing
+                await this.sending
                   .selectFrom("settlements")
                   .select("id")
                   .where("id", "in", refused)
