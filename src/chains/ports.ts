@@ -363,6 +363,13 @@ export interface SettlementNotes {
   /** A transaction's journal entry could not be written, so it was not broadcast. */
   journalFailed?: boolean;
   /**
+   * Where the settle writes its outcome: the journal writes of the chain's
+   * word on its transactions (`TransactionJournal.finished`), which the
+   * outcome's write waits for instead of the mechanism. Absent: each
+   * `finished` is awaited where it is called.
+   */
+  journalWrites?: Promise<void>[];
+  /**
    * The journal refused a transaction because the settlement's record was
    * already final (judged interrupted while it ran), so it was not broadcast.
    */

@@ -21,7 +21,7 @@ import type { ApiKeyPrincipal } from "../keys/authenticator.js";
 import type { FinishOutcome, SettlementRecorder } from "./settlementRecorder.js";
 
 export class Settlement implements SettlingPayment {
-  readonly notes: SettlementNotes = { sent: false };
+  readonly notes: SettlementNotes = { sent: false, journalWrites: [] };
   private reservation: QuotaReservation | undefined;
 
   private constructor(
@@ -78,16 +78,14 @@ export class Settlement implements SettlingPayment {
   /**
    * Records the mechanism's outcome, giving the reservation back in the
    * same transaction; a reservation whose write failed stays held, for
-   * `release`.
+   * `release`. Resolves once the journal writes the mechanism left to it
+   * (`SettlementNotes.journalWrites`) have finished too.
    */
   async finish(result: SettleResponse): Promise<FinishOutcome> {
-    const written = await this.rows.finish(
-      this.id,
-      result,
-      this.startedAt,
-      this.requestId,
-      this.reservation,
-    );
+    const [written] = await Promise.all([
+      this.rows.finish(this.id, result, this.startedAt, this.requestId, this.reservation),
+      ...(this.notes.journalWrites ?? []),
+    ]);
     if (written.recorded) this.reservation = undefined;
     return written;
   }

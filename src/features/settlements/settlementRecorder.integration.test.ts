@@ -24,6 +24,9 @@ import { QuotaLedger } from "../plans/quotaLedger.js";
 import { monthOf } from "../plans/plans.js";
 import { SettlementRecorder, recentSuccessesQuery } from "./settlementRecorder.js";
 import { dropSignedMaterialStatement } from "./settlementWrites.js";
+import { DbTransactionJournal } from "./transactionJournal.js";
+import { Settlement } from "./settlement.js";
+import { runInSettlementScope } from "../../chains/settlementScope.js";
 import { SAMPLE_REQUEST, openRecorderFixture } from "../../../test/support/recorder.js";
 
 const request = SAMPLE_REQUEST;
@@ -313,6 +316,76 @@ describe("settlement recorder's lanes", () => {
         .where("s.id", "=", id)
         .executeTakeFirstOrThrow();
       assert.deepEqual(row, { transaction: "0xlane", reference: "0xlane" });
+    } finally {
+      await database.close();
+    }
+  });
+});
+
+describe("the chain's word on a settle's transaction", () => {
+  test("inside a settle it is journaled with the outcome, and the outcome's write waits for it; outside, where it is called", async () => {
+    const { database, recorder, principal } = await openRecorderFixture("word");
+    try {
+      const journal = new DbTransactionJournal(recorder);
+      const settlement = await Settlement.open(recorder, {
+        principal,
+        payment: {
+          request,
+          payer: "0xAbC",
+          authorizationKey: "auth-word",
+          units: 1,
+          shapeError: undefined,
+          replayReason: "replay",
+          repeatable: false,
+          family: undefined,
+        },
+        units: 1,
+        requestId: "req-word",
+      });
+      assert.ok(settlement);
+      const network = request.paymentRequirements.network;
+      const entry = (reference: string) => ({ network, reference, signer: "0xabc", detail: {} });
+      const statusOf = async (reference: string) =>
+        (
+          await database.db
+            .selectFrom("settlement_transactions")
+            .select("status")
+            .where("reference", "=", reference)
+            .executeTakeFirstOrThrow()
+        ).status;
+
+      await runInSettlementScope(settlement, async () => {
+        await journal.sent(entry("0xword"));
+        await journal.finished("0xword", "success", 7n, 21n);
+      });
+      assert.equal(settlement.notes.journalWrites?.length, 1, "left to the outcome's write");
+      // One more write left to it that has not finished: the outcome is
+      // recorded, and the settle still does not answer.
+      let release = () => {};
+      settlement.notes.journalWrites?.push(new Promise<void>((r) => (release = r)));
+      let answered = false;
+      const finishing = settlement
+        .finish({ success: true, transaction: "0xword", network, payer: "0xAbC" })
+        .then((written) => ((answered = true), written));
+      for (;;) {
+        const row = await database.db
+          .selectFrom("settlements")
+          .select("status")
+          .where("id", "=", settlement.id)
+          .executeTakeFirstOrThrow();
+        if (row.status === "succeeded") break;
+        await new Promise((r) => setImmediate(r));
+      }
+      await new Promise((r) => setImmediate(r));
+      assert.equal(answered, false, "the answer waits for every write left to it");
+      release();
+      assert.equal((await finishing).successAnswered, true);
+      assert.equal(await statusOf("0xword"), "success");
+
+      // The reconciler and the reorg watch have no outcome write to wait with.
+      await recorder.recordSent(entry("0xalone"), undefined);
+      await journal.finished("0xalone", "reverted", 8n, 5n);
+      assert.equal(await statusOf("0xalone"), "reverted");
     } finally {
       await database.close();
     }

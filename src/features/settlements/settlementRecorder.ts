@@ -465,6 +465,19 @@ export class SettlementRecorder {
     await this.mined.submit({ reference, status, block, fee });
   }
 
+  /**
+   * The chain's word on a transaction could not be journaled while its
+   * settlement's outcome (the record that answers) was written: its entry
+   * stays `sent`, which counts its worst fee against the failed-fee budget
+   * until its hour is over.
+   */
+  journalWriteLost(reference: string, e: unknown): void {
+    this.log.error(
+      { err: String(e), transaction: reference },
+      "could not journal a transaction's outcome; its settlement's outcome is recorded",
+    );
+  }
+
   /** A pending row with its journaled transactions, as the chain families reconcile it. */
   async pendingSettlement(row: SettlementRow): Promise<PendingSettlement> {
     const txs = await this.journalReads.submit(row.id);

@@ -33,7 +33,14 @@ export class DbTransactionJournal implements TransactionJournal {
     block?: bigint,
     fee?: bigint,
   ): Promise<void> {
-    return this.recorder.recordFinished(reference, status, block, fee);
+    const write = this.recorder.recordFinished(reference, status, block, fee);
+    // Inside a settle that writes its outcome next: that write waits for
+    // this one, so the two reach the database together, not one database
+    // turn after the other, and the answer still leaves after both.
+    const pending = currentSettlement()?.notes.journalWrites;
+    if (!pending) return write;
+    pending.push(write.catch((e: unknown) => this.recorder.journalWriteLost(reference, e)));
+    return Promise.resolve();
   }
 
   failedFeeExposure(network: string, since: Date): Promise<{ reverted: bigint; inFlight: bigint }> {
