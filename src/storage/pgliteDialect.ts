@@ -64,7 +64,7 @@ class PGliteConnection implements DatabaseConnection {
 }
 
 /** The lanes of the one connection, most urgent first (see the top of this file). */
-export const LANES = ["answer", "send", "new"] as const;
+const LANES = ["answer", "send", "new"] as const;
 export type Lane = (typeof LANES)[number];
 
 /** Turns a waiting lane may be passed over in a row before it takes one. */
