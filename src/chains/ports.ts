@@ -363,10 +363,11 @@ export interface SettlementNotes {
   /** A transaction's journal entry could not be written, so it was not broadcast. */
   journalFailed?: boolean;
   /**
-   * Where the settle writes its outcome: the journal writes of the chain's
-   * word on its transactions (`TransactionJournal.finished`), which the
-   * outcome's write waits for instead of the mechanism. Absent: each
-   * `finished` is awaited where it is called.
+   * While the mechanism runs, in a settle that writes its outcome: the
+   * journal writes of the chain's word on its transactions
+   * (`TransactionJournal.finished`), which the outcome's write waits for
+   * instead of the mechanism. Absent (no such settle, or its mechanism has
+   * ended): each `finished` is awaited where it is called.
    */
   journalWrites?: Promise<void>[];
   /**

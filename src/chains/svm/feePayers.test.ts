@@ -13,6 +13,7 @@ import { generateKeyPairSigner } from "@solana/kit";
 import { createLogger } from "../../lib/logger.js";
 import type { TransactionJournal } from "../ports.js";
 import { SvmFeePayers } from "./feePayers.js";
+import { currentSettlement, runInSettlementScope } from "../settlementScope.js";
 
 let server: Server;
 let url: string;
@@ -121,4 +122,29 @@ test("a transaction that failed on-chain is journaled, then answered as failed",
   held.get("reverted")!.release();
   await assert.rejects(settle, /failed on-chain/);
   assert.deepEqual(written, ["reverted"]);
+});
+
+test("the poller journals every settle's word in no settle's scope, though the first to wait started it", async () => {
+  const { journal: j, held, asked } = journal();
+  const scopes: (string | undefined)[] = [];
+  const watched: TransactionJournal = {
+    ...j,
+    finished: (...args) => {
+      scopes.push(currentSettlement()?.id);
+      return j.finished(...args);
+    },
+  };
+  const payers = await feePayers(watched);
+  const first = runInSettlementScope(
+    { id: "first", notes: { sent: false, journalWrites: [] } },
+    () => payers.signer.confirmTransaction("first-tx", "solana:test"),
+  );
+  const second = payers.signer.confirmTransaction("second-tx", "solana:test");
+  statuses.set("first-tx", { confirmationStatus: "confirmed", err: null });
+  statuses.set("second-tx", { confirmationStatus: "confirmed", err: null });
+  await Promise.all([asked("first-tx"), asked("second-tx")]);
+  held.get("first-tx")!.release();
+  held.get("second-tx")!.release();
+  await Promise.all([first, second]);
+  assert.deepEqual(scopes, [undefined, undefined]);
 });

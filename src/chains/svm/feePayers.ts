@@ -33,6 +33,7 @@ import {
 } from "../failedFeeBudget.js";
 import { createSolanaRpcClient } from "./rpcTransport.js";
 import { transactionFee } from "./failures.js";
+import { outsideSettlementScope } from "../settlementScope.js";
 
 export type Commitment = "confirmed" | "finalized";
 
@@ -275,7 +276,10 @@ export class SvmFeePayers {
       const list = this.waiting.get(signature);
       if (list) list.push(waiter);
       else this.waiting.set(signature, [waiter]);
-      this.polling ??= this.pollStatuses();
+      // The poller serves every settle waiting on this network, so it runs in
+      // none's scope: started inside the first, it would report what it
+      // journals for all of them as that one settle's.
+      this.polling ??= outsideSettlementScope(() => this.pollStatuses());
     });
   }
 

@@ -21,8 +21,10 @@ import type { ApiKeyPrincipal } from "../keys/authenticator.js";
 import type { FinishOutcome, SettlementRecorder } from "./settlementRecorder.js";
 
 export class Settlement implements SettlingPayment {
-  readonly notes: SettlementNotes = { sent: false, journalWrites: [] };
+  readonly notes: SettlementNotes = { sent: false };
   private reservation: QuotaReservation | undefined;
+  /** The journal writes left to the outcome's write while the mechanism runs. */
+  private readonly journalWrites: Promise<void>[] = [];
 
   private constructor(
     readonly id: string,
@@ -32,7 +34,9 @@ export class Settlement implements SettlingPayment {
     /** The request this settle answers: the one recorded when it answers a success. */
     private readonly requestId: string,
     private readonly rows: SettlementRecorder,
-  ) {}
+  ) {
+    this.notes.journalWrites = this.journalWrites;
+  }
 
   /**
    * Writes the intent row and opens its settlement, or answers undefined
@@ -82,12 +86,23 @@ export class Settlement implements SettlingPayment {
    * (`SettlementNotes.journalWrites`) have finished too.
    */
   async finish(result: SettleResponse): Promise<FinishOutcome> {
+    this.mechanismEnded();
     const [written] = await Promise.all([
       this.rows.finish(this.id, result, this.startedAt, this.requestId, this.reservation),
-      ...(this.notes.journalWrites ?? []),
+      ...this.journalWrites,
     ]);
     if (written.recorded) this.reservation = undefined;
     return written;
+  }
+
+  /**
+   * The mechanism has returned or thrown: no outcome write will take a
+   * journal write from here on. Work still running in this settle's scope
+   * (a receipt watched past a `settlement_pending` answer) then has each
+   * `finished` awaited where it is called, not left in a list nobody reads.
+   */
+  mechanismEnded(): void {
+    delete this.notes.journalWrites;
   }
 
   /** Nothing was sent because the chain or a store could not be reached: nobody's fault. */

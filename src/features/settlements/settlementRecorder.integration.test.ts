@@ -382,6 +382,16 @@ describe("the chain's word on a settle's transaction", () => {
       assert.equal((await finishing).successAnswered, true);
       assert.equal(await statusOf("0xword"), "success");
 
+      // Once the mechanism has ended, a transaction still followed in the
+      // settle's scope (past a `settlement_pending` answer) is journaled
+      // where it is decided: no outcome write would take it any more.
+      assert.equal(settlement.notes.journalWrites, undefined);
+      await runInSettlementScope(settlement, async () => {
+        await journal.sent(entry("0xlate"));
+        await journal.finished("0xlate", "success", 9n, 3n);
+      });
+      assert.equal(await statusOf("0xlate"), "success");
+
       // The reconciler and the reorg watch have no outcome write to wait with.
       await recorder.recordSent(entry("0xalone"), undefined);
       await journal.finished("0xalone", "reverted", 8n, 5n);

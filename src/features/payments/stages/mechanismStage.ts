@@ -41,6 +41,8 @@ export function mechanismStage(engine: PaymentEngine): SettlementStage {
           retryable: true,
           cause: e,
         });
+      } finally {
+        settlement.mechanismEnded();
       }
     },
   };
