@@ -5,8 +5,11 @@
 //
 //   node scripts/run-tests.mjs --unit          the unit lane (`npm run test:unit`): every
 //                                              src/**/*.test.ts but *.integration.test.ts,
-//                                              several files at once (one per core, at
-//                                              least 2); no database and no chain
+//                                              and the repository's own checks in
+//                                              scripts/*.test.ts, several files at once
+//                                              (one per core, at least 2); no database and
+//                                              no chain (a file that imports devnet/ or
+//                                              opens a database is refused: unitLane.mjs)
 //   node scripts/run-tests.mjs --integration   the integration lane (`npm run test:integration`):
 //                                              everything under test/, devnet/ and bench/,
 //                                              and src/**/*.integration.test.ts (the tests
@@ -17,7 +20,8 @@
 //                                              line, and last the two lanes' total; both
 //                                              lanes run even when the first fails
 //   node scripts/run-tests.mjs [path-filter ...]
-//                                              the files under src/, devnet/, bench/ and test/
+//                                              the files under src/, scripts/, devnet/, bench/
+//                                              and test/
 //                                              whose path contains a filter, one at a time
 //
 // A lane takes path filters too (`npm run test:integration -- test/e2e/`).
@@ -26,13 +30,14 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:f
 import { availableParallelism, tmpdir } from "node:os";
 import { join, sep } from "node:path";
 import { parseSummary, summaryLine } from "./summary-reporter.mjs";
+import { ioIn } from "./unitLane.mjs";
 
 /** A test beside the code that starts a database or a chain says so in its name. */
 const INTEGRATION_BESIDE_CODE = ".integration.test.ts";
 
 const LANES = {
   unit: {
-    roots: ["src"],
+    roots: ["src", "scripts"],
     keep: (f) => !f.endsWith(INTEGRATION_BESIDE_CODE),
     // Unit files do no I/O (checked below), so they run side by side, one
     // per core, and the lane stays fast on a busy 2-core machine.
@@ -46,12 +51,6 @@ const LANES = {
     concurrency: 1,
   },
 };
-
-/**
- * What starts a database or a chain from a test: such a file belongs to the
- * integration lane, so the unit lane refuses it rather than slow down.
- */
-const STARTS_IO = /\b(openMigratedDb|openDb|PGliteThread|new PGlite|startDevnet|startAnvil)\b/;
 
 const args = process.argv.slice(2);
 const mode = ["unit", "integration", "all"].find((m) => args.includes(`--${m}`));
@@ -89,7 +88,10 @@ function filesUnder(roots, keep = () => true) {
 
 /** Exits when a unit-lane file starts a database or a chain, naming the files. */
 function refuseIoInUnitLane(files) {
-  const offenders = files.filter((f) => STARTS_IO.test(readFileSync(f, "utf8")));
+  const offenders = files.flatMap((f) => {
+    const why = ioIn(readFileSync(f, "utf8"));
+    return why ? [`${f} (${why})`] : [];
+  });
   if (offenders.length === 0) return;
   console.error(
     `the unit lane does no I/O, but these start a database or a chain:\n  ${offenders.join("\n  ")}\n` +
@@ -168,7 +170,7 @@ if (mode === "all") {
 
 const files = mode
   ? filesUnder(LANES[mode].roots, LANES[mode].keep)
-  : filesUnder(["src", "devnet", "bench", "test"]);
+  : filesUnder(["src", "scripts", "devnet", "bench", "test"]);
 if (mode === "unit") refuseIoInUnitLane(files);
 if (files.length === 0) {
   console.error("no test files matched");
