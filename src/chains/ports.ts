@@ -401,8 +401,12 @@ export class NothingSentError extends Error {
  * One chain family. Adding a family is a folder implementing this, one line
  * in the composition root, its registry data and its devnet.
  */
-/** Who a settlement's on-chain failure is charged to (failure limits, payer cooling). */
-export type FailureCause = "payer" | "requirements";
+/**
+ * Who a settlement's on-chain failure is charged to: the payer (cooling),
+ * the requirements (the account's failure limit), or the service (a refusal
+ * of ours after something was sent: nobody's limit, nobody cooled).
+ */
+export type FailureCause = "payer" | "requirements" | "service";
 
 export interface ChainFamily {
   /** CAIP-2 namespace: `eip155`, `solana`, `near`, `xrpl`, `starknet`. */
@@ -481,11 +485,16 @@ export interface ChainFamily {
    */
   reland?(pending: PendingSettlement & { id: string }): Promise<ReconcileOutcome>;
   /**
-   * Who caused a settlement that failed on-chain: the payer (its wallet's
-   * code, or its own move of the funds or the nonce), or the requirements
-   * (what the account asked for). Absent: the requirements, as before.
+   * Who caused a settlement that failed on-chain: the payer, only on
+   * evidence read from `transaction` (the one that failed) at its block and
+   * from what the payer signed, or the requirements (what the account asked
+   * for). Absent: the requirements, as before.
    */
-  failureCause?(payload: PaymentPayload, requirements: PaymentRequirements): Promise<FailureCause>;
+  failureCause?(
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+    transaction?: string,
+  ): Promise<FailureCause>;
   /** A cheap read against each network's RPC, for /ready and the reachability gauge. */
   probe(): Promise<NetworkProbe[]>;
   /**

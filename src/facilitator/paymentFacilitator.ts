@@ -164,7 +164,7 @@ export class PaymentFacilitator {
     if (!family.failureCause) return outcome;
     const { paymentPayload, paymentRequirements } = pending.request;
     const cause = await family
-      .failureCause(paymentPayload, paymentRequirements)
+      .failureCause(paymentPayload, paymentRequirements, outcome.transaction)
       .catch(() => undefined);
     return cause ? { ...outcome, cause } : outcome;
   }
@@ -183,11 +183,13 @@ export class PaymentFacilitator {
    * that cannot tell, or a read that fails, charges the requirements: the
    * account's own limit then counts it, as it did before payers were told apart.
    */
-  async failureCause(payment: RoutedPayment): Promise<FailureCause> {
+  async failureCause(payment: RoutedPayment, transaction: string): Promise<FailureCause> {
     const { paymentPayload, paymentRequirements } = payment.request;
     const family = payment.family;
     if (!family?.failureCause) return "requirements";
-    return family.failureCause(paymentPayload, paymentRequirements).catch(() => "requirements");
+    return family
+      .failureCause(paymentPayload, paymentRequirements, transaction)
+      .catch(() => "requirements");
   }
 
   /** Verifications of the networks these threads serve run there (see verifyThreadPool.ts). */

@@ -86,11 +86,14 @@ interface SettlementsTable {
   success_request_id: ColumnType<string | null, string | null | undefined, string | null>;
   /** 0018: the amount the success named, when the mechanism said it. */
   settled_amount: ColumnType<string | null, string | null | undefined, string | null>;
-  /** 0031: who an on-chain failure is charged to (null: not told apart, the account). */
+  /**
+   * 0031: who an on-chain failure is charged to (null: not told apart, the
+   * account); 0037: `service`, a refusal of ours after something was sent.
+   */
   failure_cause: ColumnType<
-    "payer" | "requirements" | null,
-    "payer" | "requirements" | null | undefined,
-    "payer" | "requirements" | null
+    "payer" | "requirements" | "service" | null,
+    "payer" | "requirements" | "service" | null | undefined,
+    "payer" | "requirements" | "service" | null
   >;
 }
 

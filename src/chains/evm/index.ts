@@ -37,7 +37,11 @@ import {
 import { chainTimings } from "./chainTimings.js";
 import { foreignRefundClaim } from "./refundClaims.js";
 import { RpcHealth } from "./rpcHealth.js";
-import { evmExactPayloadShapeError, evmUptoPayloadShapeError } from "./payloadShape.js";
+import {
+  evmBatchPayloadShapeError,
+  evmExactPayloadShapeError,
+  evmUptoPayloadShapeError,
+} from "./payloadShape.js";
 import type { Logger } from "../../lib/logger.js";
 import type { SignerLeases } from "../ports.js";
 import { FeeOracle } from "./feeOracle.js";
@@ -248,8 +252,8 @@ export class EvmChainAdapter implements ChainFamily {
     if (this.runtimes.size > 0) engine.registerExtension(approvals);
   }
 
-  payerOf(payload: PaymentPayload): string | undefined {
-    return evmPayerOf(payload);
+  payerOf(payload: PaymentPayload, requirements: PaymentRequirements): string | undefined {
+    return evmPayerOf(payload, requirements);
   }
 
   authorizationKey(payload: PaymentPayload, requirements: PaymentRequirements): string | undefined {
@@ -322,10 +326,14 @@ export class EvmChainAdapter implements ChainFamily {
   }
 
   /** Who caused a settlement that failed on-chain (failureCause.ts). */
-  failureCause(payload: PaymentPayload, requirements: PaymentRequirements): Promise<FailureCause> {
+  failureCause(
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+    transaction?: string,
+  ): Promise<FailureCause> {
     const runtime = this.runtimes.get(requirements.network);
     if (!runtime) return Promise.resolve("requirements");
-    return evmFailureCause(runtime.client, payload, requirements);
+    return evmFailureCause(runtime.client, payload, requirements, transaction);
   }
 
   async currentBlock(network: string): Promise<bigint | undefined> {
@@ -338,6 +346,7 @@ export class EvmChainAdapter implements ChainFamily {
     const body = payload.payload as Record<string, unknown>;
     if (requirements.scheme === "exact") return evmExactPayloadShapeError(body);
     if (requirements.scheme === "upto") return evmUptoPayloadShapeError(body);
+    if (requirements.scheme === "batch-settlement") return evmBatchPayloadShapeError(body);
     return undefined;
   }
 

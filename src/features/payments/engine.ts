@@ -26,5 +26,5 @@ export interface PaymentEngine {
   settle(settlement: Settlement): Promise<SettleResponse>;
   reconcile(pending: PendingSettlement): Promise<ReconcileOutcome>;
   /** Who caused a settlement of this payment that failed on-chain (see ChainFamily). */
-  failureCause(payment: RoutedPayment): Promise<FailureCause>;
+  failureCause(payment: RoutedPayment, transaction: string): Promise<FailureCause>;
 }

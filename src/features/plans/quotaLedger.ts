@@ -164,7 +164,7 @@ export class QuotaLedger {
       join unnest(${pairs.map((p) => p.accountId)}::uuid[], ${pairs.map((p) => p.network)}::text[])
         as r(account_id, network) on s.account_id = r.account_id and s.network = r.network
       where s.status = 'failed' and s.transaction is not null and s.finished_at > ${since}
-        and s.failure_cause is distinct from 'payer'
+        and coalesce(s.failure_cause, 'requirements') = 'requirements'
       group by s.account_id, s.network`.execute(this.db);
     const refusals = new Map<string, ServiceError>();
     if (rows.rows.length === 0) return refusals;
@@ -276,7 +276,7 @@ export class QuotaLedger {
             from settlements s
             where s.account_id = q.account_id and s.network = any(${networks}::text[])
               and s.status = 'failed' and s.transaction is not null and s.finished_at > ${since}
-              and s.failure_cause is distinct from 'payer') f)
+              and coalesce(s.failure_cause, 'requirements') = 'requirements') f)
       returning a.plan`.execute(this.db);
     const row = granted.rows[0];
     if (!row) return undefined;

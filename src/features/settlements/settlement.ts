@@ -75,7 +75,7 @@ export class Settlement implements SettlingPayment {
    * Names who caused an on-chain failure, before the row is final (see
    * SettlementRecorder.attributeFailure).
    */
-  attributeFailure(cause: () => Promise<FailureCause>): Promise<void> {
+  attributeFailure(cause: (transaction: string) => Promise<FailureCause>): Promise<void> {
     return this.rows.attributeFailure(this.id, cause);
   }
 

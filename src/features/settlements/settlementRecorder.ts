@@ -755,7 +755,10 @@ export class SettlementRecorder {
    * party. Best effort: a row left without a cause is charged to the
    * account, as before causes were told apart.
    */
-  async attributeFailure(id: string, cause: () => Promise<FailureCause>): Promise<void> {
+  async attributeFailure(
+    id: string,
+    cause: (transaction: string) => Promise<FailureCause>,
+  ): Promise<void> {
     try {
       const row = await this.db
         .selectFrom("settlements")
@@ -766,7 +769,7 @@ export class SettlementRecorder {
       if (!row?.transaction) return;
       await this.db
         .updateTable("settlements")
-        .set({ failure_cause: await cause() })
+        .set({ failure_cause: await cause(row.transaction) })
         .where("id", "=", id)
         .where("status", "=", "pending")
         .execute();

@@ -20,6 +20,13 @@ import { settlePending, settleRefusal } from "../../../protocol/answers.js";
 import type { PaymentEngine } from "../engine.js";
 import type { SettlementStage } from "./pipeline.js";
 
+/** Reasons that say the service refused, not that the payment or its payer failed. */
+const SERVICE_REFUSALS: ReadonlySet<string> = new Set([
+  Reason.failedSettlementGasBudgetSpent,
+  Reason.noSignerAvailable,
+  Reason.gasPriceTooHigh,
+]);
+
 export function commitStage(engine?: Pick<PaymentEngine, "failureCause">): SettlementStage {
   return {
     name: "commit",
@@ -30,7 +37,13 @@ export function commitStage(engine?: Pick<PaymentEngine, "failureCause">): Settl
       // (the payer, or the account's requirements) before the row is final,
       // so each failure limit counts only its own party's.
       if (engine && !result.success && result.errorReason !== Reason.settlementPending) {
-        await settlement.attributeFailure(() => engine.failureCause(ctx.payment));
+        // A refusal of ours (the failed-fee budget, no signer) after
+        // something was sent (a sponsored funding) is nobody's doing but
+        // the service's: it cools no payer and counts on no account's limit.
+        const ours = SERVICE_REFUSALS.has(result.errorReason ?? "");
+        await settlement.attributeFailure((transaction) =>
+          ours ? Promise.resolve("service") : engine.failureCause(ctx.payment, transaction),
+        );
       }
       const written = await settlement.finish(result);
       if (!result.success || written.successAnswered) return result;
