@@ -100,7 +100,12 @@ export async function createService(opts: ServiceOptions) {
     networks: facilitator.networks(),
   });
   closers.push(() => workers.stop());
+  // Shared rate-limit counters and payer lanes across replicas; without
+  // Redis they are per process.
+  const redis = createRedis(config.redisUrl, log);
+  if (redis) closers.push(() => redis.disconnect());
   const payments = createPayments({
+    redis,
     ...{ db, config, recorder, quota, confidential, metrics, log, reportError },
     ...{ engine: facilitator, catalog: catalog.cataloger },
   });
@@ -111,9 +116,6 @@ export async function createService(opts: ServiceOptions) {
     supported: () => facilitator.supported(),
   });
   closers.push(() => billing.close());
-  // Shared rate-limit counters across replicas; without Redis they are per process.
-  const redis = createRedis(config.redisUrl, log);
-  if (redis) closers.push(() => redis.disconnect());
   const readiness = serviceReadiness({
     ...{ db, networks: () => facilitator.probe(), redis, metrics },
     log: log.child({ component: "readiness" }),

@@ -31,6 +31,12 @@ export const Reason = {
    */
   payerFailedOnchainRecently: "payer_failed_onchain_recently",
   /**
+   * Too many settles of one payer's payments wait behind the one in flight
+   * (each waits for the one before it to finish), or one waited too long:
+   * nothing sent, retry later.
+   */
+  payerSettlementInFlight: "payer_settlement_in_flight",
+  /**
    * The service's hourly budget of gas for settlements that fail on-chain
    * is spent on this network: retry after the time the answer names.
    */

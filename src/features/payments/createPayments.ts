@@ -3,6 +3,7 @@
  * `payment-identifier` idempotency (its timings follow the settle budget),
  * the catalog and confidential settlement, and the stage timer's metric.
  */
+import type { Redis } from "ioredis";
 import type { Logger } from "../../lib/logger.js";
 import type { Metrics } from "../../lib/metrics.js";
 import type { Db } from "../../storage/db.js";
@@ -13,6 +14,7 @@ import type { QuotaLedger } from "../plans/quotaLedger.js";
 import type { SettlementRecorder } from "../settlements/settlementRecorder.js";
 import type { PaymentEngine } from "./engine.js";
 import { PaymentService } from "./paymentService.js";
+import { PayerLanes } from "./payerLanes.js";
 
 export function createPayments(opts: {
   db: Db;
@@ -22,6 +24,8 @@ export function createPayments(opts: {
   catalog: Cataloger;
   confidential: ConfidentialFeature;
   config: { settleTimeoutMs: number; reconcileAfterMs: number; payerFailureCoolingMs: number };
+  /** Shares each payer's lane across replicas, when configured. */
+  redis?: Redis | undefined;
   metrics: Metrics;
   log: Logger;
   reportError: (e: unknown, what: string) => void;
@@ -34,6 +38,15 @@ export function createPayments(opts: {
     settleTimeoutMs,
     reconcileAfterMs,
     payerCoolingMs: opts.config.payerFailureCoolingMs,
+    payerLanes: new PayerLanes({
+      // A payer's settles each wait for the one before: a queue as long as
+      // an agent's parallel calls, waiting about as long as two settles.
+      maxWaiting: 32,
+      maxWaitMs: 2 * settleTimeoutMs,
+      leaseMs: 2 * settleTimeoutMs + 10_000,
+      redis: opts.redis,
+      log: opts.log,
+    }),
     catalog: opts.catalog,
     ...(opts.quota ? { quota: opts.quota } : {}),
     confidential: opts.confidential.gate,

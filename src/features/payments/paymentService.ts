@@ -39,6 +39,8 @@ import { catalogStage } from "./stages/catalogStage.js";
 import { quotaStage } from "./stages/quotaStage.js";
 import { intentStage } from "./stages/intentStage.js";
 import { coolingRefusal, payerCoolingStage } from "./stages/payerCoolingStage.js";
+import { payerLaneStage } from "./stages/payerLaneStage.js";
+import type { PayerLanes } from "./payerLanes.js";
 import { commitStage } from "./stages/commitStage.js";
 import { mechanismStage } from "./stages/mechanismStage.js";
 import { confidentialGateStage, confidentialReceiptStage } from "./stages/confidentialStages.js";
@@ -66,6 +68,8 @@ export interface PaymentServiceDeps {
   timeStage?: StageTimer;
   /** How long a payer whose own payment failed on-chain is refused (0 or absent: never). */
   payerCoolingMs?: number;
+  /** One settle in flight per payer and network (payerLanes.ts); absent: none. */
+  payerLanes?: PayerLanes;
 }
 
 export class PaymentService {
@@ -189,6 +193,7 @@ function settleStages(deps: PaymentServiceDeps, duplicates: DuplicateSettles): S
       ...(deps.paymentIds ? [idempotencyStage(deps.paymentIds)] : []),
       ...(deps.catalog ? [catalogStage(deps.catalog)] : []),
       ...(deps.confidential ? [confidentialReceiptStage(deps.confidential)] : []),
+      ...(deps.payerLanes ? [payerLaneStage(deps.payerLanes)] : []),
       ...(deps.payerCoolingMs ? [payerCoolingStage(deps.recorder, deps.payerCoolingMs)] : []),
     ],
     intent: intentStage(deps.recorder, duplicates),
