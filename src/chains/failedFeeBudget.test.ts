@@ -122,3 +122,57 @@ test("two processes' transactions in flight count together: each sees the other'
   assert.equal(a.inFlight(), 600n);
   a.finish(a.reserve(400n), false, 0n);
 });
+
+test("one account's failures and sends in flight may use only its share: another account still settles", () => {
+  let now = 1_000_000;
+  const budget = new FailedFeeBudget("eip155:137", 1_000n, () => now);
+  // The attacker's account fails three times at 80 each (240 of its 250).
+  for (let i = 0; i < 3; i++) budget.finish(budget.reserve(80n, "attacker"), true, 80n);
+  assert.throws(
+    () => budget.reserve(80n, "attacker"),
+    (e) =>
+      e instanceof FailedFeeBudgetSpentError &&
+      e.scope === "account" &&
+      /this account's settlements/.test(e.message),
+  );
+  // The network's pool is far from spent: an honest account is let through.
+  const honest = budget.reserve(80n, "merchant");
+  budget.finish(honest, false, 0n);
+  now += 60 * 60 * 1000;
+  budget.finish(budget.reserve(80n, "attacker"), false, 0n);
+});
+
+test("past three quarters of the pool, accounts with failures of their own are refused first", () => {
+  const budget = new FailedFeeBudget("eip155:137", 1_000n, () => 1_000_000);
+  // Four accounts each fail up to just under their share: 760 spent.
+  for (const a of ["a", "b", "c", "d"]) budget.finish(budget.reserve(190n, a), true, 190n);
+  assert.equal(budget.spent(), 760n);
+  assert.throws(
+    () => budget.reserve(10n, "a"),
+    (e) => e instanceof FailedFeeBudgetSpentError && e.scope === "account",
+  );
+  // An account with no failure in the window keeps the last quarter.
+  budget.finish(budget.reserve(200n, "clean"), false, 0n);
+});
+
+test("the journal's figures per account count across replicas, and Retry-After is the service's", async () => {
+  const now = 10_000_000;
+  const oldest = new Date(now - 59 * 60 * 1000); // leaves the window in a minute
+  const read = async (): Promise<FailedFeeExposure> => ({
+    reverted: 900n,
+    inFlight: 0n,
+    accounts: new Map([["other-replica-attacker", { failed: 300n, inFlight: 0n }]]),
+    oldestFailure: oldest,
+  });
+  const budget = new FailedFeeBudget("solana:x", 1_000n, () => now, read);
+  await budget.refresh();
+  assert.throws(
+    () => budget.reserve(10n, "other-replica-attacker"),
+    (e) => e instanceof FailedFeeBudgetSpentError && e.scope === "account",
+  );
+  assert.throws(
+    () => budget.reserve(200n, "merchant"),
+    (e) =>
+      e instanceof FailedFeeBudgetSpentError && e.scope === "network" && e.retryAfterSeconds === 60,
+  );
+});

@@ -28,20 +28,31 @@
  * So the budget is passed by at most what other replicas reserve between
  * two reads (a few seconds of their sends, each at its worst fee), and never
  * by this process's own sends. A transaction left `sent` by a replica that
- * died counts until it is finished or its hour has passed.
+ * died counts until it is finished or its hour has passed. Every mined
+ * transaction of a settlement recorded failed counts as failed, reverted or
+ * not (a batch `settle` that moved nothing still cost its gas).
+ *
+ * No one account may spend the pool for everyone. Each account answers for
+ * the failures of what it submits (its payers' included: it chose to settle
+ * them), in value: its failed fees plus its own sends in flight may not pass
+ * `accountShare` of the budget (a quarter by default), so at least four
+ * accounts must fail together to spend a network. And once the pool is
+ * three quarters spent, an account with any failure of its own in the
+ * window is refused first: the last quarter is kept for accounts whose
+ * settles have not failed. A refusal's `Retry-After` is the service's: when
+ * the window's oldest failure (any replica's) leaves it.
  */
-import { FailedFeeBudgetSpentError } from "./ports.js";
+import { FailedFeeBudgetSpentError, type FailedFeeExposure } from "./ports.js";
 import { currentSettlement } from "./settlementScope.js";
 import { Reason } from "../protocol/reasons.js";
 import { ConfigError } from "../lib/configError.js";
 
-export { FailedFeeBudgetSpentError };
+export { FailedFeeBudgetSpentError, type FailedFeeExposure };
 
-/** What the journal says of one network's window: reverted fees, and in-flight worst fees. */
-export interface FailedFeeExposure {
-  reverted: bigint;
-  inFlight: bigint;
-}
+/** The share of a network's budget one account's failures and sends in flight may use. */
+const DEFAULT_ACCOUNT_SHARE = 0.25;
+/** Past this share of the budget spent, accounts with failures of their own are refused first. */
+const RESERVED_FROM = 0.75;
 
 const WINDOW_MS = 60 * 60 * 1000;
 /** How stale the service-wide figure may be before a reservation refreshes it. */
@@ -51,14 +62,30 @@ interface Hold {
   worst: bigint;
   /** When its journal entry was written (undefined: not yet). */
   journaledAt: number | undefined;
+  /** The account that submitted the settlement (undefined: the service's own send). */
+  account: string | undefined;
 }
+
+type AccountFigures = ReadonlyMap<string, { failed: bigint; inFlight: bigint }>;
 
 export class FailedFeeBudget {
   /** Reverted transactions in the window: when, and what each cost. */
-  private readonly failures: { at: number; fee: bigint }[] = [];
+  private readonly failures: { at: number; fee: bigint; account: string | undefined }[] = [];
   private readonly holds = new Map<symbol, Hold>();
   /** The journal's figures for the window, and when the read that gave them began. */
-  private recorded = { reverted: 0n, inFlight: 0n, readAt: Number.NEGATIVE_INFINITY };
+  private recorded: {
+    reverted: bigint;
+    inFlight: bigint;
+    accounts: AccountFigures;
+    oldestFailure: number | undefined;
+    readAt: number;
+  } = {
+    reverted: 0n,
+    inFlight: 0n,
+    accounts: new Map(),
+    oldestFailure: undefined,
+    readAt: Number.NEGATIVE_INFINITY,
+  };
   private refreshing: Promise<void> | undefined;
 
   constructor(
@@ -68,6 +95,8 @@ export class FailedFeeBudget {
     private readonly now: () => number = Date.now,
     /** The service-wide figures since a time (the journal's). */
     private readonly exposureSince?: (since: Date) => Promise<FailedFeeExposure>,
+    /** The share of the budget one account may use (0 < share ≤ 1). */
+    private readonly accountShare: number = DEFAULT_ACCOUNT_SHARE,
   ) {}
 
   /**
@@ -80,8 +109,16 @@ export class FailedFeeBudget {
     if (this.refreshing) return this.refreshing;
     const readAt = this.now();
     this.refreshing = this.exposureSince(new Date(readAt - WINDOW_MS))
-      .then(({ reverted, inFlight }) => {
-        if (readAt >= this.recorded.readAt) this.recorded = { reverted, inFlight, readAt };
+      .then(({ reverted, inFlight, accounts, oldestFailure }) => {
+        if (readAt >= this.recorded.readAt) {
+          this.recorded = {
+            reverted,
+            inFlight,
+            accounts: accounts ?? new Map(),
+            oldestFailure: oldestFailure?.getTime(),
+            readAt,
+          };
+        }
       })
       .catch(() => undefined)
       .finally(() => (this.refreshing = undefined));
@@ -92,14 +129,52 @@ export class FailedFeeBudget {
    * Holds `worst` (what the transaction costs at most if it fails) until
    * `finish`; throws FailedFeeBudgetSpentError when it does not fit.
    */
-  reserve(worst: bigint): symbol {
+  reserve(worst: bigint, account: string | undefined = currentSettlement()?.account): symbol {
     const token = Symbol("in-flight");
     if (this.now() - this.recorded.readAt > REFRESH_MS) void this.refresh();
-    if (this.budget !== undefined && this.spent() + this.inFlight() + worst > this.budget) {
-      throw new FailedFeeBudgetSpentError(this.network, this.retryAfter());
+    const budget = this.budget;
+    if (budget !== undefined) {
+      const used = this.spent() + this.inFlight();
+      if (used + worst > budget) {
+        throw new FailedFeeBudgetSpentError(this.network, this.retryAfter());
+      }
+      if (account !== undefined) {
+        const own = this.accountExposure(account);
+        if (own.failed + own.inFlight + worst > scale(budget, this.accountShare)) {
+          throw new FailedFeeBudgetSpentError(this.network, this.retryAfter(account), "account");
+        }
+        // The last quarter is kept for accounts whose settles have not failed.
+        if (own.failed > 0n && used + worst > scale(budget, RESERVED_FROM)) {
+          throw new FailedFeeBudgetSpentError(this.network, this.retryAfter(account), "account");
+        }
+      }
     }
-    this.holds.set(token, { worst, journaledAt: undefined });
+    this.holds.set(token, { worst, journaledAt: undefined, account });
     return token;
+  }
+
+  /**
+   * What one account's settlements failed for in the window, and what its
+   * sends in flight could cost: the journal's figures, or this process's own
+   * where they are higher, plus its holds the last read could not have seen.
+   */
+  accountExposure(account: string): { failed: bigint; inFlight: bigint } {
+    const recorded = this.recorded.accounts.get(account) ?? { failed: 0n, inFlight: 0n };
+    this.spent();
+    const ownFailed = this.failures
+      .filter((f) => f.account === account)
+      .reduce((sum, f) => sum + f.fee, 0n);
+    let unseen = 0n;
+    for (const hold of this.holds.values()) {
+      if (hold.account !== account) continue;
+      if (hold.journaledAt === undefined || hold.journaledAt >= this.recorded.readAt) {
+        unseen += hold.worst;
+      }
+    }
+    return {
+      failed: ownFailed > recorded.failed ? ownFailed : recorded.failed,
+      inFlight: recorded.inFlight + unseen,
+    };
   }
 
   /** The held transaction's journal entry is written: a read that begins later counts it. */
@@ -110,8 +185,9 @@ export class FailedFeeBudget {
 
   /** The transaction ended: mined (`reverted` counts its fee), or never sent (no fee). */
   finish(token: symbol, reverted: boolean, fee: bigint): void {
-    if (!this.holds.delete(token)) return;
-    if (reverted && fee > 0n) this.failures.push({ at: this.now(), fee });
+    const hold = this.holds.get(token);
+    if (!hold || !this.holds.delete(token)) return;
+    if (reverted && fee > 0n) this.failures.push({ at: this.now(), fee, account: hold.account });
   }
 
   /** What reverted transactions cost in the last hour: the service's, or this process's if higher. */
@@ -136,12 +212,24 @@ export class FailedFeeBudget {
     return this.recorded.inFlight + unseen;
   }
 
-  /** Until the oldest failure leaves the window, or a few seconds while only in-flight ones hold it. */
-  private retryAfter(): number {
-    const oldest = this.failures[0];
-    if (!oldest) return 10;
-    return Math.max(1, Math.ceil((oldest.at + WINDOW_MS - this.now()) / 1000));
+  /**
+   * Until the oldest failure (the service's, or the account's own when the
+   * account's share is what refused) leaves the window, or a few seconds
+   * while only sends in flight hold it.
+   */
+  private retryAfter(account?: string): number {
+    const own = this.failures.find((f) => account === undefined || f.account === account)?.at;
+    const recorded = account === undefined ? this.recorded.oldestFailure : undefined;
+    const oldest =
+      own !== undefined && recorded !== undefined ? Math.min(own, recorded) : (own ?? recorded);
+    if (oldest === undefined) return 10;
+    return Math.max(1, Math.ceil((oldest + WINDOW_MS - this.now()) / 1000));
   }
+}
+
+/** `share` of `amount`, in whole smallest units. */
+function scale(amount: bigint, share: number): bigint {
+  return (amount * BigInt(Math.round(share * 10_000))) / 10_000n;
 }
 
 /**

@@ -148,7 +148,19 @@ export interface TransactionJournal {
    * cost their senders, and what those still in flight could cost at most
    * (their `worstFee`). Absent: only this process knows.
    */
-  failedFeeExposure?(network: string, since: Date): Promise<{ reverted: bigint; inFlight: bigint }>;
+  failedFeeExposure?(network: string, since: Date): Promise<FailedFeeExposure>;
+}
+
+/** What the journal says of one network's window (see failedFeeBudget.ts). */
+export interface FailedFeeExposure {
+  /** What failed transactions cost (reverted, or mined for a settlement recorded failed). */
+  reverted: bigint;
+  /** What the transactions in flight could cost at most. */
+  inFlight: bigint;
+  /** The same two, per submitting account. */
+  accounts?: ReadonlyMap<string, { failed: bigint; inFlight: bigint }>;
+  /** When the window's oldest failed transaction was journaled. */
+  oldestFailure?: Date | undefined;
 }
 
 /**
@@ -160,9 +172,13 @@ export class FailedFeeBudgetSpentError extends Error {
   constructor(
     readonly network: string,
     readonly retryAfterSeconds: number,
+    /** Whose budget: the network's, or the submitting account's share of it. */
+    readonly scope: "network" | "account" = "network",
   ) {
     super(
-      `the service's hourly budget for settlements that fail on-chain on ${network} is spent; settles there resume in ${retryAfterSeconds} s`,
+      scope === "account"
+        ? `this account's settlements that failed on-chain on ${network} in the last hour used its share of the service's budget for such failures; its settles there resume in ${retryAfterSeconds} s`
+        : `the service's hourly budget for settlements that fail on-chain on ${network} is spent; settles there resume in ${retryAfterSeconds} s`,
     );
     this.name = "FailedFeeBudgetSpentError";
   }

@@ -14,6 +14,12 @@ import type { RoutedPayment, SettlementNotes } from "./ports.js";
 export interface SettlementScope {
   /** The settlement row's id. */
   readonly id: string;
+  /**
+   * The account that submitted it: a family's failed-fee budget counts its
+   * failures against that account's share (failedFeeBudget.ts). Absent for
+   * the service's own sends (a re-land of a reorged success).
+   */
+  readonly account?: string;
   readonly notes: SettlementNotes;
 }
 

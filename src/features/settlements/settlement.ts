@@ -34,6 +34,8 @@ export class Settlement implements SettlingPayment {
     /** The request this settle answers: the one recorded when it answers a success. */
     private readonly requestId: string,
     private readonly rows: SettlementRecorder,
+    /** The account that submitted it: its failures' fees count against its share. */
+    readonly account: string,
   ) {
     this.notes.journalWrites = this.journalWrites;
   }
@@ -63,7 +65,9 @@ export class Settlement implements SettlingPayment {
       payer: payment.payer,
       units,
     });
-    return id === undefined ? undefined : new Settlement(id, payment, startedAt, requestId, rows);
+    return id === undefined
+      ? undefined
+      : new Settlement(id, payment, startedAt, requestId, rows, principal.accountId);
   }
 
   /** Takes custody of the settle's quota reservation until its outcome is written. */

@@ -142,6 +142,30 @@ describe("settlement recorder", () => {
     );
   });
 
+  test("each account's failed fees are summed apart, and a mined transaction of a settlement recorded failed counts as failed", async () => {
+    const since = new Date(Date.now() - 1000);
+    const network = "eip155:per-account";
+    const id = (await begin())!;
+    await recorder.recordSent({ network, reference: "0xmined-empty", signer: "s", detail: {} }, id);
+    await recorder.recordFinished("0xmined-empty", "success", 7n, 400n);
+    await recorder.recordSent(
+      { network, reference: "0xnobody", signer: "s", detail: {} },
+      undefined,
+    );
+    await recorder.recordFinished("0xnobody", "reverted", 7n, 30n);
+    // Mined, but the settlement moved nothing and is recorded failed (a
+    // batch settle with nothing left to pay): its gas was lost all the same.
+    await recorder.finish(
+      id,
+      { success: false, errorReason: "x", transaction: "0xmined-empty", network: "eip155:8453" },
+      Date.now(),
+    );
+    const exposure = await recorder.failedFeeExposure(network, since);
+    assert.equal(exposure.reverted, 430n);
+    assert.deepEqual(exposure.accounts?.get(principal.accountId), { failed: 400n, inFlight: 0n });
+    assert.ok(exposure.oldestFailure && exposure.oldestFailure >= since);
+  });
+
   test("the worst fees of a network's transactions still in flight are summed from the journal, every sender's, each replaced version through its replacement only", async () => {
     const since = new Date(Date.now() - 1000);
     const network = "solana:inflight";
@@ -181,10 +205,8 @@ describe("settlement recorder", () => {
         ["keyless", null],
       ],
     );
-    assert.deepEqual(await recorder.failedFeeExposure(network, since), {
-      reverted: 6_000n,
-      inFlight: 5_000n + 20_000n + 3_000n,
-    });
+    const exposure = await recorder.failedFeeExposure(network, since);
+    assert.deepEqual([exposure.reverted, exposure.inFlight], [6_000n, 5_000n + 20_000n + 3_000n]);
     await recorder.recordFinished("b1", "success", 10n, 5_000n);
     assert.equal((await recorder.failedFeeExposure(network, since)).inFlight, 8_000n);
   });

@@ -24,7 +24,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { sql, type Kysely, type Transaction } from "kysely";
 import stringify from "safe-stable-stringify";
-import type { FailureCause, ReconcileOutcome } from "../../chains/ports.js";
+import type { FailedFeeExposure, FailureCause, ReconcileOutcome } from "../../chains/ports.js";
 import type { SettleResponse } from "@x402/core/types";
 import type { Db } from "../../storage/db.js";
 import { DEFAULT_MAX_BATCH, GroupCommit } from "../../storage/groupCommit.js";
@@ -534,22 +534,48 @@ export class SettlementRecorder {
 
   /**
    * For the transactions of `network` journaled since `since`, by every
-   * replica: what those mined reverted cost their senders, and what those
+   * replica: what failed ones cost their senders (every mined transaction
+   * of a settlement recorded failed, a reverted one of any), and what those
    * still in flight could cost at most (a version a fee bump replaced
-   * counts through its replacement only).
+   * counts through its replacement only); in all, and per submitting
+   * account, with when the oldest failed one was journaled.
    */
-  async failedFeeExposure(
-    network: string,
-    since: Date,
-  ): Promise<{ reverted: bigint; inFlight: bigint }> {
-    const { rows } = await sql<{ reverted: string | null; in_flight: string | null }>`
-      select
-        sum(t.fee) filter (where t.status = 'reverted') as reverted,
+  async failedFeeExposure(network: string, since: Date): Promise<FailedFeeExposure> {
+    const { rows } = await sql<{
+      account_id: string | null;
+      failed: string | null;
+      in_flight: string | null;
+      oldest: Date | string | null;
+    }>`
+      select s.account_id,
+        sum(t.fee) filter (where t.status = 'reverted'
+          or (t.status = 'success' and s.status = 'failed')) as failed,
         sum(t.worst_fee) filter (where t.status = 'sent' and not exists (
-          select 1 from settlement_transactions r where r.replaces = t.reference)) as in_flight
+          select 1 from settlement_transactions r where r.replaces = t.reference)) as in_flight,
+        min(t.created_at) filter (where t.status = 'reverted'
+          or (t.status = 'success' and s.status = 'failed')) as oldest
       from settlement_transactions t
-      where t.network = ${network} and t.created_at >= ${since}`.execute(this.db);
-    return { reverted: BigInt(rows[0]?.reverted ?? 0), inFlight: BigInt(rows[0]?.in_flight ?? 0) };
+      left join settlements s on s.id = t.settlement_id
+      where t.network = ${network} and t.created_at >= ${since}
+      group by s.account_id`.execute(this.db);
+    const accounts = new Map<string, { failed: bigint; inFlight: bigint }>();
+    const figures: FailedFeeExposure & { accounts: typeof accounts } = {
+      reverted: 0n,
+      inFlight: 0n,
+      accounts,
+    };
+    for (const row of rows) {
+      const failed = BigInt(row.failed ?? 0);
+      const inFlight = BigInt(row.in_flight ?? 0);
+      figures.reverted += failed;
+      figures.inFlight += inFlight;
+      if (row.account_id) figures.accounts.set(row.account_id, { failed, inFlight });
+      const oldest = row.oldest === null ? undefined : new Date(row.oldest);
+      if (oldest && (!figures.oldestFailure || oldest < figures.oldestFailure)) {
+        figures.oldestFailure = oldest;
+      }
+    }
+    return figures;
   }
 
   /** Drops the signed bytes no reorg watch needs any more (see `dropSignedMaterial`). */

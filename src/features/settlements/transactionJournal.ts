@@ -5,7 +5,7 @@
  * reference at that moment. The settlements table itself is written only
  * through the recorder (its one repository).
  */
-import type { JournalEntry, TransactionJournal } from "../../chains/ports.js";
+import type { FailedFeeExposure, JournalEntry, TransactionJournal } from "../../chains/ports.js";
 import { currentSettlement } from "../../chains/settlementScope.js";
 import { SettlementDecidedError, type SettlementRecorder } from "./settlementRecorder.js";
 
@@ -43,7 +43,7 @@ export class DbTransactionJournal implements TransactionJournal {
     return Promise.resolve();
   }
 
-  failedFeeExposure(network: string, since: Date): Promise<{ reverted: bigint; inFlight: bigint }> {
+  failedFeeExposure(network: string, since: Date): Promise<FailedFeeExposure> {
     return this.recorder.failedFeeExposure(network, since);
   }
 }
