@@ -15,7 +15,7 @@ export interface DevnetBanner {
   /**
    * One line per local chain: its network id, RPC URL and assets, and the
    * pay example's `--network` name for it when it is not the example's
-   * default (examples/devnet.ts; the family's devnet descriptor gives it).
+   * default (its family's namespace, which examples/devnet.ts takes).
    */
   chains: readonly { network: string; line: string; example?: string }[];
   file: string;

@@ -4,10 +4,12 @@
  * `src/chains/index.ts` keys the families: each entry is the family's devnet
  * descriptor (devnet/<family>/service.ts), which says how to start its
  * ledger, what the service is given to serve it and its line in the
- * start-up banner. Devnet mode, the test stack and the benchmarks all read
- * this table, so a new family's devnet is its folder and one line here.
+ * start-up banner. Devnet mode, `npm run devnet`, the test stack, the
+ * benchmarks and the chaos run all read this table, so a new family's
+ * devnet is its folder and one line here; the table is a record over the
+ * family table's namespaces, so a family without its line does not compile.
  */
-import type { ChainSetups } from "../src/chains/index.js";
+import type { ChainSetups, Namespace } from "../src/chains/index.js";
 import type { DevnetFamily, RunningDevnetLedger } from "./family.js";
 import { solanaService } from "./svm/service.js";
 import { xrplService } from "./xrpl/service.js";
@@ -15,20 +17,23 @@ import { nearService } from "./near/service.js";
 import { starknetService } from "./starknet/service.js";
 import { evmService } from "./evm/service.js";
 
+/**
+ * The family whose chains every devnet runs, whatever else it is asked for
+ * (devnet mode, the test stack): EVM's anvil chains, several started
+ * together, so its descriptor (devnet/evm/service.ts) has a shape of its
+ * own rather than a line in the table below.
+ */
+export const BASE_DEVNET = evmService;
+
+/** Every family's namespace but the base family's: the families with a ledger of their own. */
+type LedgerNamespace = Exclude<Namespace, typeof BASE_DEVNET.namespace>;
+
 export const DEVNET_FAMILIES = {
   solana: solanaService,
   xrpl: xrplService,
   near: nearService,
   starknet: starknetService,
-} as const;
-
-/**
- * The family whose chains every devnet runs, whatever else it is asked for
- * (devnet mode, the test stack): EVM's anvil chains, several started
- * together, so its descriptor (devnet/evm/service.ts) has a shape of its
- * own rather than a line in the table above.
- */
-export const BASE_DEVNET = evmService;
+} as const satisfies { [N in LedgerNamespace]: AnyDevnetFamily & { namespace: N } };
 /** The base family's running chains. */
 export type RunningBase = Awaited<ReturnType<typeof BASE_DEVNET.start>>;
 
@@ -56,12 +61,12 @@ export interface RunningLedger {
   network: string;
   /** What `.devnet/devnet.json` holds under `networks[network]`. */
   info: object;
+  /** Its family's namespace, which is also the pay example's `--network` name for it. */
+  namespace: Namespace;
   /** The service's setup for this family. */
   setup: ChainSetups;
   /** Its line in the banner: the RPC URL and the assets. */
   banner: string;
-  /** The pay example's `--network` name for it. */
-  example: string;
   stop(): Promise<unknown>;
 }
 
@@ -70,10 +75,10 @@ export async function bootLedger(family: AnyDevnetFamily): Promise<RunningLedger
   const ledger = (await (family.boot ? family.boot() : family.start({}))) as RunningDevnetLedger;
   return {
     network: family.network,
+    namespace: family.namespace,
     info: ledger.info,
     setup: family.setup(ledger),
     banner: family.banner(ledger),
-    example: family.example,
     stop: () => ledger.stop(),
   };
 }

@@ -7,7 +7,7 @@
  * a change to a family's setup is made once, in its own folder.
  */
 import type { PaymentRequirements } from "@x402/core/types";
-import type { ChainSetups } from "../src/chains/index.js";
+import type { ChainSetups, Namespace } from "../src/chains/index.js";
 
 /** A started local ledger: what the devnet file holds of it, and how it stops. */
 export interface RunningDevnetLedger {
@@ -21,8 +21,12 @@ export interface RunningDevnetLedger {
  * drive); `O` the start options.
  */
 export interface DevnetFamily<R extends RunningDevnetLedger, O extends object, S extends R = R> {
-  /** The family's key in `ChainSetups` (and `src/chains/index.ts`). */
-  namespace: string;
+  /**
+   * The family's key in `ChainSetups` and in `src/chains/index.ts`; also its
+   * `--network` name in the pay example (examples/devnet.ts takes every
+   * namespace).
+   */
+  namespace: Namespace;
   /** The network its ledger serves. */
   network: string;
   /** What starts, for devnet mode's progress line. */
@@ -38,12 +42,14 @@ export interface DevnetFamily<R extends RunningDevnetLedger, O extends object, S
   boot?(): Promise<R>;
   /** The setup entry; `rpcUrl` replaces the ledger's own (a proxy in tests). */
   setup(running: R, rpcUrl?: string): ChainSetups;
-  /** The same as production configuration variables (a service started on its own). */
-  env?(running: R): Record<string, string>;
+  /**
+   * The same as production configuration variables, for a service started
+   * on its own (the chaos run's processes, the benchmarks'); `rpcUrl`
+   * replaces the ledger's own, as in `setup`.
+   */
+  env(running: R, rpcUrl?: string): Record<string, string>;
   /** Its line in the start-up banner: the RPC URL and the assets. */
   banner(running: R): string;
-  /** The pay example's `--network` name for the family (examples/devnet.ts). */
-  example: string;
   /**
    * The settle benchmark's side of the family (devnet/<family>/bench.ts,
    * loaded only by the benchmarks): its ledger started with `payers` payers

@@ -108,7 +108,7 @@ export async function bootDevnet(
           apiKey,
           chains: [
             ...BASE_DEVNET.banner(devnet),
-            ...ledgers.map((l) => ({ network: l.network, line: l.banner, example: l.example })),
+            ...ledgers.map((l) => ({ network: l.network, line: l.banner, example: l.namespace })),
           ],
           account: DEVNET_ACCOUNT,
           file: config.devnet.file,

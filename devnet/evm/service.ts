@@ -43,7 +43,7 @@ export interface EvmSetupOptions {
 }
 
 export const evmService = {
-  namespace: "eip155",
+  namespace: "eip155" as const,
   /** The chains the devnet has been given for this family, or its default when none. */
   networks(asked: readonly string[]): string[] {
     const own = asked.filter((id) => id.startsWith("eip155:"));
@@ -74,6 +74,29 @@ export const evmService = {
         ),
         privateKeys: (infos[0]?.[1].facilitatorPrivateKeys ?? []) as Hex[],
       },
+    };
+  },
+  /**
+   * The same as production configuration variables, for a service started
+   * on its own (the chaos run's processes): every chain's RPC URL
+   * (`rpcUrls[network]` in place of the node's own: a proxy in front of
+   * it), its block time when it mines on a clock, and the first chain's
+   * facilitator keys, which sign on every chain.
+   */
+  env(devnet: Devnet, rpcUrls: Record<string, string> = {}): Record<string, string> {
+    const infos = Object.entries(devnet.networks);
+    const blockTimeMs = devnet.file.blockTimeSeconds * 1000;
+    return {
+      EVM_PRIVATE_KEYS: (infos[0]?.[1].facilitatorPrivateKeys ?? []).join(","),
+      ...Object.fromEntries(
+        infos.flatMap(([id, info]) => {
+          const chainId = String(info.chainId);
+          return [
+            [`EVM_RPC_URLS_${chainId}`, rpcUrls[id] ?? info.rpcUrl],
+            ...(blockTimeMs > 0 ? [[`EVM_BLOCK_TIME_MS_${chainId}`, String(blockTimeMs)]] : []),
+          ];
+        }),
+      ),
     };
   },
   /** The first chain's funded payers, with their addresses. */

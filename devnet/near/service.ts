@@ -17,14 +17,13 @@ const relayerKeys = (running: RunningNear) =>
   running.info.relayers.map((r) => `${r.accountId}:${r.secretKey}`);
 
 /** The same as production configuration variables (a service started on its own). */
-const env = (running: RunningNear): Record<string, string> => ({
-  NEAR_RPC_URL: running.info.rpcUrl,
+const env = (running: RunningNear, rpcUrl = running.info.rpcUrl): Record<string, string> => ({
+  NEAR_RPC_URL: rpcUrl,
   NEAR_RELAYER_KEYS: relayerKeys(running).join(","),
 });
 
 export const nearService = {
   namespace: "near",
-  example: "near",
   network: NEAR_MAINNET,
   what: "the local NEAR chain (a block every second)",
   start: startNearLedger,

@@ -13,14 +13,16 @@ import {
 } from "./index.js";
 
 /** The same as production configuration variables (a service started on its own). */
-const env = (running: Pick<RunningStarknet, "info" | "executors">): Record<string, string> => ({
-  STARKNET_RPC_URL: running.info.rpcUrl,
+const env = (
+  running: Pick<RunningStarknet, "info" | "executors">,
+  rpcUrl = running.info.rpcUrl,
+): Record<string, string> => ({
+  STARKNET_RPC_URL: rpcUrl,
   STARKNET_EXECUTOR_KEYS: running.executors.map((e) => `${e.address}:${e.privateKey}`).join(","),
 });
 
 export const starknetService = {
   namespace: "starknet",
-  example: "starknet",
   network: STARKNET_MAINNET,
   what: "the local Starknet (a block every second)",
   start: startStarknetLedger,

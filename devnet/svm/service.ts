@@ -17,7 +17,6 @@ import {
 
 export const solanaService = {
   namespace: "solana",
-  example: "solana",
   network: SOLANA_MAINNET,
   what: "the local Solana ledger (LiteSVM)",
   start: startSolanaLedger,
@@ -28,6 +27,10 @@ export const solanaService = {
       networks: [{ id: SOLANA_MAINNET, rpcUrl }],
       secretKeys: running.info.facilitatorSecretKeys,
     },
+  }),
+  env: (running, rpcUrl = running.info.rpcUrl) => ({
+    SVM_RPC_URL: rpcUrl,
+    SVM_PRIVATE_KEYS: running.info.facilitatorSecretKeys.join(","),
   }),
   banner: (running) => `${running.info.rpcUrl}   USDC ${running.info.assets.USDC}`,
 } satisfies DevnetFamily<

@@ -13,13 +13,15 @@ import {
 } from "./index.js";
 
 /** The same as production configuration variables (a service started on its own). */
-const env = (running: Pick<RunningXrpl, "info">): Record<string, string> => ({
-  XRPL_RPC_URL: running.info.rpcUrl,
+const env = (
+  running: Pick<RunningXrpl, "info">,
+  rpcUrl = running.info.rpcUrl,
+): Record<string, string> => ({
+  XRPL_RPC_URL: rpcUrl,
 });
 
 export const xrplService = {
   namespace: "xrpl",
-  example: "xrpl",
   network: XRPL_MAINNET,
   what: "the local XRP Ledger (a ledger close every second)",
   start: startXrplLedger,
