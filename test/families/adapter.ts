@@ -1,25 +1,38 @@
 /**
- * What the family suites (one delivery, outages, hostile input, hostile payers) need of a
- * chain family: how to run its ledger and put a failing proxy in front of
- * it, how a resource server built with the official packages accepts it,
- * how a payer pays it, how to read what the ledger holds, and what the
- * family refuses hostile payments with. Adding a family to the suites is
- * one adapter in this folder and one line in index.ts.
+ * What the family suites (one delivery, outages, hostile input, hostile
+ * payers) and the chaos run need of a chain family: how to run its ledger
+ * and put a failing proxy in front of it, how a resource server built with
+ * the official packages accepts it, how a payer pays it, how to read what
+ * the ledger holds (balances, and what a transaction moved), and what the
+ * family refuses hostile payments with. Adding a family to the suites and
+ * to the chaos run is one adapter in this folder and one line in index.ts,
+ * whose table does not compile without it.
  */
 import type { x402Client } from "@x402/core/client";
 import type { x402ResourceServer } from "@x402/core/server";
 import type { Network, PaymentPayload, PaymentRequirements, Price } from "@x402/core/types";
-import type { DevnetNamespace } from "../../devnet/families.js";
+import type { Namespace } from "../../src/chains/index.js";
 import type { StackOptions, TestStack } from "../support/stack.js";
 
-export interface FamilyAdapter {
+/** One move of an asset that a transaction made, as the ledger recorded it. */
+export interface LedgerTransfer {
+  from: string;
+  to: string;
+  asset: string;
+  amount: bigint;
+}
+
+/** What a transaction the ledger holds did: it failed there, or made these transfers. */
+export type LedgerOutcome = { failure: string } | { transfers: LedgerTransfer[] };
+
+export interface FamilyAdapter<N extends Namespace = Namespace> {
   /** Names the family in test titles. */
   readonly name: string;
   readonly network: Network;
   /** What `startStack` needs to run this family's ledger next to the service. */
   readonly stack: StackOptions;
-  /** The family's namespace: where `withRpcUrl` puts the hook in front of its RPC. */
-  readonly namespace: "eip155" | DevnetNamespace;
+  /** The family's namespace: its key in index.ts, and where `withRpcUrl` puts the hook in front of its RPC. */
+  readonly namespace: N;
   /**
    * What the service sends the node to broadcast a settlement (matched in
    * the JSON-RPC body): the proxy loses the answer to it. Absent where no
@@ -51,6 +64,14 @@ export interface FamilyAdapter {
   payer(stack: TestStack, i: number): Promise<string>;
   /** What `address` holds of the asset the routes ask for, in atomic units. */
   balanceOf(stack: TestStack, address: string): Promise<bigint>;
+  /**
+   * What `transaction` did, read from the ledger itself (the chaos run's
+   * audit: each success must be exactly one transfer of its payment):
+   * undefined when the ledger does not hold it (on its canonical chain).
+   * Addresses as the ledger writes them: a token account is given as its
+   * owner.
+   */
+  transfersOf(stack: TestStack, transaction: string): Promise<LedgerOutcome | undefined>;
   /**
    * What a settled transaction cost its payer beyond the price, in the same
    * units (an XRP Ledger payer pays its fee in drops). Absent: nothing, the
@@ -199,6 +220,16 @@ export function assembled(
   payload: Record<string, unknown>,
 ): PaymentPayload {
   return { ...first, accepted: requirements, payload };
+}
+
+/**
+ * Whether two spellings name one address or asset: exactly, or as the same
+ * number where both are hex (EVM's checksum case, Starknet's felts with or
+ * without leading zeros).
+ */
+export function sameAddress(a: string, b: string): boolean {
+  const hex = /^0x[0-9a-fA-F]+$/;
+  return a === b || (hex.test(a) && hex.test(b) && BigInt(a) === BigInt(b));
 }
 
 /**

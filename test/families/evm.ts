@@ -8,7 +8,7 @@ import type { PaymentRequirements } from "@x402/core/types";
 import { authorizationTypes } from "@x402/evm";
 import { ExactEvmScheme as ExactEvmClientScheme } from "@x402/evm/exact/client";
 import { ExactEvmScheme as ExactEvmServerScheme } from "@x402/evm/exact/server";
-import { getAddress, type Hex } from "viem";
+import { createPublicClient, decodeEventLog, erc20Abi, getAddress, http, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { usdcBalance } from "../chains/evm/payments.js";
 import { assembled, usdcPrice, type FamilyAdapter, type MalformedPayload } from "./adapter.js";
@@ -21,7 +21,7 @@ const PAY_TO = "0x00000000000000000000000000000000000d0e11";
 const payerAccount = (stack: { payerKeys: Hex[] }, i: number) =>
   privateKeyToAccount(stack.payerKeys[i]!);
 
-export const evm: FamilyAdapter = {
+export const evm: FamilyAdapter<"eip155"> = {
   name: "EVM EIP-3009",
   network: NETWORK,
   namespace: "eip155",
@@ -41,6 +41,30 @@ export const evm: FamilyAdapter = {
     new x402Client().register("eip155:*", new ExactEvmClientScheme(payerAccount(stack, i))),
   payer: async (stack, i) => payerAccount(stack, i).address,
   balanceOf: (stack, address) => usdcBalance(stack.rpcUrl, stack.usdc, address as Hex),
+  // Its receipt in a block of the canonical chain (anvil can reorg), and its ERC-20 Transfer logs.
+  async transfersOf(stack, hash) {
+    const client = createPublicClient({ transport: http(stack.rpcUrl) });
+    const receipt = await client
+      .getTransactionReceipt({ hash: hash as Hex })
+      .catch(() => undefined);
+    if (!receipt) return undefined;
+    const block = await client.getBlock({ blockNumber: receipt.blockNumber });
+    if (block.hash !== receipt.blockHash) return undefined;
+    if (receipt.status !== "success") return { failure: "the transaction reverted" };
+    return {
+      transfers: receipt.logs.flatMap((log) => {
+        try {
+          const ev = decodeEventLog({ abi: erc20Abi, data: log.data, topics: log.topics });
+          if (ev.eventName !== "Transfer") return [];
+          return [
+            { from: ev.args.from, to: ev.args.to, asset: log.address, amount: ev.args.value },
+          ];
+        } catch {
+          return [];
+        }
+      }),
+    };
+  },
   async signReusingNonce(stack, i, first, requirements) {
     const used = (first.payload as { authorization: { nonce: Hex; validBefore: string } })
       .authorization;

@@ -29,7 +29,7 @@ function moveUsdc(stack: TestStack, from: string, to: string, amount: bigint): v
     );
 }
 
-export const near: FamilyAdapter = {
+export const near: FamilyAdapter<"near"> = {
   name: "NEAR",
   network: NEAR_MAINNET,
   namespace: "near",
@@ -59,6 +59,31 @@ export const near: FamilyAdapter = {
   payer: async (stack, i) => payerKey(stack.families.near!, i).accountId,
   balanceOf: async (stack, account) =>
     stack.families.near!.ledger.token(stack.families.near!.info.assets.USDC)!.balanceOf(account),
+  // The NEP-141 `ft_transfer` events its receipts logged, the token being the receipt's executor.
+  async transfersOf(stack, hash) {
+    const record = stack.families.near!.ledger.transaction(hash);
+    if (!record) return undefined;
+    if (record.height === undefined) return { failure: "not in a block" };
+    return {
+      transfers: (record.receiptsOutcome ?? []).flatMap(({ outcome }) =>
+        outcome.logs.flatMap((log) => {
+          if (!log.startsWith("EVENT_JSON:")) return [];
+          const event = JSON.parse(log.slice("EVENT_JSON:".length)) as {
+            standard?: string;
+            event?: string;
+            data?: { old_owner_id: string; new_owner_id: string; amount: string }[];
+          };
+          if (event.standard !== "nep141" || event.event !== "ft_transfer") return [];
+          return (event.data ?? []).map((d) => ({
+            from: d.old_owner_id,
+            to: d.new_owner_id,
+            asset: outcome.executor_id,
+            amount: BigInt(d.amount),
+          }));
+        }),
+      ),
+    };
+  },
   async signReusingNonce(stack, i, first, requirements) {
     const used = delegateNonce(first);
     const payer = payerKey(stack.families.near!, i);

@@ -21,10 +21,9 @@ import { x402ResourceServer } from "@x402/core/server";
 import { x402HTTPClient, type x402Client } from "@x402/core/client";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { facilitatorClient, listenOnLoopback, type Listening } from "../support/resourceServer.js";
-import { onlyOneSuccess, settleAtOnce } from "../chains/evm/payments.js";
-import { post } from "../support/http.js";
+import { onlyOneSuccess, post, settleAtOnce } from "../support/http.js";
 import { startStack, type TestStack } from "../support/stack.js";
-import { recorded } from "./adapter.js";
+import { recorded, sameAddress } from "./adapter.js";
 import { families } from "./index.js";
 
 /** Each test's route, payer and price: nothing shared between tests. */
@@ -209,6 +208,25 @@ for (const family of families) {
       );
       // A copy meets the first while it settles, or its success once answered.
       const paid = onlyOneSuccess(answers, ["duplicate_settlement", family.reasons.replay]);
+
+      // The ledger, read through the adapter, holds one transfer of the price.
+      const moved = await family.transfersOf(stack, paid.transaction);
+      assert.ok(
+        moved && "transfers" in moved,
+        `${paid.transaction}: ${moved && "failure" in moved ? moved.failure : "not held by the ledger"}`,
+      );
+      const payTo = family.payTo(stack);
+      const ours = moved.transfers.filter(
+        (t) =>
+          sameAddress(t.from, payer) &&
+          sameAddress(t.to, payTo) &&
+          sameAddress(t.asset, payload.accepted.asset),
+      );
+      assert.deepEqual(
+        ours.map((t) => t.amount),
+        [c.price],
+        "the transaction's transfers, as the ledger holds them",
+      );
 
       const fee = (await family.payerFee?.(stack, paid.transaction)) ?? 0n;
       assert.equal(await payToBalance(), payToBefore + c.price, "one transfer reached payTo");

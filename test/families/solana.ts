@@ -7,22 +7,34 @@
 import { x402Client } from "@x402/core/client";
 import { ExactSvmScheme as ExactSvmClientScheme } from "@x402/svm/exact/client";
 import { ExactSvmScheme as ExactSvmServerScheme } from "@x402/svm/exact/server";
-import { address, createKeyPairSignerFromBytes, getBase58Encoder } from "@solana/kit";
+import {
+  address,
+  createKeyPairSignerFromBytes,
+  getBase58Encoder,
+  getCompiledTransactionMessageDecoder,
+} from "@solana/kit";
 import { getTokenDecoder } from "@solana-program/token";
 import {
   SOLANA_MAINNET,
   associatedTokenAccount,
   writeTokenAccount,
 } from "../../devnet/svm/index.js";
+import type { SolanaLedger } from "../../devnet/svm/ledger.js";
 import type { TestStack } from "../support/stack.js";
-import { SendWatch, malformedString, usdcPrice, type FamilyAdapter } from "./adapter.js";
+import {
+  SendWatch,
+  malformedString,
+  usdcPrice,
+  type FamilyAdapter,
+  type LedgerTransfer,
+} from "./adapter.js";
 
 const signer = (stack: TestStack, i: number) =>
   createKeyPairSignerFromBytes(
     getBase58Encoder().encode(stack.families.solana!.info.payerSecretKeys[i]!),
   );
 
-export const solana: FamilyAdapter = {
+export const solana: FamilyAdapter<"solana"> = {
   name: "Solana",
   network: SOLANA_MAINNET,
   namespace: "solana",
@@ -54,6 +66,13 @@ export const solana: FamilyAdapter = {
     );
     if (!account.exists) throw new Error(`${owner} has no USDC token account`);
     return getTokenDecoder().decode(account.data).amount;
+  },
+  async transfersOf(stack, signature) {
+    const ledger = stack.families.solana!.ledger;
+    const landed = ledger.transaction(signature);
+    if (!landed) return undefined;
+    if (landed.err) return { failure: `the transaction failed: ${JSON.stringify(landed.err)}` };
+    return { transfers: splTransfers(ledger, landed.messageBytes) };
   },
   payerRace: {
     signers: "fee payers",
@@ -99,3 +118,48 @@ export const solana: FamilyAdapter = {
     },
   },
 };
+
+const SPL_TOKEN_PROGRAMS = new Set([
+  "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
+  "TokenzQdBNbLqP5VEhdkAS6EPFLC1PhnBqCXEpPxuEb",
+]);
+/** SPL Token's `TransferChecked` instruction: [source, mint, destination, authority]. */
+const TRANSFER_CHECKED = 12;
+
+/**
+ * The SPL `TransferChecked`s of a landed message, from their authority to
+ * the owner of the token account they credit (as the ledger holds it).
+ */
+function splTransfers(ledger: SolanaLedger, messageBytes: Uint8Array): LedgerTransfer[] {
+  const message = getCompiledTransactionMessageDecoder().decode(messageBytes);
+  const keys = message.staticAccounts.map(String);
+  // Legacy and v0 messages (the ones x402 payers sign) list instructions so.
+  const instructions =
+    (
+      message as {
+        instructions?: {
+          programAddressIndex: number;
+          accountIndices?: number[];
+          data?: Uint8Array;
+        }[];
+      }
+    ).instructions ?? [];
+  const ownerOf = (tokenAccount: string) => {
+    const account = ledger.account(address(tokenAccount));
+    return account.exists ? String(getTokenDecoder().decode(account.data).owner) : tokenAccount;
+  };
+  return instructions.flatMap((ix) => {
+    const data = ix.data;
+    const accounts = ix.accountIndices ?? [];
+    if (!SPL_TOKEN_PROGRAMS.has(keys[ix.programAddressIndex]!) || !data) return [];
+    if (data[0] !== TRANSFER_CHECKED || data.length < 10 || accounts.length < 4) return [];
+    return [
+      {
+        from: keys[accounts[3]!]!,
+        to: ownerOf(keys[accounts[2]!]!),
+        asset: keys[accounts[1]!]!,
+        amount: new DataView(data.buffer, data.byteOffset + 1, 8).getBigUint64(0, true),
+      },
+    ];
+  });
+}

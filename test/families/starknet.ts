@@ -7,6 +7,7 @@
 import { x402Client } from "@x402/core/client";
 import { Account, RpcProvider, stark } from "starknet";
 import { STARKNET_MAINNET } from "../../devnet/starknet/index.js";
+import { TRANSFER_EVENT_KEY } from "../../devnet/starknet/ledger.js";
 import { STARKNET_STRK, STARKNET_USDC } from "../../src/chains/starknet/networks.js";
 import {
   ExactStarknetClientScheme,
@@ -32,7 +33,7 @@ const account = (stack: TestStack, i: number) => {
   });
 };
 
-export const starknet: FamilyAdapter = {
+export const starknet: FamilyAdapter<"starknet"> = {
   name: "Starknet",
   network: STARKNET_MAINNET,
   namespace: "starknet",
@@ -56,6 +57,29 @@ export const starknet: FamilyAdapter = {
     `0x${BigInt(stack.families.starknet!.info.payers[i]!.address).toString(16).padStart(64, "0")}`,
   balanceOf: async (stack, address) =>
     stack.families.starknet!.ledger.balanceOf(STARKNET_USDC, address),
+  // Its ERC-20 `Transfer` events: keys [selector, from, to], data [low, high].
+  async transfersOf(stack, hash) {
+    const record = stack.families.starknet!.ledger.transaction(hash);
+    if (!record) return undefined;
+    if (record.execution !== "SUCCEEDED") {
+      return { failure: `the transaction ${record.execution ?? "is not executed"}` };
+    }
+    if (record.blockNumber === undefined) return { failure: "not in a block" };
+    return {
+      transfers: record.events.flatMap((e) =>
+        BigInt(e.keys[0] ?? 0) === BigInt(TRANSFER_EVENT_KEY) && e.keys.length >= 3
+          ? [
+              {
+                from: e.keys[1]!,
+                to: e.keys[2]!,
+                asset: e.from_address,
+                amount: BigInt(e.data[0] ?? 0) + (BigInt(e.data[1] ?? 0) << 128n),
+              },
+            ]
+          : [],
+      ),
+    };
+  },
   async signReusingNonce(stack, i, first, requirements) {
     const signed = first.payload as {
       outsideExecution: { typedData: { message: Record<string, unknown> } };

@@ -17,7 +17,7 @@ import { malformedString, type FamilyAdapter } from "./adapter.js";
 const wallet = (stack: TestStack, i: number) =>
   Wallet.fromSeed(stack.families.xrpl!.info.payerSeeds[i]!);
 
-export const xrpl: FamilyAdapter = {
+export const xrpl: FamilyAdapter<"xrpl"> = {
   name: "XRP Ledger",
   network: XRPL_MAINNET,
   namespace: "xrpl",
@@ -46,6 +46,29 @@ export const xrpl: FamilyAdapter = {
       }),
   payer: async (stack, i) => wallet(stack, i).classicAddress,
   balanceOf: async (stack, account) => stack.families.xrpl!.ledger.xrpBalance(account),
+  // A Payment, validated, and the XRP it delivered.
+  async transfersOf(stack, hash) {
+    const record = stack.families.xrpl!.ledger.transaction(hash);
+    if (!record) return undefined;
+    if (record.ledgerIndex === undefined) return { failure: "not in a validated ledger" };
+    const result = record.meta["TransactionResult"];
+    if (result !== "tesSUCCESS")
+      return { failure: `the transaction's result is ${String(result)}` };
+    const delivered = record.meta["delivered_amount"];
+    const payment = record.tx["TransactionType"] === "Payment" && typeof delivered === "string";
+    return {
+      transfers: payment
+        ? [
+            {
+              from: String(record.tx["Account"]),
+              to: String(record.tx["Destination"]),
+              asset: "XRP",
+              amount: BigInt(delivered),
+            },
+          ]
+        : [],
+    };
+  },
   // The payer pays its transaction's fee, in drops like the price.
   payerFee: async (stack, hash) =>
     BigInt(String(stack.families.xrpl!.ledger.transaction(hash)!.tx["Fee"])),

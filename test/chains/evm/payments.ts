@@ -2,7 +2,6 @@
  * Builds payment payloads exactly as a real payer would: with the official
  * `@x402/evm` exact client scheme and a devnet payer key.
  */
-import { post } from "../../support/http.js";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import type { ClientEvmSigner } from "@x402/evm";
@@ -73,55 +72,4 @@ export function paymentRequest(
     paymentPayload: { x402Version: 2, accepted: requirements, payload } as PaymentPayload,
     paymentRequirements: requirements,
   };
-}
-
-export interface SettleAnswer {
-  success: boolean;
-  transaction: string;
-  errorReason?: string;
-}
-
-/** `copies` identical `/settle` calls at once, spread over `urls` in turn; their answers. */
-export function settleAtOnce(
-  urls: readonly string[],
-  body: unknown,
-  apiKey: string,
-  copies: number,
-  headers: Record<string, string> = {},
-): Promise<SettleAnswer[]> {
-  return Promise.all(
-    Array.from({ length: copies }, async (_, i) => {
-      const res = await post(urls[i % urls.length]!, "/settle", body, apiKey, headers);
-      return (await res.json()) as SettleAnswer;
-    }),
-  );
-}
-
-/**
- * The one-success rule on a set of answers to copies of one payment: exactly
- * one `success: true`, every other a refusal with an empty transaction (what
- * keeps a resource server from delivering or retrying) and one of
- * `reasons`: `duplicate_settlement` for a copy that came while the first
- * was settling, or the family's replay reason for one that came after its
- * success was answered (which of the two a copy meets is a matter of timing).
- * Returns the success.
- */
-export function onlyOneSuccess(
-  answers: readonly SettleAnswer[],
-  reasons: readonly string[] = ["duplicate_settlement"],
-): SettleAnswer {
-  const successes = answers.filter((a) => a.success);
-  if (successes.length !== 1) {
-    throw new Error(
-      `expected exactly one success, got ${successes.length}: ${JSON.stringify(answers)}`,
-    );
-  }
-  const others = answers.filter((a) => !a.success);
-  const wrong = others.find((a) => !reasons.includes(a.errorReason ?? "") || a.transaction !== "");
-  if (wrong) {
-    throw new Error(
-      `expected ${reasons.join(" or ")} with no transaction, got ${JSON.stringify(wrong)}`,
-    );
-  }
-  return successes[0]!;
 }
