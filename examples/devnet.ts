@@ -6,22 +6,38 @@
  * of the file's shape is followed in one place.
  */
 import { readFileSync } from "node:fs";
+import type { Namespace } from "../src/chains/index.js";
 
-/** The network each example pays on, one per chain family, by a short name. */
+/** A chain family, by its namespace in the family table (src/chains/index.ts). */
+export type Family = Namespace;
+
+/**
+ * The network each example pays on, one per chain family: a record over the
+ * family table, so a family without its network here does not compile, and
+ * then neither do the examples' maps of payers and server schemes.
+ */
 export const NETWORKS = {
-  base: "eip155:8453",
+  eip155: "eip155:8453",
   solana: "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp",
   near: "near:mainnet",
   xrpl: "xrpl:0",
   starknet: "starknet:SN_MAIN",
-} as const;
-export type Family = keyof typeof NETWORKS;
+} as const satisfies Record<Family, string>;
 
-/** A name the examples' `--network` takes: a short name or the network's id. */
+/** The families in the examples' order. */
+export const FAMILIES = Object.keys(NETWORKS) as Family[];
+
+/** A family's name in `--network` where it is not its namespace: the chain the examples pay on. */
+const SHORT_NAMES: Partial<Record<Family, string>> = { eip155: "base" };
+
+/** The name the examples print for a family, and the one `--network` is documented with. */
+export const nameOf = (family: Family): string => SHORT_NAMES[family] ?? family;
+
+/** A name the examples' `--network` takes: a family's name, its namespace or its network's id. */
 export function familyOf(name: string): Family {
-  const found = (Object.keys(NETWORKS) as Family[]).find((f) => f === name || NETWORKS[f] === name);
+  const found = FAMILIES.find((f) => [nameOf(f), f, NETWORKS[f]].includes(name));
   if (!found) {
-    throw new Error(`--network ${name}: one of ${Object.keys(NETWORKS).join(", ")}`);
+    throw new Error(`--network ${name}: one of ${FAMILIES.map(nameOf).join(", ")}`);
   }
   return found;
 }
@@ -32,9 +48,9 @@ interface Entry {
   assets: Record<string, unknown>;
 }
 
-/** Each family's entry: the fields its payer and resource server need. */
+/** Each family's entry: the fields its payer and resource server need (every family, or `entry` does not compile). */
 export interface Entries {
-  base: Entry & { payerPrivateKeys: `0x${string}`[] };
+  eip155: Entry & { payerPrivateKeys: `0x${string}`[] };
   solana: Entry & { payerSecretKeys: string[]; payTo: string };
   near: Entry & { payers: { accountId: string; secretKey: string }[]; payTo: string };
   xrpl: Entry & { wsUrl: string; payerSeeds: string[]; payTo: string };
@@ -75,7 +91,7 @@ export function readDevnet(path = process.env["DEVNET_FILE"] ?? ".devnet/devnet.
   return {
     facilitatorUrl,
     apiKey,
-    families: (Object.keys(NETWORKS) as Family[]).filter((f) => networks[NETWORKS[f]]),
+    families: FAMILIES.filter((f) => networks[NETWORKS[f]]),
     entry,
     symbolOf(network, asset) {
       const assets = networks[network]?.assets ?? {};

@@ -22,27 +22,27 @@ import { ExactSvmScheme } from "@x402/svm/exact/server";
 import { ExactNearServerScheme } from "../src/chains/near/clients/exactServer.js";
 import { ExactXrplServerScheme } from "../src/chains/xrpl/clients/exactServer.js";
 import { ExactStarknetServerScheme } from "../src/chains/starknet/clients/exactServer.js";
-import { NETWORKS, readDevnet, type Family } from "./devnet.js";
+import { NETWORKS, nameOf, readDevnet, type Family } from "./devnet.js";
 
 const { values } = parseArgs({ options: { port: { type: "string", default: "4021" } } });
 const devnet = readDevnet();
 
 // Where each family's payments go: the devnet's funded merchant on each
 // ledger (on Base, any address receives USDC).
-const payTo: Record<Family, () => string> = {
-  base: () => "0x000000000000000000000000000000000000dEaD",
+const payTo = {
+  eip155: () => "0x000000000000000000000000000000000000dEaD",
   solana: () => devnet.entry("solana").payTo,
   near: () => devnet.entry("near").payTo,
   xrpl: () => devnet.entry("xrpl").payTo,
   starknet: () => devnet.entry("starknet").payTo,
-};
-const schemes: Record<Family, () => SchemeNetworkServer> = {
-  base: () => new ExactEvmScheme(),
+} satisfies Record<Family, () => string>;
+const schemes = {
+  eip155: () => new ExactEvmScheme(),
   solana: () => new ExactSvmScheme(),
   near: () => new ExactNearServerScheme(),
   xrpl: () => new ExactXrplServerScheme(),
   starknet: () => new ExactStarknetServerScheme(),
-};
+} satisfies Record<Family, () => SchemeNetworkServer>;
 
 const auth = { "X-API-Key": devnet.apiKey };
 const facilitator = new HTTPFacilitatorClient({
@@ -77,6 +77,8 @@ app.get("/weather", (_req, res) => {
 const port = Number(values.port);
 app.listen(port, "127.0.0.1", () => {
   console.log(`paid API on http://127.0.0.1:${port}/weather ($0.001 per call), payable on:`);
-  for (const family of devnet.families) console.log(`  ${family.padEnd(9)} ${NETWORKS[family]}`);
-  console.log(`pay it: npx tsx examples/pay.ts --network ${devnet.families.join("|")}`);
+  for (const family of devnet.families) {
+    console.log(`  ${nameOf(family).padEnd(9)} ${NETWORKS[family]}`);
+  }
+  console.log(`pay it: npx tsx examples/pay.ts --network ${devnet.families.map(nameOf).join("|")}`);
 });

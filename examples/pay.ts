@@ -31,10 +31,17 @@ const { values, positionals } = parseArgs({
 const family = familyOf(values.network);
 const devnet = readDevnet();
 
+interface Payer {
+  address: string;
+  scheme: SchemeNetworkClient;
+  /** Whether `asset`'s amounts are decimal values (an XRPL issued currency), not atomic units of 6 decimals. */
+  decimal?(asset: string): boolean;
+}
+
 /** Each family's payer: the devnet's first funded key, as that family's client scheme. */
-const payers: Record<Family, () => Promise<{ address: string; scheme: SchemeNetworkClient }>> = {
-  async base() {
-    const account = privateKeyToAccount(devnet.entry("base").payerPrivateKeys[0]!);
+const payers = {
+  async eip155() {
+    const account = privateKeyToAccount(devnet.entry("eip155").payerPrivateKeys[0]!);
     return { address: account.address, scheme: new ExactEvmScheme(account) };
   },
   async solana() {
@@ -54,7 +61,11 @@ const payers: Record<Family, () => Promise<{ address: string; scheme: SchemeNetw
   async xrpl() {
     const { payerSeeds, wsUrl } = devnet.entry("xrpl");
     const wallet = Wallet.fromSeed(payerSeeds[0]!);
-    return { address: wallet.classicAddress, scheme: new ExactXrplClientScheme(wallet, { wsUrl }) };
+    return {
+      address: wallet.classicAddress,
+      scheme: new ExactXrplClientScheme(wallet, { wsUrl }),
+      decimal: (asset) => asset !== "XRP",
+    };
   },
   async starknet() {
     const { payers, rpcUrl } = devnet.entry("starknet");
@@ -63,9 +74,9 @@ const payers: Record<Family, () => Promise<{ address: string; scheme: SchemeNetw
     const account = new Account({ provider, address, signer: privateKey, cairoVersion: "1" });
     return { address, scheme: new ExactStarknetClientScheme(account) };
   },
-};
+} satisfies Record<Family, () => Promise<Payer>>;
 
-const payer = await payers[family]();
+const payer: Payer = await payers[family]();
 let paid: PaymentRequirements | undefined;
 const client = new x402Client()
   .register(NETWORKS[family], payer.scheme)
@@ -86,10 +97,10 @@ const receipt = new x402HTTPClient(client).getPaymentSettleResponse((name) =>
 console.log(`paid ${amountOf(paid)} on ${receipt.network} from ${payer.address}`);
 console.log(`transaction ${receipt.transaction}`);
 
-/** The amount in the asset's units: atomic units of 6 decimals, or XRPL's issued currencies' own decimal values. */
+/** The amount in the asset's units: atomic units of 6 decimals, or the payer's family's own decimal values. */
 function amountOf(r: PaymentRequirements): string {
   const symbol = devnet.symbolOf(r.network, r.asset);
-  const decimal = r.network.startsWith("xrpl:") && r.asset !== "XRP";
+  const decimal = payer.decimal?.(r.asset) ?? false;
   const units = decimal ? r.amount : (Number(r.amount) / 1e6).toString();
   return `${units} ${symbol}${decimal ? "" : ` (${r.amount} atomic units)`}`;
 }

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startDevnetService, type DevnetService, type Example } from "../support/devnetService.js";
 import { freePort } from "../support/processes.js";
-import { NETWORKS, readDevnet } from "../../examples/devnet.js";
+import { FAMILIES, NETWORKS, nameOf, readDevnet, type Family } from "../../examples/devnet.js";
 
 describe("every family's example pays against npm start's devnet", () => {
   let devnet: DevnetService;
@@ -38,31 +38,29 @@ describe("every family's example pays against npm start's devnet", () => {
   });
 
   test("the API says where it can be paid: every family the devnet runs", () => {
-    for (const [family, network] of Object.entries(NETWORKS)) {
-      assert.match(api.output(), new RegExp(`^  ${family} +${network}$`, "m"));
+    for (const family of FAMILIES) {
+      assert.match(api.output(), new RegExp(`^  ${nameOf(family)} +${NETWORKS[family]}$`, "m"));
     }
   });
 
   const expected = {
-    base: { paid: "0.001 USDC (1000 atomic units)", tx: /^0x[0-9a-f]{64}$/ },
+    eip155: { paid: "0.001 USDC (1000 atomic units)", tx: /^0x[0-9a-f]{64}$/ },
     solana: { paid: "0.001 USDC (1000 atomic units)", tx: /^[1-9A-HJ-NP-Za-km-z]{64,88}$/ },
     near: { paid: "0.001 USDC (1000 atomic units)", tx: /^[1-9A-HJ-NP-Za-km-z]{43,44}$/ },
     xrpl: { paid: "0.001 RLUSD", tx: /^[0-9A-F]{64}$/ },
     starknet: { paid: "0.001 USDC (1000 atomic units)", tx: /^0x[0-9a-f]{1,64}$/ },
-  } as const;
+  } as const satisfies Record<Family, { paid: string; tx: RegExp }>;
 
-  for (const [family, want] of Object.entries(expected)) {
-    test(`pay.ts --network ${family}: 200 with the weather, what it paid and the transaction`, async () => {
-      const pay = await devnet.example("pay.ts", ["--network", family, url]);
+  for (const family of FAMILIES) {
+    const want = expected[family];
+    test(`pay.ts --network ${nameOf(family)}: 200 with the weather, what it paid and the transaction`, async () => {
+      const pay = await devnet.example("pay.ts", ["--network", nameOf(family), url]);
       const code = await pay.exited;
       const out = pay.output();
       assert.equal(code, 0, out);
       const lines = out.trim().split("\n");
       assert.equal(lines[0], `GET ${url}: 200 {"forecast":"sunny","temperatureC":21}`);
-      const network = NETWORKS[family as keyof typeof NETWORKS].replace(
-        /[.*+?^${}()|[\]\\]/g,
-        "\\$&",
-      );
+      const network = NETWORKS[family].replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
       assert.match(
         lines[1]!,
         new RegExp(`^paid ${want.paid.replace(/[()]/g, "\\$&")} on ${network} from \\S+$`),
