@@ -34,9 +34,11 @@
  *
  * No one account may spend the pool for everyone. Each account answers for
  * the failures of what it submits (its payers' included: it chose to settle
- * them), in value: its failed fees plus its own sends in flight may not pass
- * `accountShare` of the budget (a quarter by default), so at least four
- * accounts must fail together to spend a network. And once the pool is
+ * them), in value: once it has failures in the window, its failed fees plus
+ * its sends in flight may not pass `accountShare` of the budget (a quarter
+ * by default), so one account spends a network's pool only with a single
+ * burst of payers it has never failed with, which the payer lanes bound to
+ * one transaction per payer. And once the pool is
  * three quarters spent, an account with any failure of its own in the
  * window is refused first: the last quarter is kept for accounts whose
  * settles have not failed. A refusal's `Retry-After` is the service's: when
@@ -140,7 +142,13 @@ export class FailedFeeBudget {
       }
       if (account !== undefined) {
         const own = this.accountExposure(account);
-        if (own.failed + own.inFlight + worst > scale(budget, this.accountShare)) {
+        // The share holds an account once it has failures of its own: until
+        // then its sends are honest traffic, which the share must never cap
+        // (the pool still counts them).
+        if (
+          own.failed > 0n &&
+          own.failed + own.inFlight + worst > scale(budget, this.accountShare)
+        ) {
           throw new FailedFeeBudgetSpentError(this.network, this.retryAfter(account), "account");
         }
         // The last quarter is kept for accounts whose settles have not failed.

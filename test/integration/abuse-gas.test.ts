@@ -156,7 +156,36 @@ describe("an unlisted token: refused before any chain call", () => {
       paymentPayload: {
         x402Version: 2,
         accepted: requirements,
-        payload: { type: "deposit", channelConfig: {}, amount: "1000" },
+        // Well formed (a malformed one is the caller's 400 before anything
+        // else); never valid, and never reaching the chain.
+        payload: {
+          type: "deposit",
+          channelConfig: {
+            payer: PAY_TO,
+            payerAuthorizer: PAY_TO,
+            receiver: PAY_TO,
+            receiverAuthorizer: PAY_TO,
+            token: stack.usdc,
+            withdrawDelay: 900,
+            salt: `0x${"00".repeat(32)}`,
+          },
+          voucher: {
+            channelId: `0x${"01".repeat(32)}`,
+            maxClaimableAmount: "1000",
+            signature: "0x01",
+          },
+          deposit: {
+            amount: "1000",
+            authorization: {
+              erc3009Authorization: {
+                validAfter: "0",
+                validBefore: "1",
+                salt: `0x${"02".repeat(32)}`,
+                signature: "0x01",
+              },
+            },
+          },
+        },
       },
       paymentRequirements: requirements,
     };
@@ -316,7 +345,11 @@ describe("a listed hostile token: bounded per settle, and held off after a few f
     const budget = (await stack.service.metrics.failedGasBudget.get()).values.find(
       (v) => v.labels["network"] === NETWORK,
     );
-    assert.equal(budget?.value, 1, "x402_failed_settlement_gas_budget_native: the default, 1 ETH");
+    assert.equal(
+      budget?.value,
+      0.1,
+      "x402_failed_settlement_gas_budget_native: the default, 0.1 ETH",
+    );
   });
 
   test("another account is not held off by this one's failures", async () => {

@@ -146,14 +146,36 @@ function parseFailedGasBudgets(env: NodeJS.ProcessEnv): EvmSettings["failedGasBu
     if (budget !== undefined) byChainId.set(chainId, budget);
   }
   const raw = env["EVM_FAILED_GAS_BUDGET_NATIVE"];
+  if (raw === undefined || raw === "") {
+    // No service-wide figure: each network's own default, sized in value.
+    for (const [chainId, amount] of DEFAULT_FAILED_GAS_BUDGETS) {
+      if (!byChainId.has(chainId)) byChainId.set(chainId, parseEther(amount));
+    }
+  }
   return {
     default: nativeBudget(
       "EVM_FAILED_GAS_BUDGET_NATIVE",
-      raw === undefined || raw === "" ? "1" : raw,
+      raw === undefined || raw === "" ? DEFAULT_FAILED_GAS_BUDGET : raw,
     ),
     byChainId,
   };
 }
+
+/**
+ * Each network's default hourly failed-gas budget, in its own native
+ * currency, sized to about the same value (docs/chains/evm.md has the table
+ * and the prices it assumes): a few hundred dollars an hour at most, and
+ * thousands of failed payments at the network's usual fees, so honest
+ * traffic never meets it.
+ */
+const DEFAULT_FAILED_GAS_BUDGETS: ReadonlyMap<number, string> = new Map([
+  [137, "200"], // Polygon PoS: POL
+  [42220, "200"], // Celo: CELO
+  [43114, "4"], // Avalanche C-Chain: AVAX
+  [143, "100"], // Monad: MON, charged on the gas limit
+]);
+/** The ETH-priced networks (Base, Arbitrum, OP, Linea, Unichain, World Chain, USDG chain). */
+const DEFAULT_FAILED_GAS_BUDGET = "0.1";
 
 function parseKeys(raw: string | undefined, name: string): Hex[] {
   const keys = listEntries(raw);
@@ -260,16 +282,17 @@ const VARIABLES: readonly ConfigVariable[] = [
   },
   {
     name: "EVM_FAILED_GAS_BUDGET_NATIVE",
-    default: "`1`",
+    default:
+      "per network: `0.1` ETH; Polygon `200` POL, Celo `200` CELO, Avalanche `4` AVAX, Monad `100` MON",
     description:
-      "The most native currency (ETH, POL, …) the service's signers may spend per network and hour on settlement transactions that fail on-chain, counting every transaction still in flight at its gas limit times its maximum fee; a settle that would pass it answers 503 `service_unavailable` (`reason: failed_settlement_gas_budget_spent`, with `Retry-After`; nothing sent) until the hour's failures age out. `off`: no budget. Shared by the replicas: failures and transactions in flight count from the journal every replica writes (read every few seconds and at start), and what this replica sent since its last read. Watch `x402_failed_settlement_gas_native_total` against `x402_failed_settlement_gas_budget_native` ([Operations](operations.md)).",
+      "The most native currency (ETH, POL, …) the service's signers may spend per network and hour on settlement transactions that fail on-chain, counting every transaction still in flight at its gas limit times its maximum fee; one account's failures (and, once it has failed, its sends in flight) may use at most a quarter of it, and past three quarters spent accounts with failures of their own are refused first; a settle that would pass it answers 503 `service_unavailable` (`reason: failed_settlement_gas_budget_spent`, with `Retry-After`; nothing sent) until the hour's failures age out. `off`: no budget. Shared by the replicas: failures and transactions in flight count from the journal every replica writes (read every few seconds and at start), and what this replica sent since its last read. Watch `x402_failed_settlement_gas_native_total` against `x402_failed_settlement_gas_budget_native` ([Operations](operations.md)).",
     example: "EVM_FAILED_GAS_BUDGET_NATIVE=0.2",
   },
   {
     name: "EVM_FAILED_GAS_BUDGET_NATIVE_<chainId>",
     default: "`EVM_FAILED_GAS_BUDGET_NATIVE`",
     description:
-      "The same budget for one network, in its own native currency (a network whose currency is worth little needs a larger number).",
+      "The same budget for one network, in its own native currency (a network whose currency is worth little needs a larger number). Set, it takes the place of both `EVM_FAILED_GAS_BUDGET_NATIVE` and the network's default.",
     example: "EVM_FAILED_GAS_BUDGET_NATIVE_137=50",
   },
   {
