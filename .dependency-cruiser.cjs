@@ -178,6 +178,17 @@ module.exports = {
       from: { path: "^src/", pathNot: notTest },
       to: { dependencyTypes: ["npm-no-pkg", "npm-unknown"] },
     },
+    {
+      name: "chaos-through-the-tables",
+      comment:
+        "The chaos run reaches the families through the devnet's table and descriptors (devnet/families.ts) and the suites' adapters (test/families/index.ts), never one family's folder or adapter, so a new family needs nothing in chaos/.",
+      severity: "error",
+      from: { path: "^chaos/" },
+      to: {
+        path: "^(devnet|test/families)/",
+        pathNot: "^(devnet/(families|family)|test/families/(index|adapter|signing))\\.ts$",
+      },
+    },
   ],
   options: {
     doNotFollow: { path: "node_modules" },

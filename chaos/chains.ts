@@ -1,17 +1,17 @@
 /**
- * The chains of a chaos run, one entry per family: the devnet's ledgers
- * (reused from `devnet/` and the family suites' adapters in
- * `test/families/`), each behind its faulty RPC proxy, with what the
- * service processes are given to serve it, how the traffic pays on it, and
- * how the checks read it: the payTo's balance, a success's transfer on the
- * canonical chain, and every transaction our signers sent.
+ * The chains of a chaos run, one entry per family: the devnet's chains,
+ * started through their descriptors (devnet/families.ts), each behind its
+ * faulty RPC proxy, with what the service processes are given to serve it
+ * (the descriptor's `env`), how the traffic pays on it and how the checks
+ * read it (the family suites' adapters, test/families/index.ts): the
+ * payTo's balance, a success's transfers on the canonical chain, and every
+ * transaction our signers sent. No family is named here but the base one,
+ * whose chains carry the EVM-only traffic (`upto`, Permit2) and faults.
  */
 import {
   createPublicClient,
   createWalletClient,
-  decodeEventLog,
   erc20Abi,
-  getAddress,
   http,
   maxUint256,
   type Hex,
@@ -23,31 +23,20 @@ import { PERMIT2_ADDRESS } from "@x402/evm";
 import { ExactEvmScheme as ExactEvmClientScheme } from "@x402/evm/exact/client";
 import { ExactEvmScheme as ExactEvmServerScheme } from "@x402/evm/exact/server";
 import { UptoEvmScheme as UptoEvmClientScheme } from "@x402/evm/upto/client";
-import { facilitatorClient } from "../test/support/resourceServer.js";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { startDevnet, type Devnet } from "../devnet/evm/index.js";
-import type { FamilyAdapter } from "../test/families/adapter.js";
-import { evm } from "../test/families/evm.js";
-import { near } from "../test/families/near.js";
-import { solana } from "../test/families/solana.js";
-import { starknet } from "../test/families/starknet.js";
-import { xrpl } from "../test/families/xrpl.js";
-import { address, getCompiledTransactionMessageDecoder } from "@solana/kit";
-import { associatedTokenAccount, startSolanaLedger } from "../devnet/svm/index.js";
-import type { LandedTransaction } from "../devnet/svm/ledger.js";
-import type { TxRecord as NearTxRecord } from "../devnet/near/ledger.js";
-import type { LedgerTx as XrplLedgerTx } from "../devnet/xrpl/ledger.js";
+import { BASE_DEVNET, devnetFamilies, type RunningBase } from "../devnet/families.js";
+import type { RunningDevnetLedger } from "../devnet/family.js";
+import { ADAPTERS } from "../test/families/index.js";
 import {
-  TRANSFER_EVENT_KEY as STARKNET_TRANSFER_KEY,
-  type TxRecord as StarknetTxRecord,
-} from "../devnet/starknet/ledger.js";
-import { startNearLedger } from "../devnet/near/index.js";
-import { startXrplLedger } from "../devnet/xrpl/index.js";
-import { startStarknetLedger } from "../devnet/starknet/index.js";
+  sameAddress,
+  type FamilyAdapter,
+  type LedgerOutcome,
+  type LedgerTransfer,
+} from "../test/families/adapter.js";
 import { requirementsFor, signedBy } from "../test/families/signing.js";
+import { facilitatorClient } from "../test/support/resourceServer.js";
 import type { TestStack } from "../test/support/stack.js";
-import { signPayment } from "../test/chains/evm/payments.js";
 import { startFaultyRpc, type FaultyRpc } from "./faultyRpc.js";
 import type { PaymentRecord, TrafficFamily } from "./traffic.js";
 
@@ -114,10 +103,14 @@ export interface StackParts {
   apiKey: string;
 }
 
-/** The checks of one anvil chain: receipts, Transfer logs and every block's senders. */
+/**
+ * The checks of one anvil chain: its transfers as the EVM adapter reads
+ * them from the canonical chain (`outcome`), and every block's senders.
+ */
 function evmAudit(
   name: string,
   network: string,
+  outcome: (transaction: string) => Promise<LedgerOutcome | undefined>,
   client: PublicClient,
   fromBlock: bigint,
   signers: ReadonlySet<string>,
@@ -125,45 +118,15 @@ function evmAudit(
   payToStart: bigint,
   payToBalance: () => Promise<bigint>,
 ): ChainAudit {
-  const canonicalReceipt = async (transaction: string) => {
-    const receipt = await client
-      .getTransactionReceipt({ hash: transaction as Hex })
-      .catch(() => undefined);
-    if (!receipt) return undefined;
-    const block = await client.getBlock({ blockNumber: receipt.blockNumber });
-    return block.hash === receipt.blockHash ? receipt : undefined;
-  };
   return {
     name,
     network,
     payTo,
     payToStart,
     payToBalance,
-    holds: async (transaction) => (await canonicalReceipt(transaction)) !== undefined,
-    async transferProblem(transaction, payment) {
-      const receipt = await canonicalReceipt(transaction);
-      if (!receipt) return "no receipt in a block of the canonical chain";
-      if (receipt.status !== "success") return "the transaction reverted";
-      const transfers = receipt.logs.flatMap((log) => {
-        if (log.address.toLowerCase() !== payment.asset.toLowerCase()) return [];
-        try {
-          const ev = decodeEventLog({ abi: erc20Abi, data: log.data, topics: log.topics });
-          return ev.eventName === "Transfer" ? [ev.args] : [];
-        } catch {
-          return [];
-        }
-      });
-      const matching = transfers.filter(
-        (t) =>
-          getAddress(t.to) === getAddress(payment.payTo) &&
-          getAddress(t.from) === getAddress(payment.payer) &&
-          t.value === payment.amount,
-      );
-      if (matching.length !== 1) {
-        return `${matching.length} matching transfers (of ${transfers.length}) to ${payment.payTo} of ${payment.amount}`;
-      }
-      return undefined;
-    },
+    holds: async (transaction) => (await outcome(transaction)) !== undefined,
+    transferProblem: async (transaction, payment) =>
+      transferProblem(await outcome(transaction), payment),
     async signerTransactions() {
       const head = await client.getBlockNumber();
       const sent: string[] = [];
@@ -210,53 +173,63 @@ async function approvePermit2(
  * eip155:4663; Permit2's payers approve it once, as their wallets do.
  */
 export async function startEvmChains(parts: () => StackParts): Promise<ChaosChain[]> {
-  const devnet: Devnet = await startDevnet({
-    networks: ["eip155:8453", PERMIT2_NETWORK],
+  const evm = ADAPTERS[BASE_DEVNET.namespace];
+  const devnet: RunningBase = await BASE_DEVNET.start({
+    networks: [evm.network, PERMIT2_NETWORK],
     blockTimeSeconds: 1,
     outFile: null,
     payers: 5,
     facilitators: 4,
   });
-  const info = devnet.networks["eip155:8453"]!;
+  const info = devnet.networks[evm.network]!;
   const signerKeys = info.facilitatorPrivateKeys as Hex[];
   const signers = new Set(signerKeys.map((k) => privateKeyToAccount(k).address.toLowerCase()));
   const stack = (): TestStack =>
     ({
       ...parts(),
       devnet,
-      network: "eip155:8453",
+      network: evm.network,
       rpcUrl: info.rpcUrl,
       usdc: info.assets["USDC"] as Hex,
       assets: info.assets,
       payerKeys: info.payerPrivateKeys,
     }) as unknown as TestStack;
 
-  const rpc = await startFaultyRpc("eip155:8453", info.rpcUrl);
+  const p2 = devnet.networks[PERMIT2_NETWORK]!;
+  const rpc = await startFaultyRpc(evm.network, info.rpcUrl);
+  const p2rpc = await startFaultyRpc(PERMIT2_NETWORK, p2.rpcUrl);
   const client: PublicClient = createPublicClient({ transport: http(info.rpcUrl) });
+  /** A transaction's transfers on a chain of the devnet, as the EVM adapter reads them. */
+  const outcomeOn = (rpcUrl: string) => (transaction: string) =>
+    evm.transfersOf({ ...stack(), rpcUrl }, transaction);
   const payTo = evm.payTo(stack());
   const eip3009: ChaosChain = {
     name: "EVM",
     rpc,
-    env: {
-      EVM_RPC_URLS_8453: rpc.url,
-      EVM_PRIVATE_KEYS: signerKeys.join(","),
-      EVM_BLOCK_TIME_MS_8453: "1000",
-    },
+    // Every chain's variables, behind its proxy; the Permit2 entry below adds none.
+    env: BASE_DEVNET.env(devnet, { [evm.network]: rpc.url, [PERMIT2_NETWORK]: p2rpc.url }),
     traffic: {
       // Named as its chain entry: the checks find a payment's audit by it.
       ...adapterTraffic(evm, stack, 4),
       name: "EVM",
       async unfunded(amount) {
         const requirements = await requirementsFor(stack(), evm, amount);
-        const key = generatePrivateKey();
-        const payload: PaymentPayload = await signPayment(key, requirements);
-        return { payload, requirements, payer: privateKeyToAccount(key).address };
+        const payer = privateKeyToAccount(generatePrivateKey());
+        const payload = await new x402Client()
+          .register("eip155:*", new ExactEvmClientScheme(payer))
+          .createPaymentPayload({
+            x402Version: 2,
+            resource: { url: "http://127.0.0.1/chaos", description: "", mimeType: "" },
+            accepts: [requirements],
+          });
+        return { payload, requirements, payer: payer.address };
       },
     },
     anvil: { rpcUrl: info.rpcUrl, signerKeys },
     audit: evmAudit(
       "EVM",
-      "eip155:8453",
+      evm.network,
+      outcomeOn(info.rpcUrl),
       client,
       (await client.getBlockNumber()) + 1n,
       signers,
@@ -282,11 +255,11 @@ export async function startEvmChains(parts: () => StackParts): Promise<ChaosChai
   /** Requirements for a maximum of `amount`, naming the facilitator account /supported offers. */
   const uptoRequirements = async (amount: bigint): Promise<PaymentRequirements> => {
     const supported = await facilitatorClient(stack()).getSupported();
-    const kind = supported.kinds.find((k) => k.network === "eip155:8453" && k.scheme === "upto");
-    if (!kind) throw new Error("/supported lists no upto on eip155:8453");
+    const kind = supported.kinds.find((k) => k.network === evm.network && k.scheme === "upto");
+    if (!kind) throw new Error(`/supported lists no upto on ${evm.network}`);
     return {
       scheme: "upto",
-      network: "eip155:8453",
+      network: evm.network,
       asset: usdc,
       amount: amount.toString(),
       payTo: UPTO_PAY_TO,
@@ -296,7 +269,8 @@ export async function startEvmChains(parts: () => StackParts): Promise<ChaosChai
   };
   const { signerTransactions: _sharedChain, ...uptoAudit } = evmAudit(
     "EVM upto",
-    "eip155:8453",
+    evm.network,
+    outcomeOn(info.rpcUrl),
     client,
     0n,
     signers,
@@ -310,7 +284,7 @@ export async function startEvmChains(parts: () => StackParts): Promise<ChaosChai
     env: {},
     traffic: {
       name: "EVM upto",
-      network: "eip155:8453",
+      network: evm.network,
       payers: uptoPayers.length,
       requirements: uptoRequirements,
       /**
@@ -339,9 +313,7 @@ export async function startEvmChains(parts: () => StackParts): Promise<ChaosChai
     stop: async () => undefined,
   };
 
-  const p2 = devnet.networks[PERMIT2_NETWORK]!;
   const usdg = p2.assets["USDG"] as Hex;
-  const p2rpc = await startFaultyRpc(PERMIT2_NETWORK, p2.rpcUrl);
   const p2client: PublicClient = createPublicClient({ transport: http(p2.rpcUrl) });
   const payers = (p2.payerPrivateKeys as Hex[]).slice(0, 4).map((k) => privateKeyToAccount(k));
   await approvePermit2(p2client, p2.rpcUrl, usdg, payers);
@@ -374,7 +346,7 @@ export async function startEvmChains(parts: () => StackParts): Promise<ChaosChai
   const permit2: ChaosChain = {
     name: "EVM Permit2",
     rpc: p2rpc,
-    env: { EVM_RPC_URLS_4663: p2rpc.url, EVM_BLOCK_TIME_MS_4663: "1000" },
+    env: {},
     traffic: {
       name: "EVM Permit2",
       network: PERMIT2_NETWORK,
@@ -402,6 +374,7 @@ export async function startEvmChains(parts: () => StackParts): Promise<ChaosChai
     audit: evmAudit(
       "EVM Permit2",
       PERMIT2_NETWORK,
+      outcomeOn(p2.rpcUrl),
       p2client,
       (await p2client.getBlockNumber()) + 1n,
       signers,
@@ -414,17 +387,22 @@ export async function startEvmChains(parts: () => StackParts): Promise<ChaosChai
   return [eip3009, upto, permit2];
 }
 
-/** Why `transfers` (what one transaction moved) is not exactly one move of `payment`. */
-function oneTransferProblem(
-  transfers: readonly { from: string; to: string; asset: string; amount: bigint }[],
+/**
+ * Why a transaction (`outcome`: what it did, as its family's adapter reads
+ * the ledger) is not exactly one move of `payment`, or undefined when it is.
+ */
+function transferProblem(
+  outcome: LedgerOutcome | undefined,
   payment: PaymentRecord,
-  same: (a: string, b: string) => boolean = (a, b) => a === b,
 ): string | undefined {
+  if (!outcome) return "the chain does not hold it (in a block of its canonical chain)";
+  if ("failure" in outcome) return outcome.failure;
+  const transfers: LedgerTransfer[] = outcome.transfers;
   const matching = transfers.filter(
     (t) =>
-      same(t.from, payment.payer) &&
-      same(t.to, payment.payTo) &&
-      same(t.asset, payment.asset) &&
+      sameAddress(t.from, payment.payer) &&
+      sameAddress(t.to, payment.payTo) &&
+      sameAddress(t.asset, payment.asset) &&
       t.amount === payment.amount,
   );
   if (matching.length === 1) return undefined;
@@ -433,235 +411,60 @@ function oneTransferProblem(
     .join("; ")}) of ${payment.amount} ${payment.asset} from ${payment.payer} to ${payment.payTo}`;
 }
 
-const SPL_TOKEN_PROGRAMS = new Set([
-  "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
-  "TokenzQdBNbLqP5VEhdkAS6EPFLC1PhnBqCXEpPxuEb",
-]);
-/** SPL Token's `TransferChecked` instruction: [source, mint, destination, authority]. */
-const TRANSFER_CHECKED = 12;
-
-/** The SPL `TransferChecked`s of a landed Solana transaction, by token owner (the payTo's ATA is resolved). */
-async function solanaTransferProblem(
-  landed: LandedTransaction,
-  payment: PaymentRecord,
-): Promise<string | undefined> {
-  if (landed.err) return `the transaction failed: ${JSON.stringify(landed.err)}`;
-  const message = getCompiledTransactionMessageDecoder().decode(landed.messageBytes);
-  const keys = message.staticAccounts.map(String);
-  const payToAccount = String(
-    await associatedTokenAccount(address(payment.payTo), address(payment.asset)),
-  );
-  // Legacy and v0 messages (the ones x402 payers sign) list instructions so.
-  const instructions =
-    (
-      message as {
-        instructions?: {
-          programAddressIndex: number;
-          accountIndices?: number[];
-          data?: Uint8Array;
-        }[];
-      }
-    ).instructions ?? [];
-  const transfers = instructions.flatMap((ix) => {
-    const data = ix.data;
-    const accounts = ix.accountIndices ?? [];
-    if (!SPL_TOKEN_PROGRAMS.has(keys[ix.programAddressIndex]!) || !data) return [];
-    if (data[0] !== TRANSFER_CHECKED || data.length < 10 || accounts.length < 4) return [];
-    const amount = new DataView(data.buffer, data.byteOffset + 1, 8).getBigUint64(0, true);
-    const destination = keys[accounts[2]!]!;
-    return [
-      {
-        from: keys[accounts[3]!]!,
-        // The payTo is an owner; the transfer credits its token account.
-        to: destination === payToAccount ? payment.payTo : destination,
-        asset: keys[accounts[1]!]!,
-        amount,
-      },
-    ];
-  });
-  return oneTransferProblem(transfers, payment);
-}
-
-/** The NEP-141 `ft_transfer` events a NEAR transaction's receipts logged. */
-function nearTransferProblem(record: NearTxRecord, payment: PaymentRecord): string | undefined {
-  if (record.height === undefined) return "not in a block";
-  const transfers = (record.receiptsOutcome ?? []).flatMap(({ outcome }) =>
-    outcome.logs.flatMap((log) => {
-      if (!log.startsWith("EVENT_JSON:")) return [];
-      const event = JSON.parse(log.slice("EVENT_JSON:".length)) as {
-        standard?: string;
-        event?: string;
-        data?: { old_owner_id: string; new_owner_id: string; amount: string }[];
-      };
-      if (event.standard !== "nep141" || event.event !== "ft_transfer") return [];
-      return (event.data ?? []).map((d) => ({
-        from: d.old_owner_id,
-        to: d.new_owner_id,
-        asset: outcome.executor_id,
-        amount: BigInt(d.amount),
-      }));
-    }),
-  );
-  return oneTransferProblem(transfers, payment);
-}
-
-/** An XRPL Payment, validated, and what it delivered. */
-function xrplTransferProblem(record: XrplLedgerTx, payment: PaymentRecord): string | undefined {
-  if (record.ledgerIndex === undefined) return "not in a validated ledger";
-  const result = record.meta["TransactionResult"];
-  if (result !== "tesSUCCESS") return `the transaction's result is ${String(result)}`;
-  const delivered = record.meta["delivered_amount"];
-  const transfers =
-    record.tx["TransactionType"] === "Payment" && typeof delivered === "string"
-      ? [
-          {
-            from: String(record.tx["Account"]),
-            to: String(record.tx["Destination"]),
-            asset: "XRP",
-            amount: BigInt(delivered),
-          },
-        ]
-      : [];
-  return oneTransferProblem(transfers, payment);
-}
-
-/** The ERC-20 `Transfer` events of a Starknet transaction: keys [selector, from, to], data [low, high]. */
-function starknetTransferProblem(
-  record: StarknetTxRecord,
-  payment: PaymentRecord,
-): string | undefined {
-  if (record.execution !== "SUCCEEDED")
-    return `the transaction ${record.execution ?? "is not executed"}`;
-  if (record.blockNumber === undefined) return "not in a block";
-  const transfers = record.events.flatMap((e) =>
-    BigInt(e.keys[0] ?? 0) === BigInt(STARKNET_TRANSFER_KEY) && e.keys.length >= 3
-      ? [
-          {
-            from: e.keys[1]!,
-            to: e.keys[2]!,
-            asset: e.from_address,
-            amount: BigInt(e.data[0] ?? 0) + (BigInt(e.data[1] ?? 0) << 128n),
-          },
-        ]
-      : [],
-  );
-  return oneTransferProblem(transfers, payment, (a, b) => BigInt(a) === BigInt(b));
-}
+/** Payers the traffic uses on each ledger. */
+const LEDGER_PAYERS = 3;
 
 /**
- * The loopback ledgers of the other families (Solana on LiteSVM; NEAR, XRPL
- * and Starknet executing for real in-process), each behind its faulty
- * proxy. Their checks read the ledger itself, as strictly as anvil's: a
+ * The loopback ledger of every family in the devnet's table (Solana on
+ * LiteSVM; NEAR, XRPL and Starknet executing for real in-process), each
+ * started at its descriptor's quick pace and behind its faulty proxy, the
+ * service given the descriptor's variables for it. Their checks read the
+ * ledger itself through the family's adapter, as strictly as anvil's: a
  * success's transaction must be one it holds, in a block (these ledgers
  * have no forks: what they hold is the canonical chain), whose one transfer
  * moved exactly the payment's amount of its asset from the payer to the
  * payTo; and the payTo's balance must be the sum of the successes.
  */
 export async function startLedgerChains(parts: () => StackParts): Promise<ChaosChain[]> {
-  const [sol, nearLedger, xrplLedger, stark] = await Promise.all([
-    startSolanaLedger({ slotMs: 200 }),
-    startNearLedger({ blockMs: 500 }),
-    startXrplLedger({ closeMs: 1000 }),
-    startStarknetLedger({ blockMs: 500 }),
-  ]);
-  const stack = (): TestStack =>
-    ({
-      ...parts(),
-      families: { solana: sol, near: nearLedger, xrpl: xrplLedger, starknet: stark },
-    }) as unknown as TestStack;
-  const proxies = await Promise.all([
-    startFaultyRpc(solana.network, sol.info.rpcUrl),
-    startFaultyRpc(near.network, nearLedger.info.rpcUrl),
-    startFaultyRpc(xrpl.network, xrplLedger.info.rpcUrl),
-    startFaultyRpc(starknet.network, stark.info.rpcUrl),
-  ]);
-  const chain = async (
-    name: string,
-    adapter: FamilyAdapter,
-    rpc: FaultyRpc,
-    env: Record<string, string>,
-    payers: number,
-    holds: (reference: string) => boolean,
-    transferProblem: (
-      reference: string,
-      payment: PaymentRecord,
-    ) => string | undefined | Promise<string | undefined>,
-    stopLedger: () => Promise<unknown>,
-  ): Promise<ChaosChain> => {
-    const payTo = adapter.payTo(stack());
-    return {
-      name,
-      rpc,
-      env,
-      traffic: { ...adapterTraffic(adapter, stack, payers), name },
-      audit: {
-        name,
-        network: adapter.network,
-        payTo,
-        payToStart: await adapter.balanceOf(stack(), payTo),
-        payToBalance: () => adapter.balanceOf(stack(), payTo),
-        holds: async (reference) => holds(reference),
-        transferProblem: async (reference, payment) =>
-          holds(reference)
-            ? transferProblem(reference, payment)
-            : "the ledger does not hold this transaction",
-      },
-      stop: async () => {
-        await rpc.close();
-        await stopLedger();
-      },
-    };
-  };
-  return Promise.all([
-    chain(
-      "Solana",
-      solana,
-      proxies[0]!,
-      { SVM_RPC_URL: proxies[0]!.url, SVM_PRIVATE_KEYS: sol.info.facilitatorSecretKeys.join(",") },
-      4,
-      (ref) => sol.ledger.transaction(ref) !== undefined,
-      (ref, payment) => solanaTransferProblem(sol.ledger.transaction(ref)!, payment),
-      () => sol.stop(),
-    ),
-    chain(
-      "NEAR",
-      near,
-      proxies[1]!,
-      {
-        NEAR_RPC_URL: proxies[1]!.url,
-        NEAR_RELAYER_KEYS: nearLedger.info.relayers
-          .map((r) => `${r.accountId}:${r.secretKey}`)
-          .join(","),
-      },
-      3,
-      (ref) => nearLedger.ledger.transaction(ref) !== undefined,
-      (ref, payment) => nearTransferProblem(nearLedger.ledger.transaction(ref)!, payment),
-      () => nearLedger.stop(),
-    ),
-    chain(
-      "XRPL",
-      xrpl,
-      proxies[2]!,
-      { XRPL_RPC_URL: proxies[2]!.url },
-      3,
-      (ref) => xrplLedger.ledger.transaction(ref) !== undefined,
-      (ref, payment) => xrplTransferProblem(xrplLedger.ledger.transaction(ref)!, payment),
-      () => xrplLedger.stop(),
-    ),
-    chain(
-      "Starknet",
-      starknet,
-      proxies[3]!,
-      {
-        STARKNET_RPC_URL: proxies[3]!.url,
-        STARKNET_EXECUTOR_KEYS: stark.executors
-          .map((e) => `${e.address}:${e.privateKey}`)
-          .join(","),
-      },
-      3,
-      (ref) => stark.ledger.transaction(ref) !== undefined,
-      (ref, payment) => starknetTransferProblem(stark.ledger.transaction(ref)!, payment),
-      () => stark.stop(),
-    ),
-  ]);
+  const families = devnetFamilies();
+  const started = await Promise.allSettled(
+    families.map(([, family]) => family.start(family.quick) as Promise<RunningDevnetLedger>),
+  );
+  const ledgers = started.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+  const failed = started.find((r) => r.status === "rejected");
+  if (failed) {
+    await Promise.all(ledgers.map((l) => l.stop()));
+    throw failed.reason;
+  }
+  const running = Object.fromEntries(families.map(([namespace], i) => [namespace, ledgers[i]]));
+  const stack = (): TestStack => ({ ...parts(), families: running }) as unknown as TestStack;
+  return Promise.all(
+    families.map(async ([namespace, family], i): Promise<ChaosChain> => {
+      const ledger = ledgers[i]!;
+      const adapter: FamilyAdapter = ADAPTERS[namespace];
+      const rpc = await startFaultyRpc(family.network, ledger.info.rpcUrl);
+      const outcome = (transaction: string) => adapter.transfersOf(stack(), transaction);
+      const payTo = adapter.payTo(stack());
+      return {
+        name: adapter.name,
+        rpc,
+        env: family.env(ledger, rpc.url),
+        traffic: adapterTraffic(adapter, stack, LEDGER_PAYERS),
+        audit: {
+          name: adapter.name,
+          network: adapter.network,
+          payTo,
+          payToStart: await adapter.balanceOf(stack(), payTo),
+          payToBalance: () => adapter.balanceOf(stack(), payTo),
+          holds: async (transaction) => (await outcome(transaction)) !== undefined,
+          transferProblem: async (transaction, payment) =>
+            transferProblem(await outcome(transaction), payment),
+        },
+        stop: async () => {
+          await rpc.close();
+          await ledger.stop();
+        },
+      };
+    }),
+  );
 }

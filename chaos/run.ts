@@ -124,7 +124,7 @@ async function main(): Promise<number> {
 
     let balancerUrl = "";
     const parts = (): StackParts => ({ url: balancerUrl, apiKey: accounts[0]!.apiKey });
-    say("chaos: starting the chains (EVM on anvil; Solana, NEAR, XRPL, Starknet ledgers)…");
+    say("chaos: starting the chains (EVM on anvil, and every other family's ledger)…");
     const chains: ChaosChain[] = [];
     chains.push(...(await startEvmChains(parts)));
     if (families.includes("others")) chains.push(...(await startLedgerChains(parts)));
