@@ -23,13 +23,8 @@ import { createPublicClient, createWalletClient, http, parseAbi, type Hex } from
 import { privateKeyToAccount } from "viem/accounts";
 import type { PaymentPayload } from "@x402/core/types";
 import { startStack, type TestStack } from "../support/stack.js";
-import {
-  onlyOneSuccess,
-  requirementsFor,
-  signPayment,
-  usdcBalance,
-} from "../chains/evm/payments.js";
-import { post } from "../support/http.js";
+import { requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { onlyOneSuccess, post } from "../support/http.js";
 import { signAuthorization } from "../chains/evm/authorization.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";

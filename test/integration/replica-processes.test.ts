@@ -26,14 +26,8 @@ import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { monthOf } from "../../src/features/plans/plans.js";
 import type { OpenedDb } from "../../src/storage/db.js";
 import { openTestDb } from "../support/database.js";
-import {
-  onlyOneSuccess,
-  requirementsFor,
-  settleAtOnce,
-  signPayment,
-  usdcBalance,
-} from "../chains/evm/payments.js";
-import { post } from "../support/http.js";
+import { requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
+import { onlyOneSuccess, post, settleAtOnce } from "../support/http.js";
 import { solanaPaymentRequest } from "../chains/svm/payments.js";
 import { freePort, until } from "../support/processes.js";
 
