@@ -41,14 +41,15 @@ import {
 } from "./signedDelegate.js";
 
 /**
- * Failures a payer causes after our check: it moved its tokens away, used
- * the delegate's nonce in a transaction of its own, or deleted or changed
- * the key that signed it. The others (an expired delegate, a recipient not
- * registered with the token, a token that fails) are not the payer's.
+ * Failures a payer causes after our check: it moved its tokens away, or
+ * deleted or changed the key that signed it. The others are not the
+ * payer's: an expired delegate, a recipient not registered with the token, a
+ * token that fails, and a nonce already used. Anyone holding the signed
+ * delegate (the merchant, any relayer) may submit it first, and it then
+ * paid `payTo` all the same, so a used nonce is no proof against the payer.
  */
 const PAYER_REASONS: ReadonlySet<string> = new Set([
   Reason.insufficientFunds,
-  NearReason.nonce,
   NearReason.accessKey,
   NearReason.signature,
 ]);

@@ -75,6 +75,29 @@ describe("quota ledger", () => {
     assert.deepEqual(await usage(account.id), { used: 2, reserved: 0 });
   });
 
+  test("pay-as-you-go without a balance keeps Free's cap on settles in flight; with one, it is lifted", async () => {
+    const account = await createAccount(database.db, "payg-unfunded");
+    await setAccountPlan(database.db, account.id, "payg");
+    const held = await Promise.allSettled(
+      Array.from({ length: 12 }, () => ledger.reserve(account.id, 1, "eip155:8453")),
+    );
+    const granted = held.filter((r) => r.status === "fulfilled");
+    const refused = held.filter((r) => r.status === "rejected");
+    assert.equal(granted.length, 10, "Free's ten in flight");
+    assert.equal(refused.length, 2);
+    assert.match(
+      String((refused[0] as PromiseRejectedResult).reason),
+      /at most 10 settlements running at once/,
+    );
+    await database.db
+      .updateTable("accounts")
+      .set({ balance_micro_usd: "1000000" })
+      .where("id", "=", account.id)
+      .execute();
+    await ledger.reserve(account.id, 1, "eip155:8453");
+    assert.deepEqual(await usage(account.id), { used: 0, reserved: 11 });
+  });
+
   test("pay-as-you-go bills only units past the free allowance", async () => {
     const account = await createAccount(database.db, "payg");
     await setAccountPlan(database.db, account.id, "payg");

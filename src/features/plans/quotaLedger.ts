@@ -21,6 +21,7 @@ import { announceChange } from "../../storage/changeFeed.js";
 import { API_KEYS_CHANGED } from "../keys/apiKeys.js";
 import { recordBillingEvent } from "../webhooks/billingEvents.js";
 import {
+  FREE_PLAN_LIMIT,
   PAYG_UNIT_PRICE_MICRO_USD,
   PLAN_NAMES,
   UPGRADE_PATH,
@@ -260,6 +261,11 @@ export class QuotaLedger {
       where q.account_id = ${accountId} and q.month = ${month} and a.id = q.account_id
         and a.suspended_at is null
         and (${limit} is null or q.used + q.reserved + ${units}::int <= ${limit})
+        -- Pay-as-you-go without a balance keeps Free's cap on settles in
+        -- flight (Free's monthly cap bounds them there): the switch alone
+        -- buys no concurrency.
+        and (coalesce(a.plan, 'free') <> 'payg' or a.balance_micro_usd > 0
+          or q.reserved + ${units}::int <= ${FREE_PLAN_LIMIT}::int)
         and (select case
             when f.failed = 0 then true
             when f.failed >= f.lim then false
@@ -314,6 +320,7 @@ export class QuotaLedger {
           "used",
           "reserved",
           accountOf(eb).select("plan").as("plan"),
+          accountOf(eb).select("balance_micro_usd").as("balance_micro_usd"),
           accountOf(eb).select("suspended_at").as("suspended_at"),
           accountOf(eb).select("suspended_by").as("suspended_by"),
         ])
@@ -323,13 +330,20 @@ export class QuotaLedger {
       const results = requests.map((r): PromiseSettledResult<QuotaReservation> => {
         const held = usage.get(r.accountId)!;
         const rule = planRule(held.plan ?? "free", this.limits);
-        const refuse = (code: "quota_exceeded" | "account_suspended") => ({
+        const refuse = (code: "quota_exceeded" | "account_suspended", inFlightCap = false) => ({
           status: "rejected" as const,
-          reason: this.refusal(code, rule.name, rule.reportedLimit, held),
+          reason: this.refusal(code, rule.name, rule.reportedLimit, held, inFlightCap),
         });
         if (held.suspended_at) return refuse("account_suspended");
         if (rule.hardLimit !== null && held.used + held.reserved + r.units > rule.hardLimit) {
           return refuse("quota_exceeded");
+        }
+        if (
+          rule.name === "payg" &&
+          holdsFreeLimits(held.plan, held.balance_micro_usd ?? 0n) &&
+          held.reserved + r.units > FREE_PLAN_LIMIT
+        ) {
+          return refuse("quota_exceeded", true);
         }
         held.reserved += r.units;
         granted.set(r.accountId, (granted.get(r.accountId) ?? 0) + r.units);
@@ -572,6 +586,8 @@ export class QuotaLedger {
     plan: PlanName,
     limit: number,
     held: { used: number; reserved: number; suspended_by?: string | null },
+    /** Refused for settles in flight, not for the month's units. */
+    inFlightCap = false,
   ): ServiceError {
     // Units held by settles still running count as used: they are why this
     // request was refused, and "9 of 10 used" next to a 402 would read as a bug.
@@ -586,7 +602,9 @@ export class QuotaLedger {
         ? held.suspended_by === BILLING_SUSPENSION
           ? `this pay-as-you-go account's balance does not cover its charges, so /settle is refused; /verify still works. Top up the balance with an x402 payment at ${UPGRADE_PATH} (or in the dashboard): the suspension lifts at once`
           : "this account is suspended by the operator, so /settle is refused; /verify still works. Contact the operator to resume it"
-        : `the ${plan} plan allows ${limit} settlements a month and they are used up${settling}; upgrade the plan to settle again (/verify still works)`;
+        : inFlightCap
+          ? `a pay-as-you-go account without a prepaid balance may have at most ${FREE_PLAN_LIMIT} settlements running at once, as the free plan; retry when one finishes, or top up the balance at ${UPGRADE_PATH} to lift it (/verify still works)`
+          : `the ${plan} plan allows ${limit} settlements a month and they are used up${settling}; upgrade the plan to settle again (/verify still works)`;
     // Exactly the fields of spec body 2.8 (the envelope adds error, message, requestId).
     return new ServiceError(code, message, {
       details: { plan, limit, usedThisMonth, upgrade: UPGRADE_PATH },
