@@ -50,7 +50,7 @@ type Fields = Record<string, unknown>;
 const fields = (v: unknown): Fields => (typeof v === "object" && v !== null ? (v as Fields) : {});
 
 /** What the payer signed to move: the value of its authorization or permit, or its deposit. */
-export function signedAmount(payload: PaymentPayload): bigint | undefined {
+function signedAmount(payload: PaymentPayload): bigint | undefined {
   const body = fields(payload.payload);
   const raw =
     fields(fields(body["permit2Authorization"])["permitted"])["amount"] ??
@@ -71,7 +71,7 @@ interface CallFrame {
  * own calls failed. (A frame that failed after a call of its own failed and
  * was caught is still where its revert began.)
  */
-export function revertOrigin(frame: CallFrame): CallFrame | undefined {
+function revertOrigin(frame: CallFrame): CallFrame | undefined {
   if (!frame.error) return undefined;
   for (const call of [...(frame.calls ?? [])].reverse()) {
     const deeper = revertOrigin(call);
