@@ -143,3 +143,54 @@ test("networks whose successes are final are not watched", async () => {
   const kept = await recorder.get(ids[SUCCESSES - 1]!);
   assert.equal(kept?.status, "succeeded");
 });
+
+test("a success re-sent after a reorg is followed past the window until the chain decides it", async () => {
+  const network = "eip155:7777";
+  const id = randomUUID();
+  const row = await database.db
+    .selectFrom("settlements")
+    .select(["account_id", "api_key_id"])
+    .where("id", "=", ids[0]!)
+    .executeTakeFirstOrThrow();
+  const finished = new Date();
+  await database.db
+    .insertInto("settlements")
+    .values(
+      succeededRow({
+        id,
+        account_id: row.account_id,
+        api_key_id: row.api_key_id,
+        network,
+        transaction: `0x${"77".repeat(32)}`,
+        started_at: finished,
+        finished_at: finished,
+        request: JSON.stringify({ paymentRequirements: { network }, n: -1 }),
+      }),
+    )
+    .execute();
+  // The chain's word: first the transaction is gone and sent again, then mined.
+  const answers: ReconcileOutcome[] = [
+    { status: "pending", transaction: `0x${"77".repeat(32)}` },
+    { status: "succeeded", transaction: `0x${"77".repeat(32)}` },
+  ];
+  let asked = 0;
+  let windowMs = 60_000;
+  const watcher = new SuccessWatcher({
+    recorder,
+    reconcile: () => Promise.resolve(answers[Math.min(asked++, answers.length - 1)]!),
+    log: createLogger("silent"),
+    get windowMs() {
+      return windowMs;
+    },
+    networks: [network],
+  });
+  await watcher.runOnce();
+  assert.equal(asked, 1, "asked once while in the window: re-sent");
+  windowMs = 1; // the success is now older than the window
+  await watcher.runOnce();
+  assert.equal(asked, 2, "still followed past the window");
+  await watcher.runOnce();
+  assert.equal(asked, 2, "decided (mined): no longer followed");
+  const after = await recorder.get(id);
+  assert.equal(after?.status, "succeeded");
+});

@@ -57,12 +57,23 @@ const AT_A_TIME = 8;
 
 /** Signed material past its watch is swept every this many passes. */
 const DROP_EVERY_PASSES = 10;
+/** How long a re-sent success is followed past the window before it is given up on. */
+const FOLLOW_MS = 60 * 60 * 1000;
+/** At most this many re-sent successes followed at once (a reorg deeper than any seen). */
+const FOLLOWED_MAX = 10_000;
 
 export class SuccessWatcher {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   /** Successes the chain said could not land on the last pass: asked again on the next. */
   private readonly doomed = new Map<string, SettlementRow>();
+  /**
+   * Successes whose transaction was sent again (the same bytes, or the same
+   * payment at a new nonce) and is not mined yet: followed on every pass
+   * until the chain decides them, even once they are older than the window
+   * (nothing else would ever look at them again).
+   */
+  private readonly following = new Map<string, { row: SettlementRow; since: number }>();
   /**
    * Where the next page of the window starts: each pass takes the next
    * successes, older than the last page's, and the newest again once the
@@ -105,8 +116,10 @@ export class SuccessWatcher {
     this.cursor = page.length < perPass ? undefined : page[page.length - 1];
     const onPage = new Set(page.map((r) => r.id));
     const landed = await this.stillLanded(page.filter((r) => !this.doomed.has(r.id)));
+    const followed = this.followedRows(onPage);
     const rows = [
       ...[...this.doomed.values()].filter((r) => !onPage.has(r.id)),
+      ...followed,
       ...page.filter((r) => !landed.has(r.id)),
     ];
     for (let i = 0; i < rows.length; i += AT_A_TIME) {
@@ -121,6 +134,40 @@ export class SuccessWatcher {
         log.warn({ err: describeError(e) }, "could not drop signed material yet");
       }
     }
+  }
+
+  /**
+   * The re-sent successes still to follow, past the page and the doomed
+   * ones; one followed for longer than FOLLOW_MS is given up on, loudly (its
+   * record keeps the success, and the reconciler's operator sees why).
+   */
+  private followedRows(onPage: ReadonlySet<string>): SettlementRow[] {
+    const now = Date.now();
+    const rows: SettlementRow[] = [];
+    for (const [id, { row, since }] of this.following) {
+      if (now - since > FOLLOW_MS) {
+        this.following.delete(id);
+        this.opts.log.error(
+          { settlementId: id, network: row.network, transaction: row.transaction },
+          "a settled payment re-sent after a reorg was still not mined after an hour; no longer followed",
+        );
+        continue;
+      }
+      if (!onPage.has(id) && !this.doomed.has(id)) rows.push(row);
+    }
+    return rows;
+  }
+
+  /**
+   * Follows a success whose transaction was sent again. The row keeps the
+   * transaction it names (a re-send at a new nonce is journaled against the
+   * settlement, where the next pass reads it, and the row moves to it once
+   * it is mined).
+   */
+  private follow(row: SettlementRow): void {
+    const since = this.following.get(row.id)?.since ?? Date.now();
+    if (this.following.size >= FOLLOWED_MAX && !this.following.has(row.id)) return;
+    this.following.set(row.id, { row, since });
   }
 
   /**
@@ -166,6 +213,7 @@ export class SuccessWatcher {
       let outcome = await this.opts.reconcile(pending);
       if (outcome.status === "succeeded") {
         this.doomed.delete(row.id);
+        this.following.delete(row.id);
         // Landed again in another transaction than the one recorded: the row names it.
         if (
           row.transaction &&
@@ -182,6 +230,7 @@ export class SuccessWatcher {
       }
       if (outcome.status === "pending") {
         this.doomed.delete(row.id);
+        this.follow(row);
         log.warn(
           { settlementId: row.id, network: row.network, transaction: row.transaction },
           "a settled payment's transaction left the canonical chain (a reorg); re-sent it from the journal",
@@ -211,6 +260,7 @@ export class SuccessWatcher {
         return;
       }
       if (again && again.status !== "failed") {
+        this.follow(row);
         log.warn(
           { settlementId: row.id, network: row.network, transaction: again.transaction },
           "a settled payment's transaction left the canonical chain and lost its nonce; sent the same payment again",
@@ -219,6 +269,7 @@ export class SuccessWatcher {
         return;
       }
       if (again) outcome = { ...outcome, message: `${outcome.message}; ${again.message}` };
+      this.following.delete(row.id);
       const revoked = await recorder.revokeSuccess(row.id, outcome, pending.transactions);
       if (revoked) {
         log.error(
