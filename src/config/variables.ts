@@ -185,7 +185,7 @@ export const VARIABLES: {
     {
       name: "REDIS_URL",
       description:
-        "`redis://` or `rediss://`: rate-limit counters (per account and per IP) shared by every replica. Without it each process counts alone. Unreachable: requests are served uncounted.",
+        "`redis://` or `rediss://`: rate-limit counters (per account and per IP) and each payer's one settle in flight, shared by every replica. Without it each process counts alone and holds a payer's settles one at a time only within itself: run more than one replica with it. Unreachable: requests are served uncounted, and a payer's settles wait in turn within each replica.",
     },
   ],
   plans: [
