@@ -6,9 +6,9 @@
  *   CONFIDENTIAL_DEPLOY_RPC_URL=https://…            the chain (default: EVM_RPC_URLS_8453's first)
  *   CONFIDENTIAL_DEPLOYER_KEY_FILE=/run/secrets/…    pays the gas (or CONFIDENTIAL_DEPLOYER_KEY)
  *   CONFIDENTIAL_OPERATOR_ADDRESS=0x…                the operator key's address
- *   CONFIDENTIAL_RECEIPT_SIGNER_ADDRESS=0x…          the receipt signer key's address
  *   CONFIDENTIAL_BOND_OWNER_ADDRESS=0x…              holds the operator bond (a cold key, not the operator)
- *   CONFIDENTIAL_CHALLENGE_WINDOW_SECONDS=172800     how long merchants may challenge a closed day (default 2 days)
+ *   CONFIDENTIAL_CHALLENGE_WINDOW_SECONDS=172800     how long a closed day may be challenged (default 2 days;
+ *                                                    the contract takes 1 to 30 days)
  *   CONFIDENTIAL_ACL_ADDRESS, CONFIDENTIAL_EXECUTOR_ADDRESS, CONFIDENTIAL_KMS_VERIFIER_ADDRESS
  *                                                    the chain's fhEVM host contracts
  *   CONFIDENTIAL_ASSET_ADDRESS=0x…                   default: USDC on Base
@@ -59,7 +59,6 @@ async function main(): Promise<void> {
     deployerKey: deployerKey(),
     asset: address("CONFIDENTIAL_ASSET_ADDRESS", BASE_USDC),
     operator: address("CONFIDENTIAL_OPERATOR_ADDRESS"),
-    receiptSigner: address("CONFIDENTIAL_RECEIPT_SIGNER_ADDRESS"),
     bondOwner: address("CONFIDENTIAL_BOND_OWNER_ADDRESS"),
     challengeWindowSeconds: Number(
       process.env["CONFIDENTIAL_CHALLENGE_WINDOW_SECONDS"]?.trim() || DEFAULT_CHALLENGE_WINDOW_S,

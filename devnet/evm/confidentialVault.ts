@@ -2,9 +2,9 @@
  * Places the confidential settlement vault on the devnet's `eip155:8453`
  * chain: the fhEVM host contracts first (devnet/fhevm.ts), then the vault's
  * runtime code at its fixed address, initialized with the devnet USDC, the
- * devnet operator, receipt-signer and bond-owner keys, the challenge window
- * and the host's addresses; then the bond owner deposits the operator bond
- * (minted by the token's owner), without which no day could close.
+ * devnet operator and bond-owner keys, the challenge window and the host's
+ * addresses; then the bond owner deposits the operator bond (minted by the
+ * token's owner), without which no day could close.
  *
  * Idempotent: on a kept chain that already has the vault nothing happens,
  * so a restart keeps every slot and balance.
@@ -26,7 +26,6 @@ import {
   devnetConfidentialBondOwnerKey,
   devnetConfidentialOperatorKey,
   devnetDeployerKey,
-  devnetReceiptSignerKey,
 } from "./keys.js";
 
 /** Where the devnet keeps the vault: fixed, so a resource server's configuration never changes. */
@@ -39,7 +38,6 @@ export interface DevnetConfidentialInfo {
   /** The vault (the confidential `payTo`). */
   contractAddress: Address;
   operatorPrivateKey: Hex;
-  receiptSignerPrivateKey: Hex;
   /** Holds the operator bond: withdraws it, resumes after a proven fraud. */
   bondOwnerPrivateKey: Hex;
 }
@@ -59,14 +57,15 @@ export async function placeConfidentialVault(opts: {
   /**
    * Seconds between a day's close and the release of its credits, during
    * which merchants may challenge it. Default 0: the devnet releases a day
-   * as soon as it closes; tests of challenges set one.
+   * as soon as it closes; tests of challenges set one. (The devnet places
+   * the runtime code and runs `initialize`, which has no floor; a deployed
+   * vault's constructor refuses a window under `MIN_CHALLENGE_WINDOW`.)
    */
   challengeWindowSeconds?: number;
 }): Promise<DevnetConfidentialInfo> {
   const info: DevnetConfidentialInfo = {
     contractAddress: CONFIDENTIAL_VAULT_ADDRESS,
     operatorPrivateKey: devnetConfidentialOperatorKey(),
-    receiptSignerPrivateKey: devnetReceiptSignerKey(),
     bondOwnerPrivateKey: devnetConfidentialBondOwnerKey(),
   };
   const chain = defineChain({
@@ -96,7 +95,6 @@ export async function placeConfidentialVault(opts: {
 
   const testClient = createTestClient({ chain, transport, mode: "anvil" });
   const operator = privateKeyToAccount(info.operatorPrivateKey);
-  const receiptSigner = privateKeyToAccount(info.receiptSignerPrivateKey);
   const bondOwner = privateKeyToAccount(info.bondOwnerPrivateKey);
   await Promise.all([
     testClient.setCode({
@@ -114,7 +112,6 @@ export async function placeConfidentialVault(opts: {
     args: [
       opts.usdc,
       operator.address,
-      receiptSigner.address,
       bondOwner.address,
       BigInt(opts.challengeWindowSeconds ?? 0),
       {

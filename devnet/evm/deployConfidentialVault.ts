@@ -1,13 +1,15 @@
 /**
  * Deploys the confidential settlement vault to a real chain: one creation
- * transaction whose constructor initializes it (token, operator, receipt
- * signer, bond owner, challenge window, the chain's fhEVM host contracts), so no one can initialize a
- * freshly deployed vault before its owner (the devnet instead places the
- * runtime code and calls `initialize`, see confidentialVault.ts).
+ * transaction whose constructor initializes it (token, operator, bond owner,
+ * challenge window, the chain's fhEVM host contracts), so no one can
+ * initialize a freshly deployed vault before its owner (the devnet instead
+ * places the runtime code and calls `initialize`, see confidentialVault.ts).
+ * The constructor refuses a challenge window under the contract's
+ * `MIN_CHALLENGE_WINDOW` (a day) or over `MAX_CHALLENGE_WINDOW` (30 days).
  *
  * The contract is compiled from `devnet/contracts` by the same solc step as
- * the devnet's (compile.ts). Only addresses are needed: the operator's and
- * receipt signer's keys stay where the service runs.
+ * the devnet's (compile.ts). Only addresses are needed: the operator's key
+ * stays where the service runs.
  */
 import {
   createPublicClient,
@@ -21,6 +23,10 @@ import {
 import { privateKeyToAccount } from "viem/accounts";
 import { loadArtifacts } from "./compile.js";
 
+/** The contract's MIN_CHALLENGE_WINDOW and MAX_CHALLENGE_WINDOW, checked before anything is sent. */
+const MIN_WINDOW_S = 86_400;
+const MAX_WINDOW_S = 30 * 86_400;
+
 export interface VaultDeployment {
   rpcUrl: string;
   chainId: number;
@@ -29,13 +35,12 @@ export interface VaultDeployment {
   /** The token (USDC) the vault collects and pays out. */
   asset: Address;
   operator: Address;
-  receiptSigner: Address;
   /**
    * Holds the operator bond (a cold key: deposits are anyone's, withdrawing
    * and resuming after a proven fraud are its alone); not the operator.
    */
   bondOwner: Address;
-  /** Seconds between a day's close and the release of its credits. */
+  /** Seconds between a day's close and the release of its credits (1 to 30 days). */
   challengeWindowSeconds: number;
   /** The chain's fhEVM host contracts. */
   coprocessor: { acl: Address; executor: Address; kmsVerifier: Address };
@@ -49,17 +54,18 @@ export interface DeployedVault {
 }
 
 export async function deployConfidentialVault(d: VaultDeployment): Promise<DeployedVault> {
-  if (getAddress(d.operator) === getAddress(d.receiptSigner)) {
-    throw new Error("the operator and the receipt signer must be different accounts");
-  }
   if (getAddress(d.operator) === getAddress(d.bondOwner)) {
     throw new Error(
       "the bond owner must not be the operator: a stolen operator key would hold the bond",
     );
   }
-  if (!Number.isInteger(d.challengeWindowSeconds) || d.challengeWindowSeconds < 3_600) {
+  if (
+    !Number.isInteger(d.challengeWindowSeconds) ||
+    d.challengeWindowSeconds < MIN_WINDOW_S ||
+    d.challengeWindowSeconds > MAX_WINDOW_S
+  ) {
     throw new Error(
-      "the challenge window must be at least an hour (merchants' wallets check in it)",
+      `the challenge window must be ${MIN_WINDOW_S} to ${MAX_WINDOW_S} seconds (a day to 30 days: merchants' watchers check each close in it); the contract refuses anything else`,
     );
   }
   const chain = defineChain({
@@ -93,7 +99,6 @@ export async function deployConfidentialVault(d: VaultDeployment): Promise<Deplo
     args: [
       d.asset,
       d.operator,
-      d.receiptSigner,
       d.bondOwner,
       BigInt(d.challengeWindowSeconds),
       {
@@ -110,9 +115,8 @@ export async function deployConfidentialVault(d: VaultDeployment): Promise<Deplo
   const address = getAddress(receipt.contractAddress);
   const read = (functionName: string) =>
     client.readContract({ address, abi: artifact.abi, functionName }) as Promise<unknown>;
-  const [operator, receiptSigner, asset, deploymentBlock, bondOwner, window] = await Promise.all([
+  const [operator, asset, deploymentBlock, bondOwner, window] = await Promise.all([
     read("operator"),
-    read("receiptSigner"),
     read("asset"),
     read("deploymentBlock"),
     read("bondOwner"),
@@ -120,7 +124,6 @@ export async function deployConfidentialVault(d: VaultDeployment): Promise<Deplo
   ]);
   if (
     getAddress(operator as Address) !== getAddress(d.operator) ||
-    getAddress(receiptSigner as Address) !== getAddress(d.receiptSigner) ||
     getAddress(asset as Address) !== getAddress(d.asset) ||
     getAddress(bondOwner as Address) !== getAddress(d.bondOwner) ||
     window !== BigInt(d.challengeWindowSeconds) ||

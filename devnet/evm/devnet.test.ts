@@ -315,7 +315,6 @@ describe("devnet with one block per transaction", () => {
       "bondOwnerPrivateKey",
       "contractAddress",
       "operatorPrivateKey",
-      "receiptSignerPrivateKey",
     ]);
     assert.deepEqual(devnet.file, JSON.parse(readFileSync(outFile, "utf8")));
   });

@@ -89,11 +89,6 @@ export function devnetConfidentialOperatorKey(): Hex {
   return keyAt(1, 2);
 }
 
-/** Signs the devnet's confidential payment receipts. */
-export function devnetReceiptSignerKey(): Hex {
-  return keyAt(1, 3);
-}
-
 /**
  * Owns the devnet vault's operator bond: deposited at placement, and the
  * only key that may take it back or lift the freeze a proven fraud sets.

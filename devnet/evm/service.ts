@@ -131,7 +131,6 @@ export const evmService = {
       chainId,
       contractAddress: vault.contractAddress,
       operatorKey: vault.operatorPrivateKey,
-      receiptSignerKey: vault.receiptSignerPrivateKey,
       mode: {
         mock: () => startDevnetFhevm({ rpcUrl, chainId, cleartextFile }),
       },

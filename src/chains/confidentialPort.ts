@@ -7,6 +7,7 @@
  * second finalization.
  */
 import type { Address, Hex } from "viem";
+import type { ConfidentialReceipt } from "../clients/confidential/receipts.js";
 
 /**
  * The chain's address and wallet-signature checks the feature makes (a
@@ -24,6 +25,13 @@ export {
   type Hex,
   type TypedDataDefinition,
 } from "viem";
+
+/**
+ * A payment's key, blinding and commitment to a slot, as the vault and the
+ * merchants' tools compute them: the feature finds which merchant a
+ * committed payment belongs to with them.
+ */
+export { paymentBlinding, paymentCommitment } from "../clients/confidential/receipts.js";
 
 /** The network confidential settlement runs on (spec 2.7: the first EVM network). */
 export const CONFIDENTIAL_NETWORK = "eip155:8453" as const;
@@ -75,21 +83,12 @@ interface WithdrawTypedData {
   message: WithdrawRequest;
 }
 
-export interface SignedReceipt {
-  /** Amounts and slot as decimal strings, ready for JSON. */
-  receipt: {
-    payer: Address;
-    nonce: Hex;
-    merchant: Address;
-    slot: string;
-    amount: string;
-    day: number;
-  };
-  /** Our EIP-712 signature over it (domain: `vaultDomain`). */
-  signature: Hex;
-  /** How the contract names the payment. */
-  key: Hex;
-}
+/**
+ * A confidential payment's receipt: the opening (slot and blinding) of the
+ * commitment the vault stored when it collected the payment, with what the
+ * vault recorded. Unsigned: it is good exactly when it opens that commitment.
+ */
+export type { ConfidentialReceipt };
 
 /** A slot's share of a day's pool: the sum of its merchant's payments collected that day. */
 export interface DayCredit {
@@ -97,12 +96,8 @@ export interface DayCredit {
   amount: bigint;
 }
 
-/**
- * `challenged`: its merchant presented its receipt in a challenge of its
- * day; it stays in the day's pool unless that day was disputed and the
- * merchant was paid it from the bond.
- */
-export type PaymentState = "none" | "collected" | "redeemed" | "returned" | "challenged";
+/** `redeemed`: credited to its slot by its receipt (the opening), on-chain. */
+export type PaymentState = "none" | "collected" | "redeemed" | "returned";
 
 /** What the vault collected for one authorization (state `none`: nothing). */
 export interface CollectedPayment {
@@ -112,13 +107,15 @@ export interface CollectedPayment {
   amount: bigint;
   /** The UTC day the vault collected it in: the day whose pool it joined. */
   day: number;
+  /** Its commitment to a slot, stored at collect (zero: unattributed, returnable). */
+  commitment: Hex;
 }
 
 /**
  * `closed`: the KMS proved the split adds up; its challenge window runs,
- * then its credits are released. `disputed`: a challenge proved a
- * merchant's credit short; nothing of the split is released, and no day
- * closes until the bond owner resumes (which reopens it).
+ * then its credits are released. `disputed`: a challenge proved a slot's
+ * credit short (the bond paid the shortfall); nothing of the split is
+ * released, and no day closes until the bond owner resumes (which reopens it).
  */
 export type DayPhase = "open" | "closing" | "closed" | "disputed";
 
@@ -129,7 +126,7 @@ export interface DayInfo {
   payments: number;
   redeemed: bigint;
   returned: bigint;
-  /** What the day's credits must add up to: collected, less redeemed, returned and claimed. */
+  /** What the day's credits must add up to: collected, less redeemed and returned. */
   pool: bigint;
   /** Bumped each time the KMS proved an attempt's credits wrong. */
   attempt: number;
@@ -138,8 +135,15 @@ export interface DayInfo {
   phase: DayPhase;
   /** Chain time (s) until which its merchants may challenge it (0: not closed). */
   challengeWindowEndsAt: bigint;
-  /** Challenges waiting for the KMS's answer; the day is not released meanwhile. */
+  /** Challenges of its current attempt waiting for the KMS's answer; the day is not released meanwhile. */
   openChallenges: number;
+}
+
+/** A payment attributed to a slot, as `collect` will carry it. */
+interface PaymentAttribution {
+  key: Hex;
+  blinding: Hex;
+  commitment: Hex;
 }
 
 interface CreditDayResult {
@@ -160,13 +164,13 @@ interface CreditDayResult {
 }
 
 /**
- * A merchant's challenge proved the day's split short: nothing of it is
- * released, and the vault refuses every close until the bond owner resumes.
+ * A challenge proved the day's split short: nothing of it is released, and
+ * the vault refuses every close until the bond owner resumes.
  */
 export class DayDisputedError extends Error {
   constructor(readonly day: number) {
     super(
-      `day ${day} is disputed: a merchant's challenge proved its split short; no day closes until the bond owner resumes`,
+      `day ${day} is disputed: a challenge proved its split short; no day closes until the bond owner resumes`,
     );
   }
 }
@@ -208,7 +212,8 @@ export interface ConfidentialVault {
   readonly asset: Address;
   readonly network: typeof CONFIDENTIAL_NETWORK;
   readonly operator: Address;
-  readonly receiptSigner: Address;
+  /** Seconds between a day's close and the release of its credits. */
+  readonly challengeWindow: bigint;
   /** What the merchant's wallet signs (personal_sign) to enable. */
   enablementMessage(merchant: Address, accountRef: string): string;
   /**
@@ -230,22 +235,39 @@ export interface ConfidentialVault {
   /** Every payment the vault collected on `day` (a ledger no one can rewrite). */
   dayPayments(day: number): Promise<CollectedPayment[]>;
   /**
-   * What the vault paid each slot's merchant from the operator bond for
-   * `day` (its `ClaimPaid` events), by slot; empty unless the day was disputed.
+   * Attributes a payment to a slot before it is collected: its commitment
+   * (blinding derived from the slot's `salt` and the payment's key) and the
+   * operator's signature of it, which the family's collecting signer adds
+   * to the payment's `collect`. Deterministic: the same payment gets the
+   * same attribution on every replica.
    */
-  claimsPaid(day: number): Promise<Map<bigint, bigint>>;
-  /**
-   * Signs a payment's receipt. `day` and `amount` must be the vault's own
-   * record of it (`payment`): only such a receipt can be redeemed.
-   */
-  signReceipt(args: {
-    paymentNonce: Hex;
+  attribute(args: {
     payer: Address;
-    merchant: Address;
+    nonce: Hex;
     slot: bigint;
-    amount: bigint;
-    day: number;
-  }): Promise<SignedReceipt>;
+    salt: Hex;
+  }): Promise<PaymentAttribution>;
+  /**
+   * A collected payment's receipt for `slot`: its opening and the vault's
+   * record. Throws when the vault has no such payment, or bound it to
+   * anything but this opening.
+   */
+  receiptOf(args: {
+    payer: Address;
+    nonce: Hex;
+    slot: bigint;
+    salt: Hex;
+  }): Promise<ConfidentialReceipt>;
+  /** Whether a payment was presented in a challenge of its day's current attempt. */
+  presented(key: Hex): Promise<boolean>;
+  /** What the bond paid into `slot`'s balance for shortfalls of `day`'s splits (every attempt). */
+  penaltiesPaid(slot: bigint, day: number): Promise<bigint>;
+  /**
+   * Presents receipts (all of one day and slot) against the slot's credit
+   * of that day, from the operator key (anyone may send it): what the
+   * service does when a closed split differs from its own plan.
+   */
+  challenge(receipts: readonly ConfidentialReceipt[]): Promise<Hex>;
   /**
    * The daily batch of `day` (a UTC day that has ended and is not closed;
    * any later day, so a day whose batch did not run is closed late): sends
@@ -293,29 +315,11 @@ export interface ConfidentialVault {
   ): Promise<{ txHash: Hex | null; paid: boolean; amount: bigint; state: WithdrawalState }>;
   withdrawal(withdrawalId: bigint): Promise<WithdrawalInfo>;
   /**
-   * The transaction a merchant's wallet sends itself to redeem a receipt
-   * (`redeemReceipt`, which names the slot's salt): no call to us is needed
-   * to send it, only to build it.
-   */
-  redeemCall(signed: SignedReceipt, salt: Hex): { to: Address; data: Hex };
-  /**
-   * The transaction a withdrawal address sends itself to challenge its
-   * slot's credit of `day` with these receipts (all of that day and slot).
-   */
-  challengeCall(
-    day: number,
-    slot: bigint,
-    salt: Hex,
-    receipts: readonly SignedReceipt[],
-  ): { to: Address; data: Hex };
-  /**
    * The slot's credit of `day` as the closed split wrote it, decrypted with
    * the operator's ACL permission; null when it holds none (not credited in
    * the current attempt, or released).
    */
   dayCredit(slot: bigint, day: number): Promise<bigint | null>;
-  /** The transaction a withdrawal address sends itself to cancel a stalled withdrawal. */
-  cancelCall(withdrawalId: bigint): { to: Address; data: Hex };
   /** The slot's available balance, decrypted with the operator's ACL permission. */
   balance(slot: bigint): Promise<bigint>;
   /** Chain time (seconds): the batch window and the redemption rules use it. */
@@ -410,10 +414,11 @@ export interface ConfidentialVaultOptions {
   rpcUrl: string;
   chainId: number;
   contractAddress: Address;
-  /** Assigns slots, submits batches, withdrawals and finalizations, and pays their gas. */
+  /**
+   * Attributes payments (signs each commitment `collect` stores), assigns
+   * slots, submits batches, withdrawals and finalizations, and pays their gas.
+   */
   operatorKey: Hex;
-  /** Signs receipts; the contract's `receiptSigner`. */
-  receiptSignerKey: Hex;
   /**
    * Zama's relayer and the chain's fhEVM addresses, or (devnet and tests) a
    * starter of an in-process mock coprocessor and KMS with the relayer

@@ -16,7 +16,6 @@ const FULL = {
   CONFIDENTIAL_RELAYER_API_KEY: "relayer-key",
   CONFIDENTIAL_GATEWAY_CHAIN_ID: "261131",
   CONFIDENTIAL_OPERATOR_KEY: `0x${"11".repeat(32)}`,
-  CONFIDENTIAL_RECEIPT_SIGNER_KEY: `0x${"22".repeat(32)}`,
 };
 const parse = (env: Record<string, string>) => parseConfidentialConfig(env, (name) => env[name]);
 
@@ -53,9 +52,5 @@ test("confidential settlement: a partial or malformed configuration names the va
   assert.throws(
     () => parse({ ...FULL, CONFIDENTIAL_ACL_ADDRESS: "0x12" }),
     /CONFIDENTIAL_ACL_ADDRESS/,
-  );
-  assert.throws(
-    () => parse({ ...FULL, CONFIDENTIAL_RECEIPT_SIGNER_KEY: FULL.CONFIDENTIAL_OPERATOR_KEY }),
-    /different keys/,
   );
 });

@@ -7,10 +7,12 @@
  * - `CONFIDENTIAL_CONTRACT_ADDRESS`: the vault on eip155:8453 (the
  *   confidential `payTo`). The chain is reached through `EVM_RPC_URLS_8453`.
  * - `CONFIDENTIAL_OPERATOR_KEY` or, better, `CONFIDENTIAL_OPERATOR_KEY_FILE`:
- *   the vault's operator (assigns slots, submits batches, withdrawals and
+ *   the vault's operator (attributes each payment to its merchant's slot
+ *   when collected, assigns slots, submits batches, withdrawals and
  *   finalizations, pays their gas). Not one of `EVM_PRIVATE_KEYS`: its
  *   transactions must not share nonces with the settlement signers.
- * - `CONFIDENTIAL_RECEIPT_SIGNER_KEY` / `_FILE`: signs payment receipts.
+ *   (There is no receipt-signer key: a receipt is the opening of the
+ *   commitment the vault stores at collect, and nobody signs it.)
  * - `CONFIDENTIAL_RELAYER_URL`: Zama's relayer (input proofs, decryptions).
  * - `CONFIDENTIAL_RELAYER_API_KEY` / `_FILE`: the relayer's API key (sent as
  *   its `x-api-key` header); production relayers meter and refuse anonymous use.
@@ -36,7 +38,6 @@ import { CONFIDENTIAL_NETWORK, type ConfidentialVaultOptions } from "../chains/c
 export interface ConfidentialConfig {
   contractAddress: `0x${string}`;
   operatorKey: `0x${string}`;
-  receiptSignerKey: `0x${string}`;
   fhevm: {
     relayerUrl: string;
     relayerApiKey: string;
@@ -67,7 +68,6 @@ const ADDRESS_VARS = {
 const CONFIDENTIAL_VARIABLES = [
   ...Object.values(ADDRESS_VARS),
   "CONFIDENTIAL_OPERATOR_KEY",
-  "CONFIDENTIAL_RECEIPT_SIGNER_KEY",
   "CONFIDENTIAL_RELAYER_URL",
   "CONFIDENTIAL_RELAYER_API_KEY",
   "CONFIDENTIAL_GATEWAY_CHAIN_ID",
@@ -83,11 +83,9 @@ export function parseConfidentialConfig(
 ): ConfidentialConfig | undefined {
   const value = (name: string) => env[name]?.trim() || undefined;
   const operatorKey = readSecret("CONFIDENTIAL_OPERATOR_KEY")?.trim();
-  const receiptSignerKey = readSecret("CONFIDENTIAL_RECEIPT_SIGNER_KEY")?.trim();
   const relayerApiKey = readSecret("CONFIDENTIAL_RELAYER_API_KEY")?.trim();
   const secrets: Record<string, string | undefined> = {
     CONFIDENTIAL_OPERATOR_KEY: operatorKey,
-    CONFIDENTIAL_RECEIPT_SIGNER_KEY: receiptSignerKey,
     CONFIDENTIAL_RELAYER_API_KEY: relayerApiKey,
   };
   const set = CONFIDENTIAL_VARIABLES.filter((name) =>
@@ -111,17 +109,8 @@ export function parseConfidentialConfig(
     addresses[field] = v as `0x${string}`;
   }
   // Never echo a key: only which variable is wrong.
-  for (const [name, key] of [
-    ["CONFIDENTIAL_OPERATOR_KEY", operatorKey],
-    ["CONFIDENTIAL_RECEIPT_SIGNER_KEY", receiptSignerKey],
-  ] as const) {
-    if (!KEY.test(key ?? ""))
-      throw new ConfigError(`${name} must be a 0x-prefixed 32-byte hex key`);
-  }
-  if (operatorKey!.toLowerCase() === receiptSignerKey!.toLowerCase()) {
-    throw new ConfigError(
-      "CONFIDENTIAL_OPERATOR_KEY and CONFIDENTIAL_RECEIPT_SIGNER_KEY must be different keys",
-    );
+  if (!KEY.test(operatorKey ?? "")) {
+    throw new ConfigError("CONFIDENTIAL_OPERATOR_KEY must be a 0x-prefixed 32-byte hex key");
   }
   const relayerUrl = value("CONFIDENTIAL_RELAYER_URL")!;
   if (!/^https:\/\//.test(relayerUrl)) {
@@ -135,7 +124,6 @@ export function parseConfidentialConfig(
   return {
     contractAddress,
     operatorKey: operatorKey as `0x${string}`,
-    receiptSignerKey: receiptSignerKey as `0x${string}`,
     fhevm: { relayerUrl, relayerApiKey: relayerApiKey!, gatewayChainId, ...hostAddresses },
   };
 }
@@ -157,7 +145,6 @@ export function confidentialVaultOptions(config: {
     chainId: Number(CONFIDENTIAL_NETWORK.split(":")[1]),
     contractAddress: c.contractAddress,
     operatorKey: c.operatorKey,
-    receiptSignerKey: c.receiptSignerKey,
     mode: c.fhevm,
   };
 }
@@ -175,13 +162,7 @@ export const VARIABLES: readonly ConfigVariable[] = [
   {
     name: "CONFIDENTIAL_OPERATOR_KEY",
     description:
-      "The vault's operator: assigns slots, submits daily batches, withdrawals and finalizations, and pays their gas. Its own key, not one of `EVM_PRIVATE_KEYS`, so its transactions never share nonces with the settlement signers.",
-    secret: true,
-  },
-  {
-    name: "CONFIDENTIAL_RECEIPT_SIGNER_KEY",
-    description:
-      "Signs the payment receipts merchants can redeem on-chain; must differ from the operator key.",
+      "The vault's operator: attributes each confidential payment to its merchant's slot when collected, assigns slots, submits daily batches, withdrawals and finalizations, and pays their gas. Its own key, not one of `EVM_PRIVATE_KEYS`, so its transactions never share nonces with the settlement signers.",
     secret: true,
   },
   {

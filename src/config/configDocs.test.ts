@@ -152,7 +152,6 @@ function completeEnvironment(): Record<string, string> {
     CONFIDENTIAL_RELAYER_API_KEY: "relayer-key",
     CONFIDENTIAL_GATEWAY_CHAIN_ID: "261131",
     CONFIDENTIAL_OPERATOR_KEY: `0x${"11".repeat(32)}`,
-    CONFIDENTIAL_RECEIPT_SIGNER_KEY: `0x${"22".repeat(32)}`,
   };
 }
 

@@ -4,17 +4,18 @@
  * second's pool the operator key credits to a slot of its own. The tab shows
  * the honest day as matching (no challenge to send) and the stolen one as
  * short; the merchant's browser wallet (a devnet key behind window.ethereum)
- * sends the challenge; once the service's batch submits the KMS's answer the
- * merchant's withdrawal address holds its receipts' total from the bond, the
- * vault is frozen and the tab shows the day as challenged and paid. Its own
- * stack, so it passes alone and in any order.
+ * sends the challenge, which the tab builds itself from the day's receipts;
+ * once the service's batch submits the KMS's answer the merchant's balance
+ * holds the shortfall from the bond, the vault is frozen and the tab shows
+ * the day as challenged and paid. Its own stack, so it passes alone and in
+ * any order.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { chromium, type Browser, type Page } from "playwright-core";
-import { createPublicClient, http, type Hex } from "viem";
+import { createPublicClient, decodeFunctionData, http, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
 import type { DashboardUser } from "../support/dashboardSession.js";
@@ -171,6 +172,9 @@ describe("Confidential tab in Chromium: checking each day and challenging a shor
 
     // The challenge, sent by the merchant's wallet (which pays its gas).
     const before = await usdcBalance(stack.rpcUrl, stack.usdc, wallet.address);
+    const slot = BigInt(
+      ((await (await user.call("/api/confidential")).json()) as { slot: string }).slot,
+    );
     await shortRow.getByRole("button", { name: "Challenge from my wallet" }).click();
     await shortRow.getByText(/waiting for the contract's check/).waitFor();
     assert.equal(sent.length, 1);
@@ -178,6 +182,11 @@ describe("Confidential tab in Chromium: checking each day and challenging a shor
     assert.equal(receipt.status, "success");
     assert.equal(receipt.from.toLowerCase(), wallet.address.toLowerCase());
     assert.equal(receipt.to?.toLowerCase(), vault.address.toLowerCase());
+    const tx = await publicClient.getTransaction({ hash: sent[0]! });
+    assert.equal(
+      decodeFunctionData({ abi: confidentialVaultAbi, data: tx.input }).functionName,
+      "challenge",
+    );
     assert.equal(await shortRow.getByRole("button").count(), 0, "no second challenge offered");
 
     // The service's batch submits the KMS's answer instead of releasing the day.
@@ -186,10 +195,11 @@ describe("Confidential tab in Chromium: checking each day and challenging a shor
       day,
       why: "disputed",
     });
+    assert.equal(await vault.balance(slot), 2n * PRICE_ATOMIC, "the shortfall, from the bond");
     assert.equal(
-      (await usdcBalance(stack.rpcUrl, stack.usdc, wallet.address)) - before,
-      2n * PRICE_ATOMIC,
-      "the receipts' total, from the bond",
+      await usdcBalance(stack.rpcUrl, stack.usdc, wallet.address),
+      before,
+      "credited, not sent: nothing in the wallet can refuse it",
     );
     assert.equal(await vault.balance(stolen.slot), 0n, "the thief's slot is paid nothing");
     assert.equal((await vault.dayInfo(day)).phase, "disputed");
@@ -199,7 +209,8 @@ describe("Confidential tab in Chromium: checking each day and challenging a shor
       functionName: "frozen",
     });
     assert.equal(frozen, true, "no next close from this operator key");
-    // The rows record what the vault paid: no longer pending.
+    // The day's payments are still the merchant's, pending: redeemable by
+    // their receipts on the disputed day, or split again after the resume.
     const rows = await stack.service.db
       .selectFrom("confidential_credits")
       .select(["outcome", "credited_day"])
@@ -207,17 +218,17 @@ describe("Confidential tab in Chromium: checking each day and challenging a shor
       .where("day", "=", day)
       .execute();
     assert.equal(rows.length, 2);
-    for (const r of rows) assert.deepEqual(r, { outcome: "bond_paid", credited_day: null });
+    for (const r of rows) assert.deepEqual(r, { outcome: null, credited_day: null });
 
     // The merchant comes back to the tab later.
     await showTab(page);
     await shortRow
-      .getByText("Challenged: 0.020000 USDC paid to your wallet from the operator's bond")
+      .getByText(
+        "Challenged: the operator's bond paid the 0.020000 USDC shortfall into your balance",
+      )
       .waitFor();
-    await page.getByTestId("balance-bond-paid").getByText("0.020000 USDC").waitFor();
-    // Pending is the honest day's one payment, still in its window; the
-    // stolen day's two are no longer counted there.
-    assert.match(await page.getByTestId("balance-pending").innerText(), /^0\.010000 USDC/);
+    await page.getByTestId("balance-available").getByText("0.020000 USDC").waitFor();
+    assert.match(await page.getByTestId("balance-pending").innerText(), /^0\.030000 USDC/);
     assert.equal(await shortRow.locator("td").nth(1).innerText(), "disputed");
     assert.equal(await shortRow.getByRole("button").count(), 0);
     await honestRow.getByText("Matches").waitFor();

@@ -1,21 +1,37 @@
 /**
- * The merchant's side of a challenge, end to end (issue 50): a payment
- * settled through /settle, then the operator key (through the service's own
- * vault client) credits the day's pool to a slot of its own and gets it
- * closed. The merchant's check, GET /confidential/days (with its API key, as
- * `npm run confidential:check` reads it, and in the dashboard) shows the
- * shortfall; the check script, run as a merchant runs it, presents the
- * receipts from the withdrawal wallet; the service's batch submits the KMS's
- * answer instead of releasing the day: the merchant is paid from the bond,
- * the thief's slot is paid nothing.
+ * The merchant's side of a challenge, end to end (issues 50 and 65): two
+ * payments settled through /settle, each committed to its merchant's slot
+ * when collected; the resource server keeps the receipt of its own from the
+ * settle answer. Then the operator key (through the service's own vault
+ * client) credits the day's pool to a slot of its own and gets it closed.
+ *
+ * - The merchant's check, `npm run confidential:check --challenge` run as a
+ *   merchant runs it (its receipt file, the vault and slot from its own
+ *   settings, a gas key that is not its withdrawal wallet), builds the
+ *   challenge itself and sends it.
+ * - The other merchant does nothing: the service's batch, finding the
+ *   closed split short of its own plan, challenges for it with its receipts.
+ * - The batch submits the KMS's answers instead of releasing the day: the
+ *   bond pays each shortfall into each merchant's balance, the thief's slot
+ *   is paid nothing, and each merchant's own payment is redeemed to it.
+ * - A facilitator that answers the check with crafted calldata (a USDC
+ *   transfer out of the wallet) gets nothing sent: the check never reads it.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { createServer, type Server } from "node:http";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createPublicClient, createWalletClient, http, type Hex } from "viem";
+import {
+  createPublicClient,
+  createWalletClient,
+  encodeFunctionData,
+  erc20Abi,
+  http,
+  type Hex,
+} from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startStack, type TestStack } from "../support/stack.js";
 import type { DashboardUser } from "../support/dashboardSession.js";
@@ -23,6 +39,8 @@ import { setEtherBalance } from "../chains/evm/devnetChain.js";
 import { paymentRequest, signPayment, usdcBalance } from "../chains/evm/payments.js";
 import { post } from "../support/http.js";
 import { utcDay } from "../../src/features/confidential/credits.js";
+import { receiptIn, redeemCall } from "../../src/clients/confidential/receipts.js";
+import { ReceiptStore } from "../../src/clients/confidential/receiptStore.js";
 import {
   confidentialRequirements,
   creditDayToOperatorsOwnSlot,
@@ -40,7 +58,7 @@ interface DayCheck {
   receiptsTotal: string;
   shortfall: boolean;
   paidFromBond: string;
-  challenge: { from: Hex; to: Hex; data: Hex } | null;
+  unpresented: unknown[];
 }
 
 function runCheck(env: Record<string, string>): Promise<{ code: number; out: string }> {
@@ -59,13 +77,17 @@ describe("a merchant's challenge, end to end", () => {
   let stack: TestStack;
   let user: DashboardUser;
   let apiKey: string;
-  // A second merchant paid the same day, who does not challenge at first.
+  // A second merchant paid the same day, who does nothing.
   let other: DashboardUser;
   let otherApiKey: string;
+  const wallet = privateKeyToAccount(generatePrivateKey());
   const otherWallet = privateKeyToAccount(generatePrivateKey());
+  // Pays the challenge's gas: not the withdrawal wallet, which stays unlinked.
+  const gasKey = generatePrivateKey();
+  const gasAccount = privateKeyToAccount(gasKey);
   let dir: string;
-  const walletKey = generatePrivateKey();
-  const wallet = privateKeyToAccount(walletKey);
+  let day: number;
+  let now: Date;
 
   before(async () => {
     stack = await startStack({
@@ -75,7 +97,7 @@ describe("a merchant's challenge, end to end", () => {
     });
     ({ user, apiKey } = await enabledMerchant(stack, wallet));
     ({ user: other, apiKey: otherApiKey } = await enabledMerchant(stack, otherWallet));
-    for (const address of [wallet.address, otherWallet.address]) {
+    for (const address of [wallet.address, otherWallet.address, gasAccount.address]) {
       await setEtherBalance(stack.rpcUrl, address, 10n ** 18n);
     }
     dir = mkdtempSync(join(tmpdir(), "confidential-check-"));
@@ -85,166 +107,164 @@ describe("a merchant's challenge, end to end", () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const days = async () => {
-    const res = await fetch(`${stack.url}/confidential/days`, { headers: { "X-API-Key": apiKey } });
+  const daysOf = async (key: string) => {
+    const res = await fetch(`${stack.url}/confidential/days`, { headers: { "X-API-Key": key } });
     assert.equal(res.status, 200, await res.clone().text());
     return ((await res.json()) as { days: DayCheck[] }).days;
   };
+  const slotOf = async (u: DashboardUser) =>
+    ((await (await u.call("/api/confidential")).json()) as { slot: string }).slot;
 
-  test("the operator key takes a day's pool: the check shows it, the script challenges from the wallet, the bond pays the merchant and the thief gets nothing", async () => {
+  test("the operator key takes a day's pool: the merchant's own check challenges it, the service challenges for the merchant who does nothing, the bond pays both shortfalls and the thief gets nothing", async () => {
     const vault = stack.service.confidential.vault!;
     const contract = vault.address;
-    const requirements = confidentialRequirements({
-      usdc: stack.usdc,
-      vault: contract,
-      merchant: wallet.address,
-    });
-    const payload = await signPayment(stack.payerKeys[1]!, requirements);
-    const paid = (await (
-      await post(stack.url, "/settle", paymentRequest(requirements, payload.payload), apiKey)
-    ).json()) as Record<string, unknown>;
-    assert.equal(paid["success"], true, JSON.stringify(paid));
-    const otherRequirements = confidentialRequirements({
-      usdc: stack.usdc,
-      vault: contract,
-      merchant: otherWallet.address,
-    });
-    const otherPayload = await signPayment(stack.payerKeys[2]!, otherRequirements);
-    const otherPaid = (await (
-      await post(
-        stack.url,
-        "/settle",
-        paymentRequest(otherRequirements, otherPayload.payload),
-        otherApiKey,
-      )
-    ).json()) as Record<string, unknown>;
-    assert.equal(otherPaid["success"], true, JSON.stringify(otherPaid));
+    const store = new ReceiptStore(join(dir, "receipts.jsonl"));
+    const settleFor = async (w: typeof wallet, key: string, payer: number) => {
+      const requirements = confidentialRequirements({
+        usdc: stack.usdc,
+        vault: contract,
+        merchant: w.address,
+      });
+      const payload = await signPayment(stack.payerKeys[payer]!, requirements);
+      const paid = (await (
+        await post(stack.url, "/settle", paymentRequest(requirements, payload.payload), key)
+      ).json()) as Record<string, unknown>;
+      assert.equal(paid["success"], true, JSON.stringify(paid));
+      return receiptIn(paid)!;
+    };
+    // The merchant's resource server keeps its receipt from the settle answer.
+    const mine = await settleFor(wallet, apiKey, 1);
+    store.add(mine);
+    const theirs = await settleFor(otherWallet, otherApiKey, 2);
 
     // The key holder's own slot, and the whole day's pool credited to it.
-    const now = await pastNextMidnight(stack.rpcUrl, vault, 60);
-    const day = utcDay(now) - 1;
+    now = await pastNextMidnight(stack.rpcUrl, vault, 60);
+    day = utcDay(now) - 1;
     const stolen = await creditDayToOperatorsOwnSlot(vault, day);
-    const thiefSlot = stolen.slot;
     assert.equal(stolen.pool, 2n * PRICE_ATOMIC);
     assert.notEqual(stolen.releasableAfter, null, "released before its challenge window ended");
 
-    // The merchant's check: through its API key and in the dashboard alike.
-    const [check] = await days();
+    // What the service says: the same through the API key and the dashboard.
+    const [check] = await daysOf(apiKey);
     assert.ok(check);
     assert.deepEqual(
       {
         phase: check.phase,
         credit: check.credit,
         receipts: check.receipts,
-        receiptsTotal: check.receiptsTotal,
         shortfall: check.shortfall,
-        from: check.challenge?.from,
-        to: check.challenge?.to,
+        unpresented: check.unpresented,
       },
-      {
-        phase: "closed",
-        credit: "0",
-        receipts: 1,
-        receiptsTotal: PRICE_ATOMIC.toString(),
-        shortfall: true,
-        from: wallet.address,
-        to: contract,
-      },
+      { phase: "closed", credit: "0", receipts: 1, shortfall: true, unpresented: [mine] },
     );
     const viaDashboard = (await (await user.call("/api/confidential/days")).json()) as {
       days: DayCheck[];
     };
     assert.deepEqual(viaDashboard.days, [check]);
 
-    // The script, as the merchant runs it: it presents the receipts itself.
-    const keyFile = join(dir, "wallet.key");
-    writeFileSync(keyFile, walletKey, { mode: 0o600 });
-    const before = await usdcBalance(stack.rpcUrl, stack.usdc, wallet.address);
+    // The merchant's check, from its own receipts and settings.
+    const keyFile = join(dir, "gas.key");
+    writeFileSync(keyFile, gasKey, { mode: 0o600 });
+    const walletUsdc = await usdcBalance(stack.rpcUrl, stack.usdc, wallet.address);
     const run = await runCheck({
       CONFIDENTIAL_CHECK_URL: stack.url,
       CONFIDENTIAL_CHECK_API_KEY: apiKey,
-      CONFIDENTIAL_CHECK_WALLET_KEY_FILE: keyFile,
       CONFIDENTIAL_CHECK_RPC_URL: stack.rpcUrl,
+      CONFIDENTIAL_CHECK_VAULT_ADDRESS: contract,
+      CONFIDENTIAL_CHECK_SLOT: await slotOf(user),
+      CONFIDENTIAL_CHECK_RECEIPTS_FILE: store.file,
+      CONFIDENTIAL_CHECK_WALLET_KEY_FILE: keyFile,
     });
     assert.equal(run.code, 2, run.out);
     assert.match(run.out, /SHORT/);
     assert.match(run.out, /challenge success/);
+    assert.ok(await vault.presented(mine.key));
+    assert.equal(await vault.presented(theirs.key), false, "the other merchant did nothing");
 
-    // The batch submits the KMS's answer rather than release the day.
+    // The batch checks the closed split against its plan, challenges the
+    // other merchant's slot with its receipt, and submits every answer.
     const outcome = await stack.service.confidential.batch!.run(day, now);
     assert.deepEqual(outcome, { ran: false, day, why: "disputed" });
-    assert.equal(
-      (await usdcBalance(stack.rpcUrl, stack.usdc, wallet.address)) - before,
-      PRICE_ATOMIC,
-      "paid in full from the bond",
-    );
-    assert.equal(await vault.balance(thiefSlot), 0n);
+    assert.ok(await vault.presented(theirs.key), "the service challenged for it");
     assert.equal((await vault.dayInfo(day)).phase, "disputed");
-    const [after] = await days();
-    assert.deepEqual(
-      { phase: after?.phase, shortfall: after?.shortfall, challenge: after?.challenge },
-      { phase: "disputed", shortfall: true, challenge: null },
-    );
-    // What the vault paid is recorded: the row is bond_paid, not pending.
-    assert.equal(after?.paidFromBond, PRICE_ATOMIC.toString());
-    const row = await stack.service.db
-      .selectFrom("confidential_credits")
-      .select(["outcome", "credited_day"])
-      .where("account_id", "=", user.accountId)
-      .executeTakeFirstOrThrow();
-    assert.deepEqual(row, { outcome: "bond_paid", credited_day: null });
-    const listed = (await (await user.call("/api/confidential/receipts")).json()) as {
-      receipts: { state: string; redeemableFrom: string | null }[];
-    };
-    assert.deepEqual(
-      listed.receipts.map((r) => [r.state, r.redeemableFrom]),
-      [["bond_paid", null]],
-    );
-    const balance = (await (await user.call("/api/confidential/balance")).json()) as Record<
-      string,
-      unknown
-    >;
-    assert.deepEqual([balance["pending"], balance["paidFromBond"]], ["0", PRICE_ATOMIC.toString()]);
+    assert.equal(await vault.balance(BigInt(await slotOf(user))), PRICE_ATOMIC, "its shortfall");
+    assert.equal(await vault.balance(BigInt(await slotOf(other))), PRICE_ATOMIC);
+    assert.equal(await vault.balance(stolen.slot), 0n, "the thief is paid nothing");
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, wallet.address), walletUsdc);
 
-    // The other merchant did not challenge: the vault paid it nothing, so
-    // its payment stays pending and its check offers the challenge, which a
-    // disputed day pays at once; the next pass records it paid.
-    const otherRow = () =>
-      stack.service.db
-        .selectFrom("confidential_credits")
-        .select(["outcome", "credited_day"])
-        .where("account_id", "=", other.accountId)
-        .executeTakeFirstOrThrow();
-    assert.deepEqual(await otherRow(), { outcome: null, credited_day: null });
-    const [otherCheck] = (
-      (await (await other.call("/api/confidential/days")).json()) as { days: DayCheck[] }
-    ).days;
-    assert.deepEqual([otherCheck?.phase, otherCheck?.paidFromBond], ["disputed", "0"]);
-    assert.ok(otherCheck?.challenge);
-    const otherBefore = await usdcBalance(stack.rpcUrl, stack.usdc, otherWallet.address);
-    const hash = await createWalletClient({
-      account: otherWallet,
-      transport: http(stack.rpcUrl),
-    }).sendTransaction({
-      chain: null,
-      to: otherCheck.challenge.to,
-      data: otherCheck.challenge.data,
-    });
-    const sent = await createPublicClient({
-      transport: http(stack.rpcUrl),
-    }).waitForTransactionReceipt({
-      hash,
-    });
-    assert.equal(sent.status, "success");
-    assert.deepEqual(await stack.service.confidential.batch!.run(day, now), {
-      ran: false,
-      day,
-      why: "disputed",
-    });
-    assert.equal(
-      (await usdcBalance(stack.rpcUrl, stack.usdc, otherWallet.address)) - otherBefore,
-      PRICE_ATOMIC,
+    const [after] = await daysOf(apiKey);
+    assert.deepEqual(
+      { phase: after?.phase, paidFromBond: after?.paidFromBond, unpresented: after?.unpresented },
+      { phase: "disputed", paidFromBond: PRICE_ATOMIC.toString(), unpresented: [] },
     );
-    assert.deepEqual(await otherRow(), { outcome: "bond_paid", credited_day: null });
+
+    // Its own payment is the merchant's on the disputed day: redeemed with
+    // its receipt, by any account, only to its slot.
+    const gasWallet = createWalletClient({ account: gasAccount, transport: http(stack.rpcUrl) });
+    const chain = createPublicClient({ transport: http(stack.rpcUrl) });
+    const call = redeemCall(contract, mine);
+    const hash = await gasWallet.sendTransaction({ chain: null, to: call.to, data: call.data });
+    assert.equal((await chain.waitForTransactionReceipt({ hash })).status, "success");
+    assert.equal(await vault.balance(BigInt(await slotOf(user))), 2n * PRICE_ATOMIC);
+  });
+
+  test("a facilitator that answers the check with crafted calldata gets nothing sent: the check builds its own transactions", async () => {
+    const vault = stack.service.confidential.vault!;
+    const attacker = privateKeyToAccount(generatePrivateKey()).address;
+    const theft = encodeFunctionData({
+      abi: erc20Abi,
+      functionName: "transfer",
+      args: [attacker, 10n ** 12n],
+    });
+    // Its USDC is what a malicious answer is after.
+    const minted = await usdcBalance(stack.rpcUrl, stack.usdc, gasAccount.address);
+    const crafted = {
+      days: [
+        {
+          day: new Date(day * 86_400_000).toISOString().slice(0, 10),
+          phase: "closed",
+          windowEndsAt: null,
+          credit: "0",
+          receipts: 1,
+          receiptsTotal: "10000",
+          shortfall: true,
+          paidFromBond: "0",
+          unpresented: [{ vault: stack.usdc, key: `0x${"11".repeat(32)}`, calldata: theft }],
+          challenge: { from: gasAccount.address, to: stack.usdc, data: theft },
+          to: stack.usdc,
+          data: theft,
+        },
+      ],
+    };
+    const server: Server = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(crafted));
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const { port } = server.address() as { port: number };
+    const keyFile = join(dir, "gas.key");
+    writeFileSync(keyFile, gasKey, { mode: 0o600 });
+    const chain = createPublicClient({ transport: http(stack.rpcUrl) });
+    const nonceBefore = await chain.getTransactionCount({ address: gasAccount.address });
+    try {
+      const run = await runCheck({
+        CONFIDENTIAL_CHECK_URL: `http://127.0.0.1:${port}`,
+        CONFIDENTIAL_CHECK_API_KEY: "any",
+        CONFIDENTIAL_CHECK_RPC_URL: stack.rpcUrl,
+        CONFIDENTIAL_CHECK_VAULT_ADDRESS: vault.address,
+        CONFIDENTIAL_CHECK_SLOT: await slotOf(user),
+        CONFIDENTIAL_CHECK_WALLET_KEY_FILE: keyFile,
+      });
+      assert.doesNotMatch(run.out, /challenge success|presenting/, run.out);
+    } finally {
+      server.close();
+    }
+    assert.equal(
+      await chain.getTransactionCount({ address: gasAccount.address }),
+      nonceBefore,
+      "the check sent a transaction the service built",
+    );
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, gasAccount.address), minted);
+    assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, attacker as Hex), 0n);
   });
 });

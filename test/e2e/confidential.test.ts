@@ -34,6 +34,18 @@ import {
 import { post } from "../support/http.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { offersFor, type ConfidentialStatus } from "../../src/clients/confidential/offers.js";
+import {
+  cancelCall as cancelCall_,
+  checkReceipt,
+  receiptIn,
+  redeemCall,
+  vaultPaymentReader,
+  type ConfidentialReceipt,
+} from "../../src/clients/confidential/receipts.js";
+import { keepReceipts, ReceiptStore } from "../../src/clients/confidential/receiptStore.js";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { utcDay } from "../../src/features/confidential/credits.js";
 import {
   confidentialRequirements,
@@ -161,9 +173,14 @@ describe("confidential settlement end to end", () => {
 
   test("both-mode 402 lists the confidential offer first; a payment pays the contract and returns a receipt", async () => {
     const s = await status(merchantKey);
+    // The merchant keeps every receipt in a file of its own as the answers arrive.
+    const storeDir = mkdtempSync(join(tmpdir(), "receipts-"));
+    const store = new ReceiptStore(join(storeDir, "receipts.jsonl"));
     const resourceServer = new x402ResourceServer(
       facilitatorClient({ ...stack, apiKey: merchantKey }),
-    ).register("eip155:8453", new ExactEvmServerScheme());
+    )
+      .register("eip155:8453", new ExactEvmServerScheme())
+      .onAfterSettle(keepReceipts(store));
     const app = express();
     app.use(
       paymentMiddleware(
@@ -215,25 +232,31 @@ describe("confidential settlement end to end", () => {
     assert.equal(after[1] - before[1], PRICE_ATOMIC, "the contract holds it");
 
     const listed = await json<{
-      receipts: {
-        state: string;
-        amount: string;
-        receipt: { receipt: Record<string, unknown>; signature: string } | null;
-      }[];
+      receipts: { state: string; amount: string; receipt: ConfidentialReceipt | null }[];
     }>(await merchantUser.call("/api/confidential/receipts"));
-    const mine = listed.receipts.filter((r) => r.receipt?.receipt["payer"] === payer.address);
+    const mine = listed.receipts.filter((r) => r.receipt?.payer === payer.address);
     assert.equal(mine.length, 1);
     assert.equal(mine[0]!.state, "pending");
     assert.equal(mine[0]!.amount, PRICE_ATOMIC.toString());
     const receipt = mine[0]!.receipt!;
-    assert.equal(receipt.receipt["merchant"], wallet.address);
-    assert.equal(receipt.receipt["amount"], PRICE_ATOMIC.toString());
-    assert.match(receipt.signature, /^0x[0-9a-f]{130}$/);
+    assert.equal(receipt.amount, PRICE_ATOMIC.toString());
     assert.deepEqual(
-      (settle as { extensions?: Record<string, unknown> }).extensions?.["confidential"],
+      receiptIn(settle),
       receipt,
-      "the settle answer carried the same receipt",
+      "the settle answer carried the same receipt: the merchant holds it from the first moment",
     );
+    // The merchant's side checks it from the chain alone: it opens the
+    // commitment the vault stored for the payment, to its own slot.
+    const { slot } = await json<{ slot: string }>(await merchantUser.call("/api/confidential"));
+    const chain = createPublicClient({ transport: http(stack.rpcUrl) });
+    const read = vaultPaymentReader(chain as never, contract);
+    assert.equal(await checkReceipt(receipt, { vault: contract, slot: BigInt(slot) }, read), null);
+    assert.match(
+      (await checkReceipt(receipt, { vault: contract, slot: BigInt(slot) + 1n }, read)) ?? "",
+      /slot/,
+    );
+    assert.deepEqual(store.all(), [receipt], "the resource server holds it too");
+    rmSync(storeDir, { recursive: true, force: true });
 
     // Quota: a confidential settlement costs its tier's units.
     const row = await stack.service.db
@@ -387,7 +410,7 @@ describe("confidential settlement end to end", () => {
     const credit = () =>
       db
         .selectFrom("confidential_credits")
-        .select(["amount", "receipt_signature"])
+        .select(["amount", "receipt"])
         .where("payer", "=", payer.address.toLowerCase())
         .where("account_id", "=", merchantUser.accountId)
         .execute();
@@ -398,7 +421,11 @@ describe("confidential settlement end to end", () => {
     );
     const [written] = await credit();
     assert.equal(written?.amount, PRICE_ATOMIC.toString());
-    assert.match(written?.receipt_signature ?? "", /^0x[0-9a-f]{130}$/);
+    assert.equal(
+      (written?.receipt as ConfidentialReceipt | null)?.amount,
+      PRICE_ATOMIC.toString(),
+      "the receipt: the opening of the commitment the vault stored",
+    );
   });
 
   test("the batch at a simulated midnight credits the slot once; the wallet withdraws to its address", async () => {
@@ -475,17 +502,20 @@ describe("confidential settlement end to end", () => {
     assert.equal(await vault.balance(slot), 0n);
   });
 
-  test("the tab: available and pending balance; a receipt of a day not closed is redeemed, and a stalled withdrawal cancelled, by the wallet with the transactions the API builds", async () => {
+  test("the tab: available and pending balance; a receipt of a day not closed is redeemed, and a stalled withdrawal cancelled, by the wallet with transactions built from receipts and ids alone", async () => {
     const vault = stack.service.confidential.vault!;
     const { db } = stack.service;
     const chain = createPublicClient({ transport: http(stack.rpcUrl) });
     const testClient = createTestClient({ mode: "anvil", transport: http(stack.rpcUrl) });
     await testClient.setBalance({ address: wallet.address, value: 10n ** 18n });
     const fromWallet = devnetWallet(wallet, stack.rpcUrl, 8453);
-    /** What the dashboard does: the wallet sends the call the API built. */
-    const send = async (call: { from: string; to: Hex; data: Hex }) => {
-      assert.equal(call.from, wallet.address);
-      const hash = await fromWallet.sendTransaction({ to: call.to, data: call.data });
+    /** What the dashboard does: the wallet sends a call the tab built itself. */
+    const send = async (call: { to: Hex; data: Hex }) => {
+      const hash = await fromWallet.sendTransaction({
+        to: call.to,
+        data: call.data,
+        gas: 1_000_000n,
+      });
       return (await chain.waitForTransactionReceipt({ hash })).status;
     };
     const balance = async () =>
@@ -508,26 +538,26 @@ describe("confidential settlement end to end", () => {
       available: before.available,
       availableError: null,
       pending: (BigInt(before.pending) + PRICE_ATOMIC).toString(),
-      paidFromBond: "0",
     });
     const nonce = (payload.payload as { authorization: { nonce: string } }).authorization.nonce;
-    const redeemCall = () =>
-      merchantUser.call("/api/confidential/receipts/redeem", {
-        method: "POST",
-        body: { paymentNonce: nonce },
-      });
-    const early = await redeemCall();
-    assert.equal(early.status, 409, "the batch's turn first");
-    assert.match((await json<{ message: string }>(early)).message, /redeemable from/);
+    const listed = await json<{
+      receipts: {
+        paymentNonce: string;
+        receipt: ConfidentialReceipt | null;
+        redeemableFrom: string;
+      }[];
+    }>(await merchantUser.call("/api/confidential/receipts"));
+    const entry = listed.receipts.find((r) => r.paymentNonce === nonce)!;
+    const redemption = redeemCall(contract, entry.receipt!);
+    assert.equal(await send(redemption), "reverted", "the batch's turn first");
 
     // A day after the day ended, the wallet redeems it itself.
     await pastNextMidnight(stack.rpcUrl, vault);
     await pastNextMidnight(stack.rpcUrl, vault);
-    const call = await redeemCall();
-    assert.equal(call.status, 200, await call.clone().text());
-    assert.equal(await send(await json(call)), "success");
+    assert.ok(Date.parse(entry.redeemableFrom) <= Number(await vault.chainTime()) * 1000);
+    assert.equal(await send(redemption), "success");
     assert.equal((await balance()).available, (BigInt(before.available) + PRICE_ATOMIC).toString());
-    assert.equal((await redeemCall()).status, 409, "redeemed already");
+    assert.equal(await send(redemption), "reverted", "redeemed already");
 
     // A withdrawal whose finalization stalls (the worker is off here).
     const slot = BigInt(
@@ -570,7 +600,11 @@ describe("confidential settlement end to end", () => {
     await testClient.mine({ blocks: 1 });
     const cancel = await cancelCall();
     assert.equal(cancel.status, 200, await cancel.clone().text());
-    assert.equal(await send(await json(cancel)), "success");
+    const { from, withdrawalId: onchain } = await json<{ from: string; withdrawalId: string }>(
+      cancel,
+    );
+    assert.equal(from, wallet.address);
+    assert.equal(await send(cancelCall_(contract, BigInt(onchain))), "success");
     assert.equal((await vault.withdrawal(withdrawalId)).state, "cancelled");
     assert.equal(
       (await balance()).available,

@@ -239,11 +239,16 @@ describe("confidential daily batch and a payment still settling", () => {
     assert.equal(await vault.balance(merchant.slot!), 700n, "the late payment is in the batch");
     const [credit] = await db
       .selectFrom("confidential_credits")
-      .select(["credited_day", "receipt_signature", "day"])
+      .select(["credited_day", "receipt", "day"])
       .where("account_id", "=", account.id)
       .execute();
     assert.equal(credit!.credited_day, day);
     assert.equal(credit!.day, day);
-    assert.match(credit!.receipt_signature ?? "", /^0x[0-9a-f]{130}$/, "its receipt is signed");
+    const receipt = credit!.receipt as { slot?: string; amount?: string } | null;
+    assert.deepEqual(
+      [receipt?.slot, receipt?.amount],
+      [merchant.slot!.toString(), "700"],
+      "its receipt: the opening of its commitment to the merchant's slot",
+    );
   });
 });

@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
+  concat,
   createPublicClient,
   createTestClient,
   createWalletClient,
@@ -36,11 +37,13 @@ import { authorizationTypes, eip3009ABI } from "@x402/evm";
 import { startDevnet, type Devnet } from "../../devnet/evm/index.js";
 import {
   createConfidentialVault,
+  type ConfidentialReceipt,
   type ConfidentialVault,
   type DayCredit,
-  type SignedReceipt,
 } from "../../src/chains/evm/confidential/vault.js";
 import { confidentialVaultAbi } from "../../src/chains/evm/confidential/vaultAbi.js";
+import { attributionOf } from "../../src/chains/evm/confidential/attributions.js";
+import { merchantVaultAbi } from "../../src/clients/confidential/receipts.js";
 import { loadArtifacts } from "../../devnet/evm/compile.js";
 import { startDevnetFhevm } from "../../devnet/evm/fhevm.js";
 import {
@@ -91,7 +94,6 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
       chainId: CHAIN_ID,
       contractAddress: confidential.contractAddress,
       operatorKey: confidential.operatorPrivateKey,
-      receiptSignerKey: confidential.receiptSignerPrivateKey,
       mode: {
         mock: () => startDevnetFhevm({ rpcUrl: info.rpcUrl, chainId: CHAIN_ID, cleartextFile }),
       },
@@ -163,10 +165,14 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     payer: Address;
     nonce: Hex;
     amount: bigint;
-    signed: SignedReceipt;
+    receipt: ConfidentialReceipt;
     txHash: Hex;
   }
-  /** A confidential payment: the payer's USDC authorization to the vault, settled as any exact payment, then our receipt. */
+  /**
+   * A confidential payment: attributed to the merchant's slot, the payer's
+   * USDC authorization to the vault collected with that attribution (as the
+   * collecting signer sends it), then the receipt: the commitment's opening.
+   */
   const pay = async (merchant: Merchant, amount: bigint, payerIndex = 0): Promise<Payment> => {
     const payer = privateKeyToAccount(payerKeys[payerIndex % payerKeys.length]!);
     const nonce = toHex(randomBytes(32));
@@ -185,6 +191,13 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
       primaryType: "TransferWithAuthorization",
       message: authorization,
     });
+    await vault.attribute({
+      payer: payer.address,
+      nonce,
+      slot: merchant.slot,
+      salt: merchant.secret,
+    });
+    const attribution = attributionOf(vault.address, vault.paymentKey(payer.address, nonce))!;
     // Anyone may submit it to the vault's collect; the service's signer pool does in production.
     const submitter = createWalletClient({
       transport: http(devnet.networks[NETWORK]!.rpcUrl),
@@ -195,21 +208,29 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
       address: vault.address,
       abi: confidentialVaultAbi,
       functionName: "collect",
-      args: [payer.address, vault.address, amount, 0n, authorization.validBefore, nonce, signature],
+      args: [
+        payer.address,
+        vault.address,
+        amount,
+        0n,
+        authorization.validBefore,
+        nonce,
+        signature,
+        concat([attribution.commitment, attribution.signature]),
+      ],
       chain: CHAIN,
     });
     const r = await client.waitForTransactionReceipt({ hash: txHash });
     assert.equal(r.status, "success");
     record("collect", r.gasUsed);
-    const signed = await vault.signReceipt({
-      paymentNonce: nonce,
+    const receipt = await vault.receiptOf({
       payer: payer.address,
-      merchant: merchant.account.address,
+      nonce,
       slot: merchant.slot,
-      amount,
-      day: await currentDay(),
+      salt: merchant.secret,
     });
-    return { payer: payer.address, nonce, amount, signed, txHash };
+    assert.equal(receipt.day, await currentDay());
+    return { payer: payer.address, nonce, amount, receipt, txHash };
   };
   const creditsOf = (byMerchant: Map<Merchant, Payment[]>): DayCredit[] =>
     [...byMerchant].map(([m, payments]) => ({
@@ -316,7 +337,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
       "finalizeDay",
       "finalizeWithdraw",
       "initialize",
-      "redeemReceipt",
+      "redeem",
       "release",
       "requestWithdraw",
       "resolveChallenge",
@@ -333,7 +354,6 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
         functionName: "initialize",
         args: [
           usdc,
-          attacker.address,
           attacker.address,
           attacker.address,
           0n,
@@ -459,7 +479,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     assert.equal(await vault.balance(a.slot), 700_000n);
   });
 
-  test("a day whose batch did not run: its receipts are redeemed once by the merchant, and the day closes late without them", async () => {
+  test("a day whose batch did not run: its receipts are redeemed once (by anyone holding them, only to its slot), and the day closes late without them", async () => {
     await nextDay();
     const m = await enable();
     const day = await currentDay();
@@ -469,31 +489,30 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     // The batch does not run; a day after the day ended the merchant redeems.
     await nextDay();
     assert.equal(
-      (await m.wallet.redeemReceipt(redeemed.signed, m.secret)).status,
+      (await m.wallet.redeem(redeemed.receipt)).status,
       "reverted",
       "the batch's turn first",
     );
     await nextDay();
-    const forged = {
-      ...redeemed.signed,
-      receipt: { ...redeemed.signed.receipt, amount: "999999999" },
-    };
-    assert.equal((await m.wallet.redeemReceipt(forged, m.secret)).status, "reverted", "forged");
-    const other = privateKeyToAccount(generatePrivateKey()).address;
+    const other = await enable();
     assert.equal(
-      (await m.wallet.redeemReceipt(redeemed.signed, keccak256(other))).status,
+      (await m.wallet.redeem({ ...redeemed.receipt, slot: other.slot.toString() })).status,
       "reverted",
-      "not the slot's salt",
+      "another slot",
     );
-    const r = await m.wallet.redeemReceipt(redeemed.signed, m.secret);
+    assert.equal(
+      (await m.wallet.redeem({ ...redeemed.receipt, blinding: keccak256(other.account.address) }))
+        .status,
+      "reverted",
+      "not its blinding",
+    );
+    // Anyone holding the receipt may send it; it credits the merchant's slot only.
+    const r = await other.wallet.redeem(redeemed.receipt);
     assert.equal(r.status, "success");
-    record("redeemReceipt", r.gasUsed);
+    record("redeem", r.gasUsed);
     assert.equal(await vault.balance(m.slot), 900_000n);
-    assert.equal(
-      (await m.wallet.redeemReceipt(redeemed.signed, m.secret)).status,
-      "reverted",
-      "second redeem",
-    );
+    assert.equal(await vault.balance(other.slot), 0n);
+    assert.equal((await m.wallet.redeem(redeemed.receipt)).status, "reverted", "second redeem");
 
     // Two days late, the batch closes the day: the pool no longer holds the
     // redeemed payment, so crediting it again would not add up.
@@ -503,11 +522,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     );
     await batch(day, creditsOf(new Map([[m, [batched]]])));
     assert.equal(await vault.balance(m.slot), 1_300_000n);
-    assert.equal(
-      (await m.wallet.redeemReceipt(batched.signed, m.secret)).status,
-      "reverted",
-      "batch-credited",
-    );
+    assert.equal((await m.wallet.redeem(batched.receipt)).status, "reverted", "batch-credited");
     assert.equal(await vault.balance(m.slot), 1_300_000n);
   });
 
@@ -515,10 +530,22 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     await nextDay();
     const m = await enable();
     const p = await pay(m, 123_000n);
-    const info = await vault.payment(p.signed.key);
+    const info = await vault.payment(p.receipt.key);
     assert.deepEqual(
-      { state: info.state, amount: info.amount, day: info.day, payer: info.payer },
-      { state: "collected", amount: 123_000n, day: await currentDay(), payer: p.payer },
+      {
+        state: info.state,
+        amount: info.amount,
+        day: info.day,
+        payer: info.payer,
+        commitment: info.commitment,
+      },
+      {
+        state: "collected",
+        amount: 123_000n,
+        day: await currentDay(),
+        payer: p.payer,
+        commitment: p.receipt.commitment,
+      },
     );
     // The same authorization again: the token refuses the used nonce.
     await assert.rejects(
@@ -526,7 +553,16 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
         address: vault.address,
         abi: confidentialVaultAbi,
         functionName: "collect",
-        args: [p.payer, vault.address, p.amount, 0n, (await chainTime()) + 600n, p.nonce, "0x"],
+        args: [
+          p.payer,
+          vault.address,
+          p.amount,
+          0n,
+          (await chainTime()) + 600n,
+          p.nonce,
+          "0x",
+          "0x",
+        ],
       }),
       /AlreadyCollected/,
     );
@@ -536,7 +572,16 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
         address: vault.address,
         abi: confidentialVaultAbi,
         functionName: "collect",
-        args: [p.payer, usdc, 1n, 0n, (await chainTime()) + 600n, toHex(randomBytes(32)), "0x"],
+        args: [
+          p.payer,
+          usdc,
+          1n,
+          0n,
+          (await chainTime()) + 600n,
+          toHex(randomBytes(32)),
+          "0x",
+          "0x",
+        ],
       }),
       /NotPaidToVault/,
     );
@@ -724,14 +769,12 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     const { FHEVM_HOST } = await import("../../devnet/evm/fhevm.js");
     const info = devnet.networks[NETWORK]!;
     const operator = privateKeyToAccount(generatePrivateKey()).address;
-    const receiptSigner = privateKeyToAccount(generatePrivateKey()).address;
     const deployment = {
       rpcUrl: info.rpcUrl,
       chainId: CHAIN_ID,
       deployerKey: info.facilitatorPrivateKeys[1]!,
       asset: usdc,
       operator,
-      receiptSigner,
       bondOwner: privateKeyToAccount(generatePrivateKey()).address,
       challengeWindowSeconds: 172_800,
       coprocessor: {
@@ -753,10 +796,9 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     );
     const deployed = await deployConfidentialVault(deployment);
     const receipt = await client.getTransactionReceipt({ hash: deployed.transaction });
-    const read = (functionName: "operator" | "receiptSigner" | "deploymentBlock") =>
+    const read = (functionName: "operator" | "deploymentBlock") =>
       client.readContract({ address: deployed.address, abi: confidentialVaultAbi, functionName });
     assert.equal(await read("operator"), operator);
-    assert.equal(await read("receiptSigner"), receiptSigner);
     assert.equal(
       await read("deploymentBlock"),
       receipt.blockNumber,
@@ -771,13 +813,70 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
           usdc,
           privateKeyToAccount(generatePrivateKey()).address,
           privateKeyToAccount(generatePrivateKey()).address,
-          privateKeyToAccount(generatePrivateKey()).address,
           0n,
           { ACLAddress: usdc, CoprocessorAddress: usdc, KMSVerifierAddress: usdc },
         ],
       }),
       /AlreadyInitialized/,
     );
+    // The contract itself holds the window's floor and ceiling, whoever deploys it.
+    const { bytecode, abi } = (await loadArtifacts())["ConfidentialSettlementVault"]!;
+    const deployer = createWalletClient({
+      transport: http(info.rpcUrl),
+      account: privateKeyToAccount(info.facilitatorPrivateKeys[1]!),
+      chain: CHAIN,
+    });
+    for (const window of [0n, 86_399n, 30n * 86_400n + 1n]) {
+      const hash = await deployer.deployContract({
+        abi,
+        bytecode,
+        args: [
+          usdc,
+          operator,
+          deployment.bondOwner,
+          window,
+          {
+            ACLAddress: deployment.coprocessor.acl,
+            CoprocessorAddress: deployment.coprocessor.executor,
+            KMSVerifierAddress: deployment.coprocessor.kmsVerifier,
+          },
+        ],
+        gas: 10_000_000n,
+      });
+      const r = await client.waitForTransactionReceipt({ hash });
+      assert.equal(r.status, "reverted", `a window of ${window} s was taken`);
+    }
+    await assert.rejects(
+      deployConfidentialVault({ ...deployment, challengeWindowSeconds: 3_600 }),
+      /a day to 30 days/,
+    );
+  });
+
+  test("room to grow: every confidential contract's runtime is at least 1 KB under EIP-170, and the compiler and OpenZeppelin are pinned", async () => {
+    const artifacts = await loadArtifacts();
+    const EIP170 = 24_576;
+    const sizes = Object.fromEntries(
+      ["ConfidentialSettlementVault"].map((name) => [
+        name,
+        (artifacts[name]!.deployedBytecode.length - 2) / 2,
+      ]),
+    );
+    process.stdout.write(`confidential contract sizes: ${JSON.stringify(sizes)}\n`);
+    for (const [name, size] of Object.entries(sizes)) {
+      assert.ok(size <= EIP170 - 1024, `${name} is ${size} bytes: less than 1 KB under EIP-170`);
+    }
+    const { readFileSync } = await import("node:fs");
+    const pkg = JSON.parse(readFileSync("package.json", "utf8")) as {
+      devDependencies: Record<string, string>;
+    };
+    for (const name of [
+      "solc",
+      "@openzeppelin/contracts",
+      "@openzeppelin/confidential-contracts",
+      "@fhevm/solidity",
+    ]) {
+      assert.match(pkg.devDependencies[name] ?? "", /^\d+\.\d+\.\d+$/, `${name} is not pinned`);
+    }
   });
 
   test("production mode refuses to start on a chain without the fhEVM at the configured addresses", async () => {
@@ -789,7 +888,6 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
         chainId: CHAIN_ID,
         contractAddress: vault.address,
         operatorKey: info.confidential!.operatorPrivateKey,
-        receiptSignerKey: info.confidential!.receiptSignerPrivateKey,
         mode: {
           relayerUrl: "https://relayer.example",
           relayerApiKey: "key",
@@ -806,12 +904,24 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     );
   });
 
-  test("the module's ABI is the compiled contract's", async () => {
+  test("the module's ABI is the compiled contract's, and the merchant tools' fragments are in it", async () => {
     const artifacts = await loadArtifacts();
-    assert.deepEqual(
-      JSON.parse(JSON.stringify(confidentialVaultAbi)),
-      artifacts["ConfidentialSettlementVault"]!.abi,
-    );
+    const compiled = artifacts["ConfidentialSettlementVault"]!.abi;
+    assert.deepEqual(JSON.parse(JSON.stringify(confidentialVaultAbi)), compiled);
+    const shape = (e: {
+      name?: string;
+      inputs?: readonly unknown[];
+      outputs?: readonly unknown[];
+    }) =>
+      JSON.stringify({
+        name: e.name,
+        inputs: (e.inputs ?? []).map((i) => (i as { type: string }).type),
+        outputs: (e.outputs ?? []).map((i) => (i as { type: string }).type),
+      });
+    const known = new Set(compiled.map((e) => shape(e as never)));
+    for (const fragment of merchantVaultAbi) {
+      assert.ok(known.has(shape(fragment)), `${fragment.name} differs from the contract's`);
+    }
   });
 });
 

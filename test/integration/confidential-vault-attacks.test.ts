@@ -8,17 +8,17 @@
  *   64-bit sum of the day's credits wraps around to the honest total), and
  *   withdraws. The vault must pay nothing.
  * - The operator key spends a credit before its day is proven.
- * - The receipt-signer key with a merchant account of its own: forged
- *   receipts (an inflated amount, a payment the vault never collected, a
- *   payment of a day the batch already closed) must all be refused.
+ * - There is no receipt-signer key any more: a payment is committed to its
+ *   merchant's slot when collected. The operator key with a merchant
+ *   account of its own: an attribution another key signed, and claims of a
+ *   merchant's payment for its own slot, must all be refused.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { toHex, type Address, type Hex, type PrivateKeyAccount } from "viem";
+import { toHex, type Hex, type PrivateKeyAccount } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { receiptTypes, vaultDomain } from "../../src/chains/evm/confidential/messages.js";
-import { startDevnetVault, VAULT_CHAIN_ID, type DevnetVault } from "../chains/evm/devnetVault.js";
+import { startDevnetVault, type DevnetVault } from "../chains/evm/devnetVault.js";
 
 const DAY = 86_400n;
 
@@ -46,8 +46,8 @@ describe("what the vault's keys can take (devnet, fhEVM mock)", () => {
     const thief = await ownSlot(privateKeyToAccount(generatePrivateKey()));
     const accomplice = await ownSlot(privateKeyToAccount(generatePrivateKey()));
     const day = Number((await vault.chainTime()) / DAY);
-    await vault.pay(1_000_000n, 0);
-    await vault.pay(2_000_000n, 1);
+    await vault.pay(1_000_000n, 0, honest);
+    await vault.pay(2_000_000n, 1, honest);
     await vault.nextDay();
     const held = await vault.usdcOf(vault.address);
     // The honest merchant gets its 3 USDC; the thief the vault's whole
@@ -93,7 +93,7 @@ describe("what the vault's keys can take (devnet, fhEVM mock)", () => {
     await vault.nextDay();
     const thief = await ownSlot(privateKeyToAccount(generatePrivateKey()));
     const day = Number((await vault.chainTime()) / DAY);
-    const paid = await vault.pay(500_000n, 2);
+    const paid = await vault.pay(500_000n, 2, thief);
     await vault.nextDay();
     // The honest split, even: the credit is the day's whole pool, to the thief.
     await vault.creditAll(day, new Map([[thief.slot, paid.amount]]));
@@ -102,71 +102,65 @@ describe("what the vault's keys can take (devnet, fhEVM mock)", () => {
     assert.equal(await vault.usdcOf(thief.owner.address), before, "pending credit was spent");
   });
 
-  test("the receipt-signer key with a merchant account forges receipts: every one is refused", async () => {
+  test("there is no receipt-signer key: the operator key with a merchant account of its own claims a merchant's payments, and every claim is refused", async () => {
     await vault.nextDay();
     const merchant = await ownSlot(privateKeyToAccount(generatePrivateKey()));
-    const day = Number((await vault.chainTime()) / DAY);
-    const real = await vault.pay(700_000n, 3);
+    const own = await ownSlot(privateKeyToAccount(generatePrivateKey())); // the key holder's
+    const real = await vault.pay(700_000n, 3, merchant);
+    // A collect whose attribution another key signed is refused outright.
+    const forged = privateKeyToAccount(generatePrivateKey());
+    const { key, args } = await vault.authorize(1n, 4);
+    const commitment = toHex(randomBytes(32));
+    const refusedWith = (signer: PrivateKeyAccount) =>
+      vault.attribution(key, commitment, signer).then((attribution) =>
+        vault.client
+          .simulateContract({
+            address: vault.address,
+            abi: vault.abi,
+            functionName: "collect",
+            args: [...args, attribution],
+            account: vault.operator,
+          })
+          .then(
+            () => "accepted",
+            (e: unknown) => /Error: (\w+)\(/.exec(String(e))?.[1] ?? String(e),
+          ),
+      );
+    const refused = await refusedWith(forged);
+    assert.equal(await refusedWith(vault.operator), "accepted", "the operator's own");
+    assert.equal(refused, "InvalidSignature");
     await vault.nextDay();
     await vault.nextDay(); // past the redemption delay, the day still open
-    const receipt = (r: { payer: Address; nonce: Hex; amount: bigint; day: number }) => ({
-      payer: r.payer,
-      nonce: r.nonce,
-      merchant: merchant.owner.address,
-      slot: merchant.slot,
-      amount: r.amount,
-      day: r.day,
-    });
-    const sign = (r: ReturnType<typeof receipt>) =>
-      vault.receiptSigner.signTypedData({
-        domain: vaultDomain(VAULT_CHAIN_ID, vault.address),
-        types: receiptTypes,
-        primaryType: "Receipt",
-        message: r,
-      });
-    // The collecting vault also asks for the slot's salt (only its merchant redeems).
-    const withSalt =
-      (
-        vault.abi.find((e) => e.type === "function" && e.name === "redeemReceipt") as unknown as {
-          inputs: unknown[];
-        }
-      ).inputs.length === 3;
-    const redeem = async (r: ReturnType<typeof receipt>) =>
-      (
-        await vault.send(merchant.owner, "redeemReceipt", [
-          r,
-          await sign(r),
-          ...(withSalt ? [merchant.salt] : []),
-        ])
-      ).status;
-
-    // An inflated amount for a payment the vault did collect.
-    assert.equal(await redeem(receipt({ ...real, amount: 700_000_000n, day })), "reverted");
-    // Another day than the one the vault collected it in.
-    assert.equal(await redeem(receipt({ ...real, day: day + 1 })), "reverted");
-    // A payment the vault never collected (a nonce the payer used nowhere).
-    assert.equal(
-      await redeem(receipt({ payer: real.payer, nonce: toHex(randomBytes(32)), amount: 1n, day })),
-      "reverted",
-    );
-    assert.equal(await vault.balanceOf(merchant.slot), 0n);
-    // The true receipt, once; then the batch of its day cannot count it again.
-    assert.equal(await redeem(receipt({ ...real, day })), "success");
-    assert.equal(await redeem(receipt({ ...real, day })), "reverted", "redeemed twice");
+    const redeem = (slot: bigint, blinding: Hex) =>
+      vault.send(own.owner, "redeem", [real.key, slot, blinding]).then((r) => r.status);
+    // The merchant's payment, to the key holder's slot: its blinding, a made-up one.
+    assert.equal(await redeem(own.slot, real.opening!.blinding), "reverted");
+    assert.equal(await redeem(own.slot, toHex(randomBytes(32))), "reverted");
+    assert.equal(await vault.balanceOf(own.slot), 0n);
+    // The true opening, sent by anyone: credited once, to the merchant's slot only.
+    assert.equal(await redeem(merchant.slot, real.opening!.blinding), "success");
+    assert.equal(await redeem(merchant.slot, real.opening!.blinding), "reverted", "twice");
     assert.equal(await vault.balanceOf(merchant.slot), 700_000n);
+    assert.equal(await vault.balanceOf(own.slot), 0n);
 
     // A payment of a day the batch closed: refused.
     const closedDay = Number((await vault.chainTime()) / DAY);
-    const batched = await vault.pay(300_000n, 3);
+    const batched = await vault.pay(300_000n, 3, merchant);
     await vault.nextDay();
     await vault.creditAll(closedDay, new Map([[merchant.slot, batched.amount]]));
     assert.equal(await vault.close(closedDay), "success");
     await vault.nextDay();
     await vault.nextDay();
     assert.equal(
-      await redeem(receipt({ ...batched, day: closedDay })),
+      (
+        await vault.send(own.owner, "redeem", [
+          batched.key,
+          merchant.slot,
+          batched.opening!.blinding,
+        ])
+      ).status,
       "reverted",
-      "a receipt of a closed day",
+      "a payment of a closed day",
     );
   });
 });

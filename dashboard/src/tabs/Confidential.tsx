@@ -3,6 +3,13 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api } from "../api.js";
 import { ErrorNote, Loadable, shortHex, when } from "../ui.js";
 import type { DayCheck } from "../../../src/features/confidential/credits.js";
+import {
+  cancelCall,
+  challengeCall,
+  redeemCall,
+  type ConfidentialReceipt,
+  type VaultCall,
+} from "../../../src/clients/confidential/receipts.js";
 
 type Mode = "default" | "confidential" | "both";
 
@@ -24,8 +31,6 @@ interface Balance {
   available: string | null;
   availableError: string | null;
   pending: string;
-  /** Paid from the operator bond on a disputed day: already in the wallet. */
-  paidFromBond: string;
 }
 interface ReceiptEntry {
   paymentNonce: string;
@@ -46,13 +51,7 @@ interface ReceiptEntry {
   creditedDay: string | null;
   redeemableFrom: string | null;
   problem: string | null;
-  receipt: { receipt: Record<string, string>; signature: string } | null;
-}
-/** A transaction the withdrawal wallet sends itself (we only build it). */
-interface WalletCall {
-  from: string;
-  to: string;
-  data: string;
+  receipt: ConfidentialReceipt | null;
 }
 interface WithdrawalEntry {
   id: string;
@@ -83,15 +82,20 @@ async function walletAddress(): Promise<string> {
   if (!accounts[0]) throw new Error("The wallet shared no account.");
   return accounts[0];
 }
-/** Has the withdrawal wallet send `call` itself (it pays the gas): no call to us is needed. */
-async function sendFromWallet(call: WalletCall): Promise<string> {
+/**
+ * Has the connected wallet send `call` itself (it pays the gas). Every call
+ * is built in this page from receipts and ids (src/clients/confidential/
+ * receipts.ts): no answer of ours carries calldata. `from`, when given, is
+ * the only account the contract takes it from (a cancellation).
+ */
+async function sendFromWallet(call: VaultCall, from?: string): Promise<string> {
   const address = await walletAddress();
-  if (address.toLowerCase() !== call.from.toLowerCase()) {
-    throw new Error(`Switch your wallet to the withdrawal address ${call.from} first.`);
+  if (from && address.toLowerCase() !== from.toLowerCase()) {
+    throw new Error(`Switch your wallet to the withdrawal address ${from} first.`);
   }
   return (await wallet().request({
     method: "eth_sendTransaction",
-    params: [{ from: call.from, to: call.to, data: call.data }],
+    params: [{ from: address, to: call.to, data: call.data }],
   })) as string;
 }
 function utf8Hex(text: string): string {
@@ -221,9 +225,9 @@ export function Confidential() {
                 <ErrorNote error={setMode.error} />
               </section>
               <BalanceView />
-              <DayChecks />
-              <Receipts />
-              <Withdrawals />
+              <DayChecks vault={c.contractAddress} />
+              <Receipts vault={c.contractAddress} />
+              <Withdrawals vault={c.contractAddress} />
             </>
           )}
         </>
@@ -253,17 +257,6 @@ function BalanceView() {
               {usdc(b.pending)}{" "}
               <span className="muted">(spendable once its day's batch closes)</span>
             </dd>
-            {BigInt(b.paidFromBond) > 0n && (
-              <>
-                <dt>Paid from the operator bond</dt>
-                <dd data-testid="balance-bond-paid">
-                  {usdc(b.paidFromBond)}{" "}
-                  <span className="muted">
-                    (a disputed day&apos;s receipts, already sent to your wallet)
-                  </span>
-                </dd>
-              </>
-            )}
           </dl>
         )}
       </Loadable>
@@ -272,27 +265,31 @@ function BalanceView() {
 }
 
 /**
- * Each closed day still in its challenge window: the slot's credit as the
- * contract holds it against the day's receipts. On a shortfall one action
- * sends the challenge from the withdrawal wallet; the contract pays what the
- * receipts show from the operator bond once the KMS has answered.
- */
-/**
  * A short day's receipts all presented leaves nothing to send: the day is
- * either awaiting the contract's check of them or (disputed) paid from the
- * bond, which is what the merchant needs to read rather than "Short" again.
+ * either awaiting the contract's check of them or (disputed) its shortfall
+ * paid from the bond, which is what the merchant needs to read rather than
+ * "Short" again.
  */
 function verdict(e: DayCheck) {
   if (!e.shortfall) return "Matches";
-  if (e.challenge) return <strong>Short</strong>;
+  if (e.unpresented.length > 0 && BigInt(e.paidFromBond) === 0n) return <strong>Short</strong>;
   if (e.phase === "disputed" && BigInt(e.paidFromBond) > 0n) {
-    return `Challenged: ${usdc(e.paidFromBond)} paid to your wallet from the operator's bond`;
+    return `Challenged: the operator's bond paid the ${usdc(e.paidFromBond)} shortfall into your balance`;
   }
-  if (e.phase === "disputed") return "Challenged: your receipts are paid from the operator's bond";
+  if (e.phase === "disputed") {
+    return "Disputed: present your receipts to have any shortfall paid from the operator's bond";
+  }
   return "Challenged: waiting for the contract's check of your receipts";
 }
 
-function DayChecks() {
+/**
+ * Each closed day still in its challenge window: the slot's credit as the
+ * contract holds it against the day's receipts. On a shortfall one action
+ * sends the challenge, built here from the receipts; the contract checks
+ * that each opens its payment's commitment to your slot and pays the
+ * shortfall from the operator bond once the KMS has answered.
+ */
+function DayChecks({ vault }: { vault: string }) {
   const queryClient = useQueryClient();
   const days = useQuery({
     queryKey: ["confidential-days"],
@@ -300,7 +297,8 @@ function DayChecks() {
     refetchInterval: 30_000,
   });
   const challenge = useMutation({
-    mutationFn: (call: WalletCall) => sendFromWallet(call),
+    mutationFn: (receipts: ConfidentialReceipt[]) =>
+      sendFromWallet(challengeCall(vault as `0x${string}`, receipts)),
     onSuccess: () => void queryClient.invalidateQueries({ queryKey: ["confidential-days"] }),
   });
   return (
@@ -309,9 +307,11 @@ function DayChecks() {
       <p className="muted">
         After a day closes, its credits wait out a challenge window before they become available.
         Here each such day's credit to you, as the contract holds it, is compared with your
-        receipts. If it falls short, challenge it from your wallet: the contract checks your
-        receipts and pays what they show from the operator's bond. The challenge names your
-        withdrawal address, your slot and these payments on-chain.
+        receipts. If it falls short, challenge it from your wallet: the contract checks that each
+        receipt opens the commitment it stored for the payment when it collected it, and pays the
+        shortfall from the operator's bond into your balance. The challenge names your slot, these
+        payments and the account that sends it on-chain; anyone holding your receipts may send it
+        for you.
       </p>
       <ErrorNote error={challenge.error} />
       <Loadable query={days} label="the days">
@@ -341,10 +341,10 @@ function DayChecks() {
                       {e.phase === "closed" && e.windowEndsAt && (
                         <span className="muted"> (challengeable until {when(e.windowEndsAt)})</span>
                       )}{" "}
-                      {e.challenge && (
+                      {e.unpresented.length > 0 && (
                         <button
                           type="button"
-                          onClick={() => e.challenge && challenge.mutate(e.challenge)}
+                          onClick={() => challenge.mutate(e.unpresented)}
                           disabled={challenge.isPending}
                         >
                           Challenge from my wallet
@@ -362,7 +362,7 @@ function DayChecks() {
   );
 }
 
-function Receipts() {
+function Receipts({ vault }: { vault: string }) {
   const queryClient = useQueryClient();
   // Older pages: each starts before the oldest receipt shown so far.
   const [pages, setPages] = useState<string[]>([]);
@@ -381,13 +381,8 @@ function Receipts() {
     refetchInterval: 5_000,
   });
   const redeem = useMutation({
-    mutationFn: async (paymentNonce: string) =>
-      sendFromWallet(
-        await api<WalletCall>("/api/confidential/receipts/redeem", {
-          method: "POST",
-          body: { paymentNonce },
-        }),
-      ),
+    mutationFn: (receipt: ConfidentialReceipt) =>
+      sendFromWallet(redeemCall(vault as `0x${string}`, receipt)),
     onSuccess: () => void queryClient.invalidateQueries({ queryKey: ["confidential-balance"] }),
   });
   const now = Date.now();
@@ -395,10 +390,12 @@ function Receipts() {
     <section aria-labelledby="receipts-h">
       <h2 id="receipts-h">Receipts</h2>
       <p className="muted">
-        Each receipt is our signature over a payment to you. Payments become available when their
-        day's batch closes, normally just after 00:00 UTC. If a day is still not closed a day after
-        it ended, your wallet can redeem its receipts on the contract itself, without us: the
-        redemption names your slot and its amount on-chain.
+        Each receipt opens the commitment the contract stored, when it collected the payment, to
+        your slot: nobody signs it, and no other slot can ever claim that payment. Payments become
+        available when their day&apos;s batch closes (normally just after 00:00 UTC) and its
+        challenge window has passed. If a day is still not closed a day after it ended, your wallet
+        can redeem its receipts on the contract itself, without us: the redemption names your slot
+        and the payment on-chain.
       </p>
       <ErrorNote error={redeem.error} />
       <Loadable query={receipts} label="the receipts">
@@ -428,11 +425,12 @@ function Receipts() {
                         {e.creditedDay && <div className="muted">batch {e.creditedDay}</div>}
                         {e.problem && <div className="muted">{e.problem}</div>}
                         {e.state === "pending" &&
+                          e.receipt &&
                           e.redeemableFrom &&
                           Date.parse(e.redeemableFrom) <= now && (
                             <button
                               type="button"
-                              onClick={() => redeem.mutate(e.paymentNonce)}
+                              onClick={() => e.receipt && redeem.mutate(e.receipt)}
                               disabled={redeem.isPending}
                             >
                               Redeem from my wallet
@@ -442,7 +440,7 @@ function Receipts() {
                       <td>
                         {e.receipt ? (
                           <details>
-                            <summary className="mono">{shortHex(e.receipt.signature)}</summary>
+                            <summary className="mono">{shortHex(e.receipt.commitment)}</summary>
                             <pre>{JSON.stringify(e.receipt, null, 2)}</pre>
                           </details>
                         ) : (
@@ -469,7 +467,7 @@ function Receipts() {
   );
 }
 
-function Withdrawals() {
+function Withdrawals({ vault }: { vault: string }) {
   const queryClient = useQueryClient();
   const list = useQuery({
     queryKey: ["confidential-withdrawals"],
@@ -500,10 +498,13 @@ function Withdrawals() {
     },
   });
   const cancel = useMutation({
-    mutationFn: async (id: string) =>
-      sendFromWallet(
-        await api<WalletCall>(`/api/confidential/withdrawals/${id}/cancel`, { method: "POST" }),
-      ),
+    mutationFn: async (id: string) => {
+      const { from, withdrawalId } = await api<{ from: string; withdrawalId: string }>(
+        `/api/confidential/withdrawals/${id}/cancel`,
+        { method: "POST" },
+      );
+      return sendFromWallet(cancelCall(vault as `0x${string}`, BigInt(withdrawalId)), from);
+    },
     onSuccess: () => void queryClient.invalidateQueries({ queryKey: ["confidential-balance"] }),
   });
   const submit = (e: FormEvent) => {

@@ -39,100 +39,111 @@ interface IEIP3009 {
 /// @title ConfidentialSettlementVault
 /// @notice Holds the USDC of confidential x402 payments and one encrypted
 ///         balance per merchant slot, so the chain never shows which merchant
-///         a payment pays. No key can create balance the vault was not paid:
-///         the vault collects every payment itself, and a day's encrypted
-///         credits become spendable only once the KMS has proven that they
-///         add up to exactly what the vault collected that day.
+///         a payment pays. No key can create balance the vault was not paid,
+///         and no key decides after the fact whose a payment is: each one is
+///         bound to its merchant's slot, under a hiding commitment, in the
+///         transaction that collects it.
 /// @dev How money moves:
 ///      1. `collect`: the payer's ordinary EIP-3009 authorization to this
 ///         vault, executed by the vault itself, which records payer, nonce,
-///         amount and UTC day and checks that its balance grew by exactly the
-///         amount. Anyone may call it; the USDC only ever comes in.
+///         amount and UTC day, checks that its balance grew by exactly the
+///         amount, and stores the payment's commitment
+///         `keccak256(abi.encode(key, slot, blinding))` (the operator signs
+///         which commitment goes with which payment; the merchant's receipt
+///         is the opening, slot and blinding, and its side checks on-chain
+///         at once that the commitment is its own). A collect without a
+///         commitment (anyone's) is unattributed: only it may be returned.
 ///      2. The operator's batch for an ended day: `creditSlots` writes every
 ///         slot's encrypted credit into a pending bucket (not spendable),
 ///         summed in 128 bits so no credit can wrap the sum; `closeDay`
-///         (refused while the operator bond is short) publishes `sum == what
-///         the day collected` for the KMS to decrypt; `finalizeDay` (anyone,
-///         with the KMS proof) either closes the day or, when the credits do
-///         not add up, throws them away for a new attempt. A closed day's
-///         challenge window then runs (`challengeWindow`); only after it,
+///         (refused while the operator bond does not cover the day's pool)
+///         publishes `sum == the day's pool` for the KMS to decrypt;
+///         `finalizeDay` (anyone, with the KMS proof) either closes the day
+///         or, when the credits do not add up, throws them away for a new
+///         attempt. A closed day's challenge window then runs; only after it,
 ///         with no challenge open, does `release` (anyone) move each slot's
 ///         credit into its balance.
-///      2b. During the window a merchant's wallet presents its receipts of
-///         the day (`challenge`): each is checked against the vault's own
-///         record of the payment, and the slot's credit is compared, under
-///         encryption, with the receipts' sum; the KMS decrypts only whether
-///         it falls short (`resolveChallenge`). A shortfall is proven fraud:
-///         the day is disputed (none of its credits is ever released as
-///         split), the merchant is paid its receipts from the operator bond,
-///         and no day can close until the bond owner `resume`s, which
-///         reopens the disputed day for an honest split.
-///      3. A merchant whose day is not closed a day after it ended redeems
-///         its receipts (our signature over one payment) against the
-///         vault's own record of that payment: same amount, same day, once.
+///      2b. During the window anyone holding a slot's openings (its merchant,
+///         a watcher it runs, the service) presents them (`challenge`): each
+///         must open its payment's commitment to that slot. The slot's
+///         credit is compared, under encryption, with what the openings add
+///         up to; the KMS decrypts only the shortfall (zero when there is
+///         none). A shortfall is proven misattribution: the day is disputed
+///         (none of its split is ever released), the shortfall is paid from
+///         the bond into the slot's balance and never given back to the
+///         bond, and no day closes until the bond owner `resume`s with
+///         another operator key, which reopens the day for an honest split.
+///      3. A payment whose day is not closed a day after it ended, or whose
+///         day is disputed, is redeemed by its opening (anyone may send it):
+///         credited once to the slot its commitment names.
 ///      4. Withdrawals debit obliviously (the amount, or nothing when the
 ///         balance is short); the KMS-signed outcome releases the USDC; after
 ///         24 hours unfinalized the merchant may cancel and the debit is undone.
-///      What the operator key can still do: assign slots, delay a day,
-///      return a payment of a day not yet closing to its own payer, send back
-///      USDC that reached the vault outside `collect`, and choose how a day's
-///      collected total is split between slots (the split must add up); a
-///      split that shorts a merchant who challenges is paid from the bond and
-///      releases nothing of the day. It cannot mint, wrap a credit around,
-///      spend pending credit, move a merchant's balance, or touch the bond.
+///      What the operator key can still do: assign slots (at most MAX_SLOTS),
+///      delay a day, return an unattributed payment of an open day to its
+///      payer, send back USDC that reached the vault outside `collect`, and
+///      write a split that a slot's openings prove short, at the cost of the
+///      shortfall from its bond. It cannot mint, wrap a credit around, spend
+///      pending credit, move a merchant's balance, refund an attributed
+///      payment, re-attribute a payment, or touch the bond.
 ///
 ///      Invariants:
 ///      - A slot is bound to `keccak256(abi.encode(merchant, salt))` when
-///        assigned and never rebound. No merchant address is stored or logged
-///        until that merchant withdraws or redeems (which name it, as they must).
+///        assigned and never rebound; a payment to one slot when collected,
+///        never to another. No merchant address is stored or logged until
+///        that merchant withdraws (which names it, as it must).
 ///      - Every collected payment is in exactly one of: its day's pool (until
-///        the day closes, then in slot balances), a redemption, returned, or
-///        claimed from the bond by a challenge that proved its day's split short.
-///      - collected - returned - claimed - paid out + bond <= the vault's USDC;
-///        credited (closed days and redemptions) - paid out + bond <= the same.
-///      - The bond covers, at every close, what every day closing or in its
-///        challenge window collected, that day included.
+///        the day closes, then in slot balances), redeemed, or returned.
+///      - collected - returned - paid out + bond + penalties = the vault's
+///        USDC less stray; credited - paid out + bond <= the same.
+///      - bond >= bondCommitted = the pools of the days closing, closed and
+///        not released, or disputed (each day's share, less the penalties
+///        it paid); a day's penalties never exceed its share.
 ///      - The runtime code may be placed with `anvil_setCode` (devnet), so no
 ///        immutables; `initialize` sets everything once, and the constructor
-///        runs it in a real deployment so nobody can initialize it first.
+///        runs it in a real deployment (with the production floor on the
+///        challenge window) so nobody can initialize it first.
 contract ConfidentialSettlementVault {
     using SafeERC20 for IERC20;
 
     // ---- constants ----
 
     uint256 public constant DAY = 1 days;
-    /// @notice How long after its day ends a payment's receipt becomes
-    ///         redeemable, if the day is not closed by then: the batch's turn.
+    /// @notice How long after its day ends a payment becomes redeemable by
+    ///         its opening, if the day is not closed by then: the batch's turn.
     uint256 public constant REDEMPTION_DELAY = 1 days;
     /// @notice How long a debited withdrawal waits for finalization before
     ///         its merchant may cancel it.
     uint256 public constant FINALIZATION_TIMEOUT = 24 hours;
+    /// @notice The shortest challenge window a deployed vault accepts: every
+    ///         merchant's watcher gets at least a day to check a close.
+    uint256 public constant MIN_CHALLENGE_WINDOW = 1 days;
+    /// @notice The longest: `closedAt + window` never overflows, and a day's
+    ///         credits wait at most this long.
+    uint256 public constant MAX_CHALLENGE_WINDOW = 30 days;
+    /// @notice Slots are credited every day, so their number bounds a close's cost.
+    uint256 public constant MAX_SLOTS = 4096;
 
     bytes32 private constant EIP712_DOMAIN_TYPEHASH =
         keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)");
     bytes32 private constant NAME_HASH = keccak256("x402 Confidential Settlement");
     bytes32 private constant VERSION_HASH = keccak256("1");
-    bytes32 public constant RECEIPT_TYPEHASH = keccak256(
-        "Receipt(address payer,bytes32 nonce,address merchant,uint256 slot,uint64 amount,uint32 day)"
-    );
-    bytes32 public constant WITHDRAW_TYPEHASH =
+    /// @dev The operator's word that `commitment` goes with payment `key`.
+    bytes32 private constant ATTRIBUTION_TYPEHASH = keccak256("Attribution(bytes32 key,bytes32 commitment)");
+    bytes32 private constant WITHDRAW_TYPEHASH =
         keccak256("Withdraw(uint256 slot,address to,uint64 amount,uint64 nonce,uint64 deadline)");
 
-    /// @notice Payment states (`payment`'s `state`): 1 collected, 2 redeemed,
-    ///         3 returned, 4 challenged.
+    /// @notice Payment states (`payment`'s `state`): 1 collected, 2 redeemed, 3 returned.
     uint8 internal constant PAYMENT_COLLECTED = 1;
     uint8 internal constant PAYMENT_REDEEMED = 2;
     uint8 internal constant PAYMENT_RETURNED = 3;
-    /// @notice Presented by its merchant in a challenge: its day's split was
-    ///         checked against it, or it was paid from the bond.
-    uint8 internal constant PAYMENT_CHALLENGED = 4;
 
     /// @notice Day phases (`dayInfo`'s `phase`), 0 to 3: open to payments, then to the batch's credits
     ///         (and to redemptions); closing while the KMS decrypts the
     ///         check; closed once the check was proven true (challengeable
     ///         for `challengeWindow`, then released); disputed once a
-    ///         challenge proved a merchant's credit short (nothing of its
-    ///         split is released; it reopens when the bond owner resumes).
+    ///         challenge proved a slot's credit short (nothing of its split
+    ///         is released; it reopens when the bond owner resumes).
     uint8 internal constant DAY_OPEN = 0;
     uint8 internal constant DAY_CLOSING = 1;
     uint8 internal constant DAY_CLOSED = 2;
@@ -150,14 +161,10 @@ contract ConfidentialSettlementVault {
 
     // ---- types ----
 
-    /// @notice Our EIP-712 receipt for one payment: the merchant's proof.
-    struct Receipt {
-        address payer;
-        bytes32 nonce;
-        address merchant;
-        uint256 slot;
-        uint64 amount;
-        uint32 day;
+    /// @notice A receipt: what opens a payment's commitment.
+    struct Opening {
+        bytes32 key;
+        bytes32 blinding;
     }
 
     struct WithdrawRequest {
@@ -180,8 +187,8 @@ contract ConfidentialSettlementVault {
         bytes32 commitment;
         euint64 balance;
         uint64 withdrawNonce;
-        /// @dev Set by the first withdrawal or redemption, which name the
-        ///      merchant anyway; from then on its wallet may decrypt its balance.
+        /// @dev Set by the first withdrawal, which names the merchant anyway;
+        ///      from then on its wallet may decrypt its balance.
         address revealedOwner;
     }
 
@@ -190,35 +197,44 @@ contract ConfidentialSettlementVault {
         uint64 redeemed;
         uint64 returned;
         uint32 payments;
-        /// @dev Bumped when the KMS proves an attempt's credits wrong.
+        /// @dev Bumped when an attempt's credits are discarded (the KMS proved
+        ///      them wrong, or the day was disputed and resumed).
         uint32 attempt;
         uint32 slotsCredited;
         uint32 slotsReleased;
         uint8 phase;
-        /// @dev Paid from the bond to challengers of this day (out of its pool).
-        uint64 claimed;
         /// @dev When `finalizeDay` closed it: its challenge window starts.
         uint40 closedAt;
+        /// @dev Challenges of the current attempt awaiting the KMS's answer.
         uint32 openChallenges;
-        /// @dev Its `collected` counts in `bondCommitted`.
-        bool bondHeld;
+        /// @dev What of `bondCommitted` this day holds: its pool at close,
+        ///      less the penalties it paid; 0 when it holds nothing.
+        uint64 bondShare;
         /// @dev The attempt's credits, summed in 128 bits: 2^32 slots of
         ///      at most 2^64 - 1 each cannot wrap it.
         euint128 creditedSum;
         ebool matches;
     }
 
-    /// @dev One merchant's receipts of one day against its slot's credit.
+    /// @dev One slot's openings of one day against its credit in one attempt.
     struct Challenge {
         uint256 slot;
-        address merchant;
         uint32 day;
+        uint32 attempt;
         uint8 state;
-        bool short_;
-        /// @dev What its receipts add up to (this challenge's own).
+        /// @dev What this challenge's own openings add up to.
         uint64 amount;
-        /// @dev Encrypted: the slot's credit < every receipt it presented for the day.
-        ebool shortfall;
+        /// @dev The KMS's answer: the credit's shortfall (0: none).
+        uint64 shortfall;
+        /// @dev Encrypted: every opening of the slot for the day and attempt,
+        ///      less its credit, when that is positive; else 0.
+        euint64 handle;
+    }
+
+    /// @dev A slot's openings of a day in one attempt, and the shortfall already paid for them.
+    struct Presented {
+        uint128 amount;
+        uint128 penalized;
     }
 
     struct Withdrawal {
@@ -236,7 +252,6 @@ contract ConfidentialSettlementVault {
     bool private _initialized;
     IERC20 public asset;
     address public operator;
-    address public receiptSigner;
     /// @notice The block `initialize` ran in: where reading this vault's logs may start.
     uint256 public deploymentBlock;
 
@@ -249,10 +264,13 @@ contract ConfidentialSettlementVault {
     /// @dev slot => day => the slot's credit of the day, pending until released.
     mapping(uint256 => mapping(uint256 => euint64)) private _pending;
 
-    /// @dev receipt key (payer, nonce) => the payment the vault collected.
+    /// @dev payment key (payer, nonce) => the payment the vault collected.
     mapping(bytes32 => Payment) private _payments;
-    /// @dev day => index => receipt key; the day's `payments` counts them
-    ///      (packed with its totals, so no lone counter word is written).
+    /// @dev payment key => its commitment to a slot (0: unattributed).
+    mapping(bytes32 => bytes32) private _commitments;
+    /// @dev payment key => attempt + 1 of its day in which it was presented.
+    mapping(bytes32 => uint32) private _presentedIn;
+    /// @dev day => index => payment key; the day's `payments` counts them.
     mapping(uint256 => mapping(uint256 => bytes32)) private _dayPayments;
     mapping(uint256 => DayState) private _days;
 
@@ -266,44 +284,38 @@ contract ConfidentialSettlementVault {
     /// @dev slot => withdrawal nonce => withdrawal id + 1, so a request is found without logs.
     mapping(uint256 => mapping(uint64 => uint256)) private _withdrawalOf;
 
-    /// @notice Holds the operator bond: deposits it back, and alone lifts a
-    ///         freeze (a cold key; the operator key cannot touch the bond).
+    /// @notice Holds the operator bond: withdraws what no day needs, and
+    ///         alone lifts a freeze (a cold key; the operator cannot touch the bond).
     address public bondOwner;
     /// @notice Seconds between a day's close and the release of its credits.
     uint256 public challengeWindow;
-    /// @notice USDC held against proven fraud, paid to shorted merchants.
+    /// @notice USDC held against proven misattribution.
     uint256 public bond;
-    /// @notice What the days closing, or closed and not yet released, collected.
+    /// @notice What the days closing, closed and not yet released, or disputed hold of the bond.
     uint256 public bondCommitted;
-    /// @notice Set by a proven shortfall: no day closes until the bond owner resumes.
+    /// @notice Set by a proven shortfall: no day closes or releases until the bond owner resumes.
     bool public frozen;
-    uint256 public totalClaimed;
-    /// @dev Paid from the bond on disputed days, given back to it on resume.
-    uint256 private _claimsToRestore;
+    /// @notice Paid from the bond into shorted slots' balances, for good.
+    uint256 public totalPenalties;
     uint256[] private _disputedDays;
     uint256 public challengeCount;
     mapping(uint256 => Challenge) private _challenges;
-    /// @dev slot => day => receipts its merchant presented and was not paid from the bond.
-    mapping(uint256 => mapping(uint256 => uint256)) private _presented;
-    /// @dev receipt key => slot + 1 whose merchant presented it.
-    mapping(bytes32 => uint256) private _presentedBy;
-    /// @dev slot => day => the part of `_presented` that another slot presented
-    ///      first (a second receipt for one payment): the bond alone pays it.
-    mapping(uint256 => mapping(uint256 => uint256)) private _presentedTwice;
+    /// @dev keccak256(slot, day, attempt) => what the slot's openings showed.
+    mapping(bytes32 => Presented) private _presented;
 
     // ---- events ----
 
-    event Initialized(address asset, address operator, address receiptSigner);
+    event Initialized(address asset, address operator, address bondOwner, uint256 challengeWindow);
     event SlotAssigned(uint256 indexed slot, bytes32 commitment);
-    event Collected(uint256 indexed day, bytes32 indexed receiptKey, address indexed payer, uint256 amount);
-    event PaymentReturned(uint256 indexed day, bytes32 indexed receiptKey, address indexed payer, uint256 amount);
+    event Collected(uint256 indexed day, bytes32 indexed paymentKey, address indexed payer, uint256 amount);
+    event PaymentReturned(uint256 indexed day, bytes32 indexed paymentKey, address indexed payer, uint256 amount);
     event StrayReturned(address indexed to, uint256 amount);
     event SlotsCredited(uint256 indexed day, uint256 attempt, uint256 count);
     event DayClosing(uint256 indexed day, uint256 attempt, uint256 pool, bytes32 matches);
     event DayRejected(uint256 indexed day, uint256 attempt);
     event DayClosed(uint256 indexed day, uint256 pool, uint256 payments);
     event SlotsReleased(uint256 indexed day, uint256 count);
-    event ReceiptRedeemed(bytes32 indexed receiptKey, uint256 indexed slot, uint256 amount);
+    event Redeemed(bytes32 indexed paymentKey, uint256 indexed slot, uint256 amount);
     event WithdrawalRequested(
         uint256 indexed id, uint256 indexed slot, address indexed to, uint256 amount, uint256 nonce, bytes32 debited
     );
@@ -311,22 +323,23 @@ contract ConfidentialSettlementVault {
     event WithdrawalCancelled(uint256 indexed id);
     event BondDeposited(address indexed from, uint256 amount);
     event BondWithdrawn(address indexed to, uint256 amount);
-    event ChallengeOpened(
-        uint256 indexed id, uint256 indexed day, uint256 indexed slot, uint256 amount, bytes32 shortfall
-    );
-    event ChallengeResolved(uint256 indexed id, bool shortfall);
+    event ChallengeOpened(uint256 indexed id, uint256 indexed day, uint256 indexed slot, uint256 amount, bytes32 handle);
+    event ChallengeResolved(uint256 indexed id, uint256 shortfall);
     event DayDisputed(uint256 indexed day, uint256 indexed challenge);
-    event ClaimPaid(uint256 indexed day, uint256 indexed slot, address indexed merchant, uint256 amount);
+    event PenaltyPaid(uint256 indexed day, uint256 indexed slot, uint256 amount);
     event Resumed(address operator, uint256 reopenedDays);
 
     // ---- errors ----
 
     error AlreadyInitialized();
+    error BadChallengeWindow(uint256 window);
     error NotOperator();
+    error BadOperator(address operator);
     error UnknownSlot(uint256 slot);
+    error TooManySlots();
     error NotPaidToVault(address to);
     error BadAmount(uint256 amount);
-    error AlreadyCollected(bytes32 receiptKey);
+    error AlreadyCollected(bytes32 paymentKey);
     error PaymentShort(uint256 received, uint256 expected);
     error DayNotOver(uint256 day);
     error DayNotOpen(uint256 day, uint8 phase);
@@ -334,12 +347,10 @@ contract ConfidentialSettlementVault {
     error DayNotClosed(uint256 day);
     error DayIncomplete(uint256 day, uint256 credited, uint256 slots);
     error LengthMismatch();
-    error PaymentNotCollected(bytes32 receiptKey);
-    error ReceiptAlreadyRedeemed(bytes32 receiptKey);
-    error PaymentWasReturned(bytes32 receiptKey);
-    error ReceiptMismatch(bytes32 receiptKey);
+    error PaymentNotCollected(bytes32 paymentKey);
+    error NotTheOpening(bytes32 paymentKey);
+    error PaymentNotOfDay(bytes32 paymentKey);
     error RedemptionNotOpen(uint256 opensAt);
-    error ReceiptCreditedByBatch(bytes32 receiptKey);
     error InvalidSignature();
     error Insolvent(uint256 owed, uint256 holdings);
     error NotStray(uint256 amount, uint256 stray);
@@ -358,65 +369,70 @@ contract ConfidentialSettlementVault {
     /// @dev Or a challenge of the day is still open.
     error ChallengeWindowOpen(uint256 endsAt);
     error NotChallengeable(uint256 day);
-    error ReceiptNotForChallenge(bytes32 receiptKey);
-    error ReceiptAlreadyPresented(bytes32 receiptKey);
+    error AlreadyPresented(bytes32 paymentKey);
     error ChallengeNotOpen(uint256 id);
+    error ChallengesOpen(uint256 day);
 
     modifier onlyOperator() {
         if (msg.sender != operator) revert NotOperator();
         _;
     }
 
+    modifier onlyBondOwner() {
+        if (msg.sender != bondOwner) revert NotBondOwner();
+        _;
+    }
+
     // ---- setup ----
 
     /// @notice Deploys and initializes in one transaction, so no one can
-    ///         initialize a fresh vault before its owner does. (The devnet
-    ///         places the runtime code instead and calls `initialize`.)
+    ///         initialize a fresh vault before its owner does; a deployed
+    ///         vault's window is at least `MIN_CHALLENGE_WINDOW`. (The devnet
+    ///         places the runtime code instead and calls `initialize`, which
+    ///         only code placed without its constructor can still run.)
     constructor(
         IERC20 asset_,
         address operator_,
-        address receiptSigner_,
         address bondOwner_,
         uint256 challengeWindow_,
         CoprocessorConfig memory coprocessor
     ) {
-        _initialize(asset_, operator_, receiptSigner_, bondOwner_, challengeWindow_, coprocessor);
+        if (challengeWindow_ < MIN_CHALLENGE_WINDOW) revert BadChallengeWindow(challengeWindow_);
+        _initialize(asset_, operator_, bondOwner_, challengeWindow_, coprocessor);
     }
 
-    /// @notice Sets the token, the operator (submits batches, pays gas; the
-    ///         only account allowed to assign slots, credit and return
-    ///         payments), the receipt signer, the bond owner, the challenge
-    ///         window (seconds) and the chain's FHE coprocessor.
+    /// @notice Sets the token, the operator (attributes payments, submits
+    ///         batches, pays gas; the only account allowed to assign slots,
+    ///         credit and return unattributed payments), the bond owner, the
+    ///         challenge window (seconds) and the chain's FHE coprocessor.
     ///         Once; a deployed vault already ran it in its constructor.
     function initialize(
         IERC20 asset_,
         address operator_,
-        address receiptSigner_,
         address bondOwner_,
         uint256 challengeWindow_,
         CoprocessorConfig calldata coprocessor
     ) external {
-        _initialize(asset_, operator_, receiptSigner_, bondOwner_, challengeWindow_, coprocessor);
+        _initialize(asset_, operator_, bondOwner_, challengeWindow_, coprocessor);
     }
 
     function _initialize(
         IERC20 asset_,
         address operator_,
-        address receiptSigner_,
         address bondOwner_,
         uint256 challengeWindow_,
         CoprocessorConfig memory coprocessor
     ) private {
         if (_initialized) revert AlreadyInitialized();
+        if (challengeWindow_ > MAX_CHALLENGE_WINDOW) revert BadChallengeWindow(challengeWindow_);
         _initialized = true;
         asset = asset_;
         operator = operator_;
-        receiptSigner = receiptSigner_;
         bondOwner = bondOwner_;
         challengeWindow = challengeWindow_;
         deploymentBlock = block.number;
         FHE.setCoprocessor(coprocessor);
-        emit Initialized(address(asset_), operator_, receiptSigner_);
+        emit Initialized(address(asset_), operator_, bondOwner_, challengeWindow_);
     }
 
     // ---- enablement ----
@@ -426,6 +442,7 @@ contract ConfidentialSettlementVault {
     function assignSlot(bytes32 commitment) external onlyOperator returns (uint256 slot) {
         uint256 existing = _slotOfCommitment[commitment];
         if (existing != 0) return existing - 1;
+        if (slotCount >= MAX_SLOTS) revert TooManySlots();
         slot = slotCount++;
         _slots[slot].commitment = commitment;
         _slotOfCommitment[commitment] = slot + 1;
@@ -436,8 +453,10 @@ contract ConfidentialSettlementVault {
 
     /// @notice Collects a payer's EIP-3009 authorization to this vault (the
     ///         arguments of USDC's `transferWithAuthorization`, v/r/s form)
-    ///         into today's pool. Anyone may submit it; a payment names no
-    ///         merchant.
+    ///         into today's pool. `attribution` is empty (an unattributed
+    ///         payment, which only goes back to its payer), or the payment's
+    ///         commitment followed by the operator's EIP-712 signature of
+    ///         `Attribution(key, commitment)`. Anyone may submit it.
     function collect(
         address from,
         address to,
@@ -447,11 +466,12 @@ contract ConfidentialSettlementVault {
         bytes32 nonce,
         uint8 v,
         bytes32 r,
-        bytes32 s
+        bytes32 s,
+        bytes calldata attribution
     ) external {
         uint256 before = _beforeCollect(from, to, value, nonce);
         IEIP3009(address(asset)).transferWithAuthorization(from, to, value, validAfter, validBefore, nonce, v, r, s);
-        _afterCollect(from, value, nonce, before);
+        _afterCollect(from, value, nonce, before, attribution);
     }
 
     /// @notice `collect` with the signature as bytes (USDC's other form:
@@ -463,23 +483,24 @@ contract ConfidentialSettlementVault {
         uint256 validAfter,
         uint256 validBefore,
         bytes32 nonce,
-        bytes calldata signature
+        bytes calldata signature,
+        bytes calldata attribution
     ) external {
         uint256 before = _beforeCollect(from, to, value, nonce);
         IEIP3009(address(asset)).transferWithAuthorization(from, to, value, validAfter, validBefore, nonce, signature);
-        _afterCollect(from, value, nonce, before);
+        _afterCollect(from, value, nonce, before, attribution);
     }
 
-    /// @notice Sends an unattributed payment of an open day back to its payer
-    ///         (one no merchant's settlement claims: submitted to `collect`
-    ///         by someone else, or whose settlement failed). It leaves the
-    ///         day's pool, so the day's credits must not count it.
+    /// @notice Sends unattributed payments of an open day back to their
+    ///         payers (submitted to `collect` by someone else, with no
+    ///         commitment). A payment committed to a slot is its merchant's
+    ///         and is skipped. They leave the day's pool.
     function returnPayments(uint256 day, bytes32[] calldata keys) external onlyOperator {
         DayState storage d = _days[day];
         if (d.phase != DAY_OPEN) revert DayNotOpen(day, d.phase);
         for (uint256 i = 0; i < keys.length; i++) {
             Payment storage p = _payments[keys[i]];
-            if (p.state != PAYMENT_COLLECTED || p.day != day) continue;
+            if (p.state != PAYMENT_COLLECTED || p.day != day || _commitments[keys[i]] != 0) continue;
             p.state = PAYMENT_RETURNED;
             d.returned += p.amount;
             totalReturned += p.amount;
@@ -534,17 +555,17 @@ contract ConfidentialSettlementVault {
     /// @notice Ends an attempt's crediting once every slot is credited, and
     ///         publishes, for the KMS to decrypt, whether the credits add up
     ///         to the day's pool (collected, less redeemed and returned).
-    ///         Refused while frozen by a proven fraud, and while the bond is
-    ///         below what this day and every day not yet released collected.
+    ///         Refused while frozen by a proven shortfall, and while the bond
+    ///         is below the pools every day holding it and this one.
     function closeDay(uint256 day) external onlyOperator {
         if (frozen) revert OperatorFrozen();
         DayState storage d = _creditableDay(day);
         if (d.slotsCredited != slotCount) revert DayIncomplete(day, d.slotsCredited, slotCount);
-        uint256 required = bondCommitted + d.collected;
+        uint256 pool = dayPool(day);
+        uint256 required = bondCommitted + pool;
         if (bond < required) revert BondTooLow(bond, required);
         bondCommitted = required;
-        d.bondHeld = true;
-        uint256 pool = dayPool(day);
+        d.bondShare = uint64(pool);
         ebool matches = FHE.isInitialized(d.creditedSum)
             ? FHE.eq(d.creditedSum, uint128(pool))
             : FHE.asEbool(pool == 0);
@@ -558,15 +579,13 @@ contract ConfidentialSettlementVault {
     /// @notice Settles a closing day with the KMS decryption of its check.
     ///         True: the day is closed, its challenge window starts, and after
     ///         it its credits may be released. False: the credits are
-    ///         discarded and the day reopens for a new attempt. Anyone may
-    ///         submit the proof; not while frozen.
+    ///         discarded, its share of the bond freed, and the day reopens
+    ///         for a new attempt. Anyone may submit the proof; not while frozen.
     function finalizeDay(uint256 day, bytes calldata cleartexts, bytes calldata decryptionProof) external {
         if (frozen) revert OperatorFrozen();
         DayState storage d = _days[day];
         if (d.phase != DAY_CLOSING) revert DayNotClosing(day);
-        bytes32[] memory handles = new bytes32[](1);
-        handles[0] = ebool.unwrap(d.matches);
-        FHE.checkSignatures(handles, cleartexts, decryptionProof);
+        _checkDecryption(ebool.unwrap(d.matches), cleartexts, decryptionProof);
         if (abi.decode(cleartexts, (bool))) {
             d.phase = DAY_CLOSED;
             d.closedAt = uint40(block.timestamp);
@@ -581,17 +600,16 @@ contract ConfidentialSettlementVault {
     }
 
     /// @notice Moves a closed day's pending credit of each slot into its
-    ///         balance, once per slot, once its challenge window is over and
-    ///         no challenge of it is open. Anyone may call it.
+    ///         balance, once per slot, once its challenge window is over, no
+    ///         challenge of it is open and no shortfall has frozen the vault.
+    ///         Anyone may call it.
     function release(uint256 day, uint256[] calldata slotIds) external {
         DayState storage d = _days[day];
         if (d.phase != DAY_CLOSED) revert DayNotClosed(day);
+        if (frozen) revert OperatorFrozen();
         uint256 endsAt = uint256(d.closedAt) + challengeWindow;
         if (block.timestamp < endsAt || d.openChallenges != 0) revert ChallengeWindowOpen(endsAt);
-        if (d.bondHeld) {
-            d.bondHeld = false;
-            bondCommitted -= d.collected;
-        }
+        _freeShare(d);
         uint32 mark = d.attempt + 1;
         uint256 released;
         for (uint256 i = 0; i < slotIds.length; i++) {
@@ -599,8 +617,8 @@ contract ConfidentialSettlementVault {
             if (_creditedIn[id][day] != mark) continue;
             _creditedIn[id][day] = RELEASED;
             Slot storage s = _slots[id];
-            // Cannot wrap: every balance is part of what closed days and
-            // redemptions credited, which the vault holds in USDC (< 2^64).
+            // Cannot wrap: every balance is part of what closed days,
+            // redemptions and penalties credited, which the vault holds in USDC (< 2^64).
             _setBalance(s, FHE.add(s.balance, _pending[id][day]));
             _pending[id][day] = euint64.wrap(0);
             released++;
@@ -620,172 +638,154 @@ contract ConfidentialSettlementVault {
         emit BondDeposited(msg.sender, received);
     }
 
-    /// @notice The bond owner takes back bond that no day closing or in its
-    ///         challenge window needs; never while frozen.
-    function withdrawBond(address to, uint256 amount) external {
-        if (msg.sender != bondOwner) revert NotBondOwner();
+    /// @notice The bond owner takes back bond that no day holds; never while frozen.
+    function withdrawBond(address to, uint256 amount) external onlyBondOwner {
         if (frozen) revert OperatorFrozen();
-        if (amount > bond || bond - amount < bondCommitted) revert BondTooLow(bond - amount, bondCommitted);
+        if (amount > bond || bond - amount < bondCommitted) revert BondTooLow(bond, bondCommitted + amount);
         bond -= amount;
         asset.safeTransfer(to, amount);
         emit BondWithdrawn(to, amount);
     }
 
-    /// @notice After a proven fraud, the bond owner's answer: the operator
-    ///         key becomes `newOperator` (rotate a key that stole), the bond
-    ///         gets back from the disputed days' pools what it paid their
-    ///         merchants, and each disputed day reopens for an honest split.
-    function resume(address newOperator) external {
-        if (msg.sender != bondOwner) revert NotBondOwner();
+    /// @notice After a proven shortfall, the bond owner's answer: the
+    ///         operator key becomes `newOperator` (neither zero nor the key
+    ///         that wrote the short split), and each disputed day reopens for
+    ///         an honest split of what was not redeemed. The bond keeps what
+    ///         it paid: nothing is given back to it.
+    function resume(address newOperator) external onlyBondOwner {
         if (!frozen) revert NotFrozen();
+        if (newOperator == address(0) || newOperator == operator) revert BadOperator(newOperator);
         frozen = false;
         operator = newOperator;
-        bond += _claimsToRestore;
-        totalClaimed += _claimsToRestore;
-        _claimsToRestore = 0;
         uint256 n = _disputedDays.length;
         for (uint256 i = 0; i < n; i++) {
-            // A disputed day was closed and never released: its bond share is held.
+            // Every shortfall shown on it is decided (and paid) first.
             DayState storage d = _days[_disputedDays[i]];
-            d.bondHeld = false;
-            bondCommitted -= d.collected;
+            if (d.openChallenges != 0) revert ChallengesOpen(_disputedDays[i]);
             _reopen(d);
         }
         delete _disputedDays;
         emit Resumed(newOperator, n);
     }
 
-    // ---- challenges: a receipt the operator must honour ----
+    // ---- challenges: the commitment the operator must honour ----
 
-    /// @notice A merchant's wallet presents its receipts of `day` against its
-    ///         slot's credit for that day, during the day's challenge window
-    ///         (or any time once the day is disputed). Each receipt must be
-    ///         our signature for this merchant and slot, and match the vault's
-    ///         record of a payment collected that day and never presented,
-    ///         redeemed or returned. The vault then compares, encrypted, the
-    ///         slot's credit with everything the merchant presented for the
-    ///         day; `resolveChallenge` takes the KMS's answer. On a disputed
-    ///         day there is nothing to compare: the receipts are paid at once.
-    ///         Reveals on-chain: the merchant, its slot, and these payments.
-    function challenge(
-        uint256 day,
-        uint256 slot,
-        bytes32 salt,
-        Receipt[] calldata receipts,
-        bytes[] calldata signatures
-    ) external returns (uint256 id) {
-        if (receipts.length != signatures.length) revert LengthMismatch();
-        if (slot >= slotCount) revert UnknownSlot(slot);
-        Slot storage s = _slots[slot];
-        if (keccak256(abi.encode(msg.sender, salt)) != s.commitment) revert NotSlotOwner();
+    /// @notice Presents a slot's openings of `day` against its credit for
+    ///         that day, during the day's challenge window (or while it is
+    ///         disputed). Anyone may send it: each opening must open its
+    ///         payment's commitment to `slot`, for a payment collected that
+    ///         day, not redeemed or returned and not presented in this
+    ///         attempt. The vault then computes, encrypted, how far the
+    ///         slot's credit falls short of everything its openings showed
+    ///         in this attempt; `resolveChallenge` takes the KMS's answer.
+    ///         Reveals on-chain: the slot and these payments, not the merchant.
+    function challenge(uint256 day, uint256 slot, Opening[] calldata openings) external returns (uint256 id) {
         DayState storage d = _days[day];
-        if (d.phase != DAY_DISPUTED && (d.phase != DAY_CLOSED || block.timestamp >= uint256(d.closedAt) + challengeWindow)) {
-            revert NotChallengeable(day);
+        if (
+            openings.length == 0
+                || (d.phase != DAY_DISPUTED
+                    && (d.phase != DAY_CLOSED || block.timestamp >= uint256(d.closedAt) + challengeWindow))
+        ) revert NotChallengeable(day);
+        uint32 mark = d.attempt + 1;
+        uint256 amount;
+        for (uint256 i = 0; i < openings.length; i++) {
+            bytes32 key = openings[i].key;
+            Payment storage p = _payments[key];
+            _checkOpening(key, slot, openings[i].blinding);
+            if (p.state != PAYMENT_COLLECTED) revert PaymentNotCollected(key);
+            if (p.day != day) revert PaymentNotOfDay(key);
+            if (_presentedIn[key] == mark) revert AlreadyPresented(key);
+            _presentedIn[key] = mark;
+            amount += p.amount;
         }
-        (uint256 amount, bool equivocated) = _presentAll(day, slot, receipts, signatures);
-        s.revealedOwner = msg.sender;
-        if (equivocated && d.phase == DAY_CLOSED) _dispute(d, day, challengeCount);
-        return _openChallenge(d, day, slot, amount);
-    }
-
-    /// @dev Records a challenge of `amount` more receipts: compared under
-    ///      encryption on a closed day, paid at once on a disputed one.
-    function _openChallenge(DayState storage d, uint256 day, uint256 slot, uint256 amount)
-        private
-        returns (uint256 id)
-    {
-        uint256 presented = _presented[slot][day] + amount;
-        _presented[slot][day] = presented;
-        bool disputed = d.phase == DAY_DISPUTED;
-        id = challengeCount++;
-        Challenge storage c = _challenges[id];
-        c.slot = slot;
-        c.merchant = msg.sender;
-        c.day = uint32(day);
-        c.amount = uint64(amount);
-        if (disputed) {
-            c.state = CHALLENGE_RESOLVED;
-            c.short_ = true;
-            emit ChallengeOpened(id, day, slot, amount, bytes32(0));
-            _payClaim(d, day, slot, msg.sender);
-            return id;
-        }
-        euint64 credit = _creditedIn[slot][day] == d.attempt + 1 ? _pending[slot][day] : FHE.asEuint64(0);
-        ebool shortfall = FHE.lt(credit, FHE.asEuint64(uint64(presented)));
+        Presented storage shown = _presented[_presentedKey(slot, day, d.attempt)];
+        uint256 total = shown.amount + amount;
+        shown.amount = uint128(total);
+        euint64 credit = _creditedIn[slot][day] == mark ? _pending[slot][day] : FHE.asEuint64(0);
+        euint64 shown_ = FHE.asEuint64(uint64(total));
+        euint64 shortfall = FHE.select(FHE.lt(credit, shown_), FHE.sub(shown_, credit), FHE.asEuint64(0));
         FHE.allowThis(shortfall);
         FHE.makePubliclyDecryptable(shortfall);
-        c.state = CHALLENGE_OPEN;
-        c.shortfall = shortfall;
         d.openChallenges += 1;
-        emit ChallengeOpened(id, day, slot, amount, ebool.unwrap(shortfall));
+        id = challengeCount++;
+        _challenges[id] = Challenge({
+            slot: slot,
+            day: uint32(day),
+            attempt: d.attempt,
+            state: CHALLENGE_OPEN,
+            amount: uint64(amount),
+            shortfall: 0,
+            handle: shortfall
+        });
+        emit ChallengeOpened(id, day, slot, amount, euint64.unwrap(shortfall));
     }
 
-    /// @notice Settles a challenge with the KMS decryption of its comparison.
-    ///         Anyone may submit it. Short: the day is disputed (nothing of
-    ///         its split is released, the operator key is frozen) and the
-    ///         merchant is paid, from the bond, every receipt it presented for
-    ///         the day. Not short: nothing moves.
+    /// @notice Settles a challenge with the KMS decryption of its shortfall.
+    ///         Anyone may submit it. A shortfall disputes the day (nothing of
+    ///         its split is released, the vault is frozen) and is paid from
+    ///         the bond into the slot's balance, for good. No shortfall:
+    ///         nothing moves.
     function resolveChallenge(uint256 id, bytes calldata cleartexts, bytes calldata decryptionProof) external {
         Challenge storage c = _challenges[id];
         if (c.state != CHALLENGE_OPEN) revert ChallengeNotOpen(id);
-        bytes32[] memory handles = new bytes32[](1);
-        handles[0] = ebool.unwrap(c.shortfall);
-        FHE.checkSignatures(handles, cleartexts, decryptionProof);
-        bool shortfall = abi.decode(cleartexts, (bool));
+        _checkDecryption(euint64.unwrap(c.handle), cleartexts, decryptionProof);
+        uint256 shortfall = abi.decode(cleartexts, (uint64));
         c.state = CHALLENGE_RESOLVED;
-        c.short_ = shortfall;
+        c.shortfall = uint64(shortfall);
+        emit ChallengeResolved(id, shortfall);
         uint256 day = c.day;
         DayState storage d = _days[day];
+        // Its attempt is the day's: no attempt is discarded while a
+        // challenge of it is open (`resume` waits for them).
         d.openChallenges -= 1;
-        emit ChallengeResolved(id, shortfall);
-        if (shortfall && d.phase == DAY_CLOSED) _dispute(d, day, id);
-        if (d.phase == DAY_DISPUTED) _payClaim(d, day, c.slot, c.merchant);
-    }
-
-    /// @dev The split is proven wrong: none of it may be released, and the
-    ///      key that made it may close nothing more.
-    function _dispute(DayState storage d, uint256 day, uint256 challengeId) private {
-        d.phase = DAY_DISPUTED;
-        totalCredited -= dayPool(day);
-        frozen = true;
-        _disputedDays.push(day);
-        emit DayDisputed(day, challengeId);
+        if (shortfall == 0) return;
+        if (d.phase == DAY_CLOSED) {
+            d.phase = DAY_DISPUTED;
+            totalCredited -= dayPool(day);
+            frozen = true;
+            _disputedDays.push(day);
+            emit DayDisputed(day, id);
+        }
+        Presented storage shown = _presented[_presentedKey(c.slot, day, c.attempt)];
+        if (shortfall <= shown.penalized) return;
+        // The day's share was reserved for exactly this: what its openings
+        // show cannot exceed the pool it held at close.
+        uint256 owed = shortfall - shown.penalized;
+        shown.penalized = uint128(shortfall);
+        d.bondShare -= uint64(owed);
+        bondCommitted -= owed;
+        bond -= owed;
+        totalPenalties += owed;
+        totalCredited += owed;
+        Slot storage s = _slots[c.slot];
+        _setBalance(s, FHE.add(s.balance, FHE.asEuint64(uint64(owed))));
+        emit PenaltyPaid(day, c.slot, owed);
     }
 
     // ---- receipts without us ----
 
-    /// @notice Credits a receipt's payment to its slot when its day was not
-    ///         closed in time: at least `REDEMPTION_DELAY` after the day
-    ///         ended, while it is open. The receipt must be our signature and
-    ///         match the vault's own record of the payment (amount, day), and
-    ///         the caller must know the slot's salt (the merchant, or us).
+    /// @notice Credits a payment to the slot its commitment names, given its
+    ///         opening, when its day was not closed in time (at least
+    ///         `REDEMPTION_DELAY` after the day ended, while it is open) or
+    ///         is disputed. Anyone may send it; it can credit no other slot.
     ///         The payment leaves the day's pool, so no batch counts it again.
-    function redeemReceipt(Receipt calldata r, bytes calldata signature, bytes32 salt) external {
-        if (r.slot >= slotCount) revert UnknownSlot(r.slot);
-        Slot storage s = _slots[r.slot];
-        if (keccak256(abi.encode(r.merchant, salt)) != s.commitment) revert NotSlotOwner();
-        if (ECDSA.recover(_typedDataHash(_receiptStructHash(r)), signature) != receiptSigner) {
-            revert InvalidSignature();
-        }
-        bytes32 key = receiptKey(r.payer, r.nonce);
+    function redeem(bytes32 key, uint256 slot, bytes32 blinding) external {
+        _checkOpening(key, slot, blinding);
         Payment storage p = _payments[key];
-        if (p.state == 0) revert PaymentNotCollected(key);
-        if (p.state == PAYMENT_REDEEMED) revert ReceiptAlreadyRedeemed(key);
-        if (p.state == PAYMENT_RETURNED) revert PaymentWasReturned(key);
-        if (p.state == PAYMENT_CHALLENGED) revert ReceiptAlreadyPresented(key);
-        if (p.amount != r.amount || p.day != r.day) revert ReceiptMismatch(key);
+        if (p.state != PAYMENT_COLLECTED) revert PaymentNotCollected(key);
         DayState storage d = _days[p.day];
-        if (d.phase == DAY_CLOSED) revert ReceiptCreditedByBatch(key);
-        if (d.phase != DAY_OPEN) revert DayNotOpen(p.day, d.phase);
-        uint256 opensAt = (uint256(p.day) + 1) * DAY + REDEMPTION_DELAY;
-        if (block.timestamp < opensAt) revert RedemptionNotOpen(opensAt);
+        if (d.phase != DAY_DISPUTED) {
+            if (d.phase != DAY_OPEN) revert DayNotOpen(p.day, d.phase);
+            uint256 opensAt = (uint256(p.day) + 1) * DAY + REDEMPTION_DELAY;
+            if (block.timestamp < opensAt) revert RedemptionNotOpen(opensAt);
+        }
         p.state = PAYMENT_REDEEMED;
         d.redeemed += p.amount;
         totalCredited += p.amount;
-        s.revealedOwner = r.merchant;
+        Slot storage s = _slots[slot];
         _setBalance(s, FHE.add(s.balance, FHE.asEuint64(p.amount)));
         _checkSolvent();
-        emit ReceiptRedeemed(key, r.slot, p.amount);
+        emit Redeemed(key, slot, p.amount);
     }
 
     // ---- withdrawals ----
@@ -803,7 +803,8 @@ contract ConfidentialSettlementVault {
         Slot storage s = _slots[req.slot];
         if (keccak256(abi.encode(req.to, salt)) != s.commitment) revert NotSlotOwner();
         if (req.nonce != s.withdrawNonce) revert WrongWithdrawNonce(s.withdrawNonce);
-        if (!SignatureChecker.isValidSignatureNow(req.to, _typedDataHash(_withdrawStructHash(req)), signature)) {
+        bytes32 structHash = keccak256(abi.encode(WITHDRAW_TYPEHASH, req.slot, req.to, req.amount, req.nonce, req.deadline));
+        if (!SignatureChecker.isValidSignatureNow(req.to, _typedDataHash(structHash), signature)) {
             revert InvalidSignature();
         }
         s.withdrawNonce++;
@@ -835,9 +836,7 @@ contract ConfidentialSettlementVault {
     function finalizeWithdraw(uint256 id, bytes calldata cleartexts, bytes calldata decryptionProof) external {
         Withdrawal storage w = _withdrawal(id);
         if (w.state != WITHDRAWAL_DEBITED) revert NotDebited(id);
-        bytes32[] memory handles = new bytes32[](1);
-        handles[0] = ebool.unwrap(w.debited);
-        FHE.checkSignatures(handles, cleartexts, decryptionProof);
+        _checkDecryption(ebool.unwrap(w.debited), cleartexts, decryptionProof);
         bool paid = abi.decode(cleartexts, (bool));
         w.state = WITHDRAWAL_FINALIZED;
         w.paid = paid;
@@ -865,14 +864,19 @@ contract ConfidentialSettlementVault {
 
     // ---- reads ----
 
-    function receiptKey(address payer, bytes32 nonce) public pure returns (bytes32) {
+    function paymentKey(address payer, bytes32 nonce) public pure returns (bytes32) {
         return keccak256(abi.encode(payer, nonce));
     }
 
-    /// @notice What the vault collected for a payment (state 0: nothing).
-    function payment(bytes32 key) external view returns (address payer, uint64 amount, uint32 day, uint8 state) {
+    /// @notice What the vault collected for a payment (state 0: nothing), and
+    ///         its commitment to a slot (0: unattributed).
+    function payment(bytes32 key)
+        external
+        view
+        returns (address payer, uint64 amount, uint32 day, uint8 state, bytes32 commitment)
+    {
         Payment storage p = _payments[key];
-        return (p.payer, p.amount, p.day, p.state);
+        return (p.payer, p.amount, p.day, p.state, _commitments[key]);
     }
 
     /// @notice The payments collected on `day`, `limit` from `offset`.
@@ -899,35 +903,38 @@ contract ConfidentialSettlementVault {
     }
 
     /// @return slot the challenged slot
-    /// @return merchant who presented the receipts
     /// @return day the day challenged
-    /// @return amount what its own receipts add up to
-    /// @return resolved whether the KMS's answer is in (or it was paid at once)
-    /// @return shortfall the answer: the slot's credit fell short
-    /// @return handle the encrypted comparison, publicly decryptable
+    /// @return attempt the attempt whose credit it compared
+    /// @return amount what its own openings add up to
+    /// @return resolved whether the KMS's answer is in
+    /// @return shortfall the answer: how far the slot's credit fell short (0: not)
+    /// @return handle the encrypted shortfall, publicly decryptable
     function challengeInfo(uint256 id)
         external
         view
-        returns (
-            uint256 slot,
-            address merchant,
-            uint32 day,
-            uint64 amount,
-            bool resolved,
-            bool shortfall,
-            bytes32 handle
-        )
+        returns (uint256 slot, uint32 day, uint32 attempt, uint64 amount, bool resolved, uint64 shortfall, bytes32 handle)
     {
         Challenge storage c = _challenges[id];
         return (
-            c.slot,
-            c.merchant,
-            c.day,
-            c.amount,
-            c.state == CHALLENGE_RESOLVED,
-            c.short_,
-            ebool.unwrap(c.shortfall)
+            c.slot, c.day, c.attempt, c.amount, c.state == CHALLENGE_RESOLVED, c.shortfall, euint64.unwrap(c.handle)
         );
+    }
+
+    /// @notice Whether a payment was presented in its day's current attempt.
+    function presented(bytes32 key) external view returns (bool) {
+        Payment storage p = _payments[key];
+        return p.state != 0 && _presentedIn[key] == _days[p.day].attempt + 1;
+    }
+
+    /// @return amount what a slot's openings of `day` showed in `attempt`
+    /// @return penalized the shortfall paid for them from the bond
+    function presentedOf(uint256 slot, uint256 day, uint32 attempt)
+        external
+        view
+        returns (uint256 amount, uint256 penalized)
+    {
+        Presented storage shown = _presented[_presentedKey(slot, day, attempt)];
+        return (shown.amount, shown.penalized);
     }
 
     /// @notice A slot's credit of `day` in its current attempt, until released (0: none).
@@ -936,21 +943,21 @@ contract ConfidentialSettlementVault {
     }
 
     /// @return closedAt when the day closed (0: not closed); its window ends `challengeWindow` later
-    /// @return openChallenges challenges awaiting the KMS's answer
-    /// @return claimed what its merchants were paid from the bond out of its pool
+    /// @return openChallenges challenges of its current attempt awaiting the KMS's answer
+    /// @return bondShare what of the bond it holds
     function dayChallenges(uint256 day)
         external
         view
-        returns (uint256 closedAt, uint256 openChallenges, uint256 claimed)
+        returns (uint256 closedAt, uint256 openChallenges, uint256 bondShare)
     {
         DayState storage d = _days[day];
-        return (d.closedAt, d.openChallenges, d.claimed);
+        return (d.closedAt, d.openChallenges, d.bondShare);
     }
 
     /// @notice What the day's credits must add up to: collected, less redeemed and returned.
     function dayPool(uint256 day) public view returns (uint256) {
         DayState storage d = _days[day];
-        return uint256(d.collected) - d.redeemed - d.returned - d.claimed;
+        return uint256(d.collected) - d.redeemed - d.returned;
     }
 
     function dayInfo(uint256 day)
@@ -1030,7 +1037,7 @@ contract ConfidentialSettlementVault {
     /// @notice USDC the vault holds beyond what it owes: what reached it
     ///         outside `collect`.
     function strayBalance() public view returns (uint256) {
-        uint256 owed = totalCollected - totalReturned - totalClaimed - totalPaidOut + bond;
+        uint256 owed = totalCollected - totalReturned + totalPenalties - totalPaidOut + bond;
         uint256 holdings = asset.balanceOf(address(this));
         return holdings > owed ? holdings - owed : 0;
     }
@@ -1048,7 +1055,7 @@ contract ConfidentialSettlementVault {
     {
         if (to != address(this)) revert NotPaidToVault(to);
         if (value == 0 || value > type(uint64).max) revert BadAmount(value);
-        bytes32 key = receiptKey(from, nonce);
+        bytes32 key = paymentKey(from, nonce);
         if (_payments[key].state != 0) revert AlreadyCollected(key);
         return asset.balanceOf(address(this));
     }
@@ -1056,10 +1063,24 @@ contract ConfidentialSettlementVault {
     /// @dev After the token call: the vault must hold exactly `value` more
     ///      (a token that took a fee, or paid elsewhere, is refused).
     ///      Only the configured USDC is called, which makes no callbacks.
-    function _afterCollect(address from, uint256 value, bytes32 nonce, uint256 balanceBefore) private {
+    function _afterCollect(
+        address from,
+        uint256 value,
+        bytes32 nonce,
+        uint256 balanceBefore,
+        bytes calldata attribution
+    ) private {
         uint256 received = asset.balanceOf(address(this)) - balanceBefore;
         if (received != value) revert PaymentShort(received, value);
-        bytes32 key = receiptKey(from, nonce);
+        bytes32 key = paymentKey(from, nonce);
+        if (attribution.length != 0) {
+            bytes32 commitment = bytes32(attribution[:32]);
+            bytes32 structHash = keccak256(abi.encode(ATTRIBUTION_TYPEHASH, key, commitment));
+            if (commitment == 0 || ECDSA.recover(_typedDataHash(structHash), attribution[32:]) != operator) {
+                revert InvalidSignature();
+            }
+            _commitments[key] = commitment;
+        }
         uint256 day = block.timestamp / DAY;
         _payments[key] = Payment({payer: from, amount: uint64(value), day: uint24(day), state: PAYMENT_COLLECTED});
         DayState storage d = _days[day];
@@ -1070,69 +1091,34 @@ contract ConfidentialSettlementVault {
         emit Collected(day, key, from, value);
     }
 
-    function _presentAll(uint256 day, uint256 slot, Receipt[] calldata receipts, bytes[] calldata signatures)
-        private
-        returns (uint256 amount, bool equivocated)
-    {
-        for (uint256 i = 0; i < receipts.length; i++) {
-            (uint256 a, bool twice) = _presentReceipt(receipts[i], signatures[i], day, slot);
-            amount += a;
-            equivocated = equivocated || twice;
-        }
+    /// @dev The commitment binds the payment to exactly one slot.
+    function _checkOpening(bytes32 key, uint256 slot, bytes32 blinding) private view {
+        if (slot >= slotCount) revert UnknownSlot(slot);
+        bytes32 c = _commitments[key];
+        if (c == 0 || keccak256(abi.encode(key, slot, blinding)) != c) revert NotTheOpening(key);
     }
 
-    /// @dev Checks one receipt of a challenge and marks its payment presented.
-    ///      A payment another slot's merchant presented before, with a
-    ///      receipt of ours too, proves the receipt signer signed two receipts
-    ///      for one payment (`twice`): the receipt counts, and its day is
-    ///      disputed, so the bond pays both merchants.
-    function _presentReceipt(Receipt calldata r, bytes calldata signature, uint256 day, uint256 slot)
-        private
-        returns (uint256, bool twice)
-    {
-        bytes32 key = receiptKey(r.payer, r.nonce);
-        if (r.merchant != msg.sender || r.slot != slot || r.day != day) revert ReceiptNotForChallenge(key);
-        if (ECDSA.recover(_typedDataHash(_receiptStructHash(r)), signature) != receiptSigner) {
-            revert InvalidSignature();
-        }
-        Payment storage p = _payments[key];
-        if (p.state == 0) revert PaymentNotCollected(key);
-        if (p.state == PAYMENT_CHALLENGED) {
-            uint256 by = _presentedBy[key];
-            // Presented by this slot already, or by two slots already.
-            if (by == slot + 1 || by == 0 || by == type(uint256).max) revert ReceiptAlreadyPresented(key);
-            twice = true;
-        }
-        if (p.state == PAYMENT_REDEEMED) revert ReceiptAlreadyRedeemed(key);
-        if (p.state == PAYMENT_RETURNED) revert PaymentWasReturned(key);
-        if (p.amount != r.amount || p.day != day) revert ReceiptMismatch(key);
-        p.state = PAYMENT_CHALLENGED;
-        _presentedBy[key] = twice ? type(uint256).max : slot + 1;
-        if (twice) _presentedTwice[slot][day] += p.amount;
-        return (p.amount, twice);
+    function _presentedKey(uint256 slot, uint256 day, uint32 attempt) private pure returns (bytes32) {
+        return keccak256(abi.encode(slot, day, attempt));
     }
 
-    /// @dev Pays a merchant of a disputed day, from the bond, every receipt
-    ///      it presented for the day and was not yet paid; those payments
-    ///      leave the day's pool (the bond gets them back on resume).
-    function _payClaim(DayState storage d, uint256 day, uint256 slot, address merchant) private {
-        uint256 amount = _presented[slot][day];
-        if (amount == 0) return;
-        if (amount > bond) revert BondTooLow(bond, amount);
-        // What a second receipt for one payment claims is in no pool: the
-        // bond pays it and does not get it back.
-        uint256 fromPool = amount - _presentedTwice[slot][day];
-        _presented[slot][day] = 0;
-        _presentedTwice[slot][day] = 0;
-        bond -= amount;
-        d.claimed += uint64(fromPool);
-        _claimsToRestore += fromPool;
-        asset.safeTransfer(merchant, amount);
-        emit ClaimPaid(day, slot, merchant, amount);
+    function _checkDecryption(bytes32 handle, bytes calldata cleartexts, bytes calldata decryptionProof) private {
+        bytes32[] memory handles = new bytes32[](1);
+        handles[0] = handle;
+        FHE.checkSignatures(handles, cleartexts, decryptionProof);
     }
 
-    /// @dev Discards a day's credits for a new attempt.
+    /// @dev Whatever of the bond the day holds is no longer needed.
+    function _freeShare(DayState storage d) private {
+        bondCommitted -= d.bondShare;
+        d.bondShare = 0;
+    }
+
+    /// @dev Discards a day's credits for a new attempt, and frees its share
+    ///      of the bond. No challenge of it is open: a closing day has none,
+    ///      and `resume` waits for a disputed day's.
     function _reopen(DayState storage d) private {
+        _freeShare(d);
         d.phase = DAY_OPEN;
         d.attempt += 1;
         d.slotsCredited = 0;
@@ -1142,9 +1128,8 @@ contract ConfidentialSettlementVault {
     }
 
     /// @dev Keeps a slot's credit of the day pending and adds it to the
-    ///      attempt's 128-bit sum.
-    ///      The operator may decrypt it, so the merchant's dashboard can
-    ///      compare it with the day's receipts during the challenge window.
+    ///      attempt's 128-bit sum. The operator may decrypt it, so the
+    ///      service can show each merchant its credit during the window.
     function _addPending(uint256 id, uint256 day, euint64 amount, euint128 sum) private returns (euint128) {
         FHE.allowThis(amount);
         FHE.allow(amount, operator);
@@ -1164,7 +1149,7 @@ contract ConfidentialSettlementVault {
 
     /// @dev Every new balance handle: the vault keeps using it, the operator
     ///      may decrypt it (the service's dashboard), and so may the merchant
-    ///      once a withdrawal or redemption has named it.
+    ///      once a withdrawal has named it.
     function _setBalance(Slot storage s, euint64 balance) private {
         s.balance = balance;
         FHE.allowThis(balance);
@@ -1181,14 +1166,6 @@ contract ConfidentialSettlementVault {
     function _withdrawal(uint256 id) private view returns (Withdrawal storage w) {
         if (id >= withdrawalCount) revert UnknownWithdrawal(id);
         w = _withdrawals[id];
-    }
-
-    function _receiptStructHash(Receipt calldata r) private pure returns (bytes32) {
-        return keccak256(abi.encode(RECEIPT_TYPEHASH, r.payer, r.nonce, r.merchant, r.slot, r.amount, r.day));
-    }
-
-    function _withdrawStructHash(WithdrawRequest calldata w) private pure returns (bytes32) {
-        return keccak256(abi.encode(WITHDRAW_TYPEHASH, w.slot, w.to, w.amount, w.nonce, w.deadline));
     }
 
     function _typedDataHash(bytes32 structHash) private view returns (bytes32) {

@@ -56,6 +56,18 @@ export class ConfidentialGate {
   }
 
   /**
+   * Binds a confidential payment the gate let through to the account's
+   * slot before the mechanism sends it: `collect` stores that commitment
+   * in the same transaction that takes the money, so the merchant's
+   * receipt opens it from the first moment. Without it nothing is sent.
+   */
+  async attribute(accountId: string, request: PaymentRequest): Promise<void> {
+    const auth = eip3009Authorization(request);
+    if (!this.credits || !auth || !isConfidentialOffer(request)) return;
+    await unavailableOnError(() => this.credits!.attribute(accountId, auth.from, auth.nonce));
+  }
+
+  /**
    * The account's merchant record. Once its slot is assigned, the address and
    * the slot (all the offer rules read) can never change (a database trigger
    * refuses it), so that record is kept: a confidential /verify or /settle

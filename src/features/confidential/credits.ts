@@ -11,16 +11,20 @@
  * row; a payment the reconciler finished (its answer lost) is written by the
  * sweep (`sweep`), so every settled payment gets its row and its receipt.
  *
- * The receipt is our EIP-712 signature over the credit (spec 4.6 rule 8); it
- * is signed when the row is written and again on demand if that was lost,
- * and the signature is deterministic, so every copy is the same receipt.
+ * The receipt is the opening of the commitment the vault stored for the
+ * payment when it collected it (its slot and blinding, the blinding derived
+ * from the slot's salt and the payment's key): nobody signs it, and it is
+ * good exactly when it opens that commitment. It is read when the row is
+ * written and again on demand if that was lost; it is deterministic, so
+ * every copy is the same receipt. (The `receipt_signature` column of rows
+ * from before is left null.)
  */
 import { getAddress, isAddress, type Hex } from "../../chains/confidentialPort.js";
 import type { Kysely } from "kysely";
 import type { Database } from "../../storage/schema.js";
-import type { ConfidentialVault, SignedReceipt } from "./vaultPort.js";
+import type { ConfidentialReceipt, ConfidentialVault } from "./vaultPort.js";
 import { utcDay } from "../../chains/confidentialPort.js";
-import { describeError, ServiceError } from "../../lib/errors.js";
+import { describeError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 
 /**
@@ -28,7 +32,7 @@ import type { Logger } from "../../lib/logger.js";
  * - `available`: its day's batch released it into the balance;
  * - `redeemed`: credited by its receipt, on-chain;
  * - `returned`: no merchant could be credited, so the vault sent it back to its payer;
- * - `bond_paid`: its day was disputed and the vault paid it to the merchant from the operator bond;
+ * - `bond_paid`: (rows of the vault before commitments) paid from the operator bond;
  * - `unbacked`: the vault has no record of the payment for its day (reported);
  * - `settling` / `failed`: its settlement is not (or no longer) a success.
  */
@@ -56,28 +60,32 @@ export interface CreditListing {
   /** When its receipt becomes redeemable on-chain, if its day is still not closed then. */
   redeemableFrom: string | null;
   problem: string | null;
-  receipt: SignedReceipt | null;
+  receipt: ConfidentialReceipt | null;
 }
 
 /** Settlements (and unsigned receipts) a sweep handles at most; the next sweep takes the rest. */
 const SWEEP_BATCH = 500;
 
-/** One day of the merchant's receipts checked against its slot's credit (see `dayChecks`). */
+/**
+ * One day of the merchant's receipts checked against its slot's credit (see
+ * `dayChecks`). No transaction: the merchant's tools build the challenge
+ * themselves from `unpresented` (each checked against the chain first).
+ */
 export interface DayCheck {
   day: string;
   phase: string;
-  /** Until when its wallet may challenge it (null once disputed or never closed). */
+  /** Until when it may be challenged (null once disputed or never closed). */
   windowEndsAt: string | null;
-  /** The slot's credit of the day, atomic units; null on a disputed day. */
+  /** The slot's credit of the day, atomic units, as the service decrypts it; null on a disputed day. */
   credit: string | null;
   /** Receipts of the day still in its pool, and what they add up to. */
   receipts: number;
   receiptsTotal: string;
   shortfall: boolean;
-  /** What the vault paid the merchant from the operator bond for the day's receipts (disputed day). */
+  /** What the bond paid into the slot's balance for the day's shortfalls. */
   paidFromBond: string;
-  /** What the withdrawal wallet sends to present the receipts not presented yet. */
-  challenge: { from: Hex; to: Hex; data: Hex } | null;
+  /** On a shortfall, the receipts of the day not presented in its current attempt. */
+  unpresented: ConfidentialReceipt[];
 }
 
 export class ConfidentialCredits {
@@ -127,6 +135,33 @@ export class ConfidentialCredits {
     return true;
   }
 
+  /** Slot and salt by account, once assigned (neither can change: a trigger refuses it). */
+  private readonly slots = new Map<string, { slot: bigint; salt: Hex }>();
+
+  /**
+   * Binds a payment about to be collected to the account's slot: the
+   * commitment `collect` will store, signed by the operator key (the
+   * family's collecting signer adds it to the transaction). Throws when the
+   * account has no slot yet; the caller sends nothing then.
+   */
+  async attribute(accountId: string, payer: Hex, nonce: Hex): Promise<void> {
+    let known = this.slots.get(accountId);
+    if (!known) {
+      const row = await this.db
+        .selectFrom("confidential_merchants")
+        .select(["slot", "slot_secret"])
+        .where("account_id", "=", accountId)
+        .executeTakeFirst();
+      if (!row || row.slot === null || !row.slot_secret) {
+        throw new Error("this account's confidential slot is not assigned yet");
+      }
+      known = { slot: BigInt(row.slot), salt: row.slot_secret as Hex };
+      if (this.slots.size >= 10_000) this.slots.clear();
+      this.slots.set(accountId, known);
+    }
+    await this.vault.attribute({ payer: getAddress(payer), nonce, ...known });
+  }
+
   /**
    * Writes the credits of confidential payments that settled without one
    * (their settle answer was lost and the reconciler finished them, or the
@@ -156,7 +191,7 @@ export class ConfidentialCredits {
     const unsigned = await this.db
       .selectFrom("confidential_credits")
       .select(["authorization_key", "account_id"])
-      .where("receipt_signature", "is", null)
+      .where("receipt", "is", null)
       .where("outcome", "is", null)
       .where("problem", "is", null)
       .where("created_at", ">=", since)
@@ -186,58 +221,39 @@ export class ConfidentialCredits {
   async receiptFor(
     authorizationKey: string,
     accountId: string,
-  ): Promise<SignedReceipt | undefined> {
+  ): Promise<ConfidentialReceipt | undefined> {
     const row = await this.db
       .selectFrom("confidential_credits as c")
       .innerJoin("confidential_merchants as m", "m.account_id", "c.account_id")
-      .select([
-        "c.receipt",
-        "c.receipt_signature",
-        "c.payer",
-        "c.merchant_address",
-        "c.amount",
-        "c.payment_nonce",
-        "c.payment_key",
-        "m.slot",
-      ])
+      .select(["c.receipt", "c.payer", "c.amount", "c.payment_nonce", "m.slot", "m.slot_secret"])
       .where("c.authorization_key", "=", authorizationKey)
       .where("c.account_id", "=", accountId)
       .executeTakeFirst();
-    if (!row || row.slot === null) return undefined;
-    if (row.receipt && row.receipt_signature) return row.receipt as SignedReceipt;
-    const payer = getAddress(row.payer);
-    const key =
-      (row.payment_key as Hex | null) ?? this.vault.paymentKey(payer, row.payment_nonce as Hex);
-    const collected = await this.vault.payment(key);
-    if (collected.state === "none") {
-      throw new Error(`the vault has collected no payment ${key}; no receipt is signed for it`);
-    }
-    if (collected.amount !== BigInt(row.amount)) {
+    if (!row || row.slot === null || !row.slot_secret) return undefined;
+    const kept = receiptOfRow(row.receipt);
+    if (kept) return kept;
+    const receipt = await this.vault.receiptOf({
+      payer: getAddress(row.payer),
+      nonce: row.payment_nonce as Hex,
+      slot: BigInt(row.slot),
+      salt: row.slot_secret as Hex,
+    });
+    if (BigInt(receipt.amount) !== BigInt(row.amount)) {
       throw new Error(
-        `the vault collected ${collected.amount} for payment ${key}, not the ${row.amount} recorded`,
+        `the vault collected ${receipt.amount} for payment ${receipt.key}, not the ${row.amount} recorded`,
       );
     }
-    const signed = await this.vault.signReceipt({
-      paymentNonce: row.payment_nonce as Hex,
-      payer,
-      merchant: getAddress(row.merchant_address),
-      slot: BigInt(row.slot),
-      amount: collected.amount,
-      day: collected.day,
-    });
     await this.db
       .updateTable("confidential_credits")
       .set({
-        receipt: JSON.stringify(signed),
-        receipt_signature: signed.signature,
-        payment_key: key,
-        day: collected.day,
+        receipt: JSON.stringify(receipt),
+        payment_key: receipt.key,
+        day: receipt.day,
         settled_at: new Date(),
       })
       .where("authorization_key", "=", authorizationKey)
-      .where("receipt_signature", "is", null)
       .execute();
-    return signed;
+    return receipt;
   }
 
   /**
@@ -266,7 +282,6 @@ export class ConfidentialCredits {
         "c.outcome",
         "c.problem",
         "c.receipt",
-        "c.receipt_signature",
         "s.status",
         "s.transaction",
       ])
@@ -291,116 +306,57 @@ export class ConfidentialCredits {
           ? null
           : new Date((r.day + 2) * DAY_MS).toISOString(),
       problem: r.problem,
-      receipt: r.receipt && r.receipt_signature ? (r.receipt as SignedReceipt) : null,
+      receipt: receiptOfRow(r.receipt) ?? null,
     }));
   }
 
   /**
-   * The transaction the merchant's wallet sends itself to redeem one of its
-   * receipts on the vault (spec 4.6 rule 8): only when the vault would take
-   * it (its day not closed a day after it ended), 409 saying why otherwise.
-   * It names the slot's salt, as every redemption must; the wallet could
-   * derive it itself by signing its enablement message again.
-   */
-  async redeemCall(
-    accountId: string,
-    paymentNonce: string,
-  ): Promise<{ from: Hex; to: Hex; data: Hex }> {
-    const row = await this.db
-      .selectFrom("confidential_credits as c")
-      .innerJoin("confidential_merchants as m", "m.account_id", "c.account_id")
-      .select(["c.receipt", "c.receipt_signature", "m.slot_secret", "m.merchant_address"])
-      .where("c.account_id", "=", accountId)
-      .where("c.payment_nonce", "=", paymentNonce.toLowerCase())
-      .executeTakeFirst();
-    if (!row)
-      throw new ServiceError("not_found", "no confidential payment of yours has this nonce");
-    if (!row.receipt || !row.receipt_signature || !row.slot_secret) {
-      throw new ServiceError("conflict", "this payment's receipt is not signed yet; retry shortly");
-    }
-    const signed = row.receipt as SignedReceipt;
-    const collected = await this.vault.payment(signed.key);
-    if (collected.state !== "collected") {
-      throw new ServiceError(
-        "conflict",
-        collected.state === "redeemed"
-          ? "this receipt was redeemed already"
-          : "the vault has no open payment for this receipt (it was returned to its payer, or never collected)",
-      );
-    }
-    const [day, now] = await Promise.all([
-      this.vault.dayInfo(collected.day),
-      this.vault.chainTime(),
-    ]);
-    if (day.phase === "closed") {
-      throw new ServiceError("conflict", "its day's batch credited this payment already");
-    }
-    if (day.phase === "closing") {
-      throw new ServiceError("conflict", "its day's batch is closing just now; retry shortly");
-    }
-    const opensAt = (collected.day + 2) * 86_400;
-    if (now < BigInt(opensAt)) {
-      throw new ServiceError(
-        "conflict",
-        `redeemable from ${new Date(opensAt * 1000).toISOString()} if its day is not closed by then`,
-      );
-    }
-    return {
-      from: getAddress(row.merchant_address),
-      ...this.vault.redeemCall(signed, row.slot_secret as Hex),
-    };
-  }
-
-  /**
-   * Each recent day of the account's receipts that its wallet may still
-   * challenge (closed and in its window, or disputed), with the slot's
-   * credit of that day as the vault holds it (decrypted with the operator's
-   * permission) against what the day's receipts add up to; on a shortfall
-   * (or a disputed day), the transaction the wallet sends itself to present
-   * the receipts not yet presented. A split the operator key wrote against
-   * our own plan shows here, since the credit is read from the vault.
+   * Each recent day of the account's receipts that may still be challenged
+   * (closed and in its window, or disputed), with the slot's credit of that
+   * day as the vault holds it (decrypted with the operator's permission)
+   * against what the day's receipts add up to; on a shortfall, the receipts
+   * not yet presented in the day's current attempt. No calldata: the
+   * merchant's wallet or script builds the challenge from the receipts
+   * itself, after checking each against the chain.
    */
   async dayChecks(accountId: string, lookbackDays = 7): Promise<DayCheck[]> {
     const merchant = await this.db
       .selectFrom("confidential_merchants")
-      .select(["slot", "slot_secret", "merchant_address"])
+      .select(["slot"])
       .where("account_id", "=", accountId)
       .executeTakeFirst();
-    if (!merchant || merchant.slot === null || !merchant.slot_secret) return [];
+    if (!merchant || merchant.slot === null) return [];
     const slot = BigInt(merchant.slot);
-    const today = utcDay(new Date(Number(await this.vault.chainTime()) * 1000));
+    const now = await this.vault.chainTime();
+    const today = utcDay(new Date(Number(now) * 1000));
     const rows = await this.db
       .selectFrom("confidential_credits")
-      .select(["day", "receipt", "receipt_signature", "amount", "outcome"])
+      .select(["day", "receipt"])
       .where("account_id", "=", accountId)
       .where("day", ">=", today - lookbackDays)
       .where("day", "<", today)
-      .where("receipt_signature", "is not", null)
+      .where("receipt", "is not", null)
       .execute();
-    const byDay = new Map<number, SignedReceipt[]>();
-    const bondPaid = new Map<number, bigint>();
+    const byDay = new Map<number, ConfidentialReceipt[]>();
     for (const r of rows) {
-      if (r.day === null || !r.receipt) continue;
-      if (r.outcome === "bond_paid") {
-        bondPaid.set(r.day, (bondPaid.get(r.day) ?? 0n) + BigInt(r.amount));
-      }
-      byDay.set(r.day, [...(byDay.get(r.day) ?? []), r.receipt as SignedReceipt]);
+      const receipt = receiptOfRow(r.receipt);
+      if (r.day === null || !receipt) continue;
+      byDay.set(r.day, [...(byDay.get(r.day) ?? []), receipt]);
     }
-    const now = await this.vault.chainTime();
     const checks: DayCheck[] = [];
     for (const [day, receipts] of [...byDay].sort(([a], [b]) => a - b)) {
       const info = await this.vault.dayInfo(day);
       const inWindow = info.phase === "closed" && now < info.challengeWindowEndsAt;
       if (!inWindow && info.phase !== "disputed") continue;
       const states = await Promise.all(receipts.map((r) => this.vault.payment(r.key)));
-      const counted = receipts.filter((_, i) =>
-        ["collected", "challenged"].includes(states[i]!.state),
-      );
-      const presentable = receipts.filter((_, i) => states[i]!.state === "collected");
-      const receiptsTotal = counted.reduce((t, r) => t + BigInt(r.receipt.amount), 0n);
+      const counted = receipts.filter((_, i) => states[i]!.state === "collected");
+      const receiptsTotal = counted.reduce((t, r) => t + BigInt(r.amount), 0n);
       const credit =
         info.phase === "closed" ? ((await this.vault.dayCredit(slot, day)) ?? 0n) : null;
       const shortfall = info.phase === "disputed" || (credit !== null && credit < receiptsTotal);
+      const presented = shortfall
+        ? await Promise.all(counted.map((r) => this.vault.presented(r.key)))
+        : [];
       checks.push({
         day: dayToDate(day),
         phase: info.phase,
@@ -412,14 +368,8 @@ export class ConfidentialCredits {
         receipts: counted.length,
         receiptsTotal: receiptsTotal.toString(),
         shortfall,
-        paidFromBond: (bondPaid.get(day) ?? 0n).toString(),
-        challenge:
-          shortfall && presentable.length > 0
-            ? {
-                from: getAddress(merchant.merchant_address),
-                ...this.vault.challengeCall(day, slot, merchant.slot_secret as Hex, presentable),
-              }
-            : null,
+        paidFromBond: (await this.vault.penaltiesPaid(slot, day)).toString(),
+        unpresented: shortfall ? counted.filter((_, i) => !presented[i]) : [],
       });
     }
     return checks;
@@ -440,17 +390,6 @@ export class ConfidentialCredits {
       .executeTakeFirst();
     return BigInt(row?.total ?? "0");
   }
-
-  /** What the vault paid the account from the operator bond (disputed days): in its wallet. */
-  async bondPaidTotal(accountId: string): Promise<bigint> {
-    const row = await this.db
-      .selectFrom("confidential_credits")
-      .select((eb) => eb.fn.sum<string | null>("amount").as("total"))
-      .where("account_id", "=", accountId)
-      .where("outcome", "=", "bond_paid")
-      .executeTakeFirst();
-    return BigInt(row?.total ?? "0");
-  }
 }
 
 function stateOf(r: {
@@ -462,7 +401,7 @@ function stateOf(r: {
   if (r.credited_day !== null) return "available";
   if (r.outcome === "redeemed") return "redeemed";
   if (r.outcome === "returned") return "returned";
-  // Its day was disputed and the vault paid it from the operator bond.
+  // Rows of the vault before commitments: paid from the operator bond.
   if (r.outcome === "bond_paid") return "bond_paid";
   if (r.problem !== null) return "unbacked";
   // Rows are written only for settled payments; a row whose settlement is
@@ -535,6 +474,17 @@ export function authorizationOf(request: unknown): { from: Hex; nonce: Hex } | u
   if (typeof from !== "string" || !isAddress(from, { strict: false })) return undefined;
   if (typeof nonce !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(nonce)) return undefined;
   return { from: getAddress(from), nonce: nonce.toLowerCase() as Hex };
+}
+
+/**
+ * A stored receipt, if it is one of this vault's openings (rows from before
+ * commitments hold a signed receipt, which no longer proves anything).
+ */
+function receiptOfRow(stored: unknown): ConfidentialReceipt | undefined {
+  const r = stored as Partial<ConfidentialReceipt> | null;
+  return r && typeof r.blinding === "string" && typeof r.commitment === "string"
+    ? (r as ConfidentialReceipt)
+    : undefined;
 }
 
 const DAY_MS = 86_400_000;

@@ -6,20 +6,27 @@
  * often shows on-chain).
  *
  * The plan is made from the vault's own ledger of the day, not from our
- * records alone: each payment the vault collected is attributed to the
- * merchant whose settlement it was (our credit row for it), and the slots'
- * credits must add up to the day's pool, which the vault has the KMS prove
- * before anything becomes spendable. So:
+ * records alone: each payment the vault collected is credited to the slot
+ * it was committed to when collected (our credit row names that merchant;
+ * a committed payment without a row goes to the merchant whose slot its
+ * commitment opens to), and the slots' credits must add up to the day's
+ * pool, which the vault has the KMS prove before anything becomes
+ * spendable. So:
  * - a credit row the vault has no payment for (a bug, a reorg) is skipped
  *   and reported (its `problem`), never fatal to the day;
- * - a payment the vault collected that no settlement of ours claims is
- *   returned to its payer; one whose settlement is still pending holds the
- *   batch until the reconciler decides it;
+ * - an unattributed payment (collected by someone else, with no
+ *   commitment) that no settlement of ours claims is returned to its payer;
+ *   one whose settlement is still pending holds the batch until the
+ *   reconciler decides it;
  * - a payment redeemed by its receipt, or returned, is recorded as such.
  *
  * A closed day's credits are released only after its challenge window (the
  * vault refuses earlier): the batch stays `running` and a later pass
- * releases them. A day a challenge proved short (`disputed`) waits for the
+ * releases them. Before that, once per attempt, the batch checks the closed
+ * split against its own plan, slot by slot (it decrypts each credit), and
+ * challenges any short slot with its merchant's receipts: a split the
+ * operator key wrote against our plan is proven short without its merchant
+ * having to act. A day a challenge proved short (`disputed`) waits for the
  * bond owner; nothing is sent for it meanwhile.
  *
  * A day can be closed any time after it ended, so a batch that did not run
@@ -45,6 +52,7 @@ import {
   DayRejectedError,
   type CollectedPayment,
 } from "../../chains/confidentialPort.js";
+import { committedSlot, SplitWatcher } from "./splitWatcher.js";
 import { authorizationOf, dayStart, dayToDate, type ConfidentialCredits } from "./credits.js";
 import type { ConfidentialVault } from "./vaultPort.js";
 
@@ -68,7 +76,14 @@ export type BatchOutcome =
   | {
       ran: false;
       day: number;
-      why: "done" | "held" | "settling" | "rejected" | "challenge-window" | "disputed";
+      why:
+        | "done"
+        | "held"
+        | "settling"
+        | "rejected"
+        | "challenge-window"
+        | "disputed"
+        | "unattributable";
     };
 
 export interface DailyBatchOptions {
@@ -94,6 +109,8 @@ interface Plan {
   returnedBefore: string[];
   skipped: Skipped[];
   settling: boolean;
+  /** Committed payments whose slot no merchant of ours opens (never expected). */
+  unattributable: Hex[];
 }
 
 export class DailyBatch {
@@ -102,7 +119,12 @@ export class DailyBatch {
     private readonly vault: ConfidentialVault,
     private readonly credits: ConfidentialCredits,
     private readonly opts: DailyBatchOptions,
-  ) {}
+  ) {
+    this.watcher = new SplitWatcher(db, vault, credits, opts.log);
+  }
+
+  /** Checks each closed split against the plan, challenging a short slot. */
+  private readonly watcher: SplitWatcher;
 
   /** Whether the batch of `day` has finished. */
   async isDone(day: number): Promise<boolean> {
@@ -165,14 +187,23 @@ export class DailyBatch {
     try {
       const info = await this.vault.dayInfo(day);
       if (info.phase === "disputed") {
-        await this.recordBondPaid(day);
         log.error(
-          "confidential daily batch: a merchant's challenge proved this day's split short; no day closes until the bond owner resumes",
+          "confidential daily batch: a challenge proved this day's split short (the bond paid the shortfall); no day closes until the bond owner resumes",
         );
         return { ran: false, day, why: "disputed" };
       }
       const plan = await this.plan(day, info.phase === "open");
       if (plan.settling) return { ran: false, day, why: "settling" };
+      if (plan.unattributable.length > 0) {
+        log.error(
+          { payments: plan.unattributable },
+          "confidential daily batch: payments committed to a slot no merchant of ours opens; the day waits",
+        );
+        return { ran: false, day, why: "unattributable" };
+      }
+      if (info.phase === "closed") {
+        await this.watcher.watch(day, info.attempt, plan.credits, plan.credited);
+      }
       if (info.phase === "open" && info.pool === 0n && plan.returns.length === 0) {
         // Every payment of the day was redeemed or returned (or there were
         // none): nothing to credit, so nothing is sent; the rows say so.
@@ -220,7 +251,6 @@ export class DailyBatch {
         });
       } catch (e) {
         if (e instanceof DayDisputedError) {
-          await this.recordBondPaid(day);
           log.error(e.message);
           return { ran: false, day, why: "disputed" };
         }
@@ -330,6 +360,7 @@ export class DailyBatch {
       returnedBefore: [],
       skipped: [],
       settling: false,
+      unattributable: [],
     };
     const bySlot = new Map<bigint, bigint>();
     let rows = await this.rowsOf(ledger.map((p) => p.key.toLowerCase()));
@@ -356,6 +387,14 @@ export class DailyBatch {
       for (const p of unclaimed) {
         const key = p.key.toLowerCase();
         if (rows.has(key) || claimed.live.has(key)) continue;
+        // Committed to a slot when collected: its merchant's, whatever we recorded.
+        const { commitment } = await this.vault.payment(p.key);
+        if (BigInt(commitment) !== 0n) {
+          const slot = await committedSlot(this.db, p.key, commitment);
+          if (slot === undefined) plan.unattributable.push(p.key);
+          else bySlot.set(slot, (bySlot.get(slot) ?? 0n) + p.amount);
+          continue;
+        }
         if (open) plan.returns.push(p.key);
       }
     }
@@ -364,10 +403,7 @@ export class DailyBatch {
       const row = rows.get(key);
       if (p.state === "redeemed") plan.redeemed.push(key);
       if (p.state === "returned") plan.returnedBefore.push(key);
-      // A challenged payment stays in its day's pool, unless its day was
-      // disputed and the bond paid it (then the pool no longer holds it).
-      if ((p.state !== "collected" && p.state !== "challenged") || !row) continue;
-      if (row.outcome === "bond_paid") continue;
+      if (p.state !== "collected" || !row) continue;
       if (BigInt(row.amount) !== p.amount) {
         // Cannot happen (the vault collected the signed value our row holds);
         // the vault's amount is what the pool holds, so it is what is credited.
@@ -399,54 +435,6 @@ export class DailyBatch {
       }
     }
     return plan;
-  }
-
-  /** Our credit rows for these payment keys, with their merchant's slot. */
-  /**
-   * On a disputed day, marks `bond_paid` the payments whose merchant the
-   * vault paid from the operator bond. What was paid is read from the vault
-   * (its `ClaimPaid` events, per slot) and compared with what the slot's
-   * merchant presented (its payments in state `challenged`): the vault pays
-   * everything a slot presented at once, so a slot paid at least that much
-   * was paid each of them. A merchant that has not presented its receipts
-   * yet was paid nothing: its rows stay pending (it may still present them,
-   * and is then paid at once; a later pass marks them).
-   */
-  private async recordBondPaid(day: number): Promise<void> {
-    const [ledger, paid] = await Promise.all([
-      this.vault.dayPayments(day),
-      this.vault.claimsPaid(day),
-    ]);
-    const presented = ledger.filter((p) => p.state === "challenged");
-    if (presented.length === 0 || paid.size === 0) return;
-    const rows = await this.rowsOf(presented.map((p) => p.key.toLowerCase()));
-    const bySlot = new Map<bigint, { keys: string[]; total: bigint }>();
-    for (const p of presented) {
-      const key = p.key.toLowerCase();
-      const row = rows.get(key);
-      if (!row) continue;
-      const slot = bySlot.get(row.slot) ?? { keys: [], total: 0n };
-      slot.keys.push(key);
-      slot.total += p.amount;
-      bySlot.set(row.slot, slot);
-    }
-    const keys = [...bySlot]
-      .filter(([slot, s]) => (paid.get(slot) ?? 0n) >= s.total)
-      .flatMap(([, s]) => s.keys);
-    if (keys.length === 0) return;
-    const marked = await this.db
-      .updateTable("confidential_credits")
-      .set({ outcome: "bond_paid" })
-      .where("payment_key", "in", keys)
-      .where("credited_day", "is", null)
-      .where("outcome", "is", null)
-      .executeTakeFirst();
-    if (marked.numUpdatedRows > 0n) {
-      this.opts.log.info(
-        { day: dayToDate(day), payments: Number(marked.numUpdatedRows) },
-        "confidential daily batch: payments of a disputed day paid from the operator bond",
-      );
-    }
   }
 
   private async rowsOf(

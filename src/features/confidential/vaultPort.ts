@@ -4,7 +4,7 @@
  * the EVM side (`src/chains/evm/confidential/`).
  */
 export type {
+  ConfidentialReceipt,
   ConfidentialVault,
-  SignedReceipt,
   WithdrawRequest,
 } from "../../chains/confidentialPort.js";

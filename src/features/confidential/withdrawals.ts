@@ -252,11 +252,16 @@ export class ConfidentialWithdrawals {
   }
 
   /**
-   * The transaction the withdrawal address sends itself to cancel a
-   * withdrawal left unfinalized for 24 hours (the debit is undone): only
-   * when the vault would take it, 409 saying why otherwise.
+   * What the withdrawal address needs to cancel a withdrawal left
+   * unfinalized for 24 hours (the debit is undone): the vault and the
+   * withdrawal's id there, from which the wallet's side builds
+   * `cancelWithdraw` itself; only when the vault would take it, 409 saying
+   * why otherwise.
    */
-  async cancelCall(accountId: string, id: string): Promise<{ from: Hex; to: Hex; data: Hex }> {
+  async cancellation(
+    accountId: string,
+    id: string,
+  ): Promise<{ from: Hex; vault: Hex; withdrawalId: string }> {
     const { merchant } = await this.enabledMerchant(accountId);
     const row = await this.db
       .selectFrom("confidential_withdrawals")
@@ -282,7 +287,7 @@ export class ConfidentialWithdrawals {
         `cancellable from ${new Date(Number(w.cancellableAt) * 1000).toISOString()}, if it is not finalized by then`,
       );
     }
-    return { from: merchant, ...this.vault.cancelCall(onchainId) };
+    return { from: merchant, vault: this.vault.address, withdrawalId: onchainId.toString() };
   }
 
   async list(accountId: string): Promise<WithdrawalListing[]> {

@@ -22,7 +22,7 @@ export function registerConfidentialStatusRoute(
         schema: {
           tags: ["confidential"],
           summary:
-            "Each day still in its challenge window: the slot's credit against the day's receipts, and on a shortfall the challenge the withdrawal wallet sends",
+            "Each day still in its challenge window: the slot's credit against the day's receipts, and on a shortfall the receipts not yet presented (the merchant's own tool builds the challenge from them)",
         },
       },
       async (request) => ({ days: await credits.dayChecks(request.principal!.accountId) }),

@@ -1,14 +1,16 @@
 /**
  * What a merchant's wallet does with the confidential vault on its own,
  * without the service: sign the enablement message and withdrawal requests,
- * redeem a receipt whose credit is missing, cancel a stalled withdrawal, and
+ * redeem a receipt whose credit is missing (any account may send that: it
+ * credits only the slot the payment is committed to), cancel a stalled
+ * withdrawal, and
  * decrypt a withdrawal's confirmation through the KMS (on the devnet, its
  * own instance of the mock relayer: nothing of the service's).
  */
 import { type Address, type Hex, type PrivateKeyAccount, type PublicClient } from "viem";
 import { startDevnetFhevm } from "../../../devnet/evm/fhevm.js";
 import { fheClient } from "../../../src/chains/evm/confidential/fhe.js";
-import type { SignedReceipt } from "../../../src/chains/evm/confidential/vault.js";
+import type { ConfidentialReceipt } from "../../../src/chains/evm/confidential/vault.js";
 import { confidentialVaultAbi } from "../../../src/chains/evm/confidential/vaultAbi.js";
 import { devnetWallet } from "./devnetChain.js";
 
@@ -16,11 +18,13 @@ export interface MerchantWallet {
   account: PrivateKeyAccount;
   /** Sends a vault call from this wallet (it pays the gas); resolves to the receipt. */
   send(
-    functionName: "redeemReceipt" | "cancelWithdraw",
+    functionName: "redeem" | "cancelWithdraw",
     args: readonly unknown[],
   ): Promise<{ status: "success" | "reverted"; gasUsed: bigint; hash: Hex }>;
-  /** Redeems a receipt to its slot; `salt` is the slot's (the wallet derives it from its enablement signature). */
-  redeemReceipt(signed: SignedReceipt, salt: Hex): ReturnType<MerchantWallet["send"]>;
+  /** Redeems a receipt: its payment is credited to the slot its commitment names. */
+  redeem(
+    receipt: Pick<ConfidentialReceipt, "key" | "slot" | "blinding">,
+  ): ReturnType<MerchantWallet["send"]>;
   cancelWithdraw(withdrawalId: bigint): ReturnType<MerchantWallet["send"]>;
 }
 
@@ -48,19 +52,7 @@ export function merchantWallet(opts: {
   return {
     account: opts.account,
     send,
-    redeemReceipt: (signed, salt) =>
-      send("redeemReceipt", [
-        {
-          payer: signed.receipt.payer,
-          nonce: signed.receipt.nonce,
-          merchant: signed.receipt.merchant,
-          slot: BigInt(signed.receipt.slot),
-          amount: BigInt(signed.receipt.amount),
-          day: signed.receipt.day,
-        },
-        signed.signature,
-        salt,
-      ]),
+    redeem: (r) => send("redeem", [r.key, BigInt(r.slot), r.blinding]),
     cancelWithdraw: (id) => send("cancelWithdraw", [id]),
   };
 }

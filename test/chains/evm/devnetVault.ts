@@ -1,8 +1,8 @@
 /**
  * The confidential vault on the devnet's eip155:8453 with the fhEVM mock,
  * driven by raw transactions signed with the keys themselves (the
- * operator's, the receipt signer's, the bond owner's, the payers', a slot
- * owner's): nothing of the service stands in between.
+ * operator's, the bond owner's, the payers', a slot owner's): nothing of the
+ * service stands in between.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import {
+  concat,
   createPublicClient,
   createTestClient,
   http,
@@ -29,6 +30,10 @@ import { loadArtifacts } from "../../../devnet/evm/compile.js";
 import { startDevnetFhevm, type DevnetFhevm } from "../../../devnet/evm/fhevm.js";
 import { fheClient, type FheClient } from "../../../src/chains/evm/confidential/fhe.js";
 import {
+  attributionTypes,
+  paymentBlinding,
+  paymentCommitment,
+  paymentKey,
   slotCommitment,
   vaultDomain,
   withdrawTypes,
@@ -46,11 +51,14 @@ export interface OwnedSlot {
   slot: bigint;
 }
 
-/** A payment the vault collected, as a receipt names it. */
+/** A payment the vault collected, and (when attributed) its opening: the receipt. */
 export interface CollectedPayment {
   payer: Address;
   nonce: Hex;
   amount: bigint;
+  key: Hex;
+  /** The slot its commitment names and the blinding that opens it (none: unattributed). */
+  opening?: { slot: bigint; blinding: Hex };
 }
 
 export interface DevnetVault {
@@ -61,8 +69,8 @@ export interface DevnetVault {
   client: PublicClient;
   testClient: TestClient;
   fhe: FheClient;
-  operator: PrivateKeyAccount;
-  receiptSigner: PrivateKeyAccount;
+  /** The vault's operator key as the helpers use it (see `resumeWith`). */
+  readonly operator: PrivateKeyAccount;
   bondOwner: PrivateKeyAccount;
   read<T>(functionName: string, args?: unknown[]): Promise<T>;
   /** Sends a vault call as `account`; resolves to the receipt (reverts are mined, not thrown). */
@@ -81,13 +89,31 @@ export interface DevnetVault {
   usdcOf(who: Address): Promise<bigint>;
   /** The operator assigns a slot to `owner` (a new key unless given), and the owner gets gas. */
   assignSlot(owner?: PrivateKeyAccount): Promise<OwnedSlot>;
-  /** A payer's authorization to the vault, collected as the service collects it. */
-  pay(amount: bigint, payerIndex?: number): Promise<CollectedPayment>;
+  /**
+   * A payer's authorization to the vault, collected as the service collects
+   * it: committed to `to`'s slot with the operator's attribution (`signer`
+   * instead, to forge one), or unattributed when `to` is null.
+   */
+  pay(
+    amount: bigint,
+    payerIndex?: number,
+    to?: OwnedSlot | null,
+    signer?: PrivateKeyAccount,
+  ): Promise<CollectedPayment>;
+  /** A payer's signed authorization to the vault: `collect`'s arguments before the attribution. */
+  authorize(amount: bigint, payerIndex?: number): Promise<{ key: Hex; args: unknown[] }>;
+  /** The attribution `collect` takes: the commitment, then `signer`'s (the operator's) signature. */
+  attribution(key: Hex, commitment: Hex, signer?: PrivateKeyAccount): Promise<Hex>;
   /** The operator's split of `day`: every slot, an encrypted zero where `credits` says nothing. */
   creditAll(day: number, credits: Map<bigint, bigint>): Promise<void>;
   /** Close, then the KMS's verdict on the sum: "success" when the day closed. */
   close(day: number): Promise<TransactionReceipt["status"]>;
-  /** A slot's balance, decrypted for the operator. */
+  /**
+   * The bond owner resumes a frozen vault with a new operator key (funded),
+   * which the helpers use from then on; resolves to the transaction's receipt.
+   */
+  resumeWith(operator?: PrivateKeyAccount): Promise<TransactionReceipt>;
+  /** A slot's balance, decrypted for the operator (the current key, or an earlier one it allowed). */
   balanceOf(slot: bigint): Promise<bigint>;
   /** The slot's owner withdraws `amount`: request, then finalize with the KMS's decryption. */
   withdraw(s: OwnedSlot, amount: bigint): Promise<void>;
@@ -131,7 +157,6 @@ export async function startDevnetVault(
       testClient: createTestClient({ transport: http(info.rpcUrl), mode: "anvil" }),
       fhe: fheClient(fhevm.instance),
       operator: privateKeyToAccount(info.confidential!.operatorPrivateKey),
-      receiptSigner: privateKeyToAccount(info.confidential!.receiptSignerPrivateKey),
       bondOwner: privateKeyToAccount(info.confidential!.bondOwnerPrivateKey),
       payerKeys: info.payerPrivateKeys,
       submitter: privateKeyToAccount(info.facilitatorPrivateKeys[0]!),
@@ -153,13 +178,16 @@ type VaultParts = Pick<
   | "testClient"
   | "fhe"
   | "operator"
-  | "receiptSigner"
   | "bondOwner"
   | "stop"
 > & { payerKeys: readonly Hex[]; submitter: PrivateKeyAccount };
 
 function vaultCalls(parts: VaultParts): DevnetVault {
-  const { address, abi, usdc, rpcUrl, client, testClient, fhe, operator } = parts;
+  const { address, abi, usdc, rpcUrl, client, testClient, fhe } = parts;
+  // Every operator key so far, the current one last: a balance handle
+  // written under an earlier key lets that key decrypt it.
+  const operators = [parts.operator];
+  const op = () => operators.at(-1)!;
   const read = <T>(functionName: string, args: unknown[] = []) =>
     client.readContract({ address, abi, functionName, args }) as Promise<T>;
   const send = async (account: PrivateKeyAccount, functionName: string, args: unknown[]) => {
@@ -177,10 +205,30 @@ function vaultCalls(parts: VaultParts): DevnetVault {
     await testClient.setNextBlockTimestamp({ timestamp: to });
     await testClient.mine({ blocks: 1 });
   };
+  const attribution = async (key: Hex, commitment: Hex, signer = op()) =>
+    concat([
+      commitment,
+      await signer.signTypedData({
+        domain: vaultDomain(VAULT_CHAIN_ID, address),
+        types: attributionTypes,
+        primaryType: "Attribution",
+        message: { key, commitment },
+      }),
+    ]);
   return {
     ...parts,
+    get operator() {
+      return op();
+    },
+    async resumeWith(next = privateKeyToAccount(generatePrivateKey())) {
+      await testClient.setBalance({ address: next.address, value: 10n ** 18n });
+      const r = await send(parts.bondOwner, "resume", [next.address]);
+      if (r.status === "success") operators.push(next);
+      return r;
+    },
     read,
     send,
+    attribution,
     chainTime,
     warp,
     async nextDay() {
@@ -199,12 +247,12 @@ function vaultCalls(parts: VaultParts): DevnetVault {
     async assignSlot(owner = privateKeyToAccount(generatePrivateKey())) {
       const salt = toHex(randomBytes(32));
       const commitment = slotCommitment(owner.address, salt);
-      assert.equal((await send(operator, "assignSlot", [commitment])).status, "success");
+      assert.equal((await send(op(), "assignSlot", [commitment])).status, "success");
       const [, slot] = await read<[boolean, bigint]>("slotOf", [commitment]);
       await testClient.setBalance({ address: owner.address, value: 10n ** 18n });
       return { owner, salt, slot };
     },
-    async pay(amount, payerIndex = 0) {
+    async authorize(amount, payerIndex = 0) {
       const payer = privateKeyToAccount(parts.payerKeys[payerIndex]!);
       const nonce = toHex(randomBytes(32));
       const validBefore = (await chainTime()) + 3600n;
@@ -226,9 +274,19 @@ function vaultCalls(parts: VaultParts): DevnetVault {
           nonce,
         },
       });
-      const args = [payer.address, address, amount, 0n, validBefore, nonce, signature];
+      const key = paymentKey(payer.address, nonce);
+      return { key, args: [payer.address, address, amount, 0n, validBefore, nonce, signature] };
+    },
+    async pay(amount, payerIndex = 0, to = null, signer = op()) {
+      const { key, args: authorized } = await this.authorize(amount, payerIndex);
+      const [payer, , , , , nonce] = authorized as [Address, Address, bigint, bigint, bigint, Hex];
+      const opening = to ? { slot: to.slot, blinding: paymentBlinding(to.salt, key) } : undefined;
+      const attributed = opening
+        ? await attribution(key, paymentCommitment(key, opening.slot, opening.blinding), signer)
+        : "0x";
+      const args = [...authorized, attributed];
       assert.equal((await send(parts.submitter, "collect", args)).status, "success");
-      return { payer: payer.address, nonce, amount };
+      return { payer, nonce, amount, key, ...(opening ? { opening } : {}) };
     },
     async creditAll(day, credits) {
       const count = await read<bigint>("slotCount");
@@ -238,10 +296,10 @@ function vaultCalls(parts: VaultParts): DevnetVault {
         const chunk = all.slice(i, i + 8);
         const { handles, inputProof } = await fhe.encryptAmounts(
           address,
-          operator.address,
+          op().address,
           chunk.map(([, amount]) => amount),
         );
-        const r = await send(operator, "creditSlots", [
+        const r = await send(op(), "creditSlots", [
           BigInt(day),
           chunk.map(([slot]) => slot),
           handles,
@@ -251,17 +309,24 @@ function vaultCalls(parts: VaultParts): DevnetVault {
       }
     },
     async close(day) {
-      const closed = await send(operator, "closeDay", [BigInt(day)]);
+      const closed = await send(op(), "closeDay", [BigInt(day)]);
       if (closed.status !== "success") return closed.status;
       const info = await read<unknown[]>("dayInfo", [BigInt(day)]);
       const { cleartexts, proof } = await fhe.publicDecrypt([info.at(-1) as Hex]);
-      return (await send(operator, "finalizeDay", [BigInt(day), cleartexts, proof])).status;
+      return (await send(op(), "finalizeDay", [BigInt(day), cleartexts, proof])).status;
     },
     async balanceOf(slot) {
       const [, handle] = await read<[Hex, Hex]>("slotInfo", [slot]);
       if (BigInt(handle) === 0n) return 0n;
-      const [value] = await fhe.userDecrypt(address, [handle], operator);
-      return value ?? 0n;
+      for (const key of [...operators].reverse()) {
+        try {
+          const [value] = await fhe.userDecrypt(address, [handle], key);
+          return value ?? 0n;
+        } catch {
+          // Not this key's to decrypt: an earlier operator's balance handle.
+        }
+      }
+      throw new Error(`no operator key may decrypt slot ${slot}'s balance`);
     },
     async withdraw(s, amount) {
       const [, , nonce] = await read<[Hex, Hex, bigint]>("slotInfo", [s.slot]);

@@ -9,7 +9,11 @@
  * bound to it. This signer, given to that mechanism on the vault's network,
  * sends the very same arguments to the vault's `collect` instead, which
  * executes the authorization itself and records payer, nonce, amount and
- * day. Everything else the mechanism does is untouched: its verification,
+ * day, and the payment's commitment to its merchant's slot: the attribution
+ * the vault client made for this payment just before (attributions.ts),
+ * which the vault checks the operator signed. A payment with no attribution
+ * is not sent at all (it would land unattributed: its merchant could never
+ * open it). Everything else the mechanism does is untouched: its verification,
  * the token's `Transfer` event it checks in the receipt (still emitted, from
  * the payer to the vault), the reconciler's check of the same event.
  *
@@ -22,7 +26,9 @@
  * throws (the payment fails; nothing is sent).
  */
 import type { FacilitatorEvmSigner } from "@x402/evm";
-import { getAddress, isAddress, type Address } from "viem";
+import { concat, getAddress, isAddress, type Address, type Hex } from "viem";
+import { attributionOf } from "./attributions.js";
+import { paymentKey } from "./messages.js";
 import { confidentialVaultAbi } from "./vaultAbi.js";
 
 /** The vault whose payments must be collected, on the network this signer serves. */
@@ -67,12 +73,28 @@ export function collectThroughVault(
           `a transfer to the confidential vault must be of its asset, not ${args.address}`,
         );
       }
-      // Same arguments, either signature form (v/r/s or bytes); no suffix.
+      const from = args.args?.[0];
+      const nonce = args.args?.[5];
+      if (
+        typeof from !== "string" ||
+        !isAddress(from, { strict: false }) ||
+        typeof nonce !== "string"
+      ) {
+        throw new Error("a transfer to the confidential vault must name its payer and nonce");
+      }
+      const attribution = attributionOf(vaultAddress, paymentKey(getAddress(from), nonce as Hex));
+      if (!attribution) {
+        throw new Error(
+          "this confidential payment was not attributed to its merchant's slot; nothing was sent",
+        );
+      }
+      // Same arguments, either signature form (v/r/s or bytes), then the
+      // attribution; no suffix.
       return signer.writeContract({
         address: vaultAddress,
         abi: confidentialVaultAbi,
         functionName: "collect",
-        args: args.args,
+        args: [...args.args!, concat([attribution.commitment, attribution.signature])],
         ...(args.gas !== undefined ? { gas: args.gas } : {}),
       });
     },

@@ -7,9 +7,11 @@
  * - the slot salt and commitment derived from that signature (the salt is a
  *   secret of the merchant and us: the commitment binds the slot to the
  *   address without naming it);
- * - the EIP-712 receipt we sign per payment and the withdrawal request the
- *   merchant's wallet signs (the contract's RECEIPT_TYPEHASH and
- *   WITHDRAW_TYPEHASH).
+ * - a payment's key, blinding and commitment to its merchant's slot (defined
+ *   in src/clients/confidential/receipts.ts, which merchants' tools use too);
+ * - the operator's EIP-712 attribution of a commitment to a payment, which
+ *   `collect` checks, and the withdrawal request the merchant's wallet signs
+ *   (the contract's ATTRIBUTION_TYPEHASH and WITHDRAW_TYPEHASH).
  */
 import {
   concat,
@@ -33,31 +35,15 @@ export function vaultDomain(chainId: number, vault: Address) {
   } as const;
 }
 
-export const receiptTypes = {
-  Receipt: [
-    { name: "payer", type: "address" },
-    { name: "nonce", type: "bytes32" },
-    { name: "merchant", type: "address" },
-    { name: "slot", type: "uint256" },
-    { name: "amount", type: "uint64" },
-    { name: "day", type: "uint32" },
+/** The operator's word that a commitment goes with a payment (the contract's ATTRIBUTION_TYPEHASH). */
+export const attributionTypes = {
+  Attribution: [
+    { name: "key", type: "bytes32" },
+    { name: "commitment", type: "bytes32" },
   ],
 } as const;
 
 export { WITHDRAW_TYPES as withdrawTypes } from "../../confidentialPort.js";
-
-/** One confidential payment, as we sign it: the merchant's proof of payment. */
-export interface Receipt {
-  payer: Address;
-  /** The payment's EIP-3009 nonce. */
-  nonce: Hex;
-  merchant: Address;
-  slot: bigint;
-  /** Atomic USDC units. */
-  amount: bigint;
-  /** UTC day number of the settlement: the batch of that day credits it. */
-  day: number;
-}
 
 export type { WithdrawRequest } from "../../confidentialPort.js";
 
@@ -93,9 +79,8 @@ export function slotCommitment(merchant: Address, salt: Hex): Hex {
   );
 }
 
-/** How the contract names a payment: payer and nonce (EIP-3009 nonces are per payer). */
-export function receiptKey(payer: Address, nonce: Hex): Hex {
-  return keccak256(
-    encodeAbiParameters([{ type: "address" }, { type: "bytes32" }], [getAddress(payer), nonce]),
-  );
-}
+export {
+  paymentBlinding,
+  paymentCommitment,
+  paymentKey,
+} from "../../../clients/confidential/receipts.js";

@@ -7,12 +7,15 @@
  *      `assignSlot` checks the signature, derives the slot's secret salt from
  *      it and binds a slot to `commitment(merchant, salt)` on-chain. Store the
  *      returned `slot` and `secret`: `submitWithdraw` needs the secret.
- *   2. Settling: the payer signs its ordinary USDC authorization to the vault
- *      (`payTo` = `address`); the EVM family submits it to the vault's
- *      `collect` instead of the token (collectingSigner.ts), so the vault
- *      records payer, nonce, amount and day of every payment it received,
- *      and never the merchant. `signReceipt` then signs the merchant's
- *      receipt over the vault's own record (returned in the settle response).
+ *   2. Settling: `attribute` commits the payment to its merchant's slot
+ *      (keccak256(key, slot, blinding), the blinding derived from the slot's
+ *      salt) and signs that attribution with the operator key; the payer
+ *      signs its ordinary USDC authorization to the vault (`payTo` =
+ *      `address`), and the EVM family submits it, with the attribution, to
+ *      the vault's `collect` instead of the token (collectingSigner.ts). The
+ *      vault records payer, nonce, amount, day and the commitment, never the
+ *      merchant. `receiptOf` gives the merchant's receipt: the opening,
+ *      checked against what the vault stored (returned in the settle response).
  *   3. The daily batch: `creditDay` (for any ended, unclosed day) returns
  *      unattributed payments to their payers, writes an encrypted credit for
  *      every slot (zero for a merchant who earned nothing) into its pending
@@ -25,8 +28,8 @@
  *      nothing when the balance is short); `finalizeWithdraw` fetches the
  *      KMS decryption of the outcome and pays the USDC out. After 24 hours
  *      unfinalized the merchant's wallet may call `cancelWithdraw` itself.
- *   5. Receipts of a day not closed a day after it ended are redeemable
- *      on-chain by the merchant (`redeemReceipt`), with no call to us.
+ *   5. Receipts of a day not closed a day after it ended, or disputed, are
+ *      redeemable on-chain by anyone holding them (`redeem`), with no call to us.
  *
  * Invariants:
  *   - The operator key sends one transaction at a time: within this process
@@ -37,7 +40,8 @@
  *     to the chain before that merchant withdraws: batches carry slot ids and
  *     ciphertexts only.
  *   - No log is read: the vault indexes what the service looks up (payments
- *     by key and day, withdrawals by slot and nonce, their outcomes).
+ *     by key and day, withdrawals by slot and nonce, their outcomes,
+ *     challenges and what the bond paid per slot, day and attempt).
  *   - Every transaction's receipt is checked; a revert throws.
  *
  * Before broadcasting, the caller commits its intent (the service's rules);
@@ -48,7 +52,6 @@ import {
   createWalletClient,
   decodeEventLog,
   defineChain,
-  encodeFunctionData,
   getAddress,
   http,
   type Address,
@@ -58,15 +61,17 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { fheClient, relayerFheClient, type FheClient } from "./fhe.js";
+import { keepAttribution } from "./attributions.js";
 import {
+  attributionTypes,
   enablementMessage,
-  receiptKey,
-  receiptTypes,
+  paymentBlinding,
+  paymentCommitment,
+  paymentKey,
   slotCommitment,
   slotSalt,
   vaultDomain,
   withdrawTypes,
-  type Receipt,
   type WithdrawRequest,
 } from "./messages.js";
 import { confidentialVaultAbi } from "./vaultAbi.js";
@@ -75,6 +80,7 @@ import {
   DayDisputedError,
   DayRejectedError,
   type CollectedPayment,
+  type ConfidentialReceipt,
   type ConfidentialVault,
   type ConfidentialVaultOptions,
   type DayInfo,
@@ -106,10 +112,10 @@ const RECEIPT_TIMEOUT_MS = 120_000;
 const DEFAULT_WITHDRAW_VALIDITY_S = 3_600n;
 
 export type {
+  ConfidentialReceipt,
   ConfidentialVault,
   ConfidentialVaultOptions,
   DayCredit,
-  SignedReceipt,
 } from "../../confidentialPort.js";
 
 function withdrawTypedData(chainId: number, vault: Address, request: WithdrawRequest) {
@@ -127,7 +133,6 @@ const PAYMENT_STATES: Record<number, PaymentState> = {
   1: "collected",
   2: "redeemed",
   3: "returned",
-  4: "challenged",
 };
 const PHASES: Record<number, DayPhase> = { 0: "open", 1: "closing", 2: "closed", 3: "disputed" };
 
@@ -184,25 +189,18 @@ export async function createConfidentialVault(
   const transport = http(opts.rpcUrl);
   const publicClient = createPublicClient({ chain, transport, pollingInterval: 100 });
   const operator = privateKeyToAccount(opts.operatorKey);
-  const receiptSigner = privateKeyToAccount(opts.receiptSignerKey);
   const wallet = createWalletClient({ chain, transport, account: operator });
   const address = getAddress(opts.contractAddress);
   const vault = { address, abi: confidentialVaultAbi } as const;
 
-  const [asset, onChainOperator, onChainSigner, challengeWindow] = await Promise.all([
+  const [asset, onChainOperator, challengeWindow] = await Promise.all([
     publicClient.readContract({ ...vault, functionName: "asset" }),
     publicClient.readContract({ ...vault, functionName: "operator" }),
-    publicClient.readContract({ ...vault, functionName: "receiptSigner" }),
     publicClient.readContract({ ...vault, functionName: "challengeWindow" }),
   ]);
   if (getAddress(onChainOperator) !== operator.address) {
     throw new Error(
       `the vault's operator is ${onChainOperator}, not the configured operator key's ${operator.address}`,
-    );
-  }
-  if (getAddress(onChainSigner) !== receiptSigner.address) {
-    throw new Error(
-      `the vault's receipt signer is ${onChainSigner}, not the configured key's ${receiptSigner.address}`,
     );
   }
   if (!("mock" in opts.mode)) await requireFhevmHost(publicClient, opts.mode);
@@ -300,16 +298,23 @@ export async function createConfidentialVault(
   };
 
   const payment = async (key: Hex): Promise<CollectedPayment> => {
-    const [payer, amount, day, state] = await read<[Address, bigint, number, number]>("payment", [
+    const [payer, amount, day, state, commitment] = await read<
+      [Address, bigint, number, number, Hex]
+    >("payment", [key]);
+    return {
       key,
-    ]);
-    return { key, state: PAYMENT_STATES[state] ?? "none", payer, amount, day: Number(day) };
+      state: PAYMENT_STATES[state] ?? "none",
+      payer,
+      amount,
+      day: Number(day),
+      commitment,
+    };
   };
 
   const dayInfo = async (day: number): Promise<DayInfo> => {
     const [
       [collected, payments, redeemed, returned, attempt, slotsCredited, slotsReleased, phase],
-      [closedAt, openChallenges, claimed],
+      [closedAt, openChallenges],
     ] = await Promise.all([
       read<[bigint, number, bigint, bigint, number, number, number, number, Hex]>("dayInfo", [
         BigInt(day),
@@ -322,7 +327,7 @@ export async function createConfidentialVault(
       payments: Number(payments),
       redeemed,
       returned,
-      pool: collected - redeemed - returned - claimed,
+      pool: collected - redeemed - returned,
       attempt: Number(attempt),
       slotsCredited: Number(slotsCredited),
       slotsReleased: Number(slotsReleased),
@@ -332,34 +337,17 @@ export async function createConfidentialVault(
     };
   };
 
-  const claimsPaid = async (day: number): Promise<Map<bigint, bigint>> => {
-    const logs = await publicClient.getContractEvents({
-      ...vault,
-      eventName: "ClaimPaid",
-      args: { day: BigInt(day) },
-      fromBlock: await read<bigint>("deploymentBlock"),
-      toBlock: "latest",
-    });
-    const paid = new Map<bigint, bigint>();
-    for (const l of logs) {
-      const { slot, amount } = l.args;
-      if (slot === undefined || amount === undefined) continue;
-      paid.set(slot, (paid.get(slot) ?? 0n) + amount);
-    }
-    return paid;
-  };
-
   /** Submits the KMS's answer to every open challenge of `day`. */
   const resolveChallenges = async (day: number) => {
     const count = await read<bigint>("challengeCount");
     for (let id = 0n; id < count; id++) {
-      const [, , challengedDay, , resolved, , handle] = await read<
-        [bigint, Address, number, bigint, boolean, boolean, Hex]
+      const [, challengedDay, , , resolved, , handle] = await read<
+        [bigint, number, number, bigint, boolean, bigint, Hex]
       >("challengeInfo", [id]);
       if (resolved || Number(challengedDay) !== day) continue;
       const decryption = await fhe.publicDecrypt([handle]);
       const receipt = await exclusively(async () => {
-        const [, , , , nowResolved] = await read<[bigint, Address, number, bigint, boolean]>(
+        const [, , , , nowResolved] = await read<[bigint, number, number, bigint, boolean]>(
           "challengeInfo",
           [id],
         );
@@ -372,19 +360,19 @@ export async function createConfidentialVault(
       const outcome = receipt
         ? events(receipt).find((e) => e.eventName === "ChallengeResolved")
         : undefined;
-      if (outcome?.eventName === "ChallengeResolved" && outcome.args.shortfall) {
+      if (outcome?.eventName === "ChallengeResolved" && outcome.args.shortfall > 0n) {
         opts.log?.warn(
-          { day, challenge: id.toString() },
-          "a merchant's challenge proved the day's split short: the day is disputed and the vault refuses every close until the bond owner resumes",
+          { day, challenge: id.toString(), shortfall: outcome.args.shortfall.toString() },
+          "a challenge proved the day's split short: the bond paid the shortfall, the day is disputed and the vault refuses every close until the bond owner resumes",
         );
       }
     }
   };
 
   /**
-   * Refuses to close a day the vault would refuse: frozen by a proven fraud
-   * (the bond owner must resume), or a bond below what this day and every
-   * day not yet released collected.
+   * Refuses to close a day the vault would refuse: frozen by a proven
+   * shortfall (the bond owner must resume), or a bond below this day's pool
+   * and what the days not yet released hold.
    */
   const requireBondFor = async (info: DayInfo) => {
     const [bond, committed, frozen] = await Promise.all([
@@ -397,9 +385,9 @@ export async function createConfidentialVault(
         `day ${info.day} cannot close: a challenge proved a day's split short, and the vault refuses every close until the bond owner resumes`,
       );
     }
-    if (bond < committed + info.collected) {
+    if (bond < committed + info.pool) {
       throw new Error(
-        `day ${info.day} cannot close: the operator bond is ${bond}, below the ${committed + info.collected} that this day and the days not yet released collected; the bond owner must deposit more (depositBond)`,
+        `day ${info.day} cannot close: the operator bond is ${bond}, below the ${committed + info.pool} that this day's pool and the days not yet released hold; the bond owner must deposit more (depositBond)`,
       );
     }
   };
@@ -418,6 +406,8 @@ export async function createConfidentialVault(
           payer: getAddress(payers[i]!),
           amount: amounts[i]!,
           day,
+          // Not in the ledger's page: read `payment(key)` where it matters.
+          commitment: "0x",
         }),
       );
       if (keys.length < LEDGER_PAGE) return all;
@@ -442,7 +432,7 @@ export async function createConfidentialVault(
     asset: getAddress(asset),
     network: CONFIDENTIAL_NETWORK,
     operator: operator.address,
-    receiptSigner: receiptSigner.address,
+    challengeWindow,
 
     enablementMessage: (merchant, accountRef) =>
       enablementMessage({ merchant, accountRef, vault: address, chainId: opts.chainId }),
@@ -477,39 +467,78 @@ export async function createConfidentialVault(
       });
     },
 
-    paymentKey: (payer, nonce) => receiptKey(payer, nonce),
+    paymentKey: (payer, nonce) => paymentKey(payer, nonce),
     payment,
     dayInfo,
     dayPayments,
-    claimsPaid,
 
-    async signReceipt({ paymentNonce, payer, merchant, slot, amount, day }) {
-      const receipt: Receipt = {
-        payer: getAddress(payer),
-        nonce: paymentNonce,
-        merchant: getAddress(merchant),
-        slot,
-        amount,
-        day,
-      };
-      const signature = await receiptSigner.signTypedData({
+    async attribute({ payer, nonce, slot, salt }) {
+      const key = paymentKey(getAddress(payer), nonce);
+      const blinding = paymentBlinding(salt, key);
+      const commitment = paymentCommitment(key, slot, blinding);
+      const signature = await operator.signTypedData({
         domain: vaultDomain(opts.chainId, address),
-        types: receiptTypes,
-        primaryType: "Receipt",
-        message: receipt,
+        types: attributionTypes,
+        primaryType: "Attribution",
+        message: { key, commitment },
       });
-      return {
-        receipt: {
-          payer: receipt.payer,
-          nonce: receipt.nonce,
-          merchant: receipt.merchant,
-          slot: slot.toString(),
-          amount: amount.toString(),
-          day: receipt.day,
-        },
-        signature,
-        key: receiptKey(receipt.payer, receipt.nonce),
+      keepAttribution(address, key, { commitment, signature });
+      return { key, blinding, commitment };
+    },
+
+    async receiptOf({ payer, nonce, slot, salt }) {
+      const key = paymentKey(getAddress(payer), nonce);
+      const blinding = paymentBlinding(salt, key);
+      const commitment = paymentCommitment(key, slot, blinding);
+      const collected = await payment(key);
+      if (collected.state === "none") {
+        throw new Error(`the vault has collected no payment ${key}; there is no receipt for it`);
+      }
+      if (collected.commitment.toLowerCase() !== commitment.toLowerCase()) {
+        throw new Error(
+          `the vault bound payment ${key} to commitment ${collected.commitment}, not to slot ${slot}'s ${commitment}`,
+        );
+      }
+      const receipt: ConfidentialReceipt = {
+        vault: address,
+        key,
+        payer: getAddress(payer),
+        nonce,
+        slot: slot.toString(),
+        blinding,
+        commitment,
+        amount: collected.amount.toString(),
+        day: collected.day,
       };
+      return receipt;
+    },
+
+    presented: (key) => read<boolean>("presented", [key]),
+
+    async penaltiesPaid(slot, day) {
+      const { attempt } = await dayInfo(day);
+      let total = 0n;
+      for (let a = 0; a <= attempt; a++) {
+        const [, penalized] = await read<[bigint, bigint]>("presentedOf", [slot, BigInt(day), a]);
+        total += penalized;
+      }
+      return total;
+    },
+
+    async challenge(receipts) {
+      const first = receipts[0];
+      if (!first || receipts.some((r) => r.day !== first.day || r.slot !== first.slot)) {
+        throw new Error("a challenge presents receipts of one day and one slot");
+      }
+      const r = await write("challenge", {
+        functionName: "challenge",
+        args: [
+          BigInt(first.day),
+          BigInt(first.slot),
+          receipts.map((x) => ({ key: x.key, blinding: x.blinding })),
+        ],
+      });
+      return r.transactionHash;
     },
 
     async creditDay({ day, credits, returns = [], shouldStop }) {
@@ -739,63 +768,12 @@ export async function createConfidentialVault(
 
     withdrawal,
 
-    redeemCall: (signed, salt) => ({
-      to: address,
-      data: encodeFunctionData({
-        abi: confidentialVaultAbi,
-        functionName: "redeemReceipt",
-        args: [
-          {
-            payer: getAddress(signed.receipt.payer),
-            nonce: signed.receipt.nonce,
-            merchant: getAddress(signed.receipt.merchant),
-            slot: BigInt(signed.receipt.slot),
-            amount: BigInt(signed.receipt.amount),
-            day: signed.receipt.day,
-          },
-          signed.signature,
-          salt,
-        ],
-      }),
-    }),
-
-    challengeCall: (day, slot, salt, receipts) => ({
-      to: address,
-      data: encodeFunctionData({
-        abi: confidentialVaultAbi,
-        functionName: "challenge",
-        args: [
-          BigInt(day),
-          slot,
-          salt,
-          receipts.map((r) => ({
-            payer: getAddress(r.receipt.payer),
-            nonce: r.receipt.nonce,
-            merchant: getAddress(r.receipt.merchant),
-            slot: BigInt(r.receipt.slot),
-            amount: BigInt(r.receipt.amount),
-            day: r.receipt.day,
-          })),
-          receipts.map((r) => r.signature),
-        ],
-      }),
-    }),
-
     async dayCredit(slot, day) {
       const handle = await read<Hex>("slotDayCredit", [slot, BigInt(day)]);
       if (BigInt(handle) === 0n) return null;
       const [value] = await fhe.userDecrypt(address, [handle], operator as LocalAccount);
       return value ?? 0n;
     },
-
-    cancelCall: (id) => ({
-      to: address,
-      data: encodeFunctionData({
-        abi: confidentialVaultAbi,
-        functionName: "cancelWithdraw",
-        args: [id],
-      }),
-    }),
 
     async balance(slot) {
       const [, handle] = await read<[Hex, Hex, bigint, Address]>("slotInfo", [slot]);

@@ -5,9 +5,11 @@
  * a pending payment that collects its success gets the receipt too; it
  * writes the credit only after the commit stage recorded the success (the
  * mechanism has verified the signature and the money arrived), from that
- * record. The gate stage sits just before the mechanism and only refuses: a
+ * record. The gate stage sits just before the mechanism: it refuses (a
  * refusal there is recorded as a failed settlement by the commit stage like
- * any other, and nothing of the request is kept as a credit.
+ * any other, and nothing of the request is kept as a credit), and binds a
+ * payment it lets through to the merchant's slot, so the vault's `collect`
+ * stores that commitment with the payment.
  */
 import type { ConfidentialGate } from "../../confidential/confidentialGate.js";
 import { isServiceError } from "../../../lib/errors.js";
@@ -50,6 +52,14 @@ export function confidentialGateStage(gate: ConfidentialGate): SettlementStage {
           { ...refusal, payer: ctx.payment.payer },
           ctx.request.paymentRequirements.network,
         );
+      }
+      try {
+        // The commitment to the merchant's slot that `collect` will store.
+        await gate.attribute(ctx.principal.accountId, ctx.request);
+      } catch (e) {
+        if (!isServiceError(e) || e.code !== "service_unavailable") throw e;
+        await ctx.settlement.notAttempted(e.message);
+        throw e;
       }
       return next();
     },

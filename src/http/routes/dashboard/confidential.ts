@@ -5,14 +5,16 @@
  *   GET  /api/confidential/enablement-message    what the wallet signs to enable
  *   POST /api/confidential/enable                bind the withdrawal wallet, assign the slot
  *   POST /api/confidential/mode                  default | confidential | both, live
- *   GET  /api/confidential/balance               available (decrypted), pending, and paid from the bond
+ *   GET  /api/confidential/balance               available (decrypted) and pending
  *   GET  /api/confidential/receipts              confidential payments and their receipts (paged)
- *   POST /api/confidential/receipts/redeem       the transaction the wallet sends to redeem one
  *   GET  /api/confidential/days                  each challengeable day: its credit against its receipts
  *   POST /api/confidential/withdrawals/request   what the wallet signs to withdraw
  *   POST /api/confidential/withdrawals           submit a signed withdrawal
  *   GET  /api/confidential/withdrawals           the account's withdrawals
- *   POST /api/confidential/withdrawals/:id/cancel  the transaction the wallet sends to cancel one
+ *   POST /api/confidential/withdrawals/:id/cancel  what the wallet needs to cancel one
+ *
+ * No answer here carries calldata: the tab builds every transaction the
+ * wallet sends (challenge, redeem, cancel) itself, from receipts and ids.
  *
  * Errors are ServiceErrors thrown by the feature and shaped by the server's
  * error handler like every other route.
@@ -24,11 +26,11 @@ import { ServiceError } from "../../../lib/errors.js";
 import { sessionRoute } from "./schemas.js";
 
 const DESCRIPTION =
-  "Confidential settlement credits your payments into an encrypted balance held by a privacy contract on Base: the chain does not show which payments are yours, how much you earn or what your balance is. Payers pay the contract with an ordinary USDC authorization; your payments become available in one batch each day after 00:00 UTC, and you withdraw to a wallet you hold the keys of. That wallet is bound to your account for good.";
+  "Confidential settlement credits your payments into an encrypted balance held by a privacy contract on Base: the chain does not show which payments are yours, your daily sums or your balance. Payers pay the contract with an ordinary USDC authorization, and the contract binds each payment to your encrypted slot when it collects it (your receipt opens that binding); your payments become available in one batch each day after 00:00 UTC, once a challenge window has passed, and you withdraw to a wallet you hold the keys of. That wallet is bound to your account for good.";
 
 /** Exactly what anyone reading the chain learns, in the tab's words (docs/confidential.md). */
 const OBSERVER =
-  "What anyone reading the chain still sees: every payment's payer, amount and time (payers pay the contract, not you), each day's total over all merchants, and each of your withdrawals: its amount, your withdrawal address, and whether your balance covered it (it says nothing about the balance itself). A price no other merchant charges can identify your payments, and while few merchants use the contract a day's total is close to their revenue. We, the operator, see everything: which payments are yours and your balance.";
+  "What anyone reading the chain still sees: every payment's payer, amount and time (payers pay the contract, not you), each day's total over all merchants, and each of your withdrawals: its amount, your withdrawal address, and whether your balance covered it (it says nothing about the balance itself). A price no other merchant charges can identify your payments, and while few merchants use the contract a day's total is close to their revenue. A challenge or a redemption names your slot and the payments it presents (not your address). We, the operator, see everything: which payments are yours and your balance; so does anyone holding one of this account's API keys (your receipts), and the payer of each payment learns your slot from its receipt.";
 
 const address = { type: "string", pattern: "^0x[0-9a-fA-F]{40}$" } as const;
 
@@ -135,7 +137,8 @@ export function registerConfidentialRoutes(
   app.get(
     "/api/confidential/balance",
     sessionRoute("confidential", {
-      summary: "Available balance (decrypted with the operator's permission) and pending payments",
+      summary:
+        "Available balance (decrypted with the operator's permission, penalties the bond paid included) and pending payments",
     }),
     async (request) => {
       const accountId = request.dashboardSession!.accountId;
@@ -144,7 +147,7 @@ export function registerConfidentialRoutes(
         throw new ServiceError("conflict", "enable confidential settlement first");
       }
       const vault = need(deps.confidential.vault);
-      const [available, pending, paidFromBond] = await Promise.all([
+      const [available, pending] = await Promise.all([
         vault.balance(merchant.slot).then(
           (v) => ({ value: v.toString(), error: null }),
           () => ({
@@ -153,13 +156,11 @@ export function registerConfidentialRoutes(
           }),
         ),
         credits().pendingTotal(accountId),
-        credits().bondPaidTotal(accountId),
       ]);
       return {
         available: available.value,
         availableError: available.error,
         pending: pending.toString(),
-        paidFromBond: paidFromBond.toString(),
       };
     },
   );
@@ -167,7 +168,7 @@ export function registerConfidentialRoutes(
   app.get(
     "/api/confidential/receipts",
     sessionRoute("confidential", {
-      summary: "Confidential payments with their signed receipts, newest first",
+      summary: "Confidential payments with their receipts (commitment openings), newest first",
       querystring: {
         type: "object",
         properties: {
@@ -187,28 +188,11 @@ export function registerConfidentialRoutes(
     },
   );
 
-  app.post(
-    "/api/confidential/receipts/redeem",
-    sessionRoute("confidential", {
-      summary: "The transaction the withdrawal wallet sends to redeem a receipt on the contract",
-      body: {
-        type: "object",
-        required: ["paymentNonce"],
-        additionalProperties: false,
-        properties: { paymentNonce: { type: "string", pattern: "^0x[0-9a-fA-F]{64}$" } },
-      },
-    }),
-    async (request) => {
-      const { paymentNonce } = request.body as { paymentNonce: string };
-      return credits().redeemCall(request.dashboardSession!.accountId, paymentNonce);
-    },
-  );
-
   app.get(
     "/api/confidential/days",
     sessionRoute("confidential", {
       summary:
-        "Each day still in its challenge window: the slot's credit against the day's receipts, and on a shortfall the challenge the wallet sends",
+        "Each day still in its challenge window: the slot's credit against the day's receipts, and on a shortfall the receipts not yet presented",
     }),
     async (request) => ({ days: await credits().dayChecks(request.dashboardSession!.accountId) }),
   );
@@ -267,7 +251,7 @@ export function registerConfidentialRoutes(
     "/api/confidential/withdrawals/:id/cancel",
     sessionRoute("confidential", {
       summary:
-        "The transaction the withdrawal wallet sends to cancel a withdrawal stalled 24 hours",
+        "What the withdrawal wallet needs to cancel a withdrawal stalled 24 hours (the vault and the withdrawal's id there)",
       params: {
         type: "object",
         required: ["id"],
@@ -276,7 +260,7 @@ export function registerConfidentialRoutes(
     }),
     async (request) => {
       const { id } = request.params as { id: string };
-      return withdrawals().cancelCall(request.dashboardSession!.accountId, id);
+      return withdrawals().cancellation(request.dashboardSession!.accountId, id);
     },
   );
 }
