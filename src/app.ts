@@ -90,6 +90,7 @@ export async function createService(opts: ServiceOptions) {
   closers.push(() => confidential.close());
   const workers = startWorkers({
     ...{ db, config, recorder, confidential, metrics, log, overrides },
+    catalogProofs: { runDue: () => catalog.ownership.runDue() },
     reconcile: (pending) => facilitator.reconcile(pending),
     reland: (pending) => facilitator.reland(pending),
     successes: {
@@ -126,7 +127,7 @@ export async function createService(opts: ServiceOptions) {
     onKeyDeleted: () => auth.invalidate(),
   });
   const http = await buildHttpServer({
-    dashboard: { ...dashboard, confidential, billing },
+    dashboard: { ...dashboard, confidential, billing, catalog: catalog.view },
     ...{ confidentialMerchants: confidential.merchants, readiness, log, metrics, facilitator },
     ...(confidential.credits ? { confidentialCredits: confidential.credits } : {}),
     ...{ payments, auth, catalog: catalog.reader, mode: config.mode, billing, plans: config.plans },
@@ -140,6 +141,7 @@ export async function createService(opts: ServiceOptions) {
   return {
     ...{ http, db, dbKind: database.kind, facilitator, workers, confidential, auth, metrics, log },
     billing,
+    catalog,
     listen: (): Promise<string> => http.listen({ host: config.host, port: config.port }),
     /** Stops accepting, drains in-flight requests (at most `drainMs`), then closes everything. */
     async close(options: { drainMs?: number } = {}): Promise<void> {

@@ -9,6 +9,7 @@ import { Plans } from "./tabs/Plans.js";
 import { Keys } from "./tabs/Keys.js";
 import { Webhooks } from "./tabs/Webhooks.js";
 import { Confidential } from "./tabs/Confidential.js";
+import { Catalog } from "./tabs/Catalog.js";
 
 const TABS = [
   { id: "overview", label: "Overview" },
@@ -18,6 +19,7 @@ const TABS = [
   { id: "keys", label: "API Keys" },
   { id: "webhooks", label: "Webhooks" },
   { id: "confidential", label: "Confidential" },
+  { id: "catalog", label: "Catalog" },
 ] as const;
 type TabId = (typeof TABS)[number]["id"];
 
@@ -123,6 +125,7 @@ export function App() {
         {tab === "keys" && <Keys session={me} />}
         {tab === "webhooks" && <Webhooks />}
         {tab === "confidential" && <Confidential />}
+        {tab === "catalog" && <Catalog />}
       </main>
     </div>
   );

@@ -14,6 +14,8 @@ import { registerPlanRoutes } from "./routes/dashboard/plans.js";
 import { registerKeyRoutes } from "./routes/dashboard/keys.js";
 import { registerWebhookRoutes } from "./routes/dashboard/webhooks.js";
 import { registerConfidentialRoutes } from "./routes/dashboard/confidential.js";
+import { registerCatalogRoutes } from "./routes/dashboard/catalog.js";
+import type { CatalogOwnership } from "../features/catalog/ownershipView.js";
 import type { ConfidentialFeature } from "../features/confidential/createConfidential.js";
 import type { BillingFeature } from "../features/billing/createBilling.js";
 import { registerDashboardStatic } from "./dashboardStatic.js";
@@ -28,6 +30,8 @@ export interface DashboardHttpDeps {
   confidential: ConfidentialFeature;
   /** Plans paid in x402: the Plans tab's checkout, history and period changes. */
   billing: BillingFeature;
+  /** The Catalog tab: the account's entries, claims and ownership events. */
+  catalog: CatalogOwnership;
 }
 
 export async function registerDashboardHttp(
@@ -45,5 +49,6 @@ export async function registerDashboardHttp(
   registerKeyRoutes(app, { dashboard });
   registerWebhookRoutes(app, { dashboard });
   registerConfidentialRoutes(app, { confidential: deps.confidential });
+  registerCatalogRoutes(app, { catalog: deps.catalog });
   await registerDashboardStatic(app, deps.staticDir);
 }

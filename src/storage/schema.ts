@@ -155,6 +155,58 @@ interface CatalogResourcesTable {
   account_id: string | null;
   cataloged_at: CreatedAt;
   last_updated: Timestamp;
+  /** 0036: unproven, proven or stale (docs/discovery.md); stale entries are not listed. */
+  state: ColumnType<CatalogEntryState, CatalogEntryState | undefined, CatalogEntryState>;
+  /** 0036: how the owner proved it (null: not proven). */
+  proof: CatalogProof | null;
+  proven_at: Timestamp | null;
+  /** 0036: the URL the proof checker fetches (null: the resource URL). */
+  probe_url: string | null;
+  /** 0036: when the resource last answered 402 to the checker. */
+  last_402_at: Timestamp | null;
+  last_check_at: Timestamp | null;
+  last_check_error: string | null;
+  next_check_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+export type CatalogEntryState = "unproven" | "proven" | "stale";
+export type CatalogProof = "pay_to" | "challenge";
+
+/** 0036: another account's declaration of an entry it does not hold, until checked. */
+interface CatalogClaimsTable {
+  resource: string;
+  tool_name: string;
+  account_id: string;
+  /** jsonb: the entry as the claiming account declared it. */
+  draft: ColumnType<unknown, string, string>;
+  probe_url: string | null;
+  claimed_at: CreatedAt;
+  declared_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  last_check_at: Timestamp | null;
+  result: ColumnType<
+    "pending" | "not_proven" | "owner_holds",
+    "pending" | "not_proven" | "owner_holds" | undefined,
+    "pending" | "not_proven" | "owner_holds"
+  >;
+}
+
+/** 0036: what happened to catalog entries, shown to the accounts involved. */
+interface CatalogEventsTable {
+  id: ColumnType<string, never, never>;
+  resource: string;
+  tool_name: string;
+  kind: "proven" | "unproven" | "takeover" | "stale" | "listed_again";
+  account_id: string | null;
+  previous_account_id: string | null;
+  detail: ColumnType<unknown, string | undefined, string>;
+  at: CreatedAt;
+}
+
+/** 0036: the token an account publishes at /.well-known/x402-catalog. */
+interface CatalogChallengesTable {
+  account_id: string;
+  token: string;
+  created_at: CreatedAt;
 }
 
 interface FacilitatorReplicasTable {
@@ -397,6 +449,9 @@ export interface Database {
   identities: IdentitiesTable;
   dashboard_sessions: DashboardSessionsTable;
   catalog_resources: CatalogResourcesTable;
+  catalog_claims: CatalogClaimsTable;
+  catalog_events: CatalogEventsTable;
+  catalog_challenges: CatalogChallengesTable;
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   settlements: SettlementsTable;

@@ -2,7 +2,8 @@
  * The background loops, started together and stopped with one call: the
  * reconciler of interrupted settlements, the watcher of recent successes
  * (reorgs), webhook delivery, the pruning of
- * expired dashboard sessions, and confidential settlement's daily batch and
+ * expired dashboard sessions, the discovery catalog's ownership proofs and
+ * staleness checks, and confidential settlement's daily batch and
  * withdrawals (when a vault is configured); and the gauges of the backlogs
  * they work through. Tests turn loops off or speed
  * them up through `WorkerOverrides`.
@@ -20,6 +21,7 @@ import { WebhookDeliveryWorker, type WebhookDeliveryOptions } from "./webhookDel
 import { startSessionPruner } from "./sessionPruner.js";
 import { registerBacklogMetrics } from "./backlogMetrics.js";
 import { ConfidentialWorker, type ConfidentialWorkerOptions } from "./confidentialWorker.js";
+import { CatalogProofWorker, type CatalogProofOptions } from "./catalogProofs.js";
 
 /**
  * How long a success is watched for a reorg after its answer: about 30
@@ -34,12 +36,16 @@ export interface WorkerOverrides {
   webhooks?: false | Partial<Omit<WebhookDeliveryOptions, "db" | "log" | "onAttempt">>;
   /** The confidential worker: false disables it; an object overrides its clock and pace. */
   confidentialWorker?: false | Partial<Pick<ConfidentialWorkerOptions, "now" | "pollMs">>;
+  /** The catalog's proof loop: false disables it; an object overrides its pace. */
+  catalogProofs?: false | Partial<Pick<CatalogProofOptions, "pollIntervalMs" | "busyPauseMs">>;
 }
 
 export interface Workers {
   reconciler: SettlementReconciler;
   webhooks: WebhookDeliveryWorker;
   confidential: ConfidentialWorker | undefined;
+  /** The catalog's proof loop, when the catalog is served. */
+  catalogProofs: CatalogProofWorker | undefined;
   /** Stops every loop; each finishes the pass it is in. */
   stop(): Promise<void>;
 }
@@ -58,6 +64,8 @@ export function startWorkers(opts: {
   networks: readonly string[];
   config: { reconcileAfterMs: number; webhooks: { allowPrivateTargets: boolean } };
   confidential: ConfidentialFeature;
+  /** The discovery catalog's ownership checks (features/catalog/ownershipChecker.ts). */
+  catalogProofs?: Pick<CatalogProofOptions, "runDue">;
   metrics: Metrics;
   log: Logger;
   overrides?: WorkerOverrides;
@@ -110,15 +118,26 @@ export function startWorkers(opts: {
         })
       : undefined;
   confidential?.start();
+  const catalogProofs =
+    opts.catalogProofs && overrides.catalogProofs !== false
+      ? new CatalogProofWorker({
+          runDue: opts.catalogProofs.runDue,
+          log: log.child({ component: "catalog-proofs" }),
+          ...(overrides.catalogProofs || {}),
+        })
+      : undefined;
+  catalogProofs?.start();
   return {
     reconciler,
     webhooks,
     confidential,
+    catalogProofs,
     async stop() {
       await reconciler.stop();
       await successes.stop();
       await webhooks.stop();
       await confidential?.stop();
+      await catalogProofs?.stop();
       sessions.stop();
     },
   };

@@ -15,6 +15,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { Webhook } from "standardwebhooks";
 import { HTTPFacilitatorClient } from "@x402/core/server";
+import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import { startStack, type TestStack } from "../support/stack.js";
 import { requirementsFor, signPayment } from "../chains/evm/payments.js";
 import { post } from "../support/http.js";
@@ -619,6 +620,42 @@ describe("dashboard in Chromium", () => {
     await page.screenshot({ path: `${SHOTS}/confidential-enabled.png`, fullPage: true });
   });
 
+  test("Catalog tab: the account's entry with its state, and its challenge made on request", async () => {
+    const { page } = await signIn(idps.providers[0]!.label);
+    const key = await createKey(page, "catalog");
+    const url = `https://catalog-tab-${randomBytes(3).toString("hex")}.example.org/tides`;
+    const { bazaar } = declareDiscoveryExtension({ output: { example: { tide: "high" } } });
+    const declared = structuredClone(bazaar) as unknown as {
+      info: { input: Record<string, unknown> };
+    };
+    declared.info.input["method"] = "GET";
+    const requirements = requirementsFor({
+      network: stack.network,
+      usdc: stack.usdc,
+      payTo: PAY_TO,
+    });
+    const payload = {
+      ...(await signPayment(stack.payerKeys[0]!, requirements)),
+      resource: { url, description: "Tide tables", mimeType: "application/json" },
+      extensions: { bazaar: declared },
+    };
+    const res = await post(
+      stack.url,
+      "/verify",
+      { x402Version: 2, paymentPayload: payload, paymentRequirements: requirements },
+      key,
+    );
+    assert.equal(res.status, 200);
+    await tab(page, "Catalog");
+    const row = page.getByRole("row").filter({ hasText: url });
+    await row.waitFor();
+    await row.getByText("unproven").waitFor();
+    await page.getByRole("button", { name: "Make my challenge" }).click();
+    const token = (await page.getByTestId("catalog-challenge").textContent())!.trim();
+    assert.match(token, /^x402-catalog-[A-Za-z0-9_-]{32}$/);
+    await page.screenshot({ path: `${SHOTS}/catalog.png`, fullPage: true });
+  });
+
   test("every tab works under the Content-Security-Policy, with nothing refused", async () => {
     const before = policyRefusals.length;
     const { page } = await signIn(idps.providers[0]!.label);
@@ -636,6 +673,7 @@ describe("dashboard in Chromium", () => {
       "API Keys",
       "Webhooks",
       "Confidential",
+      "Catalog",
     ]) {
       await tab(page, name);
     }

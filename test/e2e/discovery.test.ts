@@ -179,7 +179,7 @@ for (const backend of availableBackends()) {
         found.resources.map((r) => r.resource),
         [`${origin}/tides`],
       );
-      assert.deepEqual(found.pagination, { limit: 1, cursor: null });
+      assert.deepEqual(found.pagination, { limit: 20, offset: 0, total: 1, cursor: null });
       const none = await discovery.extensions.bazaar.search({ query: "harbour master notes" });
       assert.ok(!none.resources.some((r) => r.resource === `${origin}/private`));
 

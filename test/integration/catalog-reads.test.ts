@@ -151,7 +151,7 @@ for (const backend of availableBackends()) {
 
       const all = await discovery.search({ query: "data", limit: 1000 });
       assert.equal(all.resources.length, HTTP_COUNT, "every match in one page of at most 100");
-      assert.deepEqual(all.pagination, { limit: HTTP_COUNT, cursor: null });
+      assert.deepEqual(all.pagination, { limit: 100, offset: 0, total: HTTP_COUNT, cursor: null });
       const page = await fetch(`${stack.url}/discovery/search?query=data&limit=1000&offset=25`);
       assert.equal(page.status, 200);
       const rest = (await page.json()) as { resources: DiscoveryResource[]; pagination: unknown };
@@ -163,7 +163,12 @@ for (const backend of availableBackends()) {
       assert.equal(past.status, 200);
       const none = (await past.json()) as { resources: unknown[]; pagination: unknown };
       assert.deepEqual(none.resources, []);
-      assert.deepEqual(none.pagination, { limit: 0, cursor: null });
+      assert.deepEqual(none.pagination, {
+        limit: 20,
+        offset: 500,
+        total: HTTP_COUNT,
+        cursor: null,
+      });
     });
 
     test("type, payTo, scheme, network and extensions filter, alone and together", async () => {
@@ -212,7 +217,7 @@ for (const backend of availableBackends()) {
         ],
       );
       assert.equal(found.partialResults, false);
-      assert.deepEqual(found.pagination, { limit: 3, cursor: null });
+      assert.deepEqual(found.pagination, { limit: 20, offset: 0, total: 3, cursor: null });
     });
 
     test("search stems words, matches URL words and tool names, and combines with filters", async () => {
@@ -239,7 +244,7 @@ for (const backend of availableBackends()) {
 
       const nothing = await discovery.search({ query: "the of and" });
       assert.deepEqual(nothing.resources, []);
-      assert.deepEqual(nothing.pagination, { limit: 0, cursor: null });
+      assert.deepEqual(nothing.pagination, { limit: 20, offset: 0, total: 0, cursor: null });
     });
 
     test("search pages with its cursor until the cursor is null", async () => {

@@ -2,8 +2,9 @@
  * The catalog's storage and write orchestration on every backend: accepts
  * merging inside the upsert, case-insensitive payTo keys, the write budget
  * (`processing`, then nothing lost at drain), read-cache invalidation
- * only when content changes, and entries owned by the account that first
- * cataloged them.
+ * only when content changes, and another account's declaration kept as a
+ * claim that changes nothing of the entry (the proof checker decides it:
+ * test/integration/discovery-ownership.test.ts).
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -131,7 +132,7 @@ for (const backend of availableBackends()) {
       );
     });
 
-    test("only the owner updates an entry; another account's upsert changes no field, accept or owner", async () => {
+    test("only the owner updates an entry; another account's upsert is a claim that changes no field, accept or owner", async () => {
       const owner = await createAccount(opened.db, "owner");
       const other = await createAccount(opened.db, "other");
       const url = "https://owned.example.com/a";
@@ -156,8 +157,22 @@ for (const backend of availableBackends()) {
         }),
         other.id,
       );
-      assert.deepEqual(refused, { kind: "owned_elsewhere", ownerAccountId: owner.id });
+      assert.deepEqual(refused, { kind: "claimed", ownerAccountId: owner.id, newClaim: true });
       assert.deepEqual(await row(), before, "nothing changed");
+      const claim = await opened.db
+        .selectFrom("catalog_claims")
+        .selectAll()
+        .where("resource", "=", url)
+        .executeTakeFirstOrThrow();
+      assert.equal(claim.account_id, other.id);
+      assert.equal(claim.result, "pending");
+      assert.equal((claim.draft as CatalogDraft).description, "taken over", "kept for a takeover");
+      // Declared again: the same claim, refreshed.
+      assert.deepEqual(
+        await upsertCatalogEntry(opened.db, draft(url, { description: "again" }), other.id),
+        { kind: "claimed", ownerAccountId: owner.id, newClaim: false },
+      );
+      assert.deepEqual(await row(), before, "still nothing changed");
 
       const refreshed = await upsertCatalogEntry(
         opened.db,
@@ -174,6 +189,12 @@ for (const backend of availableBackends()) {
       const claimed = await upsertCatalogEntry(opened.db, draft(unowned), other.id);
       assert.ok(claimed.kind === "written" && !claimed.inserted);
       assert.deepEqual(await upsertCatalogEntry(opened.db, draft(unowned), owner.id), {
+        kind: "claimed",
+        ownerAccountId: other.id,
+        newClaim: true,
+      });
+      // Without an account there is nothing to claim with.
+      assert.deepEqual(await upsertCatalogEntry(opened.db, draft(unowned), null), {
         kind: "owned_elsewhere",
         ownerAccountId: other.id,
       });
@@ -275,7 +296,7 @@ for (const backend of availableBackends()) {
       assert.equal(changes, 2);
     });
 
-    test("another account's declaration is answered rejected from then on, logged once with both account ids", async () => {
+    test("another account's declaration is answered as a claim from then on, logged once with both account ids", async () => {
       const owner = await createAccount(opened.db, "owner");
       const intruder = await createAccount(opened.db, "intruder");
       const lines: Record<string, unknown>[] = [];
@@ -296,23 +317,19 @@ for (const backend of availableBackends()) {
         resource: url,
       });
       assert.equal(changes, 1);
-      const refused = {
-        status: "rejected",
-        rejectedReason:
-          "this resource is cataloged by another account; only the account that first cataloged it can update its entry",
-      };
-      // The very same declaration, and a different one: neither is the intruder's to make.
+      const claimed = { status: "processing", resource: url, action: "claimed" };
+      // The very same declaration, and a different one: either is a claim, nothing more.
       for (const q of [p, payment(url, "The intruder's")]) {
-        assert.deepEqual(await cataloger.record("verify", intruder.id, q.payload, q.reqs), refused);
+        assert.deepEqual(await cataloger.record("verify", intruder.id, q.payload, q.reqs), claimed);
       }
-      const ignored = lines.filter((l) => /belongs to another account/.test(String(l["msg"])));
+      const ignored = lines.filter((l) => /recorded as a claim/.test(String(l["msg"])));
       assert.equal(ignored.length, 2);
       assert.equal(ignored[0]!["ownerAccountId"], owner.id);
       assert.equal(ignored[0]!["declaringAccountId"], intruder.id);
       // Repeated within the refresh interval: answered from memory, no write, no new line.
-      assert.deepEqual(await cataloger.record("verify", intruder.id, p.payload, p.reqs), refused);
-      assert.equal(lines.filter((l) => /belongs to another/.test(String(l["msg"]))).length, 2);
-      assert.equal(changes, 1, "the read cache was never cleared for a refusal");
+      assert.deepEqual(await cataloger.record("verify", intruder.id, p.payload, p.reqs), claimed);
+      assert.equal(lines.filter((l) => /recorded as a claim/.test(String(l["msg"]))).length, 2);
+      assert.equal(changes, 1, "the read cache was never cleared for a claim");
       const row = await opened.db
         .selectFrom("catalog_resources")
         .select(["account_id", "description"])

@@ -3,7 +3,10 @@
  * client (`withBazaar(...).extensions.bazaar`) reads with no adapter:
  * listing is `{ x402Version, items, pagination: { limit, offset, total } }`,
  * search is `{ x402Version, resources, partialResults, pagination: { limit,
- * cursor } }`. Repeated pages come from a short-lived cache (readCache.ts).
+ * offset, total, cursor } }`. In both, `limit` is the page size applied (not
+ * the number of results), `offset` where the page starts and `total` how
+ * many entries match. Stale entries are in neither (catalogRepository.ts).
+ * Repeated pages come from a short-lived cache (readCache.ts).
  */
 import type {
   DiscoveryResource,
@@ -27,6 +30,15 @@ import { decodeCursor, encodeCursor, searchScope } from "./searchCursor.js";
 import { searchTerms } from "./searchText.js";
 
 const X402_VERSION = 2;
+
+/**
+ * The search answer: the official envelope, whose `pagination` carries the
+ * applied `limit` and the `cursor`, plus `offset` and `total` as listing has
+ * them (clients that know only the official fields ignore the others).
+ */
+export type SearchResponse = SearchDiscoveryResourcesResponse & {
+  pagination: { limit: number; offset: number; total: number; cursor: string | null };
+};
 
 export interface ListRequest extends CatalogFilters {
   limit: number;
@@ -129,7 +141,7 @@ export class CatalogReader {
   /**
    * @throws ServiceError invalid_request for a cursor from elsewhere.
    */
-  async search(req: SearchRequest): Promise<SearchDiscoveryResourcesResponse> {
+  async search(req: SearchRequest): Promise<SearchResponse> {
     const terms = searchTerms(req.query);
     const scope = searchScope([terms, ...canonicalFilters(req)]);
     let offset = req.offset ?? 0;
@@ -141,7 +153,7 @@ export class CatalogReader {
     const key = JSON.stringify(["search", scope, req.limit, offset]);
     return this.cache.get(key, async () => {
       // One extra row tells whether another page exists.
-      const rows = await this.gate.run(() =>
+      const { rows, total } = await this.gate.run(() =>
         searchCatalogEntries(this.db, terms, req, { limit: req.limit + 1, offset }),
       );
       const page = rows.slice(0, req.limit);
@@ -153,10 +165,12 @@ export class CatalogReader {
         // Only past the deepest page a cursor may reach are matches left out.
         partialResults: more && next > MAX_OFFSET,
         pagination: {
-          limit: page.length,
+          limit: req.limit,
+          offset,
+          total,
           cursor: more && next <= MAX_OFFSET ? encodeCursor(next, scope) : null,
         },
-      } satisfies SearchDiscoveryResourcesResponse;
-    }) as Promise<SearchDiscoveryResourcesResponse>;
+      } satisfies SearchResponse;
+    }) as Promise<SearchResponse>;
   }
 }

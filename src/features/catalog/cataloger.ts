@@ -12,10 +12,14 @@
  * - /verify is free and unmetered, so a declaration already stored with the
  *   same content in the last `verifyRefreshIntervalMs` is answered from
  *   memory. /settle always writes: a successful settle is the refresh.
- * - An entry belongs to the account that first cataloged it
- *   (catalogRepository.ts): another account's declaration of the same
- *   resource is answered `rejected` and changes nothing. That answer is
- *   remembered like a stored one, so repeating it costs no write either.
+ * - Another account's declaration of an entry changes nothing of it: it is
+ *   recorded as that account's claim and answered `processing` with
+ *   `action: "claimed"`; the proof checker (ownershipChecker.ts) later gives
+ *   the entry to whichever account the resource's own 402 answer names.
+ *   That answer is remembered like a stored one, so repeating it within the
+ *   refresh interval costs no write either.
+ * - Nothing here fetches anything: proofs run in the background, so
+ *   /verify and /settle never wait for a resource server.
  */
 import { createHash } from "node:crypto";
 import stringify from "safe-stable-stringify";
@@ -29,7 +33,7 @@ import {
 import { describeError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import type { Db } from "../../storage/db.js";
-import { upsertCatalogEntry } from "./catalogRepository.js";
+import { MIN_CHECK_GAP_MS, upsertCatalogEntry } from "./catalogRepository.js";
 import { readDeclaration, type CatalogDraft } from "./declaration.js";
 import { CATALOG_WRITE_BUDGET_MS, VERIFY_REFRESH_INTERVAL_MS } from "./limits.js";
 import { rememberBounded } from "../../lib/boundedMap.js";
@@ -46,7 +50,16 @@ export type BazaarResponse =
       action: "cataloged" | "refreshed" | "unchanged";
       resource: string;
     }
-  | { status: "processing"; resource: string }
+  | {
+      status: "processing";
+      resource: string;
+      /**
+       * `claimed`: another account holds the entry; this declaration is kept
+       * as a claim until the resource's 402 answer decides who owns it.
+       * Absent: the write outlived its budget and completes in the background.
+       */
+      action?: "claimed";
+    }
   | { status: "rejected"; rejectedReason: string };
 
 export type CatalogTrigger = "verify" | "settle";
@@ -54,6 +67,8 @@ export type CatalogTrigger = "verify" | "settle";
 export interface CatalogerOptions {
   /** Devnet mode: resource servers on loopback may be cataloged. */
   allowPrivateHosts: boolean;
+  /** A claim asks for a check no sooner than this after the last (default 5 min). */
+  minCheckGapMs?: number;
   writeBudgetMs?: number;
   verifyRefreshIntervalMs?: number;
   /** Called when an entry is added or its content changes (read-cache invalidation). */
@@ -72,7 +87,11 @@ const CATALOG_UNAVAILABLE =
   "the catalog could not be updated just now; the next payment for this resource will retry";
 /** Names no account: the owner's identity is not the declarer's business. */
 const OWNED_ELSEWHERE =
-  "this resource is cataloged by another account; only the account that first cataloged it can update its entry";
+  "this resource is cataloged by another account; a declaration without an account cannot claim it";
+
+function claimedAnswer(resource: string): BazaarResponse {
+  return { status: "processing", resource, action: "claimed" };
+}
 
 function hash(value: unknown): string {
   return createHash("sha256")
@@ -115,7 +134,7 @@ export class Cataloger {
     if (payload.extensions?.[BAZAAR.key] === undefined) return undefined;
     try {
       // The account is part of the content: the same declaration from
-      // another account may earn another answer (see OWNED_ELSEWHERE).
+      // another account may earn another answer (a claim).
       const fingerprint = hash({
         accountId,
         resource: payload.resource,
@@ -176,8 +195,32 @@ export class Cataloger {
     trigger: CatalogTrigger,
   ): Promise<BazaarResponse> {
     const key = `${draft.resource}\n${draft.toolName}`;
-    const content = hash(draft);
-    const write = upsertCatalogEntry(this.db, draft, accountId).then((result) => {
+    // What the listing shows: the URL fetched for proofs is not part of it.
+    const content = hash({ ...draft, probeUrl: undefined });
+    const write = upsertCatalogEntry(this.db, draft, accountId, {
+      minCheckGapMs: this.opts.minCheckGapMs ?? MIN_CHECK_GAP_MS,
+    }).then((result) => {
+      if (result.kind === "claimed") {
+        // Ids only: enough for an operator to see who claims whose entry.
+        this.log.info(
+          {
+            trigger,
+            resource: draft.resource,
+            toolName: draft.toolName,
+            ownerAccountId: result.ownerAccountId,
+            declaringAccountId: accountId,
+            newClaim: result.newClaim,
+          },
+          "catalog declaration recorded as a claim: the entry belongs to another account until the resource names the claimant",
+        );
+        rememberBounded(
+          this.recentlyStored,
+          fingerprint,
+          { at: this.now(), answer: claimedAnswer(draft.resource) },
+          MAX_REMEMBERED,
+        );
+        return result;
+      }
       if (result.kind === "owned_elsewhere") {
         // Ids only: enough for an operator to see who tried to take whose entry.
         this.log.info(
@@ -237,6 +280,7 @@ export class Cataloger {
       if (outcome.kind === "owned_elsewhere") {
         return { status: "rejected", rejectedReason: OWNED_ELSEWHERE };
       }
+      if (outcome.kind === "claimed") return claimedAnswer(draft.resource);
       return {
         status: "success",
         action: outcome.inserted ? "cataloged" : "refreshed",

@@ -98,6 +98,8 @@ describe("readDeclaration", () => {
     assert.deepEqual(draft.accept, requirements);
     assert.deepEqual(draft.extensionKeys, ["bazaar", "payment-identifier"]);
     assert.deepEqual(draft.bazaar.info, getDeclaration()["info"]);
+    // The proof checker fetches the URL paid for, without its query.
+    assert.equal(draft.probeUrl, "https://api.example.com/weather");
   });
 
   test("service metadata that breaks the official rules is dropped, not fatal", () => {
@@ -133,6 +135,7 @@ describe("readDeclaration", () => {
     );
     assert.equal(good.resource, "https://api.example.com/users/:id");
     assert.equal(good.bazaar.routeTemplate, "/users/:id");
+    assert.equal(good.probeUrl, "https://api.example.com/users/42", "a concrete path to fetch");
 
     const hostile = { ...getDeclaration(), routeTemplate: "/users/%2e%2e/admin" };
     const fallback = accepted(

@@ -47,6 +47,12 @@ export interface CatalogDraft {
   extensionKeys: string[];
   /** The declaration echoed to discovery clients as `extensions.bazaar`. */
   bazaar: { info: unknown; schema: unknown; routeTemplate?: string };
+  /**
+   * The URL the proof checker fetches: origin and path of the URL this
+   * payment was for, query dropped (the same origin as `resource`; it
+   * differs from it only for a route template). Absent: `resource`.
+   */
+  probeUrl?: string | undefined;
 }
 
 export type Declaration =
@@ -251,6 +257,7 @@ export function readDeclaration(
         schema: raw["schema"],
         ...(routeTemplate ? { routeTemplate } : {}),
       },
+      probeUrl: `${url.url.origin}${url.url.pathname}`,
     },
   };
 }

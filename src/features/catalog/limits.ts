@@ -59,3 +59,25 @@ export const READ_CACHE_TTL_MS = 5_000;
 export const READ_CACHE_STALE_MS = 25_000;
 /** Memory the read cache may hold, measured as serialized JSON. */
 export const READ_CACHE_MAX_BYTES = 32 * 1024 * 1024;
+
+/**
+ * Ownership proofs and staleness (ownershipChecker.ts, docs/discovery.md
+ * "Who owns an entry"). Each entry is fetched once per PROOF_RECHECK_MS
+ * while its resource answers 402, once per PROOF_RETRY_MS while it does not;
+ * an entry whose resource has not answered 402 for STALE_AFTER_MS (counted
+ * from its last 402, or from when it was cataloged) is stale and leaves the
+ * listing until it answers again.
+ */
+export const PROOF_RECHECK_MS = 6 * 60 * 60_000;
+export const PROOF_RETRY_MS = 60 * 60_000;
+export const STALE_AFTER_MS = 24 * 60 * 60_000;
+/** One fetch of a resource (or of its challenge file) may take this long. */
+export const PROOF_TIMEOUT_MS = 5_000;
+/** Bytes of a 402 body (or of a challenge file) read at most. */
+export const PROOF_MAX_BYTES = 64 * 1024;
+/** Entries checked per pass of the worker. */
+export const PROOF_BATCH_SIZE = 10;
+/** Claims on one entry looked at per check (the oldest first). */
+export const PROOF_MAX_CLAIMS = 10;
+/** An account's own settlements searched for a payTo: its latest this many. */
+export const PROOF_SETTLEMENTS_SCANNED = 10_000;

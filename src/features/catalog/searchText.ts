@@ -13,7 +13,7 @@ export interface SearchDocument {
   b: string;
   /** Description. */
   c: string;
-  /** Words of the URL: host labels and path segments. */
+  /** The type (`http`, `mcp`) and the words of the URL: scheme, host labels, path segments. */
   d: string;
 }
 
@@ -23,7 +23,11 @@ function words(text: string): string[] {
   return text.normalize("NFKC").toLowerCase().match(WORD) ?? [];
 }
 
-/** "https://api.example.com/v1/weather-forecast" -> "api.example.com api example com v1 weather forecast". */
+/**
+ * "https://api.example.com/v1/weather-forecast" -> "https api.example.com api
+ * example com v1 weather forecast": the scheme, the host whole and by its
+ * labels, and the path's words.
+ */
 export function urlWords(resource: string): string {
   let url: URL;
   try {
@@ -31,7 +35,12 @@ export function urlWords(resource: string): string {
   } catch {
     return words(resource).join(" ");
   }
-  return [url.hostname, ...words(url.hostname), ...words(decodePath(url.pathname))].join(" ");
+  return [
+    url.protocol.replace(/:$/, ""),
+    url.hostname,
+    ...words(url.hostname),
+    ...words(decodePath(url.pathname)),
+  ].join(" ");
 }
 
 function decodePath(path: string): string {
@@ -44,6 +53,7 @@ function decodePath(path: string): string {
 
 export function searchDocument(entry: {
   resource: string;
+  type: string;
   serviceName?: string | undefined;
   toolName?: string | undefined;
   tags?: readonly string[] | undefined;
@@ -54,7 +64,7 @@ export function searchDocument(entry: {
     a: [entry.serviceName ?? "", tool].join(" ").trim(),
     b: (entry.tags ?? []).join(" "),
     c: entry.description ?? "",
-    d: urlWords(entry.resource),
+    d: `${entry.type} ${urlWords(entry.resource)}`,
   };
 }
 
@@ -66,11 +76,17 @@ export function searchTerms(query: string): string[] {
   return [...new Set(words(query))];
 }
 
+/** Words this long or longer also match as the start of a longer word. */
+const MIN_PREFIX_LENGTH = 3;
+
 /**
  * Any word may match (`|`): a natural-language query such as "weather
  * forecast api" finds entries that have some of the words, and `ts_rank`
- * puts those with more of them, or with them in heavier fields, first.
+ * puts those with more of them, or with them in heavier fields, first. A
+ * word of three or more characters also matches words it begins (`:*`), so
+ * "weath" finds "weather" and "http" finds "https"; shorter ones ("s" of
+ * "API's") match only themselves.
  */
 export function tsqueryText(terms: readonly string[]): string {
-  return terms.join(" | ");
+  return terms.map((t) => (t.length >= MIN_PREFIX_LENGTH ? `${t}:*` : t)).join(" | ");
 }
