@@ -150,10 +150,29 @@ describe("the operator bond and the vault's liveness (devnet, fhEVM mock)", () =
     const [bond, held] = await Promise.all([vault.read<bigint>("bond"), committed()]);
     const spare = bond - held - mine.amount;
     assert.equal(
-      (await vault.send(vault.bondOwner, "withdrawBond", [vault.bondOwner.address, spare])).status,
+      (await vault.send(vault.bondOwner, "withdrawBond", [vault.bondOwner.address, spare + 1n]))
+        .status,
       "success",
     );
     await vault.creditAll(day, new Map([[m.slot, mine.amount]]));
+    // One unit short of the pool: no close.
+    assert.equal(await refusal(vault.operator, "closeDay", [BigInt(day)]), "BondTooLow");
+    const usdcAbi = (await loadArtifacts())["DevnetUSDC"]!.abi;
+    const topUp = async (amount: bigint) => {
+      const approve = await devnetWallet(
+        vault.bondOwner,
+        vault.rpcUrl,
+        VAULT_CHAIN_ID,
+      ).writeContract({
+        address: vault.usdc,
+        abi: usdcAbi,
+        functionName: "approve",
+        args: [vault.address, amount],
+      });
+      await vault.client.waitForTransactionReceipt({ hash: approve });
+      assert.equal((await vault.send(vault.bondOwner, "depositBond", [amount])).status, "success");
+    };
+    await topUp(1n);
     assert.equal(await vault.close(day), "success");
     assert.equal(await committed(), held + mine.amount);
     // The held part is the bond's floor: not one unit more leaves it.
@@ -166,12 +185,7 @@ describe("the operator bond and the vault's liveness (devnet, fhEVM mock)", () =
       "NotBondOwner",
     );
     // Top the bond up again for the tests after this one.
-    const usdcAbi = (await loadArtifacts())["DevnetUSDC"]!.abi;
-    const approve = await devnetWallet(vault.bondOwner, vault.rpcUrl, VAULT_CHAIN_ID).writeContract(
-      { address: vault.usdc, abi: usdcAbi, functionName: "approve", args: [vault.address, spare] },
-    );
-    await vault.client.waitForTransactionReceipt({ hash: approve });
-    assert.equal((await vault.send(vault.bondOwner, "depositBond", [spare])).status, "success");
+    await topUp(spare);
     assert.equal(await vault.read<bigint>("bond"), bond);
   });
 
@@ -221,6 +235,15 @@ describe("the operator bond and the vault's liveness (devnet, fhEVM mock)", () =
     assert.equal(await vault.close(d2), "success");
     await vault.creditAll(d3, new Map([[m.slot, p3.amount]]));
     assert.equal(await closeOnly(d3), "success");
+    assert.equal(
+      await refusal(watcher, "challenge", [
+        BigInt(d3),
+        m.slot,
+        [{ key: p3.key, blinding: p3.opening!.blinding }],
+      ]),
+      "NotChallengeable",
+      "a closing day",
+    );
 
     const theft = await openChallenge(watcher, d2, m.slot, [p2]);
     await resolve(theft);

@@ -181,6 +181,11 @@ describe("the commitment the operator must honour (devnet, fhEVM mock)", () => {
       assert.equal(r.status, "success");
     }
     assert.equal(await vault.balanceOf(merchant.slot), 2n * pool, "its payments and the shortfall");
+    assert.equal(
+      await refusal(watcher, "challenge", [BigInt(day), merchant.slot, openings(paid)]),
+      "PaymentNotCollected",
+      "a redeemed payment is in no pool",
+    );
     const before = await vault.usdcOf(merchant.owner.address);
     await vault.withdraw(merchant, 2n * pool);
     assert.equal((await vault.usdcOf(merchant.owner.address)) - before, 2n * pool);
@@ -244,6 +249,11 @@ describe("the commitment the operator must honour (devnet, fhEVM mock)", () => {
         [merchant.slot, 1_000_000n],
         [other.slot, theirs.amount],
       ]),
+    );
+    assert.equal(
+      await refusal(merchant.owner, "challenge", [BigInt(day), merchant.slot, openings(mine)]),
+      "NotChallengeable",
+      "a day not closed has no split to challenge",
     );
     assert.equal(await vault.close(day), "success");
 
@@ -437,5 +447,47 @@ describe("the commitment the operator must honour (devnet, fhEVM mock)", () => {
     assert.equal(await vault.balanceOf(merchant.slot), 10_500_000n);
     assert.equal(await vault.balanceOf(thief.slot), 0n);
     assert.equal(await vault.read<bigint>("strayBalance"), 0n);
+  });
+
+  test("two shortfalls of one slot resolved out of order: the bond pays the larger once, and the smaller still resolves", async () => {
+    await vault.nextDay();
+    const merchant = await newMerchant();
+    const thief = await newMerchant();
+    const day = await vault.today();
+    const small = await vault.pay(1_000_000n, 0, merchant);
+    const large = await vault.pay(2_000_000n, 1, merchant);
+    await vault.nextDay();
+    await vault.creditAll(
+      day,
+      new Map([
+        [merchant.slot, 500_000n],
+        [thief.slot, 2_500_000n],
+      ]),
+    );
+    assert.equal(await vault.close(day), "success");
+    const bond = await vault.read<bigint>("bond");
+    const watcher = await someone();
+    const open = async (paid: CollectedPayment[]) => {
+      const r = await vault.send(watcher, "challenge", [
+        BigInt(day),
+        merchant.slot,
+        openings(paid),
+      ]);
+      assert.equal(r.status, "success");
+      return (await vault.read<bigint>("challengeCount")) - 1n;
+    };
+    const resolve = async (id: bigint) => {
+      const [, , , , , , handle] = await vault.read<unknown[]>("challengeInfo", [id]);
+      const { cleartexts, proof } = await vault.fhe.publicDecrypt([handle as Hex]);
+      return (await vault.send(watcher, "resolveChallenge", [id, cleartexts, proof])).status;
+    };
+    const first = await open([small]); // 1 against 0.5: 0.5 short
+    const second = await open([large]); // 3 against 0.5: 2.5 short
+    assert.equal(await resolve(second), "success");
+    assert.equal(await vault.read<bigint>("bond"), bond - 2_500_000n);
+    assert.equal(await resolve(first), "success", "the smaller, later answer");
+    assert.equal(await vault.read<bigint>("bond"), bond - 2_500_000n, "paid once");
+    assert.equal(await vault.balanceOf(merchant.slot), 2_500_000n);
+    assert.equal((await vault.resumeWith()).status, "success", "nothing left open");
   });
 });

@@ -19,6 +19,7 @@ import { randomBytes } from "node:crypto";
 import { toHex, type Hex, type PrivateKeyAccount } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startDevnetVault, type DevnetVault } from "../chains/evm/devnetVault.js";
+import { vaultDomain, withdrawTypes } from "../../src/chains/evm/confidential/messages.js";
 
 const DAY = 86_400n;
 
@@ -162,5 +163,56 @@ describe("what the vault's keys can take (devnet, fhEVM mock)", () => {
       "reverted",
       "a payment of a closed day",
     );
+  });
+
+  test("the KMS is a custody root, bounded: a forged decryption pays a withdrawal, but never past everything ever credited (the bond and open days' pools stay)", async () => {
+    await vault.nextDay();
+    const honest = await ownSlot(privateKeyToAccount(generatePrivateKey()));
+    const colluder = await ownSlot(privateKeyToAccount(generatePrivateKey()));
+    const day = Number((await vault.chainTime()) / DAY);
+    await vault.pay(1_000_000n, 0, honest);
+    await vault.nextDay();
+    await vault.creditAll(day, new Map([[honest.slot, 1_000_000n]]));
+    assert.equal(await vault.close(day), "success");
+    await vault.pay(5_000_000n, 1, honest); // today's, in no balance yet
+    const [credited, paidOut, held] = await Promise.all([
+      vault.read<bigint>("totalCredited"),
+      vault.read<bigint>("totalPaidOut"),
+      vault.usdcOf(vault.address),
+    ]);
+    // The colluding slot has nothing; it asks for all the vault holds (the
+    // bond and today's pool included), and the KMS says the debit happened.
+    const request = async (amount: bigint) => {
+      const [, , nonce] = await vault.read<[Hex, Hex, bigint]>("slotInfo", [colluder.slot]);
+      const req = {
+        slot: colluder.slot,
+        to: colluder.owner.address,
+        amount,
+        nonce,
+        deadline: (await vault.chainTime()) + 3600n,
+      };
+      const signature = await colluder.owner.signTypedData({
+        domain: vaultDomain(8453, vault.address),
+        types: withdrawTypes,
+        primaryType: "Withdraw",
+        message: req,
+      });
+      assert.equal(
+        (await vault.send(colluder.owner, "requestWithdraw", [req, colluder.salt, signature]))
+          .status,
+        "success",
+      );
+      const id = (await vault.read<bigint>("withdrawalCount")) - 1n;
+      const w = await vault.read<unknown[]>("withdrawal", [id]);
+      const forged = await vault.forgeDecryption(w.at(-1) as Hex, true);
+      return vault.send(colluder.owner, "finalizeWithdraw", [id, forged.cleartexts, forged.proof]);
+    };
+    assert.equal((await request(held)).status, "reverted", "paid past what was ever credited");
+    assert.equal(await vault.usdcOf(vault.address), held);
+    // Within what was credited it is paid: the KMS can take merchants'
+    // credited money, which is why it is a root of custody, not only of privacy.
+    assert.equal((await request(credited - paidOut)).status, "success");
+    assert.equal(await vault.usdcOf(vault.address), held - (credited - paidOut));
+    assert.ok((await vault.usdcOf(vault.address)) >= (await vault.read<bigint>("bond")));
   });
 });

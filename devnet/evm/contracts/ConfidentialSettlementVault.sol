@@ -681,10 +681,11 @@ contract ConfidentialSettlementVault {
     ///         Reveals on-chain: the slot and these payments, not the merchant.
     function challenge(uint256 day, uint256 slot, Opening[] calldata openings) external returns (uint256 id) {
         DayState storage d = _days[day];
+        // `closedAt` is 0 unless the day is closed or disputed, so an open or
+        // closing day's window is long over.
         if (
             openings.length == 0
-                || (d.phase != DAY_DISPUTED
-                    && (d.phase != DAY_CLOSED || block.timestamp >= uint256(d.closedAt) + challengeWindow))
+                || (d.phase != DAY_DISPUTED && block.timestamp >= uint256(d.closedAt) + challengeWindow)
         ) revert NotChallengeable(day);
         uint32 mark = d.attempt + 1;
         uint256 amount;
@@ -832,7 +833,8 @@ contract ConfidentialSettlementVault {
 
     /// @notice Pays a debited withdrawal out, given the KMS decryption of its
     ///         outcome: the USDC goes to the slot's withdrawal address when
-    ///         the debit happened; otherwise nothing moves.
+    ///         the debit happened; otherwise nothing moves. Refused when it
+    ///         would take the payouts past everything ever credited.
     function finalizeWithdraw(uint256 id, bytes calldata cleartexts, bytes calldata decryptionProof) external {
         Withdrawal storage w = _withdrawal(id);
         if (w.state != WITHDRAWAL_DEBITED) revert NotDebited(id);
@@ -841,7 +843,12 @@ contract ConfidentialSettlementVault {
         w.state = WITHDRAWAL_FINALIZED;
         w.paid = paid;
         if (paid) {
-            totalPaidOut += w.amount;
+            // Never more than was ever credited (closed days, redemptions,
+            // penalties): even a forged decryption cannot pay out the bond
+            // or an open day's pool.
+            uint256 paidOut = totalPaidOut + w.amount;
+            if (paidOut > totalCredited) revert Insolvent(paidOut, totalCredited);
+            totalPaidOut = paidOut;
             asset.safeTransfer(w.to, w.amount);
         }
         emit WithdrawalFinalized(id, paid);

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import {
   concat,
+  encodeAbiParameters,
   createPublicClient,
   createTestClient,
   http,
@@ -39,6 +40,13 @@ import {
   withdrawTypes,
 } from "../../../src/chains/evm/confidential/messages.js";
 import { devnetWallet } from "./devnetChain.js";
+import { devnetKmsSignerKey } from "../../../devnet/evm/keys.js";
+
+/** The gateway chain the devnet KMS's decryptions are signed for (devnet/evm/fhevm.ts). */
+const DEVNET_GATEWAY = {
+  chainId: 10901,
+  decryption: "0x5ffdaAB0373E62E2ea2944776209aEf29E631A64",
+} as const;
 
 const VAULT_NETWORK = "eip155:8453";
 export const VAULT_CHAIN_ID = 8453;
@@ -113,6 +121,12 @@ export interface DevnetVault {
    * which the helpers use from then on; resolves to the transaction's receipt.
    */
   resumeWith(operator?: PrivateKeyAccount): Promise<TransactionReceipt>;
+  /**
+   * A public decryption the devnet's KMS signs with its public key (threshold
+   * 1): `value` for `handle`, true or not. What a forged (or colluding) KMS
+   * can hand any contract.
+   */
+  forgeDecryption(handle: Hex, value: bigint | boolean): Promise<{ cleartexts: Hex; proof: Hex }>;
   /** A slot's balance, decrypted for the operator (the current key, or an earlier one it allowed). */
   balanceOf(slot: bigint): Promise<bigint>;
   /** The slot's owner withdraws `amount`: request, then finalize with the KMS's decryption. */
@@ -229,6 +243,28 @@ function vaultCalls(parts: VaultParts): DevnetVault {
     read,
     send,
     attribution,
+    async forgeDecryption(handle, value) {
+      const cleartexts = encodeAbiParameters([{ type: "uint256" }], [BigInt(value)]);
+      const kms = privateKeyToAccount(devnetKmsSignerKey());
+      const signature = await kms.signTypedData({
+        domain: {
+          name: "Decryption",
+          version: "1",
+          chainId: DEVNET_GATEWAY.chainId,
+          verifyingContract: DEVNET_GATEWAY.decryption,
+        },
+        types: {
+          PublicDecryptVerification: [
+            { name: "ctHandles", type: "bytes32[]" },
+            { name: "decryptedResult", type: "bytes" },
+            { name: "extraData", type: "bytes" },
+          ],
+        },
+        primaryType: "PublicDecryptVerification",
+        message: { ctHandles: [handle], decryptedResult: cleartexts, extraData: "0x00" },
+      });
+      return { cleartexts, proof: concat(["0x01", signature, "0x00"]) };
+    },
     chainTime,
     warp,
     async nextDay() {
