@@ -98,3 +98,35 @@ describe("payer lanes", () => {
     assert.equal(await l.run("k", async () => "after", String), "after");
   });
 });
+
+test("copies of one payment queue without filling the lane: each runs in turn, none refused", async () => {
+  const l = new PayerLanes({ maxWaiting: 2, maxWaitMs: 5_000, leaseMs: 10_000 });
+  const first = gate();
+  let ran = 0;
+  const copy = () =>
+    l.run(
+      "k",
+      async () => {
+        ran += 1;
+        await first.opened;
+        return "ran";
+      },
+      (why) => why,
+      "authorization-1",
+    );
+  const copies = Array.from({ length: 10 }, copy);
+  // Other payments of the payer still meet the bound (each counted once).
+  const other = (n: number) =>
+    l.run(
+      "k",
+      async () => `other ${n}`,
+      (why) => why,
+      `auth-${n}`,
+    );
+  const others = [other(2), other(3)];
+  assert.equal(await other(4), "queue_full");
+  first.open();
+  assert.deepEqual(await Promise.all(copies), Array(10).fill("ran"));
+  assert.deepEqual(await Promise.all(others), ["other 2", "other 3"]);
+  assert.equal(ran, 10);
+});

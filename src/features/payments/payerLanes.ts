@@ -16,8 +16,12 @@
  * A payer's lane is bounded: past `maxWaiting` queued settles, or after
  * waiting `maxWaitMs`, a settle is refused before anything is sent
  * (`payer_settlement_in_flight`), so a payer cannot hold a merchant's
- * request for ever. Operations with no payer (a batch `settle`, `claim` or
- * `refund`) take no lane.
+ * request for ever. Copies of a payment already in the lane (the same
+ * authorization, sent again by a retrying server) queue without counting
+ * against that bound: each is answered from the first's record as soon as
+ * its turn comes, as a duplicate, so fifty copies of one payment still get
+ * one success and forty-nine duplicates. Operations with no payer (a batch
+ * `settle`, `claim` or `refund`) take no lane.
  */
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
@@ -40,6 +44,8 @@ export interface PayerLaneOptions {
 interface Lane {
   tail: Promise<void>;
   queued: number;
+  /** The payments queued or running, by authorization key, with how many copies each. */
+  payments: Map<string, number>;
 }
 
 /** Deletes the key only while it still holds our token (the lease may have passed on). */
@@ -63,11 +69,22 @@ export class PayerLanes {
    * Runs `fn` once it is the payer's only settle in flight; answers
    * `refuse(why)` instead when the lane is full or the wait too long.
    */
-  async run<T>(key: string, fn: () => Promise<T>, refuse: (why: LaneRefusal) => T): Promise<T> {
-    const lane = this.lanes.get(key) ?? { tail: Promise.resolve(), queued: 0 };
-    if (lane.queued > this.opts.maxWaiting) return refuse("queue_full");
+  async run<T>(
+    key: string,
+    fn: () => Promise<T>,
+    refuse: (why: LaneRefusal) => T,
+    payment?: string,
+  ): Promise<T> {
+    const lane = this.lanes.get(key) ?? {
+      tail: Promise.resolve(),
+      queued: 0,
+      payments: new Map<string, number>(),
+    };
+    const copies = payment === undefined ? 0 : (lane.payments.get(payment) ?? 0);
+    if (copies === 0 && this.distinct(lane) > this.opts.maxWaiting) return refuse("queue_full");
     this.lanes.set(key, lane);
     lane.queued += 1;
+    if (payment !== undefined) lane.payments.set(payment, copies + 1);
     const before = lane.tail;
     let done!: () => void;
     const mine = new Promise<void>((resolve) => (done = resolve));
@@ -93,8 +110,20 @@ export class PayerLanes {
       }
     } finally {
       lane.queued -= 1;
+      if (payment !== undefined) {
+        const left = (lane.payments.get(payment) ?? 1) - 1;
+        if (left > 0) lane.payments.set(payment, left);
+        else lane.payments.delete(payment);
+      }
       if (lane.queued === 0 && this.lanes.get(key) === lane) this.lanes.delete(key);
     }
+  }
+
+  /** Settles in the lane, copies of one payment counted once. */
+  private distinct(lane: Lane): number {
+    let copies = 0;
+    for (const n of lane.payments.values()) copies += n - 1;
+    return lane.queued - copies;
   }
 
   /**

@@ -16,18 +16,23 @@ export function payerLaneStage(lanes: PayerLanes): SettleStage {
       const payer = ctx.payment.payer;
       if (!payer) return next();
       const network = ctx.request.paymentRequirements.network;
-      return lanes.run(`${network}|${payer.toLowerCase()}`, next, (why) =>
-        settleRefusal(
-          {
-            reason: Reason.payerSettlementInFlight,
-            message:
-              why === "queue_full"
-                ? `too many settles of payments from ${payer} are waiting on ${network}: each waits for the one before it to finish. Nothing was sent; retry later`
-                : `a settle of another payment from ${payer} on ${network} did not finish in time: each waits for the one before it. Nothing was sent; retry later`,
-            payer,
-          },
-          network,
-        ),
+      const key = `${network}|${payer.toLowerCase()}`;
+      return lanes.run(
+        key,
+        next,
+        (why) =>
+          settleRefusal(
+            {
+              reason: Reason.payerSettlementInFlight,
+              message:
+                why === "queue_full"
+                  ? `too many settles of payments from ${payer} are waiting on ${network}: each waits for the one before it to finish. Nothing was sent; retry later`
+                  : `a settle of another payment from ${payer} on ${network} did not finish in time: each waits for the one before it. Nothing was sent; retry later`,
+              payer,
+            },
+            network,
+          ),
+        ctx.payment.authorizationKey,
       );
     },
   };
