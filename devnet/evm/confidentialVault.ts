@@ -1,7 +1,8 @@
 /**
  * Places the confidential settlement vault on the devnet's `eip155:8453`
  * chain: the fhEVM host contracts first (devnet/fhevm.ts), then the vault's
- * runtime code at its fixed address, initialized with the devnet USDC, the
+ * read-only lens and the vault's runtime code at their fixed addresses, the
+ * vault initialized with the devnet USDC, the lens, the
  * devnet operator and bond-owner keys, the challenge window and the host's
  * addresses; then the bond owner deposits the operator bond (minted by the
  * token's owner), without which no day could close.
@@ -16,6 +17,7 @@ import {
   defineChain,
   http,
   parseEther,
+  type Abi,
   type Address,
   type Hex,
 } from "viem";
@@ -30,6 +32,24 @@ import {
 
 /** Where the devnet keeps the vault: fixed, so a resource server's configuration never changes. */
 const CONFIDENTIAL_VAULT_ADDRESS: Address = "0x4020C0F1De000000000000000000000000000008";
+/** Where it keeps the vault's lens (the reads the vault runs from it). */
+const CONFIDENTIAL_LENS_ADDRESS: Address = "0x4020C0f1De000000000000000000000000000009";
+
+/**
+ * The vault's ABI as callers see it: its own functions, and the reads its
+ * fallback answers from the lens (the lens's, less what both declare).
+ */
+export function confidentialVaultAbiOf(artifacts: Artifacts): Abi {
+  const vault = artifacts["ConfidentialSettlementVault"];
+  const lens = artifacts["ConfidentialVaultLens"];
+  if (!vault || !lens)
+    throw new Error("the confidential vault or its lens is missing from the artifacts");
+  const seen = new Set(vault.abi.map((e) => JSON.stringify(e)));
+  return [
+    ...vault.abi,
+    ...lens.abi.filter((e) => e.type === "function" && !seen.has(JSON.stringify(e))),
+  ];
+}
 
 /** The only network with a confidential vault (spec 2.7). */
 export const CONFIDENTIAL_NETWORK_ID = "eip155:8453";
@@ -77,13 +97,21 @@ export async function placeConfidentialVault(opts: {
   const transport = http(opts.rpcUrl, { retryCount: 0 });
   const publicClient = createPublicClient({ chain, transport, pollingInterval: 50 });
   const artifact = opts.artifacts["ConfidentialSettlementVault"];
-  if (!artifact)
-    throw new Error("ConfidentialSettlementVault is missing from the compiled artifacts");
-  const code = await publicClient.getCode({ address: CONFIDENTIAL_VAULT_ADDRESS });
+  const lens = opts.artifacts["ConfidentialVaultLens"];
+  if (!artifact || !lens) {
+    throw new Error("the confidential vault or its lens is missing from the compiled artifacts");
+  }
+  const [code, lensCode] = await Promise.all([
+    publicClient.getCode({ address: CONFIDENTIAL_VAULT_ADDRESS }),
+    publicClient.getCode({ address: CONFIDENTIAL_LENS_ADDRESS }),
+  ]);
   if (code && code !== "0x") {
     // A kept chain from before a change of the vault: its storage is laid
     // out for the old code, so neither can be kept alongside the other.
-    if (code.toLowerCase() !== artifact.deployedBytecode.toLowerCase()) {
+    if (
+      code.toLowerCase() !== artifact.deployedBytecode.toLowerCase() ||
+      lensCode?.toLowerCase() !== lens.deployedBytecode.toLowerCase()
+    ) {
       throw new Error(
         "the kept devnet chain holds an older confidential vault; start from a fresh devnet state (remove the kept chain) to use this one",
       );
@@ -101,6 +129,7 @@ export async function placeConfidentialVault(opts: {
       address: CONFIDENTIAL_VAULT_ADDRESS,
       bytecode: artifact.deployedBytecode,
     }),
+    testClient.setCode({ address: CONFIDENTIAL_LENS_ADDRESS, bytecode: lens.deployedBytecode }),
     testClient.setBalance({ address: operator.address, value: parseEther("1000") }),
     testClient.setBalance({ address: bondOwner.address, value: parseEther("10") }),
   ]);
@@ -114,6 +143,7 @@ export async function placeConfidentialVault(opts: {
       operator.address,
       bondOwner.address,
       BigInt(opts.challengeWindowSeconds ?? 0),
+      CONFIDENTIAL_LENS_ADDRESS,
       {
         ACLAddress: FHEVM_HOST.acl,
         CoprocessorAddress: FHEVM_HOST.executor,

@@ -1,7 +1,8 @@
 /**
- * Deploys the confidential settlement vault to a real chain: one creation
- * transaction whose constructor initializes it (token, operator, bond owner,
- * challenge window, the chain's fhEVM host contracts), so no one can
+ * Deploys the confidential settlement vault to a real chain: its read-only
+ * lens first (no arguments, no state), then one creation transaction whose
+ * constructor initializes the vault (token, operator, bond owner, challenge
+ * window, the lens, the chain's fhEVM host contracts), so no one can
  * initialize a freshly deployed vault before its owner (the devnet instead
  * places the runtime code and calls `initialize`, see confidentialVault.ts).
  * The constructor refuses a challenge window under the contract's
@@ -48,6 +49,8 @@ export interface VaultDeployment {
 
 export interface DeployedVault {
   address: Address;
+  /** The lens whose code the vault runs for its reads. */
+  lens: Address;
   transaction: Hex;
   /** The vault's first block: where reading its logs may start. */
   deploymentBlock: bigint;
@@ -86,13 +89,26 @@ export async function deployConfidentialVault(d: VaultDeployment): Promise<Deplo
       throw new Error(`there is no contract at ${address} (${name}) on chain ${d.chainId}`);
     }
   }
-  const artifact = (await loadArtifacts())["ConfidentialSettlementVault"];
-  if (!artifact) throw new Error("ConfidentialSettlementVault is missing from the artifacts");
+  const artifacts = await loadArtifacts();
+  const artifact = artifacts["ConfidentialSettlementVault"];
+  const lensArtifact = artifacts["ConfidentialVaultLens"];
+  if (!artifact || !lensArtifact) {
+    throw new Error("the confidential vault or its lens is missing from the artifacts");
+  }
   const wallet = createWalletClient({
     chain,
     transport,
     account: privateKeyToAccount(d.deployerKey),
   });
+  const lensTx = await wallet.deployContract({
+    abi: lensArtifact.abi,
+    bytecode: lensArtifact.bytecode,
+  });
+  const lensReceipt = await client.waitForTransactionReceipt({ hash: lensTx });
+  if (lensReceipt.status !== "success" || !lensReceipt.contractAddress) {
+    throw new Error(`the vault lens's deployment ${lensTx} failed`);
+  }
+  const lens = getAddress(lensReceipt.contractAddress);
   const transaction = await wallet.deployContract({
     abi: artifact.abi,
     bytecode: artifact.bytecode,
@@ -101,6 +117,7 @@ export async function deployConfidentialVault(d: VaultDeployment): Promise<Deplo
       d.operator,
       d.bondOwner,
       BigInt(d.challengeWindowSeconds),
+      lens,
       {
         ACLAddress: d.coprocessor.acl,
         CoprocessorAddress: d.coprocessor.executor,
@@ -115,21 +132,23 @@ export async function deployConfidentialVault(d: VaultDeployment): Promise<Deplo
   const address = getAddress(receipt.contractAddress);
   const read = (functionName: string) =>
     client.readContract({ address, abi: artifact.abi, functionName }) as Promise<unknown>;
-  const [operator, asset, deploymentBlock, bondOwner, window] = await Promise.all([
+  const [operator, asset, deploymentBlock, bondOwner, window, lensOf] = await Promise.all([
     read("operator"),
     read("asset"),
     read("deploymentBlock"),
     read("bondOwner"),
     read("challengeWindow"),
+    read("lens"),
   ]);
   if (
     getAddress(operator as Address) !== getAddress(d.operator) ||
     getAddress(asset as Address) !== getAddress(d.asset) ||
     getAddress(bondOwner as Address) !== getAddress(d.bondOwner) ||
     window !== BigInt(d.challengeWindowSeconds) ||
+    getAddress(lensOf as Address) !== lens ||
     deploymentBlock !== receipt.blockNumber
   ) {
     throw new Error(`the vault at ${address} was not initialized as asked`);
   }
-  return { address, transaction, deploymentBlock: receipt.blockNumber };
+  return { address, lens, transaction, deploymentBlock: receipt.blockNumber };
 }

@@ -45,6 +45,7 @@ import { confidentialVaultAbi } from "../../src/chains/evm/confidential/vaultAbi
 import { attributionOf } from "../../src/chains/evm/confidential/attributions.js";
 import { merchantVaultAbi } from "../../src/clients/confidential/receipts.js";
 import { loadArtifacts } from "../../devnet/evm/compile.js";
+import { confidentialVaultAbiOf } from "../../devnet/evm/confidentialVault.js";
 import { startDevnetFhevm } from "../../devnet/evm/fhevm.js";
 import {
   decryptConfirmation,
@@ -357,6 +358,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
           attacker.address,
           attacker.address,
           0n,
+          attacker.address,
           { ACLAddress: usdc, CoprocessorAddress: usdc, KMSVerifierAddress: usdc },
         ],
       }),
@@ -723,7 +725,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     const merchants = [await enable(), await enable(), await enable()];
     const day = await currentDay();
     // Counts no array, storage slot, slot id or day would equal (the vault's
-    // storage variables take slots 0 to 29); amounts whose sums no single payment equals.
+    // storage variables take slots 0 to 30); amounts whose sums no single payment equals.
     const counts = [31, 33, 35];
     const payments = new Map<Merchant, Payment[]>();
     let seed = 1;
@@ -799,6 +801,26 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     const read = (functionName: "operator" | "deploymentBlock") =>
       client.readContract({ address: deployed.address, abi: confidentialVaultAbi, functionName });
     assert.equal(await read("operator"), operator);
+    // Its reads come from the lens deployed with it, at the vault's address.
+    assert.equal(
+      await client.readContract({
+        address: deployed.address,
+        abi: confidentialVaultAbi,
+        functionName: "lens",
+      }),
+      deployed.lens,
+    );
+    assert.deepEqual(
+      (
+        await client.readContract({
+          address: deployed.address,
+          abi: confidentialVaultAbi,
+          functionName: "dayInfo",
+          args: [1n],
+        })
+      ).slice(0, 2),
+      [0n, 0],
+    );
     assert.equal(
       await read("deploymentBlock"),
       receipt.blockNumber,
@@ -814,6 +836,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
           privateKeyToAccount(generatePrivateKey()).address,
           privateKeyToAccount(generatePrivateKey()).address,
           0n,
+          deployed.lens,
           { ACLAddress: usdc, CoprocessorAddress: usdc, KMSVerifierAddress: usdc },
         ],
       }),
@@ -835,6 +858,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
           operator,
           deployment.bondOwner,
           window,
+          deployed.lens,
           {
             ACLAddress: deployment.coprocessor.acl,
             CoprocessorAddress: deployment.coprocessor.executor,
@@ -856,7 +880,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     const artifacts = await loadArtifacts();
     const EIP170 = 24_576;
     const sizes = Object.fromEntries(
-      ["ConfidentialSettlementVault"].map((name) => [
+      ["ConfidentialSettlementVault", "ConfidentialVaultLens"].map((name) => [
         name,
         (artifacts[name]!.deployedBytecode.length - 2) / 2,
       ]),
@@ -906,7 +930,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
 
   test("the module's ABI is the compiled contract's, and the merchant tools' fragments are in it", async () => {
     const artifacts = await loadArtifacts();
-    const compiled = artifacts["ConfidentialSettlementVault"]!.abi;
+    const compiled = confidentialVaultAbiOf(artifacts);
     assert.deepEqual(JSON.parse(JSON.stringify(confidentialVaultAbi)), compiled);
     const shape = (e: {
       name?: string;

@@ -197,7 +197,16 @@ export function Confidential() {
                   <dt>Network</dt>
                   <dd>{c.network}</dd>
                   <dt>Privacy contract</dt>
-                  <dd className="mono">{c.contractAddress}</dd>
+                  <dd className="mono" data-testid="confidential-contract">
+                    {c.contractAddress}
+                  </dd>
+                  <dt>Slot</dt>
+                  <dd className="mono" data-testid="confidential-slot">
+                    {c.slot ?? "being assigned"}{" "}
+                    <span className="muted">
+                      (with the contract, what your own check needs: npm run confidential:check)
+                    </span>
+                  </dd>
                   <dt>Enabled</dt>
                   <dd>{when(c.enabledAt)}</dd>
                   <dt>Fee</dt>

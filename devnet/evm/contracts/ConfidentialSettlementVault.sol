@@ -9,6 +9,7 @@ import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol
 import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
 import {MessageHashUtils} from "@openzeppelin/contracts/utils/cryptography/MessageHashUtils.sol";
 import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
+import {ConfidentialVaultStorage} from "./ConfidentialVaultStorage.sol";
 
 /// @dev The two forms of USDC's EIP-3009 `transferWithAuthorization` (v2.2
 ///      takes a `bytes` signature too, for smart-contract wallets).
@@ -103,205 +104,11 @@ interface IEIP3009 {
 ///        immutables; `initialize` sets everything once, and the constructor
 ///        runs it in a real deployment (with the production floor on the
 ///        challenge window) so nobody can initialize it first.
-contract ConfidentialSettlementVault {
+///      - Constants, types, storage and errors are `ConfidentialVaultStorage`'s,
+///        shared with the read-only `ConfidentialVaultLens`, whose code the
+///        fallback runs (delegatecall) for the reads this contract leaves out.
+contract ConfidentialSettlementVault is ConfidentialVaultStorage {
     using SafeERC20 for IERC20;
-
-    // ---- constants ----
-
-    uint256 public constant DAY = 1 days;
-    /// @notice How long after its day ends a payment becomes redeemable by
-    ///         its opening, if the day is not closed by then: the batch's turn.
-    uint256 public constant REDEMPTION_DELAY = 1 days;
-    /// @notice How long a debited withdrawal waits for finalization before
-    ///         its merchant may cancel it.
-    uint256 public constant FINALIZATION_TIMEOUT = 24 hours;
-    /// @notice The shortest challenge window a deployed vault accepts: every
-    ///         merchant's watcher gets at least a day to check a close.
-    uint256 public constant MIN_CHALLENGE_WINDOW = 1 days;
-    /// @notice The longest: `closedAt + window` never overflows, and a day's
-    ///         credits wait at most this long.
-    uint256 public constant MAX_CHALLENGE_WINDOW = 30 days;
-    /// @notice Slots are credited every day, so their number bounds a close's cost.
-    uint256 public constant MAX_SLOTS = 4096;
-
-    bytes32 private constant EIP712_DOMAIN_TYPEHASH =
-        keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)");
-    bytes32 private constant NAME_HASH = keccak256("x402 Confidential Settlement");
-    bytes32 private constant VERSION_HASH = keccak256("1");
-    /// @dev The operator's word that `commitment` goes with payment `key`.
-    bytes32 private constant ATTRIBUTION_TYPEHASH = keccak256("Attribution(bytes32 key,bytes32 commitment)");
-    bytes32 private constant WITHDRAW_TYPEHASH =
-        keccak256("Withdraw(uint256 slot,address to,uint64 amount,uint64 nonce,uint64 deadline)");
-
-    /// @notice Payment states (`payment`'s `state`): 1 collected, 2 redeemed, 3 returned.
-    uint8 internal constant PAYMENT_COLLECTED = 1;
-    uint8 internal constant PAYMENT_REDEEMED = 2;
-    uint8 internal constant PAYMENT_RETURNED = 3;
-
-    /// @notice Day phases (`dayInfo`'s `phase`), 0 to 3: open to payments, then to the batch's credits
-    ///         (and to redemptions); closing while the KMS decrypts the
-    ///         check; closed once the check was proven true (challengeable
-    ///         for `challengeWindow`, then released); disputed once a
-    ///         challenge proved a slot's credit short (nothing of its split
-    ///         is released; it reopens when the bond owner resumes).
-    uint8 internal constant DAY_OPEN = 0;
-    uint8 internal constant DAY_CLOSING = 1;
-    uint8 internal constant DAY_CLOSED = 2;
-    uint8 internal constant DAY_DISPUTED = 3;
-
-    uint8 private constant CHALLENGE_OPEN = 1;
-    uint8 private constant CHALLENGE_RESOLVED = 2;
-
-    uint8 private constant WITHDRAWAL_DEBITED = 1;
-    uint8 private constant WITHDRAWAL_FINALIZED = 2;
-    uint8 private constant WITHDRAWAL_CANCELLED = 3;
-
-    /// @dev `_creditedIn` value of a slot whose credit for the day was released.
-    uint32 private constant RELEASED = type(uint32).max;
-
-    // ---- types ----
-
-    /// @notice A receipt: what opens a payment's commitment.
-    struct Opening {
-        bytes32 key;
-        bytes32 blinding;
-    }
-
-    struct WithdrawRequest {
-        uint256 slot;
-        address to;
-        uint64 amount;
-        uint64 nonce;
-        uint64 deadline;
-    }
-
-    /// @dev One storage word: what the vault collected for one authorization.
-    struct Payment {
-        address payer;
-        uint64 amount;
-        uint24 day;
-        uint8 state;
-    }
-
-    struct Slot {
-        bytes32 commitment;
-        euint64 balance;
-        uint64 withdrawNonce;
-        /// @dev Set by the first withdrawal, which names the merchant anyway;
-        ///      from then on its wallet may decrypt its balance.
-        address revealedOwner;
-    }
-
-    struct DayState {
-        uint64 collected;
-        uint64 redeemed;
-        uint64 returned;
-        uint32 payments;
-        /// @dev Bumped when an attempt's credits are discarded (the KMS proved
-        ///      them wrong, or the day was disputed and resumed).
-        uint32 attempt;
-        uint32 slotsCredited;
-        uint32 slotsReleased;
-        uint8 phase;
-        /// @dev When `finalizeDay` closed it: its challenge window starts.
-        uint40 closedAt;
-        /// @dev Challenges of the current attempt awaiting the KMS's answer.
-        uint32 openChallenges;
-        /// @dev What of `bondCommitted` this day holds: its pool at close,
-        ///      less the penalties it paid; 0 when it holds nothing.
-        uint64 bondShare;
-        /// @dev The attempt's credits, summed in 128 bits: 2^32 slots of
-        ///      at most 2^64 - 1 each cannot wrap it.
-        euint128 creditedSum;
-        ebool matches;
-    }
-
-    /// @dev One slot's openings of one day against its credit in one attempt.
-    struct Challenge {
-        uint256 slot;
-        uint32 day;
-        uint32 attempt;
-        uint8 state;
-        /// @dev What this challenge's own openings add up to.
-        uint64 amount;
-        /// @dev The KMS's answer: the credit's shortfall (0: none).
-        uint64 shortfall;
-        /// @dev Encrypted: every opening of the slot for the day and attempt,
-        ///      less its credit, when that is positive; else 0.
-        euint64 handle;
-    }
-
-    /// @dev A slot's openings of a day in one attempt, and the shortfall already paid for them.
-    struct Presented {
-        uint128 amount;
-        uint128 penalized;
-    }
-
-    struct Withdrawal {
-        uint256 slot;
-        address to;
-        uint64 amount;
-        uint64 requestedAt;
-        uint8 state;
-        bool paid;
-        ebool debited;
-    }
-
-    // ---- storage ----
-
-    bool private _initialized;
-    IERC20 public asset;
-    address public operator;
-    /// @notice The block `initialize` ran in: where reading this vault's logs may start.
-    uint256 public deploymentBlock;
-
-    uint256 public slotCount;
-    mapping(uint256 => Slot) private _slots;
-    /// @dev commitment => slot id + 1 (0: none), so assignment is idempotent.
-    mapping(bytes32 => uint256) private _slotOfCommitment;
-    /// @dev slot => day => attempt + 1 the slot was credited in (RELEASED once released).
-    mapping(uint256 => mapping(uint256 => uint32)) private _creditedIn;
-    /// @dev slot => day => the slot's credit of the day, pending until released.
-    mapping(uint256 => mapping(uint256 => euint64)) private _pending;
-
-    /// @dev payment key (payer, nonce) => the payment the vault collected.
-    mapping(bytes32 => Payment) private _payments;
-    /// @dev payment key => its commitment to a slot (0: unattributed).
-    mapping(bytes32 => bytes32) private _commitments;
-    /// @dev payment key => attempt + 1 of its day in which it was presented.
-    mapping(bytes32 => uint32) private _presentedIn;
-    /// @dev day => index => payment key; the day's `payments` counts them.
-    mapping(uint256 => mapping(uint256 => bytes32)) private _dayPayments;
-    mapping(uint256 => DayState) private _days;
-
-    uint256 public totalCollected;
-    uint256 public totalReturned;
-    uint256 public totalCredited;
-    uint256 public totalPaidOut;
-
-    uint256 public withdrawalCount;
-    mapping(uint256 => Withdrawal) private _withdrawals;
-    /// @dev slot => withdrawal nonce => withdrawal id + 1, so a request is found without logs.
-    mapping(uint256 => mapping(uint64 => uint256)) private _withdrawalOf;
-
-    /// @notice Holds the operator bond: withdraws what no day needs, and
-    ///         alone lifts a freeze (a cold key; the operator cannot touch the bond).
-    address public bondOwner;
-    /// @notice Seconds between a day's close and the release of its credits.
-    uint256 public challengeWindow;
-    /// @notice USDC held against proven misattribution.
-    uint256 public bond;
-    /// @notice What the days closing, closed and not yet released, or disputed hold of the bond.
-    uint256 public bondCommitted;
-    /// @notice Set by a proven shortfall: no day closes or releases until the bond owner resumes.
-    bool public frozen;
-    /// @notice Paid from the bond into shorted slots' balances, for good.
-    uint256 public totalPenalties;
-    uint256[] private _disputedDays;
-    uint256 public challengeCount;
-    mapping(uint256 => Challenge) private _challenges;
-    /// @dev keccak256(slot, day, attempt) => what the slot's openings showed.
-    mapping(bytes32 => Presented) private _presented;
 
     // ---- events ----
 
@@ -329,49 +136,6 @@ contract ConfidentialSettlementVault {
     event PenaltyPaid(uint256 indexed day, uint256 indexed slot, uint256 amount);
     event Resumed(address operator, uint256 reopenedDays);
 
-    // ---- errors ----
-
-    error AlreadyInitialized();
-    error BadChallengeWindow(uint256 window);
-    error NotOperator();
-    error BadOperator(address operator);
-    error UnknownSlot(uint256 slot);
-    error TooManySlots();
-    error NotPaidToVault(address to);
-    error BadAmount(uint256 amount);
-    error AlreadyCollected(bytes32 paymentKey);
-    error PaymentShort(uint256 received, uint256 expected);
-    error DayNotOver(uint256 day);
-    error DayNotOpen(uint256 day, uint8 phase);
-    error DayNotClosing(uint256 day);
-    error DayNotClosed(uint256 day);
-    error DayIncomplete(uint256 day, uint256 credited, uint256 slots);
-    error LengthMismatch();
-    error PaymentNotCollected(bytes32 paymentKey);
-    error NotTheOpening(bytes32 paymentKey);
-    error PaymentNotOfDay(bytes32 paymentKey);
-    error RedemptionNotOpen(uint256 opensAt);
-    error InvalidSignature();
-    error Insolvent(uint256 owed, uint256 holdings);
-    error NotStray(uint256 amount, uint256 stray);
-    error RequestExpired();
-    error WrongWithdrawNonce(uint64 expected);
-    error NotSlotOwner();
-    error ZeroAmount();
-    error UnknownWithdrawal(uint256 id);
-    error NotDebited(uint256 id);
-    error NotWithdrawalOwner();
-    error TooEarlyToCancel(uint256 cancellableAt);
-    error NotBondOwner();
-    error OperatorFrozen();
-    error NotFrozen();
-    error BondTooLow(uint256 bond, uint256 required);
-    /// @dev Or a challenge of the day is still open.
-    error ChallengeWindowOpen(uint256 endsAt);
-    error NotChallengeable(uint256 day);
-    error AlreadyPresented(bytes32 paymentKey);
-    error ChallengeNotOpen(uint256 id);
-    error ChallengesOpen(uint256 day);
 
     modifier onlyOperator() {
         if (msg.sender != operator) revert NotOperator();
@@ -395,25 +159,28 @@ contract ConfidentialSettlementVault {
         address operator_,
         address bondOwner_,
         uint256 challengeWindow_,
+        address lens_,
         CoprocessorConfig memory coprocessor
     ) {
         if (challengeWindow_ < MIN_CHALLENGE_WINDOW) revert BadChallengeWindow(challengeWindow_);
-        _initialize(asset_, operator_, bondOwner_, challengeWindow_, coprocessor);
+        _initialize(asset_, operator_, bondOwner_, challengeWindow_, lens_, coprocessor);
     }
 
     /// @notice Sets the token, the operator (attributes payments, submits
     ///         batches, pays gas; the only account allowed to assign slots,
     ///         credit and return unattributed payments), the bond owner, the
-    ///         challenge window (seconds) and the chain's FHE coprocessor.
+    ///         challenge window (seconds), the lens that answers the reads
+    ///         this contract leaves out, and the chain's FHE coprocessor.
     ///         Once; a deployed vault already ran it in its constructor.
     function initialize(
         IERC20 asset_,
         address operator_,
         address bondOwner_,
         uint256 challengeWindow_,
+        address lens_,
         CoprocessorConfig calldata coprocessor
     ) external {
-        _initialize(asset_, operator_, bondOwner_, challengeWindow_, coprocessor);
+        _initialize(asset_, operator_, bondOwner_, challengeWindow_, lens_, coprocessor);
     }
 
     function _initialize(
@@ -421,6 +188,7 @@ contract ConfidentialSettlementVault {
         address operator_,
         address bondOwner_,
         uint256 challengeWindow_,
+        address lens_,
         CoprocessorConfig memory coprocessor
     ) private {
         if (_initialized) revert AlreadyInitialized();
@@ -430,9 +198,25 @@ contract ConfidentialSettlementVault {
         operator = operator_;
         bondOwner = bondOwner_;
         challengeWindow = challengeWindow_;
+        lens = lens_;
         deploymentBlock = block.number;
         FHE.setCoprocessor(coprocessor);
         emit Initialized(address(asset_), operator_, bondOwner_, challengeWindow_);
+    }
+
+    /// @notice Every read this contract leaves out (`dayInfo`, `payment`,
+    ///         `challengeInfo`, …) runs `lens`'s code on this contract's
+    ///         storage: the lens writes nothing, so what it answers is this
+    ///         vault's state. Anything the lens does not know reverts.
+    fallback() external {
+        address l = lens;
+        assembly {
+            calldatacopy(0, 0, calldatasize())
+            let ok := delegatecall(gas(), l, 0, calldatasize(), 0, 0)
+            returndatacopy(0, 0, returndatasize())
+            if iszero(ok) { revert(0, returndatasize()) }
+            return(0, returndatasize())
+        }
     }
 
     // ---- enablement ----
@@ -875,170 +659,10 @@ contract ConfidentialSettlementVault {
         return keccak256(abi.encode(payer, nonce));
     }
 
-    /// @notice What the vault collected for a payment (state 0: nothing), and
-    ///         its commitment to a slot (0: unattributed).
-    function payment(bytes32 key)
-        external
-        view
-        returns (address payer, uint64 amount, uint32 day, uint8 state, bytes32 commitment)
-    {
-        Payment storage p = _payments[key];
-        return (p.payer, p.amount, p.day, p.state, _commitments[key]);
-    }
-
-    /// @notice The payments collected on `day`, `limit` from `offset`.
-    function dayPayments(uint256 day, uint256 offset, uint256 limit)
-        external
-        view
-        returns (bytes32[] memory keys, address[] memory payers, uint64[] memory amounts, uint8[] memory states)
-    {
-        uint256 total = _days[day].payments;
-        uint256 end = offset + limit > total ? total : offset + limit;
-        uint256 n = end > offset ? end - offset : 0;
-        keys = new bytes32[](n);
-        payers = new address[](n);
-        amounts = new uint64[](n);
-        states = new uint8[](n);
-        for (uint256 i = 0; i < n; i++) {
-            bytes32 key = _dayPayments[day][offset + i];
-            Payment storage p = _payments[key];
-            keys[i] = key;
-            payers[i] = p.payer;
-            amounts[i] = p.amount;
-            states[i] = p.state;
-        }
-    }
-
-    /// @return slot the challenged slot
-    /// @return day the day challenged
-    /// @return attempt the attempt whose credit it compared
-    /// @return amount what its own openings add up to
-    /// @return resolved whether the KMS's answer is in
-    /// @return shortfall the answer: how far the slot's credit fell short (0: not)
-    /// @return handle the encrypted shortfall, publicly decryptable
-    function challengeInfo(uint256 id)
-        external
-        view
-        returns (uint256 slot, uint32 day, uint32 attempt, uint64 amount, bool resolved, uint64 shortfall, bytes32 handle)
-    {
-        Challenge storage c = _challenges[id];
-        return (
-            c.slot, c.day, c.attempt, c.amount, c.state == CHALLENGE_RESOLVED, c.shortfall, euint64.unwrap(c.handle)
-        );
-    }
-
-    /// @notice Whether a payment was presented in its day's current attempt.
-    function presented(bytes32 key) external view returns (bool) {
-        Payment storage p = _payments[key];
-        return p.state != 0 && _presentedIn[key] == _days[p.day].attempt + 1;
-    }
-
-    /// @return amount what a slot's openings of `day` showed in `attempt`
-    /// @return penalized the shortfall paid for them from the bond
-    function presentedOf(uint256 slot, uint256 day, uint32 attempt)
-        external
-        view
-        returns (uint256 amount, uint256 penalized)
-    {
-        Presented storage shown = _presented[_presentedKey(slot, day, attempt)];
-        return (shown.amount, shown.penalized);
-    }
-
-    /// @notice A slot's credit of `day` in its current attempt, until released (0: none).
-    function slotDayCredit(uint256 slot, uint256 day) external view returns (bytes32) {
-        return _creditedIn[slot][day] == _days[day].attempt + 1 ? euint64.unwrap(_pending[slot][day]) : bytes32(0);
-    }
-
-    /// @return closedAt when the day closed (0: not closed); its window ends `challengeWindow` later
-    /// @return openChallenges challenges of its current attempt awaiting the KMS's answer
-    /// @return bondShare what of the bond it holds
-    function dayChallenges(uint256 day)
-        external
-        view
-        returns (uint256 closedAt, uint256 openChallenges, uint256 bondShare)
-    {
-        DayState storage d = _days[day];
-        return (d.closedAt, d.openChallenges, d.bondShare);
-    }
-
     /// @notice What the day's credits must add up to: collected, less redeemed and returned.
     function dayPool(uint256 day) public view returns (uint256) {
         DayState storage d = _days[day];
         return uint256(d.collected) - d.redeemed - d.returned;
-    }
-
-    function dayInfo(uint256 day)
-        external
-        view
-        returns (
-            uint64 collected,
-            uint32 payments,
-            uint64 redeemed,
-            uint64 returned,
-            uint32 attempt,
-            uint32 slotsCredited,
-            uint32 slotsReleased,
-            uint8 phase,
-            bytes32 matches
-        )
-    {
-        DayState storage d = _days[day];
-        return (
-            d.collected,
-            d.payments,
-            d.redeemed,
-            d.returned,
-            d.attempt,
-            d.slotsCredited,
-            d.slotsReleased,
-            d.phase,
-            ebool.unwrap(d.matches)
-        );
-    }
-
-    /// @return credited whether the slot is credited for `day` in the current attempt
-    /// @return released whether its credit of `day` is in its balance
-    function slotDay(uint256 slot, uint256 day) external view returns (bool credited, bool released) {
-        uint32 mark = _creditedIn[slot][day];
-        return (mark == RELEASED || mark == _days[day].attempt + 1, mark == RELEASED);
-    }
-
-    function slotOf(bytes32 commitment) external view returns (bool assigned, uint256 slot) {
-        uint256 v = _slotOfCommitment[commitment];
-        return (v != 0, v == 0 ? 0 : v - 1);
-    }
-
-    function slotInfo(uint256 slot)
-        external
-        view
-        returns (bytes32 commitment, bytes32 balance, uint64 withdrawNonce, address revealedOwner)
-    {
-        if (slot >= slotCount) revert UnknownSlot(slot);
-        Slot storage s = _slots[slot];
-        return (s.commitment, euint64.unwrap(s.balance), s.withdrawNonce, s.revealedOwner);
-    }
-
-    function withdrawal(uint256 id)
-        external
-        view
-        returns (
-            uint256 slot,
-            address to,
-            uint64 amount,
-            uint64 requestedAt,
-            uint8 state,
-            bool paid,
-            bytes32 debited
-        )
-    {
-        Withdrawal storage w = _withdrawal(id);
-        return (w.slot, w.to, w.amount, w.requestedAt, w.state, w.paid, ebool.unwrap(w.debited));
-    }
-
-    /// @notice The withdrawal that used a slot's withdrawal nonce, if any.
-    function withdrawalOf(uint256 slot, uint64 nonce) external view returns (bool found, uint256 id) {
-        uint256 v = _withdrawalOf[slot][nonce];
-        return (v != 0, v == 0 ? 0 : v - 1);
     }
 
     /// @notice USDC the vault holds beyond what it owes: what reached it
@@ -1103,10 +727,6 @@ contract ConfidentialSettlementVault {
         if (slot >= slotCount) revert UnknownSlot(slot);
         bytes32 c = _commitments[key];
         if (c == 0 || keccak256(abi.encode(key, slot, blinding)) != c) revert NotTheOpening(key);
-    }
-
-    function _presentedKey(uint256 slot, uint256 day, uint32 attempt) private pure returns (bytes32) {
-        return keccak256(abi.encode(slot, day, attempt));
     }
 
     function _checkDecryption(bytes32 handle, bytes calldata cleartexts, bytes calldata decryptionProof) private {

@@ -28,6 +28,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { authorizationTypes, eip3009ABI } from "@x402/evm";
 import { startDevnet, type Devnet } from "../../../devnet/evm/index.js";
 import { loadArtifacts } from "../../../devnet/evm/compile.js";
+import { confidentialVaultAbiOf } from "../../../devnet/evm/confidentialVault.js";
 import { startDevnetFhevm, type DevnetFhevm } from "../../../devnet/evm/fhevm.js";
 import { fheClient, type FheClient } from "../../../src/chains/evm/confidential/fhe.js";
 import {
@@ -156,7 +157,7 @@ export async function startDevnetVault(
         : { confidentialChallengeWindowSeconds: opts.challengeWindowSeconds }),
     });
     const info = devnet.networks[VAULT_NETWORK]!;
-    const abi = (await loadArtifacts())["ConfidentialSettlementVault"]!.abi;
+    const abi = confidentialVaultAbiOf(await loadArtifacts());
     fhevm = await startDevnetFhevm({
       rpcUrl: info.rpcUrl,
       chainId: VAULT_CHAIN_ID,

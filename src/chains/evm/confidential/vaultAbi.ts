@@ -1,6 +1,8 @@
 /**
- * The ABI of ConfidentialSettlementVault (devnet/evm/contracts/), as viem types
- * it. A test checks it against the compiled contract, so the two cannot drift.
+ * The ABI of ConfidentialSettlementVault (devnet/evm/contracts/) as callers
+ * see it, viem-typed: its own functions, and the reads its fallback answers
+ * from ConfidentialVaultLens. A test checks it against the compiled
+ * contracts, so the two cannot drift.
  */
 export const confidentialVaultAbi = [
   {
@@ -9,6 +11,7 @@ export const confidentialVaultAbi = [
       { internalType: "address", name: "operator_", type: "address" },
       { internalType: "address", name: "bondOwner_", type: "address" },
       { internalType: "uint256", name: "challengeWindow_", type: "uint256" },
+      { internalType: "address", name: "lens_", type: "address" },
       {
         components: [
           { internalType: "address", name: "ACLAddress", type: "address" },
@@ -433,6 +436,7 @@ export const confidentialVaultAbi = [
     name: "WithdrawalRequested",
     type: "event",
   },
+  { stateMutability: "nonpayable", type: "fallback" },
   {
     inputs: [],
     name: "DAY",
@@ -526,7 +530,7 @@ export const confidentialVaultAbi = [
           { internalType: "bytes32", name: "key", type: "bytes32" },
           { internalType: "bytes32", name: "blinding", type: "bytes32" },
         ],
-        internalType: "struct ConfidentialSettlementVault.Opening[]",
+        internalType: "struct ConfidentialVaultStorage.Opening[]",
         name: "openings",
         type: "tuple[]",
       },
@@ -540,21 +544,6 @@ export const confidentialVaultAbi = [
     inputs: [],
     name: "challengeCount",
     outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
-    stateMutability: "view",
-    type: "function",
-  },
-  {
-    inputs: [{ internalType: "uint256", name: "id", type: "uint256" }],
-    name: "challengeInfo",
-    outputs: [
-      { internalType: "uint256", name: "slot", type: "uint256" },
-      { internalType: "uint32", name: "day", type: "uint32" },
-      { internalType: "uint32", name: "attempt", type: "uint32" },
-      { internalType: "uint64", name: "amount", type: "uint64" },
-      { internalType: "bool", name: "resolved", type: "bool" },
-      { internalType: "uint64", name: "shortfall", type: "uint64" },
-      { internalType: "bytes32", name: "handle", type: "bytes32" },
-    ],
     stateMutability: "view",
     type: "function",
   },
@@ -620,50 +609,6 @@ export const confidentialVaultAbi = [
   },
   {
     inputs: [{ internalType: "uint256", name: "day", type: "uint256" }],
-    name: "dayChallenges",
-    outputs: [
-      { internalType: "uint256", name: "closedAt", type: "uint256" },
-      { internalType: "uint256", name: "openChallenges", type: "uint256" },
-      { internalType: "uint256", name: "bondShare", type: "uint256" },
-    ],
-    stateMutability: "view",
-    type: "function",
-  },
-  {
-    inputs: [{ internalType: "uint256", name: "day", type: "uint256" }],
-    name: "dayInfo",
-    outputs: [
-      { internalType: "uint64", name: "collected", type: "uint64" },
-      { internalType: "uint32", name: "payments", type: "uint32" },
-      { internalType: "uint64", name: "redeemed", type: "uint64" },
-      { internalType: "uint64", name: "returned", type: "uint64" },
-      { internalType: "uint32", name: "attempt", type: "uint32" },
-      { internalType: "uint32", name: "slotsCredited", type: "uint32" },
-      { internalType: "uint32", name: "slotsReleased", type: "uint32" },
-      { internalType: "uint8", name: "phase", type: "uint8" },
-      { internalType: "bytes32", name: "matches", type: "bytes32" },
-    ],
-    stateMutability: "view",
-    type: "function",
-  },
-  {
-    inputs: [
-      { internalType: "uint256", name: "day", type: "uint256" },
-      { internalType: "uint256", name: "offset", type: "uint256" },
-      { internalType: "uint256", name: "limit", type: "uint256" },
-    ],
-    name: "dayPayments",
-    outputs: [
-      { internalType: "bytes32[]", name: "keys", type: "bytes32[]" },
-      { internalType: "address[]", name: "payers", type: "address[]" },
-      { internalType: "uint64[]", name: "amounts", type: "uint64[]" },
-      { internalType: "uint8[]", name: "states", type: "uint8[]" },
-    ],
-    stateMutability: "view",
-    type: "function",
-  },
-  {
-    inputs: [{ internalType: "uint256", name: "day", type: "uint256" }],
     name: "dayPool",
     outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
     stateMutability: "view",
@@ -725,6 +670,7 @@ export const confidentialVaultAbi = [
       { internalType: "address", name: "operator_", type: "address" },
       { internalType: "address", name: "bondOwner_", type: "address" },
       { internalType: "uint256", name: "challengeWindow_", type: "uint256" },
+      { internalType: "address", name: "lens_", type: "address" },
       {
         components: [
           { internalType: "address", name: "ACLAddress", type: "address" },
@@ -743,21 +689,15 @@ export const confidentialVaultAbi = [
   },
   {
     inputs: [],
-    name: "operator",
+    name: "lens",
     outputs: [{ internalType: "address", name: "", type: "address" }],
     stateMutability: "view",
     type: "function",
   },
   {
-    inputs: [{ internalType: "bytes32", name: "key", type: "bytes32" }],
-    name: "payment",
-    outputs: [
-      { internalType: "address", name: "payer", type: "address" },
-      { internalType: "uint64", name: "amount", type: "uint64" },
-      { internalType: "uint32", name: "day", type: "uint32" },
-      { internalType: "uint8", name: "state", type: "uint8" },
-      { internalType: "bytes32", name: "commitment", type: "bytes32" },
-    ],
+    inputs: [],
+    name: "operator",
+    outputs: [{ internalType: "address", name: "", type: "address" }],
     stateMutability: "view",
     type: "function",
   },
@@ -769,27 +709,6 @@ export const confidentialVaultAbi = [
     name: "paymentKey",
     outputs: [{ internalType: "bytes32", name: "", type: "bytes32" }],
     stateMutability: "pure",
-    type: "function",
-  },
-  {
-    inputs: [{ internalType: "bytes32", name: "key", type: "bytes32" }],
-    name: "presented",
-    outputs: [{ internalType: "bool", name: "", type: "bool" }],
-    stateMutability: "view",
-    type: "function",
-  },
-  {
-    inputs: [
-      { internalType: "uint256", name: "slot", type: "uint256" },
-      { internalType: "uint256", name: "day", type: "uint256" },
-      { internalType: "uint32", name: "attempt", type: "uint32" },
-    ],
-    name: "presentedOf",
-    outputs: [
-      { internalType: "uint256", name: "amount", type: "uint256" },
-      { internalType: "uint256", name: "penalized", type: "uint256" },
-    ],
-    stateMutability: "view",
     type: "function",
   },
   {
@@ -823,7 +742,7 @@ export const confidentialVaultAbi = [
           { internalType: "uint64", name: "nonce", type: "uint64" },
           { internalType: "uint64", name: "deadline", type: "uint64" },
         ],
-        internalType: "struct ConfidentialSettlementVault.WithdrawRequest",
+        internalType: "struct ConfidentialVaultStorage.WithdrawRequest",
         name: "req",
         type: "tuple",
       },
@@ -881,51 +800,6 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
-    inputs: [
-      { internalType: "uint256", name: "slot", type: "uint256" },
-      { internalType: "uint256", name: "day", type: "uint256" },
-    ],
-    name: "slotDay",
-    outputs: [
-      { internalType: "bool", name: "credited", type: "bool" },
-      { internalType: "bool", name: "released", type: "bool" },
-    ],
-    stateMutability: "view",
-    type: "function",
-  },
-  {
-    inputs: [
-      { internalType: "uint256", name: "slot", type: "uint256" },
-      { internalType: "uint256", name: "day", type: "uint256" },
-    ],
-    name: "slotDayCredit",
-    outputs: [{ internalType: "bytes32", name: "", type: "bytes32" }],
-    stateMutability: "view",
-    type: "function",
-  },
-  {
-    inputs: [{ internalType: "uint256", name: "slot", type: "uint256" }],
-    name: "slotInfo",
-    outputs: [
-      { internalType: "bytes32", name: "commitment", type: "bytes32" },
-      { internalType: "bytes32", name: "balance", type: "bytes32" },
-      { internalType: "uint64", name: "withdrawNonce", type: "uint64" },
-      { internalType: "address", name: "revealedOwner", type: "address" },
-    ],
-    stateMutability: "view",
-    type: "function",
-  },
-  {
-    inputs: [{ internalType: "bytes32", name: "commitment", type: "bytes32" }],
-    name: "slotOf",
-    outputs: [
-      { internalType: "bool", name: "assigned", type: "bool" },
-      { internalType: "uint256", name: "slot", type: "uint256" },
-    ],
-    stateMutability: "view",
-    type: "function",
-  },
-  {
     inputs: [],
     name: "strayBalance",
     outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
@@ -978,6 +852,151 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
+    inputs: [],
+    name: "withdrawalCount",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [{ internalType: "uint256", name: "id", type: "uint256" }],
+    name: "challengeInfo",
+    outputs: [
+      { internalType: "uint256", name: "slot", type: "uint256" },
+      { internalType: "uint32", name: "day", type: "uint32" },
+      { internalType: "uint32", name: "attempt", type: "uint32" },
+      { internalType: "uint64", name: "amount", type: "uint64" },
+      { internalType: "bool", name: "resolved", type: "bool" },
+      { internalType: "uint64", name: "shortfall", type: "uint64" },
+      { internalType: "bytes32", name: "handle", type: "bytes32" },
+    ],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [{ internalType: "uint256", name: "day", type: "uint256" }],
+    name: "dayChallenges",
+    outputs: [
+      { internalType: "uint256", name: "closedAt", type: "uint256" },
+      { internalType: "uint256", name: "openChallenges", type: "uint256" },
+      { internalType: "uint256", name: "bondShare", type: "uint256" },
+    ],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [{ internalType: "uint256", name: "day", type: "uint256" }],
+    name: "dayInfo",
+    outputs: [
+      { internalType: "uint64", name: "collected", type: "uint64" },
+      { internalType: "uint32", name: "payments", type: "uint32" },
+      { internalType: "uint64", name: "redeemed", type: "uint64" },
+      { internalType: "uint64", name: "returned", type: "uint64" },
+      { internalType: "uint32", name: "attempt", type: "uint32" },
+      { internalType: "uint32", name: "slotsCredited", type: "uint32" },
+      { internalType: "uint32", name: "slotsReleased", type: "uint32" },
+      { internalType: "uint8", name: "phase", type: "uint8" },
+      { internalType: "bytes32", name: "matches", type: "bytes32" },
+    ],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [
+      { internalType: "uint256", name: "day", type: "uint256" },
+      { internalType: "uint256", name: "offset", type: "uint256" },
+      { internalType: "uint256", name: "limit", type: "uint256" },
+    ],
+    name: "dayPayments",
+    outputs: [
+      { internalType: "bytes32[]", name: "keys", type: "bytes32[]" },
+      { internalType: "address[]", name: "payers", type: "address[]" },
+      { internalType: "uint64[]", name: "amounts", type: "uint64[]" },
+      { internalType: "uint8[]", name: "states", type: "uint8[]" },
+    ],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [{ internalType: "bytes32", name: "key", type: "bytes32" }],
+    name: "payment",
+    outputs: [
+      { internalType: "address", name: "payer", type: "address" },
+      { internalType: "uint64", name: "amount", type: "uint64" },
+      { internalType: "uint32", name: "day", type: "uint32" },
+      { internalType: "uint8", name: "state", type: "uint8" },
+      { internalType: "bytes32", name: "commitment", type: "bytes32" },
+    ],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [{ internalType: "bytes32", name: "key", type: "bytes32" }],
+    name: "presented",
+    outputs: [{ internalType: "bool", name: "", type: "bool" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [
+      { internalType: "uint256", name: "slot", type: "uint256" },
+      { internalType: "uint256", name: "day", type: "uint256" },
+      { internalType: "uint32", name: "attempt", type: "uint32" },
+    ],
+    name: "presentedOf",
+    outputs: [
+      { internalType: "uint256", name: "amount", type: "uint256" },
+      { internalType: "uint256", name: "penalized", type: "uint256" },
+    ],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [
+      { internalType: "uint256", name: "slot", type: "uint256" },
+      { internalType: "uint256", name: "day", type: "uint256" },
+    ],
+    name: "slotDay",
+    outputs: [
+      { internalType: "bool", name: "credited", type: "bool" },
+      { internalType: "bool", name: "released", type: "bool" },
+    ],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [
+      { internalType: "uint256", name: "slot", type: "uint256" },
+      { internalType: "uint256", name: "day", type: "uint256" },
+    ],
+    name: "slotDayCredit",
+    outputs: [{ internalType: "bytes32", name: "", type: "bytes32" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [{ internalType: "uint256", name: "slot", type: "uint256" }],
+    name: "slotInfo",
+    outputs: [
+      { internalType: "bytes32", name: "commitment", type: "bytes32" },
+      { internalType: "bytes32", name: "balance", type: "bytes32" },
+      { internalType: "uint64", name: "withdrawNonce", type: "uint64" },
+      { internalType: "address", name: "revealedOwner", type: "address" },
+    ],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [{ internalType: "bytes32", name: "commitment", type: "bytes32" }],
+    name: "slotOf",
+    outputs: [
+      { internalType: "bool", name: "assigned", type: "bool" },
+      { internalType: "uint256", name: "slot", type: "uint256" },
+    ],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
     inputs: [{ internalType: "uint256", name: "id", type: "uint256" }],
     name: "withdrawal",
     outputs: [
@@ -989,13 +1008,6 @@ export const confidentialVaultAbi = [
       { internalType: "bool", name: "paid", type: "bool" },
       { internalType: "bytes32", name: "debited", type: "bytes32" },
     ],
-    stateMutability: "view",
-    type: "function",
-  },
-  {
-    inputs: [],
-    name: "withdrawalCount",
-    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
     stateMutability: "view",
     type: "function",
   },
