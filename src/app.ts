@@ -101,10 +101,8 @@ export async function createService(opts: ServiceOptions) {
     networks: facilitator.networks(),
   });
   closers.push(() => workers.stop());
-  // Shared rate-limit counters and payer lanes across replicas; without
-  // Redis they are per process.
-  const redis = createRedis(config.redisUrl, log);
-  if (redis) closers.push(() => redis.disconnect());
+  // Rate-limit counters and payer lanes shared across replicas (without it, per process).
+  const redis = createRedis(config.redisUrl, log, closers);
   const payments = createPayments({
     redis,
     ...{ db, config, recorder, quota, confidential, metrics, log, reportError },
@@ -136,12 +134,10 @@ export async function createService(opts: ServiceOptions) {
     ...{ publicUrl: config.auth.publicUrl, metricsToken: config.http.metricsToken },
     browserAndLimits: { ...config.http, redis },
   });
-
   let closed = false;
   return {
     ...{ http, db, dbKind: database.kind, facilitator, workers, confidential, auth, metrics, log },
-    billing,
-    catalog,
+    ...{ billing, catalog },
     listen: (): Promise<string> => http.listen({ host: config.host, port: config.port }),
     /** Stops accepting, drains in-flight requests (at most `drainMs`), then closes everything. */
     async close(options: { drainMs?: number } = {}): Promise<void> {
