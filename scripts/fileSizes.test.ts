@@ -18,8 +18,6 @@ const LIMIT = 600;
 const OVERSIZED: Readonly<Record<string, string>> = {
   "src/chains/evm/confidential/vaultAbi.ts":
     "ABI data: the vault contract's, checked against the compiled contract by its test",
-  "src/features/settlements/settlementRecorder.ts":
-    "to be split by caller: settle path, journal, reads (issue in progress)",
   "src/chains/evm/approvalSponsor.ts":
     "ApprovalSponsor.check alone is ~250 lines, one check per line of the header's list; to be split with the grouping of src/chains/evm/ (issue 67, part 3)",
   "src/chains/evm/confidential/vault.ts":

@@ -82,7 +82,7 @@ async function scrape(registry: Registry): Promise<Map<string, number>> {
 test("outbox and stuck settlements, as the database holds them at the scrape", async () => {
   const registry = new Registry();
   registerBacklogMetrics({
-    ...{ db: database.db, recorder, registry, reconcileAfterMs: HORIZON_MS },
+    ...{ db: database.db, reads: recorder.reads, registry, reconcileAfterMs: HORIZON_MS },
     networks: ["eip155:8453", "eip155:84532"],
     log: createLogger("silent"),
     now: () => NOW,

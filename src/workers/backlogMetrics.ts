@@ -17,12 +17,12 @@ import { Gauge, type Registry } from "prom-client";
 import type { Db } from "../storage/db.js";
 import type { Logger } from "../lib/logger.js";
 import { describeError } from "../lib/errors.js";
-import type { SettlementRecorder } from "../features/settlements/settlementRecorder.js";
+import type { SettlementReads } from "../features/settlements/settlementReads.js";
 import { countPendingWebhookEvents } from "../features/webhooks/webhookRepository.js";
 
 export function registerBacklogMetrics(opts: {
   db: Db;
-  recorder: Pick<SettlementRecorder, "pendingStartedBefore">;
+  reads: Pick<SettlementReads, "pendingStartedBefore">;
   registry: Registry;
   /** The reconciler's horizon: rows pending longer are its to decide. */
   reconcileAfterMs: number;
@@ -67,7 +67,7 @@ export function registerBacklogMetrics(opts: {
     const horizon = now() - opts.reconcileAfterMs;
     let rows;
     try {
-      rows = await opts.recorder.pendingStartedBefore(new Date(horizon));
+      rows = await opts.reads.pendingStartedBefore(new Date(horizon));
     } catch (e) {
       failed("pending settlements")(e);
       return;

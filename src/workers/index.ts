@@ -100,7 +100,7 @@ export function startWorkers(opts: {
   });
   if (overrides.webhooks !== false) webhooks.start();
   registerBacklogMetrics({
-    ...{ db: opts.db, recorder: opts.recorder, registry: opts.metrics.registry },
+    ...{ db: opts.db, reads: opts.recorder.reads, registry: opts.metrics.registry },
     ...{ reconcileAfterMs: opts.config.reconcileAfterMs, networks: opts.networks },
     log: log.child({ component: "metrics" }),
   });

@@ -53,7 +53,7 @@ export class SettlementReconciler {
     const { recorder, log } = this.opts;
     let finished = 0;
     try {
-      const rows = await recorder.orphaned(new Date(Date.now() - this.opts.olderThanMs), 50);
+      const rows = await recorder.reads.orphaned(new Date(Date.now() - this.opts.olderThanMs), 50);
       for (const row of rows) {
         const since = this.opts.chainSince?.(row.network);
         if (since && new Date(row.started_at) < since) {
@@ -67,7 +67,7 @@ export class SettlementReconciler {
           continue;
         }
         try {
-          const pending = await recorder.pendingSettlement(row);
+          const pending = await recorder.journal.pendingSettlement(row);
           const outcome = await this.opts.reconcile(pending);
           if (outcome.status === "pending") continue;
           const updated = await recorder.finishFromChain(row.id, outcome, pending.transactions);

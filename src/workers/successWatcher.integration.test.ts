@@ -64,9 +64,9 @@ test("every success of the window is asked in turn, and the oldest, taken back, 
   });
   for (let pass = 0; pass < 3; pass++) await watcher.runOnce();
   assert.equal(asked.size, SUCCESSES, "each success was asked");
-  const row = await recorder.get(ids[0]!);
+  const row = await recorder.reads.get(ids[0]!);
   assert.equal(row?.status, "failed", "the oldest, said twice in a row, is recorded failed");
-  const kept = await recorder.get(ids[SUCCESSES - 1]!);
+  const kept = await recorder.reads.get(ids[SUCCESSES - 1]!);
   assert.equal(kept?.status, "succeeded");
 });
 
@@ -140,7 +140,7 @@ test("networks whose successes are final are not watched", async () => {
     await watcher.runOnce();
   }
   assert.equal(asked, 0, "none of the successes, all on eip155:8453, was asked");
-  const kept = await recorder.get(ids[SUCCESSES - 1]!);
+  const kept = await recorder.reads.get(ids[SUCCESSES - 1]!);
   assert.equal(kept?.status, "succeeded");
 });
 
@@ -191,6 +191,6 @@ test("a success re-sent after a reorg is followed past the window until the chai
   assert.equal(asked, 2, "still followed past the window");
   await watcher.runOnce();
   assert.equal(asked, 2, "decided (mined): no longer followed");
-  const after = await recorder.get(id);
+  const after = await recorder.reads.get(id);
   assert.equal(after?.status, "succeeded");
 });

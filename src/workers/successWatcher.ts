@@ -107,7 +107,7 @@ export class SuccessWatcher {
     try {
       const since = new Date(Date.now() - this.opts.windowMs);
       if (!networks || networks.length > 0) {
-        page = await recorder.recentSuccesses(since, perPass, this.cursor, networks);
+        page = await recorder.reads.recentSuccesses(since, perPass, this.cursor, networks);
       }
     } catch (e) {
       log.warn({ err: describeError(e) }, "could not read recent successes");
@@ -129,7 +129,7 @@ export class SuccessWatcher {
     // signed bytes need not stay at rest. Not every pass: it is a sweep.
     if (++this.passes % DROP_EVERY_PASSES === 0) {
       try {
-        await recorder.dropSignedMaterial(new Date(Date.now() - this.opts.windowMs));
+        await recorder.journal.dropSignedMaterial(new Date(Date.now() - this.opts.windowMs));
       } catch (e) {
         log.warn({ err: describeError(e) }, "could not drop signed material yet");
       }
@@ -209,7 +209,7 @@ export class SuccessWatcher {
   private async recheck(row: SettlementRow): Promise<void> {
     const { recorder, log } = this.opts;
     try {
-      const pending = await recorder.pendingSettlement(row);
+      const pending = await recorder.journal.pendingSettlement(row);
       let outcome = await this.opts.reconcile(pending);
       if (outcome.status === "succeeded") {
         this.doomed.delete(row.id);

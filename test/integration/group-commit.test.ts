@@ -384,15 +384,15 @@ for (const backend of availableBackends()) {
         detail: { nonce: i, raw: `0x${i}` },
       });
       const sent = await measure(() =>
-        Promise.all(ids.map((id, i) => recorder.recordSent(entry(i), id))),
+        Promise.all(ids.map((id, i) => recorder.journal.recordSent(entry(i), id))),
       );
       assert.equal(sent.statements, 1, "five entries, one statement");
       // No such settlement: its entry is refused (nothing journaled), and only it.
       const orphan = randomUUID();
       const results = await Promise.allSettled([
-        recorder.recordSent(entry(10, tx(2000)), ids[0]),
-        recorder.recordSent(entry(11), orphan),
-        recorder.recordSent(entry(12), undefined),
+        recorder.journal.recordSent(entry(10, tx(2000)), ids[0]),
+        recorder.journal.recordSent(entry(11), orphan),
+        recorder.journal.recordSent(entry(12), undefined),
       ]);
       assert.deepEqual(
         results.map((r) => r.status),
@@ -403,7 +403,7 @@ for (const backend of availableBackends()) {
       const notes: SettlementNotes = { sent: false };
       await assert.rejects(
         runInSettlementScope({ id: orphan, notes }, () =>
-          new DbTransactionJournal(recorder).sent(entry(13)),
+          new DbTransactionJournal(recorder.journal).sent(entry(13)),
         ),
       );
       assert.equal(notes.journalFailed, true, "noted as not sent");
@@ -421,8 +421,8 @@ for (const backend of availableBackends()) {
       }
       const mined = await measure(() =>
         Promise.all([
-          ...ids.map((_, i) => recorder.recordFinished(tx(2000 + i), "success", 7n)),
-          recorder.recordFinished(tx(2010), "reverted"),
+          ...ids.map((_, i) => recorder.journal.recordFinished(tx(2000 + i), "success", 7n)),
+          recorder.journal.recordFinished(tx(2010), "reverted"),
         ]),
       );
       assert.equal(mined.statements, 1, "six receipts, one statement");

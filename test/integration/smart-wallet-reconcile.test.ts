@@ -31,7 +31,7 @@ import { startStack, type TestStack } from "../support/stack.js";
 import { requirementsFor } from "../chains/evm/payments.js";
 import { post } from "../support/http.js";
 import { setWebhookEndpoint } from "../../src/features/webhooks/webhookRepository.js";
-import { paymentFingerprint } from "../../src/features/settlements/settlementRecorder.js";
+import { paymentFingerprint } from "../../src/features/settlements/fingerprints.js";
 
 const NETWORK = "eip155:8453";
 const PAY_TO = "0x000000000000000000000000000000000000b0b0" as const;

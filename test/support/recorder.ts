@@ -11,10 +11,8 @@ import type { PaymentRequest } from "../../src/protocol/index.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { FAMILIES, NAMESPACES } from "../../src/chains/index.js";
-import {
-  SettlementRecorder,
-  type SettlementMetering,
-} from "../../src/features/settlements/settlementRecorder.js";
+import { SettlementRecorder } from "../../src/features/settlements/settlementRecorder.js";
+import type { SettlementMetering } from "../../src/features/settlements/transitionEffects.js";
 
 /** A network the service serves, the first of the family table's; the recorder never checks it. */
 const NETWORK = FAMILIES[NAMESPACES[0]!].networks[0]!.id;

@@ -62,7 +62,7 @@ test("a copy of a payment whose settle here threw asks the chain at once and get
     duplicates.own(id, Promise.reject(new Error("the outcome is not known yet"))),
   );
 
-  const row = await recorder.findLive(payment.authorizationKey);
+  const row = await recorder.reads.findLive(payment.authorizationKey);
   assert.equal(row?.status, "pending", "the settle that threw left its record open");
   const ctx = {
     principal,
@@ -76,6 +76,6 @@ test("a copy of a payment whose settle here threw asks the chain at once and get
   assert.equal(answer?.success, true, JSON.stringify(answer));
   assert.equal(answer?.transaction, "0xfeed");
   assert.equal(asked.length, 1, "the chain was asked once");
-  const recorded = await recorder.get(id);
+  const recorded = await recorder.reads.get(id);
   assert.equal(recorded?.status, "succeeded");
 });

@@ -37,7 +37,8 @@ import type { InspectedPayment, PaymentRequest } from "../../protocol/index.js";
 import { settlePending, settleRefusal, verifyRefusal } from "../../protocol/answers.js";
 import type { SettlementRow } from "../../storage/schema.js";
 import { storedSpelling } from "../../chains/index.js";
-import { paymentFingerprint, type SettlementRecorder } from "../settlements/settlementRecorder.js";
+import { paymentFingerprint } from "../settlements/fingerprints.js";
+import type { SettlementRecorder } from "../settlements/settlementRecorder.js";
 import type { PaymentEngine } from "./engine.js";
 import type { SettleContext } from "./stages/pipeline.js";
 
@@ -188,7 +189,7 @@ export class DuplicateSettles {
     while (row.status === "pending" && this.ownerIsRunning(row)) {
       if (Date.now() >= deadline) return pendingAnswer(ctx, row);
       await sleep(this.opts.pollMs ?? 200);
-      const current = await this.recorder.get(row.id);
+      const current = await this.recorder.reads.get(row.id);
       if (!current) return undefined;
       row = current;
     }
@@ -225,7 +226,7 @@ export class DuplicateSettles {
       }
       if (Date.now() >= deadline) return pendingAnswer(ctx, row);
       await sleep(this.opts.pollMs ?? 200);
-      const current = await this.recorder.get(row.id);
+      const current = await this.recorder.reads.get(row.id);
       if (!current) return undefined;
       row = current;
     }
@@ -255,11 +256,11 @@ export class DuplicateSettles {
   /** The chain's word on a pending record, recorded; undefined while it is still open. */
   private async askChain(row: SettlementRow): Promise<SettlementRow | undefined> {
     try {
-      const pending = await this.recorder.pendingSettlement(row);
+      const pending = await this.recorder.journal.pendingSettlement(row);
       const outcome = await this.engine.reconcile(pending);
       if (outcome.status === "pending") return undefined;
       await this.recorder.finishFromChain(row.id, outcome, pending.transactions);
-      return this.recorder.get(row.id);
+      return this.recorder.reads.get(row.id);
     } catch (e) {
       // The chain or the database could not be asked: the record stays open.
       this.log.warn({ err: describeError(e), settlementId: row.id }, "could not ask the chain yet");

@@ -19,7 +19,8 @@ import type { Logger } from "../../lib/logger.js";
 import type { InspectedPayment, PaymentRequest } from "../../protocol/index.js";
 import { verifyRefusal } from "../../protocol/answers.js";
 import type { ApiKeyPrincipal } from "../keys/authenticator.js";
-import type { LiveLookup, SettlementRecorder } from "../settlements/settlementRecorder.js";
+import type { LiveLookup } from "../settlements/settlementReads.js";
+import type { SettlementRecorder } from "../settlements/settlementRecorder.js";
 import type { Cataloger } from "../catalog/cataloger.js";
 import type { QuotaLedger } from "../plans/quotaLedger.js";
 import {
@@ -138,7 +139,7 @@ export class PaymentService {
   private async recordOf(payment: InspectedPayment, at: number): Promise<LiveLookup | undefined> {
     const coolingMs = this.deps.payerCoolingMs ?? 0;
     try {
-      return await this.deps.recorder.lookUpLive(
+      return await this.deps.recorder.reads.lookUpLive(
         payment.authorizationKey,
         coolingMs > 0
           ? {

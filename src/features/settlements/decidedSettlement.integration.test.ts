@@ -18,11 +18,8 @@ import { createAccount } from "../accounts/accounts.js";
 import { createApiKey } from "../keys/apiKeys.js";
 import { nothingWasSent } from "../../chains/familySupport.js";
 import type { JournalEntry } from "../../chains/ports.js";
-import {
-  SettlementDecidedError,
-  SettlementRecorder,
-  type ChainOutcome,
-} from "./settlementRecorder.js";
+import { SettlementDecidedError } from "./journalRecords.js";
+import { SettlementRecorder, type ChainOutcome } from "./settlementRecorder.js";
 import { SAMPLE_REQUEST } from "../../../test/support/recorder.js";
 import { availableBackends, openTestDb } from "../../../test/support/database.js";
 
@@ -81,27 +78,27 @@ for (const backend of availableBackends()) {
 
     test("the reconciler first: the settle's send is refused and nothing of it is journaled", async () => {
       const id = await begin();
-      const read = await recorder.pendingSettlement((await recorder.get(id))!);
+      const read = await recorder.journal.pendingSettlement((await recorder.reads.get(id))!);
       const decided = await recorder.finishFromChain(id, interrupted(), read.transactions);
       assert.equal(decided?.status, "failed");
       await assert.rejects(
-        recorder.recordSent(entry(`0xlate-${id}`), id),
+        recorder.journal.recordSent(entry(`0xlate-${id}`), id),
         (e: unknown) => e instanceof SettlementDecidedError && e.settlementId === id,
       );
       assert.deepEqual(await journalOf(id), []);
-      const row = (await recorder.get(id))!;
+      const row = (await recorder.reads.get(id))!;
       assert.deepEqual([row.status, row.transaction], ["failed", null]);
     });
 
     test("the settle first: a judgement made on the journal before its send is not written", async () => {
       const id = await begin();
-      const read = await recorder.pendingSettlement((await recorder.get(id))!);
-      await recorder.recordSent(entry(`0xsent-${id}`), id);
+      const read = await recorder.journal.pendingSettlement((await recorder.reads.get(id))!);
+      await recorder.journal.recordSent(entry(`0xsent-${id}`), id);
       assert.equal(await recorder.finishFromChain(id, interrupted(), read.transactions), undefined);
-      const row = (await recorder.get(id))!;
+      const row = (await recorder.reads.get(id))!;
       assert.deepEqual([row.status, row.transaction], ["pending", `0xsent-${id}`]);
       // Judged again on the journal as it now is, the outcome is written.
-      const again = await recorder.pendingSettlement(row);
+      const again = await recorder.journal.pendingSettlement(row);
       const moved = await recorder.finishFromChain(
         id,
         { status: "succeeded", transaction: `0xsent-${id}` },
@@ -112,29 +109,29 @@ for (const backend of availableBackends()) {
 
     test("a fee bump journaled after the read also voids the judgement", async () => {
       const id = await begin();
-      await recorder.recordSent(entry(`0xfirst-${id}`), id);
-      const read = await recorder.pendingSettlement((await recorder.get(id))!);
-      await recorder.recordSent(entry(`0xbump-${id}`, `0xfirst-${id}`), id);
+      await recorder.journal.recordSent(entry(`0xfirst-${id}`), id);
+      const read = await recorder.journal.pendingSettlement((await recorder.reads.get(id))!);
+      await recorder.journal.recordSent(entry(`0xbump-${id}`, `0xfirst-${id}`), id);
       const stale = { status: "failed", reason: "x", message: "superseded" } as const;
       assert.equal(await recorder.finishFromChain(id, stale, read.transactions), undefined);
-      assert.equal((await recorder.get(id))!.status, "pending");
+      assert.equal((await recorder.reads.get(id))!.status, "pending");
       assert.deepEqual(await journalOf(id), [`0xfirst-${id}`, `0xbump-${id}`]);
     });
 
     test("a success still takes a re-send (a reorg's), and one re-sent by another replica is not revoked", async () => {
       const id = await begin();
-      await recorder.recordSent(entry(`0xpaid-${id}`), id);
+      await recorder.journal.recordSent(entry(`0xpaid-${id}`), id);
       await recorder.finish(
         id,
         { success: true, transaction: `0xpaid-${id}`, network } as never,
         Date.now(),
       );
-      const read = await recorder.pendingSettlement((await recorder.get(id))!);
-      await recorder.recordSent(entry(`0xrelanded-${id}`), id);
+      const read = await recorder.journal.pendingSettlement((await recorder.reads.get(id))!);
+      await recorder.journal.recordSent(entry(`0xrelanded-${id}`), id);
       const outcome = { reason: "settlement_interrupted", message: "cannot land" };
       assert.equal(await recorder.revokeSuccess(id, outcome, read.transactions), undefined);
-      assert.equal((await recorder.get(id))!.status, "succeeded");
-      const now = await recorder.pendingSettlement((await recorder.get(id))!);
+      assert.equal((await recorder.reads.get(id))!.status, "succeeded");
+      const now = await recorder.journal.pendingSettlement((await recorder.reads.get(id))!);
       assert.equal((await recorder.revokeSuccess(id, outcome, now.transactions))?.status, "failed");
     });
 
@@ -149,7 +146,7 @@ for (const backend of availableBackends()) {
         recorded: true,
         successAnswered: false,
       });
-      assert.equal((await recorder.get(id))!.success_request_id, "req-a");
+      assert.equal((await recorder.reads.get(id))!.success_request_id, "req-a");
     });
 
     test("a failure decided from the chain keeps who caused it: a payer's is named, one the chain did not attribute stays unnamed", async () => {
@@ -162,9 +159,10 @@ for (const backend of availableBackends()) {
             .executeTakeFirstOrThrow()
         ).failure_cause;
       const [byPayer, unattributed] = [await begin(), await begin()];
-      for (const id of [byPayer, unattributed]) await recorder.recordSent(entry(`0xtx-${id}`), id);
+      for (const id of [byPayer, unattributed])
+        await recorder.journal.recordSent(entry(`0xtx-${id}`), id);
       const judged = async (id: string, outcome: ChainOutcome) => {
-        const read = await recorder.pendingSettlement((await recorder.get(id))!);
+        const read = await recorder.journal.pendingSettlement((await recorder.reads.get(id))!);
         return recorder.finishFromChain(id, outcome, read.transactions);
       };
       const failed = {
@@ -181,12 +179,12 @@ for (const backend of availableBackends()) {
     test("raced at once, each row ends one way: sent and still open, or failed with nothing sent", async () => {
       const ids = await Promise.all(Array.from({ length: 40 }, () => begin()));
       const reads = await Promise.all(
-        ids.map(async (id) => recorder.pendingSettlement((await recorder.get(id))!)),
+        ids.map(async (id) => recorder.journal.pendingSettlement((await recorder.reads.get(id))!)),
       );
       const sends = await Promise.all(
         ids.map((id, i) =>
           Promise.all([
-            recorder.recordSent(entry(`0xrace-${id}`), id).then(
+            recorder.journal.recordSent(entry(`0xrace-${id}`), id).then(
               () => "sent" as const,
               (e: unknown) => {
                 if (e instanceof SettlementDecidedError) return "refused" as const;
@@ -199,7 +197,7 @@ for (const backend of availableBackends()) {
       );
       for (const [i, id] of ids.entries()) {
         const [send, decided] = sends[i]!;
-        const row = (await recorder.get(id))!;
+        const row = (await recorder.reads.get(id))!;
         const journal = await journalOf(id);
         if (send === "sent") {
           assert.equal(decided, undefined, `${id}: judged failed after its send was journaled`);

@@ -35,7 +35,7 @@ export function openSettlements(
     quota,
     recorder,
     ports: {
-      journal: new DbTransactionJournal(recorder),
+      journal: new DbTransactionJournal(recorder.journal),
       leases: new DbSignerLeases(db),
       pendingSettlements: new DbPendingSettlementStore(db),
       sponsoredFundings: new DbSponsoredFundings(db, plans.sponsoredFundingsPerDay ?? 100),

@@ -22,7 +22,8 @@ import { createAccount } from "../accounts/accounts.js";
 import { createApiKey } from "../keys/apiKeys.js";
 import { QuotaLedger } from "../plans/quotaLedger.js";
 import { monthOf } from "../plans/plans.js";
-import { SettlementRecorder, recentSuccessesQuery } from "./settlementRecorder.js";
+import { SettlementRecorder } from "./settlementRecorder.js";
+import { recentSuccessesQuery } from "./settlementReads.js";
 import { dropSignedMaterialStatement } from "./settlementWrites.js";
 import { DbTransactionJournal } from "./transactionJournal.js";
 import { Settlement } from "./settlement.js";
@@ -93,7 +94,7 @@ describe("settlement recorder", () => {
       { success: true, transaction: "0xaa", network: "eip155:8453" },
       Date.now(),
     );
-    const row = (await recorder.get(id))!;
+    const row = (await recorder.reads.get(id))!;
     assert.deepEqual([row.status, row.transaction, row.billed], ["succeeded", "0xaa", true]);
     assert.equal(await used(), before + 1);
   });
@@ -101,7 +102,7 @@ describe("settlement recorder", () => {
   test("an outage is not_attempted, unbilled and frees the authorization", async () => {
     const id = (await begin("outage"))!;
     await recorder.notAttempted(id, "RPC unreachable", Date.now());
-    const row = (await recorder.get(id))!;
+    const row = (await recorder.reads.get(id))!;
     assert.deepEqual(
       [row.status, row.error_reason, row.billed],
       ["not_attempted", "service_unavailable", false],
@@ -112,32 +113,33 @@ describe("settlement recorder", () => {
   test("a withdrawn intent leaves no row", async () => {
     const id = (await begin("withdrawn"))!;
     await recorder.withdraw(id);
-    assert.equal(await recorder.get(id), undefined);
-    assert.equal(await recorder.findLive("withdrawn"), undefined);
+    assert.equal(await recorder.reads.get(id), undefined);
+    assert.equal(await recorder.reads.findLive("withdrawn"), undefined);
   });
 
   test("attempts count every request the record answered", async () => {
     const id = (await begin())!;
     await recorder.countAttempt(id);
     await recorder.countAttempt(id);
-    assert.equal((await recorder.get(id))!.attempts, 3);
+    assert.equal((await recorder.reads.get(id))!.attempts, 3);
   });
 
   test("the reverted transactions' fees of a network are summed from the journal, every sender's", async () => {
     const since = new Date(Date.now() - 1000);
     const send = async (reference: string, network: string) =>
-      recorder.recordSent({ network, reference, signer: "0xabc", detail: {} }, undefined);
+      recorder.journal.recordSent({ network, reference, signer: "0xabc", detail: {} }, undefined);
     await send("0xr1", "eip155:10");
     await send("0xr2", "eip155:10");
     await send("0xok", "eip155:10");
     await send("0xother", "eip155:8453");
-    await recorder.recordFinished("0xr1", "reverted", 5n, 700n);
-    await recorder.recordFinished("0xr2", "reverted", 6n, 50n);
-    await recorder.recordFinished("0xok", "success", 6n, 9_000n);
-    await recorder.recordFinished("0xother", "reverted", 6n, 1n);
-    assert.equal((await recorder.failedFeeExposure("eip155:10", since)).reverted, 750n);
+    await recorder.journal.recordFinished("0xr1", "reverted", 5n, 700n);
+    await recorder.journal.recordFinished("0xr2", "reverted", 6n, 50n);
+    await recorder.journal.recordFinished("0xok", "success", 6n, 9_000n);
+    await recorder.journal.recordFinished("0xother", "reverted", 6n, 1n);
+    assert.equal((await recorder.journal.failedFeeExposure("eip155:10", since)).reverted, 750n);
     assert.equal(
-      (await recorder.failedFeeExposure("eip155:10", new Date(Date.now() + 60_000))).reverted,
+      (await recorder.journal.failedFeeExposure("eip155:10", new Date(Date.now() + 60_000)))
+        .reverted,
       0n,
     );
   });
@@ -146,13 +148,16 @@ describe("settlement recorder", () => {
     const since = new Date(Date.now() - 1000);
     const network = "eip155:per-account";
     const id = (await begin())!;
-    await recorder.recordSent({ network, reference: "0xmined-empty", signer: "s", detail: {} }, id);
-    await recorder.recordFinished("0xmined-empty", "success", 7n, 400n);
-    await recorder.recordSent(
+    await recorder.journal.recordSent(
+      { network, reference: "0xmined-empty", signer: "s", detail: {} },
+      id,
+    );
+    await recorder.journal.recordFinished("0xmined-empty", "success", 7n, 400n);
+    await recorder.journal.recordSent(
       { network, reference: "0xnobody", signer: "s", detail: {} },
       undefined,
     );
-    await recorder.recordFinished("0xnobody", "reverted", 7n, 30n);
+    await recorder.journal.recordFinished("0xnobody", "reverted", 7n, 30n);
     // Mined, but the settlement moved nothing and is recorded failed (a
     // batch settle with nothing left to pay): its gas was lost all the same.
     await recorder.finish(
@@ -160,7 +165,7 @@ describe("settlement recorder", () => {
       { success: false, errorReason: "x", transaction: "0xmined-empty", network: "eip155:8453" },
       Date.now(),
     );
-    const exposure = await recorder.failedFeeExposure(network, since);
+    const exposure = await recorder.journal.failedFeeExposure(network, since);
     assert.equal(exposure.reverted, 430n);
     assert.deepEqual(exposure.accounts?.get(principal.accountId), { failed: 400n, inFlight: 0n });
     assert.ok(exposure.oldestFailure && exposure.oldestFailure >= since);
@@ -170,7 +175,7 @@ describe("settlement recorder", () => {
     const since = new Date(Date.now() - 1000);
     const network = "solana:inflight";
     const send = (reference: string, worstFee?: bigint, replaces?: string) =>
-      recorder.recordSent(
+      recorder.journal.recordSent(
         {
           network,
           reference,
@@ -187,7 +192,7 @@ describe("settlement recorder", () => {
     await send("a2-bumped", 3_000n, "a2");
     await send("keyless");
     await send("b-done", 40_000n);
-    await recorder.recordFinished("b-done", "reverted", 9n, 6_000n);
+    await recorder.journal.recordFinished("b-done", "reverted", 9n, 6_000n);
     const stored = await database.db
       .selectFrom("settlement_transactions")
       .select(["reference", "worst_fee"])
@@ -205,10 +210,10 @@ describe("settlement recorder", () => {
         ["keyless", null],
       ],
     );
-    const exposure = await recorder.failedFeeExposure(network, since);
+    const exposure = await recorder.journal.failedFeeExposure(network, since);
     assert.deepEqual([exposure.reverted, exposure.inFlight], [6_000n, 5_000n + 20_000n + 3_000n]);
-    await recorder.recordFinished("b1", "success", 10n, 5_000n);
-    assert.equal((await recorder.failedFeeExposure(network, since)).inFlight, 8_000n);
+    await recorder.journal.recordFinished("b1", "success", 10n, 5_000n);
+    assert.equal((await recorder.journal.failedFeeExposure(network, since)).inFlight, 8_000n);
   });
 
   test("a verify's look-ups share one read that tells live rows and cooling payers apart", async () => {
@@ -231,11 +236,11 @@ describe("settlement recorder", () => {
       since: new Date(Date.now() - sinceMs),
     });
     const [settling, hot, cold, honest, unchecked] = await Promise.all([
-      recorder.lookUpLive("settling", cooling("0xABC", 3_600_000)),
-      recorder.lookUpLive("other-1", cooling("0xabc", 3_600_000)),
-      recorder.lookUpLive("other-2", cooling("0xAbC", 30_000)),
-      recorder.lookUpLive("other-3", cooling("0xdef", 3_600_000)),
-      recorder.lookUpLive("hostile"),
+      recorder.reads.lookUpLive("settling", cooling("0xABC", 3_600_000)),
+      recorder.reads.lookUpLive("other-1", cooling("0xabc", 3_600_000)),
+      recorder.reads.lookUpLive("other-2", cooling("0xAbC", 30_000)),
+      recorder.reads.lookUpLive("other-3", cooling("0xdef", 3_600_000)),
+      recorder.reads.lookUpLive("hostile"),
     ]);
     assert.equal(settling.row?.id, pending);
     assert.equal(settling.payerFailedAt?.getTime(), failedAt.getTime());
@@ -246,7 +251,7 @@ describe("settlement recorder", () => {
   });
 
   test("a mined transaction reported again is not rewritten", async () => {
-    await recorder.recordSent(
+    await recorder.journal.recordSent(
       { network: "eip155:8453", reference: "0xagain", signer: "0xabc", detail: { raw: "0x01" } },
       undefined,
     );
@@ -255,14 +260,14 @@ describe("settlement recorder", () => {
         await sql<{ v: string }>`select xmin::text as v from settlement_transactions
           where reference = '0xagain'`.execute(database.db)
       ).rows[0]!.v;
-    await recorder.recordFinished("0xagain", "success", 7n, 100n);
+    await recorder.journal.recordFinished("0xagain", "success", 7n, 100n);
     const written = await version();
     // The reorg watch reports the same success on each pass.
-    await recorder.recordFinished("0xagain", "success", 7n, 100n);
-    await recorder.recordFinished("0xagain", "success", undefined, undefined);
+    await recorder.journal.recordFinished("0xagain", "success", 7n, 100n);
+    await recorder.journal.recordFinished("0xagain", "success", undefined, undefined);
     assert.equal(await version(), written, "no new row version");
     // A different block (a reorg re-landed it) is written.
-    await recorder.recordFinished("0xagain", "success", 8n, 100n);
+    await recorder.journal.recordFinished("0xagain", "success", 8n, 100n);
     assert.notEqual(await version(), written);
     const row = await database.db
       .selectFrom("settlement_transactions")
@@ -327,7 +332,7 @@ describe("settlement recorder's lanes", () => {
         newWork,
         database.db,
       );
-      await lanes.recordSent(
+      await lanes.journal.recordSent(
         { network: "eip155:8453", reference: "0xlane", signer: "0xabc", detail: {} },
         id,
       );
@@ -348,7 +353,7 @@ describe("the chain's word on a settle's transaction", () => {
   test("inside a settle it is journaled with the outcome, and the outcome's write waits for it; outside, where it is called", async () => {
     const { database, recorder, principal } = await openRecorderFixture("word");
     try {
-      const journal = new DbTransactionJournal(recorder);
+      const journal = new DbTransactionJournal(recorder.journal);
       const settlement = await Settlement.open(recorder, {
         principal,
         payment: {
@@ -415,7 +420,7 @@ describe("the chain's word on a settle's transaction", () => {
       assert.equal(await statusOf("0xlate"), "success");
 
       // The reconciler and the reorg watch have no outcome write to wait with.
-      await recorder.recordSent(entry("0xalone"), undefined);
+      await recorder.journal.recordSent(entry("0xalone"), undefined);
       await journal.finished("0xalone", "reverted", 8n, 5n);
       assert.equal(await statusOf("0xalone"), "reverted");
     } finally {
@@ -445,15 +450,15 @@ describe("settlement recorder's journal reads", () => {
         }))!;
         ids.push(id);
         for (let t = 0; t <= i; t++) {
-          await recorder.recordSent(
+          await recorder.journal.recordSent(
             { network: "eip155:8453", reference: `0x${i}${t}`, signer: "0xabc", detail: { t } },
             id,
           );
         }
       }
-      const rows = await Promise.all(ids.map((id) => recorder.get(id)));
+      const rows = await Promise.all(ids.map((id) => recorder.reads.get(id)));
       const before = statements;
-      const pending = await Promise.all(rows.map((r) => recorder.pendingSettlement(r!)));
+      const pending = await Promise.all(rows.map((r) => recorder.journal.pendingSettlement(r!)));
       assert.equal(statements - before, 1, "one read for the three");
       assert.deepEqual(
         pending.map((p) => p.transactions.map((t) => [t.reference, t.detail["t"]])),

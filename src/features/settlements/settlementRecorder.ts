@@ -16,118 +16,40 @@
  *   `status = 'pending'`), and its webhook event and its quota charge are
  *   written in the same transaction as that transition, whoever makes it.
  *
- * The settle path's writes (intents, journal entries, receipts, outcomes)
- * go through group commit: concurrent settlements share one flush, and each
- * caller is answered only once its flush is committed, so "intent before
- * broadcast" and "outcome before answer" hold for every one of them.
+ * The settle path's writes (intents, outcomes, and through `journal` the
+ * transactions' entries and receipts) go through group commit: concurrent
+ * settlements share one flush, and each caller is answered only once its
+ * flush is committed, so "intent before broadcast" and "outcome before
+ * answer" hold for every one of them.
+ *
+ * Beside it, in rooms of their own: `journal` (journalRecords.ts, the
+ * transaction journal's rows), `reads` (settlementReads.ts, what verify and
+ * the workers read) and the payment's fingerprints (fingerprints.ts).
  */
-import { createHash, randomUUID } from "node:crypto";
-import { sql, type Kysely, type Transaction } from "kysely";
-import stringify from "safe-stable-stringify";
-import type { FailedFeeExposure, FailureCause, ReconcileOutcome } from "../../chains/ports.js";
+import { randomUUID } from "node:crypto";
+import { sql, type Transaction } from "kysely";
 import type { SettleResponse } from "@x402/core/types";
+import type { FailureCause, JournalEntry, ReconcileOutcome } from "../../chains/ports.js";
+import { storedSpelling } from "../../chains/index.js";
 import type { Db } from "../../storage/db.js";
 import { DEFAULT_MAX_BATCH, GroupCommit } from "../../storage/groupCommit.js";
-import type {
-  Database,
-  NewSettlement,
-  SettlementOutcomeRow,
-  SettlementRow,
-} from "../../storage/schema.js";
+import type { Database, NewSettlement, SettlementRow } from "../../storage/schema.js";
 import { ServiceError, describeError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 import type { PaymentRequest } from "../../protocol/index.js";
-import type { JournalEntry, PendingSettlement } from "../../chains/ports.js";
-import { storedSpelling } from "../../chains/index.js";
 import type { ApiKeyPrincipal } from "../keys/authenticator.js";
-import type { QuotaCharge, QuotaReservation } from "../plans/quotaLedger.js";
+import type { QuotaReservation } from "../plans/quotaLedger.js";
 import { recordSettlementEvents } from "../webhooks/events.js";
+import { paymentFingerprint, storablePayer } from "./fingerprints.js";
+import { afterTransitions, type SettlementMetering } from "./transitionEffects.js";
+import { JournalRecords } from "./journalRecords.js";
+import { SettlementReads } from "./settlementReads.js";
 import {
-  dropSignedMaterial,
   insertIntents,
-  journalMined,
-  journalSent,
   transitionRows,
-  HOLDS_AUTHORIZATION,
   REDACTED_REQUEST,
-  type MinedTransaction,
   type RowTransition,
-  type SentTransaction,
 } from "./settlementWrites.js";
-
-/** Stable identity of a signed payment: the same payload always maps here. */
-export function paymentFingerprint(req: PaymentRequest): string {
-  const canonical = stringify(req.paymentPayload.payload) ?? "";
-  return createHash("sha256").update(canonical).digest("hex");
-}
-
-/**
- * Stable identity of a signed payment together with what it was asked to
- * pay (network, scheme, asset, amount, recipient): two requests with the
- * same fingerprint ask for the same transfer.
- */
-export function requestFingerprint(req: PaymentRequest): string {
-  const r = req.paymentRequirements;
-  const canonical =
-    stringify({
-      payload: req.paymentPayload.payload,
-      network: r.network,
-      scheme: r.scheme,
-      asset: storedSpelling(r.network, r.asset),
-      amount: r.amount,
-      payTo: storedSpelling(r.network, r.payTo),
-    }) ?? "";
-  return createHash("sha256").update(canonical).digest("hex");
-}
-
-/** A payer as claimed by an unverified payload: kept only if it looks like an address. */
-function storablePayer(network: string, payer: string | undefined): string | null {
-  return payer && /^[\x21-\x7e]{1,256}$/.test(payer) ? storedSpelling(network, payer) : null;
-}
-
-/** A verify's look-up: an authorization, and a payer (stored spelling) to check for cooling. */
-interface LiveRead {
-  key: string;
-  payer?: string;
-  since?: Date;
-}
-
-/** What a verify's look-up found. */
-export interface LiveLookup {
-  /** The authorization's live row, if any. */
-  row: SettlementRow | undefined;
-  /** When the payer's latest own on-chain failure ended, if after the `since` asked. */
-  payerFailedAt: Date | undefined;
-}
-
-/** Quota side effects of settlements' transitions (absent: not metered). */
-export interface SettlementMetering {
-  /** Charges successes and gives reservations back, in the caller's transaction. */
-  chargeAndReleaseIn(
-    tx: Transaction<Database>,
-    charges: readonly QuotaCharge[],
-    reservations: readonly QuotaReservation[],
-  ): Promise<void>;
-  /** Takes back a revoked success's charge (units, and a pay-as-you-go amount), in the caller's transaction. */
-  revokeChargeIn(
-    tx: Transaction<Database>,
-    settlement: { id: string; account_id: string; units: number; finished_at: Date | null },
-  ): Promise<void>;
-}
-
-/**
- * A transaction was about to be sent for a settlement whose record is
- * already final without it (the reconciler, or a retry that asked the
- * chain, judged it interrupted): the record stands, and nothing is sent.
- */
-export class SettlementDecidedError extends Error {
-  constructor(readonly settlementId: string) {
-    super(
-      "this settlement was already recorded as finished while it ran (interrupted, nothing sent); nothing more is sent for it",
-    );
-    this.name = "SettlementDecidedError";
-  }
-}
 
 export interface SettleIntent {
   principal: ApiKeyPrincipal;
@@ -160,14 +82,6 @@ export interface FinishOutcome {
   successAnswered: boolean;
 }
 
-/** A journal row as a reconciliation reads it. */
-interface JournaledTransaction {
-  reference: string;
-  signer: string | null;
-  replaces: string | null;
-  detail: unknown;
-}
-
 interface OutcomeWrite {
   id: string;
   outcome: Outcome;
@@ -177,11 +91,11 @@ interface OutcomeWrite {
 
 export class SettlementRecorder {
   private readonly intents: GroupCommit<NewSettlement, boolean>;
-  private readonly sent: GroupCommit<SentTransaction, undefined>;
-  private readonly mined: GroupCommit<MinedTransaction, undefined>;
   private readonly outcomes: GroupCommit<OutcomeWrite, boolean>;
-  private readonly liveReads: GroupCommit<LiveRead, LiveLookup>;
-  private readonly journalReads: GroupCommit<string, JournaledTransaction[]>;
+  /** The reads of the verify path and the workers. */
+  readonly reads: SettlementReads;
+  /** The transaction journal's rows, written in the same lanes as the outcomes. */
+  readonly journal: JournalRecords;
 
   constructor(
     private readonly db: Db,
@@ -198,161 +112,19 @@ export class SettlementRecorder {
      * before it leaves: on the embedded database it goes after answers and
      * before new work.
      */
-    private readonly sending: Db = finishing,
+    sending: Db = finishing,
   ) {
+    this.reads = new SettlementReads(db, log);
+    this.journal = new JournalRecords(db, log, finishing, sending);
     const opts = { maxBatch: DEFAULT_MAX_BATCH };
-    const done = <T>(items: readonly T[]) =>
-      items.map(() => ({ status: "fulfilled", value: undefined }) as const);
     this.intents = new GroupCommit(async (rows) => {
       const inserted = await insertIntents(this.db, rows);
       return rows.map((r) => ({ status: "fulfilled", value: inserted.has(r.id) }) as const);
-    }, opts);
-    // A journal entry is the last step before its transaction leaves, for
-    // a settle already in flight (on Starknet, inside an executor's turn,
-    // which the executor's next send waits for): the sending lane.
-    this.sent = new GroupCommit(async (sent) => {
-      const open = await journalSent(this.sending, sent);
-      const refused = sent.flatMap((s) =>
-        s.settlementId && !open.has(s.settlementId) ? [s.settlementId] : [],
-      );
-      // Rare (a settle judged while it ran): which of them are final rows,
-      // and which no row at all (an id that was never a settlement's).
-      const decided =
-        refused.length === 0
-          ? new Set<string>()
-          : new Set(
-              (
-                await this.sending
-                  .selectFrom("settlements")
-                  .select("id")
-                  .where("id", "in", refused)
-                  .execute()
-              ).map((r) => r.id),
-            );
-      return sent.map((s) => {
-        if (!s.settlementId || open.has(s.settlementId)) {
-          return { status: "fulfilled", value: undefined } as const;
-        }
-        const reason = decided.has(s.settlementId)
-          ? new SettlementDecidedError(s.settlementId)
-          : new Error(`no settlement ${s.settlementId} to journal a transaction for`);
-        return { status: "rejected", reason } as const;
-      });
-    }, opts);
-    this.mined = new GroupCommit(async (mined) => {
-      await journalMined(this.finishing, mined);
-      return done(mined);
     }, opts);
     this.outcomes = new GroupCommit(async (writes) => {
       const answered = await this.writeOutcomes(writes);
       return writes.map((w) => ({ status: "fulfilled", value: answered.has(w.id) }) as const);
     }, opts);
-    // Verifications ask for the records of the payments they check, and
-    // whether their payers are cooling: the look-ups of concurrent
-    // verifications share one statement.
-    this.liveReads = new GroupCommit((reads) => this.readLive(reads), opts);
-    // The success watcher and the reconciler ask for several settlements'
-    // journals at a time: one statement reads them all.
-    this.journalReads = new GroupCommit(async (ids) => {
-      const byId = await this.readJournals(ids);
-      return ids.map((id) => ({ status: "fulfilled", value: byId.get(id) ?? [] }) as const);
-    }, opts);
-  }
-
-  /**
-   * The live row of an authorization, if any, and, when `cooling` is given,
-   * when its payer's own on-chain failure ended if later than `since` (as
-   * `payerFailedSince`), read together with the look-ups of concurrent
-   * callers: the verify path's one database read.
-   */
-  lookUpLive(
-    authorizationKey: string,
-    cooling?: { network: string; payer: string | undefined; since: Date },
-  ): Promise<LiveLookup> {
-    const payer = cooling ? storablePayer(cooling.network, cooling.payer) : null;
-    return this.liveReads.submit({
-      key: authorizationKey,
-      ...(payer && cooling ? { payer, since: cooling.since } : {}),
-    });
-  }
-
-  private async readLive(
-    reads: readonly LiveRead[],
-  ): Promise<readonly PromiseSettledResult<LiveLookup>[]> {
-    const keys = [...new Set(reads.map((r) => r.key))];
-    const checked = reads.filter((r) => r.payer !== undefined);
-    const live = this.db
-      .selectFrom("settlements")
-      .selectAll()
-      .where("authorization_key", "in", keys)
-      .where(HOLDS_AUTHORIZATION);
-    const rows: SettlementRow[] = [];
-    const lastFailure = new Map<string, Date>();
-    if (checked.length === 0) {
-      rows.push(...(await live.execute()));
-    } else {
-      // One statement answers both: the live rows, and beside them (a full
-      // join that never matches) each checked payer's latest failure of its
-      // own since the earliest `since` asked; each caller compares it with
-      // its own.
-      const since = new Date(Math.min(...checked.map((r) => r.since!.getTime())));
-      const payers = [...new Set(checked.map((r) => r.payer!))];
-      const found = await this.db
-        .with("live", () => live)
-        .with("cooling", (db) =>
-          db
-            .selectFrom("settlements")
-            .select((eb) => ["payer", eb.fn.max("finished_at").as("last")])
-            .where("payer", "in", payers)
-            .where("status", "=", "failed")
-            .where("transaction", "is not", null)
-            .where("failure_cause", "=", "payer")
-            .where("finished_at", ">", since)
-            .groupBy("payer"),
-        )
-        .selectFrom("live")
-        .fullJoin("cooling", (join) => join.on(sql<boolean>`false`))
-        .selectAll("live")
-        .select(["cooling.payer as cooling_payer", "cooling.last as cooling_last"])
-        .execute();
-      for (const { cooling_payer, cooling_last, ...row } of found) {
-        if (cooling_payer !== null && cooling_last !== null) {
-          lastFailure.set(cooling_payer, new Date(cooling_last as unknown as string));
-        } else {
-          rows.push(row as SettlementRow);
-        }
-      }
-    }
-    const byKey = new Map(rows.map((r) => [r.authorization_key, r]));
-    return reads.map((r) => {
-      const last = r.payer !== undefined ? lastFailure.get(r.payer) : undefined;
-      return {
-        status: "fulfilled",
-        value: {
-          row: byKey.get(r.key),
-          payerFailedAt: last && last > r.since! ? last : undefined,
-        },
-      } as const;
-    });
-  }
-
-  /** The live row (pending, or succeeded with a transaction) of an authorization, if any. */
-  async findLive(authorizationKey: string): Promise<SettlementRow | undefined> {
-    try {
-      return await this.db
-        .selectFrom("settlements")
-        .selectAll()
-        .where("authorization_key", "=", authorizationKey)
-        .where(HOLDS_AUTHORIZATION)
-        .executeTakeFirst();
-    } catch (e) {
-      this.log.error({ err: describeError(e) }, "could not read settlement records");
-      throw new ServiceError(
-        "service_unavailable",
-        "the settlement records could not be read, so nothing was attempted; retry shortly",
-        { retryable: true, cause: e },
-      );
-    }
   }
 
   /**
@@ -377,10 +149,6 @@ export class SettlementRecorder {
         { retryable: true, cause: e },
       );
     }
-  }
-
-  async get(id: string): Promise<SettlementRow | undefined> {
-    return this.db.selectFrom("settlements").selectAll().where("id", "=", id).executeTakeFirst();
   }
 
   /**
@@ -427,16 +195,6 @@ export class SettlementRecorder {
   }
 
   /**
-   * Journals a transaction before it is broadcast; the settlement's row
-   * learns the first one's reference in the same statement. Throws
-   * `SettlementDecidedError`, and journals nothing, when the settlement was
-   * already recorded failed: it must not be broadcast.
-   */
-  async recordSent(entry: JournalEntry, settlementId: string | undefined): Promise<void> {
-    await this.sent.submit({ entry, settlementId });
-  }
-
-  /**
    * Gives back a settle's quota reservation that no outcome's write took
    * (the settle threw, or the database refused the outcome). Best effort:
    * a lost release leaves units reserved until the month ends, logged.
@@ -453,134 +211,6 @@ export class SettlementRecorder {
         "could not give back a quota reservation",
       );
     }
-  }
-
-  /** The chain's final word on a journaled transaction. */
-  async recordFinished(
-    reference: string,
-    status: "success" | "reverted",
-    block?: bigint,
-    fee?: bigint,
-  ): Promise<void> {
-    await this.mined.submit({ reference, status, block, fee });
-  }
-
-  /**
-   * The chain's word on a transaction could not be journaled while its
-   * settlement's outcome (the record that answers) was written: its entry
-   * stays `sent`, which counts its worst fee against the failed-fee budget
-   * until its hour is over.
-   */
-  journalWriteLost(reference: string, e: unknown): void {
-    this.log.error(
-      { err: String(e), transaction: reference },
-      "could not journal a transaction's outcome; its settlement's outcome is recorded",
-    );
-  }
-
-  /** A pending row with its journaled transactions, as the chain families reconcile it. */
-  async pendingSettlement(row: SettlementRow): Promise<PendingSettlement> {
-    const txs = await this.journalReads.submit(row.id);
-    return {
-      id: row.id,
-      network: row.network,
-      request: row.request as PaymentRequest,
-      transactions: txs.map((t) => ({
-        network: row.network,
-        reference: t.reference,
-        ...(t.signer ? { signer: t.signer } : {}),
-        ...(t.replaces ? { replaces: t.replaces } : {}),
-        detail: (typeof t.detail === "string" ? JSON.parse(t.detail) : t.detail) as Record<
-          string,
-          unknown
-        >,
-      })),
-    };
-  }
-
-  /** The journaled transactions of each settlement, oldest first. */
-  private async readJournals(ids: readonly string[]): Promise<Map<string, JournaledTransaction[]>> {
-    const rows = await this.db
-      .selectFrom("settlement_transactions")
-      .select(["settlement_id", "reference", "signer", "replaces", "detail"])
-      .where("settlement_id", "in", [...new Set(ids)])
-      .orderBy("created_at")
-      .execute();
-    const byId = new Map<string, JournaledTransaction[]>();
-    for (const r of rows) {
-      if (r.settlement_id === null) continue;
-      const list = byId.get(r.settlement_id) ?? [];
-      list.push(r);
-      byId.set(r.settlement_id, list);
-    }
-    return byId;
-  }
-
-  /**
-   * Settlements that succeeded with a transaction since `since`, newest
-   * first (a reorg takes the newest blocks first): the ones a reorg could
-   * still take back.
-   */
-  async recentSuccesses(
-    since: Date,
-    limit: number,
-    /** The last row of the page before: this page holds the ones older than it. */
-    after?: { finished_at: Date | null; id: string },
-    /** Only these networks' (absent: every network's; never empty). */
-    networks?: readonly string[],
-  ): Promise<SettlementRow[]> {
-    return recentSuccessesQuery(this.db, since, limit, after, networks).execute();
-  }
-
-  /**
-   * For the transactions of `network` journaled since `since`, by every
-   * replica: what failed ones cost their senders (every mined transaction
-   * of a settlement recorded failed, a reverted one of any), and what those
-   * still in flight could cost at most (a version a fee bump replaced
-   * counts through its replacement only); in all, and per submitting
-   * account, with when the oldest failed one was journaled.
-   */
-  async failedFeeExposure(network: string, since: Date): Promise<FailedFeeExposure> {
-    const { rows } = await sql<{
-      account_id: string | null;
-      failed: string | null;
-      in_flight: string | null;
-      oldest: Date | string | null;
-    }>`
-      select s.account_id,
-        sum(t.fee) filter (where t.status = 'reverted'
-          or (t.status = 'success' and s.status = 'failed')) as failed,
-        sum(t.worst_fee) filter (where t.status = 'sent' and not exists (
-          select 1 from settlement_transactions r where r.replaces = t.reference)) as in_flight,
-        min(t.created_at) filter (where t.status = 'reverted'
-          or (t.status = 'success' and s.status = 'failed')) as oldest
-      from settlement_transactions t
-      left join settlements s on s.id = t.settlement_id
-      where t.network = ${network} and t.created_at >= ${since}
-      group by s.account_id`.execute(this.db);
-    const accounts = new Map<string, { failed: bigint; inFlight: bigint }>();
-    const figures: FailedFeeExposure & { accounts: typeof accounts } = {
-      reverted: 0n,
-      inFlight: 0n,
-      accounts,
-    };
-    for (const row of rows) {
-      const failed = BigInt(row.failed ?? 0);
-      const inFlight = BigInt(row.in_flight ?? 0);
-      figures.reverted += failed;
-      figures.inFlight += inFlight;
-      if (row.account_id) figures.accounts.set(row.account_id, { failed, inFlight });
-      const oldest = row.oldest === null ? undefined : new Date(row.oldest);
-      if (oldest && (!figures.oldestFailure || oldest < figures.oldestFailure)) {
-        figures.oldestFailure = oldest;
-      }
-    }
-    return figures;
-  }
-
-  /** Drops the signed bytes no reorg watch needs any more (see `dropSignedMaterial`). */
-  async dropSignedMaterial(before: Date): Promise<void> {
-    await dropSignedMaterial(this.db, before);
   }
 
   /**
@@ -633,39 +263,6 @@ export class SettlementRecorder {
       await this.metering?.revokeChargeIn(trx, row);
       return row;
     });
-  }
-
-  /** Pending rows at least as old as `olderThan` (they have lost their owner), oldest first. */
-  async orphaned(olderThan: Date, limit: number): Promise<SettlementRow[]> {
-    return this.db
-      .selectFrom("settlements")
-      .selectAll()
-      .where("status", "=", "pending")
-      .where("started_at", "<=", olderThan)
-      .orderBy("started_at")
-      .limit(limit)
-      .execute();
-  }
-
-  /**
-   * Per network, the settlements still `pending` that started at or before
-   * `olderThan`: how many, and when the oldest started (the metrics of
-   * settlements stuck past the reconciler's horizon). Reads the partial
-   * index of pending rows only.
-   */
-  async pendingStartedBefore(
-    olderThan: Date,
-  ): Promise<{ network: string; count: number; oldest: Date }[]> {
-    const rows = await this.db
-      .selectFrom("settlements")
-      .select(["network"])
-      .select(sql<number>`count(*)::int`.as("count"))
-      .select(sql<Date>`min(started_at)`.as("oldest"))
-      .where("status", "=", "pending")
-      .where("started_at", "<=", olderThan)
-      .groupBy("network")
-      .execute();
-    return rows.map((r) => ({ network: r.network, count: r.count, oldest: new Date(r.oldest) }));
   }
 
   /**
@@ -865,7 +462,7 @@ export class SettlementRecorder {
         .where("status", "=", "pending")
         .returningAll()
         .executeTakeFirst();
-      if (row) await this.afterTransitions(trx, [row]);
+      if (row) await afterTransitions(this.metering, trx, [row]);
       return row;
     });
   }
@@ -919,7 +516,8 @@ export class SettlementRecorder {
         })),
         { markBilled: this.metering !== undefined },
       );
-      await this.afterTransitions(
+      await afterTransitions(
+        this.metering,
         trx,
         moved,
         writes.flatMap((w) => (w.reservation ? [w.reservation] : [])),
@@ -954,75 +552,4 @@ export class SettlementRecorder {
       return answered;
     });
   }
-
-  /**
-   * The outbox events and the quota charges that belong to rows' final
-   * states, and the reservations their settles held, given back.
-   * `billing`: "mark" finds the rows to bill and marks them here; "marked"
-   * means the transition already marked them (transitionRows' markBilled),
-   * and exactly those are charged, which saves a second write of each row.
-   */
-  private async afterTransitions(
-    trx: Transaction<Database>,
-    rows: readonly SettlementOutcomeRow[],
-    reservations: readonly QuotaReservation[] = [],
-    billing: "mark" | "marked" = "mark",
-  ): Promise<void> {
-    const final = rows.filter((r) => r.status !== "pending" && r.status !== "not_attempted");
-    if (final.length > 0) await recordSettlementEvents(trx, final);
-    if (!this.metering) return;
-    // A success that sent nothing (an `upto` settled at zero) moved no money
-    // and is not billed.
-    const billable =
-      billing === "marked"
-        ? final.filter((r) => r.billed)
-        : final.filter((r) => r.status === "succeeded" && r.transaction && !r.billed);
-    if (billable.length === 0 && reservations.length === 0) return;
-    await this.metering.chargeAndReleaseIn(
-      trx,
-      billable.map((r) => ({ accountId: r.account_id, units: r.units, settlementId: r.id })),
-      reservations,
-    );
-    if (billable.length === 0 || billing === "marked") return;
-    await trx
-      .updateTable("settlements")
-      .set({ billed: true })
-      .where(
-        "id",
-        "in",
-        billable.map((r) => r.id),
-      )
-      .execute();
-  }
-}
-
-/**
- * The reorg watch's read (`SettlementRecorder.recentSuccesses`), answered
- * from the partial index of successes by the time they finished (0035):
- * the watch runs every few seconds, and the table holds every settlement
- * ever recorded.
- */
-export function recentSuccessesQuery(
-  db: Kysely<Database>,
-  since: Date,
-  limit: number,
-  after?: { finished_at: Date | null; id: string },
-  networks?: readonly string[],
-) {
-  let q = db
-    .selectFrom("settlements")
-    .selectAll()
-    .where("status", "=", "succeeded")
-    .where("transaction", "is not", null)
-    .where("finished_at", ">=", since);
-  if (networks) q = q.where("network", "in", networks);
-  if (after?.finished_at) {
-    q = q.where((eb) =>
-      eb.or([
-        eb("finished_at", "<", after.finished_at!),
-        eb.and([eb("finished_at", "=", after.finished_at!), eb("id", "<", after.id)]),
-      ]),
-    );
-  }
-  return q.orderBy("finished_at", "desc").orderBy("id", "desc").limit(limit);
 }

@@ -9,7 +9,7 @@ import {
   readPaymentIdentifier,
   type PaymentIdentifierStore,
 } from "../../idempotency/paymentIdentifiers.js";
-import { requestFingerprint } from "../../settlements/settlementRecorder.js";
+import { requestFingerprint } from "../../settlements/fingerprints.js";
 import type { SettleStage } from "./pipeline.js";
 
 export function idempotencyStage(store: PaymentIdentifierStore): SettleStage {

@@ -35,7 +35,7 @@ export function intentStage(
         });
         if (settlement) return duplicates.own(settlement.id, next(settlement));
         // The authorization has a live record: nothing of ours is recorded or sent.
-        const live = await recorder.findLive(ctx.payment.authorizationKey);
+        const live = await recorder.reads.findLive(ctx.payment.authorizationKey);
         if (live?.status === "succeeded" && ctx.payment.repeatable) {
           // Done once, and anyone may run it again: the next run is a row of its own.
           await recorder.retireKey(live.id);
