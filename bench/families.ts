@@ -221,6 +221,8 @@ export async function runFamilyBench(
         DATA_DIR: dataDir,
         HOST: "127.0.0.1",
         PORT: String(port),
+        // Production mode, scraped on loopback without a token.
+        METRICS_PUBLIC: "true",
         LOG_LEVEL: "error",
         // Limits on, as in production, far above the load (as in the side-by-side benches).
         RATE_LIMIT_PLAN_MAX: "1000000",

@@ -24,6 +24,7 @@ import { openSettlements } from "./features/settlements/openSettlements.js";
 import { createPayments } from "./features/payments/createPayments.js";
 import { createCatalog } from "./features/catalog/createCatalog.js";
 import { serviceReadiness } from "./features/health/readiness.js";
+import { newReplicaId, startReplicaGuard } from "./features/health/replicaGuard.js";
 import { openDashboard } from "./features/dashboard/dashboard.js";
 import { openConfidential } from "./features/confidential/createConfidential.js";
 import { openBilling, type DevnetPayer } from "./features/billing/createBilling.js";
@@ -50,6 +51,8 @@ interface ServiceOverrides extends WorkerOverrides, EngineOverrides {
   collectProcessMetrics?: boolean;
   /** How often billing's sweep runs (0: only when called). */
   billingSweepMs?: number;
+  /** How often a replica renews its presence and counts the others. */
+  replicaCheckMs?: number;
 }
 
 /** A running service: its parts (tests and benchmarks read them), `listen` and `close`. */
@@ -71,8 +74,9 @@ export async function createService(opts: ServiceOptions) {
   // The networks as the families describe them, the operator's assets and
   // any local copies beside: what is settled, and how the dashboard names it.
   const networks = [...describeNetworks(), ...config.extraAssets, ...(opts.networks ?? [])];
+  const replicaId = newReplicaId();
   const facilitator = await createEngine({
-    ...{ config, chains: opts.chains, networks, log, metrics, overrides, ...ports },
+    ...{ config, chains: opts.chains, networks, log, metrics, overrides, ...ports, replicaId },
     confidentialVault: opts.confidential?.contractAddress,
   });
   closers.push(() => facilitator.close());
@@ -103,8 +107,19 @@ export async function createService(opts: ServiceOptions) {
   closers.push(() => workers.stop());
   // Rate-limit counters and payer lanes shared across replicas (without it, per process).
   const redis = createRedis(config.redisUrl, log, closers);
+  // Replicas share limits through Redis: in production, without it, a second
+  // replica on the same database server makes both refuse payments.
+  const replicaGuard =
+    database.kind === "pglite"
+      ? undefined
+      : await startReplicaGuard({
+          ...{ db, holder: replicaId, log: log.child({ component: "replicas" }) },
+          redisRequired: config.mode === "production" && !config.redisUrl,
+          ...(overrides.replicaCheckMs ? { intervalMs: overrides.replicaCheckMs } : {}),
+        });
+  if (replicaGuard) closers.push(() => replicaGuard.close());
   const payments = createPayments({
-    redis,
+    ...{ redis, replicaGuard },
     ...{ db, config, recorder, quota, confidential, metrics, log, reportError },
     ...{ engine: facilitator, catalog: catalog.cataloger },
   });
@@ -116,7 +131,7 @@ export async function createService(opts: ServiceOptions) {
   });
   closers.push(() => billing.close());
   const readiness = serviceReadiness({
-    ...{ db, networks: () => facilitator.probe(), redis, metrics },
+    ...{ db, networks: () => facilitator.probe(), redis, replicaGuard, metrics },
     log: log.child({ component: "readiness" }),
   });
   const dashboard = openDashboard({
@@ -132,6 +147,7 @@ export async function createService(opts: ServiceOptions) {
     planStatus: dashboard.dashboard.plan,
     ...{ bodyLimitBytes: config.bodyLimitBytes, trustProxy: config.http.trustProxy },
     ...{ publicUrl: config.auth.publicUrl, metricsToken: config.http.metricsToken },
+    metricsPublic: config.http.metricsPublic,
     browserAndLimits: { ...config.http, redis },
   });
   let closed = false;

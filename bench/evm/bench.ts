@@ -258,6 +258,8 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
         ...(opts.databaseUrl ? { DATABASE_URL: opts.databaseUrl } : {}),
         HOST: "127.0.0.1",
         PORT: String(ourPort),
+        // Production mode, scraped on loopback without a token.
+        METRICS_PUBLIC: "true",
         LOG_LEVEL: "error",
         // Every limit on, as a customer meets them: the load carries the
         // bench key, so it counts against the key's plan, never the address's.

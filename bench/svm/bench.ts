@@ -154,6 +154,8 @@ export async function runSvmBench(
       ...(opts.databaseUrl ? { DATABASE_URL: opts.databaseUrl } : {}),
       HOST: "127.0.0.1",
       PORT: String(ourPort),
+      // Production mode, scraped on loopback without a token.
+      METRICS_PUBLIC: "true",
       LOG_LEVEL: "error",
       // Limits on, as in production: the load counts against the bench key's
       // max plan, configured far above it (see evm.ts), never the address's.

@@ -256,6 +256,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       keyRateLimits,
       corsOrigins,
       metricsToken: parseMetricsToken(readSecret(env, "METRICS_TOKEN")),
+      metricsPublic:
+        e.METRICS_PUBLIC === "true" || (e.METRICS_PUBLIC !== "false" && mode === "devnet"),
     },
     redisUrl: e.REDIS_URL,
     plans: {

@@ -48,6 +48,7 @@ export const EnvSchema = z.object({
   CONFIDENTIAL_BATCH_LEASE_MS: intVar("CONFIDENTIAL_BATCH_LEASE_MS", 10_000, 86_400_000, 900_000),
   RATE_LIMIT_WINDOW_MS: intVar("RATE_LIMIT_WINDOW_MS", 100, 3_600_000, 10_000),
   RATE_LIMIT_PER_KEY: z.enum(["true", "false", ""]).optional(),
+  METRICS_PUBLIC: z.enum(["true", "false", ""]).optional(),
   // Requests per account a minute (all its keys together), by plan: a free key can try everything (each
   // paid request is a /verify and a /settle), a max key carries a busy
   // marketplace. Operators raise them for customers who need more.

@@ -78,6 +78,12 @@ export interface Config {
     readonly corsOrigins: "*" | readonly string[];
     /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
     readonly metricsToken: string | undefined;
+    /**
+     * Without a token: whether GET /metrics is open (devnet, or METRICS_PUBLIC)
+     * or closed (production's default: it shows the failed-fee budget and
+     * the signers' balances as they drain).
+     */
+    readonly metricsPublic: boolean;
   };
   /** Shared Redis for cross-replica rate limits; absent = in-process limits. */
   readonly redisUrl: string | undefined;

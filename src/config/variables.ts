@@ -115,8 +115,14 @@ export const VARIABLES: {
     {
       name: "METRICS_TOKEN",
       description:
-        "A bearer token (16 to 512 printable characters) that `GET /metrics` then requires as `Authorization: Bearer <token>` (401 without it, compared in constant time). Unset: `/metrics` is open, as Prometheus scrapers usually expect inside a private network.",
+        "A bearer token (16 to 512 printable characters) that `GET /metrics` then requires as `Authorization: Bearer <token>` (401 without it, compared in constant time). Unset: in production `/metrics` answers 401 to everyone (it shows the failed-fee budget and the signers' balances as they drain), unless `METRICS_PUBLIC=true`; in devnet mode it is open.",
       secret: true,
+    },
+    {
+      name: "METRICS_PUBLIC",
+      default: "`false` in production, `true` in devnet mode",
+      description:
+        "`true`: `GET /metrics` is open without `METRICS_TOKEN`, for a scraper inside a private network that cannot send a bearer token. Ignored when `METRICS_TOKEN` is set.",
     },
     {
       name: "API_KEYS_PER_ACCOUNT",
@@ -185,7 +191,7 @@ export const VARIABLES: {
     {
       name: "REDIS_URL",
       description:
-        "`redis://` or `rediss://`: rate-limit counters (per account and per IP) and each payer's one settle in flight, shared by every replica. Without it each process counts alone and holds a payer's settles one at a time only within itself: run more than one replica with it. Unreachable: requests are served uncounted, and a payer's settles wait in turn within each replica.",
+        "`redis://` or `rediss://`: rate-limit counters (per account and per IP) and each payer's one settle in flight, shared by every replica. Without it each process counts alone and holds a payer's settles one at a time only within itself, so in production a replica that finds another live replica on the same database server refuses payments (503, and `/ready` false) until every replica has it. Unreachable: requests are served uncounted, and a payer's settles wait in turn within each replica.",
     },
   ],
   plans: [

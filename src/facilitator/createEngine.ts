@@ -4,8 +4,6 @@
  * metrics), the engine assembled over them, and verify threads for the
  * families whose verifications earn them. Returns it started.
  */
-import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
 import type { PendingSettlementStore } from "@x402/core/facilitator";
 import type { Logger } from "../lib/logger.js";
 import type { Metrics } from "../lib/metrics.js";
@@ -47,6 +45,8 @@ export interface EngineOptions {
   metrics: Metrics;
   journal: TransactionJournal;
   leases: SignerLeases;
+  /** This process among the replicas: the holder of its signer leases. */
+  replicaId: string;
   /** Gas given to payers for their approve: once each, within each account's budget. */
   sponsoredFundings?: SponsoredFundings;
   pendingSettlements: PendingSettlementStore;
@@ -77,7 +77,7 @@ export async function createEngine(opts: EngineOptions): Promise<PaymentFacilita
     // with one replica at a time.
     leases: {
       port: opts.leases,
-      holder: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+      holder: opts.replicaId,
       ...(ttl !== undefined ? { ttlMs: ttl, heartbeatMs: Math.max(200, ttl / 3) } : {}),
     },
     settleTimeoutMs: config.settleTimeoutMs,

@@ -76,6 +76,8 @@ export interface HttpDeps {
   publicUrl?: string | undefined;
   /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
   metricsToken?: string | undefined;
+  /** Without a token: true serves /metrics to anyone, false to no one. */
+  metricsPublic?: boolean;
 }
 
 export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> {
@@ -216,6 +218,13 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
         reply,
         "unauthorized",
         "GET /metrics needs Authorization: Bearer <METRICS_TOKEN>",
+      );
+    }
+    if (metricsToken === undefined && deps.metricsPublic === false) {
+      return sendError(
+        reply,
+        "unauthorized",
+        "GET /metrics is closed: set METRICS_TOKEN on the service and send it as Authorization: Bearer <token> (or METRICS_PUBLIC=true inside a private network)",
       );
     }
     return reply

@@ -60,6 +60,8 @@ test("SIGKILL between broadcast and receipt: restart reconciles, one transfer, r
     DATA_DIR: dataDir,
     HOST: "127.0.0.1",
     PORT: String(port),
+    // Production mode, scraped on loopback without a token.
+    METRICS_PUBLIC: "true",
     LOG_LEVEL: "warn",
     RECONCILE_AFTER_MS: "0",
   };

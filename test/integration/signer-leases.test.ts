@@ -57,6 +57,8 @@ describe(
           EVM_RPC_URLS_8453: info.rpcUrl,
           EVM_PRIVATE_KEYS: keys.join(","),
           DATABASE_URL: db.url!,
+          // Production with another replica on the same database needs Redis.
+          ...(process.env["TEST_REDIS_URL"] ? { REDIS_URL: process.env["TEST_REDIS_URL"] } : {}),
           HOST: "127.0.0.1",
           PORT: String(portA),
           LOG_LEVEL: "warn",

@@ -26,12 +26,15 @@ import type { NetworkProbe } from "../../chains/ports.js";
 import type { Logger } from "../../lib/logger.js";
 import type { Metrics } from "../../lib/metrics.js";
 import type { Db } from "../../storage/db.js";
+import type { ReplicaGuard } from "./replicaGuard.js";
 
 export interface ReadinessReport {
   ready: boolean;
   database: { ok: boolean; error?: string };
   networks: NetworkProbe[];
   redis?: { ok: boolean; error?: string };
+  /** Present when replicas are counted: false while this one must refuse payments (replicaGuard.ts). */
+  replicas?: { ok: boolean; error?: string };
 }
 
 /** What GET /ready shows: up or down per dependency and per network, no details. */
@@ -40,6 +43,7 @@ export interface PublicReadiness {
   database: { ok: boolean };
   networks: { network: string; reachable: boolean }[];
   redis?: { ok: boolean };
+  replicas?: { ok: boolean };
 }
 
 export function publicReadiness(report: ReadinessReport): PublicReadiness {
@@ -48,6 +52,7 @@ export function publicReadiness(report: ReadinessReport): PublicReadiness {
     database: { ok: report.database.ok },
     networks: report.networks.map((n) => ({ network: n.network, reachable: n.reachable })),
     ...(report.redis ? { redis: { ok: report.redis.ok } } : {}),
+    ...(report.replicas ? { replicas: { ok: report.replicas.ok } } : {}),
   };
 }
 
@@ -61,6 +66,9 @@ function problemsOf(report: ReadinessReport): Record<string, unknown>[] {
     ...(report.redis && !report.redis.ok
       ? [{ dependency: "redis", error: report.redis.error }]
       : []),
+    ...(report.replicas && !report.replicas.ok
+      ? [{ dependency: "replicas", error: report.replicas.error }]
+      : []),
   ];
 }
 
@@ -68,6 +76,8 @@ interface ReadinessChecks {
   database: () => Promise<void>;
   networks: () => Promise<NetworkProbe[]>;
   redis?: () => Promise<void>;
+  /** Why this replica must not serve (absent: replicas are not counted). */
+  replicas?: () => string | undefined;
   /** Told every fresh report (metrics). */
   onReport?: (report: ReadinessReport) => void;
   timeoutMs?: number;
@@ -94,11 +104,20 @@ function createReadiness(checks: ReadinessChecks): () => Promise<ReadinessReport
       withTimeout(checks.networks(), timeoutMs).catch(() => [] as NetworkProbe[]),
       checks.redis ? outcome(checks.redis) : Promise.resolve(undefined),
     ]);
+    const refusal = checks.replicas?.();
+    const replicas = checks.replicas
+      ? { ok: refusal === undefined, ...(refusal ? { error: refusal } : {}) }
+      : undefined;
     const report: ReadinessReport = {
-      ready: database.ok && networks.every((n) => n.reachable) && (redis?.ok ?? true),
+      ready:
+        database.ok &&
+        networks.every((n) => n.reachable) &&
+        (redis?.ok ?? true) &&
+        (replicas?.ok ?? true),
       database,
       networks,
       ...(redis ? { redis } : {}),
+      ...(replicas ? { replicas } : {}),
     };
     checks.onReport?.(report);
     return report;
@@ -125,6 +144,8 @@ export function serviceReadiness(opts: {
   db: Db;
   networks: () => Promise<NetworkProbe[]>;
   redis: Redis | undefined;
+  /** Counts replicas (absent on the embedded database, which has none). */
+  replicaGuard?: Pick<ReplicaGuard, "refusal"> | undefined;
   metrics: Pick<Metrics, "registry">;
   log: Logger;
 }): () => Promise<ReadinessReport> {
@@ -144,6 +165,7 @@ export function serviceReadiness(opts: {
     database: async () => void (await sql`select 1`.execute(opts.db)),
     networks: opts.networks,
     ...(redis ? { redis: async () => void (await redis.ping()) } : {}),
+    ...(opts.replicaGuard ? { replicas: () => opts.replicaGuard!.refusal() } : {}),
     onReport: (report) => {
       for (const n of report.networks) {
         rpcReachable.set({ network: n.network }, n.reachable ? 1 : 0);

@@ -9,6 +9,7 @@ import type { Metrics } from "../../lib/metrics.js";
 import type { Db } from "../../storage/db.js";
 import type { Cataloger } from "../catalog/cataloger.js";
 import type { ConfidentialFeature } from "../confidential/createConfidential.js";
+import type { ReplicaGuard } from "../health/replicaGuard.js";
 import { PaymentIdentifierStore } from "../idempotency/paymentIdentifiers.js";
 import type { QuotaLedger } from "../plans/quotaLedger.js";
 import type { SettlementRecorder } from "../settlements/settlementRecorder.js";
@@ -26,6 +27,8 @@ export function createPayments(opts: {
   config: { settleTimeoutMs: number; reconcileAfterMs: number; payerFailureCoolingMs: number };
   /** Shares each payer's lane across replicas, when configured. */
   redis?: Redis | undefined;
+  /** Refuses payments while replicas run without Redis. */
+  replicaGuard?: ReplicaGuard | undefined;
   metrics: Metrics;
   log: Logger;
   reportError: (e: unknown, what: string) => void;
@@ -48,6 +51,7 @@ export function createPayments(opts: {
       log: opts.log,
     }),
     catalog: opts.catalog,
+    ...(opts.replicaGuard ? { replicaGuard: opts.replicaGuard } : {}),
     ...(opts.quota ? { quota: opts.quota } : {}),
     confidential: opts.confidential.gate,
     confidentialUnits: opts.confidential.units,

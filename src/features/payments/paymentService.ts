@@ -46,6 +46,7 @@ import { commitStage } from "./stages/commitStage.js";
 import { mechanismStage } from "./stages/mechanismStage.js";
 import { confidentialGateStage, confidentialReceiptStage } from "./stages/confidentialStages.js";
 import type { ConfidentialGate } from "../confidential/confidentialGate.js";
+import type { ReplicaGuard } from "../health/replicaGuard.js";
 
 export type { ExtensionResponses };
 
@@ -71,6 +72,8 @@ export interface PaymentServiceDeps {
   payerCoolingMs?: number;
   /** One settle in flight per payer and network (payerLanes.ts); absent: none. */
   payerLanes?: PayerLanes;
+  /** Refuses payments while replicas run without the Redis they must share (replicaGuard.ts). */
+  replicaGuard?: Pick<ReplicaGuard, "refusal">;
 }
 
 export class PaymentService {
@@ -92,6 +95,7 @@ export class PaymentService {
     const { engine } = this.deps;
     const payment = engine.inspect(request);
     assertWellFormed(payment);
+    this.assertServing();
     readPaymentIdentifier(request.paymentPayload); // 400 when malformed; verify never claims it
     const refusal = await this.deps.confidential?.refusal(principal.accountId, request);
     if (refusal) return verifyRefusal({ ...refusal, payer: payment.payer });
@@ -163,11 +167,18 @@ export class PaymentService {
   ): Promise<SettleResponse> {
     const payment = this.deps.engine.inspect(request);
     assertWellFormed(payment);
+    this.assertServing();
     return runSettle(
       this.stages,
       { principal, request, payment, requestId, extensionResponses, units: this.unitsOf(payment) },
       this.deps.timeStage,
     );
+  }
+
+  /** Nothing is verified or settled while the replicas cannot share their limits. */
+  private assertServing(): void {
+    const refusal = this.deps.replicaGuard?.refusal();
+    if (refusal) throw new ServiceError("service_unavailable", refusal, { retryable: true });
   }
 
   private unitsOf(payment: RoutedPayment): number {

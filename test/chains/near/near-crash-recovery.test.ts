@@ -39,6 +39,8 @@ async function service(dataDir: string, port: number): Promise<ChildProcess> {
     DATA_DIR: dataDir,
     HOST: "127.0.0.1",
     PORT: String(port),
+    // Production mode, scraped on loopback without a token.
+    METRICS_PUBLIC: "true",
     LOG_LEVEL: "warn",
     RECONCILE_AFTER_MS: "0",
     SETTLE_TIMEOUT_MS: "20000",
