@@ -135,12 +135,18 @@ export interface JournalEntry {
  */
 export interface TransactionJournal {
   sent(entry: JournalEntry): Promise<void>;
-  /** `fee`: what it cost the account that sent it, in the chain's smallest native unit. */
+  /**
+   * `fee`: what it cost the account that sent it, in the chain's smallest
+   * native unit. `cause`: for a reverted one whose family reads who caused
+   * it from the chain, that cause, kept with the entry so that every
+   * replica and the reconciler decide alike.
+   */
   finished(
     reference: string,
     status: "success" | "reverted",
     block?: bigint,
     fee?: bigint,
+    cause?: FailureCause,
   ): Promise<void>;
   /**
    * Over every replica, for the transactions of `network` journaled since
@@ -271,8 +277,11 @@ export interface PendingSettlement {
   id?: string;
   network: string;
   request: PaymentRequest;
-  /** The transactions journaled for it, oldest first. */
-  transactions: readonly JournalEntry[];
+  /**
+   * The transactions journaled for it, oldest first, each with the cause of
+   * its failure when one was journaled with its final word.
+   */
+  transactions: readonly (JournalEntry & { cause?: FailureCause })[];
 }
 
 /**

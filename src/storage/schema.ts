@@ -122,6 +122,12 @@ interface SettlementTransactionsTable {
   fee: ColumnType<string | null, never, string | null>;
   /** 0034: what it could cost the sending account at most if it failed. */
   worst_fee: ColumnType<string | null, string | null | undefined, string | null>;
+  /** 0038: who caused its on-chain failure, as the family read it from the chain. */
+  failure_cause: ColumnType<
+    "payer" | "requirements" | "service" | null,
+    never,
+    "payer" | "requirements" | "service" | null
+  >;
   created_at: CreatedAt;
 }
 

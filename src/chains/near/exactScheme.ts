@@ -179,7 +179,11 @@ export class ExactNearScheme implements SchemeNetworkFacilitator {
     private readonly settings: NearSchemeSettings,
   ) {}
 
-  /** The reasons of this process's recent on-chain failures, by the delegate's fingerprint. */
+  /**
+   * The reasons of this process's recent on-chain failures, by the
+   * delegate's fingerprint: the settle's own attribution may run before its
+   * journal entry, which carries the cause for everyone else, is written.
+   */
   private readonly failures = new Map<string, string>();
 
   /**
@@ -260,7 +264,11 @@ export class ExactNearScheme implements SchemeNetworkFacilitator {
         }
         const ended = status.ok ? "success" : "reverted";
         this.relayers.finished(relayed.hash, ended, status.fee);
-        await this.journal.finished(relayed.hash, ended, undefined, status.fee);
+        // The cause goes with the entry: any replica, a restarted process and
+        // the reconciler read it there (the map above answers only this
+        // process, before the entry is written with the outcome).
+        const cause = status.ok ? undefined : causeOfNearFailure(status.reason);
+        await this.journal.finished(relayed.hash, ended, undefined, status.fee, cause);
         return status.ok
           ? { success: true, transaction: relayed.hash, network, payer }
           : answer({ errorReason: status.reason, errorMessage: status.message });

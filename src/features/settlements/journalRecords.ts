@@ -7,7 +7,12 @@
  * and in the lanes of settles in flight (see `OpenedDb`).
  */
 import { sql } from "kysely";
-import type { FailedFeeExposure, JournalEntry, PendingSettlement } from "../../chains/ports.js";
+import type {
+  FailedFeeExposure,
+  FailureCause,
+  JournalEntry,
+  PendingSettlement,
+} from "../../chains/ports.js";
 import type { Db } from "../../storage/db.js";
 import { DEFAULT_MAX_BATCH, GroupCommit } from "../../storage/groupCommit.js";
 import type { SettlementRow } from "../../storage/schema.js";
@@ -41,6 +46,7 @@ interface JournaledTransaction {
   signer: string | null;
   replaces: string | null;
   detail: unknown;
+  failure_cause: FailureCause | null;
 }
 
 export class JournalRecords {
@@ -117,8 +123,9 @@ export class JournalRecords {
     status: "success" | "reverted",
     block?: bigint,
     fee?: bigint,
+    cause?: FailureCause,
   ): Promise<void> {
-    await this.mined.submit({ reference, status, block, fee });
+    await this.mined.submit({ reference, status, block, fee, cause });
   }
 
   /**
@@ -146,6 +153,7 @@ export class JournalRecords {
         reference: t.reference,
         ...(t.signer ? { signer: t.signer } : {}),
         ...(t.replaces ? { replaces: t.replaces } : {}),
+        ...(t.failure_cause ? { cause: t.failure_cause } : {}),
         detail: (typeof t.detail === "string" ? JSON.parse(t.detail) : t.detail) as Record<
           string,
           unknown
@@ -158,7 +166,7 @@ export class JournalRecords {
   private async readJournals(ids: readonly string[]): Promise<Map<string, JournaledTransaction[]>> {
     const rows = await this.db
       .selectFrom("settlement_transactions")
-      .select(["settlement_id", "reference", "signer", "replaces", "detail"])
+      .select(["settlement_id", "reference", "signer", "replaces", "detail", "failure_cause"])
       .where("settlement_id", "in", [...new Set(ids)])
       .orderBy("created_at")
       .execute();

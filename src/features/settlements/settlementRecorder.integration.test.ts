@@ -302,6 +302,51 @@ describe("settlement recorder", () => {
     assert.match(sweep, /settlement_transactions_signed_idx/, sweep);
     assert.doesNotMatch(sweep, /Seq Scan on settlement_transactions/, sweep);
   });
+
+  test("a failure's cause journaled with its transaction decides, on any replica and for the reconciler, over a guess made later", async () => {
+    const journal = new DbTransactionJournal(recorder.journal);
+    const network = "eip155:8453";
+    const causeOf = async (id: string) =>
+      (
+        await database.db
+          .selectFrom("settlements")
+          .select("failure_cause")
+          .where("id", "=", id)
+          .executeTakeFirstOrThrow()
+      ).failure_cause;
+
+    // The settle's own attribution, after the entry was written: the
+    // journaled cause wins over what the family would now guess.
+    const settled = (await begin())!;
+    await recorder.journal.recordSent({ network, reference: "0xpayerfault", detail: {} }, settled);
+    await journal.finished("0xpayerfault", "reverted", 5n, 1n, "payer");
+    let asked = 0;
+    await recorder.attributeFailure(settled, async () => (asked++, "requirements"));
+    assert.equal(await causeOf(settled), "payer");
+    assert.equal(asked, 0, "nobody guesses when the journal knows");
+
+    // Without a journaled cause, the family is asked.
+    const guessed = (await begin())!;
+    await recorder.journal.recordSent({ network, reference: "0xnocause", detail: {} }, guessed);
+    await journal.finished("0xnocause", "reverted", 5n, 1n);
+    await recorder.attributeFailure(guessed, async () => "requirements");
+    assert.equal(await causeOf(guessed), "requirements");
+
+    // The reconciler (another replica, or after a restart) reads the journal
+    // and an outcome without a cause of its own is decided by it.
+    const reconciled = (await begin())!;
+    await recorder.journal.recordSent({ network, reference: "0xlater", detail: {} }, reconciled);
+    await journal.finished("0xlater", "reverted", 6n, 1n, "payer");
+    const row = (await recorder.reads.get(reconciled))!;
+    const pending = await recorder.journal.pendingSettlement(row);
+    assert.equal(pending.transactions[0]?.cause, "payer");
+    await recorder.finishFromChain(
+      reconciled,
+      { status: "failed", reason: "transfer_failed", message: "reverted", transaction: "0xlater" },
+      pending.transactions,
+    );
+    assert.equal(await causeOf(reconciled), "payer");
+  });
 });
 
 describe("settlement recorder's lanes", () => {

@@ -29,7 +29,12 @@
 import { randomUUID } from "node:crypto";
 import { sql, type Transaction } from "kysely";
 import type { SettleResponse } from "@x402/core/types";
-import type { FailureCause, JournalEntry, ReconcileOutcome } from "../../chains/ports.js";
+import type {
+  FailureCause,
+  JournalEntry,
+  PendingSettlement,
+  ReconcileOutcome,
+} from "../../chains/ports.js";
 import { storedSpelling } from "../../chains/index.js";
 import type { Db } from "../../storage/db.js";
 import { DEFAULT_MAX_BATCH, GroupCommit } from "../../storage/groupCommit.js";
@@ -375,8 +380,11 @@ export class SettlementRecorder {
    * finished with, when something was sent for it (the journal set its
    * transaction): `cause` reads the chain only then. Written while the row
    * is still pending, so no failure limit ever counts it against the wrong
-   * party. Best effort: a row left without a cause is charged to the
-   * account, as before causes were told apart.
+   * party. A cause journaled with the transaction's final word (read from
+   * the chain when it became final) decides first, so every replica decides
+   * alike; `cause` is asked only without one. Best effort: a row left
+   * without a cause is charged to the account, as before causes were told
+   * apart.
    */
   async attributeFailure(
     id: string,
@@ -384,15 +392,18 @@ export class SettlementRecorder {
   ): Promise<void> {
     try {
       const row = await this.db
-        .selectFrom("settlements")
-        .select("transaction")
-        .where("id", "=", id)
-        .where("status", "=", "pending")
+        .selectFrom("settlements as s")
+        .leftJoin("settlement_transactions as t", (join) =>
+          join.onRef("t.reference", "=", "s.transaction").onRef("t.settlement_id", "=", "s.id"),
+        )
+        .select(["s.transaction", "t.failure_cause"])
+        .where("s.id", "=", id)
+        .where("s.status", "=", "pending")
         .executeTakeFirst();
       if (!row?.transaction) return;
       await this.db
         .updateTable("settlements")
-        .set({ failure_cause: await cause(row.transaction) })
+        .set({ failure_cause: row.failure_cause ?? (await cause(row.transaction)) })
         .where("id", "=", id)
         .where("status", "=", "pending")
         .execute();
@@ -440,8 +451,12 @@ export class SettlementRecorder {
   async finishFromChain(
     id: string,
     outcome: ChainOutcome,
-    decidedOn: readonly JournalEntry[],
+    decidedOn: PendingSettlement["transactions"],
   ): Promise<SettlementRow | undefined> {
+    const cause =
+      outcome.status === "failed"
+        ? (journaledCause(decidedOn, outcome) ?? outcome.cause)
+        : undefined;
     return this.db.transaction().execute(async (trx) => {
       if (!(await this.lockIfJournalIs(trx, id, "pending", decidedOn))) return undefined;
       const row = await trx
@@ -453,8 +468,10 @@ export class SettlementRecorder {
           error_reason: outcome.status === "failed" ? outcome.reason : null,
           error_message: outcome.status === "failed" ? outcome.message : null,
           // A payer's failure decided here is kept off the account's failure
-          // limit, as it is when the settle itself saw it.
-          ...(outcome.status === "failed" && outcome.cause ? { failure_cause: outcome.cause } : {}),
+          // limit, as it is when the settle itself saw it. The cause journaled
+          // with the failed transaction's final word comes first: whoever
+          // decides, on whichever replica, decides the same.
+          ...(cause ? { failure_cause: cause } : {}),
           finished_at: new Date(),
           duration_ms: sql<number>`(extract(epoch from now() - started_at) * 1000)::int`,
         })
@@ -552,4 +569,13 @@ export class SettlementRecorder {
       return answered;
     });
   }
+}
+
+/** The cause journaled with the final word of the transaction a failed outcome names, if any. */
+function journaledCause(
+  decidedOn: PendingSettlement["transactions"],
+  outcome: ChainOutcome,
+): FailureCause | undefined {
+  if (outcome.status !== "failed" || !outcome.transaction) return undefined;
+  return decidedOn.find((t) => t.reference === outcome.transaction)?.cause;
 }

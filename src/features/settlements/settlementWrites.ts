@@ -9,7 +9,7 @@
  * retried without writing anything twice.
  */
 import { sql, type Kysely, type Transaction } from "kysely";
-import type { JournalEntry } from "../../chains/ports.js";
+import type { FailureCause, JournalEntry } from "../../chains/ports.js";
 import type { Database, NewSettlement, SettlementOutcomeRow } from "../../storage/schema.js";
 import type { EventContext } from "../webhooks/events.js";
 
@@ -60,6 +60,8 @@ export interface MinedTransaction {
   block: bigint | undefined;
   /** What it cost the sending account, in the chain's smallest native unit. */
   fee?: bigint | undefined;
+  /** Who caused its failure, when the family read it from the chain. */
+  cause?: FailureCause | undefined;
 }
 
 /**
@@ -165,21 +167,26 @@ export async function journalMined(
     update settlement_transactions t
     set status = m.status, block_number = coalesce(m.block_number, t.block_number),
       fee = coalesce(m.fee, t.fee),
+      failure_cause = coalesce(m.failure_cause, t.failure_cause),
       detail = case when m.status = 'reverted' then t.detail - ${SIGNED_DETAIL_KEYS}::text[]
         else t.detail end
     from unnest(
       ${mined.map((m) => m.reference)}::text[],
       ${mined.map((m) => m.status)}::text[],
       ${mined.map((m) => (m.block === undefined ? null : m.block.toString()))}::bigint[],
-      ${mined.map((m) => (m.fee === undefined ? null : m.fee.toString()))}::numeric[]
-    ) as m(reference, status, block_number, fee)
+      ${mined.map((m) => (m.fee === undefined ? null : m.fee.toString()))}::numeric[],
+      ${mined.map((m) => m.cause ?? null)}::text[]
+    ) as m(reference, status, block_number, fee, failure_cause)
     where t.reference = m.reference
       -- The reorg watch reports a success it already recorded every pass:
       -- a row that would not change is not written again (a new row version,
       -- signed body and all, for nothing).
       and (t.status is distinct from m.status
         or t.block_number is distinct from coalesce(m.block_number, t.block_number)
-        or t.fee is distinct from coalesce(m.fee, t.fee))`.execute(db);
+        or t.fee is distinct from coalesce(m.fee, t.fee)
+        or t.failure_cause is distinct from coalesce(m.failure_cause, t.failure_cause))`.execute(
+    db,
+  );
 }
 
 /**

@@ -6,7 +6,12 @@
  * (journalRecords.ts, beside this file); this adapter binds each entry to
  * the settlement in scope and notes a refusal on it.
  */
-import type { FailedFeeExposure, JournalEntry, TransactionJournal } from "../../chains/ports.js";
+import type {
+  FailedFeeExposure,
+  FailureCause,
+  JournalEntry,
+  TransactionJournal,
+} from "../../chains/ports.js";
 import { currentSettlement } from "../../chains/settlementScope.js";
 import { SettlementDecidedError, type JournalRecords } from "./journalRecords.js";
 
@@ -33,8 +38,9 @@ export class DbTransactionJournal implements TransactionJournal {
     status: "success" | "reverted",
     block?: bigint,
     fee?: bigint,
+    cause?: FailureCause,
   ): Promise<void> {
-    const write = this.records.recordFinished(reference, status, block, fee);
+    const write = this.records.recordFinished(reference, status, block, fee, cause);
     // Inside a settle that writes its outcome next: that write waits for
     // this one, so the two reach the database together, not one database
     // turn after the other, and the answer still leaves after both.
