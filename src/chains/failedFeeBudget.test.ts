@@ -155,6 +155,25 @@ test("past three quarters of the pool, accounts with failures of their own are r
   budget.finish(budget.reserve(200n, "clean"), false, 0n);
 });
 
+test("past half of the pool, payers with no success on record are refused first; known payers and unread ones are sent for", () => {
+  const budget = new FailedFeeBudget("eip155:137", 1_000n, () => 1_000_000);
+  // Fresh payers burst from several accounts, each under its share: 480 spent.
+  for (const a of ["a", "b", "c", "d"]) budget.finish(budget.reserve(120n, a, false), true, 120n);
+  // Under half, a fresh payer is still sent for.
+  budget.finish(budget.reserve(10n, "e", false), false, 0n);
+  assert.throws(
+    () => budget.reserve(30n, "e", false),
+    (e) =>
+      e instanceof FailedFeeBudgetSpentError &&
+      e.scope === "new-payer" &&
+      /payers with a settled payment on record/.test(e.message),
+  );
+  // A payer with a success on record keeps the rest, on any account, as
+  // does a payer whose history was not read.
+  budget.finish(budget.reserve(30n, "e", true), false, 0n);
+  budget.finish(budget.reserve(30n, "e", undefined), false, 0n);
+});
+
 test("the journal's figures per account count across replicas, and Retry-After is the service's", async () => {
   const now = 10_000_000;
   const oldest = new Date(now - 59 * 60 * 1000); // leaves the window in a minute

@@ -38,10 +38,11 @@
  * its sends in flight may not pass `accountShare` of the budget (a quarter
  * by default), so one account spends a network's pool only with a single
  * burst of payers it has never failed with, which the payer lanes bound to
- * one transaction per payer. And once the pool is
- * three quarters spent, an account with any failure of its own in the
- * window is refused first: the last quarter is kept for accounts whose
- * settles have not failed. A refusal's `Retry-After` is the service's: when
+ * one transaction per payer. As the pool runs low the riskiest traffic is
+ * refused first: past half of it, payers with no settled payment on record
+ * (where a burst of fresh wallets comes from); past three quarters, any
+ * account with a failure of its own in the window, so the last quarter is
+ * kept for accounts whose settles have not failed. A refusal's `Retry-After` is the service's: when
  * the window's oldest failure (any replica's) leaves it.
  */
 import { FailedFeeBudgetSpentError, type FailedFeeExposure } from "./ports.js";
@@ -53,6 +54,8 @@ export { FailedFeeBudgetSpentError, type FailedFeeExposure };
 
 /** The share of a network's budget one account's failures and sends in flight may use. */
 const DEFAULT_ACCOUNT_SHARE = 0.25;
+/** Past this share of the budget spent, payers with no success on record are refused. */
+const NEW_PAYERS_UNTIL = 0.5;
 /** Past this share of the budget spent, accounts with failures of their own are refused first. */
 const RESERVED_FROM = 0.75;
 
@@ -131,7 +134,11 @@ export class FailedFeeBudget {
    * Holds `worst` (what the transaction costs at most if it fails) until
    * `finish`; throws FailedFeeBudgetSpentError when it does not fit.
    */
-  reserve(worst: bigint, account: string | undefined = currentSettlement()?.account): symbol {
+  reserve(
+    worst: bigint,
+    account: string | undefined = currentSettlement()?.account,
+    payerKnown: boolean | undefined = currentSettlement()?.payerKnown,
+  ): symbol {
     const token = Symbol("in-flight");
     if (this.now() - this.recorded.readAt > REFRESH_MS) void this.refresh();
     const budget = this.budget;
@@ -139,6 +146,12 @@ export class FailedFeeBudget {
       const used = this.spent() + this.inFlight();
       if (used + worst > budget) {
         throw new FailedFeeBudgetSpentError(this.network, this.retryAfter());
+      }
+      // The riskiest first: a payer that never settled a payment here is
+      // where a burst of fresh wallets comes from, so past half the pool
+      // only payers with a success on record are sent for.
+      if (payerKnown === false && used + worst > scale(budget, NEW_PAYERS_UNTIL)) {
+        throw new FailedFeeBudgetSpentError(this.network, this.retryAfter(), "new-payer");
       }
       if (account !== undefined) {
         const own = this.accountExposure(account);

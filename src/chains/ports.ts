@@ -178,13 +178,18 @@ export class FailedFeeBudgetSpentError extends Error {
   constructor(
     readonly network: string,
     readonly retryAfterSeconds: number,
-    /** Whose budget: the network's, or the submitting account's share of it. */
-    readonly scope: "network" | "account" = "network",
+    /**
+     * Whose budget: the network's, the submitting account's share of it, or
+     * the half kept from payers with no success on record.
+     */
+    readonly scope: "network" | "account" | "new-payer" = "network",
   ) {
     super(
       scope === "account"
         ? `this account's settlements that failed on-chain on ${network} in the last hour used its share of the service's budget for such failures; its settles there resume in ${retryAfterSeconds} s`
-        : `the service's hourly budget for settlements that fail on-chain on ${network} is spent; settles there resume in ${retryAfterSeconds} s`,
+        : scope === "new-payer"
+          ? `the service's hourly budget for settlements that fail on-chain on ${network} is half spent, and what is left is kept for payers with a settled payment on record; this payer has none, so its settles there resume in ${retryAfterSeconds} s`
+          : `the service's hourly budget for settlements that fail on-chain on ${network} is spent; settles there resume in ${retryAfterSeconds} s`,
     );
     this.name = "FailedFeeBudgetSpentError";
   }

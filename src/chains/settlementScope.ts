@@ -20,6 +20,12 @@ export interface SettlementScope {
    * the service's own sends (a re-land of a reorged success).
    */
   readonly account?: string;
+  /**
+   * Whether its payer has a settlement that succeeded on record: as the
+   * failed-fee budget runs low, payers without one are refused first.
+   * Undefined: not read (treated as known, so nothing is refused for it).
+   */
+  readonly payerKnown?: boolean | undefined;
   readonly notes: SettlementNotes;
 }
 

@@ -170,7 +170,10 @@ export class PaymentService {
     this.assertServing();
     return runSettle(
       this.stages,
-      { principal, request, payment, requestId, extensionResponses, units: this.unitsOf(payment) },
+      {
+        ...{ principal, request, payment, requestId, extensionResponses, payer: {} },
+        units: this.unitsOf(payment),
+      },
       this.deps.timeStage,
     );
   }

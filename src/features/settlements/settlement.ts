@@ -36,6 +36,8 @@ export class Settlement implements SettlingPayment {
     private readonly rows: SettlementRecorder,
     /** The account that submitted it: its failures' fees count against its share. */
     readonly account: string,
+    /** Whether its payer has a success on record (undefined: not read). */
+    readonly payerKnown: boolean | undefined,
   ) {
     this.notes.journalWrites = this.journalWrites;
   }
@@ -54,6 +56,8 @@ export class Settlement implements SettlingPayment {
       /** Quota units a success costs. */
       units: number;
       requestId: string;
+      /** Whether the payer has a success on record, when the stages read it. */
+      payerKnown?: boolean;
     },
   ): Promise<Settlement | undefined> {
     const { principal, payment, units, requestId } = intent;
@@ -67,7 +71,15 @@ export class Settlement implements SettlingPayment {
     });
     return id === undefined
       ? undefined
-      : new Settlement(id, payment, startedAt, requestId, rows, principal.accountId);
+      : new Settlement(
+          id,
+          payment,
+          startedAt,
+          requestId,
+          rows,
+          principal.accountId,
+          intent.payerKnown,
+        );
   }
 
   /** Takes custody of the settle's quota reservation until its outcome is written. */

@@ -27,6 +27,12 @@ export interface LiveLookup {
   row: SettlementRow | undefined;
   /** When the payer's latest own on-chain failure ended, if after the `since` asked. */
   payerFailedAt: Date | undefined;
+  /**
+   * Whether the payer has a settlement that succeeded with a transaction on
+   * record (on any network, for any account); undefined when no payer was
+   * checked.
+   */
+  payerKnown: boolean | undefined;
 }
 
 export class SettlementReads {
@@ -73,6 +79,7 @@ export class SettlementReads {
       .where(HOLDS_AUTHORIZATION);
     const rows: SettlementRow[] = [];
     const lastFailure = new Map<string, Date>();
+    const known = new Set<string>();
     if (checked.length === 0) {
       rows.push(...(await live.execute()));
     } else {
@@ -95,13 +102,30 @@ export class SettlementReads {
             .where("finished_at", ">", since)
             .groupBy("payer"),
         )
+        // The checked payers with a success on record (one index probe each).
+        .with("known", (db) =>
+          db
+            .selectFrom("settlements")
+            .select("payer")
+            .distinct()
+            .where("payer", "in", payers)
+            .where("status", "=", "succeeded")
+            .where("transaction", "is not", null),
+        )
         .selectFrom("live")
         .fullJoin("cooling", (join) => join.on(sql<boolean>`false`))
+        .fullJoin("known", (join) => join.on(sql<boolean>`false`))
         .selectAll("live")
-        .select(["cooling.payer as cooling_payer", "cooling.last as cooling_last"])
+        .select([
+          "cooling.payer as cooling_payer",
+          "cooling.last as cooling_last",
+          "known.payer as known_payer",
+        ])
         .execute();
-      for (const { cooling_payer, cooling_last, ...row } of found) {
-        if (cooling_payer !== null && cooling_last !== null) {
+      for (const { cooling_payer, cooling_last, known_payer, ...row } of found) {
+        if (known_payer !== null) {
+          known.add(known_payer);
+        } else if (cooling_payer !== null && cooling_last !== null) {
           lastFailure.set(cooling_payer, new Date(cooling_last as unknown as string));
         } else {
           rows.push(row as SettlementRow);
@@ -116,6 +140,7 @@ export class SettlementReads {
         value: {
           row: byKey.get(r.key),
           payerFailedAt: last && last > r.since! ? last : undefined,
+          payerKnown: r.payer !== undefined ? known.has(r.payer) : undefined,
         },
       } as const;
     });

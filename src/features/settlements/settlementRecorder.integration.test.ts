@@ -217,6 +217,13 @@ describe("settlement recorder", () => {
   });
 
   test("a verify's look-ups share one read that tells live rows and cooling payers apart", async () => {
+    // 0xabc has a success on record; 0xdef has nothing.
+    const paid = (await begin())!;
+    await recorder.finish(
+      paid,
+      { success: true, transaction: "0xpaid", network: "eip155:8453" },
+      Date.now(),
+    );
     const failed = (await begin("hostile"))!;
     await recorder.finish(
       failed,
@@ -244,10 +251,18 @@ describe("settlement recorder", () => {
     ]);
     assert.equal(settling.row?.id, pending);
     assert.equal(settling.payerFailedAt?.getTime(), failedAt.getTime());
-    assert.deepEqual(hot, { row: undefined, payerFailedAt: failedAt });
-    assert.deepEqual(cold, { row: undefined, payerFailedAt: undefined }, "failed before since");
-    assert.deepEqual(honest, { row: undefined, payerFailedAt: undefined });
-    assert.deepEqual(unchecked, { row: undefined, payerFailedAt: undefined }, "failed: not live");
+    assert.deepEqual(hot, { row: undefined, payerFailedAt: failedAt, payerKnown: true });
+    assert.deepEqual(
+      cold,
+      { row: undefined, payerFailedAt: undefined, payerKnown: true },
+      "failed before since",
+    );
+    assert.deepEqual(honest, { row: undefined, payerFailedAt: undefined, payerKnown: false });
+    assert.deepEqual(
+      unchecked,
+      { row: undefined, payerFailedAt: undefined, payerKnown: undefined },
+      "failed: not live",
+    );
   });
 
   test("a mined transaction reported again is not rewritten", async () => {
@@ -301,6 +316,30 @@ describe("settlement recorder", () => {
     );
     assert.match(sweep, /settlement_transactions_signed_idx/, sweep);
     assert.doesNotMatch(sweep, /Seq Scan on settlement_transactions/, sweep);
+  });
+
+  test("a verify's look-up says whether the payer has a settlement that succeeded on record", async () => {
+    const since = new Date(Date.now() - 60_000);
+    const network = "eip155:8453";
+    const ask = (payer: string) =>
+      recorder.reads.lookUpLive(`lookup-${++n}`, { network, payer, since });
+    const fresh = "0x00000000000000000000000000000000000f7e57";
+    assert.equal((await ask(fresh)).payerKnown, false);
+    const id = (await recorder.begin({
+      principal,
+      request,
+      authorizationKey: `known-${++n}`,
+      payer: fresh,
+      units: 1,
+    }))!;
+    assert.equal((await ask(fresh)).payerKnown, false, "a pending settle is no history");
+    await recorder.finish(id, { success: true, transaction: "0xknown", network }, Date.now());
+    assert.equal((await ask(fresh)).payerKnown, true);
+    assert.equal(
+      (await recorder.reads.lookUpLive(`lookup-${++n}`)).payerKnown,
+      undefined,
+      "nothing read without a payer",
+    );
   });
 
   test("a failure's cause journaled with its transaction decides, on any replica and for the reconciler, over a guess made later", async () => {

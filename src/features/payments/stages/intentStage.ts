@@ -32,6 +32,7 @@ export function intentStage(
           payment: ctx.payment,
           units: ctx.units,
           requestId: ctx.requestId,
+          ...(ctx.payer.known !== undefined ? { payerKnown: ctx.payer.known } : {}),
         });
         if (settlement) return duplicates.own(settlement.id, next(settlement));
         // The authorization has a live record: nothing of ours is recorded or sent.

@@ -46,7 +46,11 @@ describe("payer cooling", () => {
 
   const run = (authorizationKey: string) =>
     payerCoolingStage(recorder, 3_600_000).run(
-      { request, payment: { payer: PAYER, authorizationKey } } as unknown as SettleContext,
+      {
+        request,
+        payment: { payer: PAYER, authorizationKey },
+        payer: {},
+      } as unknown as SettleContext,
       () => Promise.resolve({ success: true, transaction: "0xnext" } as never),
     );
 

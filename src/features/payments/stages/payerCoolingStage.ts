@@ -46,14 +46,16 @@ export function payerCoolingStage(
       const at = now();
       // One batched read, shared with concurrent settles and verifies: the
       // payment's own live record, and the payer's latest own failure.
-      const { row, payerFailedAt: last } = await recorder.reads.lookUpLive(
-        ctx.payment.authorizationKey,
-        {
-          network,
-          payer,
-          since: new Date(at - coolingMs),
-        },
-      );
+      const {
+        row,
+        payerFailedAt: last,
+        payerKnown,
+      } = await recorder.reads.lookUpLive(ctx.payment.authorizationKey, {
+        network,
+        payer,
+        since: new Date(at - coolingMs),
+      });
+      if (payerKnown !== undefined) ctx.payer.known = payerKnown;
       if (!last) return next();
       // A payment already on record (a retry of one sent, perhaps landed)
       // is answered from its record by the intent stage: "nothing was sent"
