@@ -72,14 +72,14 @@ import {
   type TransactionReceipt,
   type TransactionSerializable,
 } from "viem";
-import { Reason } from "../../protocol/reasons.js";
-import type { FundingRefusal, SponsoredFundings, TransactionJournal } from "../ports.js";
-import { currentSettlement } from "../settlementScope.js";
-import { isAlreadyKnown, isNonceError, isTransportError } from "./broadcastErrors.js";
-import { GasPriceTooHighError, type FeeOracle } from "./feeOracle.js";
-import { refusingClearly } from "./signer.js";
-import type { EvmSignerPool } from "./signerPool.js";
-import { ApprovalReason } from "./reasons.js";
+import { Reason } from "../../../protocol/reasons.js";
+import type { FundingRefusal, SponsoredFundings, TransactionJournal } from "../../ports.js";
+import { currentSettlement } from "../../settlementScope.js";
+import { isAlreadyKnown, isNonceError, isTransportError } from "../signer/broadcastErrors.js";
+import { GasPriceTooHighError, type FeeOracle } from "../rpc/feeOracle.js";
+import { refusingClearly } from "../signer/signer.js";
+import type { EvmSignerPool } from "../signer/signerPool.js";
+import { ApprovalReason } from "../reasons.js";
 
 export const ERC20_APPROVAL_KEY = ERC20_APPROVAL_GAS_SPONSORING.key;
 

@@ -9,7 +9,7 @@ import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { PERMIT2_ADDRESS } from "@x402/evm";
 import { encodeFunctionData, erc20Abi, maxUint256, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { noopJournal, unrecordedFundings } from "../ports.js";
+import { noopJournal, unrecordedFundings } from "../../ports.js";
 import { ApprovalSponsor, ERC20_APPROVAL_KEY } from "./approvalSponsor.js";
 
 const CHAIN_ID = 4663;
