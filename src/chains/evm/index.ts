@@ -59,7 +59,8 @@ import { chainFor, createEvmPublicClient, type RpcBatching } from "./rpc/rpc.js"
 import { createEvmSigner } from "./signer/signer.js";
 import { EvmSignerPool } from "./signer/signerPool.js";
 import { TokenDomainCache } from "./payment/tokenDomain.js";
-import { ApprovalSponsor, ERC20_APPROVAL_KEY } from "./sponsoring/approvalSponsor.js";
+import { ApprovalSponsor } from "./sponsoring/approvalSponsor.js";
+import { ERC20_APPROVAL_KEY } from "./sponsoring/approveRules.js";
 import { eip2612Refusal } from "./sponsoring/permitSponsoring.js";
 import type { Erc20ApprovalGasSponsoringFacilitatorExtension } from "@x402/extensions";
 import { collectThroughVault } from "./confidential/collectingSigner.js";
