@@ -319,6 +319,15 @@ export class EvmChainAdapter implements ChainFamily {
     );
   }
 
+  /**
+   * Answers success once its receipt is mined, short of finality: a reorg
+   * can take a success back, so the reorg watch follows its networks.
+   */
+  readonly successIsFinal = false;
+
+  /** No read confirms several successes at once: the reorg watch asks each through `reconcile`. */
+  readonly stillLanded = null;
+
   /** A reorged success whose transaction lost its nonce, sent again (see reland.ts). */
   reland(pending: PendingSettlement & { id: string }): Promise<ReconcileOutcome> {
     const runtime = this.runtimes.get(pending.network);
