@@ -18,8 +18,6 @@ const LIMIT = 600;
 const OVERSIZED: Readonly<Record<string, string>> = {
   "src/chains/evm/confidential/vaultAbi.ts":
     "ABI data: the vault contract's, checked against the compiled contract by its test",
-  "src/chains/evm/approvalSponsor.ts":
-    "ApprovalSponsor.check alone is ~250 lines, one check per line of the header's list; to be split with the grouping of src/chains/evm/ (issue 67, part 3)",
   "src/chains/evm/confidential/vault.ts":
     "createConfidentialVault is one closure over the contract and the FHE client (enablement, daily batch, withdrawals, reads); not split yet",
   "src/features/billing/billingLedger.ts":

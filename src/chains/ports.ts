@@ -428,17 +428,20 @@ export class NothingSentError extends Error {
 }
 
 /**
- * One chain family. Adding a family is a folder implementing this, one line
- * in the composition root, its registry data and its devnet.
- */
-/**
  * Who a settlement's on-chain failure is charged to: the payer (cooling),
  * the requirements (the account's failure limit), or the service (a refusal
  * of ours after something was sent: nobody's limit, nobody cooled).
  */
 export type FailureCause = "payer" | "requirements" | "service";
 
-export interface ChainFamily {
+/**
+ * What a family says about a payment from the payload alone, before and
+ * without its chain: its networks, who pays, which signed authorization it
+ * carries and what a replay of it is answered, what it costs in quota, and
+ * whether it is well formed. Pure: no member reads the chain or holds state
+ * beyond the family's configuration.
+ */
+export interface FamilyPaymentIdentity {
   /** CAIP-2 namespace: `eip155`, `solana`, `near`, `xrpl`, `starknet`. */
   readonly family: string;
   /** The key of `GET /supported`'s `signers` its addresses are listed under. */
@@ -450,12 +453,6 @@ export interface ChainFamily {
   readonly decimalAmounts: boolean;
   /** CAIP-2 ids served, with the schemes registered on each. */
   networks(): ReadonlyMap<string, readonly string[]>;
-  /** Registers the family's mechanisms on the shared engine (once, before start). */
-  register(engine: x402Facilitator): void;
-  start(): Promise<void>;
-  /** Stops timers and hands back leases; in-flight work has finished by then. */
-  close(): Promise<void>;
-
   /** The payer a payload names (as claimed, before verification), if any. */
   payerOf(payload: PaymentPayload, requirements: PaymentRequirements): string | undefined;
   /**
@@ -467,21 +464,41 @@ export interface ChainFamily {
   /**
    * The reason a settle of an authorization that was already consumed (or
    * whose nonce another signed payment reuses) is refused with: the
-   * family's own nonce reason, as its chain would answer. Absent:
-   * `duplicate_settlement`.
+   * family's own nonce reason, as its chain would answer, or
+   * `duplicate_settlement` for a family whose chain has none.
    */
-  replayReason?(payload: PaymentPayload, requirements: PaymentRequirements): string;
-  /** Whether a payload is an operation anyone may run again (see `InspectedPayment.repeatable`). Absent: never. */
-  repeatable?(payload: PaymentPayload, requirements: PaymentRequirements): boolean;
+  replayReason(payload: PaymentPayload, requirements: PaymentRequirements): string;
+  /**
+   * Whether a payload is an operation anyone may run again (see
+   * `InspectedPayment.repeatable`); a family with no such payload answers
+   * false.
+   */
+  repeatable(payload: PaymentPayload, requirements: PaymentRequirements): boolean;
   /**
    * The reason the service answers for one its mechanisms gave, where the
-   * specification spells the same condition otherwise. Absent: as given.
+   * specification spells the same condition otherwise; a family whose
+   * mechanisms already use the specification's words returns it as given.
    */
-  publicReason?(reason: string): string;
+  publicReason(reason: string): string;
   /** Quota units a settlement of this payload costs (0: never counted). */
   quotaUnits(payload: PaymentPayload, requirements: PaymentRequirements): number;
   /** A message naming the first malformed field of a scheme payload, or undefined. */
   shapeError(payload: PaymentPayload, requirements: PaymentRequirements): string | undefined;
+}
+
+/**
+ * What a family does against its chains: its mechanisms on the engine, its
+ * lifecycle, what it reads and sends to verify, settle and reconcile, and
+ * what it knows of its RPC's health. Every member is stated by every
+ * family; where a family has no such behaviour it says so (`false`, `null`,
+ * or a function giving the answer the service would otherwise assume).
+ */
+export interface FamilyRuntime {
+  /** Registers the family's mechanisms on the shared engine (once, before start). */
+  register(engine: x402Facilitator): void;
+  start(): Promise<void>;
+  /** Stops timers and hands back leases; in-flight work has finished by then. */
+  close(): Promise<void>;
   /** Checks and completes requirements with what only the chain knows. Sends nothing. */
   prepare(payload: PaymentPayload, requirements: PaymentRequirements): Promise<PreparedPayment>;
   /** The latest block/slot/ledger number, cached for a fraction of a block (verify cache key). */
@@ -491,18 +508,20 @@ export interface ChainFamily {
   /**
    * True when this family answers `success` only once the chain is final
    * (XRPL's validated ledger, NEAR's final block): no reorg can take such a
-   * success back, so the reorg watch leaves its networks alone. Absent: false.
+   * success back, so the reorg watch leaves its networks alone. False: the
+   * reorg watch follows its successes.
    */
-  readonly successIsFinal?: boolean;
+  readonly successIsFinal: boolean;
   /**
    * Of these transactions of `network`, the ones the chain still holds as
    * landed and succeeded, asked in as few reads as the chain allows (the
    * reorg watch's common case, where nothing was taken back). Leaving one
    * out is not a verdict: the watch then asks `reconcile` about it. Returns
-   * a subset of the strings given. Absent: every success is asked through
-   * `reconcile`, one at a time.
+   * a subset of the strings given. Null: the family has no such read, and
+   * the reorg watch asks every success through `reconcile`, one at a time.
    */
-  stillLanded?(network: string, references: readonly string[]): Promise<ReadonlySet<string>>;
+  readonly stillLanded:
+    ((network: string, references: readonly string[]) => Promise<ReadonlySet<string>>) | null;
   /**
    * A success a reorg took back whose journaled transaction can no longer
    * be mined (another transaction took its nonce): sends the same call
@@ -510,17 +529,18 @@ export interface ChainFamily {
    * settlement, when the payer's authorization can still land (`pending`,
    * with the new reference); `failed` when it cannot. It cannot move money
    * twice: the call carries the payer's one-time authorization, which any
-   * transaction may spend once. Absent: the family cannot, and such a
-   * success is recorded failed.
+   * transaction may spend once. Null: the family cannot, and such a success
+   * is recorded failed.
    */
-  reland?(pending: PendingSettlement & { id: string }): Promise<ReconcileOutcome>;
+  readonly reland:
+    ((pending: PendingSettlement & { id: string }) => Promise<ReconcileOutcome>) | null;
   /**
    * Who caused a settlement that failed on-chain: the payer, only on
    * evidence read from `transaction` (the one that failed) at its block and
    * from what the payer signed, or the requirements (what the account asked
-   * for). Absent: the requirements, as before.
+   * for).
    */
-  failureCause?(
+  failureCause(
     payload: PaymentPayload,
     requirements: PaymentRequirements,
     transaction?: string,
@@ -532,15 +552,23 @@ export interface ChainFamily {
    * timeout, 5xx) at or after `sinceMs`. A mechanism we do not own may turn
    * such a failure into a payment reason (an unreadable signature check
    * reads as a bad signature); the service asks this before it believes a
-   * refusal. Families whose mechanisms throw `ChainUnavailableError`
-   * themselves need not implement it.
+   * refusal. A family whose mechanisms throw `ChainUnavailableError`
+   * themselves answers false.
    */
-  rpcFailedSince?(network: string, sinceMs: number): boolean;
+  rpcFailedSince(network: string, sinceMs: number): boolean;
   /**
    * A value that names the chain itself (EVM: the hash of block 0). When it
    * differs from the one the database knew, the chain was replaced (a devnet
    * restarted fresh, an RPC pointed elsewhere) and older records must not be
-   * reconciled against it.
+   * reconciled against it. Null: the family has no such value, and its
+   * networks' records are never checked against a replaced chain.
    */
-  identity?(network: string): Promise<string | undefined>;
+  readonly identity: ((network: string) => Promise<string | undefined>) | null;
 }
+
+/**
+ * One chain family: what it says about a payment, and what it does on its
+ * chains. Adding a family is a folder implementing this, one line in the
+ * composition root, its registry data and its devnet.
+ */
+export type ChainFamily = FamilyPaymentIdentity & FamilyRuntime;

@@ -3,24 +3,28 @@
  * gives is answered as the family says the service should name it, and a
  * refusal reached while the family's RPC was failing is not believed.
  */
-import { ChainUnavailableError, type ChainFamily } from "../chains/ports.js";
+import {
+  ChainUnavailableError,
+  type FamilyPaymentIdentity,
+  type FamilyRuntime,
+} from "../chains/ports.js";
 
-/** The reason the service answers for a mechanism's (see ChainFamily.publicReason). */
-export function publicReason(family: ChainFamily | undefined, reason: string): string {
-  return family?.publicReason?.(reason) ?? reason;
+/** The reason the service answers for a mechanism's (see FamilyPaymentIdentity.publicReason). */
+export function publicReason(family: FamilyPaymentIdentity | undefined, reason: string): string {
+  return family ? family.publicReason(reason) : reason;
 }
 
 /**
  * Throws `ChainUnavailableError` when the family's RPC failed since
- * `sinceMs` (see ChainFamily.rpcFailedSince): what was decided meanwhile
+ * `sinceMs` (see FamilyRuntime.rpcFailedSince): what was decided meanwhile
  * says nothing about the payment, so the caller retries (503).
  */
 export function assertChainAnswered(
-  family: ChainFamily | undefined,
+  family: FamilyRuntime | undefined,
   network: string,
   sinceMs: number,
 ): void {
-  if (family?.rpcFailedSince?.(network, sinceMs)) {
+  if (family?.rpcFailedSince(network, sinceMs)) {
     throw new ChainUnavailableError(
       network,
       `the ${network} RPC failed while this payment was checked; nothing was decided about it`,

@@ -100,6 +100,8 @@ export class PaymentFacilitator {
   /** Of these transactions, those still landed and succeeded (see `ChainFamily.stillLanded`). */
   stillLanded(network: string, references: readonly string[]): Promise<ReadonlySet<string>> {
     const family = this.familyOf(network);
+    // No such read (or no family): nothing is confirmed together, so the
+    // watch asks each success through reconcile.
     return family?.stillLanded
       ? family.stillLanded(network, references)
       : Promise.resolve(new Set<string>());
@@ -138,8 +140,8 @@ export class PaymentFacilitator {
           .digest("hex")}`,
       units: family ? family.quotaUnits(payload, requirements) : 1,
       shapeError: family ? shapeErrorOf(family, request) : undefined,
-      replayReason: family?.replayReason?.(payload, requirements) ?? Reason.duplicateSettlement,
-      repeatable: family?.repeatable?.(payload, requirements) ?? false,
+      replayReason: family?.replayReason(payload, requirements) ?? Reason.duplicateSettlement,
+      repeatable: family?.repeatable(payload, requirements) ?? false,
     };
   }
 
@@ -161,7 +163,6 @@ export class PaymentFacilitator {
     }
     const outcome = await family.reconcile(pending);
     if (outcome.status !== "failed" || !outcome.transaction || outcome.cause) return outcome;
-    if (!family.failureCause) return outcome;
     const { paymentPayload, paymentRequirements } = pending.request;
     const cause = await family
       .failureCause(paymentPayload, paymentRequirements, outcome.transaction)
@@ -175,7 +176,8 @@ export class PaymentFacilitator {
    * `ChainFamily.reland`); undefined when its family cannot.
    */
   reland(pending: PendingSettlement & { id: string }): Promise<ReconcileOutcome> | undefined {
-    return this.familyOf(pending.network)?.reland?.(pending);
+    const family = this.familyOf(pending.network);
+    return family?.reland ? family.reland(pending) : undefined;
   }
 
   /**
@@ -186,7 +188,7 @@ export class PaymentFacilitator {
   async failureCause(payment: RoutedPayment, transaction: string): Promise<FailureCause> {
     const { paymentPayload, paymentRequirements } = payment.request;
     const family = payment.family;
-    if (!family?.failureCause) return "requirements";
+    if (!family) return "requirements";
     return family
       .failureCause(paymentPayload, paymentRequirements, transaction)
       .catch(() => "requirements");

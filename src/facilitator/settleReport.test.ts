@@ -21,7 +21,10 @@ import { answerResult, answerThrown, type ReportContext } from "./settleReport.j
 const network = "eip155:8453";
 
 function context(rpcFailing = false): ReportContext {
-  const family = { rpcFailedSince: () => rpcFailing } as unknown as ChainFamily;
+  const family = {
+    rpcFailedSince: () => rpcFailing,
+    publicReason: (reason: string) => reason,
+  } as unknown as ChainFamily;
   return { network, payer: "0xpayer", family, startedAt: 0, log: createLogger("silent") };
 }
 

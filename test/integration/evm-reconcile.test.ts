@@ -20,7 +20,7 @@ import {
 import { privateKeyToAccount } from "viem/accounts";
 import { startDevnet, type Devnet } from "../../devnet/evm/index.js";
 import { requirementsFor, signPayment } from "../chains/evm/payments.js";
-import { reconcileEvmSettlement } from "../../src/chains/evm/reconcile.js";
+import { reconcileEvmSettlement } from "../../src/chains/evm/payment/reconcile.js";
 
 const TRANSFER = parseAbi([
   "function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)",

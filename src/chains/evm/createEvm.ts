@@ -8,9 +8,9 @@ import { privateKeyToAccount } from "viem/accounts";
 import type { FamilyContext } from "../ports.js";
 import type { EvmSettings, EvmSetup } from "./config.js";
 import { EvmChainAdapter } from "./index.js";
-import { batchingUrls } from "./rpcBatchProbe.js";
-import { routeViemRecoveryToNative } from "./viemNativeRecovery.js";
-import { routeViemKeccakToNative } from "./viemNativeKeccak.js";
+import { batchingUrls } from "./rpc/rpcBatchProbe.js";
+import { routeViemRecoveryToNative } from "./native/viemNativeRecovery.js";
+import { routeViemKeccakToNative } from "./native/viemNativeKeccak.js";
 
 export type { EvmSettings, EvmSetup };
 

@@ -33,34 +33,35 @@ import {
   evmQuotaUnits,
   evmRepeatable,
   evmReplayReason,
-} from "./paymentIdentity.js";
+} from "./payment/paymentIdentity.js";
 import { chainTimings } from "./chainTimings.js";
-import { foreignRefundClaim } from "./refundClaims.js";
-import { RpcHealth } from "./rpcHealth.js";
+import { foreignRefundClaim } from "./payment/refundClaims.js";
+import { RpcHealth } from "./rpc/rpcHealth.js";
 import {
   evmBatchPayloadShapeError,
   evmExactPayloadShapeError,
   evmUptoPayloadShapeError,
-} from "./payloadShape.js";
+} from "./payment/payloadShape.js";
 import type { Logger } from "../../lib/logger.js";
 import type { SignerLeases } from "../ports.js";
-import { FeeOracle } from "./feeOracle.js";
+import { FeeOracle } from "./rpc/feeOracle.js";
 import {
   noopJournal,
   unrecordedFundings,
   type SponsoredFundings,
   type TransactionJournal,
 } from "../ports.js";
-import { reconcileEvmSettlement } from "./reconcile.js";
-import { relandEvmSettlement } from "./reland.js";
-import { TransferCheckedScheme } from "./promisedTransfer.js";
-import { evmFailureCause } from "./failureCause.js";
-import { chainFor, createEvmPublicClient, type RpcBatching } from "./rpc.js";
-import { createEvmSigner } from "./signer.js";
-import { EvmSignerPool } from "./signerPool.js";
-import { TokenDomainCache } from "./tokenDomain.js";
-import { ApprovalSponsor, ERC20_APPROVAL_KEY } from "./approvalSponsor.js";
-import { eip2612Refusal } from "./permitSponsoring.js";
+import { reconcileEvmSettlement } from "./payment/reconcile.js";
+import { relandEvmSettlement } from "./payment/reland.js";
+import { TransferCheckedScheme } from "./payment/promisedTransfer.js";
+import { evmFailureCause } from "./payment/failureCause.js";
+import { chainFor, createEvmPublicClient, type RpcBatching } from "./rpc/rpc.js";
+import { createEvmSigner } from "./signer/signer.js";
+import { EvmSignerPool } from "./signer/signerPool.js";
+import { TokenDomainCache } from "./payment/tokenDomain.js";
+import { ApprovalSponsor } from "./sponsoring/approvalSponsor.js";
+import { ERC20_APPROVAL_KEY } from "./sponsoring/approveRules.js";
+import { eip2612Refusal } from "./sponsoring/permitSponsoring.js";
 import type { Erc20ApprovalGasSponsoringFacilitatorExtension } from "@x402/extensions";
 import { collectThroughVault } from "./confidential/collectingSigner.js";
 
@@ -317,6 +318,15 @@ export class EvmChainAdapter implements ChainFamily {
       })),
     );
   }
+
+  /**
+   * Answers success once its receipt is mined, short of finality: a reorg
+   * can take a success back, so the reorg watch follows its networks.
+   */
+  readonly successIsFinal = false;
+
+  /** No read confirms several successes at once: the reorg watch asks each through `reconcile`. */
+  readonly stillLanded = null;
 
   /** A reorged success whose transaction lost its nonce, sent again (see reland.ts). */
   reland(pending: PendingSettlement & { id: string }): Promise<ReconcileOutcome> {

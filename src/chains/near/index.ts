@@ -185,6 +185,16 @@ export class NearChainAdapter implements ChainFamily {
     return NearReason.nonce;
   }
 
+  /** No payload of this family is an operation anyone may run again. */
+  repeatable(): boolean {
+    return false;
+  }
+
+  /** Its mechanisms' reasons are answered as they give them. */
+  publicReason(reason: string): string {
+    return reason;
+  }
+
   quotaUnits(): number {
     return 1;
   }
@@ -229,6 +239,11 @@ export class NearChainAdapter implements ChainFamily {
     return status.genesis_hash;
   }
 
+  /** Its RPC client throws `ChainUnavailableError` itself when the chain cannot be asked. */
+  rpcFailedSince(): boolean {
+    return false;
+  }
+
   probe(): Promise<NetworkProbe[]> {
     return probeNetworks(
       [...this.runtimes.values()].map((r) => ({
@@ -241,6 +256,12 @@ export class NearChainAdapter implements ChainFamily {
 
   /** A success is answered once its transaction is in a final block, which no fork takes back. */
   readonly successIsFinal = true;
+
+  /** No read confirms several successes at once; none is needed, its successes being final. */
+  readonly stillLanded = null;
+
+  /** Sends no reorged success again: its successes are final, so no reorg takes one back. */
+  readonly reland = null;
 
   /**
    * From the chain alone: a final transaction decides it. One the node does

@@ -188,6 +188,16 @@ export class StarknetChainAdapter implements ChainFamily {
     return StarknetReason.nonceUsed;
   }
 
+  /** No payload of this family is an operation anyone may run again. */
+  repeatable(): boolean {
+    return false;
+  }
+
+  /** Its mechanisms' reasons are answered as they give them. */
+  publicReason(reason: string): string {
+    return reason;
+  }
+
   quotaUnits(): number {
     return 1;
   }
@@ -265,6 +275,18 @@ export class StarknetChainAdapter implements ChainFamily {
     );
     return landed;
   }
+
+  /**
+   * Answers success at `ACCEPTED_ON_L2`, short of L1 finality: a reorg can
+   * take a success back, so the reorg watch follows its networks.
+   */
+  readonly successIsFinal = false;
+
+  /**
+   * Cannot send a reorged success again: nothing in this family sends a
+   * settlement's call anew. Such a success is recorded failed.
+   */
+  readonly reland = null;
 
   /**
    * From the chain alone: a journaled transaction accepted in a block

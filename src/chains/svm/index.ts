@@ -228,6 +228,21 @@ export class SvmChainAdapter implements ChainFamily {
     return svmAuthorizationKey(payload, requirements);
   }
 
+  /** No nonce reason of its own: a replayed authorization is answered `duplicate_settlement`. */
+  replayReason(): string {
+    return Reason.duplicateSettlement;
+  }
+
+  /** No payload of this family is an operation anyone may run again. */
+  repeatable(): boolean {
+    return false;
+  }
+
+  /** Its mechanisms' reasons are answered as they give them. */
+  publicReason(reason: string): string {
+    return reason;
+  }
+
   quotaUnits(): number {
     return 1;
   }
@@ -357,6 +372,19 @@ export class SvmChainAdapter implements ChainFamily {
     }
     return landed;
   }
+
+  /**
+   * False whatever `SVM_COMMITMENT` says: a success answered at `confirmed`
+   * (the default) can be taken back by a reorg, so the reorg watch follows
+   * its networks, as it always has.
+   */
+  readonly successIsFinal = false;
+
+  /**
+   * Cannot send a reorged success again: nothing in this family sends a
+   * settlement's call anew. Such a success is recorded failed.
+   */
+  readonly reland = null;
 
   /**
    * From the chain alone: a journaled signature that landed decides it; one

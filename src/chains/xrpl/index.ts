@@ -147,6 +147,21 @@ export class XrplChainAdapter implements ChainFamily {
     return hash ? `${requirements.network}:tx:${hash}` : undefined;
   }
 
+  /** No nonce reason of its own: a replayed authorization is answered `duplicate_settlement`. */
+  replayReason(): string {
+    return Reason.duplicateSettlement;
+  }
+
+  /** No payload of this family is an operation anyone may run again. */
+  repeatable(): boolean {
+    return false;
+  }
+
+  /** Its mechanisms' reasons are answered as they give them. */
+  publicReason(reason: string): string {
+    return reason;
+  }
+
   quotaUnits(_payload: PaymentPayload, requirements: PaymentRequirements): number {
     return this.runtimes.get(requirements.network)?.network.quotaExempt ? 0 : 1;
   }
@@ -203,6 +218,18 @@ export class XrplChainAdapter implements ChainFamily {
 
   /** A success is answered from a validated ledger, which consensus never takes back. */
   readonly successIsFinal = true;
+
+  /** No read confirms several successes at once; none is needed, its successes being final. */
+  readonly stillLanded = null;
+
+  /** Sends no reorged success again: its successes are validated, so no reorg takes one back. */
+  readonly reland = null;
+
+  /**
+   * No value naming the chain is read: its networks' records are never
+   * checked against a replaced chain.
+   */
+  readonly identity = null;
 
   /**
    * From the ledger alone: a validated transaction decides it; one missing

@@ -15,6 +15,7 @@ export async function checkChains(
 ): Promise<Map<string, Date>> {
   const since = new Map<string, Date>();
   for (const family of families) {
+    // Null: the family has no value naming its chain; nothing to check.
     if (!family.identity) continue;
     for (const network of family.networks().keys()) {
       const genesis = await family.identity(network).catch(() => undefined);

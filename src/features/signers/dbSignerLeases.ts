@@ -1,5 +1,5 @@
 /**
- * Signer leases on the database (see chains/evm/leaseKeeper.ts).
+ * Signer leases on the database (see chains/evm/signer/leaseKeeper.ts).
  *
  * Fair share: ceil(accounts / live replicas). A replica is live while its
  * row in facilitator_replicas is unexpired; it renews that row and its

@@ -9,7 +9,7 @@
  * beside it, what they read is what the mechanism verifies and executes.
  */
 import { z } from "zod";
-import { valueAt } from "../../lib/valueAt.js";
+import { valueAt } from "../../../lib/valueAt.js";
 
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address");
 const uint = z.string().regex(/^\d{1,78}$/, "must be a string of digits");

@@ -21,11 +21,11 @@ import {
   type Hex,
   type PublicClient,
 } from "viem";
-import type { PendingSettlement, ReconcileOutcome } from "../ports.js";
-import { Reason } from "../../protocol/reasons.js";
-import { runInSettlementScope } from "../settlementScope.js";
-import { AmbiguousBroadcastError, isTransportError } from "./broadcastErrors.js";
-import type { EvmSignerPool } from "./signerPool.js";
+import type { PendingSettlement, ReconcileOutcome } from "../../ports.js";
+import { Reason } from "../../../protocol/reasons.js";
+import { runInSettlementScope } from "../../settlementScope.js";
+import { AmbiguousBroadcastError, isTransportError } from "../signer/broadcastErrors.js";
+import type { EvmSignerPool } from "../signer/signerPool.js";
 import { spentElsewhere } from "./spentElsewhere.js";
 
 export async function relandEvmSettlement(

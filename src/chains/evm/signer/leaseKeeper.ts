@@ -4,8 +4,8 @@
  * up accounts, and hands them all back on a clean stop. An account taken
  * over from another replica resyncs its nonce from the chain.
  */
-import type { Logger } from "../../lib/logger.js";
-import type { SignerLeases } from "../ports.js";
+import type { Logger } from "../../../lib/logger.js";
+import type { SignerLeases } from "../../ports.js";
 import type { Lane, NonceLanes } from "./nonceLanes.js";
 
 export interface LeaseSettings {

@@ -9,8 +9,9 @@ import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { PERMIT2_ADDRESS } from "@x402/evm";
 import { encodeFunctionData, erc20Abi, maxUint256, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { noopJournal, unrecordedFundings } from "../ports.js";
-import { ApprovalSponsor, ERC20_APPROVAL_KEY } from "./approvalSponsor.js";
+import { noopJournal, unrecordedFundings } from "../../ports.js";
+import { ApprovalSponsor } from "./approvalSponsor.js";
+import { ERC20_APPROVAL_KEY } from "./approveRules.js";
 
 const CHAIN_ID = 4663;
 const TOKEN = "0xe343167631d89B6Ffc58B88d6b7fB0228795491D" as const;

@@ -4,8 +4,8 @@
  * waiter. Never beyond the gas-price ceiling.
  */
 import type { Hex, PublicClient, TransactionReceipt } from "viem";
-import type { Logger } from "../../lib/logger.js";
-import type { FeeOracle, Fees } from "./feeOracle.js";
+import type { Logger } from "../../../lib/logger.js";
+import type { FeeOracle, Fees } from "../rpc/feeOracle.js";
 import type { Lane } from "./nonceLanes.js";
 import type { Broadcaster } from "./broadcaster.js";
 import { isNonceError } from "./broadcastErrors.js";

@@ -11,7 +11,7 @@ import {
   type Chain,
   type PublicClient,
 } from "viem";
-import type { EvmNetwork } from "./networks.js";
+import type { EvmNetwork } from "../networks.js";
 import { createRpcFetch } from "./rpcFetch.js";
 import { trackedTransport, type RpcHealth } from "./rpcHealth.js";
 

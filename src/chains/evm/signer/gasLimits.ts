@@ -39,7 +39,7 @@
  * the remembered limit fails its simulation and raises the limit.
  */
 import { toHex, type Hex, type PublicClient } from "viem";
-import { GasLimitTooHighError, type Fees } from "./feeOracle.js";
+import { GasLimitTooHighError, type Fees } from "../rpc/feeOracle.js";
 
 export interface GasLimitOptions {
   /** Margin on a fresh estimate for the transaction itself (was and stays 20%). */

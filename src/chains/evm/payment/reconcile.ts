@@ -12,8 +12,8 @@
  * wallet's deployment first): a mined deployment is not a payment.
  */
 import { BaseError, parseAbi, type Hex, type PublicClient, type TransactionReceipt } from "viem";
-import { Reason } from "../../protocol/reasons.js";
-import { EvmReason } from "./reasons.js";
+import { Reason } from "../../../protocol/reasons.js";
+import { EvmReason } from "../reasons.js";
 import { carriesTransfer, promisedTransferOf, type PromisedTransfer } from "./promisedTransfer.js";
 
 export interface JournaledTransaction {

@@ -5,7 +5,7 @@
  */
 import type { Hex, PublicClient } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
-import { createNativeTransactionSigner } from "./nativeTransactionSigner.js";
+import { createNativeTransactionSigner } from "../native/nativeTransactionSigner.js";
 import { NoHealthySignerError, SignerUnavailableError } from "./broadcastErrors.js";
 
 export interface Lane {

@@ -15,7 +15,7 @@
  * a response larger than viem's limit is refused before it is all read.
  */
 import { STATUS_CODES } from "node:http";
-import { keepAliveAgent, postForText } from "../../lib/boundedPost.js";
+import { keepAliveAgent, postForText } from "../../../lib/boundedPost.js";
 
 /** What viem's HTTP client reads from a response. */
 export interface RpcResponse {

@@ -7,9 +7,9 @@
  * one that stays lost is reported as ambiguous, never as a failure.
  */
 import { keccak256, TransactionNotFoundError, type Chain, type Hex, type PublicClient } from "viem";
-import type { Logger } from "../../lib/logger.js";
-import type { TransactionJournal } from "../ports.js";
-import type { Fees } from "./feeOracle.js";
+import type { Logger } from "../../../lib/logger.js";
+import type { TransactionJournal } from "../../ports.js";
+import type { Fees } from "../rpc/feeOracle.js";
 import type { Lane, NonceLanes } from "./nonceLanes.js";
 import {
   AmbiguousBroadcastError,
@@ -17,7 +17,7 @@ import {
   isNonceError,
   isTransportError,
 } from "./broadcastErrors.js";
-import { currentSettlement } from "../settlementScope.js";
+import { currentSettlement } from "../../settlementScope.js";
 
 export interface TransactionCall {
   to: Hex;

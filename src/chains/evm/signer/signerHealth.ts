@@ -4,7 +4,7 @@
  * for the metrics either way.
  */
 import type { PublicClient } from "viem";
-import type { Logger } from "../../lib/logger.js";
+import type { Logger } from "../../../lib/logger.js";
 import type { NonceLanes } from "./nonceLanes.js";
 
 export interface SignerHealthSettings {

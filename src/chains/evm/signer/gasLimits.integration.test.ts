@@ -14,9 +14,9 @@ import {
   type PublicClient,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { startDevnet, type Devnet } from "../../../devnet/evm/index.js";
+import { startDevnet, type Devnet } from "../../../../devnet/evm/index.js";
 import { GasLimits } from "./gasLimits.js";
-import { FeeOracle, GasLimitTooHighError, type Fees } from "./feeOracle.js";
+import { FeeOracle, GasLimitTooHighError, type Fees } from "../rpc/feeOracle.js";
 
 describe("gas limits", () => {
   let devnet: Devnet;

@@ -34,7 +34,7 @@ import {
   type PublicClient,
   type TransactionReceipt,
 } from "viem";
-import type { FailureCause } from "../ports.js";
+import type { FailureCause } from "../../ports.js";
 import { evmPayerOf } from "./paymentIdentity.js";
 
 const EIP3009_EVENTS = parseAbi([

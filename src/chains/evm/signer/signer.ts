@@ -5,17 +5,17 @@
  */
 import type { FacilitatorEvmSigner } from "@x402/evm";
 import { concatHex, encodeFunctionData, type Hex, type PublicClient } from "viem";
-import { Reason } from "../../protocol/reasons.js";
-import { GasLimitTooHighError, GasPriceTooHighError } from "./feeOracle.js";
-import { EvmReason } from "./reasons.js";
-import { currentSettlement } from "../settlementScope.js";
+import { Reason } from "../../../protocol/reasons.js";
+import { GasLimitTooHighError, GasPriceTooHighError } from "../rpc/feeOracle.js";
+import { EvmReason } from "../reasons.js";
+import { currentSettlement } from "../../settlementScope.js";
 import { NoHealthySignerError, SignerUnavailableError, type EvmSignerPool } from "./signerPool.js";
 import { pinnedSender } from "./pinnedSender.js";
-import { CodeCache } from "./codeCache.js";
-import type { FeeOracle } from "./feeOracle.js";
-import { simulationClient } from "./simulationClient.js";
-import { WALLET_DEPLOY_GAS_CEILING } from "./gasCeilings.js";
-import { FailedFeeBudgetSpentError, noteBudgetRefusal } from "../failedFeeBudget.js";
+import { CodeCache } from "../rpc/codeCache.js";
+import type { FeeOracle } from "../rpc/feeOracle.js";
+import { simulationClient } from "../rpc/simulationClient.js";
+import { WALLET_DEPLOY_GAS_CEILING } from "../payment/gasCeilings.js";
+import { FailedFeeBudgetSpentError, noteBudgetRefusal } from "../../failedFeeBudget.js";
 
 export interface EvmSignerOptions {
   publicClient: PublicClient;

@@ -34,8 +34,8 @@ import { createHash } from "node:crypto";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import type { ChannelConfig } from "@x402/evm";
 import { computeChannelId } from "@x402/evm/batch-settlement/client";
-import { Reason } from "../../protocol/reasons.js";
-import { EvmReason } from "./reasons.js";
+import { Reason } from "../../../protocol/reasons.js";
+import { EvmReason } from "../reasons.js";
 
 type Fields = Record<string, unknown>;
 

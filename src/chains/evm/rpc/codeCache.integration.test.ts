@@ -6,7 +6,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { createPublicClient, createTestClient, http, type Hex, type PublicClient } from "viem";
-import { startDevnet, type Devnet } from "../../../devnet/evm/index.js";
+import { startDevnet, type Devnet } from "../../../../devnet/evm/index.js";
 import { CodeCache } from "./codeCache.js";
 
 let devnet: Devnet;

@@ -14,20 +14,20 @@
  * more gas than its shape's ceiling (gasCeilings.ts).
  */
 import type { Chain, Hex, PublicClient, TransactionReceipt } from "viem";
-import type { Logger } from "../../lib/logger.js";
-import type { TransactionJournal, TransactionPhase } from "../ports.js";
-import type { FeeOracle, Fees } from "./feeOracle.js";
+import type { Logger } from "../../../lib/logger.js";
+import type { TransactionJournal, TransactionPhase } from "../../ports.js";
+import type { FeeOracle, Fees } from "../rpc/feeOracle.js";
 import { ReceiptWatcher } from "./receiptWatcher.js";
-import { currentSettlement, outsideSettlementScope } from "../settlementScope.js";
+import { currentSettlement, outsideSettlementScope } from "../../settlementScope.js";
 import { NonceLanes, type Lane } from "./nonceLanes.js";
 import { Broadcaster } from "./broadcaster.js";
 import { Replacement, type InFlight } from "./replacement.js";
 import { LeaseKeeper, type LeaseSettings } from "./leaseKeeper.js";
 import { SignerHealthCheck } from "./signerHealth.js";
 import { GasLimits } from "./gasLimits.js";
-import { GasLimitTooHighError } from "./feeOracle.js";
-import { gasCeilingFor, shapeOf } from "./gasCeilings.js";
-import { FailedFeeBudget } from "../failedFeeBudget.js";
+import { GasLimitTooHighError } from "../rpc/feeOracle.js";
+import { gasCeilingFor, shapeOf } from "../payment/gasCeilings.js";
+import { FailedFeeBudget } from "../../failedFeeBudget.js";
 import { AmbiguousBroadcastError, isNonceError } from "./broadcastErrors.js";
 
 export { NoHealthySignerError, SignerUnavailableError } from "./broadcastErrors.js";

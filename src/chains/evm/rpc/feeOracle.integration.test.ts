@@ -8,7 +8,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createPublicClient, createWalletClient, http, type Hex, type PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { startDevnet, type Devnet } from "../../../devnet/evm/index.js";
+import { startDevnet, type Devnet } from "../../../../devnet/evm/index.js";
 import { FeeOracle, GasPriceTooHighError } from "./feeOracle.js";
 
 describe("fee oracle", () => {

@@ -12,7 +12,7 @@ import {
 import { PERMIT2_ADDRESS } from "@x402/evm";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { getAddress, isAddress } from "viem";
-import { permit2AuthorizationOf } from "./approvalSponsor.js";
+import { permit2AuthorizationOf } from "./sponsoredSettlement.js";
 
 const PERMIT2 = getAddress(PERMIT2_ADDRESS);
 

@@ -26,8 +26,8 @@ import type {
 } from "@x402/core/types";
 import { BATCH_SETTLEMENT_ADDRESS } from "@x402/evm";
 import { parseAbi, parseEventLogs, type Hex, type TransactionReceipt } from "viem";
-import { settlePending } from "../../protocol/answers.js";
-import { EvmReason } from "./reasons.js";
+import { settlePending } from "../../../protocol/answers.js";
+import { EvmReason } from "../reasons.js";
 
 const TRANSFER_ABI = parseAbi([
   "event Transfer(address indexed from, address indexed to, uint256 value)",

@@ -9,7 +9,7 @@
  * URL is asked before batching is turned on for it. A URL that cannot be
  * reached at start is used without batching, the safe choice.
  */
-import type { Logger } from "../../lib/logger.js";
+import type { Logger } from "../../../lib/logger.js";
 
 const PROBE = [
   { jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] },
