@@ -794,6 +794,19 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
     try {
       asSent = await this.simulateAsSent(oe.caller, calls, bounds, known);
     } catch (e) {
+      // An execution error here is the executor's own transaction refused
+      // before the payer's account runs (its validation, its nonce, its
+      // fee); one for its STRK is ours to fix, not the payment's.
+      if (
+        e instanceof RpcError &&
+        e.code === RpcCode.transactionExecutionError &&
+        /exceed balance|insufficient/i.test(JSON.stringify(e.baseError.data ?? ""))
+      ) {
+        return fail(
+          Reason.noSignerAvailable,
+          `the executor ${addressHex(oe.caller)} cannot cover the settlement's maximal fee (${fee} FRI) in STRK; nothing was sent`,
+        );
+      }
       const refused = simulationFailed(e);
       if (refused) return refused;
       throw e;

@@ -9,14 +9,15 @@
  * our transaction revert in its own frame: the failure is the payer's
  * (it cools, the merchant's failure limit does not count it), whatever text
  * it panics with, here 'SRC9: invalid caller'. An honest payment still
- * settles.
+ * settles. The simulation charges the fee as the sequencer will: an
+ * executor that cannot cover it is refused as ours, nothing sent.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { PaymentRequirements } from "@x402/core/types";
 import { Account, RpcProvider, stark } from "starknet";
 import { STARKNET_MAINNET } from "../../../devnet/starknet/index.js";
-import { STARKNET_USDC } from "../../../src/chains/starknet/networks.js";
+import { STARKNET_STRK, STARKNET_USDC } from "../../../src/chains/starknet/networks.js";
 import { outsideExecutionFor } from "../../../src/chains/starknet/clients/exactClient.js";
 import { startStack, type TestStack } from "../../support/stack.js";
 import { paymentRequest } from "../../chains/evm/payments.js";
@@ -46,14 +47,14 @@ describe("a Starknet payer account that tells a simulation from the transaction 
   const usdcOf = (a: string) => ledger().balanceOf(STARKNET_USDC, a);
   const executor = () => info().executors[0]!;
   const executorNonce = () => ledger().nonceAt(BigInt(executor()), true);
-  const requirements = (amount: string): PaymentRequirements => ({
+  const requirements = (amount: string, feePayer = executor()): PaymentRequirements => ({
     scheme: "exact",
     network: STARKNET_MAINNET,
     asset: STARKNET_USDC,
     amount,
     payTo: info().payTo,
     maxTimeoutSeconds: 300,
-    extra: { feePayer: executor() },
+    extra: { feePayer },
   });
   /** Payer `i`'s signed payment, as the request body. */
   const signed = async (i: number, req: PaymentRequirements) => {
@@ -166,6 +167,31 @@ describe("a Starknet payer account that tells a simulation from the transaction 
     } finally {
       l.addInvoke = addInvoke;
       l.setQuirk(address, undefined);
+    }
+  });
+
+  test("the simulation charges the fee as the sequencer will: an executor whose STRK cannot cover the bounds is ours to fix, and nothing is sent", async () => {
+    const broke = info().executors[1]!;
+    const strk = ledger().balanceOf(STARKNET_STRK, broke);
+    ledger().burn(STARKNET_STRK, broke, strk);
+    try {
+      const { address, body } = await signed(3, requirements("6005", broke));
+      const nonceBefore = ledger().nonceAt(BigInt(broke), true);
+      const verdict = await verify(body);
+      assert.deepEqual(
+        [verdict.isValid, verdict.invalidReason],
+        [false, "no_signer_available"],
+        JSON.stringify(verdict),
+      );
+      const answer = await settle(body);
+      assert.deepEqual([answer.success, answer.errorReason], [false, "no_signer_available"]);
+      assert.equal(ledger().nonceAt(BigInt(broke), true), nonceBefore, "nothing sent");
+      assert.ok(
+        (await rowsOf(address, "6005")).every((r) => r.failure_cause !== "payer"),
+        "the payer is not charged",
+      );
+    } finally {
+      ledger().mint(STARKNET_STRK, broke, strk);
     }
   });
 });
