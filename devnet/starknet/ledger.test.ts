@@ -1,12 +1,14 @@
 /**
  * The local Starknet against starknet.js itself: it refuses what the chain
  * refuses (forged signatures, reused nonces, wrong callers, spent SNIP-9
- * nonces, expired windows) and applies what it accepts, with fees in STRK.
+ * nonces, expired windows) and applies what it accepts, with fees in STRK;
+ * a revert names the calls it went up through, as a node's does.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Account, RpcError, RpcProvider, outsideExecution, stark, typedData } from "starknet";
 import { STARKNET_STRK, STARKNET_USDC } from "../../src/chains/starknet/networks.js";
+import { simulateAsSent } from "../../src/chains/starknet/rpc.js";
 import { devnetStarknetAccount, startStarknetLedger, type RunningStarknet } from "./index.js";
 
 describe("the local Starknet", () => {
@@ -155,6 +157,59 @@ describe("the local Starknet", () => {
       await rpcCode(impostor.execute(transferCall(1), { tip: 0n, resourceBounds: bounds() })),
       55,
     );
+  });
+
+  test("a revert names the calls it went up through, innermost last, in the receipt and the trace", async () => {
+    // Payer 3 signs for more USDC than it holds: the token's transfer panics.
+    const held = sn.ledger.balanceOf(STARKNET_USDC, payer(3).address);
+    const ot = await outside(payer(3), sn.info.executors[0]!, Number(held) + 1);
+    const sent = await executor().execute(outsideExecution.buildExecuteFromOutsideCall(ot), {
+      tip: 0n,
+      resourceBounds: bounds(),
+    });
+    const reason = (await included(sent.transaction_hash)).revert_reason ?? "";
+    const frames = [...reason.matchAll(/Error in contract \(contract address: (0x[0-9a-f]+)/g)];
+    assert.deepEqual(
+      frames.map((m) => BigInt(m[1]!)),
+      [executor().address, payer(3).address, STARKNET_USDC].map(BigInt),
+      reason,
+    );
+    assert.match(reason, /^Transaction execution has failed:\n0: Error in the called contract/);
+    assert.match(reason, /\('ERC20: insufficient balance'\)\.\n$/);
+    const trace = (await provider.getTransactionTrace(sent.transaction_hash)) as unknown as {
+      execute_invocation: { revert_reason?: string };
+    };
+    assert.equal(trace.execute_invocation.revert_reason, reason);
+  });
+
+  test("an account can read the transaction it runs in: a simulation without validation looks unlike the send", async () => {
+    const hostile = payer(4);
+    sn.ledger.setQuirk(hostile.address, "tellsSimulation");
+    try {
+      const ot = await outside(hostile, sn.info.executors[0]!, 9);
+      const call = outsideExecution.buildExecuteFromOutsideCall(ot);
+      const revertOf = (sim: unknown) =>
+        (sim as { transaction_trace: { execute_invocation: { revert_reason?: string } } }[])[0]!
+          .transaction_trace.execute_invocation.revert_reason;
+      // starknet.js's default simulation: no signature, no bounds. It passes.
+      const query = await executor().simulateTransaction([{ type: "INVOKE", payload: call }], {
+        tip: 0n,
+        skipValidate: true,
+      });
+      assert.equal(revertOf(query.simulated_transactions), undefined);
+      // The transaction as it would be sent, validated: the account panics in its own frame.
+      const signed = await executor().getSignedTransaction(call, {
+        tip: 0n,
+        resourceBounds: bounds(),
+      });
+      const asSent = await simulateAsSent(provider, [signed], "pre_confirmed", []);
+      const reason = revertOf(asSent) ?? "";
+      const frames = [...reason.matchAll(/Error in contract \(contract address: (0x[0-9a-f]+)/g)];
+      assert.equal(BigInt(frames.at(-1)![1]!), BigInt(hostile.address), reason);
+      assert.match(reason, /invalid caller/);
+    } finally {
+      sn.ledger.setQuirk(hostile.address, undefined);
+    }
   });
 
   test("a fee the sender cannot cover and a nonce already used are refused; withheld transactions wait until released", async () => {

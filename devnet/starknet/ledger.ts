@@ -13,7 +13,15 @@
  *   transaction hash recomputed from the fields carries the sender's
  *   signature, the nonce is the next one and the sender's STRK covers the
  *   largest fee the resource bounds allow. They run at the next block: a
- *   failing call reverts its effects (the nonce and the fee stay spent).
+ *   failing call reverts its effects (the nonce and the fee stay spent);
+ * - a contract reads the transaction it runs in (its signature, resource
+ *   bounds, tip and nonce, as Cairo's `get_execution_info` gives them), and
+ *   a simulation gives it what the simulated transaction carries: an empty
+ *   signature and zero bounds when starknet.js skips validation;
+ * - a revert reason names the calls the panic went up through, outermost
+ *   first, as a node's does ("Error in contract (contract address: …,
+ *   class hash: …, selector: …)"), and `starknet_traceTransaction` gives a
+ *   mined transaction's trace.
  *
  * Blocks are produced on a timer. `withhold` keeps submitted transactions
  * out of blocks (RECEIVED) until `release()`, to play a slow sequencer.
@@ -65,7 +73,17 @@ export class StarknetRpcFailure extends Error {
   }
 }
 
+/** One call a panic went up through. */
+interface RevertFrame {
+  address: Felt;
+  classHash: string;
+  selector: Felt;
+}
+
 class Revert extends Error {
+  /** The calls the panic went up through, outermost first (filled as it unwinds). */
+  readonly frames: RevertFrame[] = [];
+
   constructor(
     message: string,
     /** Gas spent when the revert is running out of it: the whole bound. */
@@ -74,6 +92,68 @@ class Revert extends Error {
     super(message);
   }
 }
+
+/** A felt as a node writes it in a revert reason: 64 hex digits. */
+const felt64 = (v: Felt): string => `0x${v.toString(16).padStart(64, "0")}`;
+
+/** The selector Cairo uses for a `ByteArray` panic (a message longer than a short string). */
+const BYTE_ARRAY_MAGIC = "0x46a6158a16a947e5916b2a2ca68501a45e93d7110e81aa2d6438b1c57c879a3";
+
+/** A panic's data as a node writes it: the felt and its text. */
+function panicText(message: string): string {
+  const bytes = Buffer.from(message, "utf8");
+  return bytes.length <= 31
+    ? `0x${bytes.toString("hex")} ('${message}')`
+    : `${BYTE_ARRAY_MAGIC} ("${message}")`;
+}
+
+/**
+ * A revert reason as a Starknet node gives it in a receipt and a trace: the
+ * transaction's entry point, then every call the panic went up through
+ * (outermost first, the one that panicked last), then the panic's data.
+ */
+function revertReasonOf(e: Revert, sender: Felt): string {
+  const header = (f: RevertFrame) =>
+    `(contract address: ${felt64(f.address)}, class hash: ${felt64(BigInt(f.classHash))}, selector: ${felt64(f.selector)}):`;
+  const frames: RevertFrame[] =
+    e.frames.length > 0
+      ? e.frames
+      : [{ address: sender, classHash: ACCOUNT_CLASS_HASH, selector: SEL.execute }];
+  return [
+    "Transaction execution has failed:",
+    `0: Error in the called contract ${header(frames[0]!)}`,
+    "Execution failed. Failure reason:",
+    ...frames.map((f) => `Error in contract ${header(f)}`),
+    `${panicText(e.message)}.`,
+    "",
+  ].join("\n");
+}
+
+/**
+ * What a contract can read of the transaction it runs in (Cairo's
+ * `get_execution_info().tx_info`), as far as the accounts here look.
+ */
+interface TxInfo {
+  signature: readonly Felt[];
+  /** The L2 gas bound's `max_amount`: 0 in a query with no bounds. */
+  l2GasBound: Felt;
+  tip: Felt;
+  nonce: Felt;
+}
+
+/** A `starknet_call` runs in no transaction: everything zero. */
+const NO_TRANSACTION: TxInfo = { signature: [], l2GasBound: 0n, tip: 0n, nonce: 0n };
+
+/**
+ * Account code beyond the standard checks, to play hostile payers:
+ * `tellsSimulation` reads the transaction its outside execution runs in and
+ * panics 'SRC9: invalid caller' when it carries a signature and resource
+ * bounds (a transaction as sent), passing a query with neither (what a
+ * simulation that skips validation gives it); `refusesOutside` panics so in
+ * every outside execution (an account whose answer changed since it was
+ * checked).
+ */
+export type AccountQuirk = "tellsSimulation" | "refusesOutside";
 
 interface Token {
   kind: "erc20";
@@ -87,6 +167,7 @@ interface AccountContract {
   publicKey: Felt;
   nonce: Felt;
   usedOutsideNonces: Set<Felt>;
+  quirk?: AccountQuirk;
 }
 type Contract = Token | AccountContract;
 
@@ -158,6 +239,8 @@ export interface TxRecord {
   events: { from_address: string; keys: string[]; data: string[] }[];
   fee: bigint;
   resources: { l1_gas: number; l1_data_gas: number; l2_gas: number };
+  /** Its trace once in a block (`starknet_traceTransaction`). */
+  trace?: Record<string, unknown>;
 }
 
 export interface Block {
@@ -354,6 +437,14 @@ export class StarknetLedger {
     t.balances.set(who, (t.balances.get(who) ?? 0n) + amount);
   }
 
+  /** Gives an account's code a quirk (tests: a hostile payer), or takes it away. */
+  setQuirk(account: string, quirk: AccountQuirk | undefined): void {
+    const c = this.contracts.get(BigInt(account));
+    if (c?.kind !== "account") throw new Error(`${account} is not an account`);
+    if (quirk === undefined) delete c.quirk;
+    else c.quirk = quirk;
+  }
+
   /** Takes tokens away (tests: a payer whose balance no longer covers). */
   burn(token: string, from: string, amount: bigint): void {
     const t = this.token(BigInt(token));
@@ -451,7 +542,7 @@ export class StarknetLedger {
     if (!this.contracts.has(to)) throw new StarknetRpcFailure(20, "Contract not found");
     const world = cloneContracts(this.contracts);
     try {
-      return this.invoke(world, this.now(), 0n, to, selector, calldata).result;
+      return this.invoke(world, NO_TRANSACTION, this.now(), 0n, to, selector, calldata).result;
     } catch (e) {
       if (e instanceof StarknetRpcFailure) throw e;
       throw new StarknetRpcFailure(40, "Contract error", {
@@ -540,6 +631,18 @@ export class StarknetLedger {
     const skipValidate = flags.includes("SKIP_VALIDATE");
     const skipFee = flags.includes("SKIP_FEE_CHARGE");
     return txs.map((tx, i) => {
+      // As a sequencer charging the fee checks before it runs anything.
+      if (
+        !skipFee &&
+        this.maxFee(tx) >
+          ((world.get(this.feeToken) as Token).balances.get(BigInt(tx.sender_address)) ?? 0n)
+      ) {
+        throw new StarknetRpcFailure(41, "Transaction execution error", {
+          transaction_index: i,
+          execution_error:
+            "Resources bounds exceed balance: the sender's STRK does not cover the transaction's maximal fee",
+        });
+      }
       const run = this.dryRun(world, tx, i, skipValidate);
       const fee = this.feeOf(run.resources);
       const feeTransfer = skipFee
@@ -699,6 +802,15 @@ export class StarknetLedger {
     }
     let validate: Invocation | undefined;
     if (!skipValidate) {
+      // As a node's simulation: a nonce behind the account's is refused, one
+      // ahead of it (sends not in a block yet) is not.
+      const nonce = feltOf(tx.nonce, "nonce");
+      if (nonce < account.nonce) {
+        throw new StarknetRpcFailure(41, "Transaction execution error", {
+          transaction_index: index,
+          execution_error: `Invalid transaction nonce of contract at address ${toHex(sender)}. Account nonce: ${toHex(account.nonce)}; got: ${toHex(nonce)}.`,
+        });
+      }
       const txHash = this.hashOf(tx);
       if (
         !starkSignatureValid(
@@ -717,14 +829,28 @@ export class StarknetLedger {
       ]);
     }
     account.nonce += 1n;
+    const info = this.txInfoOf(tx);
     return {
       ...this.execute(
         world,
         sender,
         tx.calldata.map((c) => feltOf(c, "calldata")),
         this.now(),
+        info,
+        // Bounds of zero (a query) do not limit a simulation; given ones do, as on a node.
+        info.l2GasBound > 0n ? info.l2GasBound : undefined,
       ),
       ...(validate ? { validate } : {}),
+    };
+  }
+
+  /** What the transaction tells the contracts it runs. */
+  private txInfoOf(tx: RpcInvokeV3): TxInfo {
+    return {
+      signature: tx.signature.map((s) => feltOf(s, "signature")),
+      l2GasBound: this.boundsOf(tx).l2.amount,
+      tip: feltOf(tx.tip, "tip"),
+      nonce: feltOf(tx.nonce, "nonce"),
     };
   }
 
@@ -734,15 +860,19 @@ export class StarknetLedger {
     sender: Felt,
     calldata: Felt[],
     timestamp: number,
+    tx: TxInfo,
     maxL2Gas?: bigint,
   ): Executed {
     const snapshot = cloneContracts(world);
     try {
-      const invocation = this.invoke(world, timestamp, 0n, sender, SEL.execute, calldata);
+      const invocation = this.invoke(world, tx, timestamp, 0n, sender, SEL.execute, calldata);
       const calls = countCalls(invocation);
       const l2 = L2_GAS_BASE + L2_GAS_PER_CALL * calls;
-      if (maxL2Gas !== undefined && BigInt(l2) > maxL2Gas)
-        throw new Revert("Out of gas", Number(maxL2Gas));
+      if (maxL2Gas !== undefined && BigInt(l2) > maxL2Gas) {
+        const out = new Revert("Out of gas", Number(maxL2Gas));
+        out.frames.push({ address: sender, classHash: ACCOUNT_CLASS_HASH, selector: SEL.execute });
+        throw out;
+      }
       return {
         invocation,
         resources: {
@@ -757,7 +887,7 @@ export class StarknetLedger {
       world.clear();
       for (const [k, v] of snapshot) world.set(k, v);
       return {
-        revertReason: e.message,
+        revertReason: revertReasonOf(e, sender),
         resources: {
           l1_gas: 0,
           l1_data_gas: L1_DATA_GAS,
@@ -778,6 +908,7 @@ export class StarknetLedger {
       rec.sender,
       rec.tx.calldata.map(BigInt),
       timestamp,
+      this.txInfoOf(rec.tx),
       b.l2.amount,
     );
     const fee = this.feeOf(run.resources, BigInt(rec.tx.tip));
@@ -791,6 +922,12 @@ export class StarknetLedger {
       events: [...run.events, ...(charged ? charged.events : [])],
       fee,
       resources: run.resources,
+      trace: {
+        type: "INVOKE",
+        execute_invocation: run.invocation ?? { revert_reason: run.revertReason },
+        ...(charged ? { fee_transfer_invocation: charged.invocation } : {}),
+        execution_resources: run.resources,
+      },
     });
   }
 
@@ -840,9 +977,37 @@ export class StarknetLedger {
     };
   }
 
-  /** One contract call; throws `Revert` as a failing Cairo call panics. */
+  /**
+   * One contract call; throws `Revert` as a failing Cairo call panics, with
+   * this call added to the calls it went up through.
+   */
   private invoke(
     world: Map<Felt, Contract>,
+    tx: TxInfo,
+    timestamp: number,
+    caller: Felt,
+    to: Felt,
+    selector: Felt,
+    calldata: Felt[],
+  ): Invocation {
+    try {
+      return this.run(world, tx, timestamp, caller, to, selector, calldata);
+    } catch (e) {
+      const contract = world.get(to);
+      if (e instanceof Revert && contract) {
+        e.frames.unshift({
+          address: to,
+          classHash: contract.kind === "account" ? ACCOUNT_CLASS_HASH : ERC20_CLASS_HASH,
+          selector,
+        });
+      }
+      throw e;
+    }
+  }
+
+  private run(
+    world: Map<Felt, Contract>,
+    tx: TxInfo,
     timestamp: number,
     caller: Felt,
     to: Felt,
@@ -889,9 +1054,12 @@ export class StarknetLedger {
     // An account.
     if (selector === SEL.execute) {
       if (caller !== 0n) throw new Revert("Account: invalid caller");
-      frame.result = this.runCalls(world, timestamp, to, decodeCalls(calldata, 0).calls, frame);
+      frame.result = this.runCalls(world, tx, timestamp, to, decodeCalls(calldata, 0).calls, frame);
     } else if (selector === SEL.executeFromOutsideV2) {
       const oe = decodeOutsideExecution(calldata);
+      const sent = tx.signature.length > 0 && tx.l2GasBound > 0n;
+      if (contract.quirk === "refusesOutside" || (contract.quirk === "tellsSimulation" && sent))
+        throw new Revert("SRC9: invalid caller");
       if (oe.caller !== ANY_CALLER && oe.caller !== caller)
         throw new Revert("SRC9: invalid caller");
       if (!(BigInt(timestamp) > oe.after)) throw new Revert("SRC9: now <= execute_after");
@@ -903,7 +1071,7 @@ export class StarknetLedger {
       );
       if (!starkSignatureValid(contract.publicKey, msgHash, oe.signature))
         throw new Revert("SRC9: invalid signature");
-      frame.result = this.runCalls(world, timestamp, to, oe.calls, frame);
+      frame.result = this.runCalls(world, tx, timestamp, to, oe.calls, frame);
     } else if (selector === SEL.isValidSignature) {
       const msgHash = arg(0);
       const len = Number(arg(1));
@@ -925,6 +1093,7 @@ export class StarknetLedger {
 
   private runCalls(
     world: Map<Felt, Contract>,
+    tx: TxInfo,
     timestamp: number,
     from: Felt,
     calls: { to: Felt; selector: Felt; calldata: Felt[] }[],
@@ -932,7 +1101,7 @@ export class StarknetLedger {
   ): string[] {
     const results: string[] = [toHex(BigInt(calls.length))];
     for (const c of calls) {
-      const inner = this.invoke(world, timestamp, from, c.to, c.selector, c.calldata);
+      const inner = this.invoke(world, tx, timestamp, from, c.to, c.selector, c.calldata);
       frame.calls.push(inner);
       results.push(toHex(BigInt(inner.result.length)), ...inner.result);
     }

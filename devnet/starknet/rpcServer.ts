@@ -7,6 +7,8 @@
  * codes (20 contract not found, 24 block not found, 29 transaction hash not
  * found, 40 contract error, 41 transaction execution error, 52 invalid
  * nonce, 54 insufficient balance, 55 validation failure, 59 duplicate).
+ * Simulations run at `latest` or `pre_confirmed` alike: the block being
+ * built holds nothing here until it closes.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -199,6 +201,12 @@ export function starknetHandlers(ledger: StarknetLedger): Record<string, (p: Par
             ...(rec.revertReason !== undefined ? { failure_reason: rec.revertReason } : {}),
           };
     },
+    // A mined transaction's trace: a reverted one's `execute_invocation` is its revert reason.
+    starknet_traceTransaction: (p) => {
+      const rec = ledger.transaction(toHex(felt(p["transaction_hash"], "transaction_hash")));
+      if (!rec?.trace) throw new StarknetRpcFailure(29, "Transaction hash not found");
+      return rec.trace;
+    },
     starknet_getTransactionByHash: (p) => {
       const rec = ledger.transaction(toHex(felt(p["transaction_hash"], "transaction_hash")));
       if (!rec) throw new StarknetRpcFailure(29, "Transaction hash not found");
@@ -229,6 +237,7 @@ export const PARAMETER_ORDER: Record<string, readonly string[]> = {
   starknet_getTransactionReceipt: ["transaction_hash"],
   starknet_getTransactionStatus: ["transaction_hash"],
   starknet_getTransactionByHash: ["transaction_hash"],
+  starknet_traceTransaction: ["transaction_hash"],
 };
 
 /** A call's parameters by name, however it gave them; a string naming the fault otherwise. */

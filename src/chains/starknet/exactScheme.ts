@@ -9,15 +9,21 @@
  * answers VALID (or 1) for the SNIP-12 hash of the canonical typed data;
  * the SNIP-9 nonce is unused; the balance covers; and a simulation of the
  * whole `execute_from_outside_v2` call from the executor succeeds with
- * exactly one `Transfer` from the payer, to `payTo`, of the amount.
+ * exactly one `Transfer` from the payer, to `payTo`, of the amount. That
+ * simulation runs the transaction as it will be sent: signed by the
+ * executor, with the resource bounds, tip and nonce the send uses,
+ * validated, charged its fee, at the pre-confirmed block. (A first
+ * simulation without a signature only sizes the bounds: the payer's account
+ * can tell it apart, so nothing is decided on it but a refusal.)
  *
  * Settle = verify again, then send from the executor the payment names
  * (journaled before it leaves), and follow it until it is ACCEPTED_ON_L2 in
  * a block: SUCCEEDED with the expected `Transfer` is success, REVERTED a
  * failure with its reason; past the time budget it is `settlement_pending`
- * with the hash, decided later from the chain.
+ * with the hash, decided later from the chain. Who caused a revert is read
+ * from where it arose, not from its text (`causeOfRevert`).
  */
-import { outsideExecution, type Call } from "starknet";
+import { RpcError, outsideExecution, type Call } from "starknet";
 import { refusedSettle, settleRefusal, verifyAnswer } from "../../protocol/answers.js";
 import type {
   PaymentPayload,
@@ -32,7 +38,13 @@ import type { FailureCause, TransactionJournal } from "../ports.js";
 import { rememberBounded } from "../../lib/boundedMap.js";
 import type { BlockReceipts, StarknetReceipt } from "./blockReceipts.js";
 import type { BlockTicker } from "./blockTicker.js";
-import { ExecutorRefusal, maxFeeOf, type ExecutorPool, type ResourceBounds } from "./executors.js";
+import {
+  ExecutorRefusal,
+  maxFeeOf,
+  type ExecutorPool,
+  type PreparedTransaction,
+  type ResourceBounds,
+} from "./executors.js";
 import { StarknetReason } from "./reasons.js";
 import {
   SIGNATURE_VALID,
@@ -44,7 +56,13 @@ import {
   signedMessageHash,
   type ParsedOutsideExecution,
 } from "./outsideExecution.js";
-import { RpcCode, rpcErrorCode, type StarknetRpc } from "./rpc.js";
+import { RpcCode, rpcErrorCode, simulateAsSent, type StarknetRpc } from "./rpc.js";
+
+/**
+ * The tip a settlement offers: none. The simulation and the send use this
+ * same value (a payer's account can read the tip).
+ */
+const SETTLEMENT_TIP = 0n;
 
 export interface StarknetSchemeSettings {
   skewSeconds: number;
@@ -107,7 +125,14 @@ export function boundsAboveCeilings(bounds: ResourceBounds): string[] {
 }
 
 type ChainChecked =
-  | { ok: true; oe: ParsedOutsideExecution; payer: string; calls: Call[]; bounds: ResourceBounds }
+  | {
+      ok: true;
+      oe: ParsedOutsideExecution;
+      payer: string;
+      calls: Call[];
+      /** The transaction the simulation ran, signed: what the send sends. */
+      prepared: PreparedTransaction;
+    }
   | { ok: false; reason: string; message: string; payer?: string };
 
 /** An emitted event with the contract that emitted it. */
@@ -127,7 +152,7 @@ export interface ExpectedTransfer {
 /** Where a sent transaction stands (`unknown`: the node does not know it). */
 type Outcome =
   | { state: "succeeded" }
-  | { state: "failed"; reason: string; message: string }
+  | { state: "failed"; reason: string; message: string; cause: FailureCause }
   | { state: "pending" }
   | { state: "unknown" };
 
@@ -170,6 +195,9 @@ export function holdsExpectedTransfer(
   return { ok: true };
 }
 
+/** A simulation's `execute_invocation`: the call tree, or the revert reason. */
+type ExecuteInvocation = { revert_reason?: string } & Record<string, unknown>;
+
 /** The events of a simulated call tree, each with the contract that emitted it, in order. */
 function eventsOfTrace(invocation: unknown): EmittedEvent[] {
   const inv = invocation as {
@@ -185,7 +213,7 @@ function eventsOfTrace(invocation: unknown): EmittedEvent[] {
   return [...own, ...(inv.calls ?? []).flatMap(eventsOfTrace)];
 }
 
-/** Revert messages of SNIP-9 accounts that name the payment's own fault. */
+/** Revert messages of SNIP-9 accounts that name the payment's own fault (the reason given, not who caused it). */
 function reasonForRevert(revert: string): string {
   if (/nonce/i.test(revert)) return StarknetReason.nonceUsed;
   if (/caller/i.test(revert)) return StarknetReason.caller;
@@ -211,9 +239,81 @@ const PAYER_REVERTS: ReadonlySet<string> = new Set([
   StarknetReason.signature,
 ]);
 
-/** Who caused a revert, by the reason it was given. */
-export function causeOfStarknetRevert(reason: string): FailureCause {
+/** Who caused a revert, by the reason it was given: only for a revert that names no call frames. */
+function causeOfStarknetRevert(reason: string): FailureCause {
   return PAYER_REVERTS.has(reason) ? "payer" : "requirements";
+}
+
+/** A frame header of a node's revert reason, with the contract it names. */
+const FRAME_HEADER =
+  /^(?:\d+: )?Error in (?:the called )?contract \(contract address: (0x[0-9a-fA-F]+), class hash: 0x[0-9a-fA-F]+, selector: 0x[0-9a-fA-F]+\):$/;
+/** Lines a node writes between frame headers (older formats included). */
+const FRAME_FILLER =
+  /^(?:Transaction execution has failed:|Execution failed\. Failure reason:|Error at pc=\S+:|Cairo traceback \(most recent call last\):|Unknown location \(pc=\S+\))$/;
+
+/**
+ * A node's revert reason split into the contracts the panic went up
+ * through (outermost first, the one where it arose last) and the failure
+ * that follows them. The frames are read only from the reason's leading
+ * run of frame headers: the failure after them is the panicking contract's
+ * own data, and a hostile contract's long panic message could imitate a
+ * header there. No frames: a reason without that structure.
+ */
+export function parseRevert(revert: string): { frames: bigint[]; failure: string } {
+  const lines = revert.split("\n");
+  const frames: bigint[] = [];
+  let i = 0;
+  for (; i < lines.length; i++) {
+    const line = lines[i]!.trim();
+    const header = FRAME_HEADER.exec(line);
+    if (header) frames.push(BigInt(header[1]!));
+    else if (!FRAME_FILLER.test(line)) break;
+  }
+  return { frames, failure: frames.length > 0 ? lines.slice(i).join("\n") : revert };
+}
+
+/** A token's own refusal for want of the sender's balance. */
+const BALANCE_REFUSAL = /balance|u256_sub|insufficient/i;
+
+/**
+ * Who caused a settlement's revert, by where it arose (the revert reason's
+ * call frames), whatever its text says:
+ *
+ * - in the payer's own account contract (its `execute_from_outside_v2`
+ *   panicked, or a call its code made on its own: the outside execution
+ *   names only the asset's transfer): the payer;
+ * - in the asset's transfer the payer's account called: the payer when the
+ *   token refused for want of the payer's balance, otherwise the
+ *   requirements (the asset is the merchant's choice);
+ * - anywhere else (our executor's own call, before the payer's account
+ *   ran): the requirements.
+ *
+ * A reason without frames (a node that gives none) falls back to its text.
+ */
+export function causeOfRevert(
+  revert: string,
+  parties: { payer: bigint; asset: bigint },
+): FailureCause {
+  const { frames, failure } = parseRevert(revert);
+  if (frames.length === 0) return causeOfStarknetRevert(reasonForRevert(revert));
+  const inPayer = frames.indexOf(parties.payer);
+  if (inPayer < 0) return "requirements";
+  const next = frames[inPayer + 1];
+  if (next === undefined || next !== parties.asset) return "payer";
+  return BALANCE_REFUSAL.test(failure) ? "payer" : "requirements";
+}
+
+/** A revert on one line, for a message: its failure, and the contract it arose in. */
+function describeRevert(revert: string): string {
+  const { frames, failure } = parseRevert(revert);
+  const text = failure.replace(/\s+/g, " ").trim() || "no reason given";
+  const where = frames.at(-1);
+  return where === undefined ? text : `${text} in ${addressHex(where)}`;
+}
+
+/** The reason a revert is answered with: from its failure's text, frames aside. */
+function reasonOfRevert(revert: string): string {
+  return reasonForRevert(parseRevert(revert).failure);
 }
 
 /** How many recent reverts' causes are kept for attribution (the oldest go first). */
@@ -239,19 +339,19 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
     private readonly settings: StarknetSchemeSettings,
   ) {}
 
-  /** The reasons of this process's recent reverts, by the payer's authorization. */
-  private readonly failures = new Map<string, string>();
+  /** Who caused this process's recent reverts, by the payer's authorization. */
+  private readonly failures = new Map<string, FailureCause>();
 
   /**
-   * Who caused a payment that reverted on-chain here: the revert reason the
-   * receipt gave (read when it was accepted on L2).
+   * Who caused a payment that reverted on-chain here: where its revert
+   * arose (read when it was accepted on L2; `causeOfRevert`).
    */
   failureCause(payload: PaymentPayload): FailureCause {
     const parsed = parseOutsideExecution(payload);
-    const reason = parsed.ok
+    const cause = parsed.ok
       ? this.failures.get(authorizationOf(parsed.oe.from, parsed.oe.nonce))
       : undefined;
-    return reason !== undefined ? causeOfStarknetRevert(reason) : "requirements";
+    return cause ?? "requirements";
   }
 
   /**
@@ -298,14 +398,14 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
     const network = this.network.id as SettleResponse["network"];
     const checked = await this.check(payload, requirements);
     if (!checked.ok) return refusedSettle(checked, network);
-    const { oe, payer, calls, bounds } = checked;
+    const { oe, payer, calls, prepared } = checked;
     // Blocks up to this one are known not to hold the transaction: at first
     // the head before the send, then the head before each look that did not
     // find it accepted.
     let notBefore = this.settings.blocks.known();
     let sent: { hash: string; ambiguous: boolean };
     try {
-      sent = await this.executors.send(oe.caller, calls, bounds, {
+      sent = await this.executors.send(oe.caller, calls, prepared, {
         payer,
         outsideNonce: feltHex(oe.nonce),
         expected: this.expectedOf(oe, requirements, true),
@@ -348,7 +448,7 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
         rememberBounded(
           this.failures,
           authorizationOf(oe.from, oe.nonce),
-          outcome.reason,
+          outcome.cause,
           FAILURES_KEPT,
         );
         return {
@@ -449,13 +549,13 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
       this.executors.finished(txHash, true, fee);
       this.report(txHash, "reverted", fee);
       await this.journal.finished(txHash, "reverted", block, fee);
+      const revert = await this.revertOf(txHash, receipt.revert_reason);
+      const reason = reasonOfRevert(revert);
       return {
         state: "failed",
-        reason:
-          reasonForRevert(receipt.revert_reason ?? "") === StarknetReason.simulation
-            ? StarknetReason.reverted
-            : reasonForRevert(receipt.revert_reason ?? ""),
-        message: `the transaction reverted (${receipt.revert_reason ?? "no reason given"}): only the executor's fee was spent, no amount moved`,
+        reason: reason === StarknetReason.simulation ? StarknetReason.reverted : reason,
+        message: `the transaction reverted (${describeRevert(revert)}): only the executor's fee was spent, no amount moved`,
+        cause: causeOfRevert(revert, { payer: want.from, asset: want.asset }),
       };
     }
     const held = holdsExpectedTransfer(receipt.events ?? [], want);
@@ -463,9 +563,70 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
     this.report(txHash, "success", fee);
     await this.journal.finished(txHash, "success", block, fee);
     if (!held.ok) {
-      return { state: "failed", reason: StarknetReason.transferMissing, message: held.message };
+      // Nothing reverted to say where it went wrong: charged as before, to the requirements.
+      return {
+        state: "failed",
+        reason: StarknetReason.transferMissing,
+        message: held.message,
+        cause: "requirements",
+      };
     }
     return { state: "succeeded" };
+  }
+
+  /**
+   * A mined transaction's revert reason with its call frames: the
+   * receipt's, or, when it names none, the one its trace gives
+   * (`starknet_traceTransaction`).
+   */
+  private async revertOf(txHash: string, fromReceipt: string | undefined): Promise<string> {
+    if (fromReceipt !== undefined && parseRevert(fromReceipt).frames.length > 0) return fromReceipt;
+    const traced = await this.rpc
+      .ask((p) => p.getTransactionTrace(txHash))
+      .then((t) => (t as { execute_invocation?: { revert_reason?: string } }).execute_invocation)
+      .catch(() => undefined);
+    return traced?.revert_reason ?? fromReceipt ?? "";
+  }
+
+  /**
+   * The settlement signed as it will be sent (nonce, tip, bounds) and
+   * simulated so: validated (the executor's signature checked), its fee
+   * charged (the executor's STRK must cover the bounds' maximal fee, as the
+   * sequencer checks), at the pre-confirmed block, where the send will
+   * land. The payer's account sees in it what it will see on-chain: a
+   * signature, these bounds, this tip and nonce. The nonce is the
+   * executor's next as this replica counts it, else the node's
+   * pre-confirmed one; a count the node has moved past is read again once.
+   */
+  private async simulateAsSent(
+    caller: bigint,
+    calls: Call[],
+    resourceBounds: ResourceBounds,
+    known: bigint | undefined,
+  ): Promise<{ prepared: PreparedTransaction; execution: ExecuteInvocation | undefined }> {
+    const address = addressHex(caller);
+    for (let nonce = known; ; nonce = undefined) {
+      const at =
+        nonce ?? BigInt(await this.rpc.ask((p) => p.getNonceForAddress(address, "pre_confirmed")));
+      const prepared = await this.executors.sign(caller, calls, {
+        nonce: at,
+        tip: SETTLEMENT_TIP,
+        resourceBounds,
+      });
+      try {
+        const [sim] = await this.rpc.ask((p) =>
+          simulateAsSent(p, [prepared.body], "pre_confirmed", []),
+        );
+        return { prepared, execution: sim?.transaction_trace.execute_invocation };
+      } catch (e) {
+        const stale =
+          nonce !== undefined &&
+          e instanceof RpcError &&
+          e.code === RpcCode.transactionExecutionError &&
+          /nonce/i.test(JSON.stringify(e.baseError.data ?? ""));
+        if (!stale) throw e;
+      }
+    }
   }
 
   /** The offline checks, then what only the chain knows. */
@@ -575,34 +736,88 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
       version: "2",
     });
     // The executor's own count of its nonce, when it has one: one call fewer
-    // per payment (a simulation that skips validation accepts a nonce ahead
-    // of the node's, as this one is while earlier sends are unanswered).
-    const nonce = this.executors.knownNonce(oe.caller);
-    let simulated;
+    // per payment.
+    const known = this.executors.knownNonce(oe.caller);
+    const simulationFailed = (e: unknown): ChainChecked | undefined =>
+      rpcErrorCode(e) === RpcCode.transactionExecutionError
+        ? fail(
+            StarknetReason.simulation,
+            `the settlement would fail: ${(e as Error).message.split("\n").pop()?.trim()}`,
+          )
+        : undefined;
+    // Sizing: a simulation without a signature or bounds gives the resource
+    // bounds to sign. It decides nothing but a refusal: the payer's account
+    // can tell it from the transaction as sent.
+    let sized;
     try {
-      simulated = await this.rpc.ask(() =>
+      sized = await this.rpc.ask(() =>
         executor.simulateTransaction([{ type: "INVOKE", payload: calls }], {
-          tip: 0n,
+          tip: SETTLEMENT_TIP,
           skipValidate: true,
-          ...(nonce === undefined ? {} : { nonce }),
+          ...(known === undefined ? {} : { nonce: known }),
         }),
       );
     } catch (e) {
-      if (rpcErrorCode(e) === RpcCode.transactionExecutionError) {
-        return fail(
-          StarknetReason.simulation,
-          `the settlement would fail: ${(e as Error).message.split("\n").pop()?.trim()}`,
-        );
-      }
+      const refused = simulationFailed(e);
+      if (refused) return refused;
       throw e;
     }
-    const sim = simulated.simulated_transactions[0];
-    const trace = sim?.transaction_trace as
-      { execute_invocation?: { revert_reason?: string } } | undefined;
-    const execution = trace?.execute_invocation;
-    if (!sim || !execution || execution.revert_reason !== undefined) {
+    const sizing = sized.simulated_transactions[0];
+    const sizingRun = (
+      sizing?.transaction_trace as { execute_invocation?: { revert_reason?: string } } | undefined
+    )?.execute_invocation;
+    if (!sizing || !sizingRun || sizingRun.revert_reason !== undefined) {
+      const revert = sizingRun?.revert_reason ?? "no trace";
+      return fail(
+        reasonOfRevert(revert),
+        `a simulation of the settlement reverts: ${describeRevert(revert)}`,
+      );
+    }
+    const bounds = sizing.resourceBounds;
+    const above = boundsAboveCeilings(bounds);
+    if (above.length > 0) {
+      return fail(
+        StarknetReason.feeTooHigh,
+        `the settlement's simulation asks for more gas than a payment may use (${above.join(", ")}): the payer's account spends too much checking its signature; nothing was sent`,
+      );
+    }
+    const ceiling = this.settings.maxFeeFri;
+    const fee = maxFeeOf(bounds);
+    if (ceiling !== undefined && fee > ceiling) {
+      return fail(
+        StarknetReason.feeTooHigh,
+        `the settlement could cost up to ${fee} FRI, above the ceiling of ${ceiling} per transaction (STARKNET_MAX_FEE_STRK); nothing was sent`,
+      );
+    }
+    // The decision: the transaction as it will be sent.
+    let asSent;
+    try {
+      asSent = await this.simulateAsSent(oe.caller, calls, bounds, known);
+    } catch (e) {
+      // An execution error here is the executor's own transaction refused
+      // before the payer's account runs (its validation, its nonce, its
+      // fee); one for its STRK is ours to fix, not the payment's.
+      if (
+        e instanceof RpcError &&
+        e.code === RpcCode.transactionExecutionError &&
+        /exceed balance|insufficient/i.test(JSON.stringify(e.baseError.data ?? ""))
+      ) {
+        return fail(
+          Reason.noSignerAvailable,
+          `the executor ${addressHex(oe.caller)} cannot cover the settlement's maximal fee (${fee} FRI) in STRK; nothing was sent`,
+        );
+      }
+      const refused = simulationFailed(e);
+      if (refused) return refused;
+      throw e;
+    }
+    const { prepared, execution } = asSent;
+    if (!execution || execution.revert_reason !== undefined) {
       const revert = execution?.revert_reason ?? "no trace";
-      return fail(reasonForRevert(revert), `a simulation of the settlement reverts: ${revert}`);
+      return fail(
+        reasonOfRevert(revert),
+        `a simulation of the settlement as it will be sent reverts: ${describeRevert(revert)}`,
+      );
     }
     const held = holdsExpectedTransfer(eventsOfTrace(execution), {
       asset: BigInt(requirements.asset),
@@ -612,21 +827,6 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
     });
     if (!held.ok)
       return fail(StarknetReason.simulation, `a simulation of the settlement: ${held.message}`);
-    const above = boundsAboveCeilings(sim.resourceBounds);
-    if (above.length > 0) {
-      return fail(
-        StarknetReason.feeTooHigh,
-        `the settlement's simulation asks for more gas than a payment may use (${above.join(", ")}): the payer's account spends too much checking its signature; nothing was sent`,
-      );
-    }
-    const ceiling = this.settings.maxFeeFri;
-    const fee = maxFeeOf(sim.resourceBounds);
-    if (ceiling !== undefined && fee > ceiling) {
-      return fail(
-        StarknetReason.feeTooHigh,
-        `the settlement could cost up to ${fee} FRI, above the ceiling of ${ceiling} per transaction (STARKNET_MAX_FEE_STRK); nothing was sent`,
-      );
-    }
-    return { ok: true, oe, payer, calls, bounds: sim.resourceBounds };
+    return { ok: true, oe, payer, calls, prepared };
   }
 }

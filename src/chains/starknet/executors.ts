@@ -83,6 +83,20 @@ export interface ExecutorPoolOptions {
   failedFees?: FailedFeeBudget;
 }
 
+/**
+ * A settlement's transaction signed before it is sent: what the simulation
+ * ran, and what the send puts on the wire when the executor's nonce is
+ * still the one it was signed with.
+ */
+export interface PreparedTransaction {
+  nonce: bigint;
+  tip: bigint;
+  resourceBounds: ResourceBounds;
+  /** The signed body, as `invokeSignedTx` sends it. */
+  body: Awaited<ReturnType<Account["getSignedTransaction"]>>;
+  hash: string;
+}
+
 export class ExecutorRefusal extends Error {
   constructor(
     readonly reason: string,
@@ -195,6 +209,26 @@ export class ExecutorPool {
     return e?.leased ? e.nonce : undefined;
   }
 
+  /**
+   * `calls` from `executor` signed with exactly these nonce, tip and
+   * resource bounds: the transaction a simulation runs, and that `send`
+   * sends unchanged while the executor's nonce is still `nonce`.
+   */
+  async sign(
+    executorAddress: bigint,
+    calls: Call[],
+    details: { nonce: bigint; tip: bigint; resourceBounds: ResourceBounds },
+  ): Promise<PreparedTransaction> {
+    const e = this.executors.get(executorAddress);
+    if (!e)
+      throw new ExecutorRefusal("no_signer_available", "the payment's executor is not one of ours");
+    const body = await e.account.getSignedTransaction(calls, details);
+    const hash = e.signer.takeHash(body.signature);
+    if (hash === undefined)
+      throw new Error("the executor's signer kept no hash for its transaction");
+    return { ...details, body, hash };
+  }
+
   /** The executor to offer next in `/supported`: round robin among healthy ones this replica holds. */
   next(): string {
     const all = [...this.executors.values()];
@@ -297,11 +331,14 @@ export class ExecutorPool {
    * Returns the transaction hash once the node accepted it, or `ambiguous`
    * with the hash when the node's answer was lost (it may be in). Throws
    * `ExecutorRefusal` when the node refused it (nothing was sent).
+   * `prepared` (signed for the simulation) is sent as it is when its nonce
+   * is the executor's next; otherwise the same calls, bounds and tip are
+   * signed at the executor's nonce.
    */
   send(
     executorAddress: bigint,
     calls: Call[],
-    resourceBounds: ResourceBounds,
+    prepared: PreparedTransaction,
     detail: Record<string, unknown>,
   ): Promise<{ hash: string; ambiguous: boolean }> {
     const e = this.executors.get(executorAddress);
@@ -311,7 +348,7 @@ export class ExecutorPool {
       );
     }
     e.inFlight++;
-    return this.sendFrom(e, calls, resourceBounds, detail).finally(() => e.inFlight--);
+    return this.sendFrom(e, calls, prepared, detail).finally(() => e.inFlight--);
   }
 
   /**
@@ -324,11 +361,11 @@ export class ExecutorPool {
   private async sendFrom(
     e: Executor,
     calls: Call[],
-    resourceBounds: ResourceBounds,
+    prepared: PreparedTransaction,
     detail: Record<string, unknown>,
   ): Promise<{ hash: string; ambiguous: boolean }> {
     for (let attempt = 1; ; attempt++) {
-      const turn = e.queue.then(() => this.signAndDispatch(e, calls, resourceBounds, detail));
+      const turn = e.queue.then(() => this.signAndDispatch(e, calls, prepared, detail));
       e.queue = turn.catch(() => undefined);
       const { txHash, answer } = await turn;
       try {
@@ -373,9 +410,10 @@ export class ExecutorPool {
   private async signAndDispatch(
     e: Executor,
     calls: Call[],
-    resourceBounds: ResourceBounds,
+    prepared: PreparedTransaction,
     detail: Record<string, unknown>,
   ): Promise<{ nonce: bigint; txHash: string; answer: Promise<unknown> }> {
+    const { resourceBounds, tip } = prepared;
     // Held before the nonce is taken: a refusal leaves the executor's nonce as it was.
     const worstFee = maxFeeOf(resourceBounds);
     let hold: symbol | undefined;
@@ -397,15 +435,19 @@ export class ExecutorPool {
           await this.opts.rpc.ask((p) => p.getNonceForAddress(e.address, "pre_confirmed")),
         );
       }
-      // Fee bounds and tip are given: starknet.js neither estimates nor scans blocks for a tip.
-      signed = await e.account.getSignedTransaction(calls, {
-        nonce,
-        tip: 0n,
-        resourceBounds,
-      });
-      txHash = e.signer.takeHash(signed.signature);
-      if (txHash === undefined)
-        throw new Error("the executor's signer kept no hash for its transaction");
+      if (nonce === prepared.nonce) {
+        // The very transaction the simulation ran.
+        signed = prepared.body;
+        txHash = prepared.hash;
+      } else {
+        // Another send took the simulated nonce: the same calls, bounds and
+        // tip at this one. Given, they spare starknet.js an estimate and a
+        // scan of blocks for a tip.
+        signed = await e.account.getSignedTransaction(calls, { nonce, tip, resourceBounds });
+        txHash = e.signer.takeHash(signed.signature);
+        if (txHash === undefined)
+          throw new Error("the executor's signer kept no hash for its transaction");
+      }
       await this.opts.journal.sent({
         network: this.opts.network,
         reference: txHash,

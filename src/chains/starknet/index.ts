@@ -20,11 +20,7 @@ import type {
   PreparedPayment,
   ReconcileOutcome,
 } from "../ports.js";
-import {
-  ExactStarknetScheme,
-  causeOfStarknetRevert,
-  type ExpectedTransfer,
-} from "./exactScheme.js";
+import { ExactStarknetScheme, type ExpectedTransfer } from "./exactScheme.js";
 import { ExecutorPool, type ExecutorKey } from "./executors.js";
 import { BlockReceipts } from "./blockReceipts.js";
 import { BlockTicker } from "./blockTicker.js";
@@ -160,7 +156,7 @@ export class StarknetChainAdapter implements ChainFamily {
     return payerOf(payload);
   }
 
-  /** Who caused a settlement that reverted on-chain: the receipt's revert reason tells. */
+  /** Who caused a settlement that reverted on-chain: where its revert arose tells. */
   async failureCause(
     payload: PaymentPayload,
     requirements: PaymentRequirements,
@@ -315,7 +311,7 @@ export class StarknetChainAdapter implements ChainFamily {
         reason: outcome.reason,
         message: outcome.message,
         transaction: latest.reference,
-        cause: causeOfStarknetRevert(outcome.reason),
+        cause: outcome.cause,
       };
     }
     if (outcome.state === "unknown" && latest.signer) {

@@ -187,6 +187,39 @@ export class StarknetRpc {
   }
 }
 
+/** A simulated transaction's trace, as far as this family reads it. */
+export interface SimulatedTransaction {
+  transaction_trace: {
+    execute_invocation?: { revert_reason?: string } & Record<string, unknown>;
+  } & Record<string, unknown>;
+  fee_estimation: Record<string, unknown>;
+}
+
+/**
+ * `starknet_simulateTransactions` of transactions exactly as they are sent
+ * (signed bodies, as `Account.getSignedTransaction` makes them and
+ * `invokeSignedTx` sends them), at `blockId`, with `flags`. starknet.js's
+ * own `simulateTransaction` builds each transaction again from its parts;
+ * this sends the very bodies, through the channel's JSON-RPC path (the
+ * node's errors come back as `RpcError`), which starknet.js does not make
+ * public.
+ */
+export function simulateAsSent(
+  provider: RpcProvider,
+  transactions: readonly unknown[],
+  blockId: "pre_confirmed" | "latest",
+  flags: readonly ("SKIP_VALIDATE" | "SKIP_FEE_CHARGE")[],
+): Promise<SimulatedTransaction[]> {
+  const channel = provider.channel as unknown as {
+    fetchEndpoint(method: string, params: unknown): Promise<SimulatedTransaction[]>;
+  };
+  return channel.fetchEndpoint("starknet_simulateTransactions", {
+    block_id: blockId,
+    transactions,
+    simulation_flags: flags,
+  });
+}
+
 /** The node's JSON-RPC error code, when `e` is the node's own answer. */
 export function rpcErrorCode(e: unknown): number | undefined {
   return e instanceof RpcError ? e.code : undefined;
