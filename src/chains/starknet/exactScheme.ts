@@ -548,14 +548,17 @@ export class ExactStarknetScheme implements SchemeNetworkFacilitator {
     if (receipt.execution_status !== "SUCCEEDED") {
       this.executors.finished(txHash, true, fee);
       this.report(txHash, "reverted", fee);
-      await this.journal.finished(txHash, "reverted", block, fee);
       const revert = await this.revertOf(txHash, receipt.revert_reason);
       const reason = reasonOfRevert(revert);
+      const cause = causeOfRevert(revert, { payer: want.from, asset: want.asset });
+      // The cause goes with the entry: any replica, a restarted process and
+      // the reconciler read it there.
+      await this.journal.finished(txHash, "reverted", block, fee, cause);
       return {
         state: "failed",
         reason: reason === StarknetReason.simulation ? StarknetReason.reverted : reason,
         message: `the transaction reverted (${describeRevert(revert)}): only the executor's fee was spent, no amount moved`,
-        cause: causeOfRevert(revert, { payer: want.from, asset: want.asset }),
+        cause,
       };
     }
     const held = holdsExpectedTransfer(receipt.events ?? [], want);
