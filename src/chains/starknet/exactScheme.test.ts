@@ -1,11 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import {
-  RESOURCE_CEILINGS,
-  boundsAboveCeilings,
-  causeOfRevert,
-  parseRevert,
-} from "./exactScheme.js";
+import { RESOURCE_CEILINGS, boundsAboveCeilings } from "./exactScheme.js";
+import { causeOfRevert, parseRevert } from "./revertCause.js";
 import type { ResourceBounds } from "./executors.js";
 
 const bounds = (l2: bigint, l1Data: bigint, l1: bigint): ResourceBounds =>
