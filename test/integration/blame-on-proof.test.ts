@@ -2,7 +2,8 @@
  * Blame rests on proof, on a devnet chain through the HTTP API: a payload
  * cannot name a payer the mechanism does not verify, a junk authorization
  * beside a permit makes no new key, and a burst from one payer funded for
- * one payment is broadcast once.
+ * one payment is broadcast once, and a merchant that spends the payer's
+ * authorization before our transaction does gets nobody refused.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -11,6 +12,7 @@ import {
   createWalletClient,
   erc20Abi,
   http,
+  parseSignature,
   type Hex,
   type PublicClient,
 } from "viem";
@@ -160,3 +162,135 @@ describe("blame on proof (EVM devnet)", () => {
     assert.equal(await usdcOf(client, stack, payer), 0n);
   });
 });
+
+describe("a merchant that spends the authorization first (EVM devnet, 2 s blocks)", () => {
+  let stack: TestStack;
+  let client: PublicClient;
+  before(async () => {
+    stack = await startStack({ networks: [NETWORK], payers: 2, blockTimeSeconds: 2 });
+    client = createPublicClient({ transport: http(stack.rpcUrl) });
+  });
+  after(() => stack.stop());
+
+  test("its copy lands before ours, ours reverts, and the payer is not refused: its next payment settles", async () => {
+    const key = generatePrivateKey();
+    const payer = privateKeyToAccount(key).address;
+    const funder = createWalletClient({
+      account: privateKeyToAccount(stack.payerKeys[0]!),
+      transport: http(stack.rpcUrl),
+    });
+    const funded = await funder.writeContract({
+      chain: null,
+      address: stack.usdc,
+      abi: erc20Abi,
+      functionName: "transfer",
+      args: [payer, 2n * PRICE],
+    });
+    await client.waitForTransactionReceipt({ hash: funded });
+    const payToBefore = await usdcOf(client, stack, PAY_TO);
+    const signers = new Set(
+      stack.devnet.networks[NETWORK]!.facilitatorPrivateKeys.map((k) =>
+        privateKeyToAccount(k as Hex).address.toLowerCase(),
+      ),
+    );
+
+    const body = await signed(stack, key);
+    const settling = post(stack.url, "/settle", body, stack.apiKey).then(
+      async (res) => (await res.json()) as { success: boolean; errorReason?: string },
+    );
+    // Our transaction waits in the pool for the next block: the merchant
+    // (or anyone who saw the payload) sends the same authorization with a
+    // higher tip, so the block takes its copy first.
+    const ours = await until(async () => {
+      const pool = (await client.request({ method: "txpool_content" as never })) as {
+        pending: Record<string, Record<string, { hash: Hex; maxFeePerGas?: Hex }>>;
+      };
+      for (const [from, txs] of Object.entries(pool.pending)) {
+        if (signers.has(from.toLowerCase())) return Object.values(txs)[0];
+      }
+      return undefined;
+    });
+    const auth = (
+      body.paymentPayload.payload as { authorization: Record<string, string>; signature: Hex }
+    ).authorization;
+    const sig = parseSignature((body.paymentPayload.payload as { signature: Hex }).signature);
+    const merchant = createWalletClient({
+      account: privateKeyToAccount(stack.payerKeys[1]!),
+      transport: http(stack.rpcUrl),
+    });
+    const fee = BigInt(ours.maxFeePerGas ?? "0x0") * 2n + 10n ** 9n;
+    const copy = await merchant.writeContract({
+      chain: null,
+      address: stack.usdc,
+      abi: TRANSFER_WITH_AUTHORIZATION_ABI,
+      functionName: "transferWithAuthorization",
+      args: [
+        auth["from"] as Hex,
+        auth["to"] as Hex,
+        BigInt(auth["value"]!),
+        BigInt(auth["validAfter"]!),
+        BigInt(auth["validBefore"]!),
+        auth["nonce"] as Hex,
+        Number(sig.v ?? BigInt(sig.yParity + 27)),
+        sig.r,
+        sig.s,
+      ],
+      maxFeePerGas: fee,
+      maxPriorityFeePerGas: fee,
+      gas: 200_000n,
+    });
+    const copyReceipt = await client.waitForTransactionReceipt({ hash: copy });
+    assert.equal(copyReceipt.status, "success");
+    const oursReceipt = await client.waitForTransactionReceipt({ hash: ours.hash });
+    assert.equal(oursReceipt.status, "reverted", "the authorization was spent by the copy first");
+    assert.equal(oursReceipt.blockNumber, copyReceipt.blockNumber, "the same block, copy first");
+    await settling;
+    // The money reached payTo once, through the merchant's copy.
+    assert.equal(await usdcOf(client, stack, PAY_TO), payToBefore + PRICE);
+
+    const row = await stack.service.db
+      .selectFrom("settlements")
+      .select(["status", "failure_cause", "payer"])
+      .where("payer", "=", payer.toLowerCase())
+      .executeTakeFirstOrThrow();
+    assert.notEqual(row.failure_cause, "payer", JSON.stringify(row));
+
+    // The payer is not cooled: its next payment, to any merchant, settles.
+    const next = await post(stack.url, "/settle", await signed(stack, key), stack.apiKey);
+    const answer = (await next.json()) as { success: boolean; errorReason?: string };
+    assert.equal(answer.success, true, JSON.stringify(answer));
+    assert.equal(await usdcOf(client, stack, PAY_TO), payToBefore + 2n * PRICE);
+    assert.equal(await usdcOf(client, stack, payer), 0n);
+  });
+});
+
+const TRANSFER_WITH_AUTHORIZATION_ABI = [
+  {
+    type: "function",
+    name: "transferWithAuthorization",
+    stateMutability: "nonpayable",
+    inputs: [
+      { name: "from", type: "address" },
+      { name: "to", type: "address" },
+      { name: "value", type: "uint256" },
+      { name: "validAfter", type: "uint256" },
+      { name: "validBefore", type: "uint256" },
+      { name: "nonce", type: "bytes32" },
+      { name: "v", type: "uint8" },
+      { name: "r", type: "bytes32" },
+      { name: "s", type: "bytes32" },
+    ],
+    outputs: [],
+  },
+] as const;
+
+/** Polls `probe` every 20 ms until it gives something (30 s at most). */
+async function until<T>(probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const found = await probe();
+    if (found !== undefined) return found;
+    if (Date.now() > deadline) throw new Error("not seen within 30 s");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
