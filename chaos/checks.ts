@@ -370,7 +370,61 @@ export async function checkInvariants(inp: CheckInputs): Promise<InvariantResult
     });
   }
 
-  // 6. Memory.
+  // 6. Blame on proof: no payer is ever refused for cooling unless a
+  // transaction of its own failed on-chain by its own doing (a failed
+  // settlement of that payer with a transaction, its cause the payer's),
+  // and a payload naming a payer it was not signed by is refused with a
+  // 4xx, whoever it names.
+  {
+    const violations: string[] = [];
+    let cooled = 0;
+    let injections = 0;
+    const ownFailures = new Set(
+      (
+        await inp.db
+          .selectFrom("settlements")
+          .select("payer")
+          .where("status", "=", "failed")
+          .where("failure_cause", "=", "payer")
+          .where("transaction", "is not", null)
+          .execute()
+      ).flatMap((r) => (r.payer ? [lower(r.payer)] : [])),
+    );
+    for (const { request, answer } of inp.history.exchanges()) {
+      if (!answer) continue;
+      if (request.kind === "blame-injection") {
+        injections++;
+        if (answer.status < 400 || answer.status >= 500) {
+          violations.push(
+            `a payload naming another payer was answered ${answer.status}: ${answer.text.slice(0, 200)}`,
+          );
+        }
+        continue;
+      }
+      let json: { errorReason?: unknown; invalidReason?: unknown; payer?: unknown };
+      try {
+        json = JSON.parse(answer.text) as typeof json;
+      } catch {
+        continue;
+      }
+      const reason = json.errorReason ?? json.invalidReason;
+      if (reason !== "payer_failed_onchain_recently") continue;
+      cooled++;
+      const payer = typeof json.payer === "string" ? lower(json.payer) : undefined;
+      if (!payer || !ownFailures.has(payer)) {
+        violations.push(
+          `${payer ?? "(no payer named)"} was refused as cooling without a failed transaction of its own doing`,
+        );
+      }
+    }
+    results.push({
+      name: "no payer is refused unless a transaction of its own failed by its own doing",
+      checked: `${cooled} cooling refusals, ${injections} payloads naming another payer`,
+      violations,
+    });
+  }
+
+  // 7. Memory.
   {
     const { factor, slackBytes } = inp.memoryBound;
     const violations = inp.memory.flatMap((m) =>

@@ -15,6 +15,9 @@
  *   hostile-body     malformed bodies: they must be refused with a 4xx
  *   hostile-payer    a payer with no funds, or a payment signed for another
  *                    amount or recipient than the one presented
+ *   blame-injection  a payment whose payload also names another payer, in a
+ *                    field the mechanism does not verify: refused with a 4xx,
+ *                    and the named payer is never refused for it
  *   verify           /verify of a fresh payment
  */
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
@@ -149,7 +152,8 @@ export class Traffic {
     if (r < 0.4) return this.valid(family, account);
     if (r < 0.52) return this.concurrent(family, account);
     if (r < 0.64) return this.identifier(family, account);
-    if (r < 0.76) return this.hostileBody(family, account);
+    if (r < 0.74) return this.hostileBody(family, account);
+    if (r < 0.78) return this.blameInjection(family, account);
     if (r < 0.9) return this.hostilePayer(family, account);
     return this.verify(family, account);
   }
@@ -374,6 +378,29 @@ export class Traffic {
       },
     ];
     await this.send({ kind: "hostile-body", account, path }, this.pick(bodies));
+  }
+
+  private async blameInjection(family: TrafficFamily, account: number): Promise<void> {
+    const amount = BigInt(this.between(1_000, 9_999));
+    const i = this.between(0, family.payers - 1);
+    const j = (i + 1) % Math.max(1, family.payers);
+    const { payload, requirements, accepted } = await family.pay(i, amount);
+    // The other payer's address, as an attacker would name a victim.
+    const victim = (await family.pay(j, 1n)).payer;
+    const inner = payload.payload as Record<string, unknown>;
+    const body: Body = {
+      x402Version: 2,
+      paymentPayload: {
+        ...payload,
+        accepted: accepted ?? requirements,
+        payload: { ...inner, payer: victim },
+      },
+      paymentRequirements: requirements,
+    };
+    await this.send(
+      { kind: "blame-injection", account, path: this.pick(["/settle", "/verify"]) },
+      body,
+    );
   }
 
   private async hostilePayer(family: TrafficFamily, account: number): Promise<void> {

@@ -3,6 +3,7 @@
  * families differ only where their chains do.
  */
 import { Reason } from "../protocol/reasons.js";
+import type { PaymentPayload } from "@x402/core/types";
 import type { NetworkProbe, ReconcileOutcome } from "./ports.js";
 
 /** A pending settlement on a network the family no longer serves. */
@@ -66,4 +67,22 @@ export class RecentRead<T> {
     }
     return this.last.value;
   }
+}
+
+/**
+ * The top level of a payload is strict in every family: a field its
+ * mechanism does not read is refused with a 400 that names it, so nothing
+ * beside what is verified (a payer named in a field nobody checks, say)
+ * can reach the records. Undefined when every field is one of `fields`.
+ */
+export function unknownPayloadField(
+  payload: PaymentPayload,
+  fields: readonly string[],
+): string | undefined {
+  const body = payload.payload as Record<string, unknown> | null | undefined;
+  if (!body || typeof body !== "object") return undefined;
+  const extra = Object.keys(body).find((k) => !fields.includes(k));
+  return extra === undefined
+    ? undefined
+    : `paymentPayload.payload.${extra.slice(0, 64)} is not a field of this scheme's payload (it holds only ${fields.join(", ")})`;
 }

@@ -139,6 +139,25 @@ for (const family of families) {
       });
     }
 
+    test("a payload naming another payer in a field its scheme does not read: /verify and /settle answer 400 naming the field; nothing recorded", async () => {
+      const c = CASES.malformed;
+      const requirements = await requirementsFor(stack, family, c.price);
+      const valid = await signedBy(stack, family, c.payer, requirements);
+      const victim = await family.payer(stack, c.payer === 0 ? 1 : 0);
+      const payload = { ...valid, payload: { ...valid.payload, payer: victim } };
+      const body = requestOf(payload, requirements);
+      const [held, before] = [await holdings(c.payer), await recorded()];
+      for (const path of ["/verify", "/settle"]) {
+        const res = await post(stack.url, path, body, stack.apiKey);
+        const answer = (await res.json()) as Record<string, unknown>;
+        assert.equal(res.status, 400, `${path}: ${JSON.stringify(answer)}`);
+        assert.equal(answer["error"], "invalid_request", path);
+        assert.match(String(answer["message"]), /payer/, path);
+      }
+      assert.deepEqual(await recorded(), before, "no settlement and no transaction recorded");
+      assert.deepEqual(await holdings(c.payer), held, "nothing moved");
+    });
+
     test(`a payment signed for one amount presented for another: refused with ${family.reasons.amount}, nothing moves`, async () => {
       const c = CASES.amount;
       const signed = await signedBy(

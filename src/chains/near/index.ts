@@ -12,7 +12,13 @@ import { KeyPair, type KeyPairString } from "@near-js/crypto";
 import { baseDecode } from "@near-js/utils";
 import { Reason } from "../../protocol/reasons.js";
 import { findNearNetwork, type NearNetwork } from "./networks.js";
-import { networkNotServed, nothingWasSent, probeNetworks, RecentRead } from "../familySupport.js";
+import {
+  networkNotServed,
+  nothingWasSent,
+  probeNetworks,
+  RecentRead,
+  unknownPayloadField,
+} from "../familySupport.js";
 import type {
   ChainFamily,
   FailureCause,
@@ -200,9 +206,10 @@ export class NearChainAdapter implements ChainFamily {
   }
 
   shapeError(payload: PaymentPayload): string | undefined {
-    return signedDelegateOf(payload)
-      ? undefined
-      : "paymentPayload.payload.signedDelegateAction must be a base64 Borsh NEP-366 SignedDelegate";
+    if (!signedDelegateOf(payload)) {
+      return "paymentPayload.payload.signedDelegateAction must be a base64 Borsh NEP-366 SignedDelegate";
+    }
+    return unknownPayloadField(payload, ["signedDelegateAction"]);
   }
 
   async prepare(

@@ -10,7 +10,13 @@ import type { x402Facilitator } from "@x402/core/facilitator";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { findStarknetNetwork, type StarknetNetwork } from "./networks.js";
 import { Reason } from "../../protocol/reasons.js";
-import { networkNotServed, nothingWasSent, probeNetworks, RecentRead } from "../familySupport.js";
+import {
+  networkNotServed,
+  nothingWasSent,
+  probeNetworks,
+  RecentRead,
+  unknownPayloadField,
+} from "../familySupport.js";
 import type {
   ChainFamily,
   FailureCause,
@@ -200,7 +206,8 @@ export class StarknetChainAdapter implements ChainFamily {
 
   shapeError(payload: PaymentPayload): string | undefined {
     const parsed = parseOutsideExecution(payload);
-    return parsed.ok ? undefined : parsed.message;
+    if (!parsed.ok) return parsed.message;
+    return unknownPayloadField(payload, ["from", "outsideExecution"]);
   }
 
   async prepare(

@@ -30,7 +30,13 @@ import {
 } from "@solana/kit";
 import { TOKEN_PROGRAM_ADDRESS, findAssociatedTokenPda } from "@solana-program/token";
 import { Reason } from "../../protocol/reasons.js";
-import { networkNotServed, nothingWasSent, probeNetworks, RecentRead } from "../familySupport.js";
+import {
+  networkNotServed,
+  nothingWasSent,
+  probeNetworks,
+  RecentRead,
+  unknownPayloadField,
+} from "../familySupport.js";
 import { findSvmNetwork, type SvmNetwork } from "./networks.js";
 import type {
   ChainFamily,
@@ -248,7 +254,7 @@ export class SvmChainAdapter implements ChainFamily {
   }
 
   shapeError(payload: PaymentPayload): string | undefined {
-    return svmShapeError(payload);
+    return svmShapeError(payload) ?? unknownPayloadField(payload, ["transaction"]);
   }
 
   /** A payTo without a token account for the asset cannot be paid by `exact`: say what to do. */

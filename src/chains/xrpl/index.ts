@@ -26,7 +26,12 @@ import {
   reasonForResult,
   type XrplSchemeSettings,
 } from "./exactScheme.js";
-import { networkNotServed, nothingWasSent, probeNetworks } from "../familySupport.js";
+import {
+  networkNotServed,
+  nothingWasSent,
+  probeNetworks,
+  unknownPayloadField,
+} from "../familySupport.js";
 import { XrplRpc } from "./rpc.js";
 import { LedgerOutcomes } from "./ledgerOutcomes.js";
 import { ValidatedLedgers } from "./validatedLedgers.js";
@@ -167,9 +172,10 @@ export class XrplChainAdapter implements ChainFamily {
   }
 
   shapeError(payload: PaymentPayload): string | undefined {
-    return signedBlobOf(payload)
-      ? undefined
-      : "paymentPayload.payload.signedTxBlob must be the signed Payment in hex (at most 2,048 bytes)";
+    if (!signedBlobOf(payload)) {
+      return "paymentPayload.payload.signedTxBlob must be the signed Payment in hex (at most 2,048 bytes)";
+    }
+    return unknownPayloadField(payload, ["signedTxBlob"]);
   }
 
   async prepare(
