@@ -155,14 +155,16 @@ test("past three quarters of the pool, accounts with failures of their own are r
   budget.finish(budget.reserve(200n, "clean"), false, 0n);
 });
 
-test("past half of the pool, payers with no success on record are refused first; known payers and unread ones are sent for", () => {
+test("once half of the pool is used, payers with no success on record are refused first; known payers and unread ones are sent for", () => {
   const budget = new FailedFeeBudget("eip155:137", 1_000n, () => 1_000_000);
-  // Fresh payers burst from several accounts, each under its share: 480 spent.
-  for (const a of ["a", "b", "c", "d"]) budget.finish(budget.reserve(120n, a, false), true, 120n);
-  // Under half, a fresh payer is still sent for.
-  budget.finish(budget.reserve(10n, "e", false), false, 0n);
+  // Fresh payers burst from several accounts, each under its share: 390 used.
+  for (const a of ["a", "b", "c"]) budget.finish(budget.reserve(130n, a, false), true, 130n);
+  // Under half, a fresh payer is still sent for, whatever its own worst fee.
+  budget.finish(budget.reserve(200n, "e", false), false, 0n);
+  budget.finish(budget.reserve(130n, "d", false), true, 130n);
+  assert.equal(budget.spent(), 520n);
   assert.throws(
-    () => budget.reserve(30n, "e", false),
+    () => budget.reserve(1n, "e", false),
     (e) =>
       e instanceof FailedFeeBudgetSpentError &&
       e.scope === "new-payer" &&

@@ -39,10 +39,11 @@
  * by default), so one account spends a network's pool only with a single
  * burst of payers it has never failed with, which the payer lanes bound to
  * one transaction per payer. As the pool runs low the riskiest traffic is
- * refused first: past half of it, payers with no settled payment on record
- * (where a burst of fresh wallets comes from); past three quarters, any
- * account with a failure of its own in the window, so the last quarter is
- * kept for accounts whose settles have not failed. A refusal's `Retry-After` is the service's: when
+ * refused first: once failures have spent half of it, payers with no
+ * settled payment on record (where a burst of fresh wallets comes from);
+ * past three quarters, any account with a failure of its own in the
+ * window, so the last quarter is kept for accounts whose settles have not
+ * failed. A refusal's `Retry-After` is the service's: when
  * the window's oldest failure (any replica's) leaves it.
  */
 import { FailedFeeBudgetSpentError, type FailedFeeExposure } from "./ports.js";
@@ -148,9 +149,11 @@ export class FailedFeeBudget {
         throw new FailedFeeBudgetSpentError(this.network, this.retryAfter());
       }
       // The riskiest first: a payer that never settled a payment here is
-      // where a burst of fresh wallets comes from, so past half the pool
-      // only payers with a success on record are sent for.
-      if (payerKnown === false && used + worst > scale(budget, NEW_PAYERS_UNTIL)) {
+      // where a burst of fresh wallets comes from, so once failures have
+      // spent half the pool only payers with a success on record are sent
+      // for. Failures only: honest sends in flight (first payers among
+      // them) never close it, and neither does this send's own worst fee.
+      if (payerKnown === false && this.spent() >= scale(budget, NEW_PAYERS_UNTIL)) {
         throw new FailedFeeBudgetSpentError(this.network, this.retryAfter(), "new-payer");
       }
       if (account !== undefined) {

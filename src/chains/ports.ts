@@ -188,7 +188,7 @@ export class FailedFeeBudgetSpentError extends Error {
       scope === "account"
         ? `this account's settlements that failed on-chain on ${network} in the last hour used its share of the service's budget for such failures; its settles there resume in ${retryAfterSeconds} s`
         : scope === "new-payer"
-          ? `the service's hourly budget for settlements that fail on-chain on ${network} is half spent, and what is left is kept for payers with a settled payment on record; this payer has none, so its settles there resume in ${retryAfterSeconds} s`
+          ? `settlements that failed on-chain on ${network} in the last hour spent half of the service's budget for them, and what is left is kept for payers with a settled payment on record; this payer has none, so its settles there resume in ${retryAfterSeconds} s`
           : `the service's hourly budget for settlements that fail on-chain on ${network} is spent; settles there resume in ${retryAfterSeconds} s`,
     );
     this.name = "FailedFeeBudgetSpentError";
