@@ -8,7 +8,6 @@ import type { Config } from "./config/index.js";
 import { createLogger, type Logger } from "./lib/logger.js";
 import { createMetrics } from "./lib/metrics.js";
 import { openServiceDb, type OpenedDb } from "./storage/db.js";
-import { createRedis } from "./storage/redis.js";
 import {
   assetKey,
   describeNetworks,
@@ -24,7 +23,7 @@ import { openSettlements } from "./features/settlements/openSettlements.js";
 import { createPayments } from "./features/payments/createPayments.js";
 import { createCatalog } from "./features/catalog/createCatalog.js";
 import { serviceReadiness } from "./features/health/readiness.js";
-import { newReplicaId, startReplicaGuard } from "./features/health/replicaGuard.js";
+import { newReplicaId, openReplicaSharing } from "./features/health/replicaGuard.js";
 import { openDashboard } from "./features/dashboard/dashboard.js";
 import { openConfidential } from "./features/confidential/createConfidential.js";
 import { openBilling, type DevnetPayer } from "./features/billing/createBilling.js";
@@ -105,19 +104,10 @@ export async function createService(opts: ServiceOptions) {
     networks: facilitator.networks(),
   });
   closers.push(() => workers.stop());
-  // Rate-limit counters and payer lanes shared across replicas (without it, per process).
-  const redis = createRedis(config.redisUrl, log, closers);
-  // Replicas share limits through Redis: in production, without it, a second
-  // replica on the same database server makes both refuse payments.
-  const replicaGuard =
-    database.kind === "pglite"
-      ? undefined
-      : await startReplicaGuard({
-          ...{ db, holder: replicaId, log: log.child({ component: "replicas" }) },
-          redisRequired: config.mode === "production" && !config.redisUrl,
-          ...(overrides.replicaCheckMs ? { intervalMs: overrides.replicaCheckMs } : {}),
-        });
-  if (replicaGuard) closers.push(() => replicaGuard.close());
+  // Rate limits and payer lanes shared across replicas, and the guard without them.
+  const { redis, replicaGuard } = await openReplicaSharing({
+    ...{ database, config, replicaId, log, closers, intervalMs: overrides.replicaCheckMs },
+  });
   const payments = createPayments({
     ...{ redis, replicaGuard },
     ...{ db, config, recorder, quota, confidential, metrics, log, reportError },
@@ -146,8 +136,7 @@ export async function createService(opts: ServiceOptions) {
     ...{ payments, auth, catalog: catalog.reader, mode: config.mode, billing, plans: config.plans },
     planStatus: dashboard.dashboard.plan,
     ...{ bodyLimitBytes: config.bodyLimitBytes, trustProxy: config.http.trustProxy },
-    ...{ publicUrl: config.auth.publicUrl, metricsToken: config.http.metricsToken },
-    metricsPublic: config.http.metricsPublic,
+    ...{ publicUrl: config.auth.publicUrl, metricsAccess: config.http },
     browserAndLimits: { ...config.http, redis },
   });
   let closed = false;

@@ -74,10 +74,8 @@ export interface HttpDeps {
   version?: string;
   /** The public origin (PUBLIC_URL): https turns HSTS on. */
   publicUrl?: string | undefined;
-  /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
-  metricsToken?: string | undefined;
-  /** Without a token: true serves /metrics to anyone, false to no one. */
-  metricsPublic?: boolean;
+  /** Who may read GET /metrics: the bearer token when set; without one, anyone or no one. */
+  metricsAccess?: { metricsToken: string | undefined; metricsPublic: boolean };
 }
 
 export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> {
@@ -210,7 +208,7 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
   });
 
   registerHealthRoutes(app, { mode: deps.mode, readiness: deps.readiness });
-  const metricsToken = deps.metricsToken;
+  const metricsToken = deps.metricsAccess?.metricsToken;
   app.get("/metrics", async (request, reply) => {
     if (metricsToken !== undefined && !bearerMatches(request.headers.authorization, metricsToken)) {
       reply.header("WWW-Authenticate", "Bearer");
@@ -220,7 +218,7 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
         "GET /metrics needs Authorization: Bearer <METRICS_TOKEN>",
       );
     }
-    if (metricsToken === undefined && deps.metricsPublic === false) {
+    if (metricsToken === undefined && deps.metricsAccess?.metricsPublic === false) {
       return sendError(
         reply,
         "unauthorized",

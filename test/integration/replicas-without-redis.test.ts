@@ -91,6 +91,26 @@ describe(
       };
     }
 
+    /**
+     * Until every live replica's row (not `except`) was renewed `times`
+     * times more: each replica has looked at the others as often.
+     */
+    async function renewed(times: number, except: readonly string[] = []): Promise<void> {
+      const seen = new Map<string, { at: number; n: number }>();
+      await until("the replicas renew their rows", async () => {
+        const rows = (
+          await db.db.selectFrom("facilitator_replicas").select(["holder", "expires_at"]).execute()
+        ).filter((r) => !except.includes(r.holder));
+        for (const r of rows) {
+          const at = new Date(r.expires_at).getTime();
+          const before = seen.get(r.holder);
+          if (!before) seen.set(r.holder, { at, n: 0 });
+          else if (at > before.at) seen.set(r.holder, { at, n: before.n + 1 });
+        }
+        return (rows.length > 0 && rows.every((r) => seen.get(r.holder)!.n >= times)) || undefined;
+      });
+    }
+
     async function close(s: Service): Promise<void> {
       running.splice(running.indexOf(s), 1);
       await s.close();
@@ -146,7 +166,7 @@ describe(
         .execute();
       const a = await replica();
       // Several checks later it still serves.
-      await new Promise((r) => setTimeout(r, 5 * CHECK_MS));
+      await renewed(3, ["dead-host:1:deadbeef"]);
       const res = await post(a.url, "/verify", await payment(5), key);
       assert.equal(res.status, 200);
       assert.equal((await fetch(`${a.url}/ready`)).status, 200);
@@ -164,7 +184,7 @@ describe(
       const key = (await createApiKey(db.db, account.id, "k")).key;
       const a = await replica({ REDIS_URL: redisUrl });
       const b = await replica({ REDIS_URL: redisUrl });
-      await new Promise((r) => setTimeout(r, 5 * CHECK_MS));
+      await renewed(3);
       for (const [i, r] of [a, b].entries()) {
         const res = await post(r.url, "/verify", await payment(6 + i), key);
         assert.equal(res.status, 200);

@@ -20,8 +20,10 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { sql } from "kysely";
+import type { Redis } from "ioredis";
 import type { Logger } from "../../lib/logger.js";
-import type { Db } from "../../storage/db.js";
+import type { Db, OpenedDb } from "../../storage/db.js";
+import { createRedis } from "../../storage/redis.js";
 
 /** This process's id among the replicas: host, process and a random part (pids repeat in containers). */
 export function newReplicaId(): string {
@@ -43,7 +45,7 @@ export interface ReplicaGuard {
 export const REPLICAS_WITHOUT_REDIS =
   "another replica of this service is running on the same database and REDIS_URL is not set: rate limits and each payer's one settle in flight cannot be shared, so payments are refused until every replica has REDIS_URL or only one runs";
 
-export async function startReplicaGuard(opts: {
+async function startReplicaGuard(opts: {
   db: Db;
   /** This process's id in `facilitator_replicas` (the signer leases' holder). */
   holder: string;
@@ -123,4 +125,30 @@ export async function startReplicaGuard(opts: {
         .catch(() => undefined);
     },
   };
+}
+
+/**
+ * What the replicas share: the Redis client of their rate limits and payer
+ * lanes (when configured), and the guard that refuses payments where
+ * production replicas on one database server run without it (none on the
+ * embedded database). Both close with the service's closers.
+ */
+export async function openReplicaSharing(opts: {
+  database: Pick<OpenedDb, "db" | "kind">;
+  config: { mode: "devnet" | "production"; redisUrl: string | undefined };
+  replicaId: string;
+  log: Logger;
+  closers: (() => unknown)[];
+  intervalMs?: number | undefined;
+}): Promise<{ redis: Redis | undefined; replicaGuard: ReplicaGuard | undefined }> {
+  const { database, config, log } = opts;
+  const redis = createRedis(config.redisUrl, log, opts.closers);
+  if (database.kind === "pglite") return { redis, replicaGuard: undefined };
+  const replicaGuard = await startReplicaGuard({
+    ...{ db: database.db, holder: opts.replicaId, log: log.child({ component: "replicas" }) },
+    redisRequired: config.mode === "production" && !config.redisUrl,
+    ...(opts.intervalMs ? { intervalMs: opts.intervalMs } : {}),
+  });
+  opts.closers.push(() => replicaGuard.close());
+  return { redis, replicaGuard };
 }
