@@ -176,6 +176,30 @@ test("once half of the pool is used, payers with no success on record are refuse
   budget.finish(budget.reserve(30n, "e", undefined), false, 0n);
 });
 
+test("payers with code are refused before payers without: fresh ones from a quarter spent, any from five eighths; a known payer without code never by a tier", () => {
+  const budget = new FailedFeeBudget("eip155:8453", 1_000n, () => 1_000_000);
+  const codeScope = (e: unknown) =>
+    e instanceof FailedFeeBudgetSpentError &&
+    e.scope === "payer-with-code" &&
+    /carries code/.test(e.message);
+  // Under a quarter spent, a fresh payer with code is sent for.
+  budget.finish(budget.reserve(240n, "a", false, true), true, 240n);
+  budget.finish(budget.reserve(10n, "b", false, true), true, 10n);
+  assert.equal(budget.spent(), 250n);
+  assert.throws(() => budget.reserve(1n, "c", false, true), codeScope);
+  // A fresh payer without code, and a known payer with code, still are.
+  budget.finish(budget.reserve(1n, "c", false, false), false, 0n);
+  budget.finish(budget.reserve(1n, "c", true, true), false, 0n);
+  // Past five eighths, any payer with code is refused; one without keeps going.
+  budget.finish(budget.reserve(200n, "d", true, false), true, 200n);
+  budget.finish(budget.reserve(180n, "e", true, false), true, 180n);
+  assert.equal(budget.spent(), 630n);
+  assert.throws(() => budget.reserve(1n, "f", true, true), codeScope);
+  budget.finish(budget.reserve(1n, "f", true, false), false, 0n);
+  // Code not read (another family, or no payer) is never refused for it.
+  budget.finish(budget.reserve(1n, "f", true, undefined), false, 0n);
+});
+
 test("the journal's figures per account count across replicas, and Retry-After is the service's", async () => {
   const now = 10_000_000;
   const oldest = new Date(now - 59 * 60 * 1000); // leaves the window in a minute

@@ -39,11 +39,12 @@
  * by default), so one account spends a network's pool only with a single
  * burst of payers it has never failed with, which the payer lanes bound to
  * one transaction per payer. As the pool runs low the riskiest traffic is
- * refused first: once failures have spent half of it, payers with no
- * settled payment on record (where a burst of fresh wallets comes from);
- * past three quarters, any account with a failure of its own in the
- * window, so the last quarter is kept for accounts whose settles have not
- * failed. A refusal's `Retry-After` is the service's: when
+ * refused first (PAYER_TIERS): from a quarter spent by failures, payers
+ * with code and no settled payment on record; from half, any payer with
+ * no settled payment (where a burst of fresh wallets comes from); from
+ * five eighths, any payer with code; past three quarters, any account
+ * with a failure of its own in the window, so the last quarter is kept
+ * for accounts whose settles have not failed and their proven payers. A refusal's `Retry-After` is the service's: when
  * the window's oldest failure (any replica's) leaves it.
  */
 import { FailedFeeBudgetSpentError, type FailedFeeExposure } from "./ports.js";
@@ -55,8 +56,23 @@ export { FailedFeeBudgetSpentError, type FailedFeeExposure };
 
 /** The share of a network's budget one account's failures and sends in flight may use. */
 const DEFAULT_ACCOUNT_SHARE = 0.25;
-/** Past this share of the budget spent, payers with no success on record are refused. */
-const NEW_PAYERS_UNTIL = 0.5;
+/**
+ * As failures spend the pool, payers are refused riskiest first, each from
+ * the share of the budget failures have spent: a burst of fresh wallets is
+ * where cheap failures come from, and code at a payer's address runs inside
+ * our transaction, so it can fail on-chain after passing every simulation.
+ * A payer with a settled payment and no code is never refused by a tier.
+ */
+const PAYER_TIERS: readonly {
+  from: number;
+  scope: "new-payer" | "payer-with-code";
+  applies: (known: boolean | undefined, hasCode: boolean | undefined) => boolean;
+}[] = [
+  // Code, and no settled payment on record: the riskiest.
+  { from: 0.25, scope: "payer-with-code", applies: (known, code) => known === false && !!code },
+  { from: 0.5, scope: "new-payer", applies: (known) => known === false },
+  { from: 0.625, scope: "payer-with-code", applies: (_, code) => !!code },
+];
 /** Past this share of the budget spent, accounts with failures of their own are refused first. */
 const RESERVED_FROM = 0.75;
 
@@ -139,6 +155,8 @@ export class FailedFeeBudget {
     worst: bigint,
     account: string | undefined = currentSettlement()?.account,
     payerKnown: boolean | undefined = currentSettlement()?.payerKnown,
+    /** Whether the payer's address carries code (undefined: not read, or the family has none). */
+    payerHasCode?: boolean,
   ): symbol {
     const token = Symbol("in-flight");
     if (this.now() - this.recorded.readAt > REFRESH_MS) void this.refresh();
@@ -148,13 +166,14 @@ export class FailedFeeBudget {
       if (used + worst > budget) {
         throw new FailedFeeBudgetSpentError(this.network, this.retryAfter());
       }
-      // The riskiest first: a payer that never settled a payment here is
-      // where a burst of fresh wallets comes from, so once failures have
-      // spent half the pool only payers with a success on record are sent
-      // for. Failures only: honest sends in flight (first payers among
-      // them) never close it, and neither does this send's own worst fee.
-      if (payerKnown === false && this.spent() >= scale(budget, NEW_PAYERS_UNTIL)) {
-        throw new FailedFeeBudgetSpentError(this.network, this.retryAfter(), "new-payer");
+      // The riskiest first (PAYER_TIERS). Failures only: honest sends in
+      // flight (first payers among them) never close a tier, and neither
+      // does this send's own worst fee.
+      const failed = this.spent();
+      for (const tier of PAYER_TIERS) {
+        if (tier.applies(payerKnown, payerHasCode) && failed >= scale(budget, tier.from)) {
+          throw new FailedFeeBudgetSpentError(this.network, this.retryAfter(), tier.scope);
+        }
       }
       if (account !== undefined) {
         const own = this.accountExposure(account);

@@ -179,19 +179,32 @@ export class FailedFeeBudgetSpentError extends Error {
     readonly network: string,
     readonly retryAfterSeconds: number,
     /**
-     * Whose budget: the network's, the submitting account's share of it, or
-     * the half kept from payers with no success on record.
+     * Whose budget: the network's, the submitting account's share of it,
+     * or a tier of it kept from the riskiest payers (no success on record,
+     * code at the address: failedFeeBudget.ts).
      */
-    readonly scope: "network" | "account" | "new-payer" = "network",
+    readonly scope: "network" | "account" | "new-payer" | "payer-with-code" = "network",
   ) {
-    super(
-      scope === "account"
-        ? `this account's settlements that failed on-chain on ${network} in the last hour used its share of the service's budget for such failures; its settles there resume in ${retryAfterSeconds} s`
-        : scope === "new-payer"
-          ? `settlements that failed on-chain on ${network} in the last hour spent half of the service's budget for them, and what is left is kept for payers with a settled payment on record; this payer has none, so its settles there resume in ${retryAfterSeconds} s`
-          : `the service's hourly budget for settlements that fail on-chain on ${network} is spent; settles there resume in ${retryAfterSeconds} s`,
-    );
+    super(budgetRefusalMessage(network, retryAfterSeconds, scope));
     this.name = "FailedFeeBudgetSpentError";
+  }
+}
+
+function budgetRefusalMessage(
+  network: string,
+  retryAfterSeconds: number,
+  scope: FailedFeeBudgetSpentError["scope"],
+): string {
+  const resume = `resume in ${retryAfterSeconds} s`;
+  switch (scope) {
+    case "account":
+      return `this account's settlements that failed on-chain on ${network} in the last hour used its share of the service's budget for such failures; its settles there ${resume}`;
+    case "new-payer":
+      return `settlements that failed on-chain on ${network} in the last hour spent half of the service's budget for them, and what is left is kept for payers with a settled payment on record; this payer has none, so its settles there ${resume}`;
+    case "payer-with-code":
+      return `settlements that failed on-chain on ${network} in the last hour spent part of the service's budget for them, and payers whose address carries code (a contract wallet or a delegated account) are refused first; this payer's settles there ${resume}`;
+    default:
+      return `the service's hourly budget for settlements that fail on-chain on ${network} is spent; settles there ${resume}`;
   }
 }
 

@@ -26,6 +26,13 @@ export interface SettlementScope {
    * Undefined: not read (treated as known, so nothing is refused for it).
    */
   readonly payerKnown?: boolean | undefined;
+  /**
+   * The payer the mechanism verified (the signer of the branch it
+   * executes): a family reads what its address carries (EVM: code, which
+   * decides a signature check's gas allowance and the budget's tier).
+   * Absent for operations without a payer and the service's own sends.
+   */
+  readonly payer?: string | undefined;
   readonly notes: SettlementNotes;
 }
 

@@ -47,6 +47,13 @@ const PRICE = 1_000n;
 const HEAVY_BURN = 4_500n;
 /** A check that burns little: only simulating with our fee tells it apart. */
 const LIGHT_BURN = 50n;
+/**
+ * A check as costly as a passkey (P-256) check in Solidity, about 200k gas:
+ * above a payment shape's own ceiling, within the contract-wallet allowance.
+ */
+const PASSKEY_LIKE_BURN = 450n;
+/** The ERC-1967 implementation slot, where a proxy wallet names its logic. */
+const IMPLEMENTATION_SLOT = "0x360894a13ba1a3210667c828492db98dca3e2076cc3735a920a3ca505d382bbc";
 
 /** A client signer for a hostile payer: its "signature" is the burn rounds (and "valid at any price"). */
 function hostileSigner(address: Address, rounds: bigint, alwaysValid = false): ClientEvmSigner {
@@ -66,18 +73,27 @@ describe("hostile payers with code (ERC-1271 wallet, EIP-7702 delegation)", () =
   let stack: TestStack;
   let client: PublicClient;
   let walletCode: Hex;
+  let proxyCode: Hex;
   let delegate: Address;
+  /** The same wallet code at an address the operator lists as a known implementation. */
+  const knownImplementation = privateKeyToAccount(generatePrivateKey()).address;
 
   before(async () => {
     stack = await startStack({
       networks: [NETWORK],
       payers: 2,
-      env: { METER_SETTLEMENTS: "true" },
+      env: {
+        METER_SETTLEMENTS: "true",
+        EVM_KNOWN_WALLET_IMPLEMENTATIONS: knownImplementation,
+      },
     });
     client = createPublicClient({ transport: http(stack.rpcUrl) });
-    walletCode = (await loadArtifacts())["DevnetGasPriceSwitchWallet"]!.deployedBytecode;
+    const artifacts = await loadArtifacts();
+    walletCode = artifacts["DevnetGasPriceSwitchWallet"]!.deployedBytecode;
+    proxyCode = artifacts["DevnetERC1967Proxy"]!.deployedBytecode;
     delegate = privateKeyToAccount(generatePrivateKey()).address;
     await plant(delegate, walletCode);
+    await plant(knownImplementation, walletCode);
   });
   after(() => stack?.stop());
 
@@ -189,6 +205,73 @@ describe("hostile payers with code (ERC-1271 wallet, EIP-7702 delegation)", () =
     assert.deepEqual([r.success, r.errorReason, r.transaction], [false, "gas_limit_too_high", ""]);
     assert.deepEqual(after, before, "no transaction, no gas");
     assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, wallet), 10n * PRICE);
+  });
+
+  /** One settle of `rounds` at `payer` (valid at any price), through a merchant of its own. */
+  async function settleCheck(payer: Address, rounds: bigint, label: string) {
+    const facilitator = await merchant(label);
+    const before = await signersState(stack, client);
+    const payToBefore = await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO);
+    const { payload, requirements } = await payment(hostileSigner(payer, rounds, true));
+    const r = await facilitator.settle(payload, requirements);
+    const after = await signersState(stack, client);
+    const paid = (await usdcBalance(stack.rpcUrl, stack.usdc, PAY_TO)) - payToBefore;
+    console.log(
+      `${label}: ${r.success ? "success" : r.errorReason}, ${after.nonces - before.nonces} broadcasts, payTo +${paid}`,
+    );
+    return { r, broadcasts: after.nonces - before.nonces, paid };
+  }
+
+  test("unknown code at a first-time payer gets the shape's own gas ceiling: a passkey-cost check is refused gas_limit_too_high, nothing sent; with a settled payment on record, it settles", async () => {
+    const wallet = privateKeyToAccount(generatePrivateKey()).address;
+    await plant(wallet, walletCode);
+    await fund(wallet, 10n * PRICE);
+    const first = await settleCheck(wallet, PASSKEY_LIKE_BURN, "first payment, costly check");
+    assert.deepEqual(
+      [first.r.success, first.r.errorReason, first.broadcasts, first.paid],
+      [false, "gas_limit_too_high", 0, 0n],
+    );
+    // A cheap check fits the shape's own ceiling: the wallet pays, and has a history.
+    const cheap = await settleCheck(wallet, LIGHT_BURN, "cheap check");
+    assert.deepEqual([cheap.r.success, cheap.paid], [true, PRICE], JSON.stringify(cheap.r));
+    const again = await settleCheck(wallet, PASSKEY_LIKE_BURN, "known payer, costly check");
+    assert.deepEqual([again.r.success, again.paid], [true, PRICE], JSON.stringify(again.r));
+  });
+
+  test("a listed wallet implementation gets the allowance from its first payment, behind an ERC-1967 proxy or an EIP-7702 delegation; the same code unlisted does not", async () => {
+    const proxied = privateKeyToAccount(generatePrivateKey()).address;
+    await plant(proxied, proxyCode);
+    await client.request({
+      method: "anvil_setStorageAt" as never,
+      params: [proxied, IMPLEMENTATION_SLOT, pad(knownImplementation, { size: 32 })] as never,
+    });
+    await fund(proxied, 10n * PRICE);
+    const viaProxy = await settleCheck(proxied, PASSKEY_LIKE_BURN, "listed, ERC-1967 proxy");
+    assert.deepEqual(
+      [viaProxy.r.success, viaProxy.paid],
+      [true, PRICE],
+      JSON.stringify(viaProxy.r),
+    );
+
+    const delegated = privateKeyToAccount(generatePrivateKey()).address;
+    await plant(delegated, concatHex(["0xef0100", knownImplementation]));
+    await fund(delegated, 10n * PRICE);
+    const via7702 = await settleCheck(delegated, PASSKEY_LIKE_BURN, "listed, EIP-7702 delegate");
+    assert.deepEqual([via7702.r.success, via7702.paid], [true, PRICE], JSON.stringify(via7702.r));
+
+    // The same code behind a proxy naming an unlisted implementation.
+    const unlisted = privateKeyToAccount(generatePrivateKey()).address;
+    await plant(unlisted, proxyCode);
+    await client.request({
+      method: "anvil_setStorageAt" as never,
+      params: [unlisted, IMPLEMENTATION_SLOT, pad(delegate, { size: 32 })] as never,
+    });
+    await fund(unlisted, 10n * PRICE);
+    const refused = await settleCheck(unlisted, PASSKEY_LIKE_BURN, "unlisted, ERC-1967 proxy");
+    assert.deepEqual(
+      [refused.r.success, refused.r.errorReason, refused.broadcasts],
+      [false, "gas_limit_too_high", 0],
+    );
   });
 
   test("a payer that moves its USDC away in the block of our settle: refused on every account after one failure; the merchant is not held off", async () => {

@@ -67,6 +67,12 @@ export interface EvmSettings {
    */
   readonly erc6492AllowedFactories: readonly Hex[];
   /**
+   * Wallet implementations (an EIP-7702 delegate, an ERC-1967 proxy's
+   * implementation) whose signature check gets the contract-wallet gas
+   * allowance from a payer's first payment (signer/payerCode.ts).
+   */
+  readonly knownWalletImplementations: readonly Hex[];
+  /**
    * Key that co-signs batch-settlement claims and refunds for resource
    * servers that delegate to this service (`receiverAuthorizer`). Absent:
    * not advertised, and servers sign their own.
@@ -111,18 +117,38 @@ const EvmEnv = z.object({
     Math.max(0, Math.min(4, availableParallelism() - 2)),
   ),
   EVM_VERIFY_THREADS_ABOVE: intVar("EVM_VERIFY_THREADS_ABOVE", 0, 1_000_000, 50),
-  EVM_ERC6492_FACTORIES: z
+  EVM_ERC6492_FACTORIES: addressList("EVM_ERC6492_FACTORIES"),
+  EVM_KNOWN_WALLET_IMPLEMENTATIONS: addressList("EVM_KNOWN_WALLET_IMPLEMENTATIONS"),
+});
+
+/** A comma-separated list of 0x-prefixed 20-byte addresses (blank entries ignored). */
+function addressList(name: string) {
+  return z
     .string()
     .optional()
     .refine(
       (v) =>
         v === undefined ||
         v.split(",").every((a) => a.trim() === "" || /^0x[0-9a-fA-F]{40}$/.test(a.trim())),
-      {
-        message: "EVM_ERC6492_FACTORIES must be comma-separated 0x-prefixed 20-byte addresses",
-      },
-    ),
-});
+      { message: `${name} must be comma-separated 0x-prefixed 20-byte addresses` },
+    );
+}
+
+/** The entries of an address list. */
+function addresses(list: string): Hex[] {
+  return list
+    .split(",")
+    .map((a) => a.trim())
+    .filter(Boolean) as Hex[];
+}
+
+/**
+ * Coinbase Smart Wallet's implementations (its accounts are ERC-1967
+ * proxies of these, deployed at the same addresses on every chain it
+ * serves): an ECDSA or passkey owner, the passkey check the costliest.
+ */
+const DEFAULT_KNOWN_WALLET_IMPLEMENTATIONS =
+  "0x000100abaad02f1cfC8Bbe32bD5a564817339E72,0x00000110dCdEdC9581cb5eCB8467282f2926534d";
 
 /** A budget in whole native units ("0.5"); "off": none. */
 function nativeBudget(name: string, raw: string): bigint | undefined {
@@ -285,7 +311,7 @@ const VARIABLES: readonly ConfigVariable[] = [
     default:
       "per network: `0.1` ETH; Polygon `200` POL, Celo `200` CELO, Avalanche `4` AVAX, Monad `100` MON",
     description:
-      "The most native currency (ETH, POL, …) the service's signers may spend per network and hour on settlement transactions that fail on-chain, counting every transaction still in flight at its gas limit times its maximum fee; one account's failures (and, once it has failed, its sends in flight) may use at most a quarter of it; once failures have spent half of it, payers with no settled payment on record are refused first, and past three quarters, accounts with failures of their own; a settle that would pass it answers 503 `service_unavailable` (`reason: failed_settlement_gas_budget_spent`, with `Retry-After`; nothing sent) until the hour's failures age out. `off`: no budget. Shared by the replicas: failures and transactions in flight count from the journal every replica writes (read every few seconds and at start), and what this replica sent since its last read. Watch `x402_failed_settlement_gas_native_total` against `x402_failed_settlement_gas_budget_native` ([Operations](operations.md)).",
+      "The most native currency (ETH, POL, …) the service's signers may spend per network and hour on settlement transactions that fail on-chain, counting every transaction still in flight at its gas limit times its maximum fee; one account's failures (and, once it has failed, its sends in flight) may use at most a quarter of it; as failures spend it the riskiest payers are refused first: from a quarter, payers whose address carries code and that have no settled payment on record; from half, any payer with no settled payment on record; from five eighths, any payer with code; past three quarters, accounts with failures of their own; a settle that would pass it answers 503 `service_unavailable` (`reason: failed_settlement_gas_budget_spent`, with `Retry-After`; nothing sent) until the hour's failures age out. `off`: no budget. Shared by the replicas: failures and transactions in flight count from the journal every replica writes (read every few seconds and at start), and what this replica sent since its last read. Watch `x402_failed_settlement_gas_native_total` against `x402_failed_settlement_gas_budget_native` ([Operations](operations.md)).",
     example: "EVM_FAILED_GAS_BUDGET_NATIVE=0.2",
   },
   {
@@ -338,6 +364,13 @@ const VARIABLES: readonly ConfigVariable[] = [
       "Comma-separated factory addresses the service may call to deploy a counterfactual (ERC-6492) payer wallet at settle. Empty: such payers are refused until their wallet exists.",
   },
   {
+    name: "EVM_KNOWN_WALLET_IMPLEMENTATIONS",
+    default: "Coinbase Smart Wallet's two implementations",
+    description:
+      "Comma-separated wallet implementation addresses (an EIP-7702 delegate, or the implementation an ERC-1967 proxy wallet names) whose signature check may use the contract-wallet gas allowance (250,000 gas a check) from a payer's first payment. A payer whose address carries other code gets that allowance only once it has a settled payment on record; before, its settle may use the payment shape's own ceiling (twice the honest cost), which covers ECDSA-owned smart wallets and passkey checks through the P-256 precompile, and a costlier check is refused `gas_limit_too_high` with nothing sent. Addresses without code keep the full ceiling. Empty: only payers with a settled payment get the allowance.",
+    example: "EVM_KNOWN_WALLET_IMPLEMENTATIONS=0x000100abaad02f1cfC8Bbe32bD5a564817339E72",
+  },
+  {
     name: "EVM_BATCH_AUTHORIZER_KEY",
     default: "none (devnet mode: a devnet key)",
     description:
@@ -386,10 +419,10 @@ export const evmConfig: FamilyConfig<EvmSetup, EvmSettings> = {
         minSignerBalanceWei: BigInt(e.EVM_MIN_SIGNER_BALANCE_WEI),
         maxGasPerTransaction: BigInt(e.EVM_MAX_GAS_PER_TX),
         failedGasBudgetWei: parseFailedGasBudgets(env),
-        erc6492AllowedFactories: factories
-          .split(",")
-          .map((a) => a.trim())
-          .filter(Boolean) as Hex[],
+        erc6492AllowedFactories: addresses(factories),
+        knownWalletImplementations: addresses(
+          e.EVM_KNOWN_WALLET_IMPLEMENTATIONS ?? DEFAULT_KNOWN_WALLET_IMPLEMENTATIONS,
+        ),
         batchAuthorizerKey,
         nativeRecovery: e.EVM_NATIVE_RECOVERY !== "false",
         nativeKeccak: e.EVM_NATIVE_KECCAK !== "false",

@@ -57,6 +57,7 @@ export async function createEvm(
     failedGasBudgetWei: settings.failedGasBudgetWei,
     ...(ctx.onFailedGasBudget ? { onFailedGasBudget: ctx.onFailedGasBudget } : {}),
     eip6492AllowedFactories: settings.erc6492AllowedFactories,
+    knownWalletImplementations: settings.knownWalletImplementations,
     ...(rpcBatching ? { rpcBatching } : {}),
     ...(settings.batchAuthorizerKey
       ? { batchAuthorizer: privateKeyToAccount(settings.batchAuthorizerKey) }

@@ -107,6 +107,8 @@ export interface RegisterEvmOptions {
   onFeePaid?: (network: string, status: "success" | "reverted", fee: number) => void;
   /** JSON-RPC batching per URL; absent = every call on its own request. */
   rpcBatching?: RpcBatching;
+  /** Wallet implementations whose signature check gets the gas allowance from a first payment. */
+  knownWalletImplementations?: readonly string[];
   /** Factories allowed to deploy a counterfactual (ERC-6492) payer wallet at settle. */
   eip6492AllowedFactories?: readonly string[];
   /**
@@ -187,6 +189,9 @@ export class EvmChainAdapter implements ChainFamily {
         fees,
         pool,
         confirmationTimeoutMs: opts.confirmationTimeoutMs,
+        ...(opts.knownWalletImplementations
+          ? { knownWalletImplementations: opts.knownWalletImplementations }
+          : {}),
       });
       // One mechanism instance per network and scheme: a signer is bound to
       // one chain. The pending store lets a retry on another replica

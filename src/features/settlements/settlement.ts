@@ -82,6 +82,11 @@ export class Settlement implements SettlingPayment {
         );
   }
 
+  /** The payer the mechanism verified, if the operation has one (the scope's, for the family). */
+  get payer(): string | undefined {
+    return this.payment.payer;
+  }
+
   /** Takes custody of the settle's quota reservation until its outcome is written. */
   hold(reservation: QuotaReservation): void {
     this.reservation = reservation;

@@ -19,7 +19,10 @@ import type { Hex } from "viem";
  * Gas a contract wallet's signature check may take on top of a shape's own
  * cost: a passkey (P-256) check in Solidity, the costliest common one, is
  * about 200k; a Safe or a Coinbase Smart Wallet with an ECDSA owner is under
- * 20k.
+ * 20k, and a passkey check through the P-256 precompile (RIP-7212, on most
+ * L2s) a few thousand, both inside the shape's own factor of two. Granted
+ * only where it cannot be a weapon: unknown code at a payer with no settled
+ * payment could otherwise burn it, at our cost, on every failure.
  */
 const SIGNATURE_CHECK_ALLOWANCE = 250_000n;
 
@@ -50,7 +53,10 @@ export const WALLET_DEPLOY_GAS_CEILING = 600_000n;
 /** A shape's honest cost on the devnet, and the ceiling kept for it. */
 interface Shape {
   name: string;
-  ceiling: bigint;
+  /** The honest cost times the factor: the most any payer's call of it is given. */
+  own: bigint;
+  /** Contract-wallet signature checks it makes: each may add the allowance. */
+  signatureChecks: bigint;
   /**
    * The most a limit learned from one call is kept for the others of the
    * shape: the honest cost times the factor, without the signature
@@ -69,13 +75,15 @@ interface Shape {
 const FACTOR = 2n;
 const shape = (name: string, honest: bigint, signatureChecks = 1n): Shape => ({
   name,
-  ceiling: honest * FACTOR + SIGNATURE_CHECK_ALLOWANCE * signatureChecks,
+  own: honest * FACTOR,
+  signatureChecks,
   remembered: honest * FACTOR,
 });
 /** A shape whose work grows with its calldata: nothing is remembered past the ceiling. */
 const growing = (name: string, honest: bigint, signatureChecks = 1n): Shape => ({
   name,
-  ceiling: honest * FACTOR + SIGNATURE_CHECK_ALLOWANCE * signatureChecks,
+  own: honest * FACTOR,
+  signatureChecks,
   perByte: 800n,
 });
 
@@ -113,11 +121,19 @@ export function shapeOf(data: Hex): Shape | undefined {
 /**
  * The most gas a call may be given: its shape's ceiling, under the
  * operator's `EVM_MAX_GAS_PER_TX` (which also bounds what no shape names).
+ * The contract-wallet allowance is added only when `signatureAllowance` is
+ * granted (payerCode.ts decides: a payer without code, a known wallet
+ * implementation, or a payer with a settled payment on record).
  */
-export function gasCeilingFor(data: Hex, operatorCeiling: bigint | undefined): bigint | undefined {
+export function gasCeilingFor(
+  data: Hex,
+  operatorCeiling: bigint | undefined,
+  signatureAllowance = true,
+): bigint | undefined {
   const s = shapeOf(data);
   if (!s) return operatorCeiling;
   const bytes = BigInt(Math.max(0, (data.length - 2) / 2 - 1_000));
-  const own = s.ceiling + (s.perByte ?? 0n) * bytes;
+  const allowance = signatureAllowance ? SIGNATURE_CHECK_ALLOWANCE * s.signatureChecks : 0n;
+  const own = s.own + allowance + (s.perByte ?? 0n) * bytes;
   return operatorCeiling !== undefined && operatorCeiling < own ? operatorCeiling : own;
 }

@@ -12,6 +12,7 @@ import { currentSettlement } from "../../settlementScope.js";
 import { NoHealthySignerError, SignerUnavailableError, type EvmSignerPool } from "./signerPool.js";
 import { pinnedSender } from "./pinnedSender.js";
 import { CodeCache } from "../rpc/codeCache.js";
+import { PayerCodeReader, type PayerCode } from "./payerCode.js";
 import type { FeeOracle } from "../rpc/feeOracle.js";
 import { simulationClient } from "../rpc/simulationClient.js";
 import { WALLET_DEPLOY_GAS_CEILING } from "../payment/gasCeilings.js";
@@ -24,6 +25,8 @@ export interface EvmSignerOptions {
   pool: EvmSignerPool;
   /** Bound on every receipt wait; past it the mechanism reports `settlement_pending`. */
   confirmationTimeoutMs: number;
+  /** Wallet implementations whose signature check gets the allowance from a first payment (payerCode.ts). */
+  knownWalletImplementations?: readonly string[];
 }
 
 /** Records why the pool refused, so the settle answer names it. */
@@ -51,6 +54,17 @@ export async function refusingClearly<T>(send: () => Promise<T>): Promise<T> {
 export function createEvmSigner(opts: EvmSignerOptions): FacilitatorEvmSigner {
   const pool = opts.pool;
   const codes = new CodeCache(opts.publicClient);
+  const payerCodes = new PayerCodeReader(
+    opts.publicClient,
+    codes,
+    opts.knownWalletImplementations ?? [],
+  );
+  /** What the current settlement's payer carries, for the pool's ceiling and budget tier. */
+  const payerCode = async (): Promise<{ payerCode?: PayerCode }> => {
+    const scope = currentSettlement();
+    if (!scope?.payer) return {};
+    return { payerCode: await payerCodes.of(scope.payer, scope.payerKnown) };
+  };
   // Reads that decide a payment simulate as our transaction would run.
   const pc = simulationClient(
     opts.publicClient,
@@ -89,12 +103,13 @@ export function createEvmSigner(opts: EvmSignerOptions): FacilitatorEvmSigner {
         args: args.args,
       } as Parameters<typeof encodeFunctionData>[0]);
       const from = pinnedSender(args.address, args.functionName, args.args);
-      return refusingClearly(() =>
+      return refusingClearly(async () =>
         pool.send({
           to: args.address,
           data: args.dataSuffix ? concatHex([data, args.dataSuffix]) : data,
           ...(args.gas !== undefined ? { gas: args.gas } : {}),
           ...(from ? { from } : {}),
+          ...(await payerCode()),
         }),
       );
     },

@@ -27,6 +27,7 @@ import { SignerHealthCheck } from "./signerHealth.js";
 import { GasLimits } from "./gasLimits.js";
 import { GasLimitTooHighError } from "../rpc/feeOracle.js";
 import { gasCeilingFor, shapeOf } from "../payment/gasCeilings.js";
+import { UNKNOWN_PAYER_CODE, type PayerCode } from "./payerCode.js";
 import { FailedFeeBudget } from "../../failedFeeBudget.js";
 import { AmbiguousBroadcastError, isNonceError } from "./broadcastErrors.js";
 
@@ -169,6 +170,8 @@ export class EvmSignerPool {
      * better than its selector says (a wallet deployment through a factory).
      */
     ceiling?: bigint;
+    /** What the settlement's payer carries (payerCode.ts); absent: nothing known. */
+    payerCode?: PayerCode;
   }): Promise<Hex> {
     const started = performance.now();
     const lane = call.from ? this.lanes.named(call.from) : this.lanes.pick();
@@ -191,7 +194,12 @@ export class EvmSignerPool {
     }
     const tx = { to: call.to, data: call.data, gas, ...(call.value ? { value: call.value } : {}) };
     // What it would cost if it reverted must fit the hour's failure budget.
-    const hold = this.failedGas.reserve(gas * fees.maxFeePerGas);
+    const hold = this.failedGas.reserve(
+      gas * fees.maxFeePerGas,
+      undefined,
+      undefined,
+      call.payerCode?.hasCode,
+    );
     for (let attempt = 0; ; attempt++) {
       const nonce = await this.lanes.takeNonce(lane).catch((e: unknown) => {
         this.failedGas.finish(hold, false, 0n);
@@ -231,8 +239,16 @@ export class EvmSignerPool {
   }
 
   /** The call's shape's ceiling, under the operator's and the caller's. */
-  private ceilingFor(call: { data: Hex; ceiling?: bigint }): bigint | undefined {
-    const shaped = gasCeilingFor(call.data, this.opts.maxGasPerTransaction);
+  private ceilingFor(call: {
+    data: Hex;
+    ceiling?: bigint;
+    payerCode?: PayerCode;
+  }): bigint | undefined {
+    const shaped = gasCeilingFor(
+      call.data,
+      this.opts.maxGasPerTransaction,
+      (call.payerCode ?? UNKNOWN_PAYER_CODE).signatureAllowance,
+    );
     if (call.ceiling === undefined) return shaped;
     return shaped !== undefined && shaped < call.ceiling ? shaped : call.ceiling;
   }
