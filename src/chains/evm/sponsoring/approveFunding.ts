@@ -53,6 +53,13 @@ export interface ApproveFundingOptions {
   opStack: boolean;
 }
 
+/** A refusal of the approve, with its reason and what to tell the payer. */
+const fail = (reason: string, message: string): { ok: false; reason: string; message: string } => ({
+  ok: false,
+  reason,
+  message,
+});
+
 export class ApproveFunding {
   /** Whether the chain has the OP-stack GasPriceOracle (read once). */
   private oraclePresent: Promise<boolean> | undefined;
@@ -70,14 +77,6 @@ export class ApproveFunding {
    * is funded for an approve or a payment that cannot go through.
    */
   async fundable(a: SignedApprove, needed: bigint): Promise<ApprovalCheck & { funding?: bigint }> {
-    const fail = (
-      reason: string,
-      message: string,
-    ): { ok: false; reason: string; message: string } => ({
-      ok: false,
-      reason,
-      message,
-    });
     const { client } = this.opts;
     const [nextNonce, ours, baseFee, held, balance, l1Fee] = await Promise.all([
       client.getTransactionCount({ address: a.signer, blockTag: "pending" }),
@@ -148,14 +147,6 @@ export class ApproveFunding {
     upFront: bigint,
     l1Fee: bigint,
   ): Promise<ApprovalCheck | undefined> {
-    const fail = (
-      reason: string,
-      message: string,
-    ): { ok: false; reason: string; message: string } => ({
-      ok: false,
-      reason,
-      message,
-    });
     const { client } = this.opts;
     const code = await client.getCode({ address: a.signer });
     if (code && code !== "0x") {
