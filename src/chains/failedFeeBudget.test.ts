@@ -176,28 +176,65 @@ test("once half of the pool is used, payers with no success on record are refuse
   budget.finish(budget.reserve(30n, "e", undefined), false, 0n);
 });
 
-test("payers with code are refused before payers without: fresh ones from a quarter spent, any from five eighths; a known payer without code never by a tier", () => {
+test("payers with code are refused before payers without: fresh ones from three eighths spent, any from five eighths; a known payer without code never by a tier", () => {
   const budget = new FailedFeeBudget("eip155:8453", 1_000n, () => 1_000_000);
   const codeScope = (e: unknown) =>
     e instanceof FailedFeeBudgetSpentError &&
     e.scope === "payer-with-code" &&
     /carries code/.test(e.message);
-  // Under a quarter spent, a fresh payer with code is sent for.
+  // One account's full share (a quarter) does not close the first tier.
   budget.finish(budget.reserve(240n, "a", false, true), true, 240n);
   budget.finish(budget.reserve(10n, "b", false, true), true, 10n);
-  assert.equal(budget.spent(), 250n);
+  budget.finish(budget.reserve(1n, "c", false, true), false, 0n);
+  // Past three eighths, a fresh payer with code is refused.
+  budget.finish(budget.reserve(125n, "b", false, true), true, 125n);
+  assert.equal(budget.spent(), 375n);
   assert.throws(() => budget.reserve(1n, "c", false, true), codeScope);
   // A fresh payer without code, and a known payer with code, still are.
   budget.finish(budget.reserve(1n, "c", false, false), false, 0n);
   budget.finish(budget.reserve(1n, "c", true, true), false, 0n);
   // Past five eighths, any payer with code is refused; one without keeps going.
-  budget.finish(budget.reserve(200n, "d", true, false), true, 200n);
-  budget.finish(budget.reserve(180n, "e", true, false), true, 180n);
+  budget.finish(budget.reserve(150n, "d", true, false), true, 150n);
+  budget.finish(budget.reserve(105n, "e", true, false), true, 105n);
   assert.equal(budget.spent(), 630n);
   assert.throws(() => budget.reserve(1n, "f", true, true), codeScope);
   budget.finish(budget.reserve(1n, "f", true, false), false, 0n);
   // Code not read (another family, or no payer) is never refused for it.
   budget.finish(budget.reserve(1n, "f", true, undefined), false, 0n);
+});
+
+test("a transaction a read counted in flight, ended since, counts once: as failed, not also as still in flight", async () => {
+  let now = 1_000_000;
+  let journalInFlight = 0n;
+  const read = async (): Promise<FailedFeeExposure> => ({
+    reverted: 0n,
+    inFlight: journalInFlight,
+    accounts: new Map([["attacker", { failed: 0n, inFlight: journalInFlight }]]),
+    oldestFailure: undefined,
+  });
+  const budget = new FailedFeeBudget("eip155:8453", 1_000n, () => now, read);
+  await budget.refresh();
+  // A burst is sent and journaled, and a read sees it in flight.
+  const holds = [1, 2, 3].map(() => budget.reserve(250n, "attacker"));
+  now += 10;
+  for (const h of holds) budget.journaled(h);
+  journalInFlight = 750n;
+  now += 10;
+  await budget.refresh();
+  assert.equal(budget.inFlight(), 750n);
+  // They revert before the next read: 600 spent, nothing in flight.
+  now += 10;
+  for (const h of holds) budget.finish(h, true, 200n);
+  assert.equal(budget.spent(), 600n);
+  assert.equal(budget.inFlight(), 0n);
+  assert.equal(budget.accountExposure("attacker").inFlight, 0n);
+  // So a merchant's honest settle of 300 still fits (600 + 300 <= 1,000).
+  budget.finish(budget.reserve(300n, "merchant", true), false, 0n);
+  // The next read sees them ended: the correction is not applied twice.
+  journalInFlight = 0n;
+  now += 10;
+  await budget.refresh();
+  assert.equal(budget.inFlight(), 0n);
 });
 
 test("the journal's figures per account count across replicas, and Retry-After is the service's", async () => {

@@ -39,8 +39,8 @@
  * by default), so one account spends a network's pool only with a single
  * burst of payers it has never failed with, which the payer lanes bound to
  * one transaction per payer. As the pool runs low the riskiest traffic is
- * refused first (PAYER_TIERS): from a quarter spent by failures, payers
- * with code and no settled payment on record; from half, any payer with
+ * refused first (PAYER_TIERS): from three eighths spent by failures,
+ * payers with code and no settled payment on record; from half, any payer with
  * no settled payment (where a burst of fresh wallets comes from); from
  * five eighths, any payer with code; past three quarters, any account
  * with a failure of its own in the window, so the last quarter is kept
@@ -68,8 +68,9 @@ const PAYER_TIERS: readonly {
   scope: "new-payer" | "payer-with-code";
   applies: (known: boolean | undefined, hasCode: boolean | undefined) => boolean;
 }[] = [
-  // Code, and no settled payment on record: the riskiest.
-  { from: 0.25, scope: "payer-with-code", applies: (known, code) => known === false && !!code },
+  // Code, and no settled payment on record: the riskiest. Above one
+  // account's share, so no account closes a tier for everyone alone.
+  { from: 0.375, scope: "payer-with-code", applies: (known, code) => known === false && !!code },
   { from: 0.5, scope: "new-payer", applies: (known) => known === false },
   { from: 0.625, scope: "payer-with-code", applies: (_, code) => !!code },
 ];
@@ -94,6 +95,18 @@ export class FailedFeeBudget {
   /** Reverted transactions in the window: when, and what each cost. */
   private readonly failures: { at: number; fee: bigint; account: string | undefined }[] = [];
   private readonly holds = new Map<symbol, Hold>();
+  /**
+   * This process's transactions that ended after their journal entry was
+   * written: a read that began between the two counted them in flight, and
+   * they count as failed (or not at all) now, so that read's in-flight
+   * figure is lowered by them until the next read (which sees them ended).
+   */
+  private endedSinceJournaled: {
+    worst: bigint;
+    account: string | undefined;
+    journaledAt: number;
+    endedAt: number;
+  }[] = [];
   /** The journal's figures for the window, and when the read that gave them began. */
   private recorded: {
     reverted: bigint;
@@ -133,6 +146,7 @@ export class FailedFeeBudget {
     this.refreshing = this.exposureSince(new Date(readAt - WINDOW_MS))
       .then(({ reverted, inFlight, accounts, oldestFailure }) => {
         if (readAt >= this.recorded.readAt) {
+          this.endedSinceJournaled = this.endedSinceJournaled.filter((e) => e.endedAt >= readAt);
           this.recorded = {
             reverted,
             inFlight,
@@ -216,7 +230,7 @@ export class FailedFeeBudget {
     }
     return {
       failed: ownFailed > recorded.failed ? ownFailed : recorded.failed,
-      inFlight: recorded.inFlight + unseen,
+      inFlight: floorZero(recorded.inFlight - this.endedSinceRead(account)) + unseen,
     };
   }
 
@@ -230,7 +244,39 @@ export class FailedFeeBudget {
   finish(token: symbol, reverted: boolean, fee: bigint): void {
     const hold = this.holds.get(token);
     if (!hold || !this.holds.delete(token)) return;
-    if (reverted && fee > 0n) this.failures.push({ at: this.now(), fee, account: hold.account });
+    const now = this.now();
+    if (reverted && fee > 0n) this.failures.push({ at: now, fee, account: hold.account });
+    // Only a journal read can have counted it (and reads that keep failing
+    // leave the list to the hour's window).
+    if (hold.journaledAt !== undefined && this.exposureSince) {
+      if (this.endedSinceJournaled[0] && this.endedSinceJournaled[0].endedAt < now - WINDOW_MS) {
+        this.endedSinceJournaled = this.endedSinceJournaled.filter(
+          (e) => e.endedAt >= now - WINDOW_MS,
+        );
+      }
+      this.endedSinceJournaled.push({
+        worst: hold.worst,
+        account: hold.account,
+        journaledAt: hold.journaledAt,
+        endedAt: now,
+      });
+    }
+  }
+
+  /**
+   * What the last read counted in flight of this process's transactions
+   * that have ended since (journaled before it began, ended after): without
+   * this, a burst's reverts count twice until the next read, as failures
+   * and as still in flight, and an honest settle elsewhere is refused.
+   */
+  private endedSinceRead(account?: string): bigint {
+    const readAt = this.recorded.readAt;
+    let sum = 0n;
+    for (const e of this.endedSinceJournaled) {
+      if (account !== undefined && e.account !== account) continue;
+      if (e.journaledAt < readAt && e.endedAt >= readAt) sum += e.worst;
+    }
+    return sum;
   }
 
   /** What reverted transactions cost in the last hour: the service's, or this process's if higher. */
@@ -252,7 +298,7 @@ export class FailedFeeBudget {
         unseen += hold.worst;
       }
     }
-    return this.recorded.inFlight + unseen;
+    return floorZero(this.recorded.inFlight - this.endedSinceRead()) + unseen;
   }
 
   /**
@@ -269,6 +315,8 @@ export class FailedFeeBudget {
     return Math.max(1, Math.ceil((oldest + WINDOW_MS - this.now()) / 1000));
   }
 }
+
+const floorZero = (n: bigint) => (n > 0n ? n : 0n);
 
 /** `share` of `amount`, in whole smallest units. */
 function scale(amount: bigint, share: number): bigint {
@@ -287,6 +335,7 @@ export function noteBudgetRefusal(e: FailedFeeBudgetSpentError): void {
       reason: Reason.failedSettlementGasBudgetSpent,
       message: e.message,
       retryAfterSeconds: e.retryAfterSeconds,
+      budgetScope: e.scope,
     };
   }
 }

@@ -402,7 +402,13 @@ export interface SettlementNotes {
    * ceiling, no signer). With `retryAfterSeconds` (the failed-fee budget is
    * spent) and nothing sent, the settle is answered 503 with `Retry-After`.
    */
-  refusal?: { reason: string; message: string; retryAfterSeconds?: number };
+  refusal?: {
+    reason: string;
+    message: string;
+    retryAfterSeconds?: number;
+    /** A failed-fee budget's refusal: whose share or tier refused it (failedFeeBudget.ts). */
+    budgetScope?: FailedFeeBudgetSpentError["scope"];
+  };
   /** A transaction's journal entry could not be written, so it was not broadcast. */
   journalFailed?: boolean;
   /**

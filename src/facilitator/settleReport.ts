@@ -100,7 +100,9 @@ const LOST_ANSWER = "the transaction was sent but the node's answer was lost; it
 
 /** The service's failed-fee budget is spent: nobody's fault, answered 503 with Retry-After. */
 function budgetRefusal(notes: SettlementNotes, c: ReportContext): never {
-  throw new FailedFeeBudgetSpentError(c.network, notes.refusal!.retryAfterSeconds!);
+  const refusal = notes.refusal!;
+  // The same words as the refusal noted: whose share or which tier refused.
+  throw new FailedFeeBudgetSpentError(c.network, refusal.retryAfterSeconds!, refusal.budgetScope);
 }
 
 /** Each kind's answer; an outage throws (the service answers it 503). */

@@ -413,6 +413,16 @@ describe("one account's burst of fresh failing payers (EVM devnet, a budget of a
     }
     const refusedAfterBurst = rounds.slice(1).flatMap((r) => r.answers);
     assert.equal(refusedAfterBurst.length, FRESH_PAYERS - broadcasts.length);
+    // After the burst, what refuses A is its own doing (its share, or the
+    // tier its fresh payers fall in), and the answer says so: never that
+    // the service's budget is spent for everyone.
+    for (const answer of refusedAfterBurst) {
+      assert.match(
+        answer.body.message ?? "",
+        /this account's settlements|payers with a settled payment on record/,
+        JSON.stringify(answer),
+      );
+    }
     console.log(
       `A's settles after the burst: ${[...new Set(refusedAfterBurst.map((r) => `${r.status} ${r.body.reason}: ${r.body.message}`))].join(" | ")}`,
     );
