@@ -18,12 +18,11 @@
  * The devnet's base fee is let fall to its floor first, so W is the same
  * for every settle of the test.
  *
- * Known weakness this test can meet: when the service's periodic read of
- * its journal (every 5 s) begins while A's transactions are in flight, it
- * keeps counting them in flight after they reverted, beside their failed
- * fees, until its next read; a settle of any account in that window is
- * refused 503 (with a Retry-After of an hour). B's payment failing so
- * here is the service's fault, not the test's.
+ * The service reads its journal every few seconds; a read that begins
+ * while A's transactions are in flight must not go on counting them in
+ * flight once they have reverted (they count as failures then), or B's
+ * payment would be refused until the next read. B's payment failing here
+ * is the service's fault, not the test's.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
