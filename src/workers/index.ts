@@ -32,6 +32,8 @@ const SUCCESS_WATCH_MS = 60_000;
 export interface WorkerOverrides {
   /** Run the background reconciler of interrupted settlements (default true). */
   reconcile?: boolean;
+  /** The reorg watch's pace: how long a success is watched, and how often it is asked. */
+  successWatch?: Partial<Pick<SuccessWatcherOptions, "windowMs" | "intervalMs">>;
   /** Webhook delivery: false disables it; an object overrides timings. */
   webhooks?: false | Partial<Omit<WebhookDeliveryOptions, "db" | "log" | "onAttempt">>;
   /** The confidential worker: false disables it; an object overrides its clock and pace. */
@@ -86,6 +88,7 @@ export function startWorkers(opts: {
     ...opts.successes,
     log: log.child({ component: "success-watcher" }),
     windowMs: SUCCESS_WATCH_MS,
+    ...overrides.successWatch,
   });
   if (overrides.reconcile !== false) {
     reconciler.start();

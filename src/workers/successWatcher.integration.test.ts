@@ -194,3 +194,57 @@ test("a success re-sent after a reorg is followed past the window until the chai
   const after = await recorder.reads.get(id);
   assert.equal(after?.status, "succeeded");
 });
+
+test("a success whose reads fail is no verdict: it stays succeeded and is asked again past the window until the chain answers", async () => {
+  const network = "eip155:7778";
+  const id = randomUUID();
+  const owner = await database.db
+    .selectFrom("settlements")
+    .select(["account_id", "api_key_id"])
+    .where("id", "=", ids[0]!)
+    .executeTakeFirstOrThrow();
+  const finished = new Date();
+  const transaction = `0x${"78".repeat(32)}`;
+  await database.db
+    .insertInto("settlements")
+    .values(
+      succeededRow({
+        id,
+        account_id: owner.account_id,
+        api_key_id: owner.api_key_id,
+        network,
+        transaction,
+        started_at: finished,
+        finished_at: finished,
+        request: JSON.stringify({ paymentRequirements: { network }, n: -2 }),
+      }),
+    )
+    .execute();
+  // The chain cannot be read on the first three asks; then it answers.
+  let asked = 0;
+  let windowMs = 60_000;
+  const watcher = new SuccessWatcher({
+    recorder,
+    reconcile: () =>
+      ++asked <= 3
+        ? Promise.reject(new Error("the RPC is down"))
+        : Promise.resolve({ status: "succeeded", transaction }),
+    reland: () => Promise.resolve({ status: "failed", reason: "x", message: "cannot land" }),
+    log: createLogger("silent"),
+    get windowMs() {
+      return windowMs;
+    },
+    networks: [network],
+  });
+  await watcher.runOnce();
+  windowMs = 1; // the success is now older than the window
+  await watcher.runOnce();
+  await watcher.runOnce();
+  assert.equal(asked, 3, "asked on every pass, past the window");
+  assert.equal((await recorder.reads.get(id))?.status, "succeeded", "no verdict yet");
+  await watcher.runOnce();
+  assert.equal(asked, 4, "answered");
+  await watcher.runOnce();
+  assert.equal(asked, 4, "answered: no longer asked");
+  assert.equal((await recorder.reads.get(id))?.status, "succeeded");
+});

@@ -11,7 +11,8 @@
  * calls that carry one payment), while every other call goes through.
  * `refuseMatching` answers a JSON-RPC error, without asking the chain, to
  * every call whose body contains it (a provider that refuses a method, as
- * many refuse `eth_getLogs` over a long block range).
+ * many refuse `eth_getLogs` over a long block range); `refused` keeps the
+ * bodies of the calls it refused.
  */
 import { createServer, request, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -29,6 +30,7 @@ export interface RpcProxy {
     dropWhenMined: boolean;
     answers: string[];
     refuseMatching: string;
+    refused: string[];
   };
   /** From now on, calls (those containing `matching`, if given) wait here instead of reaching the chain. */
   hold(matching?: string): void;
@@ -48,6 +50,7 @@ export async function startRpcProxy(target: string, dropMatching = ""): Promise<
     dropWhenMined: false,
     answers: [] as string[],
     refuseMatching: "",
+    refused: [] as string[],
   };
   let held: (() => void)[] | undefined;
   let holdMatching = "";
@@ -67,6 +70,7 @@ export async function startRpcProxy(target: string, dropMatching = ""): Promise<
       return;
     }
     if (state.refuseMatching !== "" && body.includes(state.refuseMatching)) {
+      state.refused.push(body.toString("utf8"));
       const call = JSON.parse(body.toString("utf8")) as { id?: unknown };
       res.writeHead(200, { "content-type": "application/json" });
       res.end(

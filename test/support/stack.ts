@@ -80,6 +80,8 @@ export interface StackOptions {
   collectProcessMetrics?: boolean;
   /** The confidential worker: false (tests drive its passes) or its clock. */
   confidentialWorker?: NonNullable<ServiceOptions["overrides"]>["confidentialWorker"];
+  /** The reorg watch's window and pace (a test's own, shorter than the service's). */
+  successWatch?: NonNullable<ServiceOptions["overrides"]>["successWatch"];
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
@@ -129,6 +131,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       ...(opts.confidentialWorker !== undefined
         ? { confidentialWorker: opts.confidentialWorker }
         : {}),
+      ...(opts.successWatch ? { successWatch: opts.successWatch } : {}),
       ...(opts.verifyThreadsIdleStopMs !== undefined
         ? { verifyThreadsIdleStopMs: opts.verifyThreadsIdleStopMs }
         : {}),

@@ -226,8 +226,11 @@ export class JournalRecords {
     return figures;
   }
 
-  /** Drops the signed bytes no reorg watch needs any more (see `dropSignedMaterial`). */
-  async dropSignedMaterial(before: Date): Promise<void> {
-    await dropSignedMaterial(this.db, before);
+  /**
+   * Drops the signed bytes no reorg watch needs any more (see
+   * `dropSignedMaterial`), but those of the settlements in `keep`.
+   */
+  async dropSignedMaterial(before: Date, keep: readonly string[] = []): Promise<void> {
+    await dropSignedMaterial(this.db, before, keep);
   }
 }

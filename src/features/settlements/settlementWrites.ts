@@ -192,20 +192,27 @@ export async function journalMined(
 /**
  * Drops the signed bytes of journal entries no reorg watch needs any more:
  * those of a final settlement that finished before `before`, and those of a
- * mined entry with no settlement (a sponsored funding) sent before it.
+ * mined entry with no settlement (a sponsored funding) sent before it. The
+ * settlements in `keep` keep theirs: the watch still follows them past
+ * their window (a success re-sent after a reorg, not yet final).
  */
-export async function dropSignedMaterial(db: Kysely<Database>, before: Date): Promise<void> {
-  await dropSignedMaterialStatement(before).execute(db);
+export async function dropSignedMaterial(
+  db: Kysely<Database>,
+  before: Date,
+  keep: readonly string[] = [],
+): Promise<void> {
+  await dropSignedMaterialStatement(before, keep).execute(db);
 }
 
 /** The sweep's statement (tests read its plan). */
-export function dropSignedMaterialStatement(before: Date) {
+export function dropSignedMaterialStatement(before: Date, keep: readonly string[] = []) {
+  const kept = keep.length === 0 ? sql`` : sql`and s.id <> all(${[...keep]}::uuid[])`;
   return sql`
     update settlement_transactions t
     set detail = t.detail - ${SIGNED_DETAIL_KEYS_LITERAL}
     where t.detail ?| ${SIGNED_DETAIL_KEYS_LITERAL}
       and (exists (select 1 from settlements s where s.id = t.settlement_id
-          and s.status <> 'pending' and s.finished_at < ${before})
+          and s.status <> 'pending' and s.finished_at < ${before} ${kept})
         or (t.settlement_id is null and t.status <> 'sent' and t.created_at < ${before}))`;
 }
 

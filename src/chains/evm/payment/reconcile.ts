@@ -15,6 +15,7 @@ import { BaseError, parseAbi, type Hex, type PublicClient, type TransactionRecei
 import { Reason } from "../../../protocol/reasons.js";
 import { EvmReason } from "../reasons.js";
 import { carriesTransfer, promisedTransferOf, type PromisedTransfer } from "./promisedTransfer.js";
+import { receiptOrNone } from "./offTheChain.js";
 
 export interface JournaledTransaction {
   hash: Hex;
@@ -50,13 +51,16 @@ export function authorizationOf(
   return auth && asset ? { asset, auth } : undefined;
 }
 
+/**
+ * Each transaction's receipt, undefined where the node answers it has none.
+ * A read that fails is not an absence: it throws, and the outcome is asked
+ * again later (taken as absent, a mined payment could be judged superseded).
+ */
 function receiptsOf(
   client: PublicClient,
   txs: readonly JournaledTransaction[],
 ): Promise<(TransactionReceipt | undefined)[]> {
-  return Promise.all(
-    txs.map((tx) => client.getTransactionReceipt({ hash: tx.hash }).catch(() => undefined)),
-  );
+  return Promise.all(txs.map((tx) => receiptOrNone(client, tx.hash)));
 }
 
 /**
@@ -154,7 +158,7 @@ export async function reconcileEvmSettlement(
       return { status: "pending", transaction: latest.hash };
     // Nonce used by something else: ours can no longer be mined, unless it
     // was mined just now.
-    const late = await client.getTransactionReceipt({ hash: latest.hash }).catch(() => undefined);
+    const late = await receiptOrNone(client, latest.hash);
     if (late) return reconcileEvmSettlement(client, request, transactions);
     if (/nonce too low|nonce.*already/i.test(text)) {
       return {

@@ -13,6 +13,10 @@
  * only, whichever lands first. An authorization spent meanwhile by a
  * transaction not ours (anyone may submit it) paid the merchant all the
  * same: the payment then stands, in that transaction (spentElsewhere.ts).
+ * It answers that the payment cannot land only on the chain's positive word
+ * that none of its transactions is mined and the last can no longer be
+ * (offTheChain.ts); a read that fails, or a node that lags, is no verdict:
+ * the error is thrown and the watch asks again later.
  */
 import {
   BaseError,
@@ -27,6 +31,7 @@ import { runInSettlementScope } from "../../settlementScope.js";
 import { AmbiguousBroadcastError, isTransportError } from "../signer/broadcastErrors.js";
 import type { EvmSignerPool } from "../signer/signerPool.js";
 import { spentElsewhere } from "./spentElsewhere.js";
+import { assertOffTheChain } from "./offTheChain.js";
 
 export async function relandEvmSettlement(
   pool: EvmSignerPool,
@@ -37,6 +42,7 @@ export async function relandEvmSettlement(
   // deployment, when there is one, comes first; a fee bump carries the same call).
   const last = [...pending.transactions].reverse().find((t) => typeof t.detail["raw"] === "string");
   if (!last) {
+    await assertOffTheChain(client, pending.transactions);
     return {
       status: "failed",
       reason: Reason.settlementInterrupted,
@@ -46,6 +52,7 @@ export async function relandEvmSettlement(
   const raw = last.detail["raw"] as Hex;
   const tx = parseTransaction(raw);
   if (!tx.to || !tx.data) {
+    await assertOffTheChain(client, pending.transactions);
     return {
       status: "failed",
       reason: Reason.settlementInterrupted,
@@ -68,6 +75,7 @@ export async function relandEvmSettlement(
     if (isTransportError(e) || !/revert/i.test(text)) throw e;
     const spender = await spentElsewhere(client, pending.request);
     if (spender) return { status: "succeeded", transaction: spender };
+    await assertOffTheChain(client, pending.transactions);
     return {
       status: "failed",
       reason: Reason.settlementInterrupted,

@@ -1,34 +1,40 @@
 /**
- * Where a payer's EIP-3009 authorization was spent, when a transaction that
- * is not ours spent it. Anyone may submit `transferWithAuthorization` with
- * the payer's signature, and the signature fixes the recipient and the
- * amount, so such a transaction pays the merchant exactly what the payment
- * promised: a success a reorg took back whose authorization was spent so,
- * meanwhile, is still a success, in that transaction.
+ * Where a payer's authorization was spent, when a transaction that is not
+ * ours spent it. Anyone may submit the payer's signed authorization: an
+ * EIP-3009 `transferWithAuthorization` to the token, or a Permit2 permit to
+ * the exact or upto proxy (permit2Spender.ts). The signature fixes the
+ * recipient and the amount, so such a transaction pays the merchant what
+ * the payment promised: a success a reorg took back whose authorization was
+ * spent so, meanwhile, is still a success, in that transaction.
  */
 import type { Hex, PublicClient } from "viem";
 import { carriesTransfer, promisedTransferOf } from "./promisedTransfer.js";
 import { EIP3009_ABI, authorizationOf } from "./reconcile.js";
+import { permit2Spender, permitOf } from "./permit2Spender.js";
 
 /**
- * How far back the token's `AuthorizationUsed` events are searched: far
- * deeper than the success watch (60 s), and short enough for providers that
- * refuse long log ranges.
+ * How far back the spender is searched (the token's `AuthorizationUsed`
+ * events, or its `Transfer`s to the recipient): far deeper than the success
+ * watch (60 s), and short enough for providers that refuse long log ranges.
  */
 const SEARCH_BLOCKS = 2_000n;
 
 /**
  * The transaction that spent the request's authorization and carries the
  * transfer it promised, if it is on the chain; undefined when the
- * authorization is unspent, is not EIP-3009, or its spender cannot be found.
+ * authorization is unspent, is of another kind, or its spender cannot be
+ * found.
  */
 export async function spentElsewhere(
   client: PublicClient,
   request: unknown,
 ): Promise<Hex | undefined> {
-  const found = authorizationOf(request);
   const expected = promisedTransferOf(request);
-  if (!found || !expected) return undefined;
+  if (!expected) return undefined;
+  const permit = permitOf(request);
+  if (permit) return permit2Spender(client, permit, expected, SEARCH_BLOCKS);
+  const found = authorizationOf(request);
+  if (!found) return undefined;
   const { asset, auth } = found;
   const used = await client.readContract({
     address: asset,
