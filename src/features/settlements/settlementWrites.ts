@@ -70,7 +70,7 @@ export interface MinedTransaction {
  * (also when the live record is another row of the same insert: the first
  * one listed wins), exactly as a lone insert would be.
  */
-export async function insertIntents(
+async function insertIntents(
   db: Kysely<Database>,
   rows: readonly NewSettlement[],
 ): Promise<Set<string>> {
@@ -144,7 +144,7 @@ const INTENT_COLUMNS = [
  * it, and in the order given: of two rows for one authorization, the first
  * listed wins, as in `insertIntents`.
  */
-export async function insertCheckedIntents(
+async function insertCheckedIntents(
   db: Kysely<Database>,
   intents: readonly CheckedIntent[],
 ): Promise<CheckedIntents> {
