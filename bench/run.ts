@@ -11,12 +11,16 @@
  *
  * Both servers run compiled (`npm run build` first), as in production. A
  * full run also writes its family's row of the side-by-side table in
- * docs/benchmarks.md (bench/summary.ts).
+ * docs/benchmarks.md (bench/summary.ts). Every run first measures the
+ * machine's speed (bench/yardstick.ts), which each report states beside its
+ * figures, and warns of a rate more than 10% below the one recorded for the
+ * same run and scenario (quick runs too: they are compared, not recorded).
  */
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
-import { recordSummary } from "./summary.js";
+import { belowRecorded, recordSummary, recordedRows, type SummaryRow } from "./summary.js";
+import { measureYardstick, yardstickLine } from "./yardstick.js";
 import { percentile } from "./load.js";
 import { runSideBySide, settledPerSecond, sideBySideBenches } from "./sideBySide.js";
 import {
@@ -46,9 +50,12 @@ if (only !== undefined && !BENCHES.includes(only)) {
 mkdirSync("bench/results", { recursive: true });
 
 const today = new Date().toISOString();
+// The machine's speed, before anything else runs on it: beside every figure.
+const yardstick = await measureYardstick();
+say(yardstickLine(yardstick));
 for (const name of SIDE_BY_SIDE) {
   if (only === undefined || only === name)
-    await runSideBySide(name, { quick, databaseUrl, say, today });
+    await runSideBySide(name, { quick, databaseUrl, say, today, yardstick });
 }
 for (const family of BENCHED_FAMILIES) {
   if (only === undefined || only === family) await familyBench(family);
@@ -65,6 +72,7 @@ async function familyBench(name: FamilyName): Promise<void> {
     `# ${result.title} facilitator benchmark`,
     ``,
     `${new Date().toISOString()} · ${cpus().length} cores (${cpus()[0]?.model ?? "?"}) · Node ${process.version}`,
+    yardstickLine(yardstick),
     `This service alone (no official facilitator exists for ${result.title}), compiled, embedded PGlite, metering and`,
     `per-key rate limits on (max plan, above the load), only ${result.network} configured. On a ${result.setup}.`,
     `The ledger runs inside the bench's own process (NEAR on the load generator's thread, XRPL and Starknet on threads of`,
@@ -80,22 +88,23 @@ async function familyBench(name: FamilyName): Promise<void> {
   writeFileSync(`bench/results/${name}${quick ? "-quick" : ""}.md`, report);
   process.stdout.write(`\n${report}`);
   const problems = familyProblems(result);
+  const row: SummaryRow = {
+    label: result.title,
+    settleShape: "closed loop, concurrency 100",
+    date: today,
+    ours: {
+      settlePerSecond: settledPerSecond(result.settle),
+      cpuMsPerSettle: result.settleCpuMs,
+      peakRssMb: result.peakRssMb,
+      openSettleP50Ms: percentile(result.open.settle.latenciesMs, 50),
+      openSettleP99Ms: percentile(result.open.settle.latenciesMs, 99),
+      openRatePerSecond: result.open.ratePerSecond,
+    },
+    yardstickMs: yardstick.msPerSignature,
+  };
+  for (const line of belowRecorded(row, recordedRows())) say(line);
   // A run whose payments or records do not add up does not stand in the table.
-  if (!quick && problems.length === 0) {
-    await recordSummary({
-      label: result.title,
-      settleShape: "closed loop, concurrency 100",
-      date: today,
-      ours: {
-        settlePerSecond: settledPerSecond(result.settle),
-        cpuMsPerSettle: result.settleCpuMs,
-        peakRssMb: result.peakRssMb,
-        openSettleP50Ms: percentile(result.open.settle.latenciesMs, 50),
-        openSettleP99Ms: percentile(result.open.settle.latenciesMs, 99),
-        openRatePerSecond: result.open.ratePerSecond,
-      },
-    });
-  }
+  if (!quick && problems.length === 0) await recordSummary(row);
   if (problems.length > 0) {
     // After the report is written: the figures show what went wrong.
     for (const p of problems) say(`FAILED: ${p}`);

@@ -9,6 +9,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { LoadResult } from "./load.js";
+import type { Yardstick } from "./yardstick.js";
 
 /** What a run of `npm run bench` gives each benchmark. */
 export interface SideBySideRun {
@@ -20,6 +21,8 @@ export interface SideBySideRun {
   say(line: string): void;
   /** The run's date (ISO 8601), for docs/benchmarks.md. */
   today: string;
+  /** The machine's speed, measured before the run (bench/yardstick.ts): in every report. */
+  yardstick: Yardstick;
 }
 
 export const settledPerSecond = (r: LoadResult) => (r.outcomes.get("settled") ?? 0) / r.seconds;

@@ -1,11 +1,12 @@
 /**
  * The side-by-side table: rows in family order whatever order the runs came
  * in, each cell this service's figure against the reference's with the ratio,
- * and a family without a reference shows its own figures alone.
+ * and a family without a reference shows its own figures alone; and the
+ * warning a run gets when a rate fell more than 10% below the recorded one.
  */
-import { test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { summaryTable } from "./summary.js";
+import { belowRecorded, summaryTable, type SummaryRow } from "./summary.js";
 
 test("rows come in family order, with the reference and the ratio where there is one", () => {
   const table = summaryTable([
@@ -76,4 +77,109 @@ test("a figure a run could not measure shows as a dash, not as NaN or a ratio of
     row,
     "| NEAR (closed loop, concurrency 100) | – | 0.0 | – | – | – | 300 vs 200 (1.50×) | 2026-11-27 |",
   );
+});
+
+describe("a run compared with the figures recorded for it", () => {
+  const recorded: SummaryRow[] = [
+    {
+      label: "EVM, embedded database",
+      settleShape: "closed loop, concurrency 200",
+      date: "2026-11-27T00:57:00.000Z",
+      ours: { verifyPerSecond: 1810, settlePerSecond: 198, peakRssMb: 330 },
+      reference: { verifyPerSecond: 282, settlePerSecond: 1.8, peakRssMb: 281 },
+      yardstickMs: 0.5,
+    },
+    {
+      label: "NEAR",
+      settleShape: "closed loop, concurrency 100",
+      date: "2026-11-29T13:43:52.914Z",
+      ours: { settlePerSecond: 31.5, peakRssMb: 311 },
+    },
+  ];
+  const run = (label: string, ours: SummaryRow["ours"], extra: Partial<SummaryRow> = {}) => ({
+    label,
+    settleShape: "closed loop, concurrency 200",
+    date: "2026-12-02T00:00:00.000Z",
+    ours,
+    ...extra,
+  });
+
+  test("a rate more than 10% below the recorded one is named with both figures and the drop", () => {
+    const lines = belowRecorded(
+      run(
+        "EVM, embedded database",
+        { verifyPerSecond: 1700, settlePerSecond: 150, peakRssMb: 300 },
+        {
+          yardstickMs: 0.75,
+        },
+      ),
+      recorded,
+    );
+    assert.deepEqual(lines, [
+      "WARNING: EVM, embedded database (closed loop, concurrency 200): settled per second 150.0 is 24.2% below the recorded 198.0 (2026-11-27, bench/results/summary.json) (machine: 0.750 ms per yardstick signature now, 0.500 when recorded)",
+    ]);
+  });
+
+  test("a drop of 10% or less, a rise, and the reference's own figures say nothing", () => {
+    const lines = belowRecorded(
+      run(
+        "EVM, embedded database",
+        { verifyPerSecond: 1630, settlePerSecond: 250, peakRssMb: 900 },
+        { reference: { verifyPerSecond: 1, settlePerSecond: 0.1, peakRssMb: 1 } },
+      ),
+      recorded,
+    );
+    assert.deepEqual(lines, []);
+  });
+
+  test("every rate that fell is named, and a machine speed recorded on one side only is said so", () => {
+    const lines = belowRecorded(
+      run(
+        "EVM, embedded database",
+        { verifyPerSecond: 900, settlePerSecond: 99, peakRssMb: 300 },
+        { yardstickMs: undefined },
+      ),
+      recorded,
+    );
+    assert.equal(lines.length, 2);
+    assert.match(lines[0]!, /settled per second 99\.0 is 50\.0% below the recorded 198\.0/);
+    assert.match(
+      lines[1]!,
+      /valid verifications per second 900\.0 is 50\.3% below the recorded 1,810\.0/,
+    );
+    assert.doesNotMatch(lines[0]!, /machine/);
+    const near = belowRecorded(
+      {
+        ...run("NEAR", { settlePerSecond: 20, peakRssMb: 300 }, { yardstickMs: 0.6 }),
+        settleShape: "closed loop, concurrency 100",
+      },
+      recorded,
+    );
+    assert.match(
+      near[0]!,
+      /\(machine: 0\.600 ms per yardstick signature now; none recorded then\)$/,
+    );
+  });
+
+  test("another scenario, a run never recorded, or a figure not measured is not compared", () => {
+    const slow = { verifyPerSecond: 1, settlePerSecond: 1, peakRssMb: 300 };
+    assert.deepEqual(
+      belowRecorded(
+        { ...run("EVM, embedded database", slow), settleShape: "closed loop, concurrency 500" },
+        recorded,
+      ),
+      [],
+    );
+    assert.deepEqual(belowRecorded(run("EVM, PostgreSQL", slow), recorded), []);
+    assert.deepEqual(
+      belowRecorded(
+        run("EVM, embedded database", {
+          settlePerSecond: null as unknown as number,
+          peakRssMb: 300,
+        }),
+        recorded,
+      ),
+      [],
+    );
+  });
 });

@@ -36,6 +36,8 @@ export interface SummaryRow {
   date: string;
   ours: SideFigures;
   reference?: SideFigures | undefined;
+  /** The machine's speed when it ran: ms per signature of bench/yardstick.ts (absent in older rows). */
+  yardstickMs?: number | undefined;
 }
 
 /** The order rows appear in, whatever order the runs came in. */
@@ -49,7 +51,48 @@ const ORDER = [
   "Starknet",
 ];
 
-function readRows(): SummaryRow[] {
+/** A run's figure may fall this far below the recorded one before the run says so. */
+const TOLERATED_DROP = 0.1;
+
+/** This service's figures where more is better, as a warning names them. */
+const RATES = [
+  ["settlePerSecond", "settled per second"],
+  ["verifyPerSecond", "valid verifications per second"],
+] as const;
+
+/**
+ * Warning lines for each of this service's rates in `run` that fell more
+ * than 10% below the row recorded for the same run (label) and scenario
+ * (settle shape), each naming the figure, the recorded one and the drop,
+ * and the machine's speed then and now where both are known (a slower
+ * machine explains a drop the code did not cause). None when nothing is
+ * recorded for that run and scenario.
+ */
+export function belowRecorded(run: SummaryRow, recorded: readonly SummaryRow[]): string[] {
+  const before = recorded.find((r) => r.label === run.label && r.settleShape === run.settleShape);
+  if (!before) return [];
+  const machine =
+    finite(run.yardstickMs) && finite(before.yardstickMs)
+      ? ` (machine: ${run.yardstickMs.toFixed(3)} ms per yardstick signature now, ${before.yardstickMs.toFixed(3)} when recorded)`
+      : finite(run.yardstickMs)
+        ? ` (machine: ${run.yardstickMs.toFixed(3)} ms per yardstick signature now; none recorded then)`
+        : "";
+  const lines: string[] = [];
+  for (const [key, name] of RATES) {
+    const now = run.ours[key];
+    const then = before.ours[key];
+    if (!finite(now) || !finite(then) || then <= 0) continue;
+    const drop = (then - now) / then;
+    if (drop <= TOLERATED_DROP) continue;
+    lines.push(
+      `WARNING: ${run.label} (${run.settleShape}): ${name} ${num(now, 1)} is ${(drop * 100).toFixed(1)}% below the recorded ${num(then, 1)} (${before.date.slice(0, 10)}, bench/results/summary.json)${machine}`,
+    );
+  }
+  return lines;
+}
+
+/** The rows recorded so far (bench/results/summary.json). */
+export function recordedRows(): SummaryRow[] {
   if (!existsSync(ROWS_FILE)) return [];
   return JSON.parse(readFileSync(ROWS_FILE, "utf8")) as SummaryRow[];
 }
@@ -101,7 +144,7 @@ async function writeFormatted(path: string, text: string): Promise<void> {
 
 /** Replaces `row`'s line in the rows file and writes the doc's table again. */
 export async function recordSummary(row: SummaryRow): Promise<void> {
-  const rows = readRows().filter((r) => r.label !== row.label);
+  const rows = recordedRows().filter((r) => r.label !== row.label);
   rows.push(row);
   await writeFormatted(ROWS_FILE, JSON.stringify(rows));
   const doc = readFileSync(DOC, "utf8");

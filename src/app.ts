@@ -142,7 +142,7 @@ export async function createService(opts: ServiceOptions) {
   let closed = false;
   return {
     ...{ http, db, dbKind: database.kind, facilitator, workers, confidential, auth, metrics, log },
-    ...{ billing, catalog },
+    ...{ billing, catalog, payments },
     listen: (): Promise<string> => http.listen({ host: config.host, port: config.port }),
     /** Stops accepting, drains in-flight requests (at most `drainMs`), then closes everything. */
     async close(options: { drainMs?: number } = {}): Promise<void> {

@@ -9,12 +9,19 @@ import { cpus } from "node:os";
 import { evmTable, runEvmBench } from "./bench.js";
 import { evmTargets, targetsTable } from "./targets.js";
 import { cpuSection } from "../profileReport.js";
-import { recordSummary } from "../summary.js";
+import { belowRecorded, recordSummary, recordedRows } from "../summary.js";
+import { yardstickLine } from "../yardstick.js";
 import { validPerSecond } from "../harness.js";
 import { settledPerSecond, type SideBySideRun } from "../sideBySide.js";
 import { percentile } from "../load.js";
 
-export async function run({ quick, databaseUrl, say, today }: SideBySideRun): Promise<void> {
+export async function run({
+  quick,
+  databaseUrl,
+  say,
+  today,
+  yardstick,
+}: SideBySideRun): Promise<void> {
   // PostgreSQL is measured at a higher concurrency than the embedded
   // database: its target is twice the settle rate at the same p50, and
   // 400/s at about 0.9 s each is some 360 settles in flight, more than 200.
@@ -44,6 +51,7 @@ export async function run({ quick, databaseUrl, say, today }: SideBySideRun): Pr
     `# EVM facilitator benchmark`,
     ``,
     `${new Date().toISOString()} · ${cpus().length} cores (${cpus()[0]?.model ?? "?"}) · Node ${process.version}`,
+    yardstickLine(yardstick),
     `One devnet (anvil, chain id 8453, 1 s blocks); both servers run on it at once, each with its own facilitator keys`,
     `(this service: 7 accounts; reference: 1, as the official example has). The load generator shares the machine.`,
     `Both run compiled JavaScript, CPU-profiled (one sample every ${profileIntervalUs / 1000} ms). This service runs what \`npm start\` runs`,
@@ -82,24 +90,26 @@ export async function run({ quick, databaseUrl, say, today }: SideBySideRun): Pr
   const name = `evm${quick ? "-quick" : ""}${databaseUrl ? "-postgres" : ""}.md`;
   writeFileSync(`bench/results/${name}`, report);
   process.stdout.write(`\n${report}`);
-  if (!quick) {
-    const side = (r: typeof ours) => ({
-      verifyPerSecond: validPerSecond(r.verify),
-      settlePerSecond: settledPerSecond(r.settle),
-      cpuMsPerVerify: r.cpuMsPer?.verify,
-      cpuMsPerSettle: r.cpuMsPer?.settle,
-      peakRssMb: r.peakRssMb,
-      // (d): the rate this database's target names, not half of (b)'s (see docs/benchmarks.md).
-      openSettleP50Ms: percentile(r.steady.latenciesMs, 50),
-      openSettleP99Ms: percentile(r.steady.latenciesMs, 99),
-      openRatePerSecond: steadyRatePerSecond,
-    });
-    await recordSummary({
-      label: `EVM, ${databaseUrl ? "PostgreSQL" : "embedded database"}`,
-      settleShape: `closed loop, concurrency ${settleConcurrency}`,
-      date: today,
-      ours: side(ours),
-      reference: side(reference),
-    });
-  }
+  const side = (r: typeof ours) => ({
+    verifyPerSecond: validPerSecond(r.verify),
+    settlePerSecond: settledPerSecond(r.settle),
+    cpuMsPerVerify: r.cpuMsPer?.verify,
+    cpuMsPerSettle: r.cpuMsPer?.settle,
+    peakRssMb: r.peakRssMb,
+    // (d): the rate this database's target names, not half of (b)'s (see docs/benchmarks.md).
+    openSettleP50Ms: percentile(r.steady.latenciesMs, 50),
+    openSettleP99Ms: percentile(r.steady.latenciesMs, 99),
+    openRatePerSecond: steadyRatePerSecond,
+  });
+  const row = {
+    label: `EVM, ${databaseUrl ? "PostgreSQL" : "embedded database"}`,
+    settleShape: `closed loop, concurrency ${settleConcurrency}`,
+    date: today,
+    ours: side(ours),
+    reference: side(reference),
+    yardstickMs: yardstick.msPerSignature,
+  };
+  // Quick runs are compared too (their figures are recorded nowhere).
+  for (const line of belowRecorded(row, recordedRows())) say(line);
+  if (!quick) await recordSummary(row);
 }

@@ -6,12 +6,19 @@
 import { writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { runSvmBench, svmTable } from "./bench.js";
-import { recordSummary } from "../summary.js";
+import { belowRecorded, recordSummary, recordedRows } from "../summary.js";
+import { yardstickLine } from "../yardstick.js";
 import { validPerSecond } from "../harness.js";
 import { percentile } from "../load.js";
 import { settledPerSecond, type SideBySideRun } from "../sideBySide.js";
 
-export async function run({ quick, databaseUrl, say, today }: SideBySideRun): Promise<void> {
+export async function run({
+  quick,
+  databaseUrl,
+  say,
+  today,
+  yardstick,
+}: SideBySideRun): Promise<void> {
   const { ours, reference } = await runSvmBench({
     verifySeconds: quick ? 6 : 21,
     verifyRounds: 3,
@@ -28,6 +35,7 @@ export async function run({ quick, databaseUrl, say, today }: SideBySideRun): Pr
     `# Solana facilitator benchmark`,
     ``,
     `${new Date().toISOString()} · ${cpus().length} cores (${cpus()[0]?.model ?? "?"}) · Node ${process.version}`,
+    yardstickLine(yardstick),
     `One local Solana ledger (LiteSVM in its own process, 400 ms slots); both servers compiled, on it at once,`,
     `verify in three rounds per server in turns (after a warm-up each), the settle closed loop in two rounds per server in turns (A B B A),`,
     `each run's payments signed just before it,`,
@@ -41,23 +49,25 @@ export async function run({ quick, databaseUrl, say, today }: SideBySideRun): Pr
     report,
   );
   process.stdout.write(`\n${report}`);
-  if (!quick) {
-    const side = (r: typeof ours) => ({
-      verifyPerSecond: validPerSecond(r.verify),
-      settlePerSecond: settledPerSecond(r.settle),
-      cpuMsPerVerify: r.verifyCpuMs,
-      cpuMsPerSettle: r.settleCpuMs,
-      peakRssMb: r.peakRssMb,
-      openSettleP50Ms: r.open ? percentile(r.open.latenciesMs, 50) : undefined,
-      openSettleP99Ms: r.open ? percentile(r.open.latenciesMs, 99) : undefined,
-      openRatePerSecond: r.openRate,
-    });
-    await recordSummary({
-      label: `Solana, ${databaseUrl ? "PostgreSQL" : "embedded database"}`,
-      settleShape: "closed loop, concurrency 100",
-      date: today,
-      ours: side(ours),
-      reference: side(reference),
-    });
-  }
+  const side = (r: typeof ours) => ({
+    verifyPerSecond: validPerSecond(r.verify),
+    settlePerSecond: settledPerSecond(r.settle),
+    cpuMsPerVerify: r.verifyCpuMs,
+    cpuMsPerSettle: r.settleCpuMs,
+    peakRssMb: r.peakRssMb,
+    openSettleP50Ms: r.open ? percentile(r.open.latenciesMs, 50) : undefined,
+    openSettleP99Ms: r.open ? percentile(r.open.latenciesMs, 99) : undefined,
+    openRatePerSecond: r.openRate,
+  });
+  const row = {
+    label: `Solana, ${databaseUrl ? "PostgreSQL" : "embedded database"}`,
+    settleShape: "closed loop, concurrency 100",
+    date: today,
+    ours: side(ours),
+    reference: side(reference),
+    yardstickMs: yardstick.msPerSignature,
+  };
+  // Quick runs are compared too (their figures are recorded nowhere).
+  for (const line of belowRecorded(row, recordedRows())) say(line);
+  if (!quick) await recordSummary(row);
 }

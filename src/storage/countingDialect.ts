@@ -23,10 +23,10 @@ import type {
 
 /** Told of every exchange with the database. */
 export interface DbTraffic {
-  /** A statement that reads or writes data. */
-  statement(): void;
+  /** A statement that reads or writes data, with its text (tests list what a path asks). */
+  statement(sql: string): void;
   /** BEGIN, COMMIT, ROLLBACK or a savepoint command: a round trip that carries no data. */
-  transactionControl(): void;
+  transactionControl(command: "begin" | "commit" | "rollback" | "savepoint"): void;
 }
 
 class CountingConnection implements DatabaseConnection {
@@ -36,12 +36,12 @@ class CountingConnection implements DatabaseConnection {
   ) {}
 
   executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-    this.traffic.statement();
+    this.traffic.statement(query.sql);
     return this.inner.executeQuery<R>(query);
   }
 
   streamQuery<R>(query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
-    this.traffic.statement();
+    this.traffic.statement(query.sql);
     return this.inner.streamQuery<R>(query, chunkSize);
   }
 }
@@ -64,17 +64,17 @@ class CountingDriver implements Driver {
   }
 
   beginTransaction(conn: DatabaseConnection, settings: TransactionSettings): Promise<void> {
-    this.traffic.transactionControl();
+    this.traffic.transactionControl("begin");
     return this.inner.beginTransaction(innerOf(conn), settings);
   }
 
   commitTransaction(conn: DatabaseConnection): Promise<void> {
-    this.traffic.transactionControl();
+    this.traffic.transactionControl("commit");
     return this.inner.commitTransaction(innerOf(conn));
   }
 
   rollbackTransaction(conn: DatabaseConnection): Promise<void> {
-    this.traffic.transactionControl();
+    this.traffic.transactionControl("rollback");
     return this.inner.rollbackTransaction(innerOf(conn));
   }
 
@@ -83,7 +83,7 @@ class CountingDriver implements Driver {
     name: string,
     compile: QueryCompiler["compileQuery"],
   ): Promise<void> {
-    this.traffic.transactionControl();
+    this.traffic.transactionControl("savepoint");
     await this.required("savepoint").call(this.inner, innerOf(conn), name, compile);
   }
 
@@ -92,7 +92,7 @@ class CountingDriver implements Driver {
     name: string,
     compile: QueryCompiler["compileQuery"],
   ): Promise<void> {
-    this.traffic.transactionControl();
+    this.traffic.transactionControl("savepoint");
     await this.required("rollbackToSavepoint").call(this.inner, innerOf(conn), name, compile);
   }
 
@@ -101,7 +101,7 @@ class CountingDriver implements Driver {
     name: string,
     compile: QueryCompiler["compileQuery"],
   ): Promise<void> {
-    this.traffic.transactionControl();
+    this.traffic.transactionControl("savepoint");
     await this.required("releaseSavepoint").call(this.inner, innerOf(conn), name, compile);
   }
 

@@ -20,6 +20,7 @@ import { loadConfig } from "../../src/config/index.js";
 import { createAccount } from "../../src/features/accounts/accounts.js";
 import { createApiKey } from "../../src/features/keys/apiKeys.js";
 import { openTestDb, type Backend } from "./database.js";
+import type { DbTraffic } from "../../src/storage/countingDialect.js";
 
 export interface TestStack {
   url: string;
@@ -78,6 +79,8 @@ export interface StackOptions {
   confidentialChallengeWindowSeconds?: number;
   /** Node's process metrics on /metrics (off by default: they are the test runner's own). */
   collectProcessMetrics?: boolean;
+  /** Told of every database statement and round trip the service makes. */
+  dbTraffic?: DbTraffic;
   /** The confidential worker: false (tests drive its passes) or its clock. */
   confidentialWorker?: NonNullable<ServiceOptions["overrides"]>["confidentialWorker"];
   /** The reorg watch's window and pace (a test's own, shorter than the service's). */
@@ -107,7 +110,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
   });
   await opts.beforeService?.(devnet);
   const families = await startFamilies(opts.families ?? {});
-  const database = await openTestDb(opts.backend ?? "pglite");
+  const database = await openTestDb(opts.backend ?? "pglite", opts.dbTraffic);
   const config = loadConfig({
     FACILITATOR_MODE: "devnet",
     PORT: "0",

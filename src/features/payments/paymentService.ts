@@ -39,7 +39,7 @@ import { idempotencyStage } from "./stages/idempotencyStage.js";
 import { catalogStage } from "./stages/catalogStage.js";
 import { quotaStage } from "./stages/quotaStage.js";
 import { intentStage } from "./stages/intentStage.js";
-import { coolingRefusal, payerCoolingStage } from "./stages/payerCoolingStage.js";
+import { coolingRefusal } from "./stages/payerCooling.js";
 import { payerLaneStage } from "./stages/payerLaneStage.js";
 import type { PayerLanes } from "./payerLanes.js";
 import { commitStage } from "./stages/commitStage.js";
@@ -171,7 +171,7 @@ export class PaymentService {
     return runSettle(
       this.stages,
       {
-        ...{ principal, request, payment, requestId, extensionResponses, payer: {} },
+        ...{ principal, request, payment, requestId, extensionResponses },
         units: this.unitsOf(payment),
       },
       this.deps.timeStage,
@@ -209,9 +209,8 @@ function settleStages(deps: PaymentServiceDeps, duplicates: DuplicateSettles): S
       ...(deps.catalog ? [catalogStage(deps.catalog)] : []),
       ...(deps.confidential ? [confidentialReceiptStage(deps.confidential)] : []),
       ...(deps.payerLanes ? [payerLaneStage(deps.payerLanes)] : []),
-      ...(deps.payerCoolingMs ? [payerCoolingStage(deps.recorder, deps.payerCoolingMs)] : []),
     ],
-    intent: intentStage(deps.recorder, duplicates),
+    intent: intentStage(deps.recorder, duplicates, deps.payerCoolingMs ?? 0),
     after: [
       ...(deps.quota ? [quotaStage(deps.quota)] : []),
       commitStage(deps.engine),

@@ -137,7 +137,7 @@ export class QuotaLedger {
    * The refusals of the requests whose account and network are over the
    * failure limit: settlements that failed after something was sent (our
    * gas spent) in the last hour, the account's own (a failure its payer
-   * caused is the payer's: see payerCoolingStage.ts). Once an account has
+   * caused is the payer's: see payerCooling.ts). Once an account has
    * such failures, its settles in flight on the network count too, as the
    * failures they may become. One indexed read per flush, which finds
    * nothing for an honest account; the plan is read only for the few that

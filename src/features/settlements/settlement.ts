@@ -56,30 +56,48 @@ export class Settlement implements SettlingPayment {
       /** Quota units a success costs. */
       units: number;
       requestId: string;
-      /** Whether the payer has a success on record, when the stages read it. */
-      payerKnown?: boolean;
     },
   ): Promise<Settlement | undefined> {
+    return (await Settlement.openChecked(rows, intent)).settlement;
+  }
+
+  /**
+   * `open`, with the payer's history read in the intent's own statement
+   * when `coolingSince` is given (SettlementRecorder.beginChecked): a payer
+   * whose own on-chain failure ended after it gets no row, and
+   * `payerFailedAt` says when; the settlement knows whether its payer has
+   * a success on record.
+   */
+  static async openChecked(
+    rows: SettlementRecorder,
+    intent: Parameters<typeof Settlement.open>[1],
+    coolingSince?: Date,
+  ): Promise<{ settlement: Settlement | undefined; payerFailedAt: Date | undefined }> {
     const { principal, payment, units, requestId } = intent;
     const startedAt = Date.now();
-    const id = await rows.begin({
-      principal,
-      request: payment.request,
-      authorizationKey: payment.authorizationKey,
-      payer: payment.payer,
-      units,
-    });
-    return id === undefined
-      ? undefined
-      : new Settlement(
-          id,
-          payment,
-          startedAt,
-          requestId,
-          rows,
-          principal.accountId,
-          intent.payerKnown,
-        );
+    const begun = await rows.beginChecked(
+      {
+        principal,
+        request: payment.request,
+        authorizationKey: payment.authorizationKey,
+        payer: payment.payer,
+        units,
+      },
+      coolingSince,
+    );
+    const settlement =
+      begun.id === undefined
+        ? undefined
+        : new Settlement(
+            begun.id,
+            payment,
+            startedAt,
+            requestId,
+            rows,
+            principal.accountId,
+            begun.payerKnown,
+          );
+    return { settlement, payerFailedAt: begun.payerFailedAt };
   }
 
   /** The payer the mechanism verified, if the operation has one (the scope's, for the family). */

@@ -335,6 +335,24 @@ describe("settlement recorder", () => {
     assert.equal((await ask(fresh)).payerKnown, false, "a pending settle is no history");
     await recorder.finish(id, { success: true, transaction: "0xknown", network }, Date.now());
     assert.equal((await ask(fresh)).payerKnown, true);
+    // More successes of the same payer, and look-ups of several payers in one
+    // flush: each payer is answered for itself, once.
+    for (const transaction of ["0xknown2", "0xknown3"]) {
+      const more = (await recorder.begin({
+        principal,
+        request,
+        authorizationKey: `known-${++n}`,
+        payer: fresh,
+        units: 1,
+      }))!;
+      await recorder.finish(more, { success: true, transaction, network }, Date.now());
+    }
+    const other = "0x00000000000000000000000000000000000f7e58";
+    const together = await Promise.all([ask(fresh), ask(other), ask(fresh)]);
+    assert.deepEqual(
+      together.map((r) => r.payerKnown),
+      [true, false, true],
+    );
     assert.equal(
       (await recorder.reads.lookUpLive(`lookup-${++n}`)).payerKnown,
       undefined,

@@ -50,11 +50,19 @@ import { afterTransitions, type SettlementMetering } from "./transitionEffects.j
 import { JournalRecords } from "./journalRecords.js";
 import { SettlementReads } from "./settlementReads.js";
 import {
-  insertIntents,
   transitionRows,
+  writeIntents,
   REDACTED_REQUEST,
+  type CheckedIntent,
+  type IntentWritten,
   type RowTransition,
 } from "./settlementWrites.js";
+
+/** What writing an intent row found (see `SettlementRecorder.beginChecked`). */
+export interface BeginOutcome extends Omit<IntentWritten, "written"> {
+  /** The row's id; undefined when not written (a live record, or the payer cooling). */
+  id: string | undefined;
+}
 
 export interface SettleIntent {
   principal: ApiKeyPrincipal;
@@ -95,7 +103,7 @@ interface OutcomeWrite {
 }
 
 export class SettlementRecorder {
-  private readonly intents: GroupCommit<NewSettlement, boolean>;
+  private readonly intents: GroupCommit<CheckedIntent, IntentWritten>;
   private readonly outcomes: GroupCommit<OutcomeWrite, boolean>;
   /** The reads of the verify path and the workers. */
   readonly reads: SettlementReads;
@@ -122,9 +130,9 @@ export class SettlementRecorder {
     this.reads = new SettlementReads(db, log);
     this.journal = new JournalRecords(db, log, finishing, sending);
     const opts = { maxBatch: DEFAULT_MAX_BATCH };
-    this.intents = new GroupCommit(async (rows) => {
-      const inserted = await insertIntents(this.db, rows);
-      return rows.map((r) => ({ status: "fulfilled", value: inserted.has(r.id) }) as const);
+    this.intents = new GroupCommit(async (writes) => {
+      const written = await writeIntents(this.db, writes);
+      return written.map((value) => ({ status: "fulfilled", value }) as const);
     }, opts);
     this.outcomes = new GroupCommit(async (writes) => {
       const answered = await this.writeOutcomes(writes);
@@ -162,11 +170,20 @@ export class SettlementRecorder {
    * if it cannot be written, nothing is settled.
    */
   async begin(intent: SettleIntent): Promise<string | undefined> {
+    return (await this.beginChecked(intent)).id;
+  }
+
+  /**
+   * `begin`, with the payer's history read in the same statement when
+   * `coolingSince` is given (insertCheckedIntents): a payer whose own
+   * failure ended after it gets no row, and `payerFailedAt` says when.
+   */
+  async beginChecked(intent: SettleIntent, coolingSince?: Date): Promise<BeginOutcome> {
     const { principal, request } = intent;
     const id = randomUUID();
     const req = request.paymentRequirements;
     try {
-      const inserted = await this.intents.submit({
+      const row: NewSettlement = {
         id,
         account_id: principal.accountId,
         api_key_id: principal.keyId,
@@ -187,8 +204,9 @@ export class SettlementRecorder {
         request: JSON.stringify(request),
         units: intent.units,
         authorization_key: intent.authorizationKey,
-      });
-      return inserted ? id : undefined;
+      };
+      const { written, ...payer } = await this.intents.submit({ row, coolingSince });
+      return { id: written ? id : undefined, ...payer };
     } catch (e) {
       this.log.error({ err: describeError(e) }, "could not record settlement intent");
       throw new ServiceError(

@@ -70,7 +70,7 @@ export interface MinedTransaction {
  * (also when the live record is another row of the same insert: the first
  * one listed wins), exactly as a lone insert would be.
  */
-export async function insertIntents(
+async function insertIntents(
   db: Kysely<Database>,
   rows: readonly NewSettlement[],
 ): Promise<Set<string>> {
@@ -84,6 +84,158 @@ export async function insertIntents(
     .returning("id")
     .execute();
   return new Set(inserted.map((r) => r.id));
+}
+
+/**
+ * An intent row, and since when its payer's own on-chain failures refuse it
+ * (cooling); without `coolingSince` the row is written as `insertIntents`
+ * writes it.
+ */
+export interface CheckedIntent {
+  row: NewSettlement;
+  coolingSince?: Date | undefined;
+}
+
+/** What a checked insert found and wrote. */
+interface CheckedIntents {
+  /** The ids written. */
+  inserted: Set<string>;
+  /** Each checked payer's latest own on-chain failure since the earliest `coolingSince`. */
+  lastFailure: Map<string, Date>;
+  /** The checked payers with a settlement that succeeded with a transaction on record. */
+  known: Set<string>;
+}
+
+// The columns an intent row is written with; the others keep their defaults.
+const INTENT_COLUMNS = [
+  "id",
+  "account_id",
+  "api_key_id",
+  "network",
+  "scheme",
+  "payer",
+  "pay_to",
+  "asset",
+  "amount",
+  "payload_fingerprint",
+  "status",
+  "transaction",
+  "error_reason",
+  "error_message",
+  "started_at",
+  "finished_at",
+  "duration_ms",
+  "request",
+  "units",
+  "authorization_key",
+] as const satisfies readonly (keyof NewSettlement)[];
+
+/**
+ * `insertIntents`, with the payer's history read in the same statement: a
+ * row whose payer's own payment failed on-chain after its `coolingSince`
+ * is not written (the payer is cooling), and the statement answers each
+ * payer's latest such failure and whether it has a success on record (the
+ * failed-fee budget's tiers). One statement where a read and then an
+ * insert were two round trips; the reads see the table as it was before
+ * the insert, which is what reading first saw.
+ *
+ * The rows go in as one JSON array, typed by the table's own row type
+ * (`jsonb_populate_record`), so each keeps its own `coolingSince` beside
+ * it, and in the order given: of two rows for one authorization, the first
+ * listed wins, as in `insertIntents`.
+ */
+async function insertCheckedIntents(
+  db: Kysely<Database>,
+  intents: readonly CheckedIntent[],
+): Promise<CheckedIntents> {
+  const checked = intents.filter((i) => i.coolingSince !== undefined);
+  const payers = [...new Set(checked.flatMap(({ row }) => (row.payer ? [row.payer] : [])))];
+  const since = new Date(Math.min(...checked.map((i) => i.coolingSince!.getTime())));
+  const input = JSON.stringify(
+    intents.map(({ row, coolingSince }) => ({
+      ...row,
+      // Stored as the document it is, not as a JSON string.
+      request: typeof row.request === "string" ? JSON.parse(row.request) : row.request,
+      cooling_since: coolingSince,
+    })),
+  );
+  const columns = sql.join(INTENT_COLUMNS.map((c) => sql.ref(c)));
+  const values = sql.join(INTENT_COLUMNS.map((c) => sql.ref(`v.${c}`)));
+  const { rows } = await sql<{
+    kind: "inserted" | "cooling" | "known";
+    value: string;
+    at: Date | string | null;
+  }>`
+    with input as (
+      select i.j, i.ord from jsonb_array_elements(${input}::jsonb) with ordinality as i(j, ord)
+    ), cooling as (
+      select payer, max(finished_at) as last from settlements
+      where payer = any(${payers}::text[]) and status = 'failed' and transaction is not null
+        and failure_cause = 'payer' and finished_at > ${since}
+      group by payer
+    ), known as (
+      -- One probe of the partial index of successes per payer (see settlementReads.ts).
+      select p.payer from unnest(${payers}::text[]) as p(payer)
+      where exists (select 1 from settlements s where s.payer = p.payer
+        and s.status = 'succeeded' and s.transaction is not null)
+    ), inserted as (
+      insert into settlements (${columns})
+      select ${values}
+      from input i cross join lateral jsonb_populate_record(null::settlements, i.j) as v
+      where not exists (select 1 from cooling c
+        where c.payer = v.payer and c.last > (i.j ->> 'cooling_since')::timestamptz)
+      order by i.ord
+      on conflict (authorization_key) where ${HOLDS_AUTHORIZATION} do nothing
+      returning id
+    )
+    select 'inserted' as kind, id::text as value, null::timestamptz as at from inserted
+    union all select 'cooling', payer, last from cooling
+    union all select 'known', payer, null from known`.execute(db);
+  const found: CheckedIntents = { inserted: new Set(), lastFailure: new Map(), known: new Set() };
+  for (const r of rows) {
+    if (r.kind === "inserted") found.inserted.add(r.value);
+    else if (r.kind === "known") found.known.add(r.value);
+    else if (r.at !== null) found.lastFailure.set(r.value, new Date(r.at));
+  }
+  return found;
+}
+
+/** What writing one intent found. */
+export interface IntentWritten {
+  /** Whether its row was written. */
+  written: boolean;
+  /** When its payer's latest own on-chain failure ended, if after the `coolingSince` asked. */
+  payerFailedAt?: Date | undefined;
+  /** Whether its payer has a settlement that succeeded on record (undefined: not asked, or no payer). */
+  payerKnown?: boolean | undefined;
+}
+
+/**
+ * One group-commit flush of intents, in one statement: `insertIntents`, or
+ * `insertCheckedIntents` when any of them asks about its payer's cooling.
+ * Answers each intent in the order given.
+ */
+export async function writeIntents(
+  db: Kysely<Database>,
+  intents: readonly CheckedIntent[],
+): Promise<IntentWritten[]> {
+  if (intents.every((i) => i.coolingSince === undefined)) {
+    const inserted = await insertIntents(
+      db,
+      intents.map((i) => i.row),
+    );
+    return intents.map((i) => ({ written: inserted.has(i.row.id) }));
+  }
+  const found = await insertCheckedIntents(db, intents);
+  return intents.map((i) => {
+    const payer = i.coolingSince ? i.row.payer : undefined;
+    const last = payer ? found.lastFailure.get(payer) : undefined;
+    return {
+      written: found.inserted.has(i.row.id),
+      payerFailedAt: i.coolingSince && last && last > i.coolingSince ? last : undefined,
+      payerKnown: payer ? found.known.has(payer) : undefined,
+    };
+  });
 }
 
 /**

@@ -1,8 +1,9 @@
 /**
  * Stage: the payer's lane (see payerLanes.ts). It stands before the
- * payer-cooling stage, so a settle that waited behind the payer's previous
- * one reads that one's outcome: a failure of the payer's own doing refuses
- * it there, before anything is sent.
+ * intent stage, whose statement checks the payer's cooling, so a settle
+ * that waited behind the payer's previous one reads that one's outcome: a
+ * failure of the payer's own doing refuses it there, before anything is
+ * sent.
  */
 import { settleRefusal } from "../../../protocol/answers.js";
 import { Reason } from "../../../protocol/reasons.js";

@@ -29,11 +29,6 @@ export interface SettleContext {
   readonly extensionResponses: ExtensionResponses;
   /** Quota units a success costs (the payment's, times a confidential tier fee). */
   readonly units: number;
-  /**
-   * What the stages learned of the payer: whether it has a success on
-   * record (the cooling stage's read), for the failed-fee budget's tiers.
-   */
-  readonly payer: { known?: boolean };
 }
 
 /** The context of the stages after the intent stage: with the settlement it opened. */
