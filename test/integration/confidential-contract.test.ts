@@ -359,6 +359,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
           attacker.address,
           0n,
           attacker.address,
+          attacker.address,
           { ACLAddress: usdc, CoprocessorAddress: usdc, KMSVerifierAddress: usdc },
         ],
       }),
@@ -725,8 +726,8 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     const merchants = [await enable(), await enable(), await enable()];
     const day = await currentDay();
     // Counts no array, storage slot, slot id or day would equal (the vault's
-    // storage variables take slots 0 to 30); amounts whose sums no single payment equals.
-    const counts = [31, 33, 35];
+    // storage variables take slots 0 to 31); amounts whose sums no single payment equals.
+    const counts = [41, 43, 45];
     const payments = new Map<Merchant, Payment[]>();
     let seed = 1;
     for (const [i, m] of merchants.entries()) {
@@ -810,6 +811,33 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
       }),
       deployed.lens,
     );
+    // Its challenges and bond run the court deployed with it, also at the vault's address.
+    assert.equal(
+      await client.readContract({
+        address: deployed.address,
+        abi: confidentialVaultAbi,
+        functionName: "court",
+      }),
+      deployed.court,
+    );
+    assert.equal(
+      await client.readContract({
+        address: deployed.address,
+        abi: confidentialVaultAbi,
+        functionName: "bond",
+      }),
+      0n,
+    );
+    // Each part as placed on the chain leaves at least 1 KB under EIP-170.
+    for (const [part, at] of Object.entries({
+      vault: deployed.address,
+      court: deployed.court,
+      lens: deployed.lens,
+    })) {
+      const code = await client.getCode({ address: at });
+      const size = ((code?.length ?? 2) - 2) / 2;
+      assert.ok(size > 0 && size <= 24_576 - 1024, `the deployed ${part} is ${size} bytes`);
+    }
     assert.deepEqual(
       (
         await client.readContract({
@@ -837,6 +865,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
           privateKeyToAccount(generatePrivateKey()).address,
           0n,
           deployed.lens,
+          deployed.court,
           { ACLAddress: usdc, CoprocessorAddress: usdc, KMSVerifierAddress: usdc },
         ],
       }),
@@ -859,6 +888,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
           deployment.bondOwner,
           window,
           deployed.lens,
+          deployed.court,
           {
             ACLAddress: deployment.coprocessor.acl,
             CoprocessorAddress: deployment.coprocessor.executor,
@@ -880,10 +910,9 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     const artifacts = await loadArtifacts();
     const EIP170 = 24_576;
     const sizes = Object.fromEntries(
-      ["ConfidentialSettlementVault", "ConfidentialVaultLens"].map((name) => [
-        name,
-        (artifacts[name]!.deployedBytecode.length - 2) / 2,
-      ]),
+      ["ConfidentialSettlementVault", "ConfidentialVaultCourt", "ConfidentialVaultLens"].map(
+        (name) => [name, (artifacts[name]!.deployedBytecode.length - 2) / 2],
+      ),
     );
     process.stdout.write(`confidential contract sizes: ${JSON.stringify(sizes)}\n`);
     for (const [name, size] of Object.entries(sizes)) {

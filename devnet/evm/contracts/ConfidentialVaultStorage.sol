@@ -211,6 +211,9 @@ abstract contract ConfidentialVaultStorage {
     /// @notice Answers every read the vault leaves out (`ConfidentialVaultLens`,
     ///         run on this storage by the vault's fallback); set once.
     address public lens;
+    /// @notice Hears challenges and keeps the bond (`ConfidentialVaultCourt`,
+    ///         run on this storage by the vault's fallback); set once.
+    address public court;
 
     // ---- errors ----
 

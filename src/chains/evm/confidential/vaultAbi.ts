@@ -1,8 +1,8 @@
 /**
  * The ABI of ConfidentialSettlementVault (devnet/evm/contracts/) as callers
- * see it, viem-typed: its own functions, and the reads its fallback answers
- * from ConfidentialVaultLens. A test checks it against the compiled
- * contracts, so the two cannot drift.
+ * see it, viem-typed: its own functions, the court's (challenges, the bond,
+ * resume) and the reads of ConfidentialVaultLens, both of which its fallback
+ * runs. A test checks it against the compiled contracts, so they cannot drift.
  */
 export const confidentialVaultAbi = [
   {
@@ -12,6 +12,7 @@ export const confidentialVaultAbi = [
       { internalType: "address", name: "bondOwner_", type: "address" },
       { internalType: "uint256", name: "challengeWindow_", type: "uint256" },
       { internalType: "address", name: "lens_", type: "address" },
+      { internalType: "address", name: "court_", type: "address" },
       {
         components: [
           { internalType: "address", name: "ACLAddress", type: "address" },
@@ -225,45 +226,6 @@ export const confidentialVaultAbi = [
   {
     anonymous: false,
     inputs: [
-      { indexed: true, internalType: "address", name: "from", type: "address" },
-      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
-    ],
-    name: "BondDeposited",
-    type: "event",
-  },
-  {
-    anonymous: false,
-    inputs: [
-      { indexed: true, internalType: "address", name: "to", type: "address" },
-      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
-    ],
-    name: "BondWithdrawn",
-    type: "event",
-  },
-  {
-    anonymous: false,
-    inputs: [
-      { indexed: true, internalType: "uint256", name: "id", type: "uint256" },
-      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
-      { indexed: true, internalType: "uint256", name: "slot", type: "uint256" },
-      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
-      { indexed: false, internalType: "bytes32", name: "handle", type: "bytes32" },
-    ],
-    name: "ChallengeOpened",
-    type: "event",
-  },
-  {
-    anonymous: false,
-    inputs: [
-      { indexed: true, internalType: "uint256", name: "id", type: "uint256" },
-      { indexed: false, internalType: "uint256", name: "shortfall", type: "uint256" },
-    ],
-    name: "ChallengeResolved",
-    type: "event",
-  },
-  {
-    anonymous: false,
-    inputs: [
       { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
       { indexed: true, internalType: "bytes32", name: "paymentKey", type: "bytes32" },
       { indexed: true, internalType: "address", name: "payer", type: "address" },
@@ -291,15 +253,6 @@ export const confidentialVaultAbi = [
       { indexed: false, internalType: "bytes32", name: "matches", type: "bytes32" },
     ],
     name: "DayClosing",
-    type: "event",
-  },
-  {
-    anonymous: false,
-    inputs: [
-      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
-      { indexed: true, internalType: "uint256", name: "challenge", type: "uint256" },
-    ],
-    name: "DayDisputed",
     type: "event",
   },
   {
@@ -336,16 +289,6 @@ export const confidentialVaultAbi = [
   {
     anonymous: false,
     inputs: [
-      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
-      { indexed: true, internalType: "uint256", name: "slot", type: "uint256" },
-      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
-    ],
-    name: "PenaltyPaid",
-    type: "event",
-  },
-  {
-    anonymous: false,
-    inputs: [
       { indexed: false, internalType: "bytes32[]", name: "handlesList", type: "bytes32[]" },
       { indexed: false, internalType: "bytes", name: "abiEncodedCleartexts", type: "bytes" },
     ],
@@ -360,15 +303,6 @@ export const confidentialVaultAbi = [
       { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
     ],
     name: "Redeemed",
-    type: "event",
-  },
-  {
-    anonymous: false,
-    inputs: [
-      { indexed: false, internalType: "address", name: "operator", type: "address" },
-      { indexed: false, internalType: "uint256", name: "reopenedDays", type: "uint256" },
-    ],
-    name: "Resumed",
     type: "event",
   },
   {
@@ -522,25 +456,6 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
-    inputs: [
-      { internalType: "uint256", name: "day", type: "uint256" },
-      { internalType: "uint256", name: "slot", type: "uint256" },
-      {
-        components: [
-          { internalType: "bytes32", name: "key", type: "bytes32" },
-          { internalType: "bytes32", name: "blinding", type: "bytes32" },
-        ],
-        internalType: "struct ConfidentialVaultStorage.Opening[]",
-        name: "openings",
-        type: "tuple[]",
-      },
-    ],
-    name: "challenge",
-    outputs: [{ internalType: "uint256", name: "id", type: "uint256" }],
-    stateMutability: "nonpayable",
-    type: "function",
-  },
-  {
     inputs: [],
     name: "challengeCount",
     outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
@@ -596,6 +511,13 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
+    inputs: [],
+    name: "court",
+    outputs: [{ internalType: "address", name: "", type: "address" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
     inputs: [
       { internalType: "uint256", name: "day", type: "uint256" },
       { internalType: "uint256[]", name: "slotIds", type: "uint256[]" },
@@ -619,13 +541,6 @@ export const confidentialVaultAbi = [
     name: "deploymentBlock",
     outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
     stateMutability: "view",
-    type: "function",
-  },
-  {
-    inputs: [{ internalType: "uint256", name: "amount", type: "uint256" }],
-    name: "depositBond",
-    outputs: [],
-    stateMutability: "nonpayable",
     type: "function",
   },
   {
@@ -671,6 +586,7 @@ export const confidentialVaultAbi = [
       { internalType: "address", name: "bondOwner_", type: "address" },
       { internalType: "uint256", name: "challengeWindow_", type: "uint256" },
       { internalType: "address", name: "lens_", type: "address" },
+      { internalType: "address", name: "court_", type: "address" },
       {
         components: [
           { internalType: "address", name: "ACLAddress", type: "address" },
@@ -756,24 +672,6 @@ export const confidentialVaultAbi = [
   },
   {
     inputs: [
-      { internalType: "uint256", name: "id", type: "uint256" },
-      { internalType: "bytes", name: "cleartexts", type: "bytes" },
-      { internalType: "bytes", name: "decryptionProof", type: "bytes" },
-    ],
-    name: "resolveChallenge",
-    outputs: [],
-    stateMutability: "nonpayable",
-    type: "function",
-  },
-  {
-    inputs: [{ internalType: "address", name: "newOperator", type: "address" }],
-    name: "resume",
-    outputs: [],
-    stateMutability: "nonpayable",
-    type: "function",
-  },
-  {
-    inputs: [
       { internalType: "uint256", name: "day", type: "uint256" },
       { internalType: "bytes32[]", name: "keys", type: "bytes32[]" },
     ],
@@ -842,6 +740,124 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
+    inputs: [],
+    name: "withdrawalCount",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "address", name: "from", type: "address" },
+      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
+    ],
+    name: "BondDeposited",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "address", name: "to", type: "address" },
+      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
+    ],
+    name: "BondWithdrawn",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "uint256", name: "id", type: "uint256" },
+      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
+      { indexed: true, internalType: "uint256", name: "slot", type: "uint256" },
+      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
+      { indexed: false, internalType: "bytes32", name: "handle", type: "bytes32" },
+    ],
+    name: "ChallengeOpened",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "uint256", name: "id", type: "uint256" },
+      { indexed: false, internalType: "uint256", name: "shortfall", type: "uint256" },
+    ],
+    name: "ChallengeResolved",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
+      { indexed: true, internalType: "uint256", name: "challenge", type: "uint256" },
+    ],
+    name: "DayDisputed",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
+      { indexed: true, internalType: "uint256", name: "slot", type: "uint256" },
+      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
+    ],
+    name: "PenaltyPaid",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: false, internalType: "address", name: "operator", type: "address" },
+      { indexed: false, internalType: "uint256", name: "reopenedDays", type: "uint256" },
+    ],
+    name: "Resumed",
+    type: "event",
+  },
+  {
+    inputs: [
+      { internalType: "uint256", name: "day", type: "uint256" },
+      { internalType: "uint256", name: "slot", type: "uint256" },
+      {
+        components: [
+          { internalType: "bytes32", name: "key", type: "bytes32" },
+          { internalType: "bytes32", name: "blinding", type: "bytes32" },
+        ],
+        internalType: "struct ConfidentialVaultStorage.Opening[]",
+        name: "openings",
+        type: "tuple[]",
+      },
+    ],
+    name: "challenge",
+    outputs: [{ internalType: "uint256", name: "id", type: "uint256" }],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [{ internalType: "uint256", name: "amount", type: "uint256" }],
+    name: "depositBond",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [
+      { internalType: "uint256", name: "id", type: "uint256" },
+      { internalType: "bytes", name: "cleartexts", type: "bytes" },
+      { internalType: "bytes", name: "decryptionProof", type: "bytes" },
+    ],
+    name: "resolveChallenge",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [{ internalType: "address", name: "newOperator", type: "address" }],
+    name: "resume",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
     inputs: [
       { internalType: "address", name: "to", type: "address" },
       { internalType: "uint256", name: "amount", type: "uint256" },
@@ -849,13 +865,6 @@ export const confidentialVaultAbi = [
     name: "withdrawBond",
     outputs: [],
     stateMutability: "nonpayable",
-    type: "function",
-  },
-  {
-    inputs: [],
-    name: "withdrawalCount",
-    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
-    stateMutability: "view",
     type: "function",
   },
   {
