@@ -335,6 +335,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
       "collect",
       "creditSlots",
       "depositBond",
+      "endFreeze",
       "finalizeDay",
       "finalizeWithdraw",
       "initialize",
@@ -726,7 +727,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     const merchants = [await enable(), await enable(), await enable()];
     const day = await currentDay();
     // Counts no array, storage slot, slot id or day would equal (the vault's
-    // storage variables take slots 0 to 31); amounts whose sums no single payment equals.
+    // storage variables take slots 0 to 33); amounts whose sums no single payment equals.
     const counts = [41, 43, 45];
     const payments = new Map<Merchant, Payment[]>();
     let seed = 1;

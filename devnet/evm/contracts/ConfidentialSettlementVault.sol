@@ -72,8 +72,12 @@ interface IEIP3009 {
 ///         none). A shortfall is proven misattribution: the day is disputed
 ///         (none of its split is ever released), the shortfall is paid from
 ///         the bond into the slot's balance and never given back to the
-///         bond, and no day closes until the bond owner `resume`s with
-///         another operator key, which reopens the day for an honest split.
+///         bond, and no day closes or releases until the bond owner
+///         `resume`s with another operator key, which reopens for an honest
+///         split the disputed day and every day closed or closing under the
+///         disputed key and not yet released; after `MAX_FREEZE` with no
+///         answer anyone may end the freeze (`endFreeze`), leaving no
+///         operator, and merchants redeem by their openings.
 ///      3. A payment whose day is not closed a day after it ended, or whose
 ///         day is disputed, is redeemed by its opening (anyone may send it):
 ///         credited once to the slot its commitment names.
@@ -342,6 +346,8 @@ contract ConfidentialSettlementVault is ConfidentialVaultShared {
         if (bond < required) revert BondTooLow(bond, required);
         bondCommitted = required;
         d.bondShare = uint64(pool);
+        _heldDays.push(day);
+        d.heldAt = uint32(_heldDays.length);
         ebool matches = FHE.isInitialized(d.creditedSum)
             ? FHE.eq(d.creditedSum, uint128(pool))
             : FHE.asEbool(pool == 0);

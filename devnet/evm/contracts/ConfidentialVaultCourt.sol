@@ -71,22 +71,46 @@ contract ConfidentialVaultCourt is ConfidentialVaultShared {
 
     /// @notice After a proven shortfall, the bond owner's answer: the
     ///         operator key becomes `newOperator` (neither zero nor the key
-    ///         that wrote the short split), and each disputed day reopens for
-    ///         an honest split of what was not redeemed. The bond keeps what
-    ///         it paid: nothing is given back to it.
+    ///         whose split was proven short), and every day the freeze held
+    ///         reopens for an honest split of what was not redeemed: the
+    ///         disputed days, and the days closed or closing under that key
+    ///         and not yet released, whose splits are its too. The bond keeps
+    ///         what it paid: nothing is given back to it. Also names an
+    ///         operator again after `endFreeze` left the vault without one.
     function resume(address newOperator) external onlyBondOwner {
+        if (!frozen && operator != address(0)) revert NotFrozen();
+        if (newOperator == address(0) || newOperator == disputedOperator) revert BadOperator(newOperator);
+        _unfreeze(newOperator);
+    }
+
+    /// @notice Ends a freeze the bond owner left unanswered for
+    ///         `MAX_FREEZE`: anyone may send it. The held days reopen as in
+    ///         `resume`, but no key becomes operator: nothing closes any
+    ///         more, and every payment is redeemed by its opening once its
+    ///         day is a day old, so no merchant's money waits on the bond
+    ///         owner for longer than the freeze bound. The bond owner may
+    ///         still name an operator later (`resume`).
+    function endFreeze() external {
         if (!frozen) revert NotFrozen();
-        if (newOperator == address(0) || newOperator == operator) revert BadOperator(newOperator);
+        uint256 endsAt = frozenAt + MAX_FREEZE;
+        if (block.timestamp < endsAt) revert FreezeNotOver(endsAt);
+        _unfreeze(address(0));
+    }
+
+    function _unfreeze(address newOperator) private {
         frozen = false;
         operator = newOperator;
-        uint256 n = _disputedDays.length;
-        for (uint256 i = 0; i < n; i++) {
+        uint256 n = _heldDays.length;
+        // Each reopen frees its day's share and takes it off the list.
+        while (_heldDays.length != 0) {
+            uint256 day = _heldDays[_heldDays.length - 1];
+            DayState storage d = _days[day];
             // Every shortfall shown on it is decided (and paid) first.
-            DayState storage d = _days[_disputedDays[i]];
-            if (d.openChallenges != 0) revert ChallengesOpen(_disputedDays[i]);
+            if (d.openChallenges != 0) revert ChallengesOpen(day);
+            // A closed day's credits counted as owed; a disputed day's no longer do.
+            if (d.phase == DAY_CLOSED) totalCredited -= _dayPool(day);
             _reopen(d);
         }
-        delete _disputedDays;
         emit Resumed(newOperator, n);
     }
 
@@ -165,8 +189,11 @@ contract ConfidentialVaultCourt is ConfidentialVaultShared {
         if (d.phase == DAY_CLOSED) {
             d.phase = DAY_DISPUTED;
             totalCredited -= _dayPool(day);
-            frozen = true;
-            _disputedDays.push(day);
+            if (!frozen) {
+                frozen = true;
+                frozenAt = block.timestamp;
+            }
+            disputedOperator = operator;
             emit DayDisputed(day, id);
         }
         Presented storage shown = _presented[_presentedKey(c.slot, day, c.attempt)];

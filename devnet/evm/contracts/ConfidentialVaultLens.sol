@@ -99,6 +99,12 @@ contract ConfidentialVaultLens is ConfidentialVaultStorage {
         return (d.closedAt, d.openChallenges, d.bondShare);
     }
 
+    /// @notice The days a freeze holds and a resume reopens: closing, closed
+    ///         and not yet released, or disputed.
+    function heldDays() external view returns (uint256[] memory) {
+        return _heldDays;
+    }
+
     function dayInfo(uint256 day)
         external
         view

@@ -29,15 +29,24 @@ abstract contract ConfidentialVaultShared is ConfidentialVaultStorage {
         FHE.checkSignatures(handles, cleartexts, decryptionProof);
     }
 
-    /// @dev Whatever of the bond the day holds is no longer needed.
+    /// @dev Whatever of the bond the day holds is no longer needed, and a
+    ///      resume no longer reopens it.
     function _freeShare(DayState storage d) internal {
         bondCommitted -= d.bondShare;
         d.bondShare = 0;
+        uint256 index = d.heldAt;
+        if (index == 0) return;
+        // Swap-and-pop: the last held day takes its place.
+        uint256 last = _heldDays[_heldDays.length - 1];
+        _heldDays[index - 1] = last;
+        _days[last].heldAt = uint32(index);
+        _heldDays.pop();
+        d.heldAt = 0;
     }
 
     /// @dev Discards a day's credits for a new attempt, and frees its share
     ///      of the bond. No challenge of it is open: a closing day has none,
-    ///      and `resume` waits for a disputed day's.
+    ///      and a resume waits for a held day's.
     function _reopen(DayState storage d) internal {
         _freeShare(d);
         d.phase = DAY_OPEN;

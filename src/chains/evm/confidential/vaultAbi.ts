@@ -120,6 +120,11 @@ export const confidentialVaultAbi = [
     type: "error",
   },
   {
+    inputs: [{ internalType: "uint256", name: "endsAt", type: "uint256" }],
+    name: "FreezeNotOver",
+    type: "error",
+  },
+  {
     inputs: [
       { internalType: "uint256", name: "owed", type: "uint256" },
       { internalType: "uint256", name: "holdings", type: "uint256" },
@@ -394,6 +399,13 @@ export const confidentialVaultAbi = [
   },
   {
     inputs: [],
+    name: "MAX_FREEZE",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
     name: "MAX_SLOTS",
     outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
     stateMutability: "view",
@@ -545,6 +557,13 @@ export const confidentialVaultAbi = [
   },
   {
     inputs: [],
+    name: "disputedOperator",
+    outputs: [{ internalType: "address", name: "", type: "address" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
     name: "domainSeparator",
     outputs: [{ internalType: "bytes32", name: "", type: "bytes32" }],
     stateMutability: "view",
@@ -576,6 +595,13 @@ export const confidentialVaultAbi = [
     inputs: [],
     name: "frozen",
     outputs: [{ internalType: "bool", name: "", type: "bool" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "frozenAt",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
     stateMutability: "view",
     type: "function",
   },
@@ -839,6 +865,7 @@ export const confidentialVaultAbi = [
     stateMutability: "nonpayable",
     type: "function",
   },
+  { inputs: [], name: "endFreeze", outputs: [], stateMutability: "nonpayable", type: "function" },
   {
     inputs: [
       { internalType: "uint256", name: "id", type: "uint256" },
@@ -923,6 +950,13 @@ export const confidentialVaultAbi = [
       { internalType: "uint64[]", name: "amounts", type: "uint64[]" },
       { internalType: "uint8[]", name: "states", type: "uint8[]" },
     ],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "heldDays",
+    outputs: [{ internalType: "uint256[]", name: "", type: "uint256[]" }],
     stateMutability: "view",
     type: "function",
   },
