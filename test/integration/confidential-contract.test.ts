@@ -530,7 +530,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     assert.equal(await vault.balance(m.slot), 1_300_000n);
   });
 
-  test("collect takes each authorization once and only to the vault; USDC sent around it is stray, which is all the operator can send back", async () => {
+  test("collect takes each authorization once and only to the vault; USDC sent around it is stray, which goes only to the bond owner fixed at deployment", async () => {
     await nextDay();
     const m = await enable();
     const p = await pay(m, 123_000n);
@@ -619,26 +619,43 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
       account: privateKeyToAccount(devnet.networks[NETWORK]!.confidential!.operatorPrivateKey),
       chain: CHAIN,
     });
-    // More than the stray amount is refused: collected money is not the operator's to move.
+    // Stray USDC goes to the bond owner, fixed at deployment: no caller names
+    // where it goes (the vault cannot tell who sent it), and more than the
+    // stray amount is refused: collected money is nobody's to move.
+    const bondOwner = privateKeyToAccount(
+      devnet.networks[NETWORK]!.confidential!.bondOwnerPrivateKey,
+    ).address;
+    const returnFn = confidentialVaultAbi.find(
+      (e) => e.type === "function" && e.name === "returnStray",
+    ) as { inputs: readonly { type: string }[] };
+    assert.deepEqual(
+      returnFn.inputs.map((i) => i.type),
+      ["uint256"],
+      "the operator names no recipient",
+    );
     await assert.rejects(
       operator.writeContract({
         address: vault.address,
         abi: confidentialVaultAbi,
         functionName: "returnStray",
-        args: [payer.address, stray + 1n],
+        args: [stray + 1n],
       }),
       /NotStray/,
     );
-    const before = await usdcBalance(payer.address);
+    const [payerBefore, ownerBefore] = await Promise.all([
+      usdcBalance(payer.address),
+      usdcBalance(bondOwner),
+    ]);
     await client.waitForTransactionReceipt({
       hash: await operator.writeContract({
         address: vault.address,
         abi: confidentialVaultAbi,
         functionName: "returnStray",
-        args: [payer.address, stray],
+        args: [stray],
       }),
     });
-    assert.equal(await usdcBalance(payer.address), before + stray);
+    assert.equal(await usdcBalance(bondOwner), ownerBefore + stray);
+    assert.equal(await usdcBalance(payer.address), payerBefore);
     assert.equal(await strayBalance(), 0n);
   });
 

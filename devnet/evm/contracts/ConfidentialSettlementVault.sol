@@ -86,7 +86,7 @@ interface IEIP3009 {
 ///         24 hours unfinalized the merchant may cancel and the debit is undone.
 ///      What the operator key can still do: assign slots (at most MAX_SLOTS),
 ///      delay a day, return an unattributed payment of an open day to its
-///      payer, send back USDC that reached the vault outside `collect`, and
+///      payer, and
 ///      write a split that a slot's openings prove short, at the cost of the
 ///      shortfall from its bond. It cannot mint, wrap a credit around, spend
 ///      pending credit, move a merchant's balance, refund an attributed
@@ -289,14 +289,18 @@ contract ConfidentialSettlementVault is ConfidentialVaultShared {
         }
     }
 
-    /// @notice Sends back USDC that reached the vault outside `collect` (a
-    ///         plain transfer, or an authorization executed on the token
-    ///         directly): no payment record and no credit stands for it.
-    function returnStray(address to, uint256 amount) external onlyOperator {
+    /// @notice Sends USDC that reached the vault outside `collect` (a plain
+    ///         transfer, or an authorization executed on the token directly:
+    ///         no payment record and no credit stands for it) to the bond
+    ///         owner, the one address fixed at deployment that answers for the
+    ///         vault, which hands it back to whoever shows they sent it. The
+    ///         vault cannot tell who sent it, so no caller names where it
+    ///         goes; anyone may send it.
+    function returnStray(uint256 amount) external {
         uint256 stray = strayBalance();
         if (amount > stray) revert NotStray(amount, stray);
-        asset.safeTransfer(to, amount);
-        emit StrayReturned(to, amount);
+        asset.safeTransfer(bondOwner, amount);
+        emit StrayReturned(bondOwner, amount);
     }
 
     // ---- the daily batch ----

@@ -707,10 +707,7 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
-    inputs: [
-      { internalType: "address", name: "to", type: "address" },
-      { internalType: "uint256", name: "amount", type: "uint256" },
-    ],
+    inputs: [{ internalType: "uint256", name: "amount", type: "uint256" }],
     name: "returnStray",
     outputs: [],
     stateMutability: "nonpayable",
