@@ -14,6 +14,8 @@
  *   closing, and the resume reopens them all for the new key (M-2); a
  *   freeze the bond owner leaves unanswered ends after `MAX_FREEZE`, by
  *   anyone, with no operator left (M-8).
+ * - Each day's open challenges are listed in storage, so the service never
+ *   scans every challenge ever made, nor any log (M-7).
  * - The guards a deletion would otherwise leave untested: no release while a
  *   challenge is open or while frozen, no finalization while frozen, no
  *   withdrawal of bond a day holds, `bondCommitted` back to zero after a
@@ -211,6 +213,37 @@ describe("the operator bond and the vault's liveness (devnet, fhEVM mock)", () =
     );
     assert.equal(await committed(), base - 0n);
     assert.equal(await vault.balanceOf(m.slot), p.amount);
+  });
+
+  test("open challenges are kept per day in storage: whoever submits the KMS's answers reads that day's ids, and a resolved one leaves the list", async () => {
+    await vault.nextDay();
+    const m = await vault.assignSlot();
+    const watcher = await someone();
+    const d1 = await vault.today();
+    const p1 = await vault.pay(1_000_000n, 0, m);
+    const q1 = await vault.pay(400_000n, 1, m);
+    await vault.nextDay();
+    const d2 = await vault.today();
+    const p2 = await vault.pay(600_000n, 2, m);
+    await vault.nextDay();
+    await vault.creditAll(d1, new Map([[m.slot, p1.amount + q1.amount]]));
+    assert.equal(await vault.close(d1), "success");
+    await vault.creditAll(d2, new Map([[m.slot, p2.amount]]));
+    assert.equal(await vault.close(d2), "success");
+    const a = await openChallenge(watcher, d1, m.slot, [p1]);
+    const b = await openChallenge(watcher, d2, m.slot, [p2]);
+    const c = await openChallenge(watcher, d1, m.slot, [q1]);
+    const openOf = async (day: number) =>
+      [...(await vault.read<readonly bigint[]>("openChallengeIds", [BigInt(day)]))].sort();
+    assert.deepEqual(await openOf(d1), [a, c]);
+    assert.deepEqual(await openOf(d2), [b]);
+    await resolve(a);
+    assert.deepEqual(await openOf(d1), [c]);
+    await resolve(c);
+    await resolve(b);
+    assert.deepEqual(await openOf(d1), []);
+    assert.deepEqual(await openOf(d2), []);
+    assert.equal(await vault.read<boolean>("frozen"), false, "honest splits");
   });
 
   test("a theft proven while other days are held: nothing releases or finalizes during the freeze, and the resume reopens every day closed or closing under the disputed key", async () => {

@@ -162,8 +162,10 @@ contract ConfidentialVaultCourt is ConfidentialVaultShared {
             state: CHALLENGE_OPEN,
             amount: uint64(amount),
             shortfall: 0,
+            openAt: 0,
             handle: shortfall
         });
+        _listOpen(id, day);
         emit ChallengeOpened(id, day, slot, amount, euint64.unwrap(shortfall));
     }
 
@@ -179,6 +181,7 @@ contract ConfidentialVaultCourt is ConfidentialVaultShared {
         uint256 shortfall = abi.decode(cleartexts, (uint64));
         c.state = CHALLENGE_RESOLVED;
         c.shortfall = uint64(shortfall);
+        _closeChallenge(c);
         emit ChallengeResolved(id, shortfall);
         uint256 day = c.day;
         DayState storage d = _days[day];
@@ -210,5 +213,23 @@ contract ConfidentialVaultCourt is ConfidentialVaultShared {
         Slot storage s = _slots[c.slot];
         _setBalance(s, FHE.add(s.balance, FHE.asEuint64(uint64(owed))));
         emit PenaltyPaid(day, c.slot, owed);
+    }
+
+    /// @dev Puts a new challenge on its day's open list.
+    function _listOpen(uint256 id, uint256 day) private {
+        uint256[] storage open = _openChallengeIds[day];
+        open.push(id);
+        _challenges[id].openAt = uint32(open.length);
+    }
+
+    /// @dev Takes a resolved challenge off its day's open list (swap-and-pop).
+    function _closeChallenge(Challenge storage c) private {
+        uint256[] storage open = _openChallengeIds[c.day];
+        uint256 index = c.openAt;
+        uint256 last = open[open.length - 1];
+        open[index - 1] = last;
+        _challenges[last].openAt = uint32(index);
+        open.pop();
+        c.openAt = 0;
     }
 }

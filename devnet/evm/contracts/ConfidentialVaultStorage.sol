@@ -139,6 +139,8 @@ abstract contract ConfidentialVaultStorage {
         uint64 amount;
         /// @dev The KMS's answer: the credit's shortfall (0: none).
         uint64 shortfall;
+        /// @dev Its index in its day's `_openChallengeIds` + 1 while open (0: resolved).
+        uint32 openAt;
         /// @dev Encrypted: every opening of the slot for the day and attempt,
         ///      less its credit, when that is positive; else 0.
         euint64 handle;
@@ -227,6 +229,10 @@ abstract contract ConfidentialVaultStorage {
     /// @notice Hears challenges and keeps the bond (`ConfidentialVaultCourt`,
     ///         run on this storage by the vault's fallback); set once.
     address public court;
+    /// @dev day => the ids of its challenges awaiting the KMS's answer, so
+    ///      whoever submits the answers reads them without scanning every
+    ///      challenge ever made or any log.
+    mapping(uint256 => uint256[]) internal _openChallengeIds;
 
     // ---- errors ----
 

@@ -958,6 +958,13 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
+    inputs: [{ internalType: "uint256", name: "day", type: "uint256" }],
+    name: "openChallengeIds",
+    outputs: [{ internalType: "uint256[]", name: "", type: "uint256[]" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
     inputs: [{ internalType: "bytes32", name: "key", type: "bytes32" }],
     name: "payment",
     outputs: [
