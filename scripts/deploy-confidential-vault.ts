@@ -1,6 +1,6 @@
 /**
  * Deploys the confidential settlement vault to eip155:8453 (or the chain
- * `CONFIDENTIAL_DEPLOY_CHAIN_ID` names), its read-only lens first, the vault
+ * `CONFIDENTIAL_DEPLOY_CHAIN_ID` names), its read-only lens and its court first, the vault
  * initialized in its deployment transaction, and prints the service's
  * `CONFIDENTIAL_CONTRACT_ADDRESS`.
  *
@@ -71,7 +71,7 @@ async function main(): Promise<void> {
     },
   });
   process.stdout.write(
-    `deployed and initialized in ${deployed.transaction} (block ${deployed.deploymentBlock}), its read-only lens at ${deployed.lens}\nCONFIDENTIAL_CONTRACT_ADDRESS=${deployed.address}\nNo day closes until the bond owner deposits the operator bond (depositBond): see docs/confidential.md.\n`,
+    `deployed and initialized in ${deployed.transaction} (block ${deployed.deploymentBlock}), its read-only lens at ${deployed.lens}, its court at ${deployed.court}\nCONFIDENTIAL_CONTRACT_ADDRESS=${deployed.address}\nNo day closes until the bond owner deposits the operator bond (depositBond): see docs/confidential.md.\n`,
   );
 }
 

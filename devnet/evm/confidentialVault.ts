@@ -1,8 +1,8 @@
 /**
  * Places the confidential settlement vault on the devnet's `eip155:8453`
  * chain: the fhEVM host contracts first (devnet/fhevm.ts), then the vault's
- * read-only lens and the vault's runtime code at their fixed addresses, the
- * vault initialized with the devnet USDC, the lens, the
+ * read-only lens, its court and the vault's runtime code at their fixed
+ * addresses, the vault initialized with the devnet USDC, the lens, the court, the
  * devnet operator and bond-owner keys, the challenge window and the host's
  * addresses; then the bond owner deposits the operator bond (minted by the
  * token's owner), without which no day could close.
@@ -35,19 +35,31 @@ const CONFIDENTIAL_VAULT_ADDRESS: Address = "0x4020C0F1De00000000000000000000000
 /** Where it keeps the vault's lens (the reads the vault runs from it). */
 const CONFIDENTIAL_LENS_ADDRESS: Address = "0x4020C0f1De000000000000000000000000000009";
 
+/** Where it keeps the vault's court (challenges and the bond, run by the vault's fallback). */
+const CONFIDENTIAL_COURT_ADDRESS: Address = "0x4020C0f1de00000000000000000000000000000A";
+
 /**
- * The vault's ABI as callers see it: its own functions, and the reads its
- * fallback answers from the lens (the lens's, less what both declare).
+ * The vault's ABI as callers see it: its own functions, the court's that its
+ * fallback runs (functions and events), and the reads the court's fallback
+ * answers from the lens; each entry once.
  */
 export function confidentialVaultAbiOf(artifacts: Artifacts): Abi {
   const vault = artifacts["ConfidentialSettlementVault"];
+  const court = artifacts["ConfidentialVaultCourt"];
   const lens = artifacts["ConfidentialVaultLens"];
-  if (!vault || !lens)
-    throw new Error("the confidential vault or its lens is missing from the artifacts");
+  if (!vault || !court || !lens)
+    throw new Error("the confidential vault, its court or its lens is missing from the artifacts");
   const seen = new Set(vault.abi.map((e) => JSON.stringify(e)));
+  const fresh = (e: Abi[number]) => {
+    const key = JSON.stringify(e);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  };
   return [
     ...vault.abi,
-    ...lens.abi.filter((e) => e.type === "function" && !seen.has(JSON.stringify(e))),
+    ...court.abi.filter((e) => (e.type === "function" || e.type === "event") && fresh(e)),
+    ...lens.abi.filter((e) => e.type === "function" && fresh(e)),
   ];
 }
 
@@ -98,19 +110,24 @@ export async function placeConfidentialVault(opts: {
   const publicClient = createPublicClient({ chain, transport, pollingInterval: 50 });
   const artifact = opts.artifacts["ConfidentialSettlementVault"];
   const lens = opts.artifacts["ConfidentialVaultLens"];
-  if (!artifact || !lens) {
-    throw new Error("the confidential vault or its lens is missing from the compiled artifacts");
+  const court = opts.artifacts["ConfidentialVaultCourt"];
+  if (!artifact || !lens || !court) {
+    throw new Error(
+      "the confidential vault, its court or its lens is missing from the compiled artifacts",
+    );
   }
-  const [code, lensCode] = await Promise.all([
+  const [code, lensCode, courtCode] = await Promise.all([
     publicClient.getCode({ address: CONFIDENTIAL_VAULT_ADDRESS }),
     publicClient.getCode({ address: CONFIDENTIAL_LENS_ADDRESS }),
+    publicClient.getCode({ address: CONFIDENTIAL_COURT_ADDRESS }),
   ]);
   if (code && code !== "0x") {
     // A kept chain from before a change of the vault: its storage is laid
     // out for the old code, so neither can be kept alongside the other.
     if (
       code.toLowerCase() !== artifact.deployedBytecode.toLowerCase() ||
-      lensCode?.toLowerCase() !== lens.deployedBytecode.toLowerCase()
+      lensCode?.toLowerCase() !== lens.deployedBytecode.toLowerCase() ||
+      courtCode?.toLowerCase() !== court.deployedBytecode.toLowerCase()
     ) {
       throw new Error(
         "the kept devnet chain holds an older confidential vault; start from a fresh devnet state (remove the kept chain) to use this one",
@@ -130,6 +147,7 @@ export async function placeConfidentialVault(opts: {
       bytecode: artifact.deployedBytecode,
     }),
     testClient.setCode({ address: CONFIDENTIAL_LENS_ADDRESS, bytecode: lens.deployedBytecode }),
+    testClient.setCode({ address: CONFIDENTIAL_COURT_ADDRESS, bytecode: court.deployedBytecode }),
     testClient.setBalance({ address: operator.address, value: parseEther("1000") }),
     testClient.setBalance({ address: bondOwner.address, value: parseEther("10") }),
   ]);
@@ -144,6 +162,7 @@ export async function placeConfidentialVault(opts: {
       bondOwner.address,
       BigInt(opts.challengeWindowSeconds ?? 0),
       CONFIDENTIAL_LENS_ADDRESS,
+      CONFIDENTIAL_COURT_ADDRESS,
       {
         ACLAddress: FHEVM_HOST.acl,
         CoprocessorAddress: FHEVM_HOST.executor,
@@ -196,7 +215,7 @@ export async function placeConfidentialVault(opts: {
     "bond deposit",
     await bondWallet.writeContract({
       address: CONFIDENTIAL_VAULT_ADDRESS,
-      abi: artifact.abi,
+      abi: court.abi, // the court's code, run at the vault's address
       functionName: "depositBond",
       args: [DEVNET_BOND],
       gas: 200_000n,

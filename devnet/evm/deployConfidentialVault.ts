@@ -1,8 +1,9 @@
 /**
  * Deploys the confidential settlement vault to a real chain: its read-only
- * lens first (no arguments, no state), then one creation transaction whose
+ * lens and its court first (no arguments, no state: the vault runs their
+ * code on its own storage), then one creation transaction whose
  * constructor initializes the vault (token, operator, bond owner, challenge
- * window, the lens, the chain's fhEVM host contracts), so no one can
+ * window, the lens, the court, the chain's fhEVM host contracts), so no one can
  * initialize a freshly deployed vault before its owner (the devnet instead
  * places the runtime code and calls `initialize`, see confidentialVault.ts).
  * The constructor refuses a challenge window under the contract's
@@ -18,6 +19,7 @@ import {
   defineChain,
   getAddress,
   http,
+  type Abi,
   type Address,
   type Hex,
 } from "viem";
@@ -51,6 +53,8 @@ export interface DeployedVault {
   address: Address;
   /** The lens whose code the vault runs for its reads. */
   lens: Address;
+  /** The court whose code the vault runs for challenges, the bond and resume. */
+  court: Address;
   transaction: Hex;
   /** The vault's first block: where reading its logs may start. */
   deploymentBlock: bigint;
@@ -92,23 +96,26 @@ export async function deployConfidentialVault(d: VaultDeployment): Promise<Deplo
   const artifacts = await loadArtifacts();
   const artifact = artifacts["ConfidentialSettlementVault"];
   const lensArtifact = artifacts["ConfidentialVaultLens"];
-  if (!artifact || !lensArtifact) {
-    throw new Error("the confidential vault or its lens is missing from the artifacts");
+  const courtArtifact = artifacts["ConfidentialVaultCourt"];
+  if (!artifact || !lensArtifact || !courtArtifact) {
+    throw new Error("the confidential vault, its court or its lens is missing from the artifacts");
   }
   const wallet = createWalletClient({
     chain,
     transport,
     account: privateKeyToAccount(d.deployerKey),
   });
-  const lensTx = await wallet.deployContract({
-    abi: lensArtifact.abi,
-    bytecode: lensArtifact.bytecode,
-  });
-  const lensReceipt = await client.waitForTransactionReceipt({ hash: lensTx });
-  if (lensReceipt.status !== "success" || !lensReceipt.contractAddress) {
-    throw new Error(`the vault lens's deployment ${lensTx} failed`);
-  }
-  const lens = getAddress(lensReceipt.contractAddress);
+  /** A part with no constructor arguments, deployed on its own. */
+  const deployPart = async (what: string, part: { abi: Abi; bytecode: Hex }) => {
+    const hash = await wallet.deployContract({ abi: part.abi, bytecode: part.bytecode });
+    const r = await client.waitForTransactionReceipt({ hash });
+    if (r.status !== "success" || !r.contractAddress) {
+      throw new Error(`the vault ${what}'s deployment ${hash} failed`);
+    }
+    return getAddress(r.contractAddress);
+  };
+  const lens = await deployPart("lens", lensArtifact);
+  const court = await deployPart("court", courtArtifact);
   const transaction = await wallet.deployContract({
     abi: artifact.abi,
     bytecode: artifact.bytecode,
@@ -118,6 +125,7 @@ export async function deployConfidentialVault(d: VaultDeployment): Promise<Deplo
       d.bondOwner,
       BigInt(d.challengeWindowSeconds),
       lens,
+      court,
       {
         ACLAddress: d.coprocessor.acl,
         CoprocessorAddress: d.coprocessor.executor,
@@ -132,13 +140,14 @@ export async function deployConfidentialVault(d: VaultDeployment): Promise<Deplo
   const address = getAddress(receipt.contractAddress);
   const read = (functionName: string) =>
     client.readContract({ address, abi: artifact.abi, functionName }) as Promise<unknown>;
-  const [operator, asset, deploymentBlock, bondOwner, window, lensOf] = await Promise.all([
+  const [operator, asset, deploymentBlock, bondOwner, window, lensOf, courtOf] = await Promise.all([
     read("operator"),
     read("asset"),
     read("deploymentBlock"),
     read("bondOwner"),
     read("challengeWindow"),
     read("lens"),
+    read("court"),
   ]);
   if (
     getAddress(operator as Address) !== getAddress(d.operator) ||
@@ -146,9 +155,10 @@ export async function deployConfidentialVault(d: VaultDeployment): Promise<Deplo
     getAddress(bondOwner as Address) !== getAddress(d.bondOwner) ||
     window !== BigInt(d.challengeWindowSeconds) ||
     getAddress(lensOf as Address) !== lens ||
+    getAddress(courtOf as Address) !== court ||
     deploymentBlock !== receipt.blockNumber
   ) {
     throw new Error(`the vault at ${address} was not initialized as asked`);
   }
-  return { address, lens, transaction, deploymentBlock: receipt.blockNumber };
+  return { address, lens, court, transaction, deploymentBlock: receipt.blockNumber };
 }

@@ -10,10 +10,16 @@
  * - A stranger's returned payments do not count against the bond: a close
  *   needs the bond to cover the day's pool, not what was collected (M-1).
  * - Slots are bounded (M-6).
+ * - A proven shortfall holds every day the disputed key closed or was
+ *   closing, and the resume reopens them all for the new key (M-2); a
+ *   freeze the bond owner leaves unanswered ends after `MAX_FREEZE`, by
+ *   anyone, with no operator left (M-8).
+ * - Each day's open challenges are listed in storage, so the service never
+ *   scans every challenge ever made, nor any log (M-7).
  * - The guards a deletion would otherwise leave untested: no release while a
  *   challenge is open or while frozen, no finalization while frozen, no
- *   withdrawal of bond a day holds, `bondCommitted` back to exactly what the
- *   days still held after a resume.
+ *   withdrawal of bond a day holds, `bondCommitted` back to zero after a
+ *   resume (every held day reopened).
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -92,11 +98,6 @@ describe("the operator bond and the vault's liveness (devnet, fhEVM mock)", () =
   /** Sends `closeDay` and stops: the day stays closing until someone finalizes it. */
   const closeOnly = async (day: number) =>
     (await vault.send(vault.operator, "closeDay", [BigInt(day)])).status;
-  const finalize = async (day: number) => {
-    const info = await vault.read<unknown[]>("dayInfo", [BigInt(day)]);
-    const { cleartexts, proof } = await vault.fhe.publicDecrypt([info.at(-1) as Hex]);
-    return vault.send(vault.operator, "finalizeDay", [BigInt(day), cleartexts, proof]);
-  };
 
   test("a rejected attempt frees its share of the bond: rejections never ratchet bondCommitted", async () => {
     await vault.nextDay();
@@ -214,7 +215,38 @@ describe("the operator bond and the vault's liveness (devnet, fhEVM mock)", () =
     assert.equal(await vault.balanceOf(m.slot), p.amount);
   });
 
-  test("a theft proven while other days are held: nothing releases and nothing finalizes until the resume, which frees exactly the disputed day's share", async () => {
+  test("open challenges are kept per day in storage: whoever submits the KMS's answers reads that day's ids, and a resolved one leaves the list", async () => {
+    await vault.nextDay();
+    const m = await vault.assignSlot();
+    const watcher = await someone();
+    const d1 = await vault.today();
+    const p1 = await vault.pay(1_000_000n, 0, m);
+    const q1 = await vault.pay(400_000n, 1, m);
+    await vault.nextDay();
+    const d2 = await vault.today();
+    const p2 = await vault.pay(600_000n, 2, m);
+    await vault.nextDay();
+    await vault.creditAll(d1, new Map([[m.slot, p1.amount + q1.amount]]));
+    assert.equal(await vault.close(d1), "success");
+    await vault.creditAll(d2, new Map([[m.slot, p2.amount]]));
+    assert.equal(await vault.close(d2), "success");
+    const a = await openChallenge(watcher, d1, m.slot, [p1]);
+    const b = await openChallenge(watcher, d2, m.slot, [p2]);
+    const c = await openChallenge(watcher, d1, m.slot, [q1]);
+    const openOf = async (day: number) =>
+      [...(await vault.read<readonly bigint[]>("openChallengeIds", [BigInt(day)]))].sort();
+    assert.deepEqual(await openOf(d1), [a, c]);
+    assert.deepEqual(await openOf(d2), [b]);
+    await resolve(a);
+    assert.deepEqual(await openOf(d1), [c]);
+    await resolve(c);
+    await resolve(b);
+    assert.deepEqual(await openOf(d1), []);
+    assert.deepEqual(await openOf(d2), []);
+    assert.equal(await vault.read<boolean>("frozen"), false, "honest splits");
+  });
+
+  test("a theft proven while other days are held: nothing releases or finalizes during the freeze, and the resume reopens every day closed or closing under the disputed key", async () => {
     await vault.nextDay();
     const m = await vault.assignSlot();
     const thief = await vault.assignSlot();
@@ -264,15 +296,88 @@ describe("the operator bond and the vault's liveness (devnet, fhEVM mock)", () =
     );
 
     assert.equal((await vault.resumeWith()).status, "success");
-    // Exactly what d1 and d3 hold remains committed.
-    assert.equal(await committed(), base + p1.amount + p3.amount);
-    assert.equal((await finalize(d3)).status, "success");
+    // d1 and d3 were split by the key the theft was proven against: neither
+    // its closed split nor its closing one stands. Every held day reopens,
+    // and the bond holds nothing for them any more.
+    for (const day of [d1, d2, d3]) assert.equal(await phaseOf(day), 0, `day ${day} reopened`);
+    // So did any other day still held under that key: none holds the bond now.
+    assert.equal(await committed(), 0n);
+    assert.deepEqual(await vault.read<bigint[]>("heldDays"), []);
+    assert.equal(await refusal(watcher, "release", [BigInt(d1), await allSlots()]), "DayNotClosed");
+    assert.equal(
+      await refusal(watcher, "finalizeDay", [BigInt(d3), cleartexts, proof]),
+      "DayNotClosing",
+    );
+    // The new operator key splits d1 again, honestly; it closes and, after its window, releases.
+    await vault.creditAll(d1, new Map([[m.slot, p1.amount]]));
+    assert.equal(await vault.close(d1), "success");
+    const [closedAt] = await vault.read<bigint[]>("dayChallenges", [BigInt(d1)]);
+    await vault.warp(closedAt! + WINDOW);
+    const before = await vault.balanceOf(m.slot);
     assert.equal(
       (await vault.send(watcher, "release", [BigInt(d1), await allSlots()])).status,
       "success",
     );
-    assert.equal(await committed(), base + p3.amount);
-    assert.equal(await phaseOf(d2), 0, "reopened for an honest split");
+    assert.equal((await vault.balanceOf(m.slot)) - before, p1.amount);
+  });
+
+  test("a freeze is bounded: after MAX_FREEZE anyone ends it, the held days reopen with no operator, and every payment is redeemed by its opening; the bond owner may name an operator later, never the disputed key", async () => {
+    await vault.nextDay();
+    const m = await vault.assignSlot();
+    const thief = await vault.assignSlot();
+    const watcher = await someone();
+    const d1 = await vault.today();
+    const p1 = await vault.pay(2_000_000n, 0, m);
+    await vault.nextDay();
+    await vault.creditAll(d1, new Map([[thief.slot, p1.amount]]));
+    assert.equal(await vault.close(d1), "success");
+    await resolve(await openChallenge(watcher, d1, m.slot, [p1]));
+    assert.equal(await vault.read<boolean>("frozen"), true);
+    const disputed = vault.operator;
+    // A payment made during the freeze.
+    const d2 = await vault.today();
+    const p2 = await vault.pay(700_000n, 1, m);
+
+    const [limit, frozenAt] = await Promise.all([
+      vault.read<bigint>("MAX_FREEZE"),
+      vault.read<bigint>("frozenAt"),
+    ]);
+    assert.equal(limit, 14n * DAY);
+    assert.equal(await refusal(watcher, "endFreeze", []), "FreezeNotOver");
+    await vault.warp(frozenAt + limit);
+    assert.equal((await vault.send(watcher, "endFreeze", [])).status, "success");
+    assert.equal(await vault.read<boolean>("frozen"), false);
+    assert.equal(await vault.read<Hex>("operator"), "0x0000000000000000000000000000000000000000");
+    assert.equal(await phaseOf(d1), 0);
+    assert.deepEqual(await vault.read<bigint[]>("heldDays"), []);
+    // Nobody holds the operator key: the disputed key assigns, credits and closes nothing.
+    assert.equal(await refusal(disputed, "closeDay", [BigInt(d2)]), "NotOperator");
+    assert.equal(
+      await refusal(disputed, "assignSlot", [toHex(new Uint8Array(32).fill(9))]),
+      "NotOperator",
+    );
+    // Each payment is its merchant's by its opening, whoever sends it. (Its
+    // balance handle is the vault's and, after a withdrawal, the merchant's:
+    // with no operator, no key of ours may decrypt it, so the ledger says it.)
+    const credited = await vault.read<bigint>("totalCredited");
+    for (const p of [p1, p2]) {
+      const r = await vault.send(watcher, "redeem", [p.key, m.slot, p.opening!.blinding]);
+      assert.equal(r.status, "success", `day ${p === p1 ? d1 : d2}'s payment redeemed`);
+      const [, , , state] = await vault.read<[Hex, bigint, number, number, Hex]>("payment", [
+        p.key,
+      ]);
+      assert.equal(state, 2, "redeemed");
+    }
+    assert.equal((await vault.read<bigint>("totalCredited")) - credited, p1.amount + p2.amount);
+    assert.equal(await refusal(watcher, "endFreeze", []), "NotFrozen");
+    // The bond owner names an operator again: never zero, never the disputed key.
+    assert.equal(
+      await refusal(vault.bondOwner, "resume", ["0x0000000000000000000000000000000000000000"]),
+      "BadOperator",
+    );
+    assert.equal(await refusal(vault.bondOwner, "resume", [disputed.address]), "BadOperator");
+    assert.equal(await refusal(watcher, "resume", [watcher.address]), "NotBondOwner");
+    assert.equal((await vault.resumeWith()).status, "success");
   });
 
   test("slots are bounded: the operator key cannot make every close infeasible", async () => {

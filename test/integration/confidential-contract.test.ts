@@ -335,6 +335,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
       "collect",
       "creditSlots",
       "depositBond",
+      "endFreeze",
       "finalizeDay",
       "finalizeWithdraw",
       "initialize",
@@ -358,6 +359,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
           attacker.address,
           attacker.address,
           0n,
+          attacker.address,
           attacker.address,
           { ACLAddress: usdc, CoprocessorAddress: usdc, KMSVerifierAddress: usdc },
         ],
@@ -528,7 +530,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     assert.equal(await vault.balance(m.slot), 1_300_000n);
   });
 
-  test("collect takes each authorization once and only to the vault; USDC sent around it is stray, which is all the operator can send back", async () => {
+  test("collect takes each authorization once and only to the vault; USDC sent around it is stray, which goes only to the bond owner fixed at deployment", async () => {
     await nextDay();
     const m = await enable();
     const p = await pay(m, 123_000n);
@@ -617,26 +619,43 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
       account: privateKeyToAccount(devnet.networks[NETWORK]!.confidential!.operatorPrivateKey),
       chain: CHAIN,
     });
-    // More than the stray amount is refused: collected money is not the operator's to move.
+    // Stray USDC goes to the bond owner, fixed at deployment: no caller names
+    // where it goes (the vault cannot tell who sent it), and more than the
+    // stray amount is refused: collected money is nobody's to move.
+    const bondOwner = privateKeyToAccount(
+      devnet.networks[NETWORK]!.confidential!.bondOwnerPrivateKey,
+    ).address;
+    const returnFn = confidentialVaultAbi.find(
+      (e) => e.type === "function" && e.name === "returnStray",
+    ) as { inputs: readonly { type: string }[] };
+    assert.deepEqual(
+      returnFn.inputs.map((i) => i.type),
+      ["uint256"],
+      "the operator names no recipient",
+    );
     await assert.rejects(
       operator.writeContract({
         address: vault.address,
         abi: confidentialVaultAbi,
         functionName: "returnStray",
-        args: [payer.address, stray + 1n],
+        args: [stray + 1n],
       }),
       /NotStray/,
     );
-    const before = await usdcBalance(payer.address);
+    const [payerBefore, ownerBefore] = await Promise.all([
+      usdcBalance(payer.address),
+      usdcBalance(bondOwner),
+    ]);
     await client.waitForTransactionReceipt({
       hash: await operator.writeContract({
         address: vault.address,
         abi: confidentialVaultAbi,
         functionName: "returnStray",
-        args: [payer.address, stray],
+        args: [stray],
       }),
     });
-    assert.equal(await usdcBalance(payer.address), before + stray);
+    assert.equal(await usdcBalance(bondOwner), ownerBefore + stray);
+    assert.equal(await usdcBalance(payer.address), payerBefore);
     assert.equal(await strayBalance(), 0n);
   });
 
@@ -725,8 +744,8 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     const merchants = [await enable(), await enable(), await enable()];
     const day = await currentDay();
     // Counts no array, storage slot, slot id or day would equal (the vault's
-    // storage variables take slots 0 to 30); amounts whose sums no single payment equals.
-    const counts = [31, 33, 35];
+    // storage variables take slots 0 to 33); amounts whose sums no single payment equals.
+    const counts = [41, 43, 45];
     const payments = new Map<Merchant, Payment[]>();
     let seed = 1;
     for (const [i, m] of merchants.entries()) {
@@ -810,6 +829,33 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
       }),
       deployed.lens,
     );
+    // Its challenges and bond run the court deployed with it, also at the vault's address.
+    assert.equal(
+      await client.readContract({
+        address: deployed.address,
+        abi: confidentialVaultAbi,
+        functionName: "court",
+      }),
+      deployed.court,
+    );
+    assert.equal(
+      await client.readContract({
+        address: deployed.address,
+        abi: confidentialVaultAbi,
+        functionName: "bond",
+      }),
+      0n,
+    );
+    // Each part as placed on the chain leaves at least 1 KB under EIP-170.
+    for (const [part, at] of Object.entries({
+      vault: deployed.address,
+      court: deployed.court,
+      lens: deployed.lens,
+    })) {
+      const code = await client.getCode({ address: at });
+      const size = ((code?.length ?? 2) - 2) / 2;
+      assert.ok(size > 0 && size <= 24_576 - 1024, `the deployed ${part} is ${size} bytes`);
+    }
     assert.deepEqual(
       (
         await client.readContract({
@@ -837,6 +883,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
           privateKeyToAccount(generatePrivateKey()).address,
           0n,
           deployed.lens,
+          deployed.court,
           { ACLAddress: usdc, CoprocessorAddress: usdc, KMSVerifierAddress: usdc },
         ],
       }),
@@ -859,6 +906,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
           deployment.bondOwner,
           window,
           deployed.lens,
+          deployed.court,
           {
             ACLAddress: deployment.coprocessor.acl,
             CoprocessorAddress: deployment.coprocessor.executor,
@@ -880,10 +928,9 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
     const artifacts = await loadArtifacts();
     const EIP170 = 24_576;
     const sizes = Object.fromEntries(
-      ["ConfidentialSettlementVault", "ConfidentialVaultLens"].map((name) => [
-        name,
-        (artifacts[name]!.deployedBytecode.length - 2) / 2,
-      ]),
+      ["ConfidentialSettlementVault", "ConfidentialVaultCourt", "ConfidentialVaultLens"].map(
+        (name) => [name, (artifacts[name]!.deployedBytecode.length - 2) / 2],
+      ),
     );
     process.stdout.write(`confidential contract sizes: ${JSON.stringify(sizes)}\n`);
     for (const [name, size] of Object.entries(sizes)) {

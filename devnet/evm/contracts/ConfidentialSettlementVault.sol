@@ -9,7 +9,7 @@ import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol
 import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
 import {MessageHashUtils} from "@openzeppelin/contracts/utils/cryptography/MessageHashUtils.sol";
 import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
-import {ConfidentialVaultStorage} from "./ConfidentialVaultStorage.sol";
+import {ConfidentialVaultShared} from "./ConfidentialVaultShared.sol";
 
 /// @dev The two forms of USDC's EIP-3009 `transferWithAuthorization` (v2.2
 ///      takes a `bytes` signature too, for smart-contract wallets).
@@ -72,8 +72,12 @@ interface IEIP3009 {
 ///         none). A shortfall is proven misattribution: the day is disputed
 ///         (none of its split is ever released), the shortfall is paid from
 ///         the bond into the slot's balance and never given back to the
-///         bond, and no day closes until the bond owner `resume`s with
-///         another operator key, which reopens the day for an honest split.
+///         bond, and no day closes or releases until the bond owner
+///         `resume`s with another operator key, which reopens for an honest
+///         split the disputed day and every day closed or closing under the
+///         disputed key and not yet released; after `MAX_FREEZE` with no
+///         answer anyone may end the freeze (`endFreeze`), leaving no
+///         operator, and merchants redeem by their openings.
 ///      3. A payment whose day is not closed a day after it ended, or whose
 ///         day is disputed, is redeemed by its opening (anyone may send it):
 ///         credited once to the slot its commitment names.
@@ -82,7 +86,7 @@ interface IEIP3009 {
 ///         24 hours unfinalized the merchant may cancel and the debit is undone.
 ///      What the operator key can still do: assign slots (at most MAX_SLOTS),
 ///      delay a day, return an unattributed payment of an open day to its
-///      payer, send back USDC that reached the vault outside `collect`, and
+///      payer, and
 ///      write a split that a slot's openings prove short, at the cost of the
 ///      shortfall from its bond. It cannot mint, wrap a credit around, spend
 ///      pending credit, move a merchant's balance, refund an attributed
@@ -104,10 +108,14 @@ interface IEIP3009 {
 ///        immutables; `initialize` sets everything once, and the constructor
 ///        runs it in a real deployment (with the production floor on the
 ///        challenge window) so nobody can initialize it first.
-///      - Constants, types, storage and errors are `ConfidentialVaultStorage`'s,
-///        shared with the read-only `ConfidentialVaultLens`, whose code the
-///        fallback runs (delegatecall) for the reads this contract leaves out.
-contract ConfidentialSettlementVault is ConfidentialVaultStorage {
+///      - Three contracts, one storage: constants, types, storage and errors
+///        are `ConfidentialVaultStorage`'s. This one keeps custody (collect,
+///        the batch, release, redemptions, withdrawals, returns); the court
+///        (`ConfidentialVaultCourt`: challenges, the bond, `resume`) and the
+///        read-only lens (`ConfidentialVaultLens`) are deployed beside it and
+///        run on this storage: the fallback runs the court's code
+///        (delegatecall), and the court's fallback the lens's.
+contract ConfidentialSettlementVault is ConfidentialVaultShared {
     using SafeERC20 for IERC20;
 
     // ---- events ----
@@ -128,22 +136,10 @@ contract ConfidentialSettlementVault is ConfidentialVaultStorage {
     );
     event WithdrawalFinalized(uint256 indexed id, bool paid);
     event WithdrawalCancelled(uint256 indexed id);
-    event BondDeposited(address indexed from, uint256 amount);
-    event BondWithdrawn(address indexed to, uint256 amount);
-    event ChallengeOpened(uint256 indexed id, uint256 indexed day, uint256 indexed slot, uint256 amount, bytes32 handle);
-    event ChallengeResolved(uint256 indexed id, uint256 shortfall);
-    event DayDisputed(uint256 indexed day, uint256 indexed challenge);
-    event PenaltyPaid(uint256 indexed day, uint256 indexed slot, uint256 amount);
-    event Resumed(address operator, uint256 reopenedDays);
 
 
     modifier onlyOperator() {
         if (msg.sender != operator) revert NotOperator();
-        _;
-    }
-
-    modifier onlyBondOwner() {
-        if (msg.sender != bondOwner) revert NotBondOwner();
         _;
     }
 
@@ -160,17 +156,19 @@ contract ConfidentialSettlementVault is ConfidentialVaultStorage {
         address bondOwner_,
         uint256 challengeWindow_,
         address lens_,
+        address court_,
         CoprocessorConfig memory coprocessor
     ) {
         if (challengeWindow_ < MIN_CHALLENGE_WINDOW) revert BadChallengeWindow(challengeWindow_);
-        _initialize(asset_, operator_, bondOwner_, challengeWindow_, lens_, coprocessor);
+        _initialize(asset_, operator_, bondOwner_, challengeWindow_, lens_, court_, coprocessor);
     }
 
     /// @notice Sets the token, the operator (attributes payments, submits
     ///         batches, pays gas; the only account allowed to assign slots,
     ///         credit and return unattributed payments), the bond owner, the
     ///         challenge window (seconds), the lens that answers the reads
-    ///         this contract leaves out, and the chain's FHE coprocessor.
+    ///         this contract leaves out, the court that hears challenges and
+    ///         keeps the bond, and the chain's FHE coprocessor.
     ///         Once; a deployed vault already ran it in its constructor.
     function initialize(
         IERC20 asset_,
@@ -178,9 +176,10 @@ contract ConfidentialSettlementVault is ConfidentialVaultStorage {
         address bondOwner_,
         uint256 challengeWindow_,
         address lens_,
+        address court_,
         CoprocessorConfig calldata coprocessor
     ) external {
-        _initialize(asset_, operator_, bondOwner_, challengeWindow_, lens_, coprocessor);
+        _initialize(asset_, operator_, bondOwner_, challengeWindow_, lens_, court_, coprocessor);
     }
 
     function _initialize(
@@ -189,6 +188,7 @@ contract ConfidentialSettlementVault is ConfidentialVaultStorage {
         address bondOwner_,
         uint256 challengeWindow_,
         address lens_,
+        address court_,
         CoprocessorConfig memory coprocessor
     ) private {
         if (_initialized) revert AlreadyInitialized();
@@ -199,24 +199,20 @@ contract ConfidentialSettlementVault is ConfidentialVaultStorage {
         bondOwner = bondOwner_;
         challengeWindow = challengeWindow_;
         lens = lens_;
+        court = court_;
         deploymentBlock = block.number;
         FHE.setCoprocessor(coprocessor);
         emit Initialized(address(asset_), operator_, bondOwner_, challengeWindow_);
     }
 
-    /// @notice Every read this contract leaves out (`dayInfo`, `payment`,
-    ///         `challengeInfo`, …) runs `lens`'s code on this contract's
-    ///         storage: the lens writes nothing, so what it answers is this
-    ///         vault's state. Anything the lens does not know reverts.
+    /// @notice Everything this contract leaves out runs `court`'s code on
+    ///         this contract's storage: challenges, the bond and `resume`
+    ///         (`ConfidentialVaultCourt`), and through the court's own
+    ///         fallback the reads (`ConfidentialVaultLens`: `dayInfo`,
+    ///         `payment`, `challengeInfo`, …). One address, one storage;
+    ///         anything neither knows reverts.
     fallback() external {
-        address l = lens;
-        assembly {
-            calldatacopy(0, 0, calldatasize())
-            let ok := delegatecall(gas(), l, 0, calldatasize(), 0, 0)
-            returndatacopy(0, 0, returndatasize())
-            if iszero(ok) { revert(0, returndatasize()) }
-            return(0, returndatasize())
-        }
+        _delegate(court);
     }
 
     // ---- enablement ----
@@ -293,14 +289,18 @@ contract ConfidentialSettlementVault is ConfidentialVaultStorage {
         }
     }
 
-    /// @notice Sends back USDC that reached the vault outside `collect` (a
-    ///         plain transfer, or an authorization executed on the token
-    ///         directly): no payment record and no credit stands for it.
-    function returnStray(address to, uint256 amount) external onlyOperator {
+    /// @notice Sends USDC that reached the vault outside `collect` (a plain
+    ///         transfer, or an authorization executed on the token directly:
+    ///         no payment record and no credit stands for it) to the bond
+    ///         owner, the one address fixed at deployment that answers for the
+    ///         vault, which hands it back to whoever shows they sent it. The
+    ///         vault cannot tell who sent it, so no caller names where it
+    ///         goes; anyone may send it.
+    function returnStray(uint256 amount) external {
         uint256 stray = strayBalance();
         if (amount > stray) revert NotStray(amount, stray);
-        asset.safeTransfer(to, amount);
-        emit StrayReturned(to, amount);
+        asset.safeTransfer(bondOwner, amount);
+        emit StrayReturned(bondOwner, amount);
     }
 
     // ---- the daily batch ----
@@ -350,6 +350,8 @@ contract ConfidentialSettlementVault is ConfidentialVaultStorage {
         if (bond < required) revert BondTooLow(bond, required);
         bondCommitted = required;
         d.bondShare = uint64(pool);
+        _heldDays.push(day);
+        d.heldAt = uint32(_heldDays.length);
         ebool matches = FHE.isInitialized(d.creditedSum)
             ? FHE.eq(d.creditedSum, uint128(pool))
             : FHE.asEbool(pool == 0);
@@ -409,142 +411,6 @@ contract ConfidentialSettlementVault is ConfidentialVaultStorage {
         }
         d.slotsReleased += uint32(released);
         emit SlotsReleased(day, released);
-    }
-
-    // ---- the operator bond ----
-
-    /// @notice Adds to the operator bond (anyone; the USDC comes from the caller).
-    function depositBond(uint256 amount) external {
-        uint256 before = asset.balanceOf(address(this));
-        asset.safeTransferFrom(msg.sender, address(this), amount);
-        uint256 received = asset.balanceOf(address(this)) - before;
-        bond += received;
-        emit BondDeposited(msg.sender, received);
-    }
-
-    /// @notice The bond owner takes back bond that no day holds; never while frozen.
-    function withdrawBond(address to, uint256 amount) external onlyBondOwner {
-        if (frozen) revert OperatorFrozen();
-        if (amount > bond || bond - amount < bondCommitted) revert BondTooLow(bond, bondCommitted + amount);
-        bond -= amount;
-        asset.safeTransfer(to, amount);
-        emit BondWithdrawn(to, amount);
-    }
-
-    /// @notice After a proven shortfall, the bond owner's answer: the
-    ///         operator key becomes `newOperator` (neither zero nor the key
-    ///         that wrote the short split), and each disputed day reopens for
-    ///         an honest split of what was not redeemed. The bond keeps what
-    ///         it paid: nothing is given back to it.
-    function resume(address newOperator) external onlyBondOwner {
-        if (!frozen) revert NotFrozen();
-        if (newOperator == address(0) || newOperator == operator) revert BadOperator(newOperator);
-        frozen = false;
-        operator = newOperator;
-        uint256 n = _disputedDays.length;
-        for (uint256 i = 0; i < n; i++) {
-            // Every shortfall shown on it is decided (and paid) first.
-            DayState storage d = _days[_disputedDays[i]];
-            if (d.openChallenges != 0) revert ChallengesOpen(_disputedDays[i]);
-            _reopen(d);
-        }
-        delete _disputedDays;
-        emit Resumed(newOperator, n);
-    }
-
-    // ---- challenges: the commitment the operator must honour ----
-
-    /// @notice Presents a slot's openings of `day` against its credit for
-    ///         that day, during the day's challenge window (or while it is
-    ///         disputed). Anyone may send it: each opening must open its
-    ///         payment's commitment to `slot`, for a payment collected that
-    ///         day, not redeemed or returned and not presented in this
-    ///         attempt. The vault then computes, encrypted, how far the
-    ///         slot's credit falls short of everything its openings showed
-    ///         in this attempt; `resolveChallenge` takes the KMS's answer.
-    ///         Reveals on-chain: the slot and these payments, not the merchant.
-    function challenge(uint256 day, uint256 slot, Opening[] calldata openings) external returns (uint256 id) {
-        DayState storage d = _days[day];
-        // `closedAt` is 0 unless the day is closed or disputed, so an open or
-        // closing day's window is long over.
-        if (
-            openings.length == 0
-                || (d.phase != DAY_DISPUTED && block.timestamp >= uint256(d.closedAt) + challengeWindow)
-        ) revert NotChallengeable(day);
-        uint32 mark = d.attempt + 1;
-        uint256 amount;
-        for (uint256 i = 0; i < openings.length; i++) {
-            bytes32 key = openings[i].key;
-            Payment storage p = _payments[key];
-            _checkOpening(key, slot, openings[i].blinding);
-            if (p.state != PAYMENT_COLLECTED) revert PaymentNotCollected(key);
-            if (p.day != day) revert PaymentNotOfDay(key);
-            if (_presentedIn[key] == mark) revert AlreadyPresented(key);
-            _presentedIn[key] = mark;
-            amount += p.amount;
-        }
-        Presented storage shown = _presented[_presentedKey(slot, day, d.attempt)];
-        uint256 total = shown.amount + amount;
-        shown.amount = uint128(total);
-        euint64 credit = _creditedIn[slot][day] == mark ? _pending[slot][day] : FHE.asEuint64(0);
-        euint64 shown_ = FHE.asEuint64(uint64(total));
-        euint64 shortfall = FHE.select(FHE.lt(credit, shown_), FHE.sub(shown_, credit), FHE.asEuint64(0));
-        FHE.allowThis(shortfall);
-        FHE.makePubliclyDecryptable(shortfall);
-        d.openChallenges += 1;
-        id = challengeCount++;
-        _challenges[id] = Challenge({
-            slot: slot,
-            day: uint32(day),
-            attempt: d.attempt,
-            state: CHALLENGE_OPEN,
-            amount: uint64(amount),
-            shortfall: 0,
-            handle: shortfall
-        });
-        emit ChallengeOpened(id, day, slot, amount, euint64.unwrap(shortfall));
-    }
-
-    /// @notice Settles a challenge with the KMS decryption of its shortfall.
-    ///         Anyone may submit it. A shortfall disputes the day (nothing of
-    ///         its split is released, the vault is frozen) and is paid from
-    ///         the bond into the slot's balance, for good. No shortfall:
-    ///         nothing moves.
-    function resolveChallenge(uint256 id, bytes calldata cleartexts, bytes calldata decryptionProof) external {
-        Challenge storage c = _challenges[id];
-        if (c.state != CHALLENGE_OPEN) revert ChallengeNotOpen(id);
-        _checkDecryption(euint64.unwrap(c.handle), cleartexts, decryptionProof);
-        uint256 shortfall = abi.decode(cleartexts, (uint64));
-        c.state = CHALLENGE_RESOLVED;
-        c.shortfall = uint64(shortfall);
-        emit ChallengeResolved(id, shortfall);
-        uint256 day = c.day;
-        DayState storage d = _days[day];
-        // Its attempt is the day's: no attempt is discarded while a
-        // challenge of it is open (`resume` waits for them).
-        d.openChallenges -= 1;
-        if (shortfall == 0) return;
-        if (d.phase == DAY_CLOSED) {
-            d.phase = DAY_DISPUTED;
-            totalCredited -= dayPool(day);
-            frozen = true;
-            _disputedDays.push(day);
-            emit DayDisputed(day, id);
-        }
-        Presented storage shown = _presented[_presentedKey(c.slot, day, c.attempt)];
-        if (shortfall <= shown.penalized) return;
-        // The day's share was reserved for exactly this: what its openings
-        // show cannot exceed the pool it held at close.
-        uint256 owed = shortfall - shown.penalized;
-        shown.penalized = uint128(shortfall);
-        d.bondShare -= uint64(owed);
-        bondCommitted -= owed;
-        bond -= owed;
-        totalPenalties += owed;
-        totalCredited += owed;
-        Slot storage s = _slots[c.slot];
-        _setBalance(s, FHE.add(s.balance, FHE.asEuint64(uint64(owed))));
-        emit PenaltyPaid(day, c.slot, owed);
     }
 
     // ---- receipts without us ----
@@ -661,8 +527,7 @@ contract ConfidentialSettlementVault is ConfidentialVaultStorage {
 
     /// @notice What the day's credits must add up to: collected, less redeemed and returned.
     function dayPool(uint256 day) public view returns (uint256) {
-        DayState storage d = _days[day];
-        return uint256(d.collected) - d.redeemed - d.returned;
+        return _dayPool(day);
     }
 
     /// @notice USDC the vault holds beyond what it owes: what reached it
@@ -722,37 +587,9 @@ contract ConfidentialSettlementVault is ConfidentialVaultStorage {
         emit Collected(day, key, from, value);
     }
 
-    /// @dev The commitment binds the payment to exactly one slot.
-    function _checkOpening(bytes32 key, uint256 slot, bytes32 blinding) private view {
-        if (slot >= slotCount) revert UnknownSlot(slot);
-        bytes32 c = _commitments[key];
-        if (c == 0 || keccak256(abi.encode(key, slot, blinding)) != c) revert NotTheOpening(key);
-    }
 
-    function _checkDecryption(bytes32 handle, bytes calldata cleartexts, bytes calldata decryptionProof) private {
-        bytes32[] memory handles = new bytes32[](1);
-        handles[0] = handle;
-        FHE.checkSignatures(handles, cleartexts, decryptionProof);
-    }
 
-    /// @dev Whatever of the bond the day holds is no longer needed.
-    function _freeShare(DayState storage d) private {
-        bondCommitted -= d.bondShare;
-        d.bondShare = 0;
-    }
 
-    /// @dev Discards a day's credits for a new attempt, and frees its share
-    ///      of the bond. No challenge of it is open: a closing day has none,
-    ///      and `resume` waits for a disputed day's.
-    function _reopen(DayState storage d) private {
-        _freeShare(d);
-        d.phase = DAY_OPEN;
-        d.attempt += 1;
-        d.slotsCredited = 0;
-        d.closedAt = 0;
-        d.creditedSum = euint128.wrap(0);
-        d.matches = ebool.wrap(0);
-    }
 
     /// @dev Keeps a slot's credit of the day pending and adds it to the
     ///      attempt's 128-bit sum. The operator may decrypt it, so the
@@ -774,15 +611,6 @@ contract ConfidentialSettlementVault is ConfidentialVaultStorage {
         if (d.phase != DAY_OPEN) revert DayNotOpen(day, d.phase);
     }
 
-    /// @dev Every new balance handle: the vault keeps using it, the operator
-    ///      may decrypt it (the service's dashboard), and so may the merchant
-    ///      once a withdrawal has named it.
-    function _setBalance(Slot storage s, euint64 balance) private {
-        s.balance = balance;
-        FHE.allowThis(balance);
-        FHE.allow(balance, operator);
-        if (s.revealedOwner != address(0)) FHE.allow(balance, s.revealedOwner);
-    }
 
     function _checkSolvent() private view {
         uint256 owed = totalCredited - totalPaidOut + bond;

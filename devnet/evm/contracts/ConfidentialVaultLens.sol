@@ -71,6 +71,11 @@ contract ConfidentialVaultLens is ConfidentialVaultStorage {
         return p.state != 0 && _presentedIn[key] == _days[p.day].attempt + 1;
     }
 
+    /// @notice The ids of `day`'s challenges awaiting the KMS's answer.
+    function openChallengeIds(uint256 day) external view returns (uint256[] memory) {
+        return _openChallengeIds[day];
+    }
+
     /// @return amount what a slot's openings of `day` showed in `attempt`
     /// @return penalized the shortfall paid for them from the bond
     function presentedOf(uint256 slot, uint256 day, uint32 attempt)
@@ -97,6 +102,12 @@ contract ConfidentialVaultLens is ConfidentialVaultStorage {
     {
         DayState storage d = _days[day];
         return (d.closedAt, d.openChallenges, d.bondShare);
+    }
+
+    /// @notice The days a freeze holds and a resume reopens: closing, closed
+    ///         and not yet released, or disputed.
+    function heldDays() external view returns (uint256[] memory) {
+        return _heldDays;
     }
 
     function dayInfo(uint256 day)

@@ -27,6 +27,10 @@ abstract contract ConfidentialVaultStorage {
     /// @notice The longest: `closedAt + window` never overflows, and a day's
     ///         credits wait at most this long.
     uint256 public constant MAX_CHALLENGE_WINDOW = 30 days;
+    /// @notice How long a freeze waits for the bond owner: after it, anyone
+    ///         may end it (`endFreeze`), and the vault winds down without an
+    ///         operator rather than stay frozen for good.
+    uint256 public constant MAX_FREEZE = 14 days;
     /// @notice Slots are credited every day, so their number bounds a close's cost.
     uint256 public constant MAX_SLOTS = 4096;
 
@@ -116,6 +120,9 @@ abstract contract ConfidentialVaultStorage {
         /// @dev What of `bondCommitted` this day holds: its pool at close,
         ///      less the penalties it paid; 0 when it holds nothing.
         uint64 bondShare;
+        /// @dev Its index in `_heldDays` + 1 while it is closing, closed and
+        ///      not yet released, or disputed (0: not held).
+        uint32 heldAt;
         /// @dev The attempt's credits, summed in 128 bits: 2^32 slots of
         ///      at most 2^64 - 1 each cannot wrap it.
         euint128 creditedSum;
@@ -132,6 +139,8 @@ abstract contract ConfidentialVaultStorage {
         uint64 amount;
         /// @dev The KMS's answer: the credit's shortfall (0: none).
         uint64 shortfall;
+        /// @dev Its index in its day's `_openChallengeIds` + 1 while open (0: resolved).
+        uint32 openAt;
         /// @dev Encrypted: every opening of the slot for the day and attempt,
         ///      less its credit, when that is positive; else 0.
         euint64 handle;
@@ -201,9 +210,15 @@ abstract contract ConfidentialVaultStorage {
     uint256 public bondCommitted;
     /// @notice Set by a proven shortfall: no day closes or releases until the bond owner resumes.
     bool public frozen;
+    /// @notice When the freeze began (0: never frozen); `MAX_FREEZE` later anyone may end it.
+    uint256 public frozenAt;
+    /// @notice The operator key whose split was last proven short: never an operator again.
+    address public disputedOperator;
     /// @notice Paid from the bond into shorted slots' balances, for good.
     uint256 public totalPenalties;
-    uint256[] internal _disputedDays;
+    /// @dev The days closing, closed and not yet released, or disputed:
+    ///      everything a freeze holds and a resume reopens.
+    uint256[] internal _heldDays;
     uint256 public challengeCount;
     mapping(uint256 => Challenge) internal _challenges;
     /// @dev keccak256(slot, day, attempt) => what the slot's openings showed.
@@ -211,6 +226,13 @@ abstract contract ConfidentialVaultStorage {
     /// @notice Answers every read the vault leaves out (`ConfidentialVaultLens`,
     ///         run on this storage by the vault's fallback); set once.
     address public lens;
+    /// @notice Hears challenges and keeps the bond (`ConfidentialVaultCourt`,
+    ///         run on this storage by the vault's fallback); set once.
+    address public court;
+    /// @dev day => the ids of its challenges awaiting the KMS's answer, so
+    ///      whoever submits the answers reads them without scanning every
+    ///      challenge ever made or any log.
+    mapping(uint256 => uint256[]) internal _openChallengeIds;
 
     // ---- errors ----
 
@@ -255,6 +277,7 @@ abstract contract ConfidentialVaultStorage {
     error AlreadyPresented(bytes32 paymentKey);
     error ChallengeNotOpen(uint256 id);
     error ChallengesOpen(uint256 day);
+    error FreezeNotOver(uint256 endsAt);
 
     /// @dev keccak256(slot, day, attempt): where `_presented` keeps a slot's openings of a day.
     function _presentedKey(uint256 slot, uint256 day, uint32 attempt) internal pure returns (bytes32) {

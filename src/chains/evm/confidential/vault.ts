@@ -337,14 +337,17 @@ export async function createConfidentialVault(
     };
   };
 
-  /** Submits the KMS's answer to every open challenge of `day`. */
+  /**
+   * Submits the KMS's answer to every open challenge of `day`: the vault
+   * keeps their ids per day, so no pass reads a challenge of another day.
+   */
   const resolveChallenges = async (day: number) => {
-    const count = await read<bigint>("challengeCount");
-    for (let id = 0n; id < count; id++) {
-      const [, challengedDay, , , resolved, , handle] = await read<
+    const open = await read<readonly bigint[]>("openChallengeIds", [BigInt(day)]);
+    for (const id of open) {
+      const [, , , , resolved, , handle] = await read<
         [bigint, number, number, bigint, boolean, bigint, Hex]
       >("challengeInfo", [id]);
-      if (resolved || Number(challengedDay) !== day) continue;
+      if (resolved) continue;
       const decryption = await fhe.publicDecrypt([handle]);
       const receipt = await exclusively(async () => {
         const [, , , , nowResolved] = await read<[bigint, number, number, bigint, boolean]>(

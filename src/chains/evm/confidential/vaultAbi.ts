@@ -1,8 +1,8 @@
 /**
  * The ABI of ConfidentialSettlementVault (devnet/evm/contracts/) as callers
- * see it, viem-typed: its own functions, and the reads its fallback answers
- * from ConfidentialVaultLens. A test checks it against the compiled
- * contracts, so the two cannot drift.
+ * see it, viem-typed: its own functions, the court's (challenges, the bond,
+ * resume) and the reads of ConfidentialVaultLens, both of which its fallback
+ * runs. A test checks it against the compiled contracts, so they cannot drift.
  */
 export const confidentialVaultAbi = [
   {
@@ -12,6 +12,7 @@ export const confidentialVaultAbi = [
       { internalType: "address", name: "bondOwner_", type: "address" },
       { internalType: "uint256", name: "challengeWindow_", type: "uint256" },
       { internalType: "address", name: "lens_", type: "address" },
+      { internalType: "address", name: "court_", type: "address" },
       {
         components: [
           { internalType: "address", name: "ACLAddress", type: "address" },
@@ -116,6 +117,11 @@ export const confidentialVaultAbi = [
   {
     inputs: [{ internalType: "bytes32", name: "s", type: "bytes32" }],
     name: "ECDSAInvalidSignatureS",
+    type: "error",
+  },
+  {
+    inputs: [{ internalType: "uint256", name: "endsAt", type: "uint256" }],
+    name: "FreezeNotOver",
     type: "error",
   },
   {
@@ -225,45 +231,6 @@ export const confidentialVaultAbi = [
   {
     anonymous: false,
     inputs: [
-      { indexed: true, internalType: "address", name: "from", type: "address" },
-      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
-    ],
-    name: "BondDeposited",
-    type: "event",
-  },
-  {
-    anonymous: false,
-    inputs: [
-      { indexed: true, internalType: "address", name: "to", type: "address" },
-      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
-    ],
-    name: "BondWithdrawn",
-    type: "event",
-  },
-  {
-    anonymous: false,
-    inputs: [
-      { indexed: true, internalType: "uint256", name: "id", type: "uint256" },
-      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
-      { indexed: true, internalType: "uint256", name: "slot", type: "uint256" },
-      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
-      { indexed: false, internalType: "bytes32", name: "handle", type: "bytes32" },
-    ],
-    name: "ChallengeOpened",
-    type: "event",
-  },
-  {
-    anonymous: false,
-    inputs: [
-      { indexed: true, internalType: "uint256", name: "id", type: "uint256" },
-      { indexed: false, internalType: "uint256", name: "shortfall", type: "uint256" },
-    ],
-    name: "ChallengeResolved",
-    type: "event",
-  },
-  {
-    anonymous: false,
-    inputs: [
       { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
       { indexed: true, internalType: "bytes32", name: "paymentKey", type: "bytes32" },
       { indexed: true, internalType: "address", name: "payer", type: "address" },
@@ -291,15 +258,6 @@ export const confidentialVaultAbi = [
       { indexed: false, internalType: "bytes32", name: "matches", type: "bytes32" },
     ],
     name: "DayClosing",
-    type: "event",
-  },
-  {
-    anonymous: false,
-    inputs: [
-      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
-      { indexed: true, internalType: "uint256", name: "challenge", type: "uint256" },
-    ],
-    name: "DayDisputed",
     type: "event",
   },
   {
@@ -336,16 +294,6 @@ export const confidentialVaultAbi = [
   {
     anonymous: false,
     inputs: [
-      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
-      { indexed: true, internalType: "uint256", name: "slot", type: "uint256" },
-      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
-    ],
-    name: "PenaltyPaid",
-    type: "event",
-  },
-  {
-    anonymous: false,
-    inputs: [
       { indexed: false, internalType: "bytes32[]", name: "handlesList", type: "bytes32[]" },
       { indexed: false, internalType: "bytes", name: "abiEncodedCleartexts", type: "bytes" },
     ],
@@ -360,15 +308,6 @@ export const confidentialVaultAbi = [
       { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
     ],
     name: "Redeemed",
-    type: "event",
-  },
-  {
-    anonymous: false,
-    inputs: [
-      { indexed: false, internalType: "address", name: "operator", type: "address" },
-      { indexed: false, internalType: "uint256", name: "reopenedDays", type: "uint256" },
-    ],
-    name: "Resumed",
     type: "event",
   },
   {
@@ -460,6 +399,13 @@ export const confidentialVaultAbi = [
   },
   {
     inputs: [],
+    name: "MAX_FREEZE",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
     name: "MAX_SLOTS",
     outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
     stateMutability: "view",
@@ -522,25 +468,6 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
-    inputs: [
-      { internalType: "uint256", name: "day", type: "uint256" },
-      { internalType: "uint256", name: "slot", type: "uint256" },
-      {
-        components: [
-          { internalType: "bytes32", name: "key", type: "bytes32" },
-          { internalType: "bytes32", name: "blinding", type: "bytes32" },
-        ],
-        internalType: "struct ConfidentialVaultStorage.Opening[]",
-        name: "openings",
-        type: "tuple[]",
-      },
-    ],
-    name: "challenge",
-    outputs: [{ internalType: "uint256", name: "id", type: "uint256" }],
-    stateMutability: "nonpayable",
-    type: "function",
-  },
-  {
     inputs: [],
     name: "challengeCount",
     outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
@@ -596,6 +523,13 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
+    inputs: [],
+    name: "court",
+    outputs: [{ internalType: "address", name: "", type: "address" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
     inputs: [
       { internalType: "uint256", name: "day", type: "uint256" },
       { internalType: "uint256[]", name: "slotIds", type: "uint256[]" },
@@ -622,10 +556,10 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
-    inputs: [{ internalType: "uint256", name: "amount", type: "uint256" }],
-    name: "depositBond",
-    outputs: [],
-    stateMutability: "nonpayable",
+    inputs: [],
+    name: "disputedOperator",
+    outputs: [{ internalType: "address", name: "", type: "address" }],
+    stateMutability: "view",
     type: "function",
   },
   {
@@ -665,12 +599,20 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
+    inputs: [],
+    name: "frozenAt",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
     inputs: [
       { internalType: "contract IERC20", name: "asset_", type: "address" },
       { internalType: "address", name: "operator_", type: "address" },
       { internalType: "address", name: "bondOwner_", type: "address" },
       { internalType: "uint256", name: "challengeWindow_", type: "uint256" },
       { internalType: "address", name: "lens_", type: "address" },
+      { internalType: "address", name: "court_", type: "address" },
       {
         components: [
           { internalType: "address", name: "ACLAddress", type: "address" },
@@ -756,24 +698,6 @@ export const confidentialVaultAbi = [
   },
   {
     inputs: [
-      { internalType: "uint256", name: "id", type: "uint256" },
-      { internalType: "bytes", name: "cleartexts", type: "bytes" },
-      { internalType: "bytes", name: "decryptionProof", type: "bytes" },
-    ],
-    name: "resolveChallenge",
-    outputs: [],
-    stateMutability: "nonpayable",
-    type: "function",
-  },
-  {
-    inputs: [{ internalType: "address", name: "newOperator", type: "address" }],
-    name: "resume",
-    outputs: [],
-    stateMutability: "nonpayable",
-    type: "function",
-  },
-  {
-    inputs: [
       { internalType: "uint256", name: "day", type: "uint256" },
       { internalType: "bytes32[]", name: "keys", type: "bytes32[]" },
     ],
@@ -783,10 +707,7 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
-    inputs: [
-      { internalType: "address", name: "to", type: "address" },
-      { internalType: "uint256", name: "amount", type: "uint256" },
-    ],
+    inputs: [{ internalType: "uint256", name: "amount", type: "uint256" }],
     name: "returnStray",
     outputs: [],
     stateMutability: "nonpayable",
@@ -842,6 +763,125 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
+    inputs: [],
+    name: "withdrawalCount",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "address", name: "from", type: "address" },
+      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
+    ],
+    name: "BondDeposited",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "address", name: "to", type: "address" },
+      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
+    ],
+    name: "BondWithdrawn",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "uint256", name: "id", type: "uint256" },
+      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
+      { indexed: true, internalType: "uint256", name: "slot", type: "uint256" },
+      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
+      { indexed: false, internalType: "bytes32", name: "handle", type: "bytes32" },
+    ],
+    name: "ChallengeOpened",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "uint256", name: "id", type: "uint256" },
+      { indexed: false, internalType: "uint256", name: "shortfall", type: "uint256" },
+    ],
+    name: "ChallengeResolved",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
+      { indexed: true, internalType: "uint256", name: "challenge", type: "uint256" },
+    ],
+    name: "DayDisputed",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
+      { indexed: true, internalType: "uint256", name: "slot", type: "uint256" },
+      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
+    ],
+    name: "PenaltyPaid",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: false, internalType: "address", name: "operator", type: "address" },
+      { indexed: false, internalType: "uint256", name: "reopenedDays", type: "uint256" },
+    ],
+    name: "Resumed",
+    type: "event",
+  },
+  {
+    inputs: [
+      { internalType: "uint256", name: "day", type: "uint256" },
+      { internalType: "uint256", name: "slot", type: "uint256" },
+      {
+        components: [
+          { internalType: "bytes32", name: "key", type: "bytes32" },
+          { internalType: "bytes32", name: "blinding", type: "bytes32" },
+        ],
+        internalType: "struct ConfidentialVaultStorage.Opening[]",
+        name: "openings",
+        type: "tuple[]",
+      },
+    ],
+    name: "challenge",
+    outputs: [{ internalType: "uint256", name: "id", type: "uint256" }],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [{ internalType: "uint256", name: "amount", type: "uint256" }],
+    name: "depositBond",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  { inputs: [], name: "endFreeze", outputs: [], stateMutability: "nonpayable", type: "function" },
+  {
+    inputs: [
+      { internalType: "uint256", name: "id", type: "uint256" },
+      { internalType: "bytes", name: "cleartexts", type: "bytes" },
+      { internalType: "bytes", name: "decryptionProof", type: "bytes" },
+    ],
+    name: "resolveChallenge",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [{ internalType: "address", name: "newOperator", type: "address" }],
+    name: "resume",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
     inputs: [
       { internalType: "address", name: "to", type: "address" },
       { internalType: "uint256", name: "amount", type: "uint256" },
@@ -849,13 +889,6 @@ export const confidentialVaultAbi = [
     name: "withdrawBond",
     outputs: [],
     stateMutability: "nonpayable",
-    type: "function",
-  },
-  {
-    inputs: [],
-    name: "withdrawalCount",
-    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
-    stateMutability: "view",
     type: "function",
   },
   {
@@ -914,6 +947,20 @@ export const confidentialVaultAbi = [
       { internalType: "uint64[]", name: "amounts", type: "uint64[]" },
       { internalType: "uint8[]", name: "states", type: "uint8[]" },
     ],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "heldDays",
+    outputs: [{ internalType: "uint256[]", name: "", type: "uint256[]" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [{ internalType: "uint256", name: "day", type: "uint256" }],
+    name: "openChallengeIds",
+    outputs: [{ internalType: "uint256[]", name: "", type: "uint256[]" }],
     stateMutability: "view",
     type: "function",
   },
