@@ -19,7 +19,7 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
-import { belowRecorded, recordSummary, recordedRows, type SummaryRow } from "./summary.js";
+import { compareAndRecord, type SummaryRow } from "./summary.js";
 import { measureYardstick, yardstickLine } from "./yardstick.js";
 import { percentile } from "./load.js";
 import { runSideBySide, settledPerSecond, sideBySideBenches } from "./sideBySide.js";
@@ -102,9 +102,8 @@ async function familyBench(name: FamilyName): Promise<void> {
     },
     yardstickMs: yardstick.msPerSignature,
   };
-  for (const line of belowRecorded(row, recordedRows())) say(line);
   // A run whose payments or records do not add up does not stand in the table.
-  if (!quick && problems.length === 0) await recordSummary(row);
+  await compareAndRecord(row, { quick, say, stands: problems.length === 0 });
   if (problems.length > 0) {
     // After the report is written: the figures show what went wrong.
     for (const p of problems) say(`FAILED: ${p}`);

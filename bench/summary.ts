@@ -92,7 +92,7 @@ export function belowRecorded(run: SummaryRow, recorded: readonly SummaryRow[]):
 }
 
 /** The rows recorded so far (bench/results/summary.json). */
-export function recordedRows(): SummaryRow[] {
+function recordedRows(): SummaryRow[] {
   if (!existsSync(ROWS_FILE)) return [];
   return JSON.parse(readFileSync(ROWS_FILE, "utf8")) as SummaryRow[];
 }
@@ -143,7 +143,7 @@ async function writeFormatted(path: string, text: string): Promise<void> {
 }
 
 /** Replaces `row`'s line in the rows file and writes the doc's table again. */
-export async function recordSummary(row: SummaryRow): Promise<void> {
+async function recordSummary(row: SummaryRow): Promise<void> {
   const rows = recordedRows().filter((r) => r.label !== row.label);
   rows.push(row);
   await writeFormatted(ROWS_FILE, JSON.stringify(rows));
@@ -155,4 +155,17 @@ export async function recordSummary(row: SummaryRow): Promise<void> {
     DOC,
     `${doc.slice(0, from + START.length)}\n\n${summaryTable(rows)}\n\n${doc.slice(to)}`,
   );
+}
+
+/**
+ * What every run does with its row: warns of a drop below the recorded
+ * figure (quick runs too, whose figures are recorded nowhere), and records
+ * a full run's row when `stands` (its payments and records added up).
+ */
+export async function compareAndRecord(
+  row: SummaryRow,
+  opts: { quick: boolean; say: (line: string) => void; stands?: boolean },
+): Promise<void> {
+  for (const line of belowRecorded(row, recordedRows())) opts.say(line);
+  if (!opts.quick && (opts.stands ?? true)) await recordSummary(row);
 }

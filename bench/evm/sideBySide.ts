@@ -9,7 +9,7 @@ import { cpus } from "node:os";
 import { evmTable, runEvmBench } from "./bench.js";
 import { evmTargets, targetsTable } from "./targets.js";
 import { cpuSection } from "../profileReport.js";
-import { belowRecorded, recordSummary, recordedRows } from "../summary.js";
+import { compareAndRecord } from "../summary.js";
 import { yardstickLine } from "../yardstick.js";
 import { validPerSecond } from "../harness.js";
 import { settledPerSecond, type SideBySideRun } from "../sideBySide.js";
@@ -109,7 +109,5 @@ export async function run({
     reference: side(reference),
     yardstickMs: yardstick.msPerSignature,
   };
-  // Quick runs are compared too (their figures are recorded nowhere).
-  for (const line of belowRecorded(row, recordedRows())) say(line);
-  if (!quick) await recordSummary(row);
+  await compareAndRecord(row, { quick, say });
 }

@@ -6,7 +6,7 @@
 import { writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { runSvmBench, svmTable } from "./bench.js";
-import { belowRecorded, recordSummary, recordedRows } from "../summary.js";
+import { compareAndRecord } from "../summary.js";
 import { yardstickLine } from "../yardstick.js";
 import { validPerSecond } from "../harness.js";
 import { percentile } from "../load.js";
@@ -67,7 +67,5 @@ export async function run({
     reference: side(reference),
     yardstickMs: yardstick.msPerSignature,
   };
-  // Quick runs are compared too (their figures are recorded nowhere).
-  for (const line of belowRecorded(row, recordedRows())) say(line);
-  if (!quick) await recordSummary(row);
+  await compareAndRecord(row, { quick, say });
 }
