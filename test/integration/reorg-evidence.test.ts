@@ -28,6 +28,13 @@ import { setWebhookEndpoint } from "../../src/features/webhooks/webhookRepositor
 import { requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
 import { post } from "../support/http.js";
 import { until } from "../support/processes.js";
+import {
+  decidedRow,
+  eventsOf,
+  quotaUsed,
+  rowById,
+  rowOfTransaction,
+} from "../support/settlementRows.js";
 import { startRpcProxy, type RpcProxy } from "../support/rpcProxy.js";
 import { startStack, type TestStack } from "../support/stack.js";
 
@@ -131,58 +138,14 @@ async function settle(i: number, payTo: Hex, amount: bigint, permit2: boolean) {
   const res = await post(stack.url, "/settle", body, stack.apiKey);
   const answer = (await res.json()) as { success: boolean; transaction: Hex };
   assert.equal(answer.success, true, JSON.stringify(answer));
-  const row = await rowOf(answer.transaction);
+  const row = await rowOfTransaction(stack, answer.transaction);
   return { transaction: answer.transaction, body, row };
 }
-
-const rowOf = (transaction: string) =>
-  stack.service.db
-    .selectFrom("settlements")
-    .selectAll()
-    .where("transaction", "=", transaction)
-    .executeTakeFirstOrThrow();
-
-const rowById = (id: string) =>
-  stack.service.db
-    .selectFrom("settlements")
-    .selectAll()
-    .where("id", "=", id)
-    .executeTakeFirstOrThrow();
-
-const quotaUsed = async () =>
-  (
-    await stack.service.db
-      .selectFrom("quota_usage")
-      .select("used")
-      .where("account_id", "=", stack.accountId)
-      .executeTakeFirstOrThrow()
-  ).used;
-
-const eventsOf = async (settlementId: string) =>
-  (
-    await stack.service.db
-      .selectFrom("webhook_events")
-      .select("type")
-      .where("settlement_id", "=", settlementId)
-      .orderBy("seq")
-      .execute()
-  ).map((e) => e.type);
-
-/** The row once decided: naming another transaction than `tx`, or no longer a success. */
-const decided = (id: string, tx: string) =>
-  until(
-    "the reorged success decided",
-    async () => {
-      const r = await rowById(id);
-      return (r.status !== "succeeded" || r.transaction !== tx) && r;
-    },
-    60_000,
-  );
 
 test("a Permit2 success whose receipt the RPC will not serve is never taken back: it stays succeeded, charged, and is asked again once reads work", async () => {
   const payTo = "0x00000000000000000000000000000000000e1e01" as Hex;
   const { transaction: tx, row } = await settle(0, payTo, 2_345n, true);
-  const used = await quotaUsed();
+  const used = await quotaUsed(stack);
 
   // Every receipt read fails from now on (a provider that errors, a
   // lagging backend behind the fallback): many passes of the watch.
@@ -193,7 +156,7 @@ test("a Permit2 success whose receipt the RPC will not serve is never taken back
   try {
     await until(
       "several passes of the watch, or the success taken back",
-      async () => asked() >= 8 || (await rowById(row.id)).status !== "succeeded",
+      async () => asked() >= 8 || (await rowById(stack, row.id)).status !== "succeeded",
       30_000,
     );
     // And on past the success's window: it is still to be asked.
@@ -203,7 +166,7 @@ test("a Permit2 success whose receipt the RPC will not serve is never taken back
   } finally {
     proxy.state.refuseMatching = "";
   }
-  const during = await rowById(row.id);
+  const during = await rowById(stack, row.id);
   assert.deepEqual(
     [during.status, during.transaction],
     ["succeeded", tx],
@@ -220,17 +183,17 @@ test("a Permit2 success whose receipt the RPC will not serve is never taken back
   } finally {
     proxy.state.dropMatching = "";
   }
-  const afterwards = await rowById(row.id);
+  const afterwards = await rowById(stack, row.id);
   assert.deepEqual([afterwards.status, afterwards.transaction], ["succeeded", tx]);
-  assert.deepEqual(await eventsOf(row.id), ["settlement.succeeded"], "no settlement.failed");
-  assert.equal(await quotaUsed(), used, "still charged");
+  assert.deepEqual(await eventsOf(stack, row.id), ["settlement.succeeded"], "no settlement.failed");
+  assert.equal(await quotaUsed(stack), used, "still charged");
   assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payTo), 2_345n);
 });
 
 test("a reorged Permit2 success whose permit a stranger submitted through the proxy is still the success: the row names the stranger's transaction, no settlement.failed, still charged, paid once", async () => {
   const payTo = "0x00000000000000000000000000000000000e1e02" as Hex;
   const { transaction: tx, body, row } = await settle(1, payTo, 3_456n, true);
-  const used = await quotaUsed();
+  const used = await quotaUsed(stack);
 
   const { permit2Authorization: auth, signature } = body.paymentPayload.payload as {
     permit2Authorization: {
@@ -270,21 +233,21 @@ test("a reorged Permit2 success whose permit a stranger submitted through the pr
   assert.equal(theirs.status, "success");
   await assert.rejects(chain.getTransactionReceipt({ hash: tx }), "ours is not on the chain");
 
-  const decidedRow = await decided(row.id, tx);
+  const outcome = await decidedRow(stack, row.id, tx);
   assert.deepEqual(
-    [decidedRow.status, decidedRow.transaction],
+    [outcome.status, outcome.transaction],
     ["succeeded", theirs.transactionHash],
-    `${decidedRow.error_reason}: ${decidedRow.error_message}`,
+    `${outcome.error_reason}: ${outcome.error_message}`,
   );
-  assert.deepEqual(await eventsOf(row.id), ["settlement.succeeded"], "no settlement.failed");
-  assert.equal(await quotaUsed(), used, "still charged, once");
+  assert.deepEqual(await eventsOf(stack, row.id), ["settlement.succeeded"], "no settlement.failed");
+  assert.equal(await quotaUsed(stack), used, "still charged, once");
   assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payTo), 3_456n, "paid once");
 });
 
 test("a success re-sent at a new nonce, unmined when the success leaves the window, is followed until mined and past its own watch: a reorg of the re-sent transaction is seen and it lands again", async () => {
   const payTo = "0x00000000000000000000000000000000000e1e03" as Hex;
   const { transaction: tx, row } = await settle(2, payTo, 4_567n, false);
-  const used = await quotaUsed();
+  const used = await quotaUsed(stack);
 
   // Nothing is mined until the test says so; the reorg takes our
   // transaction out and another of our signer takes its nonce.
@@ -309,7 +272,7 @@ test("a success re-sent at a new nonce, unmined when the success leaves the wind
   } finally {
     await anvil("evm_setAutomine", [true]);
   }
-  const moved = await decided(row.id, tx);
+  const moved = await decidedRow(stack, row.id, tx);
   assert.equal(moved.status, "succeeded", `${moved.error_reason}: ${moved.error_message}`);
   const again = moved.transaction as Hex;
   assert.equal((await chain.getTransactionReceipt({ hash: again })).status, "success");
@@ -324,10 +287,10 @@ test("a success re-sent at a new nonce, unmined when the success leaves the wind
     async () => (await usdcBalance(stack.rpcUrl, stack.usdc, payTo)) === 4_567n,
     30_000,
   );
-  const final = await rowById(row.id);
+  const final = await rowById(stack, row.id);
   assert.equal(final.status, "succeeded");
   const receipt = await chain.getTransactionReceipt({ hash: final.transaction as Hex });
   assert.equal(receipt.status, "success", "the row names the transaction on the chain");
-  assert.deepEqual(await eventsOf(row.id), ["settlement.succeeded"], "no settlement.failed");
-  assert.equal(await quotaUsed(), used, "still charged, once");
+  assert.deepEqual(await eventsOf(stack, row.id), ["settlement.succeeded"], "no settlement.failed");
+  assert.equal(await quotaUsed(stack), used, "still charged, once");
 });

@@ -22,6 +22,7 @@ import { dropSignedMaterial } from "../../src/features/settlements/settlementWri
 import { requirementsFor, signPayment, usdcBalance } from "../chains/evm/payments.js";
 import { post } from "../support/http.js";
 import { until } from "../support/processes.js";
+import { decidedRow, eventsOf, quotaUsed, rowOfTransaction } from "../support/settlementRows.js";
 import { startStack, type TestStack } from "../support/stack.js";
 
 let stack: TestStack;
@@ -90,47 +91,6 @@ async function reorgAndTakeTheNonce() {
   return signer.address;
 }
 
-const quotaUsed = async () =>
-  (
-    await stack.service.db
-      .selectFrom("quota_usage")
-      .select("used")
-      .where("account_id", "=", stack.accountId)
-      .executeTakeFirstOrThrow()
-  ).used;
-
-const eventsOf = async (settlementId: string) =>
-  (
-    await stack.service.db
-      .selectFrom("webhook_events")
-      .select("type")
-      .where("settlement_id", "=", settlementId)
-      .orderBy("seq")
-      .execute()
-  ).map((e) => e.type);
-
-/** The row once decided: naming another transaction than `tx`, or no longer a success. */
-const decided = (id: string, tx: string) =>
-  until(
-    "the reorged success decided",
-    async () => {
-      const r = await stack.service.db
-        .selectFrom("settlements")
-        .selectAll()
-        .where("id", "=", id)
-        .executeTakeFirstOrThrow();
-      return (r.status !== "succeeded" || r.transaction !== tx) && r;
-    },
-    60_000,
-  );
-
-const rowOf = (transaction: string) =>
-  stack.service.db
-    .selectFrom("settlements")
-    .selectAll()
-    .where("transaction", "=", transaction)
-    .executeTakeFirstOrThrow();
-
 test("a reorg takes a settled transaction out: it is re-sent from the journal and the transfer is on the chain again, once", async () => {
   const payTo = "0x00000000000000000000000000000000000e0e01" as Hex;
   const tx = await settled(0, payTo, 4_321n);
@@ -144,14 +104,14 @@ test("a reorg takes a settled transaction out: it is re-sent from the journal an
   );
   assert.equal(receipt.status, "success");
   assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payTo), 4_321n, "paid once");
-  const row = await rowOf(tx);
+  const row = await rowOfTransaction(stack, tx);
   assert.equal(row.status, "succeeded");
 });
 
 test("a reorged transaction whose nonce another transaction took, and whose payment can no longer land (the payer moved its funds), is recorded failed, with settlement.failed, and unbilled", async () => {
   const payTo = "0x00000000000000000000000000000000000e0e02" as Hex;
   const tx = await settled(1, payTo, 5_432n);
-  const before = await rowOf(tx);
+  const before = await rowOfTransaction(stack, tx);
   const used = await stack.service.db
     .selectFrom("quota_usage")
     .select("used")
@@ -180,7 +140,7 @@ test("a reorged transaction whose nonce another transaction took, and whose paym
   const failed = await until(
     "the settlement recorded failed",
     async () => {
-      const row = await rowOf(tx);
+      const row = await rowOfTransaction(stack, tx);
       return row.status === "failed" ? row : undefined;
     },
     60_000,
@@ -209,13 +169,13 @@ test("a reorged transaction whose nonce another transaction took, and whose paym
 test("a reorged transaction whose nonce another transaction took, while its authorization is still good, lands again: the same payment, once, still succeeded and charged", async () => {
   const payTo = "0x00000000000000000000000000000000000e0e04" as Hex;
   const { transaction: tx, body } = await settle(2, payTo, 6_543n);
-  const { id } = await rowOf(tx);
-  const used = await quotaUsed();
+  const { id } = await rowOfTransaction(stack, tx);
+  const used = await quotaUsed(stack);
 
   const signer = await reorgAndTakeTheNonce();
   assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payTo), 0n, "the reorg took it out");
 
-  const row = await decided(id, tx);
+  const row = await decidedRow(stack, id, tx);
   assert.equal(row.status, "succeeded", `${row.error_reason}: ${row.error_message}`);
   const again = row.transaction as Hex;
   assert.notEqual(again, tx);
@@ -238,8 +198,8 @@ test("a reorged transaction whose nonce another transaction took, while its auth
     [tx, again],
     "both journaled against the settlement",
   );
-  assert.deepEqual(await eventsOf(id), ["settlement.succeeded"], "no settlement.failed");
-  assert.equal(await quotaUsed(), used, "still charged, once");
+  assert.deepEqual(await eventsOf(stack, id), ["settlement.succeeded"], "no settlement.failed");
+  assert.equal(await quotaUsed(stack), used, "still charged, once");
 
   // The payment presented again is not settled a second time.
   const res = await post(stack.url, "/settle", body, stack.apiKey);
@@ -251,8 +211,8 @@ test("a reorged transaction whose nonce another transaction took, while its auth
 test("a reorged transaction whose nonce another transaction took, and whose authorization a stranger then spent, is still the success: the row names the stranger's transaction, no settlement.failed, still charged", async () => {
   const payTo = "0x00000000000000000000000000000000000e0e06" as Hex;
   const { transaction: tx, body } = await settle(4, payTo, 7_654n);
-  const { id } = await rowOf(tx);
-  const used = await quotaUsed();
+  const { id } = await rowOfTransaction(stack, tx);
+  const used = await quotaUsed(stack);
 
   await reorgAndTakeTheNonce();
   assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payTo), 0n, "the reorg took it out");
@@ -292,15 +252,15 @@ test("a reorged transaction whose nonce another transaction took, and whose auth
   });
   assert.equal((await chain.waitForTransactionReceipt({ hash: spent })).status, "success");
 
-  const row = await decided(id, tx);
+  const row = await decidedRow(stack, id, tx);
   assert.deepEqual(
     [row.status, row.transaction],
     ["succeeded", spent],
     `${row.error_reason}: ${row.error_message}`,
   );
   assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payTo), 7_654n, "paid once");
-  assert.deepEqual(await eventsOf(id), ["settlement.succeeded"], "no settlement.failed");
-  assert.equal(await quotaUsed(), used, "still charged, once");
+  assert.deepEqual(await eventsOf(stack, id), ["settlement.succeeded"], "no settlement.failed");
+  assert.equal(await quotaUsed(stack), used, "still charged, once");
 });
 
 test("a success's signed bytes stay in the journal while a reorg can take it back, and are dropped once its watch is over", async () => {
