@@ -16,6 +16,7 @@ import {
   parseAbi,
   type Hex,
   type PublicClient,
+  TransactionReceiptNotFoundError,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { startDevnet, type Devnet } from "../../devnet/evm/index.js";
@@ -106,7 +107,7 @@ describe("EVM reconcile", () => {
         if (key === "getTransactionReceipt") {
           return (args: { hash: Hex }) =>
             left-- > 0
-              ? Promise.reject(new Error("receipt not found"))
+              ? Promise.reject(new TransactionReceiptNotFoundError({ hash: args.hash }))
               : target.getTransactionReceipt(args);
         }
         return Reflect.get(target, key, receiver) as unknown;
