@@ -94,14 +94,8 @@ export async function createService(opts: ServiceOptions) {
   const workers = startWorkers({
     ...{ db, config, recorder, confidential, metrics, log, overrides },
     catalogProofs: { runDue: () => catalog.ownership.runDue() },
-    reconcile: (pending) => facilitator.reconcile(pending),
-    reland: (pending) => facilitator.reland(pending),
-    successes: {
-      networks: facilitator.reorgableNetworks(),
-      stillLanded: (network, refs) => facilitator.stillLanded(network, refs),
-    },
+    chains: facilitator,
     chainSince: await checkChains(db, facilitator.servedFamilies, log),
-    networks: facilitator.networks(),
   });
   closers.push(() => workers.stop());
   // Rate limits and payer lanes shared across replicas, and the guard without them.

@@ -52,18 +52,27 @@ export interface Workers {
   stop(): Promise<void>;
 }
 
+/** What the background loops ask of the chains (the payment engine answers it). */
+export interface WorkerChains {
+  /** An interrupted settlement's outcome, from its chain. */
+  reconcile(pending: PendingSettlement): Promise<ReconcileOutcome>;
+  /** A reorged success sent again, where its family can (see `ChainFamily.reland`). */
+  reland(pending: PendingSettlement & { id: string }): Promise<ReconcileOutcome> | undefined;
+  /** The networks whose successes a reorg can take back (the reorg watch covers them). */
+  reorgableNetworks(): readonly string[];
+  /** Of one network's successes, those the chain still holds landed, asked together. */
+  stillLanded(network: string, references: readonly string[]): Promise<ReadonlySet<string>>;
+  /** The served networks (the backlog gauges show each, at 0 when idle). */
+  networks(): readonly string[];
+}
+
 export function startWorkers(opts: {
   db: Db;
   recorder: SettlementRecorder;
-  reconcile: (pending: PendingSettlement) => Promise<ReconcileOutcome>;
-  /** A reorged success sent again, where its family can (see `ChainFamily.reland`). */
-  reland?: (pending: PendingSettlement & { id: string }) => Promise<ReconcileOutcome> | undefined;
-  /** What the reorg watch covers, and how it asks many successes at once (see `SuccessWatcher`). */
-  successes?: Pick<SuccessWatcherOptions, "networks" | "stillLanded">;
+  /** What the loops ask of the chains: the engine answers it. */
+  chains: WorkerChains;
   /** Per network, the instant before which records belong to an earlier chain. */
   chainSince: ReadonlyMap<string, Date>;
-  /** The served networks (the backlog gauges show each, at 0 when idle). */
-  networks: readonly string[];
   config: { reconcileAfterMs: number; webhooks: { allowPrivateTargets: boolean } };
   confidential: ConfidentialFeature;
   /** The discovery catalog's ownership checks (features/catalog/ownershipChecker.ts). */
@@ -76,16 +85,17 @@ export function startWorkers(opts: {
   const reconciler = new SettlementReconciler({
     recorder: opts.recorder,
     chainSince: (network) => opts.chainSince.get(network),
-    reconcile: opts.reconcile,
+    reconcile: (pending) => opts.chains.reconcile(pending),
     log: log.child({ component: "reconciler" }),
     olderThanMs: opts.config.reconcileAfterMs,
     onFinished: (row) => opts.metrics.reconciled.inc({ network: row.network, status: row.status }),
   });
   const successes = new SuccessWatcher({
     recorder: opts.recorder,
-    reconcile: opts.reconcile,
-    ...(opts.reland ? { reland: opts.reland } : {}),
-    ...opts.successes,
+    reconcile: (pending) => opts.chains.reconcile(pending),
+    reland: (pending) => opts.chains.reland(pending),
+    networks: opts.chains.reorgableNetworks(),
+    stillLanded: (network, references) => opts.chains.stillLanded(network, references),
     log: log.child({ component: "success-watcher" }),
     windowMs: SUCCESS_WATCH_MS,
     ...overrides.successWatch,
@@ -104,7 +114,7 @@ export function startWorkers(opts: {
   if (overrides.webhooks !== false) webhooks.start();
   registerBacklogMetrics({
     ...{ db: opts.db, reads: opts.recorder.reads, registry: opts.metrics.registry },
-    ...{ reconcileAfterMs: opts.config.reconcileAfterMs, networks: opts.networks },
+    ...{ reconcileAfterMs: opts.config.reconcileAfterMs, networks: opts.chains.networks() },
     log: log.child({ component: "metrics" }),
   });
   const sessions = startSessionPruner(() => pruneExpiredSessions(opts.db), log);
