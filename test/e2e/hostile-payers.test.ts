@@ -207,6 +207,18 @@ describe("hostile payers with code (ERC-1271 wallet, EIP-7702 delegation)", () =
     assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, wallet), 10n * PRICE);
   });
 
+  /** A fresh ERC-1967 proxy wallet naming `implementation`, funded for ten payments. */
+  async function proxyWallet(implementation: Address): Promise<Address> {
+    const wallet = privateKeyToAccount(generatePrivateKey()).address;
+    await plant(wallet, proxyCode);
+    await client.request({
+      method: "anvil_setStorageAt" as never,
+      params: [wallet, IMPLEMENTATION_SLOT, pad(implementation, { size: 32 })] as never,
+    });
+    await fund(wallet, 10n * PRICE);
+    return wallet;
+  }
+
   /** One settle of `rounds` at `payer` (valid at any price), through a merchant of its own. */
   async function settleCheck(payer: Address, rounds: bigint, label: string) {
     const facilitator = await merchant(label);
@@ -239,13 +251,7 @@ describe("hostile payers with code (ERC-1271 wallet, EIP-7702 delegation)", () =
   });
 
   test("a listed wallet implementation gets the allowance from its first payment, behind an ERC-1967 proxy or an EIP-7702 delegation; the same code unlisted does not", async () => {
-    const proxied = privateKeyToAccount(generatePrivateKey()).address;
-    await plant(proxied, proxyCode);
-    await client.request({
-      method: "anvil_setStorageAt" as never,
-      params: [proxied, IMPLEMENTATION_SLOT, pad(knownImplementation, { size: 32 })] as never,
-    });
-    await fund(proxied, 10n * PRICE);
+    const proxied = await proxyWallet(knownImplementation);
     const viaProxy = await settleCheck(proxied, PASSKEY_LIKE_BURN, "listed, ERC-1967 proxy");
     assert.deepEqual(
       [viaProxy.r.success, viaProxy.paid],
@@ -260,13 +266,7 @@ describe("hostile payers with code (ERC-1271 wallet, EIP-7702 delegation)", () =
     assert.deepEqual([via7702.r.success, via7702.paid], [true, PRICE], JSON.stringify(via7702.r));
 
     // The same code behind a proxy naming an unlisted implementation.
-    const unlisted = privateKeyToAccount(generatePrivateKey()).address;
-    await plant(unlisted, proxyCode);
-    await client.request({
-      method: "anvil_setStorageAt" as never,
-      params: [unlisted, IMPLEMENTATION_SLOT, pad(delegate, { size: 32 })] as never,
-    });
-    await fund(unlisted, 10n * PRICE);
+    const unlisted = await proxyWallet(delegate);
     const refused = await settleCheck(unlisted, PASSKEY_LIKE_BURN, "unlisted, ERC-1967 proxy");
     assert.deepEqual(
       [refused.r.success, refused.r.errorReason, refused.broadcasts],
