@@ -7,6 +7,7 @@
  * machine's other work, another processor): the same code on a machine
  * half as fast shows about twice the ms here.
  */
+import { authorizationTypes } from "@x402/evm";
 import { privateKeyToAccount } from "viem/accounts";
 
 // A fixed key and payment: the yardstick's work never changes.
@@ -18,16 +19,7 @@ const AUTHORIZATION = {
     chainId: 8453,
     verifyingContract: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
   },
-  types: {
-    TransferWithAuthorization: [
-      { name: "from", type: "address" },
-      { name: "to", type: "address" },
-      { name: "value", type: "uint256" },
-      { name: "validAfter", type: "uint256" },
-      { name: "validBefore", type: "uint256" },
-      { name: "nonce", type: "bytes32" },
-    ],
-  },
+  types: authorizationTypes,
   primaryType: "TransferWithAuthorization",
   message: {
     from: PAYER.address,
