@@ -382,51 +382,6 @@ export interface FamilyContext {
 }
 
 /**
- * What the transaction layer saw while a mechanism settled one payment,
- * written into the settlement's scope (settlementScope.ts).
- */
-export interface SettlementNotes {
-  /** Something was journaled and handed to the node for this settlement. */
-  sent: boolean;
-  /**
-   * The reference finally mined for each sent one a replacement took the
-   * place of, keyed by the original (lower-case): a settlement may send more
-   * than its payment (a payer's gas funding), and only the payment's own
-   * replacement may stand in for the payment's transaction.
-   */
-  minedReplacements?: Record<string, string>;
-  /** Sent, but the node's answer was lost: the outcome is unknown, never a failure. */
-  ambiguousReference?: string;
-  /**
-   * The transaction layer refused to send, with the reason to answer (gas
-   * ceiling, no signer). With `retryAfterSeconds` (the failed-fee budget is
-   * spent) and nothing sent, the settle is answered 503 with `Retry-After`.
-   */
-  refusal?: {
-    reason: string;
-    message: string;
-    retryAfterSeconds?: number;
-    /** A failed-fee budget's refusal: whose share or tier refused it (failedFeeBudget.ts). */
-    budgetScope?: FailedFeeBudgetSpentError["scope"];
-  };
-  /** A transaction's journal entry could not be written, so it was not broadcast. */
-  journalFailed?: boolean;
-  /**
-   * While the mechanism runs, in a settle that writes its outcome: the
-   * journal writes of the chain's word on its transactions
-   * (`TransactionJournal.finished`), which the outcome's write waits for
-   * instead of the mechanism. Absent (no such settle, or its mechanism has
-   * ended): each `finished` is awaited where it is called.
-   */
-  journalWrites?: Promise<void>[];
-  /**
-   * The journal refused a transaction because the settlement's record was
-   * already final (judged interrupted while it ran), so it was not broadcast.
-   */
-  decidedWhileRunning?: boolean;
-}
-
-/**
  * A payment as the engine read it at the edge, with the family that serves
  * its network (undefined: none does). The service's stages carry it, so the
  * engine settles and verifies it without routing the request a second time.
@@ -493,6 +448,8 @@ export interface FamilyPaymentIdentity {
    * false.
    */
   repeatable(payload: PaymentPayload, requirements: PaymentRequirements): boolean;
+  /** See `InspectedPayment.pendingKey`; absent for a family whose mechanisms keep none. */
+  pendingKey?(payload: PaymentPayload): string | undefined;
   /**
    * The reason the service answers for one its mechanisms gave, where the
    * specification spells the same condition otherwise; a family whose

@@ -9,7 +9,60 @@
  * it; the engine reads the notes once the mechanism returns.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { RoutedPayment, SettlementNotes } from "./ports.js";
+import type { FailedFeeBudgetSpentError, FailureCause, RoutedPayment } from "./ports.js";
+
+/** The chain's final word on one journaled transaction (`TransactionJournal.finished`). */
+export interface FinishedTransaction {
+  reference: string;
+  status: "success" | "reverted";
+  block?: bigint | undefined;
+  fee?: bigint | undefined;
+  cause?: FailureCause | undefined;
+}
+
+/**
+ * What the transaction layer saw while a mechanism settled one payment,
+ * written into the settlement's scope (settlementScope.ts).
+ */
+export interface SettlementNotes {
+  /** Something was journaled and handed to the node for this settlement. */
+  sent: boolean;
+  /**
+   * The reference finally mined for each sent one a replacement took the
+   * place of, keyed by the original (lower-case): a settlement may send more
+   * than its payment (a payer's gas funding), and only the payment's own
+   * replacement may stand in for the payment's transaction.
+   */
+  minedReplacements?: Record<string, string>;
+  /** Sent, but the node's answer was lost: the outcome is unknown, never a failure. */
+  ambiguousReference?: string;
+  /**
+   * The transaction layer refused to send, with the reason to answer (gas
+   * ceiling, no signer). With `retryAfterSeconds` (the failed-fee budget is
+   * spent) and nothing sent, the settle is answered 503 with `Retry-After`.
+   */
+  refusal?: {
+    reason: string;
+    message: string;
+    retryAfterSeconds?: number;
+    /** A failed-fee budget's refusal: whose share or tier refused it (failedFeeBudget.ts). */
+    budgetScope?: FailedFeeBudgetSpentError["scope"];
+  };
+  /** A transaction's journal entry could not be written, so it was not broadcast. */
+  journalFailed?: boolean;
+  /**
+   * While the mechanism runs, in a settle that writes its outcome: the
+   * chain's word on its transactions (`TransactionJournal.finished`), which
+   * the outcome's own statement writes. Absent (no such settle, or its
+   * mechanism has ended): each `finished` is written where it is called.
+   */
+  journalFinished?: FinishedTransaction[];
+  /**
+   * The journal refused a transaction because the settlement's record was
+   * already final (judged interrupted while it ran), so it was not broadcast.
+   */
+  decidedWhileRunning?: boolean;
+}
 
 export interface SettlementScope {
   /** The settlement row's id. */
@@ -33,6 +86,12 @@ export interface SettlementScope {
    * Absent for operations without a payer and the service's own sends.
    */
   readonly payer?: string | undefined;
+  /**
+   * The pending-settlement store's row for its payment, read in its intent's
+   * statement (`InspectedPayment.pendingKey`): the store answers its look-up
+   * of that key from here. Kept current by the store's own writes.
+   */
+  readonly pendingSettlement?: { key: string; transaction: string | undefined } | undefined;
   readonly notes: SettlementNotes;
 }
 

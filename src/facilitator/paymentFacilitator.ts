@@ -142,6 +142,7 @@ export class PaymentFacilitator {
       shapeError: family ? shapeErrorOf(family, request) : undefined,
       replayReason: family?.replayReason(payload, requirements) ?? Reason.duplicateSettlement,
       repeatable: family?.repeatable(payload, requirements) ?? false,
+      pendingKey: family?.pendingKey?.(payload),
     };
   }
 

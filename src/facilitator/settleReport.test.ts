@@ -12,8 +12,8 @@ import {
   FailedFeeBudgetSpentError,
   NothingSentError,
   type ChainFamily,
-  type SettlementNotes,
 } from "../chains/ports.js";
+import type { SettlementNotes } from "../chains/settlementScope.js";
 import { createLogger } from "../lib/logger.js";
 import { isServiceError } from "../lib/errors.js";
 import { answerResult, answerThrown, type ReportContext } from "./settleReport.js";

@@ -22,8 +22,8 @@ import {
   FailedFeeBudgetSpentError,
   NothingSentError,
   type ChainFamily,
-  type SettlementNotes,
 } from "../chains/ports.js";
+import type { SettlementNotes } from "../chains/settlementScope.js";
 import { assertChainAnswered, publicReason } from "./familyAnswers.js";
 import { sanitizeMessage, splitReason } from "./sanitize.js";
 

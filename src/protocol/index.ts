@@ -50,4 +50,10 @@ export interface InspectedPayment {
    * next; copies still meet while one is being settled.
    */
   readonly repeatable: boolean;
+  /**
+   * The key its mechanism keeps a transaction left pending under, in the
+   * pending-settlement store (EVM: the payload's signature). The intent's
+   * statement reads that row, so the mechanism's look-up costs no round trip.
+   */
+  readonly pendingKey?: string | undefined;
 }

@@ -16,7 +16,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import type { SettlementNotes } from "../../src/chains/ports.js";
+import type { SettlementNotes } from "../../src/chains/settlementScope.js";
 import { runInSettlementScope } from "../../src/chains/settlementScope.js";
 import { DbTransactionJournal } from "../../src/features/settlements/transactionJournal.js";
 import { availableBackends, openTestDb } from "../support/database.js";
@@ -250,7 +250,7 @@ for (const backend of availableBackends()) {
       assert.deepEqual(await usage(p.accountId), { used: 0, reserved: 3 });
     });
 
-    test("concurrent outcomes share one transaction: moved once, billed once, reservations back, one event each", async () => {
+    test("concurrent outcomes share one statement: moved once, billed once, reservations back, one event each", async () => {
       const p = await principal("outcomes");
       await setWebhookEndpoint(database.db, p.accountId, "http://127.0.0.1:9/hook", {
         allowPrivateTargets: true,
@@ -280,9 +280,10 @@ for (const backend of availableBackends()) {
         Promise.all(ids.slice(1).map((_, i) => finish(i + 1, reservations[i + 1]))),
       );
       assert.equal(rest.roundTrips, one.roundTrips, "eleven outcomes cost what one does");
-      // BEGIN; the transition, which reads what the events need with the
-      // rows; the events; one quota statement charging and releasing; COMMIT.
-      assert.equal(one.roundTrips, 5, "an outcome flush is five round trips");
+      // One statement: the transition, which reads what the events need
+      // with the rows, the events, and the quota charged and released.
+      assert.equal(one.roundTrips, 1, "an outcome flush is one round trip");
+      assert.equal(one.statements, 1);
 
       const rows = await database.db
         .selectFrom("settlements")
@@ -457,6 +458,51 @@ for (const backend of availableBackends()) {
         undefined,
         undefined,
       ]);
+    });
+
+    test("a settle's own pending-store key is read in its intent's statement, and the store answers it from the settle's scope", async () => {
+      // Another replica left sig-7's transaction pending.
+      await new DbPendingSettlementStore(database.db).set("sig-7", tx(7));
+      const store = new DbPendingSettlementStore(database.db);
+      const p = await principal("pending-key");
+      const begun = await measure(() =>
+        recorder.beginChecked({
+          principal: p,
+          request: request(70),
+          authorizationKey: `auth-${randomUUID()}`,
+          payer: "0xpayer70",
+          units: 1,
+          pendingKey: "sig-7",
+        }),
+      );
+      assert.equal(begun.statements, 1, "the intent and the store's row, one statement");
+      assert.ok(begun.result.id);
+      assert.deepEqual(begun.result.pending, { key: "sig-7", transaction: tx(7) });
+      const scope = {
+        id: begun.result.id,
+        notes: { sent: false } as SettlementNotes,
+        pendingSettlement: begun.result.pending,
+      };
+      await runInSettlementScope(scope, async () => {
+        const own = await measure(() => store.get("sig-7"));
+        assert.equal(own.result, tx(7));
+        assert.equal(own.statements, 0, "its own key costs no statement");
+        // Another key is read from the table.
+        const other = await measure(() => store.get("sig-8"));
+        assert.equal(other.statements, 1);
+        // Its own outcome deletes the row (it was seen), and the read follows.
+        const deleted = await measure(() => store.delete("sig-7"));
+        assert.equal(deleted.statements, 1, "the row it found is deleted");
+        assert.equal(await store.get("sig-7"), undefined);
+        await store.set("sig-7", tx(77));
+        assert.equal(await store.get("sig-7"), tx(77), "and follows what it writes");
+      });
+      const row = await database.db
+        .selectFrom("pending_settlements")
+        .select("tx_hash")
+        .where("key", "=", "sig-7")
+        .executeTakeFirstOrThrow();
+      assert.equal(row.tx_hash, tx(77));
     });
 
     test("the pending-settlement store deletes without a statement only what it never saw stored", async () => {

@@ -8,10 +8,12 @@
  * webhook sender) are told apart and left out; a group-commit flush a
  * settle starts runs in that settle's context.
  *
- * Today: 8 statements in 10 round trips on EVM, 4 of them before the
- * broadcast (7 in 9, and 3, on Solana, which has no pending-transaction
- * read); the payer's history and cooling are read in the intent's own
- * statement.
+ * Today: 4 statements in 4 round trips on EVM and on Solana, 3 of them
+ * before the broadcast: the intent (with the payer's history and cooling,
+ * and on EVM the pending-transaction store's row, read in its statement),
+ * the quota reservation and the journal entry. The outcome is one
+ * statement: the chain's word on the transaction, the row's transition,
+ * its webhook event and its quota charge with the reservation given back.
  *
  * A lone settle shares nothing, so these are its full cost; concurrent
  * settles share the same statements (group commit), which the bench
@@ -82,9 +84,26 @@ for (const family of FAMILIES)
         return { answer, exchanges };
       }
 
+      /** The row a transaction settled. */
+      async function settlementIdOf(transaction: string): Promise<string> {
+        const row = await stack.service.db
+          .selectFrom("settlements")
+          .select("id")
+          .where("transaction", "=", transaction)
+          .executeTakeFirstOrThrow();
+        return row.id;
+      }
+
       test("a new payment's settle: its statements, listed", async (t) => {
         // Warm: the key's look-up and the chain's first reads are cached after.
         assert.equal((await settleCounted(0)).answer.success, true);
+        let usedBefore = (
+          await stack.service.db
+            .selectFrom("quota_usage")
+            .select("used")
+            .where("account_id", "=", stack.accountId)
+            .executeTakeFirstOrThrow()
+        ).used;
         // A payer with a success on record, and one without: both paths.
         for (const i of [0, 1]) {
           const { answer, exchanges } = await settleCounted(i);
@@ -100,24 +119,61 @@ for (const family of FAMILIES)
               .join("\n");
           t.diagnostic(listing);
           assert.ok(statements.length > 0, "the settle's statements were seen in its context");
-          // Before the broadcast: the intent (with the payer's history read in
-          // its statement), the quota reservation, on EVM the read of a
-          // transaction an earlier attempt left pending, and the journal
-          // entry, the last before the transaction leaves.
+          // Before the broadcast: the intent (with the payer's history and
+          // the pending-transaction store's row read in its statement), the
+          // quota reservation, and the journal entry, the last before the
+          // transaction leaves.
           const journaled = exchanges.findIndex((e) => /^\s*with open as/.test(e.sql ?? ""));
           assert.ok(journaled >= 0, "the journal entry was written");
-          assert.equal(
-            journaled + 1,
-            family === ADAPTERS.eip155 ? 4 : 3,
-            `round trips before the broadcast; ${listing}`,
+          assert.equal(journaled + 1, 3, `round trips before the broadcast; ${listing}`);
+          assert.ok(
+            !exchanges.some((e) => /from "pending_settlements"/.test(e.sql ?? "")),
+            `no read of the pending-transaction store of its own: the intent's statement read it; ${listing}`,
           );
           assert.ok(
             !exchanges.some((e) => /^with "live"/.test(e.sql ?? "")),
             `no look-up of the payer before the intent: its statement reads the history; ${listing}`,
           );
-          // After it: the chain's word on the transaction, and the outcome's
-          // transaction (the transition, its webhook event, the quota charge).
-          assert.equal(exchanges.length, family === ADAPTERS.eip155 ? 10 : 9, listing);
+          // After it, one: the outcome's statement, with the chain's word on
+          // the transaction, the transition, its webhook event and the quota
+          // charge, and no transaction around it.
+          assert.equal(exchanges.length, journaled + 2, listing);
+          const outcome = exchanges.at(-1)!.sql ?? "";
+          for (const part of [
+            "update settlement_transactions",
+            "update settlements",
+            "insert into webhook_events",
+            "insert into quota_usage",
+          ])
+            assert.ok(outcome.includes(part), `the outcome's statement has ${part}; ${listing}`);
+          // And each part wrote: the journal entry's word, the event, the charge.
+          const id = answer.success ? await settlementIdOf(answer.transaction) : "";
+          const row = await stack.service.db
+            .selectFrom("settlements as s")
+            .innerJoin("settlement_transactions as t", "t.settlement_id", "s.id")
+            .select(["s.status", "s.billed", "t.status as journaled"])
+            .where("s.id", "=", id)
+            .executeTakeFirstOrThrow();
+          assert.deepEqual(row, { status: "succeeded", billed: true, journaled: "success" });
+          const events = await stack.service.db
+            .selectFrom("webhook_events")
+            .select(["type", "payload"])
+            .where("settlement_id", "=", id)
+            .execute();
+          assert.equal(events.length, 1);
+          assert.equal(events[0]!.type, "settlement.succeeded");
+          const data = (JSON.parse(events[0]!.payload) as { data: Record<string, unknown> }).data;
+          assert.equal(data.id, id);
+          assert.equal(data.transaction, answer.transaction);
+          assert.match(String(data.finishedAt), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+          const usage = await stack.service.db
+            .selectFrom("quota_usage")
+            .select(["used", "reserved"])
+            .where("account_id", "=", stack.accountId)
+            .executeTakeFirstOrThrow();
+          assert.equal(usage.reserved, 0, "the reservation was given back");
+          assert.equal(usage.used, usedBefore + 1, "the success was charged once");
+          usedBefore = usage.used;
         }
       });
     });

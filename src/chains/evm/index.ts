@@ -278,6 +278,13 @@ export class EvmChainAdapter implements ChainFamily {
     return evmRepeatable(payload, requirements);
   }
 
+  pendingKey(payload: PaymentPayload): string | undefined {
+    // @x402/evm keeps a settle's pending transaction under the payload's
+    // signature (its PendingSettlementStore's key).
+    const signature = (payload.payload as { signature?: unknown }).signature;
+    return typeof signature === "string" ? signature : undefined;
+  }
+
   publicReason(reason: string): string {
     return evmPublicReason(reason);
   }

@@ -124,19 +124,19 @@ test("a transaction that failed on-chain is journaled, then answered as failed",
   assert.deepEqual(written, ["reverted"]);
 });
 
-test("the poller journals every settle's word in no settle's scope, though the first to wait started it", async () => {
+test("each settle journals its own transaction's word in its own scope, though the first to wait started the poller", async () => {
   const { journal: j, held, asked } = journal();
-  const scopes: (string | undefined)[] = [];
+  const scopes = new Map<string, string | undefined>();
   const watched: TransactionJournal = {
     ...j,
     finished: (...args) => {
-      scopes.push(currentSettlement()?.id);
+      scopes.set(args[0], currentSettlement()?.id);
       return j.finished(...args);
     },
   };
   const payers = await feePayers(watched);
   const first = runInSettlementScope(
-    { id: "first", notes: { sent: false, journalWrites: [] } },
+    { id: "first", notes: { sent: false, journalFinished: [] } },
     () => payers.signer.confirmTransaction("first-tx", "solana:test"),
   );
   const second = payers.signer.confirmTransaction("second-tx", "solana:test");
@@ -146,5 +146,10 @@ test("the poller journals every settle's word in no settle's scope, though the f
   held.get("first-tx")!.release();
   held.get("second-tx")!.release();
   await Promise.all([first, second]);
-  assert.deepEqual(scopes, [undefined, undefined]);
+  // The first settle's outcome statement writes its own word, and only its
+  // own: the second's, decided by the same poll, is no part of it.
+  assert.deepEqual([...scopes].sort(), [
+    ["first-tx", "first"],
+    ["second-tx", undefined],
+  ]);
 });

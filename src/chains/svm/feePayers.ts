@@ -270,17 +270,23 @@ export class SvmFeePayers {
    * load that is most of the RPC calls a settle makes, on the node's and
    * this process's CPU alike.
    */
-  private confirm(signature: string): Promise<void> {
-    return new Promise((resolve, reject) => {
+  private async confirm(signature: string): Promise<void> {
+    const word = await new Promise<ChainWord>((resolve, reject) => {
       const waiter = { deadline: Date.now() + this.opts.confirmTimeoutMs, resolve, reject };
       const list = this.waiting.get(signature);
       if (list) list.push(waiter);
       else this.waiting.set(signature, [waiter]);
       // The poller serves every settle waiting on this network, so it runs in
       // none's scope: started inside the first, it would report what it
-      // journals for all of them as that one settle's.
+      // decides for all of them as that one settle's.
       this.polling ??= outsideSettlementScope(() => this.pollStatuses());
     });
+    // Journaled by the waiting settle, in its own scope, so its outcome's
+    // statement writes it; the answer leaves only once the journal holds it
+    // (a write that fails fails this settle, and the reconciler reads the
+    // chain again).
+    await this.opts.journal.finished(signature, word.ended, word.slot, word.fee);
+    if (word.failure) throw word.failure;
   }
 
   private readonly waiting = new Map<string, StatusWaiter[]>();
@@ -316,9 +322,9 @@ export class SvmFeePayers {
 
   /**
    * Settles the waiters of one signature once its status says how it ended,
-   * or time is up. An ended signature leaves the poll at once and its
-   * waiters are answered once the journal holds the chain's word: the next
-   * tick does not wait for that write, nor ask about the signature again.
+   * or time is up. An ended signature leaves the poll at once, and each of
+   * its waiters journals the chain's word in its own settle's scope: the
+   * next tick does not ask about the signature again.
    */
   private decide(signature: string, status: SignatureStatus | null): void {
     const waiters = this.waiting.get(signature);
@@ -339,19 +345,7 @@ export class SvmFeePayers {
           : undefined;
       const fee = this.release(signature, ended === "reverted");
       if (fee !== undefined) this.opts.onFeePaid?.(ended, fee);
-      this.opts.journal.finished(signature, ended, status.slot, fee).then(
-        () => {
-          for (const w of waiters) {
-            if (failure) w.reject(failure);
-            else w.resolve();
-          }
-        },
-        // The journal could not record the chain's word: this settle does not
-        // answer; the reconciler reads the chain again.
-        (e: unknown) => {
-          for (const w of waiters) w.reject(e);
-        },
-      );
+      for (const w of waiters) w.resolve({ ended, slot: status.slot, fee, failure });
       return;
     }
     const now = Date.now();
@@ -386,8 +380,16 @@ export const STATUSES_PER_CALL = 256;
 
 interface StatusWaiter {
   deadline: number;
-  resolve: () => void;
+  resolve: (word: ChainWord) => void;
   reject: (e: unknown) => void;
+}
+
+/** How a signature ended, as the poller read it. */
+interface ChainWord {
+  ended: "success" | "reverted";
+  slot: bigint;
+  fee: bigint | undefined;
+  failure: Error | undefined;
 }
 
 interface SignatureStatus {

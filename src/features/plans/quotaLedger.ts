@@ -12,7 +12,7 @@
  * upgrade (or suspension) applies to the very next request.
  */
 import { randomUUID } from "node:crypto";
-import { sql, type ExpressionBuilder, type Transaction } from "kysely";
+import { sql, type ExpressionBuilder, type RawBuilder, type Transaction } from "kysely";
 import type { Db } from "../../storage/db.js";
 import { DEFAULT_MAX_BATCH, GroupCommit } from "../../storage/groupCommit.js";
 import type { Database } from "../../storage/schema.js";
@@ -39,6 +39,14 @@ export interface QuotaReservation {
   month: string;
   units: number;
   plan: PlanName;
+}
+
+/** An account's month row as a charge left it, with the account's plan. */
+interface ChargedMonth {
+  account_id: string;
+  month: string;
+  used: number;
+  plan: string | null;
 }
 
 /** Units of usage for a settlement that just succeeded. */
@@ -415,12 +423,7 @@ export class QuotaLedger {
           : 1,
     );
     const column = <T>(pick: (d: (typeof rows)[number]) => T) => rows.map(pick);
-    const written = await sql<{
-      account_id: string;
-      month: string;
-      used: number;
-      plan: string | null;
-    }>`
+    const written = await sql<ChargedMonth>`
       with deltas as (
         select * from unnest(
           ${column((d) => d.accountId)}::uuid[],
@@ -429,6 +432,25 @@ export class QuotaLedger {
           ${column((d) => d.freed)}::int[]
         ) with ordinality as d(account_id, month, used, freed, ord)
       )
+      ${this.upsertDeltas()}`.execute(tx);
+    const charged = new Map(
+      written.rows.filter((r) => r.month === month).map((r) => [r.account_id, r]),
+    );
+    await this.insertPaygCharges(tx, counted, month, (accountId) => {
+      const row = charged.get(accountId);
+      return row && { used: row.used - deltas.get(`${accountId} ${month}`)!.used, plan: row.plan };
+    });
+  }
+
+  /**
+   * Adds each account's month `deltas` (a CTE: account_id, month, used,
+   * freed, ord) to its usage row, freeing the reservations they give back.
+   * The rows are written, and so locked, in `ord` order, which is sorted as
+   * reservations lock them, so two replicas' writes never hold one row each
+   * while waiting for the other's (a deadlock).
+   */
+  private upsertDeltas(): RawBuilder<ChargedMonth> {
+    return sql<ChargedMonth>`
       insert into quota_usage (account_id, month, used)
       select account_id, month, used from deltas order by ord
       on conflict (account_id, month) do update set
@@ -440,14 +462,67 @@ export class QuotaLedger {
           0),
         updated_at = ${new Date()}
       returning account_id, month, used,
-        (select plan from accounts a where a.id = quota_usage.account_id) as plan`.execute(tx);
-    const charged = new Map(
-      written.rows.filter((r) => r.month === month).map((r) => [r.account_id, r]),
+        (select plan from accounts a where a.id = quota_usage.account_id) as plan`;
+  }
+
+  /**
+   * The quota part of the one statement that records settles' outcomes
+   * (outcomeStatement.ts): the CTEs `deltas` and `charged`, which charge
+   * each row of `moved` that its transition marked billed to the current
+   * month and give `reservations` back. Undefined when one of them is
+   * pay-as-you-go: its charges are billed against the usage before them,
+   * which only the upsert's answer gives, so those outcomes are written in
+   * a transaction (chargeAndReleaseIn).
+   */
+  outcomeCharges(
+    moved: string,
+    reservations: readonly QuotaReservation[],
+  ): { ctes: RawBuilder<unknown>; month: string } | undefined {
+    if (reservations.some((r) => planRule(r.plan, this.limits).name === "payg")) return undefined;
+    const month = monthOf(this.now());
+    const m = (column: string) => sql.ref(`m.${column}`);
+    return {
+      month,
+      ctes: sql`deltas as (
+        select account_id, month, sum(used)::int as used, sum(freed)::int as freed,
+          row_number() over (order by account_id, month) as ord
+        from (
+          select ${m("account_id")} as account_id, ${month}::text as month,
+            ${m("units")} as used, 0 as freed
+          from ${sql.table(moved)} m where ${m("billed")} and ${m("units")} > 0
+          union all
+          select * from unnest(
+            ${reservations.map((r) => r.accountId)}::uuid[],
+            ${reservations.map((r) => r.month)}::text[],
+            ${reservations.map(() => 0)}::int[],
+            ${reservations.map((r) => r.units)}::int[]
+          )
+        ) x group by account_id, month
+      ),
+      charged as (${this.upsertDeltas()})`,
+    };
+  }
+
+  /**
+   * Pay-as-you-go charges for successes already counted in `month` by the
+   * outcome statement, for an account whose plan became pay-as-you-go
+   * while its settles ran (the statement is taken only when no reservation
+   * was). `usedAfter` is the account's usage once those charges were added.
+   */
+  async billPaygAfter(
+    charges: readonly QuotaCharge[],
+    month: string,
+    usedAfter: ReadonlyMap<string, { used: number; plan: string | null }>,
+  ): Promise<void> {
+    const counted = charges.filter((c) => c.units > 0);
+    const total = new Map<string, number>();
+    for (const c of counted) total.set(c.accountId, (total.get(c.accountId) ?? 0) + c.units);
+    await this.db.transaction().execute((tx) =>
+      this.insertPaygCharges(tx, counted, month, (accountId) => {
+        const after = usedAfter.get(accountId);
+        return after && { used: after.used - (total.get(accountId) ?? 0), plan: after.plan };
+      }),
     );
-    await this.insertPaygCharges(tx, counted, month, (accountId) => {
-      const row = charged.get(accountId);
-      return row && { used: row.used - deltas.get(`${accountId} ${month}`)!.used, plan: row.plan };
-    });
   }
 
   /**

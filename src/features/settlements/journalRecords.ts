@@ -129,6 +129,19 @@ export class JournalRecords {
   }
 
   /**
+   * The chain's word on transactions a settle collected for its outcome's
+   * statement when no outcome took them (the settle threw, or its outcome
+   * could not be written): written on their own. Never throws.
+   */
+  async recordAllFinished(finished: readonly MinedTransaction[]): Promise<void> {
+    await Promise.all(
+      finished.map((f) =>
+        this.mined.submit(f).catch((e: unknown) => this.journalWriteLost(f.reference, e)),
+      ),
+    );
+  }
+
+  /**
    * The chain's word on a transaction could not be journaled while its
    * settlement's outcome (the record that answers) was written: its entry
    * stays `sent`, which counts its worst fee against the failed-fee budget

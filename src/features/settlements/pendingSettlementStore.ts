@@ -4,8 +4,10 @@
  * instead of broadcasting a second one.
  *
  * The mechanism asks `get` before every settle and `delete` after every
- * final outcome; concurrent settles share one statement for each (group
- * commit), answered once it has run.
+ * final outcome. A settle's own key is read with its intent, in the intent's
+ * statement (`InspectedPayment.pendingKey`), so its `get` is answered from
+ * the settle's scope without a round trip; any other `get`, and every
+ * `delete`, shares one statement with concurrent ones (group commit).
  *
  * Only a settle that ended `settlement_pending` writes a row, so nearly every
  * `delete` is of a key that was never stored. A delete reaches the database
@@ -17,6 +19,7 @@
  * between the receipt and the answer.
  */
 import type { PendingSettlementStore } from "@x402/core/facilitator";
+import { currentSettlement } from "../../chains/settlementScope.js";
 import type { Db } from "../../storage/db.js";
 import { DEFAULT_MAX_BATCH, GroupCommit } from "../../storage/groupCommit.js";
 
@@ -63,6 +66,12 @@ export class DbPendingSettlementStore implements PendingSettlementStore {
   }
 
   get(key: string): Promise<string | undefined> {
+    // Read with the settle's intent, in its statement.
+    const read = currentSettlement()?.pendingSettlement;
+    if (read?.key === key) {
+      if (read.transaction !== undefined) this.remember(key);
+      return Promise.resolve(read.transaction);
+    }
     return this.reads.submit(key);
   }
 
@@ -76,6 +85,7 @@ export class DbPendingSettlementStore implements PendingSettlementStore {
   async set(key: string, txHash: string): Promise<void> {
     // Before the write: if its answer is lost, a later delete still runs.
     this.remember(key);
+    this.keepRead(key, txHash);
     const expires = new Date(Date.now() + TTL_MS);
     await this.db
       .insertInto("pending_settlements")
@@ -93,7 +103,14 @@ export class DbPendingSettlementStore implements PendingSettlementStore {
     }
   }
 
+  /** The settle's read of its own key follows what it writes. */
+  private keepRead(key: string, transaction: string | undefined): void {
+    const read = currentSettlement()?.pendingSettlement;
+    if (read?.key === key) read.transaction = transaction;
+  }
+
   async delete(key: string): Promise<void> {
+    this.keepRead(key, undefined);
     if (!this.stored.has(key)) return;
     await this.deletes.submit(key);
     this.stored.delete(key);

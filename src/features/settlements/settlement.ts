@@ -14,7 +14,8 @@
  * The settlements table is still written only by the recorder.
  */
 import type { SettleResponse } from "@x402/core/types";
-import type { FailureCause, RoutedPayment, SettlementNotes } from "../../chains/ports.js";
+import type { FailureCause, RoutedPayment } from "../../chains/ports.js";
+import type { FinishedTransaction, SettlementNotes } from "../../chains/settlementScope.js";
 import type { SettlingPayment } from "../../chains/settlementScope.js";
 import type { QuotaReservation } from "../plans/quotaLedger.js";
 import type { ApiKeyPrincipal } from "../keys/authenticator.js";
@@ -23,8 +24,8 @@ import type { FinishOutcome, SettlementRecorder } from "./settlementRecorder.js"
 export class Settlement implements SettlingPayment {
   readonly notes: SettlementNotes = { sent: false };
   private reservation: QuotaReservation | undefined;
-  /** The journal writes left to the outcome's write while the mechanism runs. */
-  private readonly journalWrites: Promise<void>[] = [];
+  /** The chain's word on its transactions, left to the outcome's statement while the mechanism runs. */
+  private journalFinished: FinishedTransaction[] = [];
 
   private constructor(
     readonly id: string,
@@ -38,8 +39,10 @@ export class Settlement implements SettlingPayment {
     readonly account: string,
     /** Whether its payer has a success on record (undefined: not read). */
     readonly payerKnown: boolean | undefined,
+    /** Its pending-settlement store row, read with its intent (see SettlementScope). */
+    readonly pendingSettlement: { key: string; transaction: string | undefined } | undefined,
   ) {
-    this.notes.journalWrites = this.journalWrites;
+    this.notes.journalFinished = this.journalFinished;
   }
 
   /**
@@ -82,6 +85,7 @@ export class Settlement implements SettlingPayment {
         authorizationKey: payment.authorizationKey,
         payer: payment.payer,
         units,
+        pendingKey: payment.pendingKey,
       },
       coolingSince,
     );
@@ -96,6 +100,7 @@ export class Settlement implements SettlingPayment {
             rows,
             principal.accountId,
             begun.payerKnown,
+            begun.pending,
           );
     return { settlement, payerFailedAt: begun.payerFailedAt };
   }
@@ -119,40 +124,64 @@ export class Settlement implements SettlingPayment {
   }
 
   /**
-   * Records the mechanism's outcome, giving the reservation back in the
-   * same transaction; a reservation whose write failed stays held, for
-   * `release`. Resolves once the journal writes the mechanism left to it
-   * (`SettlementNotes.journalWrites`) have finished too.
+   * Records the mechanism's outcome, with the chain's word on its
+   * transactions, giving the reservation back in the same statement; a
+   * reservation whose write failed stays held, for `release`.
    */
   async finish(result: SettleResponse): Promise<FinishOutcome> {
     this.mechanismEnded();
-    const [written] = await Promise.all([
-      this.rows.finish(this.id, result, this.startedAt, this.requestId, this.reservation),
-      ...this.journalWrites,
-    ]);
+    const finished = this.takeJournalFinished();
+    const written = await this.rows.finish(
+      this.id,
+      result,
+      this.startedAt,
+      this.requestId,
+      this.reservation,
+      finished,
+    );
     if (written.recorded) this.reservation = undefined;
+    else await this.rows.journal.recordAllFinished(finished);
     return written;
   }
 
   /**
-   * The mechanism has returned or thrown: no outcome write will take a
-   * journal write from here on. Work still running in this settle's scope
-   * (a receipt watched past a `settlement_pending` answer) then has each
-   * `finished` awaited where it is called, not left in a list nobody reads.
+   * The mechanism has returned or thrown: no outcome write will take the
+   * chain's word from here on. Work still running in this settle's scope (a
+   * receipt watched past a `settlement_pending` answer) then writes each
+   * `finished` where it is called.
    */
   mechanismEnded(): void {
-    delete this.notes.journalWrites;
+    delete this.notes.journalFinished;
+  }
+
+  /**
+   * The mechanism threw and no outcome follows: the chain's word it
+   * collected is written on its own (the reconciler decides the row).
+   */
+  async journalWithoutOutcome(): Promise<void> {
+    this.mechanismEnded();
+    await this.rows.journal.recordAllFinished(this.takeJournalFinished());
+  }
+
+  private takeJournalFinished(): FinishedTransaction[] {
+    const finished = this.journalFinished;
+    this.journalFinished = [];
+    return finished;
   }
 
   /** Nothing was sent because the chain or a store could not be reached: nobody's fault. */
   async notAttempted(message: string): Promise<void> {
+    this.mechanismEnded();
+    const finished = this.takeJournalFinished();
     const written = await this.rows.notAttempted(
       this.id,
       message,
       this.startedAt,
       this.reservation,
+      finished,
     );
     if (written.recorded) this.reservation = undefined;
+    else await this.rows.journal.recordAllFinished(finished);
   }
 
   /** Refused before anything was sent (quota): the intent row leaves no record. */

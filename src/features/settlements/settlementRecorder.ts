@@ -50,13 +50,13 @@ import { afterTransitions, type SettlementMetering } from "./transitionEffects.j
 import { JournalRecords } from "./journalRecords.js";
 import { SettlementReads } from "./settlementReads.js";
 import {
-  transitionRows,
   writeIntents,
   REDACTED_REQUEST,
   type CheckedIntent,
   type IntentWritten,
-  type RowTransition,
+  type MinedTransaction,
 } from "./settlementWrites.js";
+import { writeOutcomes, type Outcome, type OutcomeWrite } from "./outcomeWrites.js";
 
 /** What writing an intent row found (see `SettlementRecorder.beginChecked`). */
 export interface BeginOutcome extends Omit<IntentWritten, "written"> {
@@ -70,22 +70,12 @@ export interface SettleIntent {
   authorizationKey: string;
   payer: string | undefined;
   units: number;
+  /** See `InspectedPayment.pendingKey`. */
+  pendingKey?: string | undefined;
 }
 
 /** What the chain (or a retry that asked it) says became of a pending row: a decided reconciliation. */
 export type ChainOutcome = Exclude<ReconcileOutcome, { status: "pending" }>;
-
-/** What a settle learned, to be written over its pending row. */
-type Outcome = Pick<
-  RowTransition,
-  | "status"
-  | "transaction"
-  | "errorReason"
-  | "errorMessage"
-  | "payer"
-  | "settledAmount"
-  | "answeredTo"
->;
 
 /** What became of a settle's outcome write. */
 export interface FinishOutcome {
@@ -93,13 +83,6 @@ export interface FinishOutcome {
   recorded: boolean;
   /** For a success: whether this request holds the payment's one success answer. */
   successAnswered: boolean;
-}
-
-interface OutcomeWrite {
-  id: string;
-  outcome: Outcome;
-  startedAt: number;
-  reservation: QuotaReservation | undefined;
 }
 
 export class SettlementRecorder {
@@ -135,7 +118,10 @@ export class SettlementRecorder {
       return written.map((value) => ({ status: "fulfilled", value }) as const);
     }, opts);
     this.outcomes = new GroupCommit(async (writes) => {
-      const answered = await this.writeOutcomes(writes);
+      const answered = await writeOutcomes(
+        { db: this.finishing, metering: this.metering, log: this.log },
+        writes,
+      );
       return writes.map((w) => ({ status: "fulfilled", value: answered.has(w.id) }) as const);
     }, opts);
   }
@@ -205,7 +191,11 @@ export class SettlementRecorder {
         units: intent.units,
         authorization_key: intent.authorizationKey,
       };
-      const { written, ...payer } = await this.intents.submit({ row, coolingSince });
+      const { written, ...payer } = await this.intents.submit({
+        row,
+        coolingSince,
+        pendingKey: intent.pendingKey,
+      });
       return { id: written ? id : undefined, ...payer };
     } catch (e) {
       this.log.error({ err: describeError(e) }, "could not record settlement intent");
@@ -327,6 +317,7 @@ export class SettlementRecorder {
     startedAt: number,
     requestId: string = randomUUID(),
     reservation?: QuotaReservation,
+    finished: readonly MinedTransaction[] = [],
   ): Promise<FinishOutcome> {
     const pending = !result.success && result.errorReason === "settlement_pending";
     return this.transition(
@@ -342,6 +333,7 @@ export class SettlementRecorder {
       },
       startedAt,
       reservation,
+      finished,
     );
   }
 
@@ -439,6 +431,7 @@ export class SettlementRecorder {
     message: string,
     startedAt: number,
     reservation?: QuotaReservation,
+    finished: readonly MinedTransaction[] = [],
   ): Promise<FinishOutcome> {
     return this.transition(
       id,
@@ -453,6 +446,7 @@ export class SettlementRecorder {
       },
       startedAt,
       reservation,
+      finished,
     );
   }
 
@@ -512,10 +506,17 @@ export class SettlementRecorder {
     outcome: Outcome,
     startedAt: number,
     reservation: QuotaReservation | undefined,
+    finished: readonly MinedTransaction[],
   ): Promise<FinishOutcome> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const successAnswered = await this.outcomes.submit({ id, outcome, startedAt, reservation });
+        const successAnswered = await this.outcomes.submit({
+          id,
+          outcome,
+          startedAt,
+          reservation,
+          finished,
+        });
         return { recorded: true, successAnswered };
       } catch (e) {
         if (attempt >= 3) {
@@ -528,64 +529,6 @@ export class SettlementRecorder {
         await new Promise((r) => setTimeout(r, 50 * attempt));
       }
     }
-  }
-
-  /**
-   * One flush of outcomes, in one transaction: the guarded transitions, then
-   * the outbox events and quota charges of the rows that moved, and the
-   * reservations given back. Returns the ids whose success answer the
-   * writing request now holds.
-   */
-  private async writeOutcomes(writes: readonly OutcomeWrite[]): Promise<Set<string>> {
-    const now = new Date();
-    return this.finishing.transaction().execute(async (trx) => {
-      // Guarded: a retry or the reconciler may have learned the outcome
-      // from the chain first; that answer stands and is not rewritten.
-      const moved = await transitionRows(
-        trx,
-        writes.map((w) => ({
-          id: w.id,
-          ...w.outcome,
-          finishedAt: now,
-          durationMs: now.getTime() - w.startedAt,
-        })),
-        { markBilled: this.metering !== undefined },
-      );
-      await afterTransitions(
-        this.metering,
-        trx,
-        moved,
-        writes.flatMap((w) => (w.reservation ? [w.reservation] : [])),
-        "marked",
-      );
-      const answered = new Set(
-        moved.filter((r) => r.status === "succeeded" && r.success_request_id).map((r) => r.id),
-      );
-      // A success whose row was finished first by someone else (a retry or
-      // the reconciler that read the chain): the answer is this request's
-      // only if nobody was answered yet. Or this very write committed on an
-      // earlier try whose acknowledgement was lost (the connection broke
-      // after the commit): the answer it recorded is this request's still.
-      const movedIds = new Set(moved.map((r) => r.id));
-      const late = writes.filter((w) => w.outcome.answeredTo !== null && !movedIds.has(w.id));
-      for (const w of late) {
-        const claimed = await trx
-          .updateTable("settlements")
-          .set({ success_answered_at: now, success_request_id: w.outcome.answeredTo })
-          .where("id", "=", w.id)
-          .where("status", "=", "succeeded")
-          .where((eb) =>
-            eb.or([
-              eb("success_answered_at", "is", null),
-              eb("success_request_id", "=", w.outcome.answeredTo),
-            ]),
-          )
-          .returning("id")
-          .executeTakeFirst();
-        if (claimed) answered.add(w.id);
-      }
-      return answered;
-    });
   }
 }
 

@@ -8,8 +8,9 @@
  * caller's transaction), which is what lets a failed flush be split and
  * retried without writing anything twice.
  */
-import { sql, type Kysely, type Transaction } from "kysely";
-import type { FailureCause, JournalEntry } from "../../chains/ports.js";
+import { sql, type Kysely, type RawBuilder, type Transaction } from "kysely";
+import type { JournalEntry } from "../../chains/ports.js";
+import type { FinishedTransaction } from "../../chains/settlementScope.js";
 import type { Database, NewSettlement, SettlementOutcomeRow } from "../../storage/schema.js";
 import type { EventContext } from "../webhooks/events.js";
 
@@ -54,15 +55,7 @@ export interface SentTransaction {
   settlementId: string | undefined;
 }
 
-export interface MinedTransaction {
-  reference: string;
-  status: "success" | "reverted";
-  block: bigint | undefined;
-  /** What it cost the sending account, in the chain's smallest native unit. */
-  fee?: bigint | undefined;
-  /** Who caused its failure, when the family read it from the chain. */
-  cause?: FailureCause | undefined;
-}
+export type MinedTransaction = FinishedTransaction;
 
 /**
  * Inserts intent rows; returns the ids actually written. A row whose
@@ -94,6 +87,8 @@ async function insertIntents(
 export interface CheckedIntent {
   row: NewSettlement;
   coolingSince?: Date | undefined;
+  /** Its payment's key in the pending-settlement store, whose row is read with it. */
+  pendingKey?: string | undefined;
 }
 
 /** What a checked insert found and wrote. */
@@ -104,6 +99,8 @@ interface CheckedIntents {
   lastFailure: Map<string, Date>;
   /** The checked payers with a settlement that succeeded with a transaction on record. */
   known: Set<string>;
+  /** The pending-settlement store's unexpired rows for the keys asked: key → transaction. */
+  pending: Map<string, string>;
 }
 
 // The columns an intent row is written with; the others keep their defaults.
@@ -139,6 +136,11 @@ const INTENT_COLUMNS = [
  * insert were two round trips; the reads see the table as it was before
  * the insert, which is what reading first saw.
  *
+ * The pending-settlement store's rows for the intents' `pendingKey`s are
+ * read in it too (a probe of its primary key each), so the mechanism's
+ * look-up of a transaction an earlier attempt left pending is answered
+ * without a round trip of its own.
+ *
  * The rows go in as one JSON array, typed by the table's own row type
  * (`jsonb_populate_record`), so each keeps its own `coolingSince` beside
  * it, and in the order given: of two rows for one authorization, the first
@@ -150,7 +152,12 @@ async function insertCheckedIntents(
 ): Promise<CheckedIntents> {
   const checked = intents.filter((i) => i.coolingSince !== undefined);
   const payers = [...new Set(checked.flatMap(({ row }) => (row.payer ? [row.payer] : [])))];
-  const since = new Date(Math.min(...checked.map((i) => i.coolingSince!.getTime())));
+  // Nothing to cool (only pending-store keys asked): the cooling read finds nothing.
+  const since =
+    checked.length > 0
+      ? new Date(Math.min(...checked.map((i) => i.coolingSince!.getTime())))
+      : new Date();
+  const pendingKeys = [...new Set(intents.flatMap((i) => (i.pendingKey ? [i.pendingKey] : [])))];
   const input = JSON.stringify(
     intents.map(({ row, coolingSince }) => ({
       ...row,
@@ -162,9 +169,10 @@ async function insertCheckedIntents(
   const columns = sql.join(INTENT_COLUMNS.map((c) => sql.ref(c)));
   const values = sql.join(INTENT_COLUMNS.map((c) => sql.ref(`v.${c}`)));
   const { rows } = await sql<{
-    kind: "inserted" | "cooling" | "known";
+    kind: "inserted" | "cooling" | "known" | "pending";
     value: string;
     at: Date | string | null;
+    tx: string | null;
   }>`
     with input as (
       select i.j, i.ord from jsonb_array_elements(${input}::jsonb) with ordinality as i(j, ord)
@@ -178,6 +186,9 @@ async function insertCheckedIntents(
       select p.payer from unnest(${payers}::text[]) as p(payer)
       where exists (select 1 from settlements s where s.payer = p.payer
         and s.status = 'succeeded' and s.transaction is not null)
+    ), pending as (
+      select key, tx_hash from pending_settlements
+      where key = any(${pendingKeys}::text[]) and expires_at > ${new Date()}
     ), inserted as (
       insert into settlements (${columns})
       select ${values}
@@ -188,13 +199,20 @@ async function insertCheckedIntents(
       on conflict (authorization_key) where ${HOLDS_AUTHORIZATION} do nothing
       returning id
     )
-    select 'inserted' as kind, id::text as value, null::timestamptz as at from inserted
-    union all select 'cooling', payer, last from cooling
-    union all select 'known', payer, null from known`.execute(db);
-  const found: CheckedIntents = { inserted: new Set(), lastFailure: new Map(), known: new Set() };
+    select 'inserted' as kind, id::text as value, null::timestamptz as at, null as tx from inserted
+    union all select 'cooling', payer, last, null from cooling
+    union all select 'known', payer, null, null from known
+    union all select 'pending', key, null, tx_hash from pending`.execute(db);
+  const found: CheckedIntents = {
+    inserted: new Set(),
+    lastFailure: new Map(),
+    known: new Set(),
+    pending: new Map(),
+  };
   for (const r of rows) {
     if (r.kind === "inserted") found.inserted.add(r.value);
     else if (r.kind === "known") found.known.add(r.value);
+    else if (r.kind === "pending") found.pending.set(r.value, r.tx!);
     else if (r.at !== null) found.lastFailure.set(r.value, new Date(r.at));
   }
   return found;
@@ -208,6 +226,8 @@ export interface IntentWritten {
   payerFailedAt?: Date | undefined;
   /** Whether its payer has a settlement that succeeded on record (undefined: not asked, or no payer). */
   payerKnown?: boolean | undefined;
+  /** Its `pendingKey`'s row in the pending-settlement store, as read (undefined: not asked). */
+  pending?: { key: string; transaction: string | undefined } | undefined;
 }
 
 /**
@@ -219,7 +239,7 @@ export async function writeIntents(
   db: Kysely<Database>,
   intents: readonly CheckedIntent[],
 ): Promise<IntentWritten[]> {
-  if (intents.every((i) => i.coolingSince === undefined)) {
+  if (intents.every((i) => i.coolingSince === undefined && i.pendingKey === undefined)) {
     const inserted = await insertIntents(
       db,
       intents.map((i) => i.row),
@@ -234,6 +254,9 @@ export async function writeIntents(
       written: found.inserted.has(i.row.id),
       payerFailedAt: i.coolingSince && last && last > i.coolingSince ? last : undefined,
       payerKnown: payer ? found.known.has(payer) : undefined,
+      pending: i.pendingKey
+        ? { key: i.pendingKey, transaction: found.pending.get(i.pendingKey) }
+        : undefined,
     };
   });
 }
@@ -315,7 +338,12 @@ export async function journalMined(
   db: Kysely<Database>,
   mined: readonly MinedTransaction[],
 ): Promise<void> {
-  await sql`
+  await journalMinedStatement(mined).execute(db);
+}
+
+/** `journalMined`'s statement, which a settle's outcome statement also runs as one of its parts. */
+export function journalMinedStatement(mined: readonly MinedTransaction[]): RawBuilder<unknown> {
+  return sql`
     update settlement_transactions t
     set status = m.status, block_number = coalesce(m.block_number, t.block_number),
       fee = coalesce(m.fee, t.fee),
@@ -336,9 +364,7 @@ export async function journalMined(
       and (t.status is distinct from m.status
         or t.block_number is distinct from coalesce(m.block_number, t.block_number)
         or t.fee is distinct from coalesce(m.fee, t.fee)
-        or t.failure_cause is distinct from coalesce(m.failure_cause, t.failure_cause))`.execute(
-    db,
-  );
+        or t.failure_cause is distinct from coalesce(m.failure_cause, t.failure_cause))`;
 }
 
 /**
@@ -397,6 +423,17 @@ const OUTCOME_COLUMNS = Object.keys({
   failure_cause: true,
 } satisfies Record<keyof SettlementOutcomeRow, true>);
 
+export interface TransitionOptions {
+  /**
+   * Also mark a success that sent a transaction as billed, in the same
+   * statement: the caller charges exactly the returned rows whose
+   * `billed` is true. (A pending row is never billed, since only a final
+   * outcome is charged, so `billed` true on a returned row means this
+   * transition marked it.)
+   */
+  markBilled: boolean;
+}
+
 /**
  * Moves pending rows to their outcomes, in the caller's transaction, and
  * returns the rows it moved. Guarded like a lone transition: a row no longer
@@ -411,22 +448,22 @@ const OUTCOME_COLUMNS = Object.keys({
 export async function transitionRows(
   trx: Transaction<Database>,
   transitions: readonly RowTransition[],
-  opts: {
-    /**
-     * Also mark a success that sent a transaction as billed, in the same
-     * statement: the caller charges exactly the returned rows whose
-     * `billed` is true. (A pending row is never billed, since only a final
-     * outcome is charged, so `billed` true on a returned row means this
-     * transition marked it.)
-     */
-    markBilled: boolean;
-  } = { markBilled: false },
+  opts: TransitionOptions = { markBilled: false },
 ): Promise<(SettlementOutcomeRow & EventContext)[]> {
+  const moved = await transitionStatement(transitions, opts).execute(trx);
+  return moved.rows;
+}
+
+/** `transitionRows`'s statement, which a settle's outcome statement also runs as one of its parts. */
+export function transitionStatement(
+  transitions: readonly RowTransition[],
+  opts: TransitionOptions,
+): RawBuilder<SettlementOutcomeRow & EventContext> {
   const byId = new Map<string, RowTransition>();
   for (const t of transitions) if (!byId.has(t.id)) byId.set(t.id, t);
   const rows = [...byId.values()];
   const column = <T>(pick: (t: RowTransition) => T) => rows.map(pick);
-  const moved = await sql<SettlementOutcomeRow & EventContext>`
+  return sql<SettlementOutcomeRow & EventContext>`
     update settlements s
     set status = o.status,
         transaction = coalesce(o.transaction, s.transaction),
@@ -461,6 +498,5 @@ export async function transitionRows(
     returning ${sql.join(OUTCOME_COLUMNS.map((c) => sql.ref(`s.${c}`)))},
       (select w.events from webhook_endpoints w where w.account_id = s.account_id)
         as endpoint_events,
-      (select k.name from api_keys k where k.id = s.api_key_id) as api_key_name`.execute(trx);
-  return moved.rows;
+      (select k.name from api_keys k where k.id = s.api_key_id) as api_key_name`;
 }

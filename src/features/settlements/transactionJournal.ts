@@ -40,13 +40,12 @@ export class DbTransactionJournal implements TransactionJournal {
     fee?: bigint,
     cause?: FailureCause,
   ): Promise<void> {
-    const write = this.records.recordFinished(reference, status, block, fee, cause);
-    // Inside a settle that writes its outcome next: that write waits for
-    // this one, so the two reach the database together, not one database
-    // turn after the other, and the answer still leaves after both.
-    const pending = currentSettlement()?.notes.journalWrites;
-    if (!pending) return write;
-    pending.push(write.catch((e: unknown) => this.records.journalWriteLost(reference, e)));
+    // Inside a settle that writes its outcome next: that outcome's own
+    // statement writes it, one round trip for both, and the answer still
+    // leaves after both.
+    const withOutcome = currentSettlement()?.notes.journalFinished;
+    if (!withOutcome) return this.records.recordFinished(reference, status, block, fee, cause);
+    withOutcome.push({ reference, status, block, fee, cause });
     return Promise.resolve();
   }
 

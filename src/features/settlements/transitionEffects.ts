@@ -5,7 +5,7 @@
  * webhook event in the outbox, and its quota charge, with the reservations
  * its settle held given back.
  */
-import type { Transaction } from "kysely";
+import type { RawBuilder, Transaction } from "kysely";
 import type { Database, SettlementOutcomeRow } from "../../storage/schema.js";
 import type { QuotaCharge, QuotaReservation } from "../plans/quotaLedger.js";
 import { recordSettlementEvents } from "../webhooks/events.js";
@@ -17,6 +17,21 @@ export interface SettlementMetering {
     tx: Transaction<Database>,
     charges: readonly QuotaCharge[],
     reservations: readonly QuotaReservation[],
+  ): Promise<void>;
+  /**
+   * The quota part of the one statement that records settles' outcomes
+   * (outcomeStatement.ts), or undefined when they must be written in a
+   * transaction (pay-as-you-go reservations).
+   */
+  outcomeCharges(
+    moved: string,
+    reservations: readonly QuotaReservation[],
+  ): { ctes: RawBuilder<unknown>; month: string } | undefined;
+  /** Pay-as-you-go charges for an account whose plan changed while its settles ran. */
+  billPaygAfter(
+    charges: readonly QuotaCharge[],
+    month: string,
+    usedAfter: ReadonlyMap<string, { used: number; plan: string | null }>,
   ): Promise<void>;
   /** Takes back a revoked success's charge (units, and a pay-as-you-go amount), in the caller's transaction. */
   revokeChargeIn(

@@ -1,14 +1,19 @@
 /**
  * Settlement webhook events and their outbox writes.
  *
- * `recordSettlementEvents` runs inside the transaction that finishes
- * settlement rows (one, or several committed together), so an event exists
- * exactly when its outcome is committed (transactional outbox). It writes
- * nothing for an account without an endpoint, and nothing for a row that is
- * `pending` or `not_attempted`.
+ * An event is written in the same statement or transaction that finishes
+ * its settlement row (transactional outbox), so it exists exactly when its
+ * outcome is committed. Nothing is written for an account without an
+ * endpoint, for an event type its endpoint did not choose (0013), or for a
+ * row that is `pending` or `not_attempted` (an outage is nobody's news).
+ *
+ * The event's body is built by the database from the row itself
+ * (`settlementEventRows`), the one definition every writer uses: a settle's
+ * outcome writes its event inside the statement that moves its row, and the
+ * other writers (the reconciler, a revoked success) insert from the rows
+ * their transaction just moved.
  */
-import { randomUUID } from "node:crypto";
-import type { Transaction } from "kysely";
+import { sql, type RawBuilder, type Transaction } from "kysely";
 import type { Database, SettlementOutcomeRow } from "../../storage/schema.js";
 
 type SettlementEventType = "settlement.succeeded" | "settlement.failed";
@@ -30,6 +35,7 @@ interface SettlementEventData {
   finishedAt: string | null;
 }
 
+/** The body of a settlement event, as signed and delivered. */
 export interface SettlementEvent {
   type: SettlementEventType;
   id: string;
@@ -37,117 +43,84 @@ export interface SettlementEvent {
   data: SettlementEventData;
 }
 
-const iso = (d: Date | string | null): string | null =>
-  d === null ? null : (d instanceof Date ? d : new Date(d)).toISOString();
-
-function settlementEvent(
-  row: SettlementOutcomeRow,
-  apiKeyName: string | null,
-  now = new Date(),
-): SettlementEvent {
-  if (row.status === "pending" || row.status === "not_attempted") {
-    throw new Error(`a ${row.status} settlement has no event`);
-  }
-  return {
-    type: row.status === "succeeded" ? "settlement.succeeded" : "settlement.failed",
-    id: `evt_${randomUUID().replace(/-/g, "")}`,
-    createdAt: now.toISOString(),
-    data: {
-      id: row.id,
-      network: row.network,
-      scheme: row.scheme,
-      payer: row.payer,
-      payTo: row.pay_to,
-      asset: row.asset,
-      amount: String(row.amount),
-      transaction: row.transaction,
-      status: row.status,
-      errorReason: row.error_reason,
-      errorMessage: row.error_message,
-      apiKeyName,
-      startedAt: iso(row.started_at)!,
-      finishedAt: iso(row.finished_at),
-    },
-  };
-}
-
-/**
- * Writes the outbox rows for settlements just finished together, in the
- * caller's transaction: one read of their accounts' endpoints, one of their
- * keys' names and one insert, however many rows. Returns each row's event
- * id, or undefined where none was due.
- */
-export async function recordSettlementEvents(
-  trx: Transaction<Database>,
-  rows: readonly (SettlementOutcomeRow & Partial<EventContext>)[],
-): Promise<(string | undefined)[]> {
-  // Only outcomes are events: a pending row has none yet, and a settlement
-  // that was never attempted (an outage) is nobody's news.
-  const outcomes = rows.filter((r) => r.status === "succeeded" || r.status === "failed");
-  if (outcomes.length === 0) return rows.map(() => undefined);
-  const context = outcomes.every(hasEventContext)
-    ? (r: SettlementOutcomeRow & Partial<EventContext>) => r as EventContext
-    : await readEventContext(trx, outcomes);
-  // The endpoint chose its events (0013); an unchosen type is not written.
-  const due = outcomes.filter((r) => context(r).endpoint_events?.includes(eventType(r)));
-  if (due.length === 0) return rows.map(() => undefined);
-  const events = new Map(due.map((r) => [r, settlementEvent(r, context(r).api_key_name)]));
-  await trx
-    .insertInto("webhook_events")
-    .values(
-      [...events].map(([row, event]) => ({
-        id: event.id,
-        account_id: row.account_id,
-        type: event.type,
-        settlement_id: row.id,
-        payload: JSON.stringify(event),
-      })),
-    )
-    .execute();
-  return rows.map((r) => events.get(r)?.id);
-}
-
 /**
  * What a row's event needs beyond the row: its account's endpoint's chosen
- * event types (null: no endpoint) and its key's name. A writer that can read
- * them with the rows (a RETURNING) passes them along and saves two reads.
+ * event types (null: no endpoint) and its key's name. A writer that moves
+ * rows reads them in the same RETURNING.
  */
 export interface EventContext {
   endpoint_events: string[] | null;
   api_key_name: string | null;
 }
 
-const hasEventContext = (r: Partial<EventContext>): boolean =>
-  r.endpoint_events !== undefined && r.api_key_name !== undefined;
+/** A timestamp as JavaScript's `toISOString` writes it (UTC, milliseconds). */
+const iso = (column: RawBuilder<unknown>) =>
+  sql`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-/** The event context of rows read without it: one read of endpoints, one of key names. */
-async function readEventContext(
-  trx: Transaction<Database>,
-  rows: readonly SettlementOutcomeRow[],
-): Promise<(r: SettlementOutcomeRow) => EventContext> {
-  const endpoints = await trx
-    .selectFrom("webhook_endpoints")
-    .select(["account_id", "events"])
-    .where("account_id", "in", unique(rows.map((r) => r.account_id)))
-    .execute();
-  const chosen = new Map(endpoints.map((e) => [e.account_id, e.events]));
-  const withEndpoint = rows.filter((r) => chosen.has(r.account_id));
-  const keys =
-    withEndpoint.length === 0
-      ? []
-      : await trx
-          .selectFrom("api_keys")
-          .select(["id", "name"])
-          .where("id", "in", unique(withEndpoint.map((r) => r.api_key_id)))
-          .execute();
-  const keyName = new Map(keys.map((k) => [k.id, k.name]));
-  return (r) => ({
-    endpoint_events: chosen.get(r.account_id) ?? null,
-    api_key_name: keyName.get(r.api_key_id) ?? null,
-  });
+/**
+ * The outbox rows due for the settlement rows of `source` (a CTE or
+ * subquery alias whose columns are the settlements table's plus
+ * `EventContext`'s): `(id, account_id, type, settlement_id, payload)`, ready
+ * for an `insert into webhook_events`. Only final rows whose endpoint chose
+ * their event's type.
+ */
+export function settlementEventRows(source: string): RawBuilder<unknown> {
+  const r = (column: string) => sql.ref(`r.${column}`);
+  const type = sql`case when ${r("status")} = 'succeeded'
+    then 'settlement.succeeded' else 'settlement.failed' end`;
+  return sql`
+    select e.event_id, r.account_id, e.type, r.id,
+      jsonb_build_object(
+        'type', e.type,
+        'id', e.event_id,
+        'createdAt', ${iso(sql`clock_timestamp()`)},
+        'data', jsonb_build_object(
+          'id', r.id,
+          'network', r.network,
+          'scheme', r.scheme,
+          'payer', r.payer,
+          'payTo', r.pay_to,
+          'asset', r.asset,
+          'amount', r.amount::text,
+          'transaction', r.transaction,
+          'status', r.status,
+          'errorReason', r.error_reason,
+          'errorMessage', r.error_message,
+          'apiKeyName', r.api_key_name,
+          'startedAt', ${iso(r("started_at"))},
+          'finishedAt', ${iso(r("finished_at"))}
+        )
+      )::text
+    from ${sql.table(source)} r
+    cross join lateral (
+      select ${type} as type,
+        'evt_' || replace(gen_random_uuid()::text, '-', '') as event_id
+    ) e
+    where r.status in ('succeeded', 'failed')
+      and e.type = any(r.endpoint_events)`;
 }
 
-const eventType = (row: SettlementOutcomeRow): SettlementEventType =>
-  row.status === "succeeded" ? "settlement.succeeded" : "settlement.failed";
-
-const unique = <T>(values: readonly T[]): T[] => [...new Set(values)];
+/**
+ * Writes the outbox rows for settlements just finished together, in the
+ * caller's transaction, in one statement however many rows: their accounts'
+ * endpoints and their keys' names are read in it.
+ */
+export async function recordSettlementEvents(
+  trx: Transaction<Database>,
+  rows: readonly SettlementOutcomeRow[],
+): Promise<void> {
+  const ids = rows
+    .filter((r) => r.status === "succeeded" || r.status === "failed")
+    .map((r) => r.id);
+  if (ids.length === 0) return;
+  await sql`
+    with finished as (
+      select s.*,
+        (select w.events from webhook_endpoints w where w.account_id = s.account_id)
+          as endpoint_events,
+        (select k.name from api_keys k where k.id = s.api_key_id) as api_key_name
+      from settlements s where s.id = any(${ids}::uuid[])
+    )
+    insert into webhook_events (id, account_id, type, settlement_id, payload)
+    ${settlementEventRows("finished")}`.execute(trx);
+}

@@ -35,7 +35,12 @@ export function mechanismStage(engine: PaymentEngine): SettlementStage {
             },
           });
         }
-        if (!(e instanceof ChainUnavailableError || e instanceof NothingSentError)) throw e;
+        if (!(e instanceof ChainUnavailableError || e instanceof NothingSentError)) {
+          // No outcome is written: what the chain said of what was sent is
+          // journaled on its own, and the reconciler decides the row.
+          await settlement.journalWithoutOutcome();
+          throw e;
+        }
         await settlement.notAttempted(e.message);
         throw new ServiceError("service_unavailable", `${e.message}; retry shortly`, {
           retryable: true,
