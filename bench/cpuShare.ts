@@ -41,6 +41,23 @@ export function cpuSecondsOf(pid: number): number | undefined {
   return procStat(pid)?.cpuSeconds;
 }
 
+/** CPU seconds so far of every process on the machine named `command`, by pid (none where /proc is not). */
+export function cpuSecondsByCommand(command: string): Map<number, number> {
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return new Map();
+  }
+  const out = new Map<number, number>();
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    const s = procStat(Number(e));
+    if (s?.comm === command) out.set(Number(e), s.cpuSeconds);
+  }
+  return out;
+}
+
 /** The processes named `command` this process started. */
 function childPids(command: string): number[] {
   let entries: string[];

@@ -29,6 +29,7 @@ import { mergeLoadResults, percentile, runLoad, type LoadResult } from "./load.j
 import { cpuSecondsOf } from "./cpuShare.js";
 import { monotonicUs } from "./cpuProfile.js";
 import { serverProfile } from "./serverProfile.js";
+import { databaseThreadMs } from "./databaseCpu.js";
 import {
   classifySettle,
   freePort,
@@ -101,6 +102,8 @@ export interface FamilyResult {
   warmSettled: number;
   /** The service's database statements and round trips per settlement of the closed loop. */
   dbPerSettle: DbTraffic | undefined;
+  /** The embedded database's thread's busy ms per settlement of the closed loop, from the CPU profile. */
+  dbCpuMsPerSettle: number | undefined;
   /** The closed loop's mean time per settle stage, from the service's own timers (`timeByStage`). */
   stageTimes: string;
 }
@@ -360,6 +363,7 @@ export async function runFamilyBench(
     const keep = process.env["BENCH_CPU_PROFILE_DIR"];
     if (keep) cpSync(profileDir, keep, { recursive: true });
     rmSync(profileDir, { recursive: true, force: true });
+    const dbThreadMs = databaseThreadMs(profile, "settle", true);
     const cryptoShare = profile.ok
       ? profile.overall.byCategory
           .filter((c) => c.key.startsWith("signatures") || c.key.startsWith("hashing"))
@@ -408,6 +412,7 @@ export async function runFamilyBench(
               roundTrips: (dbAfter.roundTrips - dbBefore.roundTrips) / settled,
             }
           : undefined,
+      dbCpuMsPerSettle: dbThreadMs !== undefined && settled > 0 ? dbThreadMs / settled : undefined,
       stageTimes,
     };
   } finally {
@@ -459,12 +464,18 @@ export function familyProblems(r: FamilyResult): string[] {
 const sinceBlockCell = (ms: number[] | undefined) =>
   ms && ms.length > 0 ? `${percentile(ms, 50).toFixed(0)} / ${percentile(ms, 99).toFixed(0)}` : "–";
 
+/** Transactions a second the ledger takes: its per-block limit over its interval, or unbounded. */
+export const ledgerCeiling = (r: FamilyResult): number | "unbounded" =>
+  r.perBlock === undefined ? "unbounded" : (r.perBlock * 1000) / r.blockMs;
+
 export function familyTable(results: readonly FamilyResult[]): string {
   const p = (r: LoadResult, q: number) => percentile(r.latenciesMs, q).toFixed(0);
   const settled = (r: FamilyResult) => r.settle.outcomes.get("settled") ?? 0;
   const rate = (r: FamilyResult) => settled(r) / r.settle.seconds;
-  const ceiling = (r: FamilyResult) =>
-    r.perBlock === undefined ? undefined : (r.perBlock * 1000) / r.blockMs;
+  const ceiling = (r: FamilyResult) => {
+    const c = ledgerCeiling(r);
+    return c === "unbounded" ? undefined : c;
+  };
   const row = (label: string, cell: (r: FamilyResult) => string) =>
     `| ${label} | ${results.map(cell).join(" | ")} |`;
   return [
@@ -507,6 +518,9 @@ export function familyTable(results: readonly FamilyResult[]): string {
       r.dbPerSettle
         ? `${r.dbPerSettle.statements.toFixed(2)} / ${r.dbPerSettle.roundTrips.toFixed(2)}`
         : "–",
+    ),
+    row("database CPU per settlement (ms): the embedded database's thread", (r) =>
+      r.dbCpuMsPerSettle === undefined ? "–" : r.dbCpuMsPerSettle.toFixed(2),
     ),
     row("mean time per settle stage (ms)", (r) => r.stageTimes),
     row("peak RSS (MB)", (r) => r.peakRssMb.toFixed(0)),

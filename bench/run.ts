@@ -27,6 +27,7 @@ import {
   BENCHED_FAMILIES,
   familyProblems,
   familyTable,
+  ledgerCeiling,
   runFamilyBench,
   warmUpCount,
   type FamilyName,
@@ -99,8 +100,12 @@ async function familyBench(name: FamilyName): Promise<void> {
       openSettleP50Ms: percentile(result.open.settle.latenciesMs, 50),
       openSettleP99Ms: percentile(result.open.settle.latenciesMs, 99),
       openRatePerSecond: result.open.ratePerSecond,
+      dbStatementsPerSettle: result.dbPerSettle?.statements,
+      dbRoundTripsPerSettle: result.dbPerSettle?.roundTrips,
+      dbCpuMsPerSettle: result.dbCpuMsPerSettle,
     },
     yardstickMs: yardstick.msPerSignature,
+    chainCeilingPerSecond: ledgerCeiling(result),
   };
   // A run whose payments or records do not add up does not stand in the table.
   await compareAndRecord(row, { quick, say, stands: problems.length === 0 });

@@ -1,10 +1,13 @@
 /**
- * The one table of `docs/benchmarks.md` that puts every family side by side:
- * this service, the reference where one exists, their ratio, CPU per
- * operation and peak RSS. Each full run of a family replaces its row in
- * `bench/results/summary.json` (kept beside the reports, so a run of one
- * family keeps the others' rows), and the table between the markers in the
- * doc is written again from all rows. Quick runs leave both alone.
+ * The tables that open `docs/benchmarks.md` and put every family side by
+ * side: this service, the reference where one exists, and their ratio; the
+ * chain's own ceiling where the run measured one; then the costs per
+ * operation (CPU, the database's statements and CPU, peak RSS). Each full
+ * run of a family replaces its row in `bench/results/summary.json` (kept
+ * beside the reports, so a run of one family keeps the others' rows), and
+ * the tables between the markers in the doc are written again from all
+ * rows. Quick runs leave both alone. Rows recorded before a figure existed
+ * show it as "–".
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { format, resolveConfig } from "prettier";
@@ -26,6 +29,15 @@ interface SideFigures {
   openSettleP99Ms?: number | undefined;
   /** The rate those payments arrived at, a second. */
   openRatePerSecond?: number | undefined;
+  /** The database's statements and round trips per settle of the closed loop (this service only). */
+  dbStatementsPerSettle?: number | undefined;
+  dbRoundTripsPerSettle?: number | undefined;
+  /**
+   * The database's own CPU ms per settle of the closed loop: the embedded
+   * database's thread inside the process, or the PostgreSQL server's
+   * processes beside it (which `cpuMsPerSettle` leaves out).
+   */
+  dbCpuMsPerSettle?: number | undefined;
 }
 
 export interface SummaryRow {
@@ -38,6 +50,13 @@ export interface SummaryRow {
   reference?: SideFigures | undefined;
   /** The machine's speed when it ran: ms per signature of bench/yardstick.ts (absent in older rows). */
   yardstickMs?: number | undefined;
+  /**
+   * What the chain alone takes a second, measured in the same run (EVM:
+   * plain transfers from the service's own signers at the closed loop's
+   * concurrency, the service idle), or "unbounded" where the ledger takes
+   * every transaction waiting; absent where the run measured none.
+   */
+  chainCeilingPerSecond?: number | "unbounded" | undefined;
 }
 
 /** The order rows appear in, whatever order the runs came in. */
@@ -124,14 +143,42 @@ function latency(ours: SideFigures, ref: SideFigures | undefined): string {
   return o === undefined ? "–" : r === undefined ? `${o}${rate}` : `${o} vs ${r}${rate}`;
 }
 
+/** The chain's ceiling, and this service's closed loop as a share of it. */
+function ceiling(r: SummaryRow): [string, string] {
+  const c = r.chainCeilingPerSecond;
+  if (c === "unbounded") return ["unbounded", "–"];
+  if (!finite(c) || c <= 0) return ["–", "–"];
+  return [num(c, 1), finite(r.ours.settlePerSecond) ? num(r.ours.settlePerSecond / c, 2) : "–"];
+}
+
+/** "statements / round trips" per settle. */
+function dbTraffic(f: SideFigures): string {
+  return finite(f.dbStatementsPerSettle) || finite(f.dbRoundTripsPerSettle)
+    ? `${num(f.dbStatementsPerSettle, 2)} / ${num(f.dbRoundTripsPerSettle, 2)}`
+    : "–";
+}
+
+/**
+ * Two tables, one row per run in family order: the rates (with the chain's
+ * ceiling) and latency first, then what each operation costs.
+ */
 export function summaryTable(rows: readonly SummaryRow[]): string {
   const sorted = [...rows].sort((a, b) => ORDER.indexOf(a.label) - ORDER.indexOf(b.label));
+  const run = (r: SummaryRow) => `${r.label} (${r.settleShape})`;
   return [
-    "| run | valid verifications/s | settled/s | settle p50 / p99 (ms), open arrivals at the rate given | CPU ms per verification | CPU ms per settlement | peak RSS (MB) | date |",
-    "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    "| run | valid verifications/s | settled/s | chain's ceiling (/s) | settled over ceiling | settle p50 / p99 (ms), open arrivals at the rate given | date |",
+    "| --- | --- | --- | --- | --- | --- | --- |",
     ...sorted.map((r) => {
       const ref = r.reference;
-      return `| ${r.label} (${r.settleShape}) | ${pair(r.ours.verifyPerSecond, ref?.verifyPerSecond, 0)} | ${pair(r.ours.settlePerSecond, ref?.settlePerSecond, 1)} | ${latency(r.ours, ref)} | ${pair(r.ours.cpuMsPerVerify, ref?.cpuMsPerVerify, 2)} | ${pair(r.ours.cpuMsPerSettle, ref?.cpuMsPerSettle, 2)} | ${pair(r.ours.peakRssMb, ref?.peakRssMb, 0)} | ${r.date.slice(0, 10)} |`;
+      const [limit, share] = ceiling(r);
+      return `| ${run(r)} | ${pair(r.ours.verifyPerSecond, ref?.verifyPerSecond, 0)} | ${pair(r.ours.settlePerSecond, ref?.settlePerSecond, 1)} | ${limit} | ${share} | ${latency(r.ours, ref)} | ${r.date.slice(0, 10)} |`;
+    }),
+    "",
+    "| run | CPU ms per verification | CPU ms per settlement | database CPU ms per settlement | database statements / round trips per settlement | peak RSS (MB) |",
+    "| --- | --- | --- | --- | --- | --- |",
+    ...sorted.map((r) => {
+      const ref = r.reference;
+      return `| ${run(r)} | ${pair(r.ours.cpuMsPerVerify, ref?.cpuMsPerVerify, 2)} | ${pair(r.ours.cpuMsPerSettle, ref?.cpuMsPerSettle, 2)} | ${num(r.ours.dbCpuMsPerSettle, 2)} | ${dbTraffic(r.ours)} | ${pair(r.ours.peakRssMb, ref?.peakRssMb, 0)} |`;
     }),
   ].join("\n");
 }

@@ -53,6 +53,8 @@ import { cpuSecondsOf, measureCpu, type CpuShare } from "../cpuShare.js";
 import { monotonicUs, type TimeWindow } from "../cpuProfile.js";
 import { serverProfile, type ServerProfile } from "../serverProfile.js";
 import { startWebhookReceiver } from "../webhookReceiver.js";
+import { chainCeiling } from "../chainCeiling.js";
+import { databaseThreadMs, measurePostgresCpu } from "../databaseCpu.js";
 
 /**
  * One sample every 5 ms: two hundred samples a second still show where the
@@ -116,6 +118,12 @@ export interface Side {
   cpuMsPer: { verify: number; settle: number; steady: number } | undefined;
   /** Database statements and round trips per settle request (this service only). */
   dbPerSettle: { statements: number; roundTrips: number } | undefined;
+  /**
+   * The database's own CPU ms per settled payment in (b) (this service
+   * only): the embedded database's thread (from the CPU profile), or the
+   * PostgreSQL server's processes on this machine.
+   */
+  dbCpuMsPerSettle: number | undefined;
   /** Mean own time per settle stage in (b) and (d), as text (this service only). */
   stageTimes: { settle: string; steady: string } | undefined;
   /** Verifications answered by verify threads during (a) (this service only; 0 when none ran). */
@@ -132,10 +140,17 @@ export interface EvmBenchResult {
   ours: Side;
   reference: Side;
   profileIntervalUs: number;
+  /**
+   * The chain's own ceiling, measured last with both servers idle: plain
+   * USDC transfers a second from this service's signers at (b)'s
+   * concurrency, as many as (b) settled.
+   */
+  chainCeilingPerSecond: number | undefined;
 }
 
 /** What is measured of a side while it runs; its profile is read after it exits. */
-type Measured = Omit<Side, "profile"> & {
+type Measured = Omit<Side, "profile" | "dbCpuMsPerSettle"> & {
+  postgresCpuMsPerSettle: number | undefined;
   verifyWindows: TimeWindow[];
   settleWindow: TimeWindow;
   steadyWindow: TimeWindow;
@@ -190,6 +205,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
   const children: ChildProcess[] = [];
   const measured: Measured[] = [];
   let exits: ServerExit[] = [];
+  let chainCeilingPerSecond: number | undefined;
   try {
     const base = (payTo: Hex): PaymentRequirements => ({
       scheme: "exact",
@@ -348,6 +364,8 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
       const settleCpu = measureCpu(side.pid, NODE_COMMAND);
       const cpuBeforeSettle = cpuSecondsOf(side.pid);
       const dbBefore = side.countsDb ? await readDbTraffic(side.url) : undefined;
+      // PostgreSQL's own processes, outside the service's CPU figure.
+      const postgresCpu = side.countsDb && opts.databaseUrl ? measurePostgresCpu() : undefined;
       const timers = () =>
         side.countsDb ? readHistograms(side.url, STAGE_HISTOGRAMS) : Promise.resolve(undefined);
       const timedBeforeSettle = await timers();
@@ -365,6 +383,7 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
         `    ${[...settle.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${settle.seconds.toFixed(1)} s`,
       );
       const settleShare = settleCpu();
+      const postgresCpuSeconds = postgresCpu?.();
       const cpuAfterSettle = cpuSecondsOf(side.pid);
       const dbAfter = dbBefore ? await readDbTraffic(side.url) : undefined;
       const timedAfterSettle = await timers();
@@ -425,6 +444,10 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
                 roundTrips: (dbAfter.roundTrips - dbBefore.roundTrips) / settle.count,
               }
             : undefined,
+        postgresCpuMsPerSettle:
+          postgresCpuSeconds !== undefined && (settle.outcomes.get("settled") ?? 0) > 0
+            ? (postgresCpuSeconds * 1000) / (settle.outcomes.get("settled") ?? 0)
+            : undefined,
         stageTimes:
           timedBeforeSettle && timedAfterSettle && timedAfterSteady
             ? {
@@ -439,6 +462,20 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
           : undefined,
       });
     }
+    // Last, with both servers idle: what the chain alone takes a second from
+    // this service's own signers at (b)'s concurrency. The service's view of
+    // their nonces goes stale, but it is asked nothing more.
+    say(
+      `the chain's ceiling: ${opts.settleCount} plain transfers from this service's signers, concurrency ${opts.settleConcurrency}…`,
+    );
+    chainCeilingPerSecond = await chainCeiling(
+      info.rpcUrl,
+      usdc,
+      (info.facilitatorPrivateKeys as Hex[]).slice(1),
+      opts.settleCount,
+      opts.settleConcurrency,
+    );
+    say(`    ${chainCeilingPerSecond.toFixed(1)} transfers a second`);
   } finally {
     // SIGTERM, as a supervisor stops them: each exits by itself and Node
     // writes its profile. The receiver stays up until then, for deliveries
@@ -448,21 +485,31 @@ export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult
     await devnet.stop();
   }
   const [ours, reference] = measured.map(
-    ({ verifyWindows, settleWindow, steadyWindow, ...side }, i) => ({
-      ...side,
-      profile: serverProfile(profiles[i]!.dir, exits[i], [
+    ({ verifyWindows, settleWindow, steadyWindow, postgresCpuMsPerSettle, ...side }, i) => {
+      const profile = serverProfile(profiles[i]!.dir, exits[i], [
         { label: "(a) verify", windows: verifyWindows },
         { label: "(b) settle", windows: [settleWindow] },
         { label: "(d) steady settle", windows: [steadyWindow] },
-      ]),
-    }),
+      ]);
+      // This service only: the reference keeps no database.
+      const threadMs =
+        i === 0 ? databaseThreadMs(profile, "(b) settle", !opts.databaseUrl) : undefined;
+      const settled = side.settle.outcomes.get("settled") ?? 0;
+      return {
+        ...side,
+        profile,
+        dbCpuMsPerSettle:
+          postgresCpuMsPerSettle ??
+          (threadMs !== undefined && settled > 0 ? threadMs / settled : undefined),
+      };
+    },
   );
   if (keptProfileDir) say(`CPU profiles kept in ${profileDir}`);
   else rmSync(profileDir, { recursive: true, force: true });
-  return { ours: ours!, reference: reference!, profileIntervalUs };
+  return { ours: ours!, reference: reference!, profileIntervalUs, chainCeilingPerSecond };
 }
 
-export function evmTable(ours: Side, ref: Side): string {
+export function evmTable(ours: Side, ref: Side, chainCeilingPerSecond?: number): string {
   const p = (r: LoadResult, q: number) => percentile(r.latenciesMs, q);
   const settled = (r: LoadResult) => r.outcomes.get("settled") ?? 0;
   const rate = (r: LoadResult) => settled(r) / r.seconds;
@@ -553,6 +600,24 @@ export function evmTable(ours: Side, ref: Side): string {
       "(b) database round trips per settle",
       fmt(ours.dbPerSettle?.roundTrips ?? NaN, 2),
       fmt(ref.dbPerSettle?.roundTrips ?? NaN, 2),
+      "",
+    ],
+    [
+      "(b) database CPU per settlement (ms): the embedded database's thread, or PostgreSQL's processes",
+      fmt(ours.dbCpuMsPerSettle ?? NaN, 2),
+      fmt(ref.dbCpuMsPerSettle ?? NaN, 2),
+      "",
+    ],
+    [
+      "the chain's ceiling: plain transfers a second from this service's signers, at (b)'s concurrency, servers idle",
+      fmt(chainCeilingPerSecond ?? NaN, 1),
+      "",
+      "",
+    ],
+    [
+      "(b) settled over the chain's ceiling",
+      fmt(rate(ours.settle) / (chainCeilingPerSecond ?? NaN), 2),
+      fmt(rate(ref.settle) / (chainCeilingPerSecond ?? NaN), 2),
       "",
     ],
     [

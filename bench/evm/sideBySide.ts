@@ -2,7 +2,8 @@
  * The EVM side-by-side benchmark's run as `npm run bench` makes it
  * (`BENCH_ONLY=evm`): this service and the reference facilitator on one
  * devnet (bench.ts), its report with the targets (targets.ts) and the CPU
- * profiles, and its row of docs/benchmarks.md.
+ * profiles, and its row of docs/benchmarks.md, with the chain's own ceiling
+ * measured last in the same run.
  */
 import { writeFileSync } from "node:fs";
 import { cpus } from "node:os";
@@ -29,7 +30,7 @@ export async function run({
   // A quick run still fills every slot once.
   const settleCount = quick ? Math.max(300, settleConcurrency) : 2000;
   const steadyRatePerSecond = databaseUrl ? 400 : 200;
-  const { ours, reference, profileIntervalUs } = await runEvmBench({
+  const { ours, reference, profileIntervalUs, chainCeilingPerSecond } = await runEvmBench({
     databaseUrl,
     verifySeconds: quick ? 6 : 30,
     verifyRounds: 3,
@@ -60,11 +61,12 @@ export async function run({
     quick
       ? `Quick run: 6 s of verify at concurrency 64 (after a 1 s warm-up; three rounds, the two servers in turns); ${count} settles at concurrency ${settleConcurrency}; 3 s of settles arriving at ${steadyRatePerSecond} a second.`
       : `Full run: 30 s of verify at concurrency 64 (after a 3 s warm-up; three rounds of 10 s, the two servers in turns); ${count} distinct settles at concurrency ${settleConcurrency}; 10 s of settles arriving at ${steadyRatePerSecond} a second.`,
+    `Last, both servers idle, the chain's ceiling: ${count} plain USDC transfers from this service's signers at concurrency ${settleConcurrency}.`,
     ``,
   ].join("\n");
   const report = [
     header,
-    evmTable(ours, reference),
+    evmTable(ours, reference, chainCeilingPerSecond),
     ``,
     targetsTable(
       evmTargets(ours, reference, {
@@ -100,6 +102,9 @@ export async function run({
     openSettleP50Ms: percentile(r.steady.latenciesMs, 50),
     openSettleP99Ms: percentile(r.steady.latenciesMs, 99),
     openRatePerSecond: steadyRatePerSecond,
+    dbStatementsPerSettle: r.dbPerSettle?.statements,
+    dbRoundTripsPerSettle: r.dbPerSettle?.roundTrips,
+    dbCpuMsPerSettle: r.dbCpuMsPerSettle,
   });
   const row = {
     label: `EVM, ${databaseUrl ? "PostgreSQL" : "embedded database"}`,
@@ -108,6 +113,7 @@ export async function run({
     ours: side(ours),
     reference: side(reference),
     yardstickMs: yardstick.msPerSignature,
+    chainCeilingPerSecond,
   };
   await compareAndRecord(row, { quick, say });
 }

@@ -12,9 +12,13 @@
  * Payments are signed with the official `@x402/svm` client just before each
  * run: a Solana payment carries a blockhash valid for about a minute, and
  * names the fee payer that will sign it, so each side gets its own.
+ *
+ * Both servers run CPU-profiled (one sample every 5 ms, as the other benches
+ * profile), so that the embedded database's thread's share of a settle can
+ * be read from this service's profile.
  */
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { PaymentRequirements } from "@x402/core/types";
@@ -26,6 +30,9 @@ import { seedBenchAccount } from "../benchAccount.js";
 import { mergeLoadResults, percentile, runLoad, type LoadResult } from "../load.js";
 import { verifyInTurns } from "../verifyInTurns.js";
 import { cpuSecondsOf } from "../cpuShare.js";
+import { monotonicUs, type TimeWindow } from "../cpuProfile.js";
+import { databaseThreadMs, measurePostgresCpu } from "../databaseCpu.js";
+import { serverProfile } from "../serverProfile.js";
 import {
   STAGE_HISTOGRAMS,
   type HistogramSnapshot,
@@ -39,6 +46,7 @@ import {
   stopServers,
   validPerSecond,
   waitFor,
+  type ServerExit,
 } from "../harness.js";
 
 export interface SvmBenchOptions {
@@ -69,6 +77,12 @@ export interface SvmSide {
   openStageTimes?: string | undefined;
   /** This service only: database statements and round trips per settle. */
   dbPerSettle?: { statements: number; roundTrips: number } | undefined;
+  /**
+   * This service only: the database's own CPU ms per settlement of the
+   * closed loop (the embedded database's thread from the CPU profile, or
+   * PostgreSQL's processes on this machine).
+   */
+  dbCpuMsPerSettle?: number | undefined;
   /** The server's CPU milliseconds per valid verification, over the measured rounds. */
   verifyCpuMs: number | undefined;
   /** The server's CPU milliseconds per settled payment, over the settle run. */
@@ -79,6 +93,9 @@ export interface SvmSide {
 }
 
 const settledCount = (r: LoadResult) => r.outcomes.get("settled") ?? 0;
+
+/** One sample every 5 ms, as the EVM and family benches profile. */
+const PROFILE_INTERVAL_US = 5_000;
 
 /**
  * The official client asks the ledger for a blockhash for every payment it
@@ -134,6 +151,13 @@ export async function runSvmBench(
   const devnet = await startSolanaDevnet({ payers: 20, feePayers: 4 });
   const info = devnet.info;
   const children: ChildProcess[] = [];
+  const profileDir = mkdtempSync(join(tmpdir(), "bench-svm-profile-"));
+  const profiles = ["this-service", "reference"].map((name) => ({
+    dir: join(profileDir, name),
+    intervalUs: PROFILE_INTERVAL_US,
+  }));
+  let exits: ServerExit[] = [];
+  let out: { ours: SvmSide; reference: SvmSide; settleWindows: TimeWindow[] } | undefined;
   try {
     const payers = await Promise.all(
       info.payerSecretKeys.map((k) => createKeyPairSignerFromBytes(getBase58Encoder().encode(k))),
@@ -146,28 +170,36 @@ export async function runSvmBench(
     await seeded.close();
 
     const ourPort = await freePort();
-    const ours = spawnServer("src/main.ts", {
-      SVM_RPC_URL: info.rpcUrl,
-      // Fee payers 1–3; fee payer 0 is the reference's.
-      SVM_PRIVATE_KEYS: info.facilitatorSecretKeys.slice(1).join(","),
-      DATA_DIR: dataDir,
-      ...(opts.databaseUrl ? { DATABASE_URL: opts.databaseUrl } : {}),
-      HOST: "127.0.0.1",
-      PORT: String(ourPort),
-      // Production mode, scraped on loopback without a token.
-      METRICS_PUBLIC: "true",
-      LOG_LEVEL: "error",
-      // Limits on, as in production: the load counts against the bench key's
-      // max plan, configured far above it (see evm.ts), never the address's.
-      RATE_LIMIT_PLAN_MAX: "1000000",
-    });
+    const ours = spawnServer(
+      "src/main.ts",
+      {
+        SVM_RPC_URL: info.rpcUrl,
+        // Fee payers 1–3; fee payer 0 is the reference's.
+        SVM_PRIVATE_KEYS: info.facilitatorSecretKeys.slice(1).join(","),
+        DATA_DIR: dataDir,
+        ...(opts.databaseUrl ? { DATABASE_URL: opts.databaseUrl } : {}),
+        HOST: "127.0.0.1",
+        PORT: String(ourPort),
+        // Production mode, scraped on loopback without a token.
+        METRICS_PUBLIC: "true",
+        LOG_LEVEL: "error",
+        // Limits on, as in production: the load counts against the bench key's
+        // max plan, configured far above it (see evm.ts), never the address's.
+        RATE_LIMIT_PLAN_MAX: "1000000",
+      },
+      profiles[0],
+    );
     children.push(ours);
     const refPort = await freePort();
-    const reference = spawnServer("bench/reference/svmServer.ts", {
-      RPC_URL: info.rpcUrl,
-      SECRET_KEY: info.facilitatorSecretKeys[0]!,
-      PORT: String(refPort),
-    });
+    const reference = spawnServer(
+      "bench/reference/svmServer.ts",
+      {
+        RPC_URL: info.rpcUrl,
+        SECRET_KEY: info.facilitatorSecretKeys[0]!,
+        PORT: String(refPort),
+      },
+      profiles[1],
+    );
     children.push(reference);
     await waitFor(`http://127.0.0.1:${ourPort}/supported`);
     await waitFor(`http://127.0.0.1:${refPort}/supported`);
@@ -233,6 +265,10 @@ export async function runSvmBench(
       cpuSeconds: 0 as number | undefined,
       timed: [] as { before: HistogramSnapshot; after: HistogramSnapshot }[],
       db: { statements: 0, roundTrips: 0 },
+      /** When its rounds ran, for its CPU profile. */
+      windows: [] as TimeWindow[],
+      /** PostgreSQL's processes' CPU seconds over its rounds (this service on PostgreSQL only). */
+      postgresCpuSeconds: 0 as number | undefined,
     }));
     say(
       `(b) /settle at concurrency ${opts.concurrency}: ${rounds} rounds of ${perRound} payments per server, in turns…`,
@@ -247,7 +283,9 @@ export async function runSvmBench(
         const ownTimers = i === 0;
         const timedBefore = ownTimers ? await readHistograms(url, STAGE_HISTOGRAMS) : undefined;
         const dbBefore = ownTimers ? await readDbTraffic(url) : undefined;
+        const postgresCpu = ownTimers && opts.databaseUrl ? measurePostgresCpu() : undefined;
         const cpuBefore = cpuSecondsOf(side.pid);
+        const fromUs = monotonicUs();
         const settle = await runLoad({
           url: `${url}/settle`,
           headers: side.headers,
@@ -257,6 +295,14 @@ export async function runSvmBench(
           classify: classifySettle,
         });
         const cpuAfter = cpuSecondsOf(side.pid);
+        own.windows.push({ fromUs, toUs: monotonicUs() });
+        if (postgresCpu) {
+          const seconds = postgresCpu();
+          own.postgresCpuSeconds =
+            own.postgresCpuSeconds !== undefined && seconds !== undefined
+              ? own.postgresCpuSeconds + seconds
+              : undefined;
+        }
         say(
           `    round ${round + 1}, ${side.name}: ${(settledCount(settle) / settle.seconds).toFixed(1)} settled/s (${[...settle.outcomes].map(([k, v]) => `${k}: ${v}`).join(", ")} in ${settle.seconds.toFixed(1)} s)`,
         );
@@ -350,11 +396,29 @@ export async function runSvmBench(
         peakRssMb: peakRssMb(side.pid),
       };
     }
-    return { ours: results[0]!, reference: results[1]! };
+    out = { ours: results[0]!, reference: results[1]!, settleWindows: closed[0]!.windows };
+    const pgSeconds = opts.databaseUrl ? closed[0]!.postgresCpuSeconds : undefined;
+    const settled = settledCount(out.ours.settle);
+    if (pgSeconds !== undefined && settled > 0) {
+      out.ours.dbCpuMsPerSettle = (pgSeconds * 1000) / settled;
+    }
   } finally {
-    await stopServers(children);
+    // SIGTERM: each server exits by itself and Node writes its profile.
+    exits = await stopServers(children);
     await devnet.stop();
   }
+  // The embedded database's thread, over this service's closed-loop rounds.
+  const profile = serverProfile(profiles[0]!.dir, exits[0], [
+    { label: "settle", windows: out.settleWindows },
+  ]);
+  const threadMs = databaseThreadMs(profile, "settle", !opts.databaseUrl);
+  const settled = settledCount(out.ours.settle);
+  if (threadMs !== undefined && settled > 0) out.ours.dbCpuMsPerSettle = threadMs / settled;
+  // Kept where BENCH_CPU_PROFILE_DIR asks, for `bench/profile-summary.ts`.
+  const keep = process.env["BENCH_CPU_PROFILE_DIR"];
+  if (keep) cpSync(profileDir, keep, { recursive: true });
+  rmSync(profileDir, { recursive: true, force: true });
+  return { ours: out.ours, reference: out.reference };
 }
 
 export function svmTable(ours: SvmSide, ref: SvmSide): string {
@@ -440,7 +504,7 @@ export function svmTable(ours: SvmSide, ref: SvmSide): string {
     `Where this service's settle time went (mean ms per settle, by stage, from its own timers): ${ours.stageTimes ?? "–"}.`,
     `The same for the open arrivals (e): ${ours.openStageTimes ?? "–"}.`,
     ours.dbPerSettle
-      ? `Database per settle: ${ours.dbPerSettle.statements.toFixed(1)} statements in ${ours.dbPerSettle.roundTrips.toFixed(1)} round trips.`
+      ? `Database per settle: ${ours.dbPerSettle.statements.toFixed(2)} statements in ${ours.dbPerSettle.roundTrips.toFixed(2)} round trips${ours.dbCpuMsPerSettle === undefined ? "" : `, ${ours.dbCpuMsPerSettle.toFixed(2)} ms of the database's own CPU`}.`
       : "",
     "",
   ].join("\n");

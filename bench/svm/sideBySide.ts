@@ -41,6 +41,7 @@ export async function run({
     `each run's payments signed just before it,`,
     `each with its own fee payers (this service: 3; reference: 1, as the official example has), concurrency 100.`,
     `This service: ${databaseUrl ? "PostgreSQL" : "embedded PGlite"}, metering on. Payments are distinct and signed with the official @x402/svm client.`,
+    `Both servers CPU-profiled (one sample every 5 ms); the database's CPU is ${databaseUrl ? "PostgreSQL's processes on this machine" : "the embedded database's thread, from the profile"}, over this service's closed-loop rounds.`,
     ``,
     svmTable(ours, reference),
   ].join("\n");
@@ -58,6 +59,9 @@ export async function run({
     openSettleP50Ms: r.open ? percentile(r.open.latenciesMs, 50) : undefined,
     openSettleP99Ms: r.open ? percentile(r.open.latenciesMs, 99) : undefined,
     openRatePerSecond: r.openRate,
+    dbStatementsPerSettle: r.dbPerSettle?.statements,
+    dbRoundTripsPerSettle: r.dbPerSettle?.roundTrips,
+    dbCpuMsPerSettle: r.dbCpuMsPerSettle,
   });
   const row = {
     label: `Solana, ${databaseUrl ? "PostgreSQL" : "embedded database"}`,

@@ -24,6 +24,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { classifySettle, freePort, stopServers } from "../harness.js";
 import { percentile, runLoad } from "../load.js";
 import { settledPerSecond } from "../sideBySide.js";
+import { chainCeiling } from "../chainCeiling.js";
 
 const NETWORK = "eip155:8453";
 const PRICE = 1_000n;
@@ -136,55 +137,6 @@ async function fundPayers(
     if (receipt.status !== "success") throw new Error(`funding a payer reverted (${hash})`);
   }
   return keys;
-}
-
-/**
- * Plain ERC-20 transfers of the chain's USDC from the service's own
- * signers, `concurrency` in flight, each signer's nonces in order: what
- * the chain and its RPC include a second when nothing else is asked of
- * them.
- */
-async function chainCeiling(
-  rpcUrl: string,
-  usdc: Hex,
-  signerKeys: Hex[],
-  count: number,
-  concurrency: number,
-): Promise<number> {
-  const client = createPublicClient({ transport: http(rpcUrl) });
-  const signers = signerKeys.map((k) => {
-    const account = privateKeyToAccount(k);
-    return { account, wallet: createWalletClient({ account, transport: http(rpcUrl) }) };
-  });
-  const nonces = await Promise.all(
-    signers.map((s) =>
-      client.getTransactionCount({ address: s.account.address, blockTag: "pending" }),
-    ),
-  );
-  const gasPrice = (await client.getGasPrice()) * 2n;
-  const started = performance.now();
-  let next = 0;
-  const hashes: Hex[] = [];
-  const worker = async () => {
-    for (let i = next++; i < count; i = next++) {
-      const s = i % signers.length;
-      const nonce = nonces[s]!++;
-      const hash = await signers[s]!.wallet.writeContract({
-        chain: null,
-        address: usdc,
-        abi: erc20Abi,
-        functionName: "transfer",
-        args: [signers[s]!.account.address, 0n],
-        nonce,
-        gas: 100_000n,
-        gasPrice,
-      });
-      await client.waitForTransactionReceipt({ hash, pollingInterval: 250 });
-      hashes.push(hash);
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
-  return hashes.length / ((performance.now() - started) / 1000);
 }
 
 /** Runs the tree at `dir` and measures it; the service and its devnet are stopped after. */
