@@ -17,10 +17,14 @@
  *   service's answer carries is never read);
  * - a day of its own receipts that the vault shows closed and in its window
  *   but the service leaves out is treated as short.
- * What it takes from the service is the slot's credit, which the service
- * decrypts with the operator's permission (the merchant cannot yet): a
- * service that lies about it can hide a shortfall from this check, not
- * make it send anything else.
+ * With the slot's viewer key (`CONFIDENTIAL_CHECK_VIEWER_KEY`: the key of the
+ * viewer address named at enablement, which the vault lets decrypt the
+ * slot's pending credits and balance) it takes nothing from the service but
+ * the list of days: it checks on-chain that the key is the slot's viewer and
+ * decrypts each day's credit itself, through the fhEVM's user decryption.
+ * Without it, it takes the slot's credit from the service, which decrypts it
+ * with the operator's permission: a service that lies about it can then hide
+ * a shortfall from this check, never make it send anything else.
  *
  *   CONFIDENTIAL_CHECK_URL=https://…            the facilitator (required)
  *   CONFIDENTIAL_CHECK_API_KEY=…                one of the account's API keys (or CONFIDENTIAL_CHECK_API_KEY_FILE)
@@ -28,6 +32,15 @@
  *   CONFIDENTIAL_CHECK_VAULT_ADDRESS=0x…        the vault (the dashboard shows it)
  *   CONFIDENTIAL_CHECK_SLOT=12                  your slot (the dashboard shows it)
  *   CONFIDENTIAL_CHECK_RECEIPTS_FILE=/var/…     your own receipt store (optional, recommended)
+ *   CONFIDENTIAL_CHECK_VIEWER_KEY_FILE=/run/…   your slot's viewer key (optional, recommended); then:
+ *   CONFIDENTIAL_CHECK_FHEVM=/etc/…json         the fhEVM's relayer and contracts as JSON
+ *                                               ({ relayerUrl, relayerApiKey?, aclAddress,
+ *                                               executorAddress, kmsVerifierAddress,
+ *                                               inputVerifierAddress, decryptionAddress,
+ *                                               inputVerificationAddress, gatewayChainId }:
+ *                                               the service's CONFIDENTIAL_* values), or
+ *                                               `devnet` for the devnet's mock, with
+ *   CONFIDENTIAL_CHECK_DEVNET_INPUTS_FILE=…     the devnet's <chainId>.fhevm-inputs.jsonl
  *   --challenge                                 also send the challenges; then:
  *   CONFIDENTIAL_CHECK_WALLET_KEY_FILE=/run/…   the key that pays their gas: any funded
  *                                               account (a challenge names the slot, not you)
@@ -50,6 +63,13 @@ import {
 import { privateKeyToAccount } from "viem/accounts";
 import type { DayCheck } from "../src/features/confidential/credits.js";
 import {
+  fheClient,
+  relayerFheClient,
+  type FheClient,
+  type FhevmNetworkSettings,
+} from "../src/chains/evm/confidential/fhe.js";
+import { slotViewer, type SlotViewer } from "../src/clients/confidential/viewer.js";
+import {
   challengeCall,
   checkReceipt,
   merchantVaultAbi,
@@ -64,6 +84,22 @@ function setting(name: string): string {
   const v = (file ? readFileSync(file, "utf8") : process.env[name])?.trim();
   if (!v) throw new Error(`set ${name} (or ${name}_FILE)`);
   return v;
+}
+
+/** User decryption for the viewer: Zama's relayer, or the devnet's mock. */
+async function viewerFhe(chainId: number, rpcUrl: string): Promise<FheClient> {
+  const where = setting("CONFIDENTIAL_CHECK_FHEVM");
+  if (where === "devnet") {
+    const { startDevnetFhevm } = await import("../devnet/evm/fhevm.js");
+    const mock = await startDevnetFhevm({
+      rpcUrl,
+      chainId,
+      cleartextFile: setting("CONFIDENTIAL_CHECK_DEVNET_INPUTS_FILE"),
+    });
+    return fheClient(mock.instance);
+  }
+  const settings = JSON.parse(readFileSync(where, "utf8")) as FhevmNetworkSettings;
+  return relayerFheClient(settings, { chainId, rpcUrl });
 }
 
 const usdc = (atomic: string | bigint | null) =>
@@ -87,6 +123,23 @@ async function main(): Promise<number> {
       functionName: functionName as "challengeWindow",
       args: args as [],
     }) as Promise<T>;
+
+  // With the viewer key, the credit is decrypted here, never taken from the service.
+  let viewer: SlotViewer | undefined;
+  const viewerKey =
+    process.env["CONFIDENTIAL_CHECK_VIEWER_KEY_FILE"] ??
+    process.env["CONFIDENTIAL_CHECK_VIEWER_KEY"];
+  if (viewerKey?.trim()) {
+    // The process exits when the check ends, closing the fhEVM client with it.
+    const fhe = await viewerFhe(await client.getChainId(), rpcUrl);
+    viewer = await slotViewer({
+      client,
+      fhe,
+      vault,
+      slot,
+      viewer: privateKeyToAccount(setting("CONFIDENTIAL_CHECK_VIEWER_KEY") as Hex),
+    });
+  }
 
   const res = await fetch(`${base}/confidential/days`, {
     headers: { "X-API-Key": setting("CONFIDENTIAL_CHECK_API_KEY") },
@@ -132,8 +185,9 @@ async function main(): Promise<number> {
     const receipts = good.get(day) ?? [];
     const total = receipts.reduce((t, r) => t + BigInt(r.amount), 0n);
     const d = reportedByDay.get(day);
-    const credit =
+    const said =
       d && typeof d.credit === "string" && /^\d+$/.test(d.credit) ? BigInt(d.credit) : null;
+    const credit = viewer ? await viewer.credit(day) : said;
     const verdict = !d
       ? "UNREPORTED (treated as short)"
       : phase === 3
@@ -142,7 +196,7 @@ async function main(): Promise<number> {
           ? "SHORT"
           : "ok";
     process.stdout.write(
-      `${dateOf(day)}  ${phase === 3 ? "disputed" : "closed  "}  credit ${usdc(credit).padStart(14)}  receipts ${String(receipts.length).padStart(4)} = ${usdc(total).padStart(14)}  ${verdict}${inWindow ? `  (challengeable until ${new Date(Number(closedAt + window) * 1000).toISOString()})` : ""}\n`,
+      `${dateOf(day)}  ${phase === 3 ? "disputed" : "closed  "}  credit ${usdc(credit).padStart(14)}  receipts ${String(receipts.length).padStart(4)} = ${usdc(total).padStart(14)}  ${verdict}${inWindow ? `  (challengeable until ${new Date(Number(closedAt + window) * 1000).toISOString()})` : ""}${viewer && d && said !== credit ? `  (decrypted with the viewer key; the service said ${usdc(said)})` : ""}\n`,
     );
     if (verdict === "ok") continue;
     const unpresented = [];

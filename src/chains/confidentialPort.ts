@@ -225,7 +225,16 @@ export interface ConfidentialVault {
     merchant: Address;
     accountRef: string;
     walletSignature: Hex;
+    /**
+     * The slot's viewer: an address of the merchant's own tools, unlinkable
+     * to its wallet, that may decrypt every pending credit and balance of
+     * the slot (null: none). Fixed with the slot; ignored when the slot was
+     * already assigned.
+     */
+    viewer?: Address | null;
   }): Promise<{ slot: bigint; txHash: Hex | null; secret: Hex }>;
+  /** The viewer the slot was assigned with (null: none). */
+  viewerOf(slot: bigint): Promise<Address | null>;
   /** How the vault names a payment: payer and nonce (EIP-3009 nonces are per payer). */
   paymentKey(payer: Address, nonce: Hex): Hex;
   /** What the vault collected for a payment. */

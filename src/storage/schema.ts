@@ -365,6 +365,8 @@ interface ConfidentialMerchantsTable {
   slot: string | null;
   slot_secret: string | null;
   slot_tx_hash: string | null;
+  /** Lowercase 0x address of the slot's viewer (null: none); permanent once written. */
+  viewer_address: ColumnType<string | null, string | null | undefined, never>;
   mode: ColumnType<OfferMode, OfferMode | undefined, OfferMode>;
   created_at: CreatedAt;
   enabled_at: Timestamp | null;

@@ -16,6 +16,10 @@
  *   is paid nothing, and each merchant's own payment is redeemed to it.
  * - A facilitator that answers the check with crafted calldata (a USDC
  *   transfer out of the wallet) gets nothing sent: the check never reads it.
+ * - A facilitator that reports the stolen day's credit as covering the
+ *   receipts fools a check without the viewer key; with the slot's viewer
+ *   key (named at enablement) the check decrypts the credit the vault holds
+ *   itself and finds the day short.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -61,16 +65,34 @@ interface DayCheck {
   unpresented: unknown[];
 }
 
-function runCheck(env: Record<string, string>): Promise<{ code: number; out: string }> {
+function runCheck(
+  env: Record<string, string>,
+  flags: string[] = ["--challenge"],
+): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ["--import", "tsx", "scripts/confidential-check.ts", "--challenge"],
+      ["--import", "tsx", "scripts/confidential-check.ts", ...flags],
       { env: { ...process.env, ...env }, timeout: 120_000 },
       (err, stdout, stderr) =>
         resolve({ code: err ? Number(err.code ?? 1) : 0, out: `${stdout}${stderr}` }),
     );
   });
+}
+
+/** A stand-in facilitator answering every request with `answer`, for the length of `use`. */
+async function withStandIn<T>(answer: unknown, use: (url: string) => Promise<T>): Promise<T> {
+  const server: Server = createServer((_req, res) => {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify(answer));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address() as { port: number };
+  try {
+    return await use(`http://127.0.0.1:${port}`);
+  } finally {
+    server.close();
+  }
 }
 
 describe("a merchant's challenge, end to end", () => {
@@ -82,6 +104,8 @@ describe("a merchant's challenge, end to end", () => {
   let otherApiKey: string;
   const wallet = privateKeyToAccount(generatePrivateKey());
   const otherWallet = privateKeyToAccount(generatePrivateKey());
+  // The slot's viewer: a key of the merchant's tools, named at enablement.
+  const viewerKey = generatePrivateKey();
   // Pays the challenge's gas: not the withdrawal wallet, which stays unlinked.
   const gasKey = generatePrivateKey();
   const gasAccount = privateKeyToAccount(gasKey);
@@ -90,17 +114,23 @@ describe("a merchant's challenge, end to end", () => {
   let now: Date;
 
   before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "confidential-check-"));
     stack = await startStack({
       confidential: true,
       confidentialWorker: false,
       confidentialChallengeWindowSeconds: 2 * 86_400,
+      // The check's own fhEVM mock reads the inputs the service encrypted.
+      confidentialInputsDir: dir,
     });
-    ({ user, apiKey } = await enabledMerchant(stack, wallet));
+    ({ user, apiKey } = await enabledMerchant(
+      stack,
+      wallet,
+      privateKeyToAccount(viewerKey).address,
+    ));
     ({ user: other, apiKey: otherApiKey } = await enabledMerchant(stack, otherWallet));
     for (const address of [wallet.address, otherWallet.address, gasAccount.address]) {
       await setEtherBalance(stack.rpcUrl, address, 10n ** 18n);
     }
-    dir = mkdtempSync(join(tmpdir(), "confidential-check-"));
   });
   after(async () => {
     await stack?.stop();
@@ -161,6 +191,51 @@ describe("a merchant's challenge, end to end", () => {
       days: DayCheck[];
     };
     assert.deepEqual(viaDashboard.days, [check]);
+
+    // A service that says the credit covers the receipts fools a check that
+    // takes the credit from it; the viewer key decrypts the vault's own.
+    const lying = { days: [{ ...check, credit: check.receiptsTotal, shortfall: false }] };
+    const viewerFile = join(dir, "viewer.key");
+    writeFileSync(viewerFile, viewerKey, { mode: 0o600 });
+    const own = {
+      CONFIDENTIAL_CHECK_API_KEY: apiKey,
+      CONFIDENTIAL_CHECK_RPC_URL: stack.rpcUrl,
+      CONFIDENTIAL_CHECK_VAULT_ADDRESS: contract,
+      CONFIDENTIAL_CHECK_SLOT: await slotOf(user),
+      CONFIDENTIAL_CHECK_RECEIPTS_FILE: store.file,
+    };
+    await withStandIn(lying, async (url) => {
+      const fooled = await runCheck({ ...own, CONFIDENTIAL_CHECK_URL: url }, []);
+      assert.equal(fooled.code, 0, fooled.out);
+      assert.match(fooled.out, /credit +0\.010000 .* ok/);
+      const viewed = await runCheck(
+        {
+          ...own,
+          CONFIDENTIAL_CHECK_URL: url,
+          CONFIDENTIAL_CHECK_VIEWER_KEY_FILE: viewerFile,
+          CONFIDENTIAL_CHECK_FHEVM: "devnet",
+          CONFIDENTIAL_CHECK_DEVNET_INPUTS_FILE: join(dir, "8453.fhevm-inputs.jsonl"),
+        },
+        [],
+      );
+      assert.equal(viewed.code, 2, viewed.out);
+      assert.match(viewed.out, /credit +0\.000000 .* SHORT .*the service said 0\.010000/);
+    });
+    // The service's own viewer's key is not the slot's: refused, nothing decrypted.
+    const wrongFile = join(dir, "wrong-viewer.key");
+    writeFileSync(wrongFile, generatePrivateKey(), { mode: 0o600 });
+    const wrong = await runCheck(
+      {
+        ...own,
+        CONFIDENTIAL_CHECK_URL: stack.url,
+        CONFIDENTIAL_CHECK_VIEWER_KEY_FILE: wrongFile,
+        CONFIDENTIAL_CHECK_FHEVM: "devnet",
+        CONFIDENTIAL_CHECK_DEVNET_INPUTS_FILE: join(dir, "8453.fhevm-inputs.jsonl"),
+      },
+      [],
+    );
+    assert.equal(wrong.code, 1, wrong.out);
+    assert.match(wrong.out, /viewer on-chain is/);
 
     // The merchant's check, from its own receipts and settings.
     const keyFile = join(dir, "gas.key");

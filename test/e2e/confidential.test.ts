@@ -133,14 +133,24 @@ describe("confidential settlement end to end", () => {
     assert.equal(refused.status, 400);
     assert.equal((await status(merchantKey)).configured, false);
 
+    // The wallet as the slot's viewer is refused: it is public and would name the merchant.
+    const signature = await wallet.signMessage({ message });
+    const named = await merchantUser.call("/api/confidential/enable", {
+      method: "POST",
+      body: { address: wallet.address, signature, viewer: wallet.address },
+    });
+    assert.equal(named.status, 400);
+    const viewer = privateKeyToAccount(generatePrivateKey()).address;
     const res = await merchantUser.call("/api/confidential/enable", {
       method: "POST",
-      body: { address: wallet.address, signature: await wallet.signMessage({ message }) },
+      body: { address: wallet.address, signature, viewer },
     });
     assert.equal(res.status, 200, await res.clone().text());
-    const enabled = await json<{ slot: string; merchantAddress: string }>(res);
+    const enabled = await json<{ slot: string; merchantAddress: string; viewer: string }>(res);
     assert.equal(enabled.merchantAddress, wallet.address);
     assert.match(enabled.slot, /^\d+$/);
+    assert.equal(enabled.viewer, viewer);
+    assert.equal(await stack.service.confidential.vault!.viewerOf(BigInt(enabled.slot)), viewer);
 
     // Another wallet cannot replace it, through the API or in the database.
     const other = privateKeyToAccount(generatePrivateKey());

@@ -23,7 +23,7 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { pad, toHex, type Hex, type PrivateKeyAccount } from "viem";
+import { pad, toHex, zeroAddress, type Hex, type PrivateKeyAccount } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { loadArtifacts } from "../../devnet/evm/compile.js";
 import { devnetWallet } from "../chains/evm/devnetChain.js";
@@ -353,7 +353,7 @@ describe("the operator bond and the vault's liveness (devnet, fhEVM mock)", () =
     // Nobody holds the operator key: the disputed key assigns, credits and closes nothing.
     assert.equal(await refusal(disputed, "closeDay", [BigInt(d2)]), "NotOperator");
     assert.equal(
-      await refusal(disputed, "assignSlot", [toHex(new Uint8Array(32).fill(9))]),
+      await refusal(disputed, "assignSlot", [toHex(new Uint8Array(32).fill(9)), zeroAddress]),
       "NotOperator",
     );
     // Each payment is its merchant's by its opening, whoever sends it. (Its
@@ -398,7 +398,10 @@ describe("the operator bond and the vault's liveness (devnet, fhEVM mock)", () =
     });
     try {
       const commitment = toHex(new Uint8Array(32).fill(7));
-      assert.equal(await refusal(vault.operator, "assignSlot", [commitment]), "TooManySlots");
+      assert.equal(
+        await refusal(vault.operator, "assignSlot", [commitment, zeroAddress]),
+        "TooManySlots",
+      );
     } finally {
       await vault.testClient.setStorageAt({
         address: vault.address,

@@ -148,6 +148,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
       merchant: account.address,
       accountRef: "acct_test",
       walletSignature,
+      viewer: privateKeyToAccount(generatePrivateKey()).address,
     });
     if (txHash) {
       record("assignSlot", (await client.getTransactionReceipt({ hash: txHash })).gasUsed);
@@ -308,7 +309,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
       address: vault.address,
       abi: confidentialVaultAbi,
       functionName: "assignSlot",
-      args: [keccak256(attackerCommitment)],
+      args: [keccak256(attackerCommitment), attacker.address],
       chain: CHAIN,
     });
     await client.waitForTransactionReceipt({ hash });

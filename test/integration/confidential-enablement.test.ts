@@ -72,3 +72,52 @@ test("an assignment cut off, resumed with another signature of the same message:
   assert.equal(firstSlot.txHash, null, "assigned before");
   assert.equal(enabled.slot, firstSlot.slot);
 });
+
+test("the viewer the merchant's tools name at enablement is the slot's on-chain, resumed from the first record, and never changed", async () => {
+  const { db, confidential } = stack.service;
+  const vault = confidential.vault!;
+  const wallet = privateKeyToAccount(generatePrivateKey());
+  const viewer = privateKeyToAccount(generatePrivateKey()).address;
+  const accountId = (await createAccount(db, "viewer")).id;
+  const signature = await wallet.signMessage({
+    message: confidential.merchants.enablementMessage(wallet.address, accountId),
+  });
+  // The wallet itself is refused: the viewer is public and would name the merchant.
+  await assert.rejects(
+    confidential.merchants.enable(accountId, wallet.address, signature, wallet.address),
+    { code: "invalid_request" },
+  );
+
+  // The first try records the viewer and its assignment is lost; the
+  // retry names none and still assigns with the recorded one.
+  const sent: (string | null | undefined)[] = [];
+  const lossy: ConfidentialVault = Object.create(vault) as ConfidentialVault;
+  lossy.assignSlot = async (args) => {
+    sent.push(args.viewer);
+    if (sent.length === 1) throw new Error("the node did not answer");
+    return vault.assignSlot(args);
+  };
+  const merchants = new ConfidentialMerchants(db, lossy);
+  await assert.rejects(merchants.enable(accountId, wallet.address, signature, viewer), {
+    code: "service_unavailable",
+  });
+  const enabled = await merchants.enable(accountId, wallet.address, signature);
+  assert.deepEqual(sent, [viewer, viewer]);
+  assert.equal(enabled.viewer, viewer);
+  assert.equal(await vault.viewerOf(enabled.slot!), viewer);
+
+  // Another viewer is refused, by the service and by the database.
+  const other = privateKeyToAccount(generatePrivateKey()).address;
+  await assert.rejects(merchants.enable(accountId, wallet.address, signature, other), {
+    code: "conflict",
+  });
+  await assert.rejects(
+    db
+      .updateTable("confidential_merchants")
+      .set({ viewer_address: other.toLowerCase() } as never)
+      .where("account_id", "=", accountId)
+      .execute(),
+    /viewer is permanent/,
+  );
+  assert.equal((await merchants.find(accountId))?.viewer, viewer);
+});

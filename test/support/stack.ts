@@ -75,6 +75,12 @@ export interface StackOptions {
   families?: { [N in DevnetNamespace]?: FamilyStackOptions<N> };
   /** Serve confidential settlement with the devnet's vault (mock coprocessor in-process). */
   confidential?: boolean;
+  /**
+   * Where the vault's mock coprocessor keeps encrypted inputs' cleartexts
+   * (`<chainId>.fhevm-inputs.jsonl`, as a kept devnet does), so a mock in
+   * another process (a merchant's check) decrypts what the service encrypted.
+   */
+  confidentialInputsDir?: string;
   /** The vault's challenge window in seconds (default 0: a closed day is released at once). */
   confidentialChallengeWindowSeconds?: number;
   /** Node's process metrics on /metrics (off by default: they are the test runner's own). */
@@ -120,7 +126,9 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     ...opts.env,
   });
   const first = Object.entries(devnet.networks)[0]!;
-  const confidential = opts.confidential ? BASE_DEVNET.confidential(devnet) : undefined;
+  const confidential = opts.confidential
+    ? BASE_DEVNET.confidential(devnet, opts.confidentialInputsDir)
+    : undefined;
   if (opts.confidential && !confidential)
     throw new Error(`confidential: true needs ${BASE_DEVNET.vaultNetwork} in networks`);
   const service = await createService({

@@ -121,7 +121,7 @@ contract ConfidentialSettlementVault is ConfidentialVaultShared {
     // ---- events ----
 
     event Initialized(address asset, address operator, address bondOwner, uint256 challengeWindow);
-    event SlotAssigned(uint256 indexed slot, bytes32 commitment);
+    event SlotAssigned(uint256 indexed slot, bytes32 commitment, address viewer);
     event Collected(uint256 indexed day, bytes32 indexed paymentKey, address indexed payer, uint256 amount);
     event PaymentReturned(uint256 indexed day, bytes32 indexed paymentKey, address indexed payer, uint256 amount);
     event StrayReturned(address indexed to, uint256 amount);
@@ -217,16 +217,25 @@ contract ConfidentialSettlementVault is ConfidentialVaultShared {
 
     // ---- enablement ----
 
-    /// @notice Binds a new slot to `commitment`, or returns the slot it already has.
-    ///         There is no way to change a slot's commitment afterwards.
-    function assignSlot(bytes32 commitment) external onlyOperator returns (uint256 slot) {
+    /// @notice Binds a new slot to `commitment`, or returns the slot it already has
+    ///         (`viewer` is then ignored). There is no way to change a slot's
+    ///         commitment or viewer afterwards.
+    /// @param viewer An address of the merchant's own tools (its key never
+    ///        leaves them; 0: none) that may decrypt every pending credit and
+    ///        balance of the slot, so the merchant checks its credit without
+    ///        the operator. Set here, in the one call that creates the slot,
+    ///        rather than by a later setter: no second operator-only call
+    ///        and no "set once" state to guard, and the merchant's tools
+    ///        check `viewerOf(slot)` once, knowing it can never change.
+    function assignSlot(bytes32 commitment, address viewer) external onlyOperator returns (uint256 slot) {
         uint256 existing = _slotOfCommitment[commitment];
         if (existing != 0) return existing - 1;
         if (slotCount >= MAX_SLOTS) revert TooManySlots();
         slot = slotCount++;
         _slots[slot].commitment = commitment;
+        _slots[slot].viewer = viewer;
         _slotOfCommitment[commitment] = slot + 1;
-        emit SlotAssigned(slot, commitment);
+        emit SlotAssigned(slot, commitment, viewer);
     }
 
     // ---- payments ----
@@ -593,10 +602,12 @@ contract ConfidentialSettlementVault is ConfidentialVaultShared {
 
     /// @dev Keeps a slot's credit of the day pending and adds it to the
     ///      attempt's 128-bit sum. The operator may decrypt it, so the
-    ///      service can show each merchant its credit during the window.
+    ///      service can show each merchant its credit during the window, and
+    ///      so may the slot's viewer, so the merchant checks it without us.
     function _addPending(uint256 id, uint256 day, euint64 amount, euint128 sum) private returns (euint128) {
         FHE.allowThis(amount);
         FHE.allow(amount, operator);
+        _allowViewer(_slots[id], amount);
         _pending[id][day] = amount;
         euint128 wide = FHE.asEuint128(amount);
         return FHE.isInitialized(sum) ? FHE.add(sum, wide) : wide;

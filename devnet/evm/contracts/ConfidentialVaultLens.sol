@@ -161,6 +161,13 @@ contract ConfidentialVaultLens is ConfidentialVaultStorage {
         return (s.commitment, euint64.unwrap(s.balance), s.withdrawNonce, s.revealedOwner);
     }
 
+    /// @notice The address the slot's merchant committed at assignment that may
+    ///         decrypt the slot's pending credits and balance (0: none).
+    function viewerOf(uint256 slot) external view returns (address) {
+        if (slot >= slotCount) revert UnknownSlot(slot);
+        return _slots[slot].viewer;
+    }
+
     function withdrawal(uint256 id)
         external
         view

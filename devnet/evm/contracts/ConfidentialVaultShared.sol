@@ -58,13 +58,22 @@ abstract contract ConfidentialVaultShared is ConfidentialVaultStorage {
     }
 
     /// @dev Every new balance handle: the vault keeps using it, the operator
-    ///      may decrypt it (the service's dashboard), and so may the merchant
-    ///      once a withdrawal has named it.
+    ///      may decrypt it (the service's dashboard), so may the slot's
+    ///      viewer (the merchant's own tools), and so may the merchant once
+    ///      a withdrawal has named it.
     function _setBalance(Slot storage s, euint64 balance) internal {
         s.balance = balance;
         FHE.allowThis(balance);
         FHE.allow(balance, operator);
+        _allowViewer(s, balance);
         if (s.revealedOwner != address(0)) FHE.allow(balance, s.revealedOwner);
+    }
+
+    /// @dev Lets the slot's viewer decrypt a handle of the slot's money
+    ///      (its pending credit of a day, its balance).
+    function _allowViewer(Slot storage s, euint64 handle) internal {
+        address viewer = s.viewer;
+        if (viewer != address(0)) FHE.allow(handle, viewer);
     }
 
     /// @dev Runs `target`'s code on this storage with this call's data, and

@@ -100,6 +100,12 @@ abstract contract ConfidentialVaultStorage {
         /// @dev Set by the first withdrawal, which names the merchant anyway;
         ///      from then on its wallet may decrypt its balance.
         address revealedOwner;
+        /// @dev Committed at assignment, never changed: an address of the
+        ///      merchant's own tools, unlinkable to its wallet, that may
+        ///      decrypt every pending credit and balance of the slot, so
+        ///      the merchant checks its credit without the operator
+        ///      (0: none).
+        address viewer;
     }
 
     struct DayState {

@@ -129,6 +129,35 @@ export const merchantVaultAbi = [
   },
   {
     type: "function",
+    name: "viewerOf",
+    stateMutability: "view",
+    inputs: [{ name: "slot", type: "uint256" }],
+    outputs: [{ name: "", type: "address" }],
+  },
+  {
+    type: "function",
+    name: "slotDayCredit",
+    stateMutability: "view",
+    inputs: [
+      { name: "slot", type: "uint256" },
+      { name: "day", type: "uint256" },
+    ],
+    outputs: [{ name: "", type: "bytes32" }],
+  },
+  {
+    type: "function",
+    name: "slotInfo",
+    stateMutability: "view",
+    inputs: [{ name: "slot", type: "uint256" }],
+    outputs: [
+      { name: "commitment", type: "bytes32" },
+      { name: "balance", type: "bytes32" },
+      { name: "withdrawNonce", type: "uint64" },
+      { name: "revealedOwner", type: "address" },
+    ],
+  },
+  {
+    type: "function",
     name: "challenge",
     stateMutability: "nonpayable",
     inputs: [

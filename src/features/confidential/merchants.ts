@@ -6,7 +6,10 @@
  * signs a message (an exchange deposit address cannot, which is the point),
  * the row is written once and never changed (a trigger refuses it), and the
  * contract assigns the slot. Repeating the call with the same wallet resumes
- * an assignment that was cut off; another wallet is refused.
+ * an assignment that was cut off; another wallet is refused. The merchant's
+ * tools may name the slot's viewer (an address of theirs, unlinkable to the
+ * wallet) with it: the vault lets that address decrypt the slot's pending
+ * credits and balance, so the merchant checks its credit without us.
  */
 import {
   getAddress,
@@ -31,6 +34,8 @@ export interface MerchantRecord {
   accountId: string;
   merchant: Address;
   slot: bigint | null;
+  /** The slot's viewer (may decrypt its pending credits and balance); null: none. */
+  viewer: Address | null;
   mode: OfferMode;
   enabledAt: Date | null;
 }
@@ -49,7 +54,7 @@ export class ConfidentialMerchants {
   async find(accountId: string): Promise<MerchantRecord | undefined> {
     const row = await this.db
       .selectFrom("confidential_merchants")
-      .select(["account_id", "merchant_address", "slot", "mode", "enabled_at"])
+      .select(["account_id", "merchant_address", "slot", "viewer_address", "mode", "enabled_at"])
       .where("account_id", "=", accountId)
       .executeTakeFirst();
     if (!row) return undefined;
@@ -57,6 +62,7 @@ export class ConfidentialMerchants {
       accountId: row.account_id,
       merchant: getAddress(row.merchant_address),
       slot: row.slot === null ? null : BigInt(row.slot),
+      viewer: row.viewer_address === null ? null : getAddress(row.viewer_address),
       mode: row.mode,
       enabledAt: row.enabled_at,
     };
@@ -82,13 +88,28 @@ export class ConfidentialMerchants {
     return this.requireVault().enablementMessage(parseAddress(merchant), accountId);
   }
 
+  /**
+   * `viewerInput`: the slot's viewer, an address whose key the merchant's
+   * own tools hold (never its wallet's: the viewer is on-chain and would
+   * name the merchant), that may decrypt the slot's pending credits and
+   * balance. Recorded with the first enablement and never changed: a
+   * repeated call that names another viewer is refused.
+   */
   async enable(
     accountId: string,
     merchantInput: string,
     signature: string,
+    viewerInput?: string | null,
   ): Promise<MerchantRecord> {
     const vault = this.requireVault();
     const merchant = parseAddress(merchantInput);
+    const viewer = viewerInput ? parseAddress(viewerInput) : null;
+    if (viewer === merchant) {
+      throw new ServiceError(
+        "invalid_request",
+        "the viewer must not be the withdrawal address: it is public and would name the slot's merchant",
+      );
+    }
     if (!/^0x[0-9a-fA-F]+$/.test(signature)) {
       throw new ServiceError("invalid_request", "signature must be a 0x-prefixed hex string");
     }
@@ -111,6 +132,12 @@ export class ConfidentialMerchants {
         `confidential settlement is bound to ${existing.merchant} for good; the withdrawal address cannot be changed`,
       );
     }
+    if (existing && viewerInput !== undefined && existing.viewer !== viewer) {
+      throw new ServiceError(
+        "conflict",
+        `the slot's viewer is ${existing.viewer ?? "none"} for good; it cannot be changed`,
+      );
+    }
     if (!existing) {
       const inserted = await this.db
         .insertInto("confidential_merchants")
@@ -119,6 +146,7 @@ export class ConfidentialMerchants {
           merchant_address: merchant.toLowerCase(),
           enablement_message: message,
           wallet_signature: signature,
+          viewer_address: viewer?.toLowerCase() ?? null,
         })
         .onConflict((oc) => oc.doNothing())
         .returning("account_id")
@@ -141,7 +169,7 @@ export class ConfidentialMerchants {
     // when it resumes an assignment whose answer was lost.
     const recorded = await this.db
       .selectFrom("confidential_merchants")
-      .select("wallet_signature")
+      .select(["wallet_signature", "viewer_address"])
       .where("account_id", "=", accountId)
       .executeTakeFirstOrThrow();
     const assigned = await vault
@@ -149,6 +177,7 @@ export class ConfidentialMerchants {
         merchant,
         accountRef: accountId,
         walletSignature: recorded.wallet_signature as Hex,
+        viewer: recorded.viewer_address === null ? null : getAddress(recorded.viewer_address),
       })
       .catch((e: unknown) => {
         // The wallet is recorded; enabling again with it resumes here.

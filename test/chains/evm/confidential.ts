@@ -26,9 +26,10 @@ async function enableWithWallet(
   merchants: ConfidentialMerchants,
   accountId: string,
   wallet: PrivateKeyAccount,
+  viewer?: Address,
 ) {
   const message = merchants.enablementMessage(wallet.address, accountId);
-  return merchants.enable(accountId, wallet.address, await wallet.signMessage({ message }));
+  return merchants.enable(accountId, wallet.address, await wallet.signMessage({ message }), viewer);
 }
 
 /** Enables `accountId` with a new wallet, signing the enablement message as the dashboard's wallet does. */
@@ -38,14 +39,18 @@ export async function enableWithNewWallet(merchants: ConfidentialMerchants, acco
   return { wallet, merchant };
 }
 
-/** A signed-in dashboard user with an API key, its account enabled for confidential settlement with `wallet`. */
+/**
+ * A signed-in dashboard user with an API key, its account enabled for
+ * confidential settlement with `wallet` (and `viewer` as its slot's viewer).
+ */
 export async function enabledMerchant(
   stack: TestStack,
   wallet: PrivateKeyAccount,
+  viewer?: Address,
 ): Promise<{ user: DashboardUser; apiKey: string }> {
   const user = await signedInUser(stack.service.db, stack.url);
   const apiKey = (await createApiKey(stack.service.db, user.accountId, "shop")).key;
-  await enableWithWallet(stack.service.confidential.merchants, user.accountId, wallet);
+  await enableWithWallet(stack.service.confidential.merchants, user.accountId, wallet, viewer);
   return { user, apiKey };
 }
 

@@ -58,6 +58,8 @@ export interface OwnedSlot {
   owner: PrivateKeyAccount;
   salt: Hex;
   slot: bigint;
+  /** The key of the slot's viewer (committed at assignment): it may decrypt the slot's pending credits and balance. */
+  viewer: PrivateKeyAccount;
 }
 
 /** A payment the vault collected, and (when attributed) its opening: the receipt. */
@@ -96,8 +98,11 @@ export interface DevnetVault {
   /** The chain's UTC day number. */
   today(): Promise<number>;
   usdcOf(who: Address): Promise<bigint>;
-  /** The operator assigns a slot to `owner` (a new key unless given), and the owner gets gas. */
-  assignSlot(owner?: PrivateKeyAccount): Promise<OwnedSlot>;
+  /**
+   * The operator assigns a slot to `owner` (a new key unless given) with
+   * `viewer` (a new key unless given) as its viewer, and the owner gets gas.
+   */
+  assignSlot(owner?: PrivateKeyAccount, viewer?: PrivateKeyAccount): Promise<OwnedSlot>;
   /**
    * A payer's authorization to the vault, collected as the service collects
    * it: committed to `to`'s slot with the operator's attribution (`signer`
@@ -281,13 +286,19 @@ function vaultCalls(parts: VaultParts): DevnetVault {
         functionName: "balanceOf",
         args: [who],
       }),
-    async assignSlot(owner = privateKeyToAccount(generatePrivateKey())) {
+    async assignSlot(
+      owner = privateKeyToAccount(generatePrivateKey()),
+      viewer = privateKeyToAccount(generatePrivateKey()),
+    ) {
       const salt = toHex(randomBytes(32));
       const commitment = slotCommitment(owner.address, salt);
-      assert.equal((await send(op(), "assignSlot", [commitment])).status, "success");
+      assert.equal(
+        (await send(op(), "assignSlot", [commitment, viewer.address])).status,
+        "success",
+      );
       const [, slot] = await read<[boolean, bigint]>("slotOf", [commitment]);
       await testClient.setBalance({ address: owner.address, value: 10n ** 18n });
-      return { owner, salt, slot };
+      return { owner, salt, slot, viewer };
     },
     async authorize(amount, payerIndex = 0) {
       const payer = privateKeyToAccount(parts.payerKeys[payerIndex]!);

@@ -5,8 +5,10 @@
  * How confidential settlement runs, and what this module does in it:
  *   1. Enablement: the merchant's wallet signs `enablementMessage`;
  *      `assignSlot` checks the signature, derives the slot's secret salt from
- *      it and binds a slot to `commitment(merchant, salt)` on-chain. Store the
- *      returned `slot` and `secret`: `submitWithdraw` needs the secret.
+ *      it and binds a slot to `commitment(merchant, salt)` on-chain, with the
+ *      viewer address the merchant's tools chose (it may decrypt the slot's
+ *      pending credits and balance). Store the returned `slot` and `secret`:
+ *      `submitWithdraw` needs the secret.
  *   2. Settling: `attribute` commits the payment to its merchant's slot
  *      (keccak256(key, slot, blinding), the blinding derived from the slot's
  *      salt) and signs that attribution with the operator key; the payer
@@ -54,6 +56,7 @@ import {
   defineChain,
   getAddress,
   http,
+  zeroAddress,
   type Address,
   type Hex,
   type LocalAccount,
@@ -440,7 +443,7 @@ export async function createConfidentialVault(
     enablementMessage: (merchant, accountRef) =>
       enablementMessage({ merchant, accountRef, vault: address, chainId: opts.chainId }),
 
-    async assignSlot({ merchant, accountRef, walletSignature }) {
+    async assignSlot({ merchant, accountRef, walletSignature, viewer }) {
       const message = enablementMessage({
         merchant,
         accountRef,
@@ -462,12 +465,17 @@ export async function createConfidentialVault(
         if (assigned) return { slot, txHash: null, secret };
         const receipt = await send("assignSlot", {
           functionName: "assignSlot",
-          args: [commitment],
+          args: [commitment, viewer ? getAddress(viewer) : zeroAddress],
         });
         const [nowAssigned, newSlot] = await lookup();
         if (!nowAssigned) throw new Error(`assignSlot ${receipt.transactionHash} assigned no slot`);
         return { slot: newSlot, txHash: receipt.transactionHash, secret };
       });
+    },
+
+    async viewerOf(slot) {
+      const viewer = await read<Address>("viewerOf", [slot]);
+      return viewer === zeroAddress ? null : getAddress(viewer);
     },
 
     paymentKey: (payer, nonce) => paymentKey(payer, nonce),

@@ -315,6 +315,7 @@ export const confidentialVaultAbi = [
     inputs: [
       { indexed: true, internalType: "uint256", name: "slot", type: "uint256" },
       { indexed: false, internalType: "bytes32", name: "commitment", type: "bytes32" },
+      { indexed: false, internalType: "address", name: "viewer", type: "address" },
     ],
     name: "SlotAssigned",
     type: "event",
@@ -433,7 +434,10 @@ export const confidentialVaultAbi = [
     type: "function",
   },
   {
-    inputs: [{ internalType: "bytes32", name: "commitment", type: "bytes32" }],
+    inputs: [
+      { internalType: "bytes32", name: "commitment", type: "bytes32" },
+      { internalType: "address", name: "viewer", type: "address" },
+    ],
     name: "assignSlot",
     outputs: [{ internalType: "uint256", name: "slot", type: "uint256" }],
     stateMutability: "nonpayable",
@@ -1040,6 +1044,13 @@ export const confidentialVaultAbi = [
       { internalType: "bool", name: "assigned", type: "bool" },
       { internalType: "uint256", name: "slot", type: "uint256" },
     ],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [{ internalType: "uint256", name: "slot", type: "uint256" }],
+    name: "viewerOf",
+    outputs: [{ internalType: "address", name: "", type: "address" }],
     stateMutability: "view",
     type: "function",
   },

@@ -66,6 +66,7 @@ export function registerConfidentialRoutes(
       return {
         ...status,
         slot: merchant?.slot?.toString() ?? null,
+        viewer: merchant?.viewer ?? null,
         enabledAt: merchant?.enabledAt?.toISOString() ?? null,
         asset: deps.confidential.vault?.asset ?? null,
         fee: {
@@ -103,16 +104,37 @@ export function registerConfidentialRoutes(
         type: "object",
         required: ["address", "signature"],
         additionalProperties: false,
-        properties: { address, signature: { type: "string", pattern: "^0x[0-9a-fA-F]+$" } },
+        properties: {
+          address,
+          signature: { type: "string", pattern: "^0x[0-9a-fA-F]+$" },
+          // The slot's viewer: an address of the merchant's own tools (not
+          // the wallet) that may decrypt the slot's pending credits and balance.
+          viewer: address,
+        },
       },
     }),
     async (request) => {
-      const { address: merchant, signature } = request.body as {
+      const {
+        address: merchant,
+        signature,
+        viewer,
+      } = request.body as {
         address: string;
         signature: string;
+        viewer?: string;
       };
-      const m = await merchants.enable(request.dashboardSession!.accountId, merchant, signature);
-      return { merchantAddress: m.merchant, slot: m.slot?.toString() ?? null, mode: m.mode };
+      const m = await merchants.enable(
+        request.dashboardSession!.accountId,
+        merchant,
+        signature,
+        viewer,
+      );
+      return {
+        merchantAddress: m.merchant,
+        slot: m.slot?.toString() ?? null,
+        viewer: m.viewer,
+        mode: m.mode,
+      };
     },
   );
 
