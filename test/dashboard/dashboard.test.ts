@@ -552,14 +552,21 @@ describe("dashboard in Chromium", () => {
     const { id: accountId } = await accountOf(page);
     await tab(page, "Confidential");
     await page.getByTestId("confidential-fee").getByText("counts as 2 settlements").waitFor();
+    // The slot's viewer: an address of the merchant's own checking tools.
+    const viewer = privateKeyToAccount(generatePrivateKey()).address;
+    await page.getByLabel("Viewer address (optional)").fill(viewer);
     await page.getByRole("button", { name: "Connect wallet and enable" }).click();
     await page.getByTestId("merchant-address").getByText(wallet.address).waitFor();
+    await page.getByTestId("confidential-viewer").getByText(viewer, { exact: false }).waitFor();
     const row = await stack.service.db
       .selectFrom("confidential_merchants")
-      .select(["merchant_address", "slot", "mode"])
+      .select(["merchant_address", "slot", "mode", "viewer_address"])
       .where("account_id", "=", accountId)
       .executeTakeFirstOrThrow();
     assert.equal(row.merchant_address, wallet.address.toLowerCase());
+    assert.equal(row.viewer_address?.toLowerCase(), viewer.toLowerCase());
+    const slotViewer = await stack.service.confidential.vault!.viewerOf(BigInt(row.slot!));
+    assert.equal(slotViewer?.toLowerCase(), viewer.toLowerCase(), "the vault holds it");
     assert.match(row.slot ?? "", /^\d+$/);
     assert.equal(row.mode, "both");
 

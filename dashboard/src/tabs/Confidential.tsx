@@ -23,6 +23,8 @@ interface ConfidentialInfo {
   merchantAddress: string;
   slot: string | null;
   enabledAt: string | null;
+  /** The address the slot's pending credit and balance are also readable by (null: none). */
+  viewer: string | null;
   fee: { unitsPerSettlement: number; explanation: string };
   description: string;
   observer: string;
@@ -132,6 +134,7 @@ export function Confidential() {
     queryFn: () => api<ConfidentialInfo>("/api/confidential"),
   });
   const refresh = () => void queryClient.invalidateQueries({ queryKey: ["confidential"] });
+  const [viewer, setViewer] = useState("");
   const enable = useMutation({
     mutationFn: async () => {
       const address = await walletAddress();
@@ -142,7 +145,10 @@ export function Confidential() {
         method: "personal_sign",
         params: [utf8Hex(message), address],
       })) as string;
-      return api("/api/confidential/enable", { method: "POST", body: { address, signature } });
+      const body = viewer.trim()
+        ? { address, signature, viewer: viewer.trim() }
+        : { address, signature };
+      return api("/api/confidential/enable", { method: "POST", body });
     },
     onSuccess: refresh,
   });
@@ -173,6 +179,20 @@ export function Confidential() {
                 Connect the wallet you will withdraw to and sign one message. It must be a wallet
                 whose keys you hold: an exchange deposit address cannot sign, and the address can
                 never be changed afterwards, by you or by us.
+              </p>
+              <label htmlFor="viewer-address">Viewer address (optional)</label>
+              <input
+                id="viewer-address"
+                className="mono"
+                placeholder="0x…"
+                value={viewer}
+                onChange={(e) => setViewer(e.target.value)}
+              />
+              <p className="muted">
+                An address whose key only your own checking tools hold, not your withdrawal wallet.
+                The contract lets it decrypt your slot&apos;s pending credit and balance, so{" "}
+                <code>npm run confidential:check</code> can compare them with your receipts without
+                asking us. It is public on-chain and fixed once set.
               </p>
               <button
                 type="button"
@@ -206,6 +226,10 @@ export function Confidential() {
                     <span className="muted">
                       (with the contract, what your own check needs: npm run confidential:check)
                     </span>
+                  </dd>
+                  <dt>Viewer</dt>
+                  <dd className="mono" data-testid="confidential-viewer">
+                    {c.viewer ?? "none"}
                   </dd>
                   <dt>Enabled</dt>
                   <dd>{when(c.enabledAt)}</dd>
