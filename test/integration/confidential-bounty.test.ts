@@ -10,13 +10,21 @@
  * - A challenge that proves no shortfall pays nothing.
  * - A bond with too little beyond what the days hold pays the shortfall in
  *   full and what is left of the bounty.
+ * - The service's vault client reports the bounty beside the shortfall
+ *   (the day's check, the tab).
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { parseEventLogs, type Hex, type PrivateKeyAccount, type TransactionReceipt } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startDevnetFhevm } from "../../devnet/evm/fhevm.js";
+import { createConfidentialVault } from "../../src/chains/evm/confidential/vault.js";
 import {
   startDevnetVault,
+  VAULT_CHAIN_ID,
   type CollectedPayment,
   type DevnetVault,
 } from "../chains/evm/devnetVault.js";
@@ -147,10 +155,36 @@ describe("the challenge bounty (devnet, fhEVM mock)", () => {
       const r = await vault.send(watcher, "redeem", [p.key, merchant.slot, p.opening!.blinding]);
       assert.equal(r.status, "success");
     }
-    assert.equal((await vault.resumeWith()).status, "success");
+    const nextKey = generatePrivateKey();
+    assert.equal((await vault.resumeWith(privateKeyToAccount(nextKey))).status, "success");
     const resumed = await money();
     assert.equal(resumed.bond, proven.bond, "the bond keeps its loss");
     assert.equal(resumed.paidBounties, proven.paidBounties);
+    // The service's client reports both, over every attempt of the day (the
+    // day's check and the tab read them).
+    const dir = mkdtempSync(join(tmpdir(), "bounty-"));
+    const service = await createConfidentialVault({
+      rpcUrl: vault.rpcUrl,
+      chainId: VAULT_CHAIN_ID,
+      contractAddress: vault.address,
+      operatorKey: nextKey,
+      mode: {
+        mock: () =>
+          startDevnetFhevm({
+            rpcUrl: vault.rpcUrl,
+            chainId: VAULT_CHAIN_ID,
+            cleartextFile: join(dir, "cleartexts.jsonl"),
+          }),
+      },
+    });
+    try {
+      assert.equal(await service.penaltiesPaid(merchant.slot, day), stolen);
+      assert.equal(await service.bountiesPaid(merchant.slot, day), bounty);
+      assert.equal(await service.bountiesPaid(thief.slot, day), 0n);
+    } finally {
+      await service.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
     const total = 710_000n + stolen + bounty;
     assert.equal(await vault.balanceOf(merchant.slot), total);
     const before = await vault.usdcOf(merchant.owner.address);
