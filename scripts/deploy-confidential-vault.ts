@@ -10,6 +10,10 @@
  *   CONFIDENTIAL_BOND_OWNER_ADDRESS=0x…              holds the operator bond (a cold key, not the operator)
  *   CONFIDENTIAL_CHALLENGE_WINDOW_SECONDS=172800     how long a closed day may be challenged (default 2 days;
  *                                                    the contract takes 1 to 30 days)
+ *   CONFIDENTIAL_CHALLENGE_BOUNTY_BASE=100000        paid from the bond to a slot whose challenges prove a
+ *   CONFIDENTIAL_CHALLENGE_BOUNTY_PER_OPENING=5000   shortfall, once, and per opening presented (USDC base
+ *                                                    units; defaults 0.10 and 0.005 USDC; the contract
+ *                                                    takes at least 0.01 and 0.001)
  *   CONFIDENTIAL_ACL_ADDRESS, CONFIDENTIAL_EXECUTOR_ADDRESS, CONFIDENTIAL_KMS_VERIFIER_ADDRESS
  *                                                    the chain's fhEVM host contracts
  *   CONFIDENTIAL_ASSET_ADDRESS=0x…                   default: USDC on Base
@@ -21,7 +25,10 @@
  */
 import { readFileSync } from "node:fs";
 import type { Address, Hex } from "viem";
-import { deployConfidentialVault } from "../devnet/evm/deployConfidentialVault.js";
+import {
+  DEFAULT_CHALLENGE_BOUNTY,
+  deployConfidentialVault,
+} from "../devnet/evm/deployConfidentialVault.js";
 
 /** Two days: a merchant's wallet or its daily check has a full day's slack. */
 const DEFAULT_CHALLENGE_WINDOW_S = 172_800;
@@ -49,6 +56,14 @@ function deployerKey(): Hex {
   return key as Hex;
 }
 
+/** A whole number of USDC base units from the environment, or the default. */
+function units(name: string, fallback: bigint): bigint {
+  const v = process.env[name]?.trim();
+  if (!v) return fallback;
+  if (!/^[0-9]+$/.test(v)) throw new Error(`${name} must be a whole number of USDC base units`);
+  return BigInt(v);
+}
+
 async function main(): Promise<void> {
   const rpcUrl =
     process.env["CONFIDENTIAL_DEPLOY_RPC_URL"]?.trim() ||
@@ -64,6 +79,13 @@ async function main(): Promise<void> {
     challengeWindowSeconds: Number(
       process.env["CONFIDENTIAL_CHALLENGE_WINDOW_SECONDS"]?.trim() || DEFAULT_CHALLENGE_WINDOW_S,
     ),
+    challengeBounty: {
+      base: units("CONFIDENTIAL_CHALLENGE_BOUNTY_BASE", DEFAULT_CHALLENGE_BOUNTY.base),
+      perOpening: units(
+        "CONFIDENTIAL_CHALLENGE_BOUNTY_PER_OPENING",
+        DEFAULT_CHALLENGE_BOUNTY.perOpening,
+      ),
+    },
     coprocessor: {
       acl: address("CONFIDENTIAL_ACL_ADDRESS"),
       executor: address("CONFIDENTIAL_EXECUTOR_ADDRESS"),

@@ -79,6 +79,16 @@ const DEVNET_BOND = 1_000_000n * 10n ** 6n;
 
 const RECEIPT_TIMEOUT_MS = 60_000;
 
+/**
+ * The vault's challenge bounty in USDC base units (6 decimals): `base` once
+ * per slot, day and attempt whose openings prove a shortfall, `perOpening`
+ * for each opening the slot presented in that attempt.
+ */
+export interface ChallengeBounty {
+  base: bigint;
+  perOpening: bigint;
+}
+
 export async function placeConfidentialVault(opts: {
   rpcUrl: string;
   chainId: number;
@@ -94,6 +104,13 @@ export async function placeConfidentialVault(opts: {
    * vault's constructor refuses a window under `MIN_CHALLENGE_WINDOW`.)
    */
   challengeWindowSeconds?: number;
+  /**
+   * What a proven shortfall pays its slot from the bond besides the
+   * shortfall. Default none (0 and 0): the devnet has no challenge window
+   * by default either; tests of the bounty set one. (A deployed vault's
+   * constructor refuses a bounty under the contract's floor.)
+   */
+  challengeBounty?: ChallengeBounty;
 }): Promise<DevnetConfidentialInfo> {
   const info: DevnetConfidentialInfo = {
     contractAddress: CONFIDENTIAL_VAULT_ADDRESS,
@@ -161,6 +178,7 @@ export async function placeConfidentialVault(opts: {
       operator.address,
       bondOwner.address,
       BigInt(opts.challengeWindowSeconds ?? 0),
+      opts.challengeBounty ?? { base: 0n, perOpening: 0n },
       CONFIDENTIAL_LENS_ADDRESS,
       CONFIDENTIAL_COURT_ADDRESS,
       {

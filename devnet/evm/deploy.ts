@@ -41,6 +41,7 @@ import type { Artifacts } from "./compile.js";
 import {
   CONFIDENTIAL_NETWORK_ID,
   placeConfidentialVault,
+  type ChallengeBounty,
   type DevnetConfidentialInfo,
 } from "./confidentialVault.js";
 import { devnetDeployerKey } from "./keys.js";
@@ -57,6 +58,8 @@ export interface DeployOptions {
   ownerKey?: Hex;
   /** The confidential vault's challenge window in seconds (default 0, see confidentialVault.ts). */
   confidentialChallengeWindowSeconds?: number;
+  /** The confidential vault's challenge bounty (default none, see confidentialVault.ts). */
+  confidentialChallengeBounty?: ChallengeBounty;
 }
 
 export interface DeployedNetwork {
@@ -259,6 +262,9 @@ export async function deployNetwork(opts: DeployOptions): Promise<DeployedNetwor
           ...(opts.confidentialChallengeWindowSeconds === undefined
             ? {}
             : { challengeWindowSeconds: opts.confidentialChallengeWindowSeconds }),
+          ...(opts.confidentialChallengeBounty === undefined
+            ? {}
+            : { challengeBounty: opts.confidentialChallengeBounty }),
         })
       : undefined;
   return { assets, notDeployed, owner: owner.address, ...(confidential ? { confidential } : {}) };

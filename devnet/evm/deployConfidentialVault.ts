@@ -7,7 +7,8 @@
  * initialize a freshly deployed vault before its owner (the devnet instead
  * places the runtime code and calls `initialize`, see confidentialVault.ts).
  * The constructor refuses a challenge window under the contract's
- * `MIN_CHALLENGE_WINDOW` (a day) or over `MAX_CHALLENGE_WINDOW` (30 days).
+ * `MIN_CHALLENGE_WINDOW` (a day) or over `MAX_CHALLENGE_WINDOW` (30 days),
+ * and a challenge bounty under its floor.
  *
  * The contract is compiled from `devnet/contracts` by the same solc step as
  * the devnet's (compile.ts). Only addresses are needed: the operator's key
@@ -25,10 +26,26 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { loadArtifacts } from "./compile.js";
+import type { ChallengeBounty } from "./confidentialVault.js";
 
 /** The contract's MIN_CHALLENGE_WINDOW and MAX_CHALLENGE_WINDOW, checked before anything is sent. */
 const MIN_WINDOW_S = 86_400;
 const MAX_WINDOW_S = 30 * 86_400;
+/** The contract's MIN_CHALLENGE_BOUNTY_BASE and MIN_CHALLENGE_BOUNTY_PER_OPENING (USDC base units). */
+const MIN_BOUNTY = { base: 10_000n, perOpening: 1_000n };
+
+/**
+ * The default challenge bounty, in USDC base units (6 decimals): 0.10 USDC
+ * per proof and 0.005 USDC per opening presented. Measured on the devnet, a
+ * proof costs about 656k gas besides its openings (presenting one receipt
+ * 316k, resolving with a shortfall up to 369k, less the one receipt's 29k)
+ * and 29k gas per opening. With ETH at $4,000 a gas unit at 0.04 gwei costs
+ * $0.00000016: 656k gas is $0.105 and 29k gas $0.0046, so the defaults repay
+ * a true challenger's gas up to about 0.04 gwei, several times what an L2
+ * such as Base usually charges (around 0.01 gwei), and a thief pays at
+ * least 0.105 USDC for every theft proven.
+ */
+export const DEFAULT_CHALLENGE_BOUNTY: ChallengeBounty = { base: 100_000n, perOpening: 5_000n };
 
 export interface VaultDeployment {
   rpcUrl: string;
@@ -45,6 +62,12 @@ export interface VaultDeployment {
   bondOwner: Address;
   /** Seconds between a day's close and the release of its credits (1 to 30 days). */
   challengeWindowSeconds: number;
+  /**
+   * What a proven shortfall pays its slot from the bond besides the
+   * shortfall, USDC base units (default `DEFAULT_CHALLENGE_BOUNTY`; the
+   * contract refuses less than 0.01 USDC per proof or 0.001 per opening).
+   */
+  challengeBounty?: ChallengeBounty;
   /** The chain's fhEVM host contracts. */
   coprocessor: { acl: Address; executor: Address; kmsVerifier: Address };
 }
@@ -73,6 +96,12 @@ export async function deployConfidentialVault(d: VaultDeployment): Promise<Deplo
   ) {
     throw new Error(
       `the challenge window must be ${MIN_WINDOW_S} to ${MAX_WINDOW_S} seconds (a day to 30 days: merchants' watchers check each close in it); the contract refuses anything else`,
+    );
+  }
+  const bounty = d.challengeBounty ?? DEFAULT_CHALLENGE_BOUNTY;
+  if (bounty.base < MIN_BOUNTY.base || bounty.perOpening < MIN_BOUNTY.perOpening) {
+    throw new Error(
+      `the challenge bounty must be at least ${MIN_BOUNTY.base} per proof and ${MIN_BOUNTY.perOpening} per opening (USDC base units); the contract refuses less`,
     );
   }
   const chain = defineChain({
@@ -124,6 +153,7 @@ export async function deployConfidentialVault(d: VaultDeployment): Promise<Deplo
       d.operator,
       d.bondOwner,
       BigInt(d.challengeWindowSeconds),
+      bounty,
       lens,
       court,
       {
@@ -140,20 +170,25 @@ export async function deployConfidentialVault(d: VaultDeployment): Promise<Deplo
   const address = getAddress(receipt.contractAddress);
   const read = (functionName: string) =>
     client.readContract({ address, abi: artifact.abi, functionName }) as Promise<unknown>;
-  const [operator, asset, deploymentBlock, bondOwner, window, lensOf, courtOf] = await Promise.all([
-    read("operator"),
-    read("asset"),
-    read("deploymentBlock"),
-    read("bondOwner"),
-    read("challengeWindow"),
-    read("lens"),
-    read("court"),
-  ]);
+  const [operator, asset, deploymentBlock, bondOwner, window, lensOf, courtOf, base, perOpening] =
+    await Promise.all([
+      read("operator"),
+      read("asset"),
+      read("deploymentBlock"),
+      read("bondOwner"),
+      read("challengeWindow"),
+      read("lens"),
+      read("court"),
+      read("challengeBountyBase"),
+      read("challengeBountyPerOpening"),
+    ]);
   if (
     getAddress(operator as Address) !== getAddress(d.operator) ||
     getAddress(asset as Address) !== getAddress(d.asset) ||
     getAddress(bondOwner as Address) !== getAddress(d.bondOwner) ||
     window !== BigInt(d.challengeWindowSeconds) ||
+    base !== bounty.base ||
+    perOpening !== bounty.perOpening ||
     getAddress(lensOf as Address) !== lens ||
     getAddress(courtOf as Address) !== court ||
     deploymentBlock !== receipt.blockNumber

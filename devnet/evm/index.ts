@@ -15,7 +15,11 @@ import { EVM_NETWORKS, findEvmNetwork, type EvmNetwork } from "../../src/chains/
 import { startAnvil, type AnvilNode } from "./anvil.js";
 import { loadArtifacts } from "./compile.js";
 import { deployNetwork } from "./deploy.js";
-import { CONFIDENTIAL_NETWORK_ID, placeConfidentialVault } from "./confidentialVault.js";
+import {
+  CONFIDENTIAL_NETWORK_ID,
+  placeConfidentialVault,
+  type ChallengeBounty,
+} from "./confidentialVault.js";
 import {
   DEFAULT_DEVNET_FILE,
   writeDevnetFile,
@@ -90,6 +94,11 @@ export interface DevnetOptions {
    * once); tests of the challenge set one.
    */
   confidentialChallengeWindowSeconds?: number;
+  /**
+   * The confidential vault's challenge bounty, USDC base units. Default none
+   * (0 and 0); tests of the bounty set one.
+   */
+  confidentialChallengeBounty?: ChallengeBounty;
   /** Receives one line per step ("starting anvil for …"). Default: silent. */
   progress?: (line: string) => void;
   /**
@@ -191,6 +200,9 @@ export async function startDevnet(opts: DevnetOptions = {}): Promise<Devnet> {
           ...(opts.confidentialChallengeWindowSeconds === undefined
             ? {}
             : { confidentialChallengeWindowSeconds: opts.confidentialChallengeWindowSeconds }),
+          ...(opts.confidentialChallengeBounty === undefined
+            ? {}
+            : { confidentialChallengeBounty: opts.confidentialChallengeBounty }),
         });
         for (const [symbol, address] of Object.entries(deployed.assets)) {
           say(`${network.id}: deployed ${symbol} at ${address}`);

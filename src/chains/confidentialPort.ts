@@ -272,6 +272,11 @@ export interface ConfidentialVault {
   /** What the bond paid into `slot`'s balance for shortfalls of `day`'s splits (every attempt). */
   penaltiesPaid(slot: bigint, day: number): Promise<bigint>;
   /**
+   * The challenge bounties the bond paid into `slot`'s balance besides those
+   * shortfalls, for the openings that proved them (every attempt).
+   */
+  bountiesPaid(slot: bigint, day: number): Promise<bigint>;
+  /**
    * Presents receipts (all of one day and slot) against the slot's credit
    * of that day, from the operator key (anyone may send it): what the
    * service does when a closed split differs from its own plan.

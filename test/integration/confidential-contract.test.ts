@@ -360,6 +360,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
           attacker.address,
           attacker.address,
           0n,
+          { base: 0n, perOpening: 0n },
           attacker.address,
           attacker.address,
           { ACLAddress: usdc, CoprocessorAddress: usdc, KMSVerifierAddress: usdc },
@@ -883,6 +884,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
           privateKeyToAccount(generatePrivateKey()).address,
           privateKeyToAccount(generatePrivateKey()).address,
           0n,
+          { base: 0n, perOpening: 0n },
           deployed.lens,
           deployed.court,
           { ACLAddress: usdc, CoprocessorAddress: usdc, KMSVerifierAddress: usdc },
@@ -897,7 +899,19 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
       account: privateKeyToAccount(info.facilitatorPrivateKeys[1]!),
       chain: CHAIN,
     });
-    for (const window of [0n, 86_399n, 30n * 86_400n + 1n]) {
+    // And the challenge bounty's floor: 0.01 USDC per proof, 0.001 per opening.
+    const bountyOf = async (functionName: "challengeBountyBase" | "challengeBountyPerOpening") =>
+      client.readContract({ address: deployed.address, abi: confidentialVaultAbi, functionName });
+    assert.equal(await bountyOf("challengeBountyBase"), 100_000n, "the default: 0.10 USDC");
+    assert.equal(await bountyOf("challengeBountyPerOpening"), 5_000n, "the default: 0.005 USDC");
+    const fine = { base: 10_000n, perOpening: 1_000n };
+    for (const [window, bounty] of [
+      [0n, fine],
+      [86_399n, fine],
+      [30n * 86_400n + 1n, fine],
+      [86_400n, { base: 9_999n, perOpening: 1_000n }],
+      [86_400n, { base: 10_000n, perOpening: 999n }],
+    ] as const) {
       const hash = await deployer.deployContract({
         abi,
         bytecode,
@@ -906,6 +920,7 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
           operator,
           deployment.bondOwner,
           window,
+          bounty,
           deployed.lens,
           deployed.court,
           {
@@ -917,8 +932,16 @@ describe("confidential settlement vault (devnet, fhEVM mock)", () => {
         gas: 10_000_000n,
       });
       const r = await client.waitForTransactionReceipt({ hash });
-      assert.equal(r.status, "reverted", `a window of ${window} s was taken`);
+      assert.equal(
+        r.status,
+        "reverted",
+        `a window of ${window} s and a bounty of ${bounty.base} + ${bounty.perOpening} were taken`,
+      );
     }
+    await assert.rejects(
+      deployConfidentialVault({ ...deployment, challengeBounty: { base: 0n, perOpening: 0n } }),
+      /challenge bounty must be at least/,
+    );
     await assert.rejects(
       deployConfidentialVault({ ...deployment, challengeWindowSeconds: 3_600 }),
       /a day to 30 days/,

@@ -307,7 +307,8 @@ function verdict(e: DayCheck) {
   if (!e.shortfall) return "Matches";
   if (e.unpresented.length > 0 && BigInt(e.paidFromBond) === 0n) return <strong>Short</strong>;
   if (e.phase === "disputed" && BigInt(e.paidFromBond) > 0n) {
-    return `Challenged: the operator's bond paid the ${usdc(e.paidFromBond)} shortfall into your balance`;
+    const bounty = BigInt(e.bountyFromBond) > 0n ? ` and a ${usdc(e.bountyFromBond)} bounty` : "";
+    return `Challenged: the operator's bond paid the ${usdc(e.paidFromBond)} shortfall${bounty} into your balance`;
   }
   if (e.phase === "disputed") {
     return "Disputed: present your receipts to have any shortfall paid from the operator's bond";

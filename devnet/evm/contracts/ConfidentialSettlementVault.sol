@@ -71,8 +71,10 @@ interface IEIP3009 {
 ///         up to; the KMS decrypts only the shortfall (zero when there is
 ///         none). A shortfall is proven misattribution: the day is disputed
 ///         (none of its split is ever released), the shortfall is paid from
-///         the bond into the slot's balance and never given back to the
-///         bond, and no day closes or releases until the bond owner
+///         the bond into the slot's balance, with the challenge bounty (a
+///         base and a part per opening presented, from the bond no day
+///         holds, so proving a theft never costs its challenger), neither
+///         ever given back to the bond, and no day closes or releases until the bond owner
 ///         `resume`s with another operator key, which reopens for an honest
 ///         split the disputed day and every day closed or closing under the
 ///         disputed key and not yet released; after `MAX_FREEZE` with no
@@ -88,7 +90,7 @@ interface IEIP3009 {
 ///      delay a day, return an unattributed payment of an open day to its
 ///      payer, and
 ///      write a split that a slot's openings prove short, at the cost of the
-///      shortfall from its bond. It cannot mint, wrap a credit around, spend
+///      shortfall and the challenge bounty from its bond. It cannot mint, wrap a credit around, spend
 ///      pending credit, move a merchant's balance, refund an attributed
 ///      payment, re-attribute a payment, or touch the bond.
 ///
@@ -103,7 +105,9 @@ interface IEIP3009 {
 ///        USDC less stray; credited - paid out + bond <= the same.
 ///      - bond >= bondCommitted = the pools of the days closing, closed and
 ///        not released, or disputed (each day's share, less the penalties
-///        it paid); a day's penalties never exceed its share.
+///        it paid); a day's penalties never exceed its share; bounties
+///        (counted in `totalPenalties` too) come only from `bond -
+///        bondCommitted`.
 ///      - The runtime code may be placed with `anvil_setCode` (devnet), so no
 ///        immutables; `initialize` sets everything once, and the constructor
 ///        runs it in a real deployment (with the production floor on the
@@ -120,7 +124,14 @@ contract ConfidentialSettlementVault is ConfidentialVaultShared {
 
     // ---- events ----
 
-    event Initialized(address asset, address operator, address bondOwner, uint256 challengeWindow);
+    event Initialized(
+        address asset,
+        address operator,
+        address bondOwner,
+        uint256 challengeWindow,
+        uint256 challengeBountyBase,
+        uint256 challengeBountyPerOpening
+    );
     event SlotAssigned(uint256 indexed slot, bytes32 commitment, address viewer);
     event Collected(uint256 indexed day, bytes32 indexed paymentKey, address indexed payer, uint256 amount);
     event PaymentReturned(uint256 indexed day, bytes32 indexed paymentKey, address indexed payer, uint256 amount);
@@ -147,7 +158,9 @@ contract ConfidentialSettlementVault is ConfidentialVaultShared {
 
     /// @notice Deploys and initializes in one transaction, so no one can
     ///         initialize a fresh vault before its owner does; a deployed
-    ///         vault's window is at least `MIN_CHALLENGE_WINDOW`. (The devnet
+    ///         vault's window is at least `MIN_CHALLENGE_WINDOW`, and its
+    ///         bounty at least `MIN_CHALLENGE_BOUNTY_BASE` per proof and
+    ///         `MIN_CHALLENGE_BOUNTY_PER_OPENING` per opening. (The devnet
     ///         places the runtime code instead and calls `initialize`, which
     ///         only code placed without its constructor can still run.)
     constructor(
@@ -155,31 +168,38 @@ contract ConfidentialSettlementVault is ConfidentialVaultShared {
         address operator_,
         address bondOwner_,
         uint256 challengeWindow_,
+        Bounty memory bounty,
         address lens_,
         address court_,
         CoprocessorConfig memory coprocessor
     ) {
         if (challengeWindow_ < MIN_CHALLENGE_WINDOW) revert BadChallengeWindow(challengeWindow_);
-        _initialize(asset_, operator_, bondOwner_, challengeWindow_, lens_, court_, coprocessor);
+        if (bounty.base < MIN_CHALLENGE_BOUNTY_BASE || bounty.perOpening < MIN_CHALLENGE_BOUNTY_PER_OPENING) {
+            revert BadChallengeBounty(bounty.base, bounty.perOpening);
+        }
+        _initialize(asset_, operator_, bondOwner_, challengeWindow_, bounty, lens_, court_, coprocessor);
     }
 
     /// @notice Sets the token, the operator (attributes payments, submits
     ///         batches, pays gas; the only account allowed to assign slots,
     ///         credit and return unattributed payments), the bond owner, the
-    ///         challenge window (seconds), the lens that answers the reads
-    ///         this contract leaves out, the court that hears challenges and
-    ///         keeps the bond, and the chain's FHE coprocessor.
+    ///         challenge window (seconds), the challenge bounty (USDC base
+    ///         units, paid from the bond on a proven shortfall), the lens
+    ///         that answers the reads this contract leaves out, the court
+    ///         that hears challenges and keeps the bond, and the chain's FHE
+    ///         coprocessor.
     ///         Once; a deployed vault already ran it in its constructor.
     function initialize(
         IERC20 asset_,
         address operator_,
         address bondOwner_,
         uint256 challengeWindow_,
+        Bounty calldata bounty,
         address lens_,
         address court_,
         CoprocessorConfig calldata coprocessor
     ) external {
-        _initialize(asset_, operator_, bondOwner_, challengeWindow_, lens_, court_, coprocessor);
+        _initialize(asset_, operator_, bondOwner_, challengeWindow_, bounty, lens_, court_, coprocessor);
     }
 
     function _initialize(
@@ -187,6 +207,7 @@ contract ConfidentialSettlementVault is ConfidentialVaultShared {
         address operator_,
         address bondOwner_,
         uint256 challengeWindow_,
+        Bounty memory bounty,
         address lens_,
         address court_,
         CoprocessorConfig memory coprocessor
@@ -198,11 +219,15 @@ contract ConfidentialSettlementVault is ConfidentialVaultShared {
         operator = operator_;
         bondOwner = bondOwner_;
         challengeWindow = challengeWindow_;
+        challengeBountyBase = bounty.base;
+        challengeBountyPerOpening = bounty.perOpening;
         lens = lens_;
         court = court_;
         deploymentBlock = block.number;
         FHE.setCoprocessor(coprocessor);
-        emit Initialized(address(asset_), operator_, bondOwner_, challengeWindow_);
+        emit Initialized(
+            address(asset_), operator_, bondOwner_, challengeWindow_, bounty.base, bounty.perOpening
+        );
     }
 
     /// @notice Everything this contract leaves out runs `court`'s code on

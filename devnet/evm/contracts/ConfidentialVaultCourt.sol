@@ -37,6 +37,9 @@ contract ConfidentialVaultCourt is ConfidentialVaultShared {
     event ChallengeResolved(uint256 indexed id, uint256 shortfall);
     event DayDisputed(uint256 indexed day, uint256 indexed challenge);
     event PenaltyPaid(uint256 indexed day, uint256 indexed slot, uint256 amount);
+    /// @notice `openings`: those the bounty paid for (the slot's in this
+    ///         attempt not yet paid for); `amount`: what the bond paid.
+    event BountyPaid(uint256 indexed day, uint256 indexed slot, uint256 openings, uint256 amount);
     event Resumed(address operator, uint256 reopenedDays);
 
     modifier onlyBondOwner() {
@@ -147,7 +150,8 @@ contract ConfidentialVaultCourt is ConfidentialVaultShared {
         }
         Presented storage shown = _presented[_presentedKey(slot, day, d.attempt)];
         uint256 total = shown.amount + amount;
-        shown.amount = uint128(total);
+        shown.amount = uint64(total);
+        shown.openings += uint32(openings.length);
         euint64 credit = _creditedIn[slot][day] == mark ? _pending[slot][day] : FHE.asEuint64(0);
         euint64 shown_ = FHE.asEuint64(uint64(total));
         euint64 shortfall = FHE.select(FHE.lt(credit, shown_), FHE.sub(shown_, credit), FHE.asEuint64(0));
@@ -172,8 +176,12 @@ contract ConfidentialVaultCourt is ConfidentialVaultShared {
     /// @notice Settles a challenge with the KMS decryption of its shortfall.
     ///         Anyone may submit it. A shortfall disputes the day (nothing of
     ///         its split is released, the vault is frozen) and is paid from
-    ///         the bond into the slot's balance, for good. No shortfall:
-    ///         nothing moves.
+    ///         the bond into the slot's balance, for good, with the bounty:
+    ///         `challengeBountyBase` the first time the slot's openings of
+    ///         the day and attempt prove one, and `challengeBountyPerOpening`
+    ///         for each of them not yet paid for (those of earlier challenges
+    ///         that showed no shortfall on their own included). No
+    ///         shortfall: nothing moves, no bounty.
     function resolveChallenge(uint256 id, bytes calldata cleartexts, bytes calldata decryptionProof) external {
         Challenge storage c = _challenges[id];
         if (c.state != CHALLENGE_OPEN) revert ChallengeNotOpen(id);
@@ -200,19 +208,52 @@ contract ConfidentialVaultCourt is ConfidentialVaultShared {
             emit DayDisputed(day, id);
         }
         Presented storage shown = _presented[_presentedKey(c.slot, day, c.attempt)];
-        if (shortfall <= shown.penalized) return;
-        // The day's share was reserved for exactly this: what its openings
-        // show cannot exceed the pool it held at close.
-        uint256 owed = shortfall - shown.penalized;
-        shown.penalized = uint128(shortfall);
-        d.bondShare -= uint64(owed);
-        bondCommitted -= owed;
-        bond -= owed;
-        totalPenalties += owed;
-        totalCredited += owed;
+        uint256 owed;
+        if (shortfall > shown.penalized) {
+            // The day's share was reserved for exactly this: what its openings
+            // show cannot exceed the pool it held at close.
+            owed = shortfall - shown.penalized;
+            shown.penalized = uint64(shortfall);
+            d.bondShare -= uint64(owed);
+            bondCommitted -= owed;
+            bond -= owed;
+            emit PenaltyPaid(day, c.slot, owed);
+        }
+        uint256 paid = owed + _bounty(shown, day, c.slot, owed);
+        if (paid == 0) return;
+        totalPenalties += paid;
+        totalCredited += paid;
         Slot storage s = _slots[c.slot];
-        _setBalance(s, FHE.add(s.balance, FHE.asEuint64(uint64(owed))));
-        emit PenaltyPaid(day, c.slot, owed);
+        _setBalance(s, FHE.add(s.balance, FHE.asEuint64(uint64(paid))));
+    }
+
+    /// @dev The bounty a proven shortfall pays for the slot's openings of the
+    ///      day and attempt not yet paid for, and the base the first time.
+    ///      Bounded, shortfall first: it comes only from the bond no day
+    ///      holds (`bond - bondCommitted`, which nobody can withdraw while
+    ///      the proof keeps the vault frozen), never from a day's share,
+    ///      which stays whole for the shortfalls any slot of the day may
+    ///      still prove (their openings may show the whole pool). When that
+    ///      free bond cannot cover it, it pays what there is, and the rest
+    ///      is never owed. `resume` gives none of it back. (With `owed`, the
+    ///      shortfall paid beside it, it fits the 64-bit balance add.)
+    function _bounty(Presented storage shown, uint256 day, uint256 slot, uint256 owed)
+        private
+        returns (uint256 paid)
+    {
+        uint256 openings = shown.openings - shown.rewarded;
+        if (openings == 0) return 0;
+        uint256 due = openings * challengeBountyPerOpening;
+        if (shown.rewarded == 0) due += challengeBountyBase;
+        shown.rewarded = shown.openings;
+        uint256 free = bond - bondCommitted;
+        uint256 room = type(uint64).max - owed;
+        paid = due < free ? due : free;
+        if (paid > room) paid = room;
+        bond -= paid;
+        shown.bounty += uint64(paid);
+        totalBounties += paid;
+        emit BountyPaid(day, slot, openings, paid);
     }
 
     /// @dev Puts a new challenge on its day's open list.

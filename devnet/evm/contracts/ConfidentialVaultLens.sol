@@ -87,6 +87,17 @@ contract ConfidentialVaultLens is ConfidentialVaultStorage {
         return (shown.amount, shown.penalized);
     }
 
+    /// @return openings how many openings of `day` a slot presented in `attempt`
+    /// @return paid the bounty the bond paid the slot for them
+    function bountyOf(uint256 slot, uint256 day, uint32 attempt)
+        external
+        view
+        returns (uint256 openings, uint256 paid)
+    {
+        Presented storage shown = _presented[_presentedKey(slot, day, attempt)];
+        return (shown.openings, shown.bounty);
+    }
+
     /// @notice A slot's credit of `day` in its current attempt, until released (0: none).
     function slotDayCredit(uint256 slot, uint256 day) external view returns (bytes32) {
         return _creditedIn[slot][day] == _days[day].attempt + 1 ? euint64.unwrap(_pending[slot][day]) : bytes32(0);

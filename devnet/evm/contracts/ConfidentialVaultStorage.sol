@@ -33,6 +33,13 @@ abstract contract ConfidentialVaultStorage {
     uint256 public constant MAX_FREEZE = 14 days;
     /// @notice Slots are credited every day, so their number bounds a close's cost.
     uint256 public constant MAX_SLOTS = 4096;
+    /// @notice The smallest challenge bounty a deployed vault accepts, in
+    ///         USDC base units: 0.01 USDC per proof and 0.001 USDC per
+    ///         opening presented (what a proof's gas costs on an L2 at a
+    ///         fraction of a gwei), so no deployment makes proving a small
+    ///         theft a loss for its challenger.
+    uint256 public constant MIN_CHALLENGE_BOUNTY_BASE = 10_000;
+    uint256 public constant MIN_CHALLENGE_BOUNTY_PER_OPENING = 1_000;
 
     bytes32 internal constant EIP712_DOMAIN_TYPEHASH =
         keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)");
@@ -75,6 +82,14 @@ abstract contract ConfidentialVaultStorage {
     struct Opening {
         bytes32 key;
         bytes32 blinding;
+    }
+
+    /// @notice The challenge bounty, in USDC base units: `base` once per
+    ///         slot, day and attempt whose openings prove a shortfall, and
+    ///         `perOpening` for each of those openings.
+    struct Bounty {
+        uint64 base;
+        uint64 perOpening;
     }
 
     struct WithdrawRequest {
@@ -152,10 +167,16 @@ abstract contract ConfidentialVaultStorage {
         euint64 handle;
     }
 
-    /// @dev A slot's openings of a day in one attempt, and the shortfall already paid for them.
+    /// @dev A slot's openings of a day in one attempt, the shortfall already
+    ///      paid for them, how many there are, how many a bounty paid for
+    ///      (0: none yet, so the next proof also pays the base), and the
+    ///      bounties paid. One storage word.
     struct Presented {
-        uint128 amount;
-        uint128 penalized;
+        uint64 amount;
+        uint64 penalized;
+        uint32 openings;
+        uint32 rewarded;
+        uint64 bounty;
     }
 
     struct Withdrawal {
@@ -220,7 +241,8 @@ abstract contract ConfidentialVaultStorage {
     uint256 public frozenAt;
     /// @notice The operator key whose split was last proven short: never an operator again.
     address public disputedOperator;
-    /// @notice Paid from the bond into shorted slots' balances, for good.
+    /// @notice Paid from the bond into shorted slots' balances, for good:
+    ///         shortfalls and challenge bounties (`totalBounties`).
     uint256 public totalPenalties;
     /// @dev The days closing, closed and not yet released, or disputed:
     ///      everything a freeze holds and a resume reopens.
@@ -239,11 +261,20 @@ abstract contract ConfidentialVaultStorage {
     ///      whoever submits the answers reads them without scanning every
     ///      challenge ever made or any log.
     mapping(uint256 => uint256[]) internal _openChallengeIds;
+    /// @notice Paid from the bond, besides the shortfall, to a slot whose
+    ///         challenges prove a shortfall: once per slot, day and attempt
+    ///         (USDC base units); set once.
+    uint256 public challengeBountyBase;
+    /// @notice And for each opening that slot presented in that attempt; set once.
+    uint256 public challengeBountyPerOpening;
+    /// @notice The bounties paid, all of them also counted in `totalPenalties`.
+    uint256 public totalBounties;
 
     // ---- errors ----
 
     error AlreadyInitialized();
     error BadChallengeWindow(uint256 window);
+    error BadChallengeBounty(uint256 base, uint256 perOpening);
     error NotOperator();
     error BadOperator(address operator);
     error UnknownSlot(uint256 slot);

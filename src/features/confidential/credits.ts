@@ -84,6 +84,8 @@ export interface DayCheck {
   shortfall: boolean;
   /** What the bond paid into the slot's balance for the day's shortfalls. */
   paidFromBond: string;
+  /** The challenge bounty the bond paid into the slot's balance besides them. */
+  bountyFromBond: string;
   /** On a shortfall, the receipts of the day not presented in its current attempt. */
   unpresented: ConfidentialReceipt[];
 }
@@ -369,6 +371,7 @@ export class ConfidentialCredits {
         receiptsTotal: receiptsTotal.toString(),
         shortfall,
         paidFromBond: (await this.vault.penaltiesPaid(slot, day)).toString(),
+        bountyFromBond: (await this.vault.bountiesPaid(slot, day)).toString(),
         unpresented: shortfall ? counted.filter((_, i) => !presented[i]) : [],
       });
     }

@@ -28,7 +28,10 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { authorizationTypes, eip3009ABI } from "@x402/evm";
 import { startDevnet, type Devnet } from "../../../devnet/evm/index.js";
 import { loadArtifacts } from "../../../devnet/evm/compile.js";
-import { confidentialVaultAbiOf } from "../../../devnet/evm/confidentialVault.js";
+import {
+  confidentialVaultAbiOf,
+  type ChallengeBounty,
+} from "../../../devnet/evm/confidentialVault.js";
 import { startDevnetFhevm, type DevnetFhevm } from "../../../devnet/evm/fhevm.js";
 import { fheClient, type FheClient } from "../../../src/chains/evm/confidential/fhe.js";
 import {
@@ -142,7 +145,7 @@ export interface DevnetVault {
 
 /** Starts the devnet's eip155:8453 and an fhEVM mock of its own (`challengeWindowSeconds`: the vault's, default 0). */
 export async function startDevnetVault(
-  opts: { challengeWindowSeconds?: number } = {},
+  opts: { challengeWindowSeconds?: number; challengeBounty?: ChallengeBounty } = {},
 ): Promise<DevnetVault> {
   let devnet: Devnet | undefined;
   let fhevm: DevnetFhevm | undefined;
@@ -160,6 +163,9 @@ export async function startDevnetVault(
       ...(opts.challengeWindowSeconds === undefined
         ? {}
         : { confidentialChallengeWindowSeconds: opts.challengeWindowSeconds }),
+      ...(opts.challengeBounty === undefined
+        ? {}
+        : { confidentialChallengeBounty: opts.challengeBounty }),
     });
     const info = devnet.networks[VAULT_NETWORK]!;
     const abi = confidentialVaultAbiOf(await loadArtifacts());

@@ -536,6 +536,16 @@ export async function createConfidentialVault(
       return total;
     },
 
+    async bountiesPaid(slot, day) {
+      const { attempt } = await dayInfo(day);
+      let total = 0n;
+      for (let a = 0; a <= attempt; a++) {
+        const [, paid] = await read<[bigint, bigint]>("bountyOf", [slot, BigInt(day), a]);
+        total += paid;
+      }
+      return total;
+    },
+
     async challenge(receipts) {
       const first = receipts[0];
       if (!first || receipts.some((r) => r.day !== first.day || r.slot !== first.slot)) {

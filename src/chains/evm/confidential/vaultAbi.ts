@@ -11,6 +11,15 @@ export const confidentialVaultAbi = [
       { internalType: "address", name: "operator_", type: "address" },
       { internalType: "address", name: "bondOwner_", type: "address" },
       { internalType: "uint256", name: "challengeWindow_", type: "uint256" },
+      {
+        components: [
+          { internalType: "uint64", name: "base", type: "uint64" },
+          { internalType: "uint64", name: "perOpening", type: "uint64" },
+        ],
+        internalType: "struct ConfidentialVaultStorage.Bounty",
+        name: "bounty",
+        type: "tuple",
+      },
       { internalType: "address", name: "lens_", type: "address" },
       { internalType: "address", name: "court_", type: "address" },
       {
@@ -41,6 +50,14 @@ export const confidentialVaultAbi = [
   {
     inputs: [{ internalType: "uint256", name: "amount", type: "uint256" }],
     name: "BadAmount",
+    type: "error",
+  },
+  {
+    inputs: [
+      { internalType: "uint256", name: "base", type: "uint256" },
+      { internalType: "uint256", name: "perOpening", type: "uint256" },
+    ],
+    name: "BadChallengeBounty",
     type: "error",
   },
   {
@@ -276,6 +293,13 @@ export const confidentialVaultAbi = [
       { indexed: false, internalType: "address", name: "operator", type: "address" },
       { indexed: false, internalType: "address", name: "bondOwner", type: "address" },
       { indexed: false, internalType: "uint256", name: "challengeWindow", type: "uint256" },
+      { indexed: false, internalType: "uint256", name: "challengeBountyBase", type: "uint256" },
+      {
+        indexed: false,
+        internalType: "uint256",
+        name: "challengeBountyPerOpening",
+        type: "uint256",
+      },
     ],
     name: "Initialized",
     type: "event",
@@ -414,6 +438,20 @@ export const confidentialVaultAbi = [
   },
   {
     inputs: [],
+    name: "MIN_CHALLENGE_BOUNTY_BASE",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "MIN_CHALLENGE_BOUNTY_PER_OPENING",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
     name: "MIN_CHALLENGE_WINDOW",
     outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
     stateMutability: "view",
@@ -469,6 +507,20 @@ export const confidentialVaultAbi = [
     name: "cancelWithdraw",
     outputs: [],
     stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "challengeBountyBase",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "challengeBountyPerOpening",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
     type: "function",
   },
   {
@@ -615,6 +667,15 @@ export const confidentialVaultAbi = [
       { internalType: "address", name: "operator_", type: "address" },
       { internalType: "address", name: "bondOwner_", type: "address" },
       { internalType: "uint256", name: "challengeWindow_", type: "uint256" },
+      {
+        components: [
+          { internalType: "uint64", name: "base", type: "uint64" },
+          { internalType: "uint64", name: "perOpening", type: "uint64" },
+        ],
+        internalType: "struct ConfidentialVaultStorage.Bounty",
+        name: "bounty",
+        type: "tuple",
+      },
       { internalType: "address", name: "lens_", type: "address" },
       { internalType: "address", name: "court_", type: "address" },
       {
@@ -733,6 +794,13 @@ export const confidentialVaultAbi = [
   },
   {
     inputs: [],
+    name: "totalBounties",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
     name: "totalCollected",
     outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
     stateMutability: "view",
@@ -789,6 +857,17 @@ export const confidentialVaultAbi = [
       { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
     ],
     name: "BondWithdrawn",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "uint256", name: "day", type: "uint256" },
+      { indexed: true, internalType: "uint256", name: "slot", type: "uint256" },
+      { indexed: false, internalType: "uint256", name: "openings", type: "uint256" },
+      { indexed: false, internalType: "uint256", name: "amount", type: "uint256" },
+    ],
+    name: "BountyPaid",
     type: "event",
   },
   {
@@ -893,6 +972,20 @@ export const confidentialVaultAbi = [
     name: "withdrawBond",
     outputs: [],
     stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [
+      { internalType: "uint256", name: "slot", type: "uint256" },
+      { internalType: "uint256", name: "day", type: "uint256" },
+      { internalType: "uint32", name: "attempt", type: "uint32" },
+    ],
+    name: "bountyOf",
+    outputs: [
+      { internalType: "uint256", name: "openings", type: "uint256" },
+      { internalType: "uint256", name: "paid", type: "uint256" },
+    ],
+    stateMutability: "view",
     type: "function",
   },
   {
