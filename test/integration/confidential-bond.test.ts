@@ -24,7 +24,6 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { pad, toHex, zeroAddress, type Hex, type PrivateKeyAccount } from "viem";
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { loadArtifacts } from "../../devnet/evm/compile.js";
 import { devnetWallet } from "../chains/evm/devnetChain.js";
 import {
@@ -63,17 +62,8 @@ describe("the operator bond and the vault's liveness (devnet, fhEVM mock)", () =
     }
     return "accepted";
   };
-  const someone = async () => {
-    const account = privateKeyToAccount(generatePrivateKey());
-    await vault.testClient.setBalance({ address: account.address, value: 10n ** 18n });
-    return account;
-  };
   const phaseOf = async (day: number) => (await vault.read<number[]>("dayInfo", [BigInt(day)]))[7];
   const committed = () => vault.read<bigint>("bondCommitted");
-  const allSlots = async () => {
-    const count = await vault.read<bigint>("slotCount");
-    return Array.from({ length: Number(count) }, (_, i) => BigInt(i));
-  };
   const openChallenge = async (
     from: PrivateKeyAccount,
     day: number,
@@ -119,7 +109,7 @@ describe("the operator bond and the vault's liveness (devnet, fhEVM mock)", () =
     const [closedAt] = await vault.read<bigint[]>("dayChallenges", [BigInt(day)]);
     await vault.warp(closedAt! + WINDOW);
     assert.equal(
-      (await vault.send(vault.operator, "release", [BigInt(day), await allSlots()])).status,
+      (await vault.send(vault.operator, "release", [BigInt(day), await vault.allSlots()])).status,
       "success",
     );
     assert.equal(await committed(), before);
@@ -193,7 +183,7 @@ describe("the operator bond and the vault's liveness (devnet, fhEVM mock)", () =
   test("a challenge still open holds its day past the window; once decided, the day releases", async () => {
     await vault.nextDay();
     const m = await vault.assignSlot();
-    const watcher = await someone();
+    const watcher = await vault.someone();
     const day = await vault.today();
     const p = await vault.pay(1_000_000n, 0, m);
     await vault.nextDay();
@@ -203,12 +193,12 @@ describe("the operator bond and the vault's liveness (devnet, fhEVM mock)", () =
     const honest = await openChallenge(watcher, day, m.slot, [p]);
     await vault.warp((await vault.chainTime()) + WINDOW + 1n);
     assert.equal(
-      await refusal(watcher, "release", [BigInt(day), await allSlots()]),
+      await refusal(watcher, "release", [BigInt(day), await vault.allSlots()]),
       "ChallengeWindowOpen",
     );
     await resolve(honest);
     assert.equal(
-      (await vault.send(watcher, "release", [BigInt(day), await allSlots()])).status,
+      (await vault.send(watcher, "release", [BigInt(day), await vault.allSlots()])).status,
       "success",
     );
     assert.equal(await committed(), base - 0n);
@@ -218,7 +208,7 @@ describe("the operator bond and the vault's liveness (devnet, fhEVM mock)", () =
   test("open challenges are kept per day in storage: whoever submits the KMS's answers reads that day's ids, and a resolved one leaves the list", async () => {
     await vault.nextDay();
     const m = await vault.assignSlot();
-    const watcher = await someone();
+    const watcher = await vault.someone();
     const d1 = await vault.today();
     const p1 = await vault.pay(1_000_000n, 0, m);
     const q1 = await vault.pay(400_000n, 1, m);
@@ -250,7 +240,7 @@ describe("the operator bond and the vault's liveness (devnet, fhEVM mock)", () =
     await vault.nextDay();
     const m = await vault.assignSlot();
     const thief = await vault.assignSlot();
-    const watcher = await someone();
+    const watcher = await vault.someone();
     const d1 = await vault.today();
     const p1 = await vault.pay(1_000_000n, 0, m);
     await vault.nextDay();
@@ -284,7 +274,7 @@ describe("the operator bond and the vault's liveness (devnet, fhEVM mock)", () =
     // d1's window ends during the freeze: it is not released meanwhile.
     await vault.warp((await vault.chainTime()) + WINDOW + 1n);
     assert.equal(
-      await refusal(watcher, "release", [BigInt(d1), await allSlots()]),
+      await refusal(watcher, "release", [BigInt(d1), await vault.allSlots()]),
       "OperatorFrozen",
     );
     // d3 was closing: its proof cannot be submitted while frozen.
@@ -303,7 +293,10 @@ describe("the operator bond and the vault's liveness (devnet, fhEVM mock)", () =
     // So did any other day still held under that key: none holds the bond now.
     assert.equal(await committed(), 0n);
     assert.deepEqual(await vault.read<bigint[]>("heldDays"), []);
-    assert.equal(await refusal(watcher, "release", [BigInt(d1), await allSlots()]), "DayNotClosed");
+    assert.equal(
+      await refusal(watcher, "release", [BigInt(d1), await vault.allSlots()]),
+      "DayNotClosed",
+    );
     assert.equal(
       await refusal(watcher, "finalizeDay", [BigInt(d3), cleartexts, proof]),
       "DayNotClosing",
@@ -315,7 +308,7 @@ describe("the operator bond and the vault's liveness (devnet, fhEVM mock)", () =
     await vault.warp(closedAt! + WINDOW);
     const before = await vault.balanceOf(m.slot);
     assert.equal(
-      (await vault.send(watcher, "release", [BigInt(d1), await allSlots()])).status,
+      (await vault.send(watcher, "release", [BigInt(d1), await vault.allSlots()])).status,
       "success",
     );
     assert.equal((await vault.balanceOf(m.slot)) - before, p1.amount);
@@ -325,7 +318,7 @@ describe("the operator bond and the vault's liveness (devnet, fhEVM mock)", () =
     await vault.nextDay();
     const m = await vault.assignSlot();
     const thief = await vault.assignSlot();
-    const watcher = await someone();
+    const watcher = await vault.someone();
     const d1 = await vault.today();
     const p1 = await vault.pay(2_000_000n, 0, m);
     await vault.nextDay();

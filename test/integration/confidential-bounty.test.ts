@@ -15,19 +15,14 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { parseEventLogs, type Hex, type PrivateKeyAccount, type TransactionReceipt } from "viem";
+import { parseEventLogs, type TransactionReceipt } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startDevnetFhevm } from "../../devnet/evm/fhevm.js";
 import { createConfidentialVault } from "../../src/chains/evm/confidential/vault.js";
-import {
-  startDevnetVault,
-  VAULT_CHAIN_ID,
-  type CollectedPayment,
-  type DevnetVault,
-} from "../chains/evm/devnetVault.js";
+import { startDevnetVault, VAULT_CHAIN_ID, type DevnetVault } from "../chains/evm/devnetVault.js";
 
 const DAY = 86_400n;
 const WINDOW = 2n * DAY;
@@ -49,35 +44,6 @@ describe("the challenge bounty (devnet, fhEVM mock)", () => {
     await vault?.stop();
   });
 
-  const someone = async () => {
-    const account = privateKeyToAccount(generatePrivateKey());
-    await vault.testClient.setBalance({ address: account.address, value: 10n ** 18n });
-    return account;
-  };
-  const allSlots = async () => {
-    const count = await vault.read<bigint>("slotCount");
-    return Array.from({ length: Number(count) }, (_, i) => BigInt(i));
-  };
-  /** A challenge of `paid` for `slot`, then the KMS's answer submitted. */
-  const challenge = async (
-    from: PrivateKeyAccount,
-    day: number,
-    slot: bigint,
-    paid: CollectedPayment[],
-  ) => {
-    const opened = await vault.send(from, "challenge", [
-      BigInt(day),
-      slot,
-      paid.map((p) => ({ key: p.key, blinding: p.opening!.blinding })),
-    ]);
-    assert.equal(opened.status, "success", "the challenge was refused");
-    const id = (await vault.read<bigint>("challengeCount")) - 1n;
-    const [, , , , , , handle] = await vault.read<unknown[]>("challengeInfo", [id]);
-    const { cleartexts, proof } = await vault.fhe.publicDecrypt([handle as Hex]);
-    const resolved = await vault.send(from, "resolveChallenge", [id, cleartexts, proof]);
-    assert.equal(resolved.status, "success");
-    return { opened, resolved };
-  };
   /** The `BountyPaid` events of a receipt, as [openings, amount]. */
   const bounties = (r: TransactionReceipt) =>
     parseEventLogs({ abi: vault.abi, logs: r.logs, eventName: "BountyPaid" }).map((e) => {
@@ -100,7 +66,7 @@ describe("the challenge bounty (devnet, fhEVM mock)", () => {
     await vault.nextDay();
     const merchant = await vault.assignSlot();
     const thief = await vault.assignSlot();
-    const watcher = await someone();
+    const watcher = await vault.someone();
     const day = await vault.today();
     const paid = [
       await vault.pay(400_000n, 0, merchant),
@@ -121,13 +87,13 @@ describe("the challenge bounty (devnet, fhEVM mock)", () => {
     const start = await money();
 
     // The first two receipts alone show no shortfall: nothing is paid.
-    const first = await challenge(watcher, day, merchant.slot, paid.slice(0, 2));
+    const first = await vault.challengeAndResolve(watcher, day, merchant.slot, paid.slice(0, 2));
     assert.deepEqual(bounties(first.resolved), []);
     assert.deepEqual(await money(), start, "a challenge that proves nothing pays nothing");
     assert.equal(await vault.balanceOf(merchant.slot), 0n);
 
     // The third proves it: the shortfall, the base, and all three openings.
-    const second = await challenge(watcher, day, merchant.slot, paid.slice(2));
+    const second = await vault.challengeAndResolve(watcher, day, merchant.slot, paid.slice(2));
     t.diagnostic(
       `challenge gas with the bounty: ${first.opened.gasUsed} to present 2 receipts, ${first.resolved.gasUsed} to resolve with no shortfall; ${second.opened.gasUsed} to present 1 receipt, ${second.resolved.gasUsed} to resolve with a shortfall and its bounty`,
     );
@@ -204,14 +170,17 @@ describe("the challenge bounty (devnet, fhEVM mock)", () => {
     await vault.creditAll(day, new Map([[merchant.slot, 600_000n]]));
     assert.equal(await vault.close(day), "success");
     const start = await money();
-    const { resolved } = await challenge(merchant.owner, day, merchant.slot, paid);
+    const { resolved } = await vault.challengeAndResolve(merchant.owner, day, merchant.slot, paid);
     assert.deepEqual(bounties(resolved), []);
     assert.deepEqual(await money(), start);
     assert.equal(await vault.balanceOf(merchant.slot), 0n);
     assert.equal(await vault.read<boolean>("frozen"), false);
     const [closedAt] = await vault.read<bigint[]>("dayChallenges", [BigInt(day)]);
     await vault.warp(closedAt! + WINDOW);
-    const released = await vault.send(vault.operator, "release", [BigInt(day), await allSlots()]);
+    const released = await vault.send(vault.operator, "release", [
+      BigInt(day),
+      await vault.allSlots(),
+    ]);
     assert.equal(released.status, "success");
     assert.equal(await vault.balanceOf(merchant.slot), 600_000n, "its split, nothing more");
   });
@@ -237,7 +206,7 @@ describe("the challenge bounty (devnet, fhEVM mock)", () => {
     const start = await money();
     assert.equal(start.bond - start.committed, left);
 
-    const { resolved } = await challenge(merchant.owner, day, merchant.slot, paid);
+    const { resolved } = await vault.challengeAndResolve(merchant.owner, day, merchant.slot, paid);
     assert.deepEqual(bounties(resolved), [[2n, left]], "2 openings, 110,000 due, 30,000 paid");
     const proven = await money();
     assert.equal(proven.bond, start.bond - 300_000n - left);

@@ -69,55 +69,23 @@ describe("the commitment the operator must honour (devnet, fhEVM mock)", () => {
     return "accepted";
   };
   const newMerchant = (): Promise<Merchant> => vault.assignSlot();
-  /** Someone with gas and no role: a merchant's watcher, a stranger. */
-  const someone = async () => {
-    const account = privateKeyToAccount(generatePrivateKey());
-    await vault.testClient.setBalance({ address: account.address, value: 10n ** 18n });
-    return account;
-  };
   const openings = (paid: CollectedPayment[]) =>
     paid.map((p) => ({ key: p.key, blinding: p.opening!.blinding }));
   const phaseOf = async (day: number) => (await vault.read<number[]>("dayInfo", [BigInt(day)]))[7];
 
-  /** A challenge sent by `from`, then anyone's submission of the KMS's answer. */
-  const challenge = async (
-    from: PrivateKeyAccount,
-    day: number,
-    slot: bigint,
-    paid: CollectedPayment[],
-  ) => {
-    const opened = await vault.send(from, "challenge", [BigInt(day), slot, openings(paid)]);
-    assert.equal(opened.status, "success", "the challenge was refused");
-    const id = (await vault.read<bigint>("challengeCount")) - 1n;
-    const [, , , , , , handle] = await vault.read<
-      [bigint, number, number, bigint, boolean, bigint, Hex]
-    >("challengeInfo", [id]);
-    const { cleartexts, proof } = await vault.fhe.publicDecrypt([handle]);
-    const resolved = await vault.send(from, "resolveChallenge", [id, cleartexts, proof]);
-    assert.equal(resolved.status, "success");
-    const [, , , , done, shortfall] = await vault.read<
-      [bigint, number, number, bigint, boolean, bigint]
-    >("challengeInfo", [id]);
-    assert.equal(done, true);
-    return { opened, resolved, id, shortfall };
-  };
-  const allSlots = async () => {
-    const count = await vault.read<bigint>("slotCount");
-    return Array.from({ length: Number(count) }, (_, i) => BigInt(i));
-  };
   /** Past the day's window, everything of it released (as the batch does). */
   const releaseAfterWindow = async (day: number) => {
     const [closedAt] = await vault.read<bigint[]>("dayChallenges", [BigInt(day)]);
     const endsAt = closedAt! + WINDOW;
     if ((await vault.chainTime()) < endsAt) await vault.warp(endsAt);
-    return vault.send(vault.operator, "release", [BigInt(day), await allSlots()]);
+    return vault.send(vault.operator, "release", [BigInt(day), await vault.allSlots()]);
   };
 
   test("the operator key credits a day's pool to its own slot: a watcher with the merchant's receipts proves it, the bond pays the shortfall for good, the thief gets nothing, and nothing closes until the bond owner resumes with another key", async (t) => {
     await vault.nextDay();
     const merchant = await newMerchant();
     const thief = await newMerchant();
-    const watcher = await someone(); // holds the merchant's receipts, not its keys
+    const watcher = await vault.someone(); // holds the merchant's receipts, not its keys
     const day = await vault.today();
     const paid = [
       await vault.pay(1_250_000n, 0, merchant),
@@ -140,7 +108,12 @@ describe("the commitment the operator must honour (devnet, fhEVM mock)", () => {
       vault.read<bigint>("bond"),
       vault.read<bigint>("bondCommitted"),
     ]);
-    const { opened, resolved, shortfall } = await challenge(watcher, day, merchant.slot, paid);
+    const { opened, resolved, shortfall } = await vault.challengeAndResolve(
+      watcher,
+      day,
+      merchant.slot,
+      paid,
+    );
     t.diagnostic(
       `challenge gas: ${opened.gasUsed} to present ${paid.length} receipts, ${resolved.gasUsed} to resolve with a proven shortfall (paid from the bond)`,
     );
@@ -264,7 +237,12 @@ describe("the commitment the operator must honour (devnet, fhEVM mock)", () => {
       vault.usdcOf(sender.address),
       vault.client.getBalance({ address: sender.address }),
     ]);
-    const { opened, resolved, shortfall } = await challenge(sender, day, merchant.slot, mine);
+    const { opened, resolved, shortfall } = await vault.challengeAndResolve(
+      sender,
+      day,
+      merchant.slot,
+      mine,
+    );
     t.diagnostic(
       `challenge gas: ${opened.gasUsed} to present ${mine.length} receipts, ${resolved.gasUsed} to resolve (no shortfall)`,
     );
@@ -288,7 +266,7 @@ describe("the commitment the operator must honour (devnet, fhEVM mock)", () => {
     await vault.nextDay();
     const merchant = await newMerchant();
     const forger = await newMerchant(); // a merchant account of a key holder's own
-    const stranger = await someone();
+    const stranger = await vault.someone();
     const earlier = await vault.today();
     const old = await vault.pay(100_000n, 2, merchant);
     await vault.nextDay();
@@ -347,7 +325,7 @@ describe("the commitment the operator must honour (devnet, fhEVM mock)", () => {
     assert.equal(await attempt(merchant.slot, openings([old])), "PaymentNotOfDay");
     assert.equal(await attempt(merchant.slot, openings([a, a])), "AlreadyPresented");
     assert.equal(await attempt(merchant.slot, []), "NotChallengeable");
-    await challenge(stranger, day, merchant.slot, [a]);
+    await vault.challengeAndResolve(stranger, day, merchant.slot, [a]);
     assert.equal(await attempt(merchant.slot, openings([a])), "AlreadyPresented");
     // After the window: too late, the day is released.
     assert.equal((await releaseAfterWindow(day)).status, "success");
@@ -383,13 +361,13 @@ describe("the commitment the operator must honour (devnet, fhEVM mock)", () => {
     );
     assert.equal(await vault.close(day), "success");
     const bond = await vault.read<bigint>("bond");
-    const watcher = await someone();
+    const watcher = await vault.someone();
 
     // Two receipts show 3, less than the 4.5 credited: no shortfall yet.
-    const first = await challenge(watcher, day, merchant.slot, paid.slice(0, 2));
+    const first = await vault.challengeAndResolve(watcher, day, merchant.slot, paid.slice(0, 2));
     assert.equal(first.shortfall, 0n);
     // The third makes 7 against 4.5: 2.5 short, paid from the bond.
-    const second = await challenge(watcher, day, merchant.slot, paid.slice(2));
+    const second = await vault.challengeAndResolve(watcher, day, merchant.slot, paid.slice(2));
     assert.equal(second.shortfall, 2_500_000n);
     assert.equal(await vault.read<bigint>("bond"), bond - 2_500_000n);
     assert.equal(await vault.balanceOf(merchant.slot), 2_500_000n);
@@ -428,7 +406,7 @@ describe("the commitment the operator must honour (devnet, fhEVM mock)", () => {
       ]),
     );
     assert.equal(await vault.close(day), "success");
-    const again = await challenge(watcher, day, merchant.slot, paid);
+    const again = await vault.challengeAndResolve(watcher, day, merchant.slot, paid);
     assert.equal(again.shortfall, 1_000_000n);
     assert.equal(await vault.read<bigint>("bond"), bond - 3_700_000n);
     assert.equal(await vault.balanceOf(merchant.slot), 3_500_000n);
@@ -442,7 +420,10 @@ describe("the commitment the operator must honour (devnet, fhEVM mock)", () => {
       ]),
     );
     assert.equal(await vault.close(day), "success");
-    assert.equal((await challenge(watcher, day, merchant.slot, paid)).shortfall, 0n);
+    assert.equal(
+      (await vault.challengeAndResolve(watcher, day, merchant.slot, paid)).shortfall,
+      0n,
+    );
     assert.equal((await releaseAfterWindow(day)).status, "success");
     assert.equal(await vault.balanceOf(merchant.slot), 10_500_000n);
     assert.equal(await vault.balanceOf(thief.slot), 0n);
@@ -466,7 +447,7 @@ describe("the commitment the operator must honour (devnet, fhEVM mock)", () => {
     );
     assert.equal(await vault.close(day), "success");
     const bond = await vault.read<bigint>("bond");
-    const watcher = await someone();
+    const watcher = await vault.someone();
     const open = async (paid: CollectedPayment[]) => {
       const r = await vault.send(watcher, "challenge", [
         BigInt(day),

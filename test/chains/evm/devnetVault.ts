@@ -136,6 +136,25 @@ export interface DevnetVault {
    * can hand any contract.
    */
   forgeDecryption(handle: Hex, value: bigint | boolean): Promise<{ cleartexts: Hex; proof: Hex }>;
+  /** Someone with gas and no role: a merchant's watcher, a stranger. */
+  someone(): Promise<PrivateKeyAccount>;
+  /** Every slot assigned so far. */
+  allSlots(): Promise<bigint[]>;
+  /**
+   * `from` challenges `slot`'s credit of `day` with the openings of `paid`,
+   * then submits the KMS's answer; both must be mined successfully.
+   */
+  challengeAndResolve(
+    from: PrivateKeyAccount,
+    day: number,
+    slot: bigint,
+    paid: CollectedPayment[],
+  ): Promise<{
+    opened: TransactionReceipt;
+    resolved: TransactionReceipt;
+    id: bigint;
+    shortfall: bigint;
+  }>;
   /** A slot's balance, decrypted for the operator (the current key, or an earlier one it allowed). */
   balanceOf(slot: bigint): Promise<bigint>;
   /** The slot's owner withdraws `amount`: request, then finalize with the KMS's decryption. */
@@ -341,6 +360,29 @@ function vaultCalls(parts: VaultParts): DevnetVault {
       const args = [...authorized, attributed];
       assert.equal((await send(parts.submitter, "collect", args)).status, "success");
       return { payer, nonce, amount, key, ...(opening ? { opening } : {}) };
+    },
+    async someone() {
+      const account = privateKeyToAccount(generatePrivateKey());
+      await testClient.setBalance({ address: account.address, value: 10n ** 18n });
+      return account;
+    },
+    async allSlots() {
+      const count = await read<bigint>("slotCount");
+      return Array.from({ length: Number(count) }, (_, i) => BigInt(i));
+    },
+    async challengeAndResolve(from, day, slot, paid) {
+      const openings = paid.map((p) => ({ key: p.key, blinding: p.opening!.blinding }));
+      const opened = await send(from, "challenge", [BigInt(day), slot, openings]);
+      assert.equal(opened.status, "success", "the challenge was refused");
+      const id = (await read<bigint>("challengeCount")) - 1n;
+      const info = () =>
+        read<[bigint, number, number, bigint, boolean, bigint, Hex]>("challengeInfo", [id]);
+      const { cleartexts, proof } = await fhe.publicDecrypt([(await info())[6]]);
+      const resolved = await send(from, "resolveChallenge", [id, cleartexts, proof]);
+      assert.equal(resolved.status, "success");
+      const [, , , , done, shortfall] = await info();
+      assert.equal(done, true);
+      return { opened, resolved, id, shortfall };
     },
     async creditAll(day, credits) {
       const count = await read<bigint>("slotCount");
