@@ -181,7 +181,12 @@ async function signAll(
 export async function runEvmBench(opts: EvmBenchOptions): Promise<EvmBenchResult> {
   const say = opts.progress;
   say("starting devnet (anvil, 1 s blocks)…");
-  const payers = 40;
+  // A payer for every settle in flight, as a merchant's customers are: one
+  // payer's settles wait for each other (one in flight per payer), so
+  // payments from a few payers would measure that queue, not the service.
+  // Round robin over them, a closed loop's settles in flight are distinct
+  // payers' whenever its concurrency is at most their number.
+  const payers = Math.max(opts.settleConcurrency, 40);
   const devnet = await startDevnet({
     blockTimeSeconds: BLOCK_TIME_SECONDS,
     payers,

@@ -148,7 +148,12 @@ export async function runSvmBench(
 ): Promise<{ ours: SvmSide; reference: SvmSide }> {
   const say = opts.progress;
   say("starting the local Solana ledger (LiteSVM, 400 ms slots)…");
-  const devnet = await startSolanaDevnet({ payers: 20, feePayers: 4 });
+  // A payer for every settle in flight (see the EVM bench): one payer's
+  // settles wait for each other, and a few payers would measure that queue.
+  const devnet = await startSolanaDevnet({
+    payers: Math.max(opts.concurrency, 20),
+    feePayers: 4,
+  });
   const info = devnet.info;
   const children: ChildProcess[] = [];
   const profileDir = mkdtempSync(join(tmpdir(), "bench-svm-profile-"));
