@@ -108,6 +108,15 @@ test("a reorg takes a settled transaction out: it is re-sent from the journal an
   assert.equal(row.status, "succeeded");
 });
 
+test("the reorg watch asks EVM successes together: a success still mined is confirmed by its receipt, an unknown transaction is left to be asked alone", async () => {
+  const payTo = "0x00000000000000000000000000000000000e0e05" as Hex;
+  const tx = await settled(0, payTo, 1_234n);
+  const unknown = `0x${"ab".repeat(32)}`;
+  const asked = () => stack.service.facilitator.stillLanded("eip155:8453", [unknown, tx]);
+  assert.deepEqual([...(await asked())], [tx], "only the mined success");
+  assert.equal(await usdcBalance(stack.rpcUrl, stack.usdc, payTo), 1_234n, "paid once");
+});
+
 test("a reorged transaction whose nonce another transaction took, and whose payment can no longer land (the payer moved its funds), is recorded failed, with settlement.failed, and unbilled", async () => {
   const payTo = "0x00000000000000000000000000000000000e0e02" as Hex;
   const tx = await settled(1, payTo, 5_432n);

@@ -53,6 +53,7 @@ import {
 } from "../ports.js";
 import { reconcileEvmSettlement } from "./payment/reconcile.js";
 import { relandEvmSettlement } from "./payment/reland.js";
+import { receiptOrNone } from "./payment/offTheChain.js";
 import { TransferCheckedScheme } from "./payment/promisedTransfer.js";
 import { evmFailureCause } from "./payment/failureCause.js";
 import { chainFor, createEvmPublicClient, type RpcBatching } from "./rpc/rpc.js";
@@ -337,8 +338,28 @@ export class EvmChainAdapter implements ChainFamily {
    */
   readonly successIsFinal = false;
 
-  /** No read confirms several successes at once: the reorg watch asks each through `reconcile`. */
-  readonly stillLanded = null;
+  /**
+   * The transactions whose receipts the node still holds, succeeded: asked
+   * together (the calls leave as JSON-RPC batches where the node takes
+   * them, rpc.ts), where `reconcile` would read each one's journal first.
+   * The same signed call that succeeds again moves the same amount (the
+   * token's transfer reverts the whole transaction when it cannot). A read
+   * that fails leaves its transaction out, for `reconcile` to ask.
+   */
+  async stillLanded(network: string, references: readonly string[]): Promise<ReadonlySet<string>> {
+    const landed = new Set<string>();
+    const runtime = this.runtimes.get(network);
+    if (!runtime) return landed;
+    await Promise.all(
+      references.map(async (reference) => {
+        const receipt = await receiptOrNone(runtime.client, reference as Hex).catch(
+          () => undefined,
+        );
+        if (receipt?.status === "success") landed.add(reference);
+      }),
+    );
+    return landed;
+  }
 
   /** A reorged success whose transaction lost its nonce, sent again (see reland.ts). */
   reland(pending: PendingSettlement & { id: string }): Promise<ReconcileOutcome> {
