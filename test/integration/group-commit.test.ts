@@ -250,6 +250,73 @@ for (const backend of availableBackends()) {
       assert.deepEqual(await usage(p.accountId), { used: 0, reserved: 3 });
     });
 
+    test("intents asking their reservation get it in their own statement when it fits; a duplicate holds none, and an account near its limit is left to be decided in turn", async () => {
+      const p = await principal("reserve-with-intent", "starter");
+      const q = await principal("reserve-with-intent-2", "pro");
+      // The month's rows exist (created by a first reservation, given back).
+      for (const who of [p, q]) {
+        const first = await ledger.reserve(who.accountId, 1, "eip155:8453");
+        await ledger.release(first);
+      }
+      const asking = (who: Principal, authorizationKey = `gc:${++n}`) =>
+        recorder.beginChecked({
+          principal: who,
+          request: request(++n),
+          authorizationKey,
+          payer: "0x1111111111111111111111111111111111111111",
+          units: 1,
+          reserve: true,
+        });
+      // Two accounts' intents, and a duplicate of one of them, in one flush.
+      const shared = `gc:${++n}`;
+      const fit = await measure(() =>
+        Promise.all([asking(p, shared), asking(p), asking(q), asking(p, shared)]),
+      );
+      assert.equal(fit.statements, 1, "the intents and their reservations: one statement");
+      assert.equal(fit.roundTrips, 1);
+      const [a, b, c, duplicate] = fit.result;
+      for (const [got, who] of [
+        [a, p],
+        [b, p],
+        [c, q],
+      ] as const) {
+        assert.ok(got!.id, "written");
+        assert.deepEqual(got!.reservation, {
+          accountId: who.accountId,
+          month: monthOf(new Date()),
+          units: 1,
+          plan: who === p ? "starter" : "pro",
+        });
+      }
+      assert.equal(duplicate!.id, undefined, "the duplicate has no row");
+      assert.equal(duplicate!.reservation, undefined, "and holds no quota");
+      assert.deepEqual(await usage(p.accountId), { used: 0, reserved: 2 });
+      assert.deepEqual(await usage(q.accountId), { used: 0, reserved: 1 });
+
+      // Starter allows 3: two more intents do not fit together, so neither
+      // is reserved with its intent (both rows are written) and the ledger
+      // decides them in turn: one granted, one refused.
+      const near = await Promise.all([asking(p), asking(p)]);
+      assert.ok(near.every((r) => r.id !== undefined && r.reservation === undefined));
+      assert.deepEqual(await usage(p.accountId), { used: 0, reserved: 2 });
+      const turn = await Promise.allSettled(
+        near.map(() => ledger.reserve(p.accountId, 1, "eip155:8453")),
+      );
+      assert.deepEqual(
+        turn.map((r) => (r.status === "rejected" ? (r.reason as ServiceError).code : "granted")),
+        ["granted", "quota_exceeded"],
+      );
+      assert.deepEqual(await usage(p.accountId), { used: 0, reserved: 3 });
+
+      // A suspended account's intent is written and not reserved: the
+      // ledger's own refusal answers it.
+      await setAccountSuspended(database.db, q.accountId, true);
+      const suspended = await asking(q);
+      assert.ok(suspended.id !== undefined && suspended.reservation === undefined);
+      assert.deepEqual(await usage(q.accountId), { used: 0, reserved: 1 });
+      await setAccountSuspended(database.db, q.accountId, false);
+    });
+
     test("concurrent outcomes share one statement: moved once, billed once, reservations back, one event each", async () => {
       const p = await principal("outcomes");
       await setWebhookEndpoint(database.db, p.accountId, "http://127.0.0.1:9/hook", {

@@ -8,10 +8,10 @@
  * webhook sender) are told apart and left out; a group-commit flush a
  * settle starts runs in that settle's context.
  *
- * Today: 4 statements in 4 round trips on EVM and on Solana, 3 of them
+ * Today: 3 statements in 3 round trips on EVM and on Solana, 2 of them
  * before the broadcast: the intent (with the payer's history and cooling,
- * and on EVM the pending-transaction store's row, read in its statement),
- * the quota reservation and the journal entry. The outcome is one
+ * its quota reservation, and on EVM the pending-transaction store's row,
+ * in its statement) and the journal entry. The outcome is one
  * statement: the chain's word on the transaction, the row's transition,
  * its webhook event and its quota charge with the reservation given back.
  *
@@ -119,13 +119,16 @@ for (const family of FAMILIES)
               .join("\n");
           t.diagnostic(listing);
           assert.ok(statements.length > 0, "the settle's statements were seen in its context");
-          // Before the broadcast: the intent (with the payer's history and
-          // the pending-transaction store's row read in its statement), the
-          // quota reservation, and the journal entry, the last before the
+          // Before the broadcast: the intent (with the payer's history, the
+          // pending-transaction store's row and the quota reservation in its
+          // statement) and the journal entry, the last before the
           // transaction leaves.
           const journaled = exchanges.findIndex((e) => /^\s*with open as/.test(e.sql ?? ""));
           assert.ok(journaled >= 0, "the journal entry was written");
-          assert.equal(journaled + 1, 3, `round trips before the broadcast; ${listing}`);
+          assert.equal(journaled + 1, 2, `round trips before the broadcast; ${listing}`);
+          const intent = exchanges[0]!.sql ?? "";
+          for (const part of ["insert into settlements", "update quota_usage"])
+            assert.ok(intent.includes(part), `the intent's statement has ${part}; ${listing}`);
           assert.ok(
             !exchanges.some((e) => /from "pending_settlements"/.test(e.sql ?? "")),
             `no read of the pending-transaction store of its own: the intent's statement read it; ${listing}`,

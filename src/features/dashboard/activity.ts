@@ -4,7 +4,7 @@
  */
 import { sql } from "kysely";
 import type { Db } from "../../storage/db.js";
-import { FAILURE_WINDOW_MS } from "../plans/quotaLedger.js";
+import { FAILURE_WINDOW_MS } from "../plans/reservationGuard.js";
 import { planNamed } from "../plans/plans.js";
 import { toTokenUnits, type AssetCatalog } from "./assets.js";
 

@@ -13,7 +13,7 @@ import {
   type CreatedApiKey,
 } from "../keys/apiKeys.js";
 import { readPlanStatus, type PlanStatus } from "../plans/planStatus.js";
-import { DEFAULT_FAILURES_PER_HOUR } from "../plans/quotaLedger.js";
+import { DEFAULT_FAILURES_PER_HOUR } from "../plans/reservationGuard.js";
 import type { PlanLimits } from "../plans/plans.js";
 import { listIdentities, signInAccount, type VerifiedIdentity } from "../identity/identities.js";
 import {

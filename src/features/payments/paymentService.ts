@@ -210,7 +210,12 @@ function settleStages(deps: PaymentServiceDeps, duplicates: DuplicateSettles): S
       ...(deps.confidential ? [confidentialReceiptStage(deps.confidential)] : []),
       ...(deps.payerLanes ? [payerLaneStage(deps.payerLanes)] : []),
     ],
-    intent: intentStage(deps.recorder, duplicates, deps.payerCoolingMs ?? 0),
+    intent: intentStage(
+      deps.recorder,
+      duplicates,
+      deps.payerCoolingMs ?? 0,
+      deps.quota !== undefined,
+    ),
     after: [
       ...(deps.quota ? [quotaStage(deps.quota)] : []),
       commitStage(deps.engine),

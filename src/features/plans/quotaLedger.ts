@@ -21,9 +21,13 @@ import { announceChange } from "../../storage/changeFeed.js";
 import { API_KEYS_CHANGED } from "../keys/apiKeys.js";
 import { recordBillingEvent } from "../webhooks/billingEvents.js";
 import {
+  DEFAULT_FAILURES_PER_HOUR,
+  FAILURE_WINDOW_MS,
+  guardedReservation,
+} from "./reservationGuard.js";
+import {
   FREE_PLAN_LIMIT,
   PAYG_UNIT_PRICE_MICRO_USD,
-  PLAN_NAMES,
   UPGRADE_PATH,
   holdsFreeLimits,
   monthOf,
@@ -63,15 +67,8 @@ interface ReserveRequest {
   network: string;
 }
 
-/** How long failed settlements count against an account. */
-export const FAILURE_WINDOW_MS = 60 * 60 * 1000;
 /** When settles in flight hold an account with failures of its own: retry after about one settle. */
 const IN_FLIGHT_RETRY_MS = 10_000;
-/** On-chain failures an account may have per network and hour, when the config gives none. */
-export const DEFAULT_FAILURES_PER_HOUR: Readonly<{ free: number; paid: number }> = {
-  free: 20,
-  paid: 500,
-};
 
 export class QuotaLedger {
   private readonly reservations: GroupCommit<ReserveRequest, QuotaReservation>;
@@ -232,13 +229,10 @@ export class QuotaLedger {
   /**
    * The common case of a busy account, in one statement: when all of one
    * account's requests in a flush fit under its limit together, a single
-   * guarded UPDATE grants them all, which is what granting them in turn
-   * would do. The guard is checked again on the locked row (PostgreSQL
-   * re-reads a row another transaction changed before updating it), so
-   * `used + reserved` still never passes the limit; and the row is locked
-   * only while the statement runs, not across a transaction's round trips.
-   * Anything else (no row for the month yet, a suspension, too few units
-   * left for all of them) writes nothing here and is decided in turn.
+   * guarded UPDATE grants them all (reservationGuard.ts), which is what
+   * granting them in turn would do. Its settles' own intent rows are
+   * committed already, so the statement sees them among those in flight.
+   * Anything else writes nothing here and is decided in turn.
    */
   private async reserveAllOfOne(
     accountId: string,
@@ -247,51 +241,13 @@ export class QuotaLedger {
     at: Date,
   ): Promise<PromiseSettledResult<QuotaReservation>[] | undefined> {
     const units = requests.reduce((n, r) => n + r.units, 0);
-    // Each plan's hard limit (null: none); an unknown plan is held to the
-    // free plan's, as planRule holds it.
-    const limit = sql`(case coalesce(a.plan, 'free') ${sql.join(
-      PLAN_NAMES.map(
-        (name) => sql`when ${name} then ${planRule(name, this.limits).hardLimit}::int`,
-      ),
-      sql` `,
-    )} else ${planRule("free", this.limits).hardLimit}::int end)`;
-    // The account's own on-chain failures on these networks in the last hour
-    // (not its payers'), with its settles in flight once it has any, under
-    // its plan's failure limit (counted together: stricter than per
-    // network; one over it is decided in turn, per network, exactly).
-    const failures = this.limits.failuresPerHour ?? DEFAULT_FAILURES_PER_HOUR;
     const networks = unique(requests.map((r) => r.network));
-    const since = new Date(at.getTime() - FAILURE_WINDOW_MS);
     const granted = await sql<{ plan: string | null }>`
-      update quota_usage q
-      set reserved = q.reserved + ${units}::int, updated_at = ${at}
-      from accounts a
-      where q.account_id = ${accountId} and q.month = ${month} and a.id = q.account_id
-        and a.suspended_at is null
-        and (${limit} is null or q.used + q.reserved + ${units}::int <= ${limit})
-        -- Pay-as-you-go without a balance keeps Free's cap on settles in
-        -- flight (Free's monthly cap bounds them there): the switch alone
-        -- buys no concurrency.
-        and (coalesce(a.plan, 'free') <> 'payg' or a.balance_micro_usd > 0
-          or q.reserved + ${units}::int <= ${FREE_PLAN_LIMIT}::int)
-        and (select case
-            when f.failed = 0 then true
-            when f.failed >= f.lim then false
-            -- With failures of its own, its settles in flight count too
-            -- (this flush's own pending rows among them).
-            else f.failed + (select count(*) from settlements p
-              where p.account_id = q.account_id and p.network = any(${networks}::text[])
-                and p.status = 'pending' and p.started_at > ${since}) <= f.lim
-            end
-          from (select count(*) as failed,
-              (case when coalesce(a.plan, 'free') = 'free'
-                  or (a.plan = 'payg' and a.balance_micro_usd <= 0) then ${failures.free}::int
-                else ${failures.paid}::int end) as lim
-            from settlements s
-            where s.account_id = q.account_id and s.network = any(${networks}::text[])
-              and s.status = 'failed' and s.transaction is not null and s.finished_at > ${since}
-              and coalesce(s.failure_cause, 'requirements') = 'requirements') f)
-      returning a.plan`.execute(this.db);
+      with asked as (
+        select ${accountId}::uuid as account_id, ${units}::int as units, 0 as pending,
+          ${networks}::text[] as networks
+      ), ${guardedReservation(this.limits, "asked", month, at)}
+      select plan from reserved`.execute(this.db);
     const row = granted.rows[0];
     if (!row) return undefined;
     const plan = planRule(row.plan ?? "free", this.limits).name;
@@ -299,6 +255,29 @@ export class QuotaLedger {
       status: "fulfilled",
       value: { accountId, month, units: r.units, plan },
     }));
+  }
+
+  /**
+   * The reservation as a part of the statement that writes settles'
+   * intents: the CTEs that grant what `asked` asks (see
+   * `guardedReservation`), in this month. `reservationOf` turns what they
+   * return into each settle's reservation; a settle not granted there asks
+   * `reserve`, which decides it exactly.
+   */
+  reservationPart(asked: string): { ctes: RawBuilder<unknown>; month: string } {
+    const at = this.now();
+    const month = monthOf(at);
+    return { ctes: guardedReservation(this.limits, asked, month, at), month };
+  }
+
+  /** A settle's reservation granted by `reservationPart`, its account's plan as the part returned it. */
+  reservationOf(
+    accountId: string,
+    month: string,
+    units: number,
+    plan: string | null,
+  ): QuotaReservation {
+    return { accountId, month, units, plan: planRule(plan ?? "free", this.limits).name };
   }
 
   /**

@@ -5,10 +5,10 @@
  * handed between stages by id:
  * - its row's id, the payment it settles (routed to its family at the
  *   edge), and when it started;
- * - its quota reservation, from the quota stage until the write that
- *   records its outcome gives it back (charging a success) in the same
- *   transaction, or until `release` gives it back when the settle ended
- *   without one;
+ * - its quota reservation, from its intent's statement (or, when that
+ *   did not grant it, the quota stage) until the write that records its
+ *   outcome gives it back (charging a success) in the same statement, or
+ *   until `release` gives it back when the settle ended without one;
  * - what the transaction layer noted while the mechanism ran
  *   (chains/settlementScope.ts).
  * The settlements table is still written only by the recorder.
@@ -59,6 +59,8 @@ export class Settlement implements SettlingPayment {
       /** Quota units a success costs. */
       units: number;
       requestId: string;
+      /** See `SettleIntent.reserve`. */
+      reserve?: boolean;
     },
   ): Promise<Settlement | undefined> {
     return (await Settlement.openChecked(rows, intent)).settlement;
@@ -76,7 +78,7 @@ export class Settlement implements SettlingPayment {
     intent: Parameters<typeof Settlement.open>[1],
     coolingSince?: Date,
   ): Promise<{ settlement: Settlement | undefined; payerFailedAt: Date | undefined }> {
-    const { principal, payment, units, requestId } = intent;
+    const { principal, payment, units, requestId, reserve } = intent;
     const startedAt = Date.now();
     const begun = await rows.beginChecked(
       {
@@ -86,6 +88,7 @@ export class Settlement implements SettlingPayment {
         payer: payment.payer,
         units,
         pendingKey: payment.pendingKey,
+        reserve,
       },
       coolingSince,
     );
@@ -102,6 +105,7 @@ export class Settlement implements SettlingPayment {
             begun.payerKnown,
             begun.pending,
           );
+    if (settlement && begun.reservation) settlement.hold(begun.reservation);
     return { settlement, payerFailedAt: begun.payerFailedAt };
   }
 
@@ -113,6 +117,11 @@ export class Settlement implements SettlingPayment {
   /** Takes custody of the settle's quota reservation until its outcome is written. */
   hold(reservation: QuotaReservation): void {
     this.reservation = reservation;
+  }
+
+  /** Whether it holds a quota reservation (granted with its intent, or by the quota stage). */
+  get reserved(): boolean {
+    return this.reservation !== undefined;
   }
 
   /**

@@ -59,9 +59,11 @@ import {
 import { writeOutcomes, type Outcome, type OutcomeWrite } from "./outcomeWrites.js";
 
 /** What writing an intent row found (see `SettlementRecorder.beginChecked`). */
-export interface BeginOutcome extends Omit<IntentWritten, "written"> {
+export interface BeginOutcome extends Omit<IntentWritten, "written" | "reserved"> {
   /** The row's id; undefined when not written (a live record, or the payer cooling). */
   id: string | undefined;
+  /** Its quota reservation, when the intent's statement granted it (see `SettleIntent.reserve`). */
+  reservation?: QuotaReservation | undefined;
 }
 
 export interface SettleIntent {
@@ -72,6 +74,12 @@ export interface SettleIntent {
   units: number;
   /** See `InspectedPayment.pendingKey`. */
   pendingKey?: string | undefined;
+  /**
+   * Asks the quota reservation in the intent's own statement (metered
+   * settles): granted there when it fits, and otherwise left to
+   * QuotaLedger.reserve, which decides it exactly.
+   */
+  reserve?: boolean | undefined;
 }
 
 /** What the chain (or a retry that asked it) says became of a pending row: a decided reconciliation. */
@@ -114,7 +122,7 @@ export class SettlementRecorder {
     this.journal = new JournalRecords(db, log, finishing, sending);
     const opts = { maxBatch: DEFAULT_MAX_BATCH };
     this.intents = new GroupCommit(async (writes) => {
-      const written = await writeIntents(this.db, writes);
+      const written = await writeIntents(this.db, writes, this.metering);
       return written.map((value) => ({ status: "fulfilled", value }) as const);
     }, opts);
     this.outcomes = new GroupCommit(async (writes) => {
@@ -191,12 +199,22 @@ export class SettlementRecorder {
         units: intent.units,
         authorization_key: intent.authorizationKey,
       };
-      const { written, ...payer } = await this.intents.submit({
+      const { written, reserved, ...payer } = await this.intents.submit({
         row,
         coolingSince,
         pendingKey: intent.pendingKey,
+        reserve: intent.reserve,
       });
-      return { id: written ? id : undefined, ...payer };
+      const reservation =
+        reserved && this.metering
+          ? this.metering.reservationOf(
+              principal.accountId,
+              reserved.month,
+              intent.units,
+              reserved.plan,
+            )
+          : undefined;
+      return { id: written ? id : undefined, reservation, ...payer };
     } catch (e) {
       this.log.error({ err: describeError(e) }, "could not record settlement intent");
       throw new ServiceError(

@@ -89,6 +89,18 @@ export interface CheckedIntent {
   coolingSince?: Date | undefined;
   /** Its payment's key in the pending-settlement store, whose row is read with it. */
   pendingKey?: string | undefined;
+  /** Its quota reservation is asked in the same statement (see `IntentReservations`). */
+  reserve?: boolean | undefined;
+}
+
+/**
+ * The quota's part of an intent statement (QuotaLedger.reservationPart):
+ * CTEs that reserve what the relation named `asked` asks (one row an
+ * account: `account_id`, `units`, `pending`, `networks`) and return, as
+ * `reserved`, the accounts granted with their plan.
+ */
+export interface IntentReservations {
+  reservationPart(asked: string): { ctes: RawBuilder<unknown>; month: string };
 }
 
 /** What a checked insert found and wrote. */
@@ -101,6 +113,10 @@ interface CheckedIntents {
   known: Set<string>;
   /** The pending-settlement store's unexpired rows for the keys asked: key → transaction. */
   pending: Map<string, string>;
+  /** The accounts whose written intents' reservations were granted: account → plan. */
+  reserved: Map<string, string | null>;
+  /** The month they were reserved in. */
+  month: string | undefined;
 }
 
 // The columns an intent row is written with; the others keep their defaults.
@@ -149,6 +165,7 @@ const INTENT_COLUMNS = [
 async function insertCheckedIntents(
   db: Kysely<Database>,
   intents: readonly CheckedIntent[],
+  quota: IntentReservations | undefined,
 ): Promise<CheckedIntents> {
   const checked = intents.filter((i) => i.coolingSince !== undefined);
   const payers = [...new Set(checked.flatMap(({ row }) => (row.payer ? [row.payer] : [])))];
@@ -166,10 +183,25 @@ async function insertCheckedIntents(
       cooling_since: coolingSince,
     })),
   );
+  // The reservations asked, of the rows this statement writes: an account's
+  // together, its new rows counted among its settles in flight (the
+  // statement's snapshot does not show them).
+  const reserving = quota ? intents.filter((i) => i.reserve).map((i) => i.row.id) : [];
+  const part = reserving.length > 0 ? quota!.reservationPart("asked") : undefined;
+  const reservation = part
+    ? sql`, asked as (
+        select account_id, sum(units)::int as units, count(*)::int as pending,
+          array_agg(distinct network) as networks
+        from inserted where id = any(${reserving}::uuid[]) group by account_id
+      ), ${part.ctes}`
+    : sql``;
+  const reservedRows = part
+    ? sql`union all select 'reserved', account_id::text, null, plan from reserved`
+    : sql``;
   const columns = sql.join(INTENT_COLUMNS.map((c) => sql.ref(c)));
   const values = sql.join(INTENT_COLUMNS.map((c) => sql.ref(`v.${c}`)));
   const { rows } = await sql<{
-    kind: "inserted" | "cooling" | "known" | "pending";
+    kind: "inserted" | "cooling" | "known" | "pending" | "reserved";
     value: string;
     at: Date | string | null;
     tx: string | null;
@@ -197,22 +229,27 @@ async function insertCheckedIntents(
         where c.payer = v.payer and c.last > (i.j ->> 'cooling_since')::timestamptz)
       order by i.ord
       on conflict (authorization_key) where ${HOLDS_AUTHORIZATION} do nothing
-      returning id
-    )
-    select 'inserted' as kind, id::text as value, null::timestamptz as at, null as tx from inserted
+      returning id, account_id, network, units
+    )${reservation}
+    select 'inserted' as kind, id::text as value, null::timestamptz as at, null::text as tx
+    from inserted
     union all select 'cooling', payer, last, null from cooling
     union all select 'known', payer, null, null from known
-    union all select 'pending', key, null, tx_hash from pending`.execute(db);
+    union all select 'pending', key, null, tx_hash from pending
+    ${reservedRows}`.execute(db);
   const found: CheckedIntents = {
     inserted: new Set(),
     lastFailure: new Map(),
     known: new Set(),
     pending: new Map(),
+    reserved: new Map(),
+    month: part?.month,
   };
   for (const r of rows) {
     if (r.kind === "inserted") found.inserted.add(r.value);
     else if (r.kind === "known") found.known.add(r.value);
     else if (r.kind === "pending") found.pending.set(r.value, r.tx!);
+    else if (r.kind === "reserved") found.reserved.set(r.value, r.tx);
     else if (r.at !== null) found.lastFailure.set(r.value, new Date(r.at));
   }
   return found;
@@ -228,30 +265,44 @@ export interface IntentWritten {
   payerKnown?: boolean | undefined;
   /** Its `pendingKey`'s row in the pending-settlement store, as read (undefined: not asked). */
   pending?: { key: string; transaction: string | undefined } | undefined;
+  /** Its quota reservation, granted in the same statement (undefined: not asked, or not granted). */
+  reserved?: { month: string; plan: string | null } | undefined;
 }
 
 /**
  * One group-commit flush of intents, in one statement: `insertIntents`, or
- * `insertCheckedIntents` when any of them asks about its payer's cooling.
- * Answers each intent in the order given.
+ * `insertCheckedIntents` when any of them asks about its payer's cooling,
+ * its pending-store row or its quota reservation. Answers each intent in
+ * the order given.
  */
 export async function writeIntents(
   db: Kysely<Database>,
   intents: readonly CheckedIntent[],
+  quota?: IntentReservations,
 ): Promise<IntentWritten[]> {
-  if (intents.every((i) => i.coolingSince === undefined && i.pendingKey === undefined)) {
+  if (
+    intents.every(
+      (i) => i.coolingSince === undefined && i.pendingKey === undefined && !(quota && i.reserve),
+    )
+  ) {
     const inserted = await insertIntents(
       db,
       intents.map((i) => i.row),
     );
     return intents.map((i) => ({ written: inserted.has(i.row.id) }));
   }
-  const found = await insertCheckedIntents(db, intents);
+  const found = await insertCheckedIntents(db, intents, quota);
   return intents.map((i) => {
     const payer = i.coolingSince ? i.row.payer : undefined;
     const last = payer ? found.lastFailure.get(payer) : undefined;
+    const written = found.inserted.has(i.row.id);
+    const account = i.row.account_id;
     return {
-      written: found.inserted.has(i.row.id),
+      written,
+      reserved:
+        written && i.reserve && found.month && found.reserved.has(account)
+          ? { month: found.month, plan: found.reserved.get(account) ?? null }
+          : undefined,
       payerFailedAt: i.coolingSince && last && last > i.coolingSince ? last : undefined,
       payerKnown: payer ? found.known.has(payer) : undefined,
       pending: i.pendingKey

@@ -27,6 +27,20 @@ export interface SettlementMetering {
     moved: string,
     reservations: readonly QuotaReservation[],
   ): { ctes: RawBuilder<unknown>; month: string } | undefined;
+  /**
+   * The quota part of the statement that writes settles' intents: CTEs
+   * that reserve what the relation `asked` asks (one row an account:
+   * `account_id`, `units`, `pending`, `networks`) and return `reserved`
+   * (`account_id`, `plan`) for each account granted, in `month`.
+   */
+  reservationPart(asked: string): { ctes: RawBuilder<unknown>; month: string };
+  /** A settle's reservation that `reservationPart` granted. */
+  reservationOf(
+    accountId: string,
+    month: string,
+    units: number,
+    plan: string | null,
+  ): QuotaReservation;
   /** Pay-as-you-go charges for an account whose plan changed while its settles ran. */
   billPaygAfter(
     charges: readonly QuotaCharge[],

@@ -32,6 +32,8 @@ export function intentStage(
   duplicates: DuplicateSettles,
   /** How long a payer whose own payment failed on-chain is refused (0: never). */
   coolingMs = 0,
+  /** The quota stage follows: ask its reservation in the intent's statement (`SettleIntent.reserve`). */
+  reserve = false,
   now: () => number = Date.now,
 ): OpeningStage {
   return {
@@ -49,10 +51,18 @@ export function intentStage(
             payment: ctx.payment,
             units: ctx.units,
             requestId: ctx.requestId,
+            reserve,
           },
           coolingMs > 0 ? new Date(at - coolingMs) : undefined,
         );
-        if (settlement) return duplicates.own(settlement.id, next(settlement));
+        // A reservation granted with the intent is the settlement's: the
+        // quota stage after releases it, and so does this one should a
+        // stage between end the settle first.
+        if (settlement)
+          return duplicates.own(
+            settlement.id,
+            next(settlement).finally(() => settlement.release()),
+          );
         // The authorization has a live record, or the payer is cooling:
         // nothing of ours is recorded or sent.
         const live = await recorder.reads.findLive(ctx.payment.authorizationKey);

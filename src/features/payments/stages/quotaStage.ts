@@ -1,9 +1,11 @@
 /**
  * Stage: the monthly quota. Runs after the intent row made this request the
  * one owner of its authorization, so duplicates of one payment never hold
- * quota. Reserves the payment's units before anything is sent (402 when
- * exhausted, and the intent row is withdrawn: nothing was attempted), in one
- * transaction with the reservations of concurrent settles (group commit).
+ * quota. The intent's own statement reserves the payment's units when they
+ * fit (see `SettleIntent.reserve`); a settle it did not grant is decided
+ * here, exactly, before anything is sent (402 when exhausted, and the
+ * intent row is withdrawn: nothing was attempted), in one flush with the
+ * reservations of concurrent settles (group commit).
  * The reservation is then the settlement's: the write that records the
  * outcome gives it back (charging a success) in the same transaction, and
  * when the settle ends without one, this stage has the settlement give it
@@ -23,11 +25,13 @@ export function quotaStage(quota: QuotaLedger): SettlementStage {
       // a settle that costs no quota (a batch deposit, a refund, xrpl:0).
       const { settlement } = ctx;
       const network = ctx.request.paymentRequirements.network;
-      try {
-        settlement.hold(await quota.reserve(ctx.principal.accountId, ctx.units, network));
-      } catch (e) {
-        await settlement.withdraw();
-        throw e;
+      if (!settlement.reserved) {
+        try {
+          settlement.hold(await quota.reserve(ctx.principal.accountId, ctx.units, network));
+        } catch (e) {
+          await settlement.withdraw();
+          throw e;
+        }
       }
       try {
         return await next();
