@@ -166,6 +166,11 @@ describe("Confidential tab in Chromium: checking each day and challenging a shor
     assert.deepEqual(await redeemableFrom(day), [null, null]);
 
     const { page, sent } = await openTab();
+    // The devnet's contract, as it is: this stack's window, and no bounty.
+    await page
+      .getByTestId("confidential-devnet")
+      .getByText(/has a challenge window of 2 days and no challenge bounty/)
+      .waitFor();
     const honestRow = page.getByTestId(`day-${dayToDate(honestDay)}`);
     const shortRow = page.getByTestId(`day-${dayToDate(day)}`);
     await honestRow.getByText("Matches").waitFor();
