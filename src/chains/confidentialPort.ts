@@ -214,6 +214,8 @@ export interface ConfidentialVault {
   readonly operator: Address;
   /** Seconds between a day's close and the release of its credits. */
   readonly challengeWindow: bigint;
+  /** What a proven shortfall pays from the bond besides it (USDC base units): once, and per opening. */
+  readonly challengeBounty: { base: bigint; perOpening: bigint };
   /** What the merchant's wallet signs (personal_sign) to enable. */
   enablementMessage(merchant: Address, accountRef: string): string;
   /**

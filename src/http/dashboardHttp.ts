@@ -48,7 +48,7 @@ export async function registerDashboardHttp(
   registerPlanRoutes(app, { dashboard, billing: deps.billing });
   registerKeyRoutes(app, { dashboard });
   registerWebhookRoutes(app, { dashboard });
-  registerConfidentialRoutes(app, { confidential: deps.confidential });
+  registerConfidentialRoutes(app, { confidential: deps.confidential, mode });
   registerCatalogRoutes(app, { catalog: deps.catalog });
   await registerDashboardStatic(app, deps.staticDir);
 }

@@ -28,7 +28,7 @@ import {
   enabledMerchant,
   pastNextMidnight,
 } from "../chains/evm/confidential.js";
-import { dayToDate, utcDay } from "../../src/features/confidential/credits.js";
+import { dayStart, dayToDate, utcDay } from "../../src/features/confidential/credits.js";
 import { confidentialVaultAbi } from "../../src/chains/evm/confidential/vaultAbi.js";
 
 const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
@@ -121,6 +121,14 @@ describe("Confidential tab in Chromium: checking each day and challenging a shor
     return { page, sent };
   }
 
+  /** When each of the day's receipts may be redeemed, as the tab reads it (null: not now). */
+  async function redeemableFrom(day: number): Promise<(string | null)[]> {
+    const { receipts } = (await (await user.call("/api/confidential/receipts")).json()) as {
+      receipts: { day: string | null; redeemableFrom: string | null }[];
+    };
+    return receipts.filter((r) => r.day === dayToDate(day)).map((r) => r.redeemableFrom);
+  }
+
   async function showTab(page: Page): Promise<void> {
     await page.goto(`${stack.url}/dashboard/`);
     await page
@@ -153,8 +161,16 @@ describe("Confidential tab in Chromium: checking each day and challenging a shor
     const day = utcDay(now) - 1;
     const stolen = await creditDayToOperatorsOwnSlot(vault, day);
     assert.equal(stolen.pool, 2n * PRICE_ATOMIC);
+    // The vault refuses to redeem a payment of a closed day: no Redeem offered.
+    assert.deepEqual(await redeemableFrom(honestDay), [null]);
+    assert.deepEqual(await redeemableFrom(day), [null, null]);
 
     const { page, sent } = await openTab();
+    // The devnet's contract, as it is: this stack's window, and no bounty.
+    await page
+      .getByTestId("confidential-devnet")
+      .getByText(/has a challenge window of 2 days and no challenge bounty/)
+      .waitFor();
     const honestRow = page.getByTestId(`day-${dayToDate(honestDay)}`);
     const shortRow = page.getByTestId(`day-${dayToDate(day)}`);
     await honestRow.getByText("Matches").waitFor();
@@ -203,6 +219,9 @@ describe("Confidential tab in Chromium: checking each day and challenging a shor
     );
     assert.equal(await vault.balance(stolen.slot), 0n, "the thief's slot is paid nothing");
     assert.equal((await vault.dayInfo(day)).phase, "disputed");
+    // A disputed day's payments are redeemable at once.
+    const dayEnd = dayStart(day + 1).toISOString();
+    assert.deepEqual(await redeemableFrom(day), [dayEnd, dayEnd]);
     const frozen = await publicClient.readContract({
       address: vault.address,
       abi: confidentialVaultAbi,

@@ -612,6 +612,11 @@ describe("dashboard in Chromium", () => {
       .getByTestId("confidential-observer")
       .getByText(/whether your balance covered it/)
       .waitFor();
+    // On the devnet, what its contract lacks.
+    await page
+      .getByTestId("confidential-devnet")
+      .getByText(/has no challenge window \(.*\) and no challenge bounty/)
+      .waitFor();
 
     // Nothing is available before the daily batch: the withdrawal debits nothing.
     await page.getByLabel("Amount (USDC)").fill("0.01");

@@ -28,6 +28,10 @@ interface ConfidentialInfo {
   fee: { unitsPerSettlement: number; explanation: string };
   description: string;
   observer: string;
+  /** Which keys are still trusted, and for what. */
+  trust: string;
+  /** On the devnet: what its contract lacks (null elsewhere). */
+  devnet: string | null;
 }
 interface Balance {
   available: string | null;
@@ -163,6 +167,8 @@ export function Confidential() {
           <section className="notice">
             <p>{c.description}</p>
             <p data-testid="confidential-observer">{c.observer}</p>
+            <p data-testid="confidential-trust">{c.trust}</p>
+            {c.devnet && <p data-testid="confidential-devnet">{c.devnet}</p>}
             {!c.available && (
               <p className="muted">
                 Not available on this service: no privacy contract is configured.
@@ -288,7 +294,9 @@ function BalanceView() {
             <dt>Pending</dt>
             <dd data-testid="balance-pending">
               {usdc(b.pending)}{" "}
-              <span className="muted">(spendable once its day's batch closes)</span>
+              <span className="muted">
+                (spendable once its day is closed and, after its challenge window, released)
+              </span>
             </dd>
           </dl>
         )}
@@ -343,9 +351,10 @@ function DayChecks({ vault }: { vault: string }) {
         Here each such day's credit to you, as the contract holds it, is compared with your
         receipts. If it falls short, challenge it from your wallet: the contract checks that each
         receipt opens the commitment it stored for the payment when it collected it, and pays the
-        shortfall from the operator's bond into your balance. The challenge names your slot, these
-        payments and the account that sends it on-chain; anyone holding your receipts may send it
-        for you.
+        shortfall from the operator's bond into your balance, with a bounty while the bond has
+        enough to spare. The challenge names your slot, these payments and the account that sends it
+        on-chain (switch your wallet to another funded account to keep your withdrawal address off
+        it), and reveals your credit for that day; anyone holding your receipts may send it for you.
       </p>
       <ErrorNote error={challenge.error} />
       <Loadable query={days} label="the days">
@@ -426,10 +435,10 @@ function Receipts({ vault }: { vault: string }) {
       <p className="muted">
         Each receipt opens the commitment the contract stored, when it collected the payment, to
         your slot: nobody signs it, and no other slot can ever claim that payment. Payments become
-        available when their day&apos;s batch closes (normally just after 00:00 UTC) and its
-        challenge window has passed. If a day is still not closed a day after it ended, your wallet
-        can redeem its receipts on the contract itself, without us: the redemption names your slot
-        and the payment on-chain.
+        available once their day is closed (normally just after 00:00 UTC) and, after its challenge
+        window, released. If a day is still not closed a day after it ended, or is disputed, your
+        wallet can redeem its receipts on the contract itself, without us: the redemption names your
+        slot, the payment and the sending account on-chain.
       </p>
       <ErrorNote error={redeem.error} />
       <Loadable query={receipts} label="the receipts">
@@ -551,10 +560,10 @@ function Withdrawals({ vault }: { vault: string }) {
       <h2 id="withdraw-h">Withdraw</h2>
       <p className="muted">
         Only the available balance can be withdrawn; payments still pending their batch cannot. An
-        amount above it moves nothing. Either way the chain shows the amount, your withdrawal
-        address and whether your balance covered it, but not the balance itself. We pay the gas. If
-        a withdrawal is not finalized within 24 hours, your wallet can cancel it here and the amount
-        returns to your balance.
+        amount above it moves nothing. Either way the chain shows the amount, your slot and
+        withdrawal address, and whether your balance covered it, but not the balance itself. We pay
+        the gas. If a withdrawal is not finalized within 24 hours, your wallet can cancel it here
+        and the amount returns to your balance.
       </p>
       <form className="stack-form" onSubmit={submit}>
         <label htmlFor="withdraw-amount">Amount (USDC)</label>

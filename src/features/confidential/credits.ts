@@ -23,7 +23,7 @@ import { getAddress, isAddress, type Hex } from "../../chains/confidentialPort.j
 import type { Kysely } from "kysely";
 import type { Database } from "../../storage/schema.js";
 import type { ConfidentialReceipt, ConfidentialVault } from "./vaultPort.js";
-import { utcDay } from "../../chains/confidentialPort.js";
+import { utcDay, type DayPhase } from "../../chains/confidentialPort.js";
 import { describeError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/logger.js";
 
@@ -57,7 +57,12 @@ export interface CreditListing {
   /** The UTC day the vault collected it in (YYYY-MM-DD). */
   day: string | null;
   creditedDay: string | null;
-  /** When its receipt becomes redeemable on-chain, if its day is still not closed then. */
+  /**
+   * From when its receipt may be redeemed on-chain: a day after its day
+   * ended while the day is open, or the day's end while it is disputed
+   * (redeemable now); null while the day is closing or closed (the vault
+   * refuses), once it is credited, and when the day's phase cannot be read.
+   */
   redeemableFrom: string | null;
   problem: string | null;
   receipt: ConfidentialReceipt | null;
@@ -293,6 +298,26 @@ export class ConfidentialCredits {
       .orderBy("c.created_at", "desc")
       .limit(Math.max(1, Math.min(opts.limit ?? 100, 500)))
       .execute();
+    const uncredited = (r: (typeof rows)[number]) =>
+      r.day !== null && r.credited_day === null && r.outcome === null;
+    // `redeem` takes a payment of an open day (from a day after it ended)
+    // or of a disputed one, never of a day closing or closed.
+    const phases = new Map<number, DayPhase>();
+    await Promise.all(
+      [...new Set(rows.filter(uncredited).map((r) => r.day!))].map((day) =>
+        this.vault.dayInfo(day).then(
+          (info) => void phases.set(day, info.phase),
+          () => undefined, // unread: no redemption offered
+        ),
+      ),
+    );
+    const redeemableFrom = (r: (typeof rows)[number]): string | null => {
+      if (!uncredited(r)) return null;
+      const phase = phases.get(r.day!);
+      if (phase === "open") return new Date((r.day! + 2) * DAY_MS).toISOString();
+      if (phase === "disputed") return new Date((r.day! + 1) * DAY_MS).toISOString();
+      return null;
+    };
     return rows.map((r) => ({
       paymentNonce: r.payment_nonce,
       payer: getAddress(r.payer),
@@ -303,10 +328,7 @@ export class ConfidentialCredits {
       createdAt: r.created_at.toISOString(),
       day: r.day === null ? null : dayToDate(r.day),
       creditedDay: r.credited_day === null ? null : dayToDate(r.credited_day),
-      redeemableFrom:
-        r.day === null || r.credited_day !== null || r.outcome !== null
-          ? null
-          : new Date((r.day + 2) * DAY_MS).toISOString(),
+      redeemableFrom: redeemableFrom(r),
       problem: r.problem,
       receipt: receiptOfRow(r.receipt) ?? null,
     }));

@@ -196,11 +196,15 @@ export async function createConfidentialVault(
   const address = getAddress(opts.contractAddress);
   const vault = { address, abi: confidentialVaultAbi } as const;
 
-  const [asset, onChainOperator, challengeWindow] = await Promise.all([
-    publicClient.readContract({ ...vault, functionName: "asset" }),
-    publicClient.readContract({ ...vault, functionName: "operator" }),
-    publicClient.readContract({ ...vault, functionName: "challengeWindow" }),
-  ]);
+  const [asset, onChainOperator, challengeWindow, bountyBase, bountyPerOpening] = await Promise.all(
+    [
+      publicClient.readContract({ ...vault, functionName: "asset" }),
+      publicClient.readContract({ ...vault, functionName: "operator" }),
+      publicClient.readContract({ ...vault, functionName: "challengeWindow" }),
+      publicClient.readContract({ ...vault, functionName: "challengeBountyBase" }),
+      publicClient.readContract({ ...vault, functionName: "challengeBountyPerOpening" }),
+    ],
+  );
   if (getAddress(onChainOperator) !== operator.address) {
     throw new Error(
       `the vault's operator is ${onChainOperator}, not the configured operator key's ${operator.address}`,
@@ -439,6 +443,7 @@ export async function createConfidentialVault(
     network: CONFIDENTIAL_NETWORK,
     operator: operator.address,
     challengeWindow,
+    challengeBounty: { base: bountyBase, perOpening: bountyPerOpening },
 
     enablementMessage: (merchant, accountRef) =>
       enablementMessage({ merchant, accountRef, vault: address, chainId: opts.chainId }),

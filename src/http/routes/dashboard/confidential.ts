@@ -26,17 +26,52 @@ import { ServiceError } from "../../../lib/errors.js";
 import { sessionRoute } from "./schemas.js";
 
 const DESCRIPTION =
-  "Confidential settlement credits your payments into an encrypted balance held by a privacy contract on Base: the chain does not show which payments are yours, your daily sums or your balance. Payers pay the contract with an ordinary USDC authorization, and the contract binds each payment to your encrypted slot when it collects it (your receipt opens that binding); your payments become available in one batch each day after 00:00 UTC, once a challenge window has passed, and you withdraw to a wallet you hold the keys of. That wallet is bound to your account for good.";
+  "Confidential settlement credits your payments into an encrypted balance held by a privacy contract on Base: the chain does not show which payments are yours, your daily sums or your balance, except what a challenge or a redemption reveals (below). Payers pay the contract with an ordinary USDC authorization, and the contract binds each payment to your encrypted slot when it collects it (your receipt opens that binding); your payments become available in one batch each day after 00:00 UTC, once a challenge window has passed, and you withdraw to a wallet you hold the keys of. That wallet is bound to your account for good.";
 
-/** Exactly what anyone reading the chain learns, in the tab's words (docs/confidential.md). */
+/** Exactly who learns what, in the tab's words (docs/confidential.md). */
 const OBSERVER =
-  "What anyone reading the chain still sees: every payment's payer, amount and time (payers pay the contract, not you), each day's total over all merchants, and each of your withdrawals: its amount, your withdrawal address, and whether your balance covered it (it says nothing about the balance itself). A price no other merchant charges can identify your payments, and while few merchants use the contract a day's total is close to their revenue. A challenge or a redemption names your slot and the payments it presents (not your address). We, the operator, see everything: which payments are yours and your balance; so does anyone holding one of this account's API keys (your receipts), and the payer of each payment learns your slot from its receipt. Zama's key management network could decrypt anything its members collude on, and every payout rests on its signatures; on a development network (devnet) nothing is private.";
+  "What anyone reading the chain sees: every payment's payer, amount and time (payers pay the contract, not you), each day's total over all merchants, your viewer address if you named one, and each of your withdrawals: its amount, your slot and withdrawal address, and whether your balance covered it (it says nothing about the balance itself). A price only you charge can identify your payments, and while few merchants use the contract a day's total is close to their revenue. A challenge or a redemption shows your slot, its payments and the account that sends it (sent from your withdrawal wallet, it links that address to your slot: let a watcher's account send it instead); a challenge also shows your credit for that day (exactly when it proves a shortfall, a lower bound when not) and what the bond then pays you. Anyone who fetches your 402 sees your withdrawal address, and each payer learns your slot from its receipt. Any API key of this account sees your withdrawal address, your credit for each day still open to challenge, what the bond paid you, and the receipt of each payment it settles; not your balance. Whoever holds your viewer key decrypts your daily credits and balance. We, the operator, see everything.";
+
+/** Which keys are still trusted, and for what, in the tab's words (docs/confidential.md). */
+const TRUST =
+  "Still trusted: our operator key commits each payment to a slot as it is collected (check each receipt: a payment committed elsewhere does not open to your slot), and writes each day's split. A split that shorts you stands unless your receipts prove it within the challenge window (you, a watcher of yours or our batch can send them); then the operator's bond pays the shortfall, and a bounty while it has bond to spare. The bond owner's key can withdraw spare bond, which can stop days from closing, and answers a proven shortfall (after 14 days without it, anyone may end the freeze); it cannot move your money. Zama's key management network could decrypt anything its members collude on, and every payout, close and challenge verdict rests on its signatures: forged ones could pay out or withhold merchants' money, or show a wrong credit, but never pay out more in total than the contract ever credited: at most merchants' balances, the bond's share of days not yet released, and bounties. We serve this page's code; npm run confidential:check is your own check.";
+
+/** A challenge window in words: "2 days", "6 hours", "90 seconds". */
+function duration(seconds: bigint): string {
+  const [n, unit] =
+    seconds % 86_400n === 0n
+      ? [seconds / 86_400n, "day"]
+      : seconds % 3_600n === 0n
+        ? [seconds / 3_600n, "hour"]
+        : [seconds, "second"];
+  return `${n} ${unit}${n === 1n ? "" : "s"}`;
+}
+
+/** USDC base units (6 decimals) in words: 100000 → "0.1 USDC". */
+function usdcAmount(atomic: bigint): string {
+  const cents = (atomic % 1_000_000n).toString().padStart(6, "0").replace(/0+$/, "");
+  return `${atomic / 1_000_000n}${cents ? `.${cents}` : ""} USDC`;
+}
+
+/** What the devnet's vault lacks, from its own settings (none of the production floors apply). */
+function devnetNote(vault: ConfidentialFeature["vault"]): string {
+  const window =
+    !vault || vault.challengeWindow === 0n
+      ? "no challenge window (a closed day's credits are released at once)"
+      : `a challenge window of ${duration(vault.challengeWindow)}`;
+  const { base, perOpening } = vault?.challengeBounty ?? { base: 0n, perOpening: 0n };
+  const bounty =
+    base === 0n && perOpening === 0n
+      ? "no challenge bounty"
+      : `a challenge bounty of ${usdcAmount(base)} per proof and ${usdcAmount(perOpening)} per receipt`;
+  return `On this development network (devnet) nothing is private or protected: its key management network is a mock with public keys, so anyone can forge its decryptions. Its contract has ${window} and ${bounty}.`;
+}
 
 const address = { type: "string", pattern: "^0x[0-9a-fA-F]{40}$" } as const;
 
 export function registerConfidentialRoutes(
   app: FastifyInstance,
-  deps: { confidential: ConfidentialFeature },
+  deps: { confidential: ConfidentialFeature; mode: "devnet" | "production" },
 ): void {
   const { merchants } = deps.confidential;
   // The routes that need the vault answer 404 on a service without one.
@@ -78,6 +113,8 @@ export function registerConfidentialRoutes(
         },
         description: DESCRIPTION,
         observer: OBSERVER,
+        trust: TRUST,
+        devnet: deps.mode === "devnet" ? devnetNote(deps.confidential.vault) : null,
       };
     },
   );
